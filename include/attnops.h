@@ -1,0 +1,265 @@
+/*
+ * attnops — the attention operators of CANN ops-transformer on ordinary CPUs.
+ *
+ * One public header.  Every operator is a two-phase call:
+ *
+ *     size_t bytes;
+ *     st = attnops_flash_attention_score_workspace_size(&args, &bytes);
+ *     void *ws = malloc(bytes);                       // bytes may be 0
+ *     st = attnops_flash_attention_score(&args, ws, bytes);
+ *
+ * The workspace query returns the exact number of bytes the run needs for the
+ * same arguments and the same thread count.  A run never allocates memory of
+ * its own; every scratch buffer lives in the workspace.
+ *
+ * Errors: every call returns an attnops_status.  On failure nothing has been
+ * written to any output tensor, and attnops_last_error() returns one sentence
+ * (thread-local) naming the operator, the argument and the offending value.
+ * The library never aborts or exits.
+ *
+ * Thread safety: calls are re-entrant; distinct calls may run concurrently on
+ * distinct outputs.  Each call uses OpenMP threads internally.
+ */
+#ifndef ATTNOPS_H
+#define ATTNOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTNOPS_VERSION_MAJOR 0
+#define ATTNOPS_VERSION_MINOR 1
+#define ATTNOPS_VERSION_PATCH 0
+
+#if defined(_WIN32)
+#define ATTNOPS_API
+#else
+#define ATTNOPS_API __attribute__((visibility("default")))
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes.  The first two match aclnn (ACLNN_ERR_PARAM_NULLPTR/INVALID) */
+/* so that harnesses written for CANN read them unchanged.                   */
+/* ------------------------------------------------------------------------ */
+typedef enum attnops_status {
+    ATTNOPS_SUCCESS = 0,
+    ATTNOPS_ERR_NULLPTR = 161001,       /* a required pointer is NULL            */
+    ATTNOPS_ERR_PARAM_INVALID = 161002, /* bad dtype, shape, layout, attribute,  */
+                                        /* workspace too small, overlapping outs */
+    ATTNOPS_ERR_UNSUPPORTED = 161003,   /* a valid request this version does not */
+                                        /* implement (yet)                       */
+    ATTNOPS_ERR_OUT_OF_MEMORY = 361001, /* an allocation failed (library helpers)*/
+    ATTNOPS_ERR_INTERNAL = 561001       /* a bug: please report the sentence     */
+} attnops_status;
+
+/* The sentence describing the last failure on this thread ("" after a success). */
+ATTNOPS_API const char *attnops_last_error(void);
+/* A fixed name for a status code ("ATTNOPS_ERR_PARAM_INVALID", ...). */
+ATTNOPS_API const char *attnops_status_string(attnops_status status);
+/* "0.1.0" */
+ATTNOPS_API const char *attnops_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Element types                                                             */
+/* ------------------------------------------------------------------------ */
+typedef enum attnops_dtype {
+    ATTNOPS_DTYPE_F32 = 1,
+    ATTNOPS_DTYPE_F16,
+    ATTNOPS_DTYPE_BF16,
+    ATTNOPS_DTYPE_F8_E4M3FN,
+    ATTNOPS_DTYPE_F8_E5M2,
+    ATTNOPS_DTYPE_U8,
+    ATTNOPS_DTYPE_BOOL,
+    ATTNOPS_DTYPE_I32,
+    ATTNOPS_DTYPE_I64
+} attnops_dtype;
+
+/* Bytes per element; 0 for an unknown dtype. */
+ATTNOPS_API size_t attnops_dtype_size(attnops_dtype dtype);
+/* "f32", "f16", "bf16", "f8_e4m3fn", "f8_e5m2", "u8", "bool", "i32", "i64"; "?" otherwise. */
+ATTNOPS_API const char *attnops_dtype_name(attnops_dtype dtype);
+
+/* Exact conversions, bit-identical to PyTorch / ml_dtypes (round to nearest
+ * even; NaN stays NaN; overflow: f16/bf16/e5m2 -> inf, e4m3fn -> NaN since the
+ * format has no infinity).  Encodings are passed as raw bits. */
+ATTNOPS_API float attnops_f16_to_f32(uint16_t bits);
+ATTNOPS_API uint16_t attnops_f32_to_f16(float value);
+ATTNOPS_API float attnops_bf16_to_f32(uint16_t bits);
+ATTNOPS_API uint16_t attnops_f32_to_bf16(float value);
+ATTNOPS_API float attnops_f8_e4m3fn_to_f32(uint8_t bits);
+ATTNOPS_API uint8_t attnops_f32_to_f8_e4m3fn(float value);
+ATTNOPS_API float attnops_f8_e5m2_to_f32(uint8_t bits);
+ATTNOPS_API uint8_t attnops_f32_to_f8_e5m2(float value);
+
+/* ------------------------------------------------------------------------ */
+/* Strided tensor views                                                      */
+/* ------------------------------------------------------------------------ */
+#define ATTNOPS_MAX_RANK 8
+
+/* A view of memory the caller owns.  Element (i0, i1, ...) lives at
+ * data + (i0*strides[0] + i1*strides[1] + ...) * dtype_size.  Strides are in
+ * elements, may be any non-negative value (non-contiguous views are fine) and
+ * must not make two elements of an *output* alias.  An absent optional tensor
+ * is passed as a NULL view pointer. */
+typedef struct attnops_tensor {
+    void *data;
+    attnops_dtype dtype;
+    int32_t rank;
+    int64_t shape[ATTNOPS_MAX_RANK];
+    int64_t strides[ATTNOPS_MAX_RANK];
+} attnops_tensor;
+
+/* A contiguous row-major view of `data` with the given shape. */
+ATTNOPS_API attnops_tensor attnops_tensor_contiguous(void *data, attnops_dtype dtype, int32_t rank,
+                                                     const int64_t *shape);
+
+/* ------------------------------------------------------------------------ */
+/* FlashAttentionScore (forward) and FlashAttentionScoreGrad (backward)      */
+/* ------------------------------------------------------------------------ */
+
+/* Which implementation runs a call.  AUTO picks the fast CPU kernel.
+ * REFERENCE is the golden: double accumulation, outputs rounded once. */
+typedef enum attnops_impl {
+    ATTNOPS_IMPL_AUTO = 0,
+    ATTNOPS_IMPL_REFERENCE = 1,
+    ATTNOPS_IMPL_CPU = 2
+} attnops_impl;
+
+/* input_layout.  0 is "not set" and is rejected, so a forgotten field is an
+ * error rather than a silent default.  Shapes (N1 query heads, N2 kv heads):
+ *   BNSD q [B,N1,S1,D]   k [B,N2,S2,D]   v [B,N2,S2,Dv]
+ *   BSND q [B,S1,N1,D]   k [B,S2,N2,D]   v [B,S2,N2,Dv]
+ *   BSH  q [B,S1,N1*D]   k [B,S2,N2*D]   v [B,S2,N2*Dv]
+ *   SBH  q [S1,B,N1*D]   k [S2,B,N2*D]   v [S2,B,N2*Dv]
+ *   TND  q [T1,N1,D]     k [T2,N2,D]     v [T2,N2,Dv]    (variable length)
+ * attention_out / dy / attention_in have q's shape with D replaced by Dv. */
+typedef enum attnops_layout {
+    ATTNOPS_LAYOUT_UNSET = 0,
+    ATTNOPS_LAYOUT_BNSD,
+    ATTNOPS_LAYOUT_BSND,
+    ATTNOPS_LAYOUT_BSH,
+    ATTNOPS_LAYOUT_SBH,
+    ATTNOPS_LAYOUT_TND
+} attnops_layout;
+
+/* "BNSD" -> ATTNOPS_LAYOUT_BNSD, ...; ATTNOPS_LAYOUT_UNSET for anything else. */
+ATTNOPS_API attnops_layout attnops_layout_from_string(const char *name);
+ATTNOPS_API const char *attnops_layout_name(attnops_layout layout);
+
+/* softmax_in_layout of the backward ("" or "same_as_input" in CANN, TND only). */
+typedef enum attnops_softmax_layout {
+    ATTNOPS_SOFTMAX_LAYOUT_DEFAULT = 0,      /* TND stats declared [T,N1,8] */
+    ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT = 1 /* TND stats declared [N1,T,8] */
+} attnops_softmax_layout;
+
+/* Everything the forward and the backward share: inputs, attributes (CANN
+ * names and defaults) and execution options.  Fill it with
+ * attnops_fa_params_init() and then set what you need. */
+typedef struct attnops_fa_params {
+    /* required inputs */
+    const attnops_tensor *query;
+    const attnops_tensor *key;
+    const attnops_tensor *value;
+
+    /* optional inputs (NULL = absent) */
+    const attnops_tensor *pse;             /* real_shift / pse_shift, or ALiBi slopes (pse_type 2/3) */
+    const attnops_tensor *drop_mask;       /* u8, bit-packed keep mask                                 */
+    const attnops_tensor *padding_mask;    /* reserved by CANN, must be NULL                           */
+    const attnops_tensor *atten_mask;      /* bool/u8, 1 = masked out (does not participate)          */
+    const attnops_tensor *prefix;          /* i64 [B], sparse modes 5/6                                */
+    const attnops_tensor *actual_seq_qlen; /* i64 [B], cumulative, TND                                 */
+    const attnops_tensor *actual_seq_kvlen;/* i64 [B], cumulative, TND                                 */
+    const attnops_tensor *q_start_idx;     /* i64 [0 or 1]                                             */
+    const attnops_tensor *kv_start_idx;    /* i64 [0 or 1]                                             */
+    const attnops_tensor *query_rope;      /* MLA: Q = [query | query_rope] on the head dim            */
+    const attnops_tensor *key_rope;        /* MLA: K = [key | key_rope]                                */
+    const attnops_tensor *d_scale_q;       /* FP8 block de-scales                                      */
+    const attnops_tensor *d_scale_k;
+    const attnops_tensor *d_scale_v;
+    const attnops_tensor *d_scale_dy;
+    const attnops_tensor *d_scale_o;
+
+    /* attributes (CANN defaults set by attnops_fa_params_init) */
+    double scale_value;    /* 1.0                                       */
+    double keep_prob;      /* 1.0                                       */
+    int64_t pre_tokens;    /* INT32_MAX ("pre_tockens" in CANN)         */
+    int64_t next_tokens;   /* INT32_MAX                                 */
+    int64_t head_num;      /* N1; required, no default                  */
+    attnops_layout input_layout; /* required, no default                */
+    int64_t inner_precise; /* 0                                         */
+    int64_t sparse_mode;   /* 0                                         */
+    int64_t pse_type;      /* 1                                         */
+    int64_t seed;          /* 2                                         */
+    int64_t offset;        /* 0                                         */
+    int64_t out_dtype;     /* 0 (FP8 only: 0 = fp16 outputs, 1 = bf16)  */
+    attnops_softmax_layout softmax_in_layout; /* DEFAULT                */
+
+    /* execution options */
+    attnops_impl impl;     /* AUTO                                                  */
+    int32_t deterministic; /* 0; 1 = bitwise identical results for any thread count */
+    int32_t num_threads;   /* 0 = OpenMP's default (OMP_NUM_THREADS)                */
+} attnops_fa_params;
+
+ATTNOPS_API void attnops_fa_params_init(attnops_fa_params *params);
+
+/* Forward outputs.  softmax_max / softmax_sum: f32 [B,N1,S1,8] (each value
+ * replicated 8 times, as CANN stores it).  softmax_out is reserved by CANN
+ * and may be NULL (it is never written).  attention_out: q's dtype and shape
+ * with D -> Dv. */
+typedef struct attnops_fa_fwd_args {
+    attnops_fa_params p;
+    const attnops_tensor *softmax_max;
+    const attnops_tensor *softmax_sum;
+    const attnops_tensor *softmax_out;
+    const attnops_tensor *attention_out;
+} attnops_fa_fwd_args;
+
+/* Backward.  Takes exactly what FlashAttentionScoreGrad takes: dy,
+ * attention_in (the forward's output) and the forward's softmax_max /
+ * softmax_sum, so any forward's results (ours or a device's) can be fed in.
+ * P is recomputed as exp(s - softmax_max) / softmax_sum and the softmax
+ * gradient row term is rowsum(dy * attention_in).  dq/dk/dv have the shapes
+ * and dtypes of q/k/v; dk and dv are summed over the G query heads of each kv
+ * head.  dpse is reserved (CANN never writes it) and may be NULL; dq_rope /
+ * dk_rope are required when rope inputs are given. */
+typedef struct attnops_fa_bwd_args {
+    attnops_fa_params p;
+    const attnops_tensor *dy;
+    const attnops_tensor *attention_in;
+    const attnops_tensor *softmax_max;
+    const attnops_tensor *softmax_sum;
+    const attnops_tensor *softmax_in; /* reserved, must be NULL */
+    const attnops_tensor *dq;
+    const attnops_tensor *dk;
+    const attnops_tensor *dv;
+    const attnops_tensor *dpse;
+    const attnops_tensor *dq_rope;
+    const attnops_tensor *dk_rope;
+} attnops_fa_bwd_args;
+
+/* Zero the struct and apply attnops_fa_params_init to .p. */
+ATTNOPS_API void attnops_fa_fwd_args_init(attnops_fa_fwd_args *args);
+ATTNOPS_API void attnops_fa_bwd_args_init(attnops_fa_bwd_args *args);
+
+ATTNOPS_API attnops_status attnops_flash_attention_score_workspace_size(const attnops_fa_fwd_args *args,
+                                                                        size_t *workspace_bytes);
+ATTNOPS_API attnops_status attnops_flash_attention_score(const attnops_fa_fwd_args *args, void *workspace,
+                                                         size_t workspace_bytes);
+
+ATTNOPS_API attnops_status attnops_flash_attention_score_grad_workspace_size(const attnops_fa_bwd_args *args,
+                                                                             size_t *workspace_bytes);
+ATTNOPS_API attnops_status attnops_flash_attention_score_grad(const attnops_fa_bwd_args *args, void *workspace,
+                                                              size_t workspace_bytes);
+
+/* Which instruction set the fast kernels run on: "avx512" or "portable".
+ * Chosen once from CPUID; ATTNOPS_ISA=portable in the environment forces the
+ * portable path (plain C, no JIT GEMMs). */
+ATTNOPS_API const char *attnops_cpu_isa(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTNOPS_H */

@@ -1,0 +1,71 @@
+/* Public FlashAttention entry points: validate once, size the workspace of
+ * the chosen implementation, run it.  Nothing is written to an output before
+ * every check has passed. */
+#include "cpu/fa_cpu.h"
+#include "fa/fa_problem.h"
+#include "ref/fa_ref.h"
+
+typedef struct fa_impl_ops {
+    size_t (*workspace)(const fa_problem *);
+    void (*run)(const fa_problem *, void *);
+} fa_impl_ops;
+
+static fa_impl_ops pick(const fa_problem *p, bool backward)
+{
+    if (p->impl == ATTNOPS_IMPL_REFERENCE)
+        return backward ? (fa_impl_ops){fa_ref_bwd_workspace, fa_ref_bwd} : (fa_impl_ops){fa_ref_fwd_workspace, fa_ref_fwd};
+    return backward ? (fa_impl_ops){fa_cpu_bwd_workspace, fa_cpu_bwd} : (fa_impl_ops){fa_cpu_fwd_workspace, fa_cpu_fwd};
+}
+
+static attnops_status workspace_size(const fa_problem *p, bool backward, size_t *bytes)
+{
+    *bytes = fa_problem_is_empty(p) ? 0 : pick(p, backward).workspace(p);
+    return ATTNOPS_SUCCESS;
+}
+
+static attnops_status run(const fa_problem *p, bool backward, void *ws, size_t bytes)
+{
+    size_t need = 0;
+    workspace_size(p, backward, &need);
+    if (bytes < need)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: workspace is %zu bytes but this call needs %zu bytes.", p->op,
+                       bytes, need);
+    if (need > 0 && !ws)
+        return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: workspace is NULL but this call needs %zu bytes.", p->op, need);
+    if (!fa_problem_is_empty(p)) pick(p, backward).run(p, ws);
+    return ATTNOPS_SUCCESS;
+}
+
+attnops_status attnops_flash_attention_score_workspace_size(const attnops_fa_fwd_args *args, size_t *bytes)
+{
+    ao_clear_error();
+    if (!bytes) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionScore: workspace_bytes is NULL.");
+    fa_problem p;
+    attnops_status st = fa_validate_fwd(args, &p);
+    return st != ATTNOPS_SUCCESS ? st : workspace_size(&p, false, bytes);
+}
+
+attnops_status attnops_flash_attention_score(const attnops_fa_fwd_args *args, void *ws, size_t bytes)
+{
+    ao_clear_error();
+    fa_problem p;
+    attnops_status st = fa_validate_fwd(args, &p);
+    return st != ATTNOPS_SUCCESS ? st : run(&p, false, ws, bytes);
+}
+
+attnops_status attnops_flash_attention_score_grad_workspace_size(const attnops_fa_bwd_args *args, size_t *bytes)
+{
+    ao_clear_error();
+    if (!bytes) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionScoreGrad: workspace_bytes is NULL.");
+    fa_problem p;
+    attnops_status st = fa_validate_bwd(args, &p);
+    return st != ATTNOPS_SUCCESS ? st : workspace_size(&p, true, bytes);
+}
+
+attnops_status attnops_flash_attention_score_grad(const attnops_fa_bwd_args *args, void *ws, size_t bytes)
+{
+    ao_clear_error();
+    fa_problem p;
+    attnops_status st = fa_validate_bwd(args, &p);
+    return st != ATTNOPS_SUCCESS ? st : run(&p, true, ws, bytes);
+}

@@ -1,0 +1,36 @@
+/* Internal, ISA-free helpers shared by every operator: error reporting,
+ * element loads/stores with exact rounding, strided-view arithmetic. */
+#ifndef ATTNOPS_CORE_H
+#define ATTNOPS_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attnops.h"
+
+/* Record `status` with a printf-style sentence for attnops_last_error() and
+ * return it, so validation reads `return ao_fail(ATTNOPS_ERR_..., "...")`. */
+attnops_status ao_fail(attnops_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ao_clear_error(void);
+
+/* Loads widen exactly.  Stores round once, to nearest even, from the given
+ * precision (a double store never goes through float first). */
+double ao_load_f64(const void *p, attnops_dtype dtype);
+float ao_load_f32(const void *p, attnops_dtype dtype);
+void ao_store_f64(void *p, attnops_dtype dtype, double value);
+void ao_store_f32(void *p, attnops_dtype dtype, float value);
+
+/* Rounding from double for the reference's single final rounding. */
+uint16_t ao_f64_to_f16(double value);
+uint16_t ao_f64_to_bf16(double value);
+
+/* Bytes from the first to one past the last element a view can touch
+ * (0 for an empty view); used for overlap and bounds checks. */
+void ao_tensor_extent(const attnops_tensor *t, const char **lo, const char **hi);
+int64_t ao_tensor_numel(const attnops_tensor *t);
+bool ao_dtype_is_float(attnops_dtype dtype);
+
+static inline size_t ao_align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+#endif

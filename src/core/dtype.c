@@ -1,0 +1,221 @@
+/* Exact dtype conversions (f16, bf16, f8_e4m3fn, f8_e5m2 <-> f32/f64) and
+ * element loads/stores.  Rounding is to nearest, ties to even, as PyTorch and
+ * ml_dtypes do.  The f32 -> f16/bf16 paths are bit tricks because the fast
+ * kernels use them on every output element; the f64 and FP8 paths go through
+ * one generic rounding routine that works on the exact double value, so the
+ * reference rounds its double results once (never double -> float -> f16). */
+#include <math.h>
+#include <string.h>
+
+#include "core.h"
+
+static inline uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+size_t attnops_dtype_size(attnops_dtype dtype)
+{
+    switch (dtype) {
+    case ATTNOPS_DTYPE_F32: case ATTNOPS_DTYPE_I32: return 4;
+    case ATTNOPS_DTYPE_F16: case ATTNOPS_DTYPE_BF16: return 2;
+    case ATTNOPS_DTYPE_F8_E4M3FN: case ATTNOPS_DTYPE_F8_E5M2:
+    case ATTNOPS_DTYPE_U8: case ATTNOPS_DTYPE_BOOL: return 1;
+    case ATTNOPS_DTYPE_I64: return 8;
+    }
+    return 0;
+}
+
+const char *attnops_dtype_name(attnops_dtype dtype)
+{
+    switch (dtype) {
+    case ATTNOPS_DTYPE_F32: return "f32";
+    case ATTNOPS_DTYPE_F16: return "f16";
+    case ATTNOPS_DTYPE_BF16: return "bf16";
+    case ATTNOPS_DTYPE_F8_E4M3FN: return "f8_e4m3fn";
+    case ATTNOPS_DTYPE_F8_E5M2: return "f8_e5m2";
+    case ATTNOPS_DTYPE_U8: return "u8";
+    case ATTNOPS_DTYPE_BOOL: return "bool";
+    case ATTNOPS_DTYPE_I32: return "i32";
+    case ATTNOPS_DTYPE_I64: return "i64";
+    }
+    return "?";
+}
+
+bool ao_dtype_is_float(attnops_dtype dtype)
+{
+    return dtype == ATTNOPS_DTYPE_F32 || dtype == ATTNOPS_DTYPE_F16 || dtype == ATTNOPS_DTYPE_BF16 ||
+           dtype == ATTNOPS_DTYPE_F8_E4M3FN || dtype == ATTNOPS_DTYPE_F8_E5M2;
+}
+
+/* ---- decoding: every encoding widens exactly ---- */
+
+float attnops_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0) {
+        float mag = (float)man * 0x1p-24f; /* subnormal or zero, exact */
+        return bits_f32(f32_bits(mag) | sign);
+    }
+    if (exp == 31) return bits_f32(sign | 0x7f800000u | (man << 13));
+    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+float attnops_bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
+
+float attnops_f8_e5m2_to_f32(uint8_t b) { return attnops_f16_to_f32((uint16_t)(b << 8)); }
+
+float attnops_f8_e4m3fn_to_f32(uint8_t b)
+{
+    float sign = (b & 0x80u) ? -1.0f : 1.0f;
+    uint32_t exp = (b >> 3) & 0xfu, man = b & 7u;
+    if ((b & 0x7fu) == 0x7fu) return sign * NAN; /* the format's only NaN, no infinity */
+    if (exp == 0) return sign * (float)man * 0x1p-9f;
+    return sign * ldexpf(1.0f + (float)man / 8.0f, (int)exp - 7);
+}
+
+/* ---- encoding ---- */
+
+uint16_t attnops_f32_to_f16(float value)
+{
+    uint32_t x = f32_bits(value);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u); /* NaN -> canonical quiet NaN */
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
+    if (ax < 0x38800000u) {                                   /* below 2^-14: subnormal */
+        if (ax <= 0x33000000u) return (uint16_t)sign;         /* <= 2^-25 rounds to 0 */
+        uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
+        uint32_t shift = 126u - e, q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t r = ax - 0x38000000u; /* re-bias the exponent 127 -> 15 */
+    r += 0xfffu + ((r >> 13) & 1u);
+    return (uint16_t)(sign | (r >> 13));
+}
+
+uint16_t attnops_f32_to_bf16(float value)
+{
+    uint32_t x = f32_bits(value);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((x >> 16) & 0x8000u) | 0x7fc0u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+/* |ax| rounded to a binary format with `man_bits` fraction bits and exponent
+ * bias `bias`, returned as the magnitude bits (exponent << man_bits | fraction).
+ * Works on the exact double, so it is a single rounding.  A result above the
+ * format's largest finite encoding means overflow; the caller decides. */
+static uint32_t round_magnitude(double ax, int man_bits, int bias)
+{
+    if (ax == 0.0) return 0;
+    int e2;
+    frexp(ax, &e2);
+    int exponent = e2 - 1, emin = 1 - bias;
+    if (exponent < emin) exponent = emin; /* subnormal: fixed quantum */
+    if (exponent > 1000) exponent = 1000;
+    uint64_t q = (uint64_t)nearbyint(ldexp(ax, man_bits - exponent)); /* ties to even */
+    if (q >= (UINT64_C(1) << (man_bits + 1))) {
+        exponent++;
+        q >>= 1; /* q was exactly 2^(man_bits+1) */
+    }
+    if (q < (UINT64_C(1) << man_bits)) return (uint32_t)q; /* subnormal */
+    uint64_t field = (uint64_t)(exponent + bias);
+    if (field > 0xffffu) field = 0xffffu; /* way out of range: any value above max finite */
+    return (uint32_t)((field << man_bits) | (q - (UINT64_C(1) << man_bits)));
+}
+
+typedef struct small_format {
+    int man_bits, bias;
+    uint32_t max_finite; /* magnitude bits */
+    uint32_t overflow;   /* magnitude bits for an overflow and for +-inf */
+    uint32_t nan;        /* magnitude bits of the NaN it produces */
+    uint32_t sign_bit;
+} small_format;
+
+static const small_format FMT_F16 = {10, 15, 0x7bffu, 0x7c00u, 0x7e00u, 0x8000u};
+static const small_format FMT_BF16 = {7, 127, 0x7f7fu, 0x7f80u, 0x7fc0u, 0x8000u};
+static const small_format FMT_E5M2 = {2, 15, 0x7bu, 0x7cu, 0x7eu, 0x80u};
+static const small_format FMT_E4M3FN = {3, 7, 0x7eu, 0x7fu, 0x7fu, 0x80u}; /* no inf: overflow is NaN */
+
+static uint32_t encode_small(double x, const small_format *f)
+{
+    uint32_t sign = signbit(x) ? f->sign_bit : 0u;
+    if (isnan(x)) return sign | f->nan;
+    if (isinf(x)) return sign | f->overflow;
+    uint32_t mag = round_magnitude(fabs(x), f->man_bits, f->bias);
+    if (mag > f->max_finite) mag = f->overflow;
+    return sign | mag;
+}
+
+uint16_t ao_f64_to_f16(double value) { return (uint16_t)encode_small(value, &FMT_F16); }
+
+uint16_t ao_f64_to_bf16(double value)
+{
+    if (isnan(value)) return 0x7fc0u; /* same canonical NaN as the f32 path */
+    return (uint16_t)encode_small(value, &FMT_BF16);
+}
+
+uint8_t attnops_f32_to_f8_e4m3fn(float value) { return (uint8_t)encode_small(value, &FMT_E4M3FN); }
+uint8_t attnops_f32_to_f8_e5m2(float value) { return (uint8_t)encode_small(value, &FMT_E5M2); }
+
+/* ---- element access ---- */
+
+double ao_load_f64(const void *p, attnops_dtype dtype)
+{
+    switch (dtype) {
+    case ATTNOPS_DTYPE_F32: return *(const float *)p;
+    case ATTNOPS_DTYPE_F16: return attnops_f16_to_f32(*(const uint16_t *)p);
+    case ATTNOPS_DTYPE_BF16: return attnops_bf16_to_f32(*(const uint16_t *)p);
+    case ATTNOPS_DTYPE_F8_E4M3FN: return attnops_f8_e4m3fn_to_f32(*(const uint8_t *)p);
+    case ATTNOPS_DTYPE_F8_E5M2: return attnops_f8_e5m2_to_f32(*(const uint8_t *)p);
+    case ATTNOPS_DTYPE_U8: case ATTNOPS_DTYPE_BOOL: return *(const uint8_t *)p;
+    case ATTNOPS_DTYPE_I32: return *(const int32_t *)p;
+    case ATTNOPS_DTYPE_I64: return (double)*(const int64_t *)p;
+    }
+    return NAN;
+}
+
+float ao_load_f32(const void *p, attnops_dtype dtype)
+{
+    switch (dtype) {
+    case ATTNOPS_DTYPE_F32: return *(const float *)p;
+    case ATTNOPS_DTYPE_F16: return attnops_f16_to_f32(*(const uint16_t *)p);
+    case ATTNOPS_DTYPE_BF16: return attnops_bf16_to_f32(*(const uint16_t *)p);
+    default: return (float)ao_load_f64(p, dtype);
+    }
+}
+
+void ao_store_f64(void *p, attnops_dtype dtype, double v)
+{
+    switch (dtype) {
+    case ATTNOPS_DTYPE_F32: *(float *)p = (float)v; break;
+    case ATTNOPS_DTYPE_F16: *(uint16_t *)p = ao_f64_to_f16(v); break;
+    case ATTNOPS_DTYPE_BF16: *(uint16_t *)p = ao_f64_to_bf16(v); break;
+    case ATTNOPS_DTYPE_F8_E4M3FN: *(uint8_t *)p = (uint8_t)encode_small(v, &FMT_E4M3FN); break;
+    case ATTNOPS_DTYPE_F8_E5M2: *(uint8_t *)p = (uint8_t)encode_small(v, &FMT_E5M2); break;
+    case ATTNOPS_DTYPE_U8: case ATTNOPS_DTYPE_BOOL: *(uint8_t *)p = (uint8_t)v; break;
+    case ATTNOPS_DTYPE_I32: *(int32_t *)p = (int32_t)v; break;
+    case ATTNOPS_DTYPE_I64: *(int64_t *)p = (int64_t)v; break;
+    }
+}
+
+void ao_store_f32(void *p, attnops_dtype dtype, float v)
+{
+    switch (dtype) {
+    case ATTNOPS_DTYPE_F32: *(float *)p = v; break;
+    case ATTNOPS_DTYPE_F16: *(uint16_t *)p = attnops_f32_to_f16(v); break;
+    case ATTNOPS_DTYPE_BF16: *(uint16_t *)p = attnops_f32_to_bf16(v); break;
+    default: ao_store_f64(p, dtype, v); break;
+    }
+}

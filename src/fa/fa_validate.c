@@ -1,0 +1,420 @@
+/* Argument validation and shape derivation for FlashAttentionScore and
+ * FlashAttentionScoreGrad: the one boundary where public arguments become an
+ * fa_problem.  Order and codes follow the aclnn op_api checks (spec 8.2):
+ * null pointers -> 161001, anything malformed -> 161002, a well-formed
+ * request for a feature this version does not implement -> 161003. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "fa/fa_problem.h"
+
+#define NULLPTR ATTNOPS_ERR_NULLPTR
+#define INVALID ATTNOPS_ERR_PARAM_INVALID
+#define UNSUPPORTED ATTNOPS_ERR_UNSUPPORTED
+
+/* Shape as "[2, 8, 128, 64]" for messages. */
+static const char *shape_str(const attnops_tensor *t, char *buf, size_t n)
+{
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < t->rank && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, i ? ", %lld" : "%lld", (long long)t->shape[i]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+    return buf;
+}
+
+static attnops_status check_present(const char *op, const char *name, const attnops_tensor *t)
+{
+    if (!t) return ao_fail(NULLPTR, "%s: required tensor '%s' is NULL.", op, name);
+    return ATTNOPS_SUCCESS;
+}
+
+/* Rank, strides and data pointer of any tensor that is present. */
+static attnops_status check_view(const char *op, const char *name, const attnops_tensor *t)
+{
+    if (t->rank < 1 || t->rank > ATTNOPS_MAX_RANK)
+        return ao_fail(INVALID, "%s: tensor '%s' has rank %d; ranks 1..%d are supported.", op, name, (int)t->rank,
+                       ATTNOPS_MAX_RANK);
+    if (attnops_dtype_size(t->dtype) == 0)
+        return ao_fail(INVALID, "%s: tensor '%s' has unknown dtype code %d.", op, name, (int)t->dtype);
+    for (int i = 0; i < t->rank; i++) {
+        if (t->shape[i] < 0)
+            return ao_fail(INVALID, "%s: tensor '%s' has negative extent %lld in dimension %d.", op, name,
+                           (long long)t->shape[i], i);
+        if (t->strides[i] < 0)
+            return ao_fail(INVALID, "%s: tensor '%s' has negative stride %lld in dimension %d.", op, name,
+                           (long long)t->strides[i], i);
+    }
+    if (!t->data && ao_tensor_numel(t) > 0)
+        return ao_fail(NULLPTR, "%s: tensor '%s' has %lld elements but a NULL data pointer.", op, name,
+                       (long long)ao_tensor_numel(t));
+    return ATTNOPS_SUCCESS;
+}
+
+static bool is_io_dtype(attnops_dtype d)
+{
+    return d == ATTNOPS_DTYPE_F32 || d == ATTNOPS_DTYPE_F16 || d == ATTNOPS_DTYPE_BF16;
+}
+
+/* Sizes of one q/k/v-like tensor read through its layout. */
+typedef struct layout_dims {
+    int64_t b, s, n, d;
+} layout_dims;
+
+/* Reads (B, S, N, D) of `t` in `layout`.  For BSH/SBH the hidden size is split
+ * with `heads` heads when heads > 0, otherwise with head dim `head_dim`. */
+static attnops_status read_dims(const char *op, const char *name, const attnops_tensor *t, attnops_layout layout,
+                                int64_t heads, int64_t head_dim, layout_dims *out)
+{
+    char buf[96];
+    int want_rank = (layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH) ? 3 : 4;
+    if (t->rank != want_rank)
+        return ao_fail(INVALID, "%s: tensor '%s' has shape %s but layout %s needs rank %d.", op, name,
+                       shape_str(t, buf, sizeof buf), attnops_layout_name(layout), want_rank);
+    switch (layout) {
+    case ATTNOPS_LAYOUT_BNSD: *out = (layout_dims){t->shape[0], t->shape[2], t->shape[1], t->shape[3]}; break;
+    case ATTNOPS_LAYOUT_BSND: *out = (layout_dims){t->shape[0], t->shape[1], t->shape[2], t->shape[3]}; break;
+    case ATTNOPS_LAYOUT_BSH:
+    case ATTNOPS_LAYOUT_SBH: {
+        int64_t b = layout == ATTNOPS_LAYOUT_BSH ? t->shape[0] : t->shape[1];
+        int64_t s = layout == ATTNOPS_LAYOUT_BSH ? t->shape[1] : t->shape[0];
+        int64_t h = t->shape[2];
+        if (heads > 0) {
+            if (h % heads != 0)
+                return ao_fail(INVALID, "%s: tensor '%s' has hidden size %lld, not a multiple of %lld heads.", op,
+                               name, (long long)h, (long long)heads);
+            *out = (layout_dims){b, s, heads, h / heads};
+        } else {
+            if (head_dim <= 0 || h % head_dim != 0)
+                return ao_fail(INVALID, "%s: tensor '%s' has hidden size %lld, not a multiple of head dim %lld.",
+                               op, name, (long long)h, (long long)head_dim);
+            *out = (layout_dims){b, s, h / head_dim, head_dim};
+        }
+        break;
+    }
+    default: return ao_fail(INVALID, "%s: layout %s is not supported here.", op, attnops_layout_name(layout));
+    }
+    return ATTNOPS_SUCCESS;
+}
+
+/* The expected shape of a q/k/v-like tensor with the given sizes. */
+static void layout_shape(attnops_layout layout, int64_t b, int64_t s, int64_t n, int64_t d, int64_t shape[4],
+                         int *rank)
+{
+    switch (layout) {
+    case ATTNOPS_LAYOUT_BNSD: shape[0] = b, shape[1] = n, shape[2] = s, shape[3] = d, *rank = 4; break;
+    case ATTNOPS_LAYOUT_BSND: shape[0] = b, shape[1] = s, shape[2] = n, shape[3] = d, *rank = 4; break;
+    case ATTNOPS_LAYOUT_BSH: shape[0] = b, shape[1] = s, shape[2] = n * d, *rank = 3; break;
+    default: shape[0] = s, shape[1] = b, shape[2] = n * d, *rank = 3; break; /* SBH */
+    }
+}
+
+static attnops_status check_shape(const char *op, const char *name, const attnops_tensor *t, const int64_t *shape,
+                                  int rank, const char *why)
+{
+    bool same = t->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
+    if (same) return ATTNOPS_SUCCESS;
+    attnops_tensor want = {0};
+    want.rank = rank;
+    for (int i = 0; i < rank; i++) want.shape[i] = shape[i];
+    char got_buf[96], want_buf[96];
+    return ao_fail(INVALID, "%s: tensor '%s' has shape %s but must be %s (%s).", op, name,
+                   shape_str(t, got_buf, sizeof got_buf), shape_str(&want, want_buf, sizeof want_buf), why);
+}
+
+static attnops_status check_dtype(const char *op, const char *name, const attnops_tensor *t, attnops_dtype want,
+                                  const char *why)
+{
+    if (t->dtype == want) return ATTNOPS_SUCCESS;
+    return ao_fail(INVALID, "%s: tensor '%s' has dtype %s but must be %s (%s).", op, name,
+                   attnops_dtype_name(t->dtype), attnops_dtype_name(want), why);
+}
+
+/* The [b][n][s][d] view of a q/k/v-like tensor whose head dim is `d`. */
+static fa_view view_of(const attnops_tensor *t, attnops_layout layout, int64_t d)
+{
+    fa_view v = {(char *)t->data, t->dtype, (int64_t)attnops_dtype_size(t->dtype), 0, 0, 0, 0};
+    const int64_t *st = t->strides;
+    switch (layout) {
+    case ATTNOPS_LAYOUT_BNSD: v.sb = st[0], v.sn = st[1], v.ss = st[2], v.sd = st[3]; break;
+    case ATTNOPS_LAYOUT_BSND: v.sb = st[0], v.ss = st[1], v.sn = st[2], v.sd = st[3]; break;
+    case ATTNOPS_LAYOUT_BSH: v.sb = st[0], v.ss = st[1], v.sn = d * st[2], v.sd = st[2]; break;
+    default: v.ss = st[0], v.sb = st[1], v.sn = d * st[2], v.sd = st[2]; break; /* SBH */
+    }
+    return v;
+}
+
+static fa_view stats_view(const attnops_tensor *t)
+{
+    return (fa_view){(char *)t->data, t->dtype, 4, t->strides[0], t->strides[1], t->strides[2], t->strides[3]};
+}
+
+/* Outputs must not share bytes: a later write would clobber an earlier one. */
+static attnops_status check_disjoint(const char *op, const attnops_tensor *const *outs, const char *const *names,
+                                     int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!outs[i]) continue;
+        const char *lo_i, *hi_i;
+        ao_tensor_extent(outs[i], &lo_i, &hi_i);
+        for (int j = i + 1; j < n; j++) {
+            if (!outs[j]) continue;
+            const char *lo_j, *hi_j;
+            ao_tensor_extent(outs[j], &lo_j, &hi_j);
+            if (lo_i < hi_j && lo_j < hi_i)
+                return ao_fail(INVALID, "%s: output tensors '%s' and '%s' overlap in memory.", op, names[i],
+                               names[j]);
+        }
+    }
+    return ATTNOPS_SUCCESS;
+}
+
+#define TRY(expr)                                                                                                  \
+    do {                                                                                                           \
+        attnops_status st_ = (expr);                                                                               \
+        if (st_ != ATTNOPS_SUCCESS) return st_;                                                                    \
+    } while (0)
+
+/* Attributes and optional inputs: range checks first (161002), then the
+ * features later versions add (161003), so a bad value is never reported as
+ * merely unsupported. */
+static attnops_status check_attributes(const char *op, const attnops_fa_params *p)
+{
+    if (p->head_num <= 0)
+        return ao_fail(INVALID, "%s: head_num is %lld; it must be the number of query heads (>= 1).", op,
+                       (long long)p->head_num);
+    if (!(p->keep_prob > 0.0 && p->keep_prob <= 1.0))
+        return ao_fail(INVALID, "%s: keep_prob is %g; it must lie in (0, 1].", op, p->keep_prob);
+    if (p->sparse_mode < 0 || p->sparse_mode > 8)
+        return ao_fail(INVALID, "%s: sparse_mode is %lld; it must be 0..8.", op, (long long)p->sparse_mode);
+    if ((p->sparse_mode == 7 || p->sparse_mode == 8) && p->input_layout != ATTNOPS_LAYOUT_TND)
+        return ao_fail(INVALID, "%s: sparse_mode %lld needs input_layout TND, got %s.", op,
+                       (long long)p->sparse_mode, attnops_layout_name(p->input_layout));
+    if (p->pse_type < 0 || p->pse_type > 3)
+        return ao_fail(INVALID, "%s: pse_type is %lld; it must be 0..3.", op, (long long)p->pse_type);
+    if (p->pse_type != 1 && !p->pse)
+        return ao_fail(INVALID, "%s: pse_type is %lld but no pse tensor is given; pass pse_type 1 without pse.", op,
+                       (long long)p->pse_type);
+    if (p->inner_precise < 0 || p->inner_precise > 2)
+        return ao_fail(INVALID, "%s: inner_precise is %lld; it must be 0, 1 or 2.", op, (long long)p->inner_precise);
+    if (p->out_dtype != 0 && p->out_dtype != 1)
+        return ao_fail(INVALID, "%s: out_dtype is %lld; it must be 0 (fp16) or 1 (bf16).", op,
+                       (long long)p->out_dtype);
+    if (p->impl != ATTNOPS_IMPL_AUTO && p->impl != ATTNOPS_IMPL_REFERENCE && p->impl != ATTNOPS_IMPL_CPU)
+        return ao_fail(INVALID, "%s: impl is %d; it must be AUTO, REFERENCE or CPU.", op, (int)p->impl);
+    if (p->num_threads < 0)
+        return ao_fail(INVALID, "%s: num_threads is %d; use 0 for the OpenMP default.", op, (int)p->num_threads);
+    if (p->input_layout < ATTNOPS_LAYOUT_BNSD || p->input_layout > ATTNOPS_LAYOUT_TND)
+        return ao_fail(INVALID, "%s: input_layout is %d; it must be one of BNSD, BSND, BSH, SBH, TND.", op,
+                       (int)p->input_layout);
+
+    /* Features that arrive with later versions: refuse rather than ignore. */
+    static const char *const later = "is not supported by this version of attnops yet";
+    if (p->input_layout == ATTNOPS_LAYOUT_TND) return ao_fail(UNSUPPORTED, "%s: input_layout TND %s.", op, later);
+    const struct { const attnops_tensor *t; const char *name; } optional[] = {
+        {p->pse, "pse"}, {p->atten_mask, "atten_mask"}, {p->drop_mask, "drop_mask"}, {p->prefix, "prefix"},
+        {p->actual_seq_qlen, "actual_seq_qlen"}, {p->actual_seq_kvlen, "actual_seq_kvlen"},
+        {p->q_start_idx, "q_start_idx"}, {p->kv_start_idx, "kv_start_idx"}, {p->query_rope, "query_rope"},
+        {p->key_rope, "key_rope"}, {p->d_scale_q, "d_scale_q"}, {p->d_scale_k, "d_scale_k"},
+        {p->d_scale_v, "d_scale_v"}, {p->d_scale_dy, "d_scale_dy"}, {p->d_scale_o, "d_scale_o"},
+    };
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+        if (optional[i].t) return ao_fail(UNSUPPORTED, "%s: input '%s' %s.", op, optional[i].name, later);
+    if (p->keep_prob < 1.0) return ao_fail(UNSUPPORTED, "%s: dropout (keep_prob %g < 1) %s.", op, p->keep_prob, later);
+    return ATTNOPS_SUCCESS;
+}
+
+/* q, k, v: dtypes, ranks and the derived sizes. */
+static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    TRY(check_present(op, "query", p->query));
+    TRY(check_present(op, "key", p->key));
+    TRY(check_present(op, "value", p->value));
+    TRY(check_view(op, "query", p->query));
+    TRY(check_view(op, "key", p->key));
+    TRY(check_view(op, "value", p->value));
+    TRY(check_attributes(op, p));
+
+    attnops_dtype dt = p->query->dtype;
+    if (dt == ATTNOPS_DTYPE_F8_E4M3FN || dt == ATTNOPS_DTYPE_F8_E5M2)
+        return ao_fail(UNSUPPORTED, "%s: query dtype %s (FP8) is not supported by this version of attnops yet.", op,
+                       attnops_dtype_name(dt));
+    if (!is_io_dtype(dt))
+        return ao_fail(INVALID, "%s: query has dtype %s; it must be f16, bf16 or f32.", op, attnops_dtype_name(dt));
+    TRY(check_dtype(op, "key", p->key, dt, "q, k, v and dy share one dtype"));
+    TRY(check_dtype(op, "value", p->value, dt, "q, k, v and dy share one dtype"));
+
+    attnops_layout layout = p->input_layout;
+    bool hidden = layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH;
+    layout_dims q, k, v;
+    TRY(read_dims(op, "query", p->query, layout, hidden ? p->head_num : 0, 0, &q));
+    if (q.d == 0) return ao_fail(INVALID, "%s: the head dimension D of query is zero.", op);
+    if (q.n != p->head_num)
+        return ao_fail(INVALID, "%s: head_num is %lld but query has %lld heads.", op, (long long)p->head_num,
+                       (long long)q.n);
+    TRY(read_dims(op, "key", p->key, layout, 0, q.d, &k));
+    if (k.d != q.d)
+        return ao_fail(INVALID, "%s: key head dim %lld differs from query head dim %lld; they must be equal.", op,
+                       (long long)k.d, (long long)q.d);
+    if (k.n == 0) return ao_fail(INVALID, "%s: key has 0 heads (N2 = 0).", op);
+    if (q.n % k.n != 0)
+        return ao_fail(INVALID, "%s: query heads N1 = %lld are not a multiple of key heads N2 = %lld.", op,
+                       (long long)q.n, (long long)k.n);
+    if (k.b != q.b)
+        return ao_fail(INVALID, "%s: key batch %lld differs from query batch %lld.", op, (long long)k.b,
+                       (long long)q.b);
+    TRY(read_dims(op, "value", p->value, layout, hidden ? k.n : 0, 0, &v));
+    if (v.b != k.b || v.s != k.s || v.n != k.n)
+        return ao_fail(INVALID, "%s: value (B %lld, S %lld, N %lld) must match key (B %lld, S %lld, N %lld) except "
+                       "in the head dim.", op, (long long)v.b, (long long)v.s, (long long)v.n, (long long)k.b,
+                       (long long)k.s, (long long)k.n);
+    if (v.d == 0) return ao_fail(INVALID, "%s: the head dimension Dv of value is zero.", op);
+    if (v.d > q.d)
+        return ao_fail(INVALID, "%s: value head dim Dv = %lld exceeds query head dim D = %lld; Dv <= D is required.",
+                       op, (long long)v.d, (long long)q.d);
+
+    pr->op = op;
+    pr->B = q.b, pr->N1 = q.n, pr->N2 = k.n, pr->G = q.n / k.n;
+    pr->S1 = q.s, pr->S2 = k.s, pr->D = q.d, pr->Dv = v.d;
+    pr->dtype = dt;
+    pr->scale = p->scale_value;
+    pr->q = view_of(p->query, layout, pr->D);
+    pr->k = view_of(p->key, layout, pr->D);
+    pr->v = view_of(p->value, layout, pr->Dv);
+    pr->impl = p->impl;
+    pr->deterministic = p->deterministic != 0;
+#ifdef _OPENMP
+    pr->threads = p->num_threads > 0 ? p->num_threads : omp_get_max_threads();
+#else
+    pr->threads = 1;
+#endif
+    return ATTNOPS_SUCCESS;
+}
+
+/* A q-like tensor with head dim Dv (attention_out, dy, attention_in). */
+static attnops_status check_q_like(const char *op, const char *name, const attnops_tensor *t,
+                                   const attnops_fa_params *p, const fa_problem *pr, int64_t d, fa_view *view)
+{
+    TRY(check_present(op, name, t));
+    TRY(check_view(op, name, t));
+    TRY(check_dtype(op, name, t, pr->dtype, "it shares query's dtype"));
+    int64_t shape[4];
+    int rank;
+    layout_shape(p->input_layout, pr->B, pr->S1, pr->N1, d, shape, &rank);
+    TRY(check_shape(op, name, t, shape, rank, d == pr->D ? "query's shape" : "query's shape with D -> Dv"));
+    *view = view_of(t, p->input_layout, d);
+    return ATTNOPS_SUCCESS;
+}
+
+static attnops_status check_stats(const char *op, const char *name, const attnops_tensor *t, const fa_problem *pr,
+                                  fa_view *view)
+{
+    TRY(check_present(op, name, t));
+    TRY(check_view(op, name, t));
+    TRY(check_dtype(op, name, t, ATTNOPS_DTYPE_F32, "softmax statistics are f32"));
+    int64_t shape[4] = {pr->B, pr->N1, pr->S1, 8};
+    TRY(check_shape(op, name, t, shape, 4, "[B, N1, S1, 8]"));
+    *view = stats_view(t);
+    return ATTNOPS_SUCCESS;
+}
+
+attnops_status fa_validate_fwd(const attnops_fa_fwd_args *a, fa_problem *pr)
+{
+    static const char op[] = "FlashAttentionScore";
+    memset(pr, 0, sizeof *pr);
+    if (!a) return ao_fail(NULLPTR, "%s: args is NULL.", op);
+    TRY(derive_qkv(op, &a->p, pr));
+    TRY(check_stats(op, "softmax_max", a->softmax_max, pr, &pr->smax));
+    TRY(check_stats(op, "softmax_sum", a->softmax_sum, pr, &pr->ssum));
+    TRY(check_q_like(op, "attention_out", a->attention_out, &a->p, pr, pr->Dv, &pr->o));
+    const attnops_tensor *outs[] = {a->attention_out, a->softmax_max, a->softmax_sum};
+    const char *names[] = {"attention_out", "softmax_max", "softmax_sum"};
+    return check_disjoint(op, outs, names, 3);
+}
+
+attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, fa_problem *pr)
+{
+    static const char op[] = "FlashAttentionScoreGrad";
+    memset(pr, 0, sizeof *pr);
+    if (!a) return ao_fail(NULLPTR, "%s: args is NULL.", op);
+    /* aclnn order: every required pointer first, then shapes. */
+    TRY(check_present(op, "dy", a->dy));
+    TRY(check_present(op, "attention_in", a->attention_in));
+    TRY(check_present(op, "dq", a->dq));
+    TRY(check_present(op, "dk", a->dk));
+    TRY(check_present(op, "dv", a->dv));
+    TRY(derive_qkv(op, &a->p, pr));
+    TRY(check_q_like(op, "dy", a->dy, &a->p, pr, pr->Dv, &pr->dy));
+    TRY(check_q_like(op, "attention_in", a->attention_in, &a->p, pr, pr->Dv, &pr->o));
+    TRY(check_stats(op, "softmax_max", a->softmax_max, pr, &pr->smax));
+    TRY(check_stats(op, "softmax_sum", a->softmax_sum, pr, &pr->ssum));
+    TRY(check_q_like(op, "dq", a->dq, &a->p, pr, pr->D, &pr->dq));
+
+    int64_t shape[4];
+    int rank;
+    TRY(check_view(op, "dk", a->dk));
+    TRY(check_dtype(op, "dk", a->dk, pr->dtype, "it shares key's dtype"));
+    layout_shape(a->p.input_layout, pr->B, pr->S2, pr->N2, pr->D, shape, &rank);
+    TRY(check_shape(op, "dk", a->dk, shape, rank, "key's shape"));
+    pr->dk = view_of(a->dk, a->p.input_layout, pr->D);
+    TRY(check_view(op, "dv", a->dv));
+    TRY(check_dtype(op, "dv", a->dv, pr->dtype, "it shares value's dtype"));
+    layout_shape(a->p.input_layout, pr->B, pr->S2, pr->N2, pr->Dv, shape, &rank);
+    TRY(check_shape(op, "dv", a->dv, shape, rank, "value's shape"));
+    pr->dv = view_of(a->dv, a->p.input_layout, pr->Dv);
+    if (a->dq_rope || a->dk_rope)
+        return ao_fail(INVALID, "%s: dq_rope/dk_rope are given but query_rope/key_rope are not.", op);
+
+    const attnops_tensor *outs[] = {a->dq, a->dk, a->dv};
+    const char *names[] = {"dq", "dk", "dv"};
+    return check_disjoint(op, outs, names, 3);
+}
+
+/* ---- small public helpers that belong with the argument structs ---- */
+
+void attnops_fa_params_init(attnops_fa_params *p)
+{
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    p->scale_value = 1.0;
+    p->keep_prob = 1.0;
+    p->pre_tokens = INT32_MAX;
+    p->next_tokens = INT32_MAX;
+    p->pse_type = 1;
+    p->seed = 2;
+}
+
+void attnops_fa_fwd_args_init(attnops_fa_fwd_args *a)
+{
+    if (!a) return;
+    memset(a, 0, sizeof *a);
+    attnops_fa_params_init(&a->p);
+}
+
+void attnops_fa_bwd_args_init(attnops_fa_bwd_args *a)
+{
+    if (!a) return;
+    memset(a, 0, sizeof *a);
+    attnops_fa_params_init(&a->p);
+}
+
+static const char *const layout_names[] = {"UNSET", "BNSD", "BSND", "BSH", "SBH", "TND"};
+
+attnops_layout attnops_layout_from_string(const char *name)
+{
+    if (!name) return ATTNOPS_LAYOUT_UNSET;
+    for (int i = ATTNOPS_LAYOUT_BNSD; i <= ATTNOPS_LAYOUT_TND; i++)
+        if (strcmp(name, layout_names[i]) == 0) return (attnops_layout)i;
+    return ATTNOPS_LAYOUT_UNSET;
+}
+
+const char *attnops_layout_name(attnops_layout layout)
+{
+    if (layout < ATTNOPS_LAYOUT_UNSET || layout > ATTNOPS_LAYOUT_TND) return "?";
+    return layout_names[layout];
+}

@@ -1,0 +1,24 @@
+/* The FlashAttention golden: exact double arithmetic on the validated problem.
+ * Inputs are widened exactly, every product and sum is double, outputs are
+ * rounded once to their dtype.  Memory is O(S2) per thread (never S1 x S2). */
+#ifndef ATTNOPS_FA_REF_H
+#define ATTNOPS_FA_REF_H
+
+#include "fa/fa_problem.h"
+
+size_t fa_ref_fwd_workspace(const fa_problem *p);
+void fa_ref_fwd(const fa_problem *p, void *workspace);
+size_t fa_ref_bwd_workspace(const fa_problem *p);
+void fa_ref_bwd(const fa_problem *p, void *workspace);
+
+/* The double cores, on contiguous arrays (exposed for the finite-difference
+ * test).  Shapes: q [B][N1][S1][D], k [B][N2][S2][D], v [B][N2][S2][Dv],
+ * o/dy [B][N1][S1][Dv], m/l [B][N1][S1], dq/dk/dv like q/k/v.
+ * scratch: p->threads * S2 doubles (forward), twice that (backward). */
+void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, const double *v, double *o, double *m,
+                        double *l, double *scratch);
+void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
+                         const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
+                         double *scratch);
+
+#endif
