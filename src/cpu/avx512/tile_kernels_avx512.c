@@ -1,0 +1,105 @@
+/* AVX-512 versions of the element-wise tile kernels (isa.h states the
+ * contract; tile_kernels_portable.c is the plain-C statement of it).  exp is
+ * SLEEF's Sleef_expf16_u10 (max 1.0 ULP).  Compiled with AVX-512 flags and
+ * reached only through fa_tile_kernels_get() after the CPUID check. */
+#include <immintrin.h>
+#include <math.h>
+#include <sleef.h>
+
+#include "cpu/isa.h"
+
+static inline __mmask16 tail_mask(int n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u); }
+
+static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l, float *alpha)
+{
+    const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * cols;
+        __m512 vmax = ninf;
+        for (int c = 0; c < valid_cols; c += 16) {
+            __mmask16 k = tail_mask(valid_cols - c);
+            __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), vscale);
+            _mm512_mask_storeu_ps(row + c, k, x);
+            vmax = _mm512_mask_max_ps(vmax, k, vmax, x);
+        }
+        float mx = _mm512_reduce_max_ps(vmax);
+        if (m[r] > mx) mx = m[r];
+        alpha[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - mx);
+        const __m512 vm = _mm512_set1_ps(mx);
+        __m512 vsum = _mm512_setzero_ps();
+        for (int c = 0; c < cols; c += 16) {
+            __mmask16 k = tail_mask(valid_cols - c > 0 ? valid_cols - c : 0);
+            __m512 e = Sleef_expf16_u10(_mm512_sub_ps(_mm512_loadu_ps(row + c), vm));
+            e = _mm512_maskz_mov_ps(k, e);
+            _mm512_storeu_ps(row + c, e);
+            vsum = _mm512_add_ps(vsum, e);
+        }
+        l[r] = l[r] * alpha[r] + _mm512_reduce_add_ps(vsum);
+        m[r] = mx;
+    }
+}
+
+static void softmax_bwd(float *s, float *dp, int rows, int cols, int valid_cols, float scale, const float *m,
+                        const float *l, const float *drow)
+{
+    const __m512 vscale = _mm512_set1_ps(scale);
+    for (int r = 0; r < rows; r++) {
+        float *ps = s + (size_t)r * cols, *pd = dp + (size_t)r * cols;
+        const __m512 vm = _mm512_set1_ps(m[r]), vl = _mm512_set1_ps(l[r]), vd = _mm512_set1_ps(drow[r]);
+        for (int c = 0; c < cols; c += 16) {
+            __mmask16 k = tail_mask(valid_cols - c > 0 ? valid_cols - c : 0);
+            __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(ps + c), vscale, vm);
+            __m512 p = _mm512_maskz_mov_ps(k, _mm512_div_ps(Sleef_expf16_u10(x), vl));
+            __m512 ds = _mm512_mul_ps(p, _mm512_sub_ps(_mm512_loadu_ps(pd + c), vd));
+            _mm512_storeu_ps(ps + c, p);
+            _mm512_storeu_ps(pd + c, ds);
+        }
+    }
+}
+
+/* Round to nearest even on the integer bits (NaN never reaches here: tiles
+ * hold finite probabilities and gradients). */
+static inline __m256i bf16_round(__m512 x)
+{
+    __m512i u = _mm512_castps_si512(x);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    u = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16));
+}
+
+static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool transpose)
+{
+    if (!transpose) {
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c += 16) {
+                __mmask16 k = tail_mask(cols - c);
+                __m256i h = bf16_round(_mm512_maskz_loadu_ps(k, src + (size_t)r * cols + c));
+                _mm256_mask_storeu_epi16(dst + (size_t)r * ld_dst + c, k, h);
+            }
+        return;
+    }
+    /* Transposed: round a 16-column strip, then scatter it down a column
+     * block; tiles are 64x64, so the strided stores stay in L1. */
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c += 16) {
+            uint16_t tmp[16];
+            __mmask16 k = tail_mask(cols - c);
+            _mm256_storeu_si256((__m256i *)tmp, bf16_round(_mm512_maskz_loadu_ps(k, src + (size_t)r * cols + c)));
+            int n = cols - c < 16 ? cols - c : 16;
+            for (int i = 0; i < n; i++) dst[(size_t)(c + i) * ld_dst + r] = tmp[i];
+        }
+}
+
+static void scale_rows(float *o, int rows, int cols, const float *alpha)
+{
+    for (int r = 0; r < rows; r++) {
+        const __m512 a = _mm512_set1_ps(alpha[r]);
+        float *row = o + (size_t)r * cols;
+        for (int c = 0; c < cols; c += 16) {
+            __mmask16 k = tail_mask(cols - c);
+            _mm512_mask_storeu_ps(row + c, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), a));
+        }
+    }
+}
+
+const fa_tile_kernels fa_tile_kernels_avx512 = {softmax_fwd, softmax_bwd, to_bf16, scale_rows};

@@ -1,0 +1,178 @@
+/* Fast FlashAttention forward: the flash algorithm (online softmax) over
+ * BQ x BK tiles; S1 x S2 is never materialised.
+ *
+ * Shapes per kv head (b, n2), packed once per wave and shared by threads:
+ *   K^T  fp32 [D][S2p]            or bf16 VNNI [Dp/2][S2p][2]
+ *   V    fp32 [S2p][Dv]           or bf16 VNNI along S2 [S2p/2][Dv][2]
+ * Per work item (b, n1, q tile), thread-private:
+ *   Q    fp32 [BQ][D] / bf16 [BQ][Dp];  S fp32 [BQ][BK];  P bf16 [BQ][BK]
+ *   O    fp32 [BQ][Dv];  m, l, alpha fp32 [BQ]
+ * S2p = S2 rounded up to BK (padding columns are zero keys, excluded from the
+ * softmax); Dp = D rounded up to even (bf16 pairs).  bf16 inputs use
+ * bf16 x bf16 -> fp32 GEMMs with P rounded to bf16 (as the NPU does); f16 and
+ * f32 inputs are widened to fp32 (exact) and use fp32 GEMMs. */
+#include <math.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "cpu/fa_cpu.h"
+#include "cpu/fa_tiles.h"
+#include "cpu/isa.h"
+#include "cpu/pack.h"
+#include "cpu/tile_gemm.h"
+
+typedef struct fwd_plan {
+    fa_tiling t;
+    size_t k_bytes, v_bytes;  /* per kv head */
+    size_t thread_bytes;
+    int64_t wave;             /* kv heads packed at once */
+    size_t total;
+} fwd_plan;
+
+static fwd_plan make_plan(const fa_problem *p)
+{
+    fwd_plan pl;
+    pl.t = fa_tiling_make(p);
+    const fa_tiling *t = &pl.t;
+    const size_t e = t->bf16 ? 2 : 4;
+    pl.k_bytes = ao_align_up((size_t)(t->Dp * t->S2p) * e, 64);
+    pl.v_bytes = ao_align_up((size_t)(t->S2p * p->Dv) * e, 64);
+    pl.thread_bytes = ao_align_up((size_t)(FA_BQ * t->Dp) * e, 64)            /* Q tile   */
+                      + ao_align_up((size_t)(FA_BQ * FA_BK) * 4, 64)          /* S / P    */
+                      + ao_align_up((size_t)(FA_BQ * FA_BK) * 2, 64)          /* P bf16   */
+                      + ao_align_up((size_t)(FA_BQ * p->Dv) * 4, 64)          /* O        */
+                      + 3 * ao_align_up((size_t)FA_BQ * 4, 64);               /* m, l, a  */
+    pl.wave = fa_wave_heads(p->B * p->N2, pl.k_bytes + pl.v_bytes);
+    pl.total = (size_t)pl.wave * (pl.k_bytes + pl.v_bytes) + (size_t)p->threads * pl.thread_bytes;
+    return pl;
+}
+
+size_t fa_cpu_fwd_workspace(const fa_problem *p) { return make_plan(p).total; }
+
+typedef struct fwd_scratch {
+    void *q;
+    float *s;
+    uint16_t *pb;
+    float *o, *m, *l, *alpha;
+} fwd_scratch;
+
+static fwd_scratch thread_scratch(const fwd_plan *pl, const fa_problem *p, char *base)
+{
+    const size_t e = pl->t.bf16 ? 2 : 4;
+    fwd_scratch s;
+    char *c = base;
+    s.q = c, c += ao_align_up((size_t)(FA_BQ * pl->t.Dp) * e, 64);
+    s.s = (float *)c, c += ao_align_up((size_t)(FA_BQ * FA_BK) * 4, 64);
+    s.pb = (uint16_t *)c, c += ao_align_up((size_t)(FA_BQ * FA_BK) * 2, 64);
+    s.o = (float *)c, c += ao_align_up((size_t)(FA_BQ * p->Dv) * 4, 64);
+    s.m = (float *)c, c += ao_align_up((size_t)FA_BQ * 4, 64);
+    s.l = (float *)c, c += ao_align_up((size_t)FA_BQ * 4, 64);
+    s.alpha = (float *)c;
+    return s;
+}
+
+/* The GEMMs of one kv tile step, dispatched once per call. */
+typedef struct fwd_gemms {
+    tile_gemm qk; /* S = Q . K^T[:, tile]  (M=BQ, N=BK, K=D) */
+    tile_gemm pv; /* O += P . V[tile, :]   (M=BQ, N=Dv, K=BK) */
+} fwd_gemms;
+
+static fwd_gemms make_gemms(const fa_problem *p, const fa_tiling *t)
+{
+    if (t->bf16)
+        return (fwd_gemms){
+            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_BQ, FA_BK, (int)t->Dp, (int)t->Dp, (int)t->S2p, FA_BK, false),
+            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
+    return (fwd_gemms){
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, FA_BK, (int)p->D, (int)p->D, (int)t->S2p, FA_BK, false),
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
+}
+
+/* K^T and V of kv head (b, n2) into their packed forms. */
+static void pack_kv_head(const fa_problem *p, const fa_tiling *t, int64_t b, int64_t n2, void *kbuf, void *vbuf)
+{
+    if (t->bf16) {
+        pack_bf16_vnni_t(&p->k, b, n2, 0, t->S2p, p->S2, p->D, t->Dp, kbuf, t->S2p);
+        pack_bf16_vnni(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
+    } else {
+        pack_f32_t(&p->k, b, n2, 0, t->S2p, p->S2, p->D, kbuf, t->S2p);
+        pack_f32(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
+    }
+}
+
+/* One q tile of one query head against every kv tile. */
+static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *gm, const fa_tile_kernels *kern,
+                     const fwd_scratch *sc, int64_t b, int64_t h, int64_t q0, const char *kbuf, const char *vbuf)
+{
+    const size_t e = t->bf16 ? 2 : 4;
+    if (t->bf16) pack_bf16(&p->q, b, h, q0, FA_BQ, p->S1, p->D, sc->q, t->Dp);
+    else pack_f32(&p->q, b, h, q0, FA_BQ, p->S1, p->D, sc->q, p->D);
+    for (int r = 0; r < FA_BQ; r++) sc->m[r] = -INFINITY, sc->l[r] = 0.0f;
+    memset(sc->o, 0, (size_t)(FA_BQ * p->Dv) * sizeof(float));
+
+    for (int64_t k0 = 0; k0 < p->S2; k0 += FA_BK) {
+        const int valid = (int)(p->S2 - k0 < FA_BK ? p->S2 - k0 : FA_BK);
+        const char *kt = kbuf + (size_t)k0 * (t->bf16 ? 2 * e : e);        /* column k0 of K^T */
+        const char *vt = vbuf + (size_t)(k0 * p->Dv) * e;                  /* row k0 of V      */
+        tile_gemm_run(&gm->qk, sc->q, kt, sc->s);
+        kern->softmax_fwd(sc->s, FA_BQ, FA_BK, valid, (float)p->scale, sc->m, sc->l, sc->alpha);
+        kern->scale_rows(sc->o, FA_BQ, (int)p->Dv, sc->alpha);
+        if (t->bf16) {
+            kern->to_bf16(sc->s, FA_BQ, FA_BK, sc->pb, FA_BK, false);
+            tile_gemm_run(&gm->pv, sc->pb, vt, sc->o);
+        } else {
+            tile_gemm_run(&gm->pv, sc->s, vt, sc->o);
+        }
+    }
+
+    const int64_t rows = p->S1 - q0 < FA_BQ ? p->S1 - q0 : FA_BQ;
+    for (int64_t r = 0; r < rows; r++) {
+        float *o = sc->o + r * p->Dv;
+        float mx = sc->m[r], sum = sc->l[r];
+        if (p->S2 == 0) {
+            mx = (float)FA_INVALID_ROW_MAX, sum = (float)FA_INVALID_ROW_SUM; /* a row that attends to nothing */
+        } else {
+            for (int64_t c = 0; c < p->Dv; c++) o[c] /= sum;
+        }
+        for (int k = 0; k < 8; k++) {
+            *(float *)fa_at(&p->smax, b, h, q0 + r, k) = mx;
+            *(float *)fa_at(&p->ssum, b, h, q0 + r, k) = sum;
+        }
+    }
+    unpack_f32(sc->o, p->Dv, 1.0f, &p->o, b, h, q0, FA_BQ, p->S1, p->Dv);
+}
+
+void fa_cpu_fwd(const fa_problem *p, void *ws)
+{
+    const fwd_plan pl = make_plan(p);
+    const fa_tiling *t = &pl.t;
+    const fwd_gemms gm = make_gemms(p, t);
+    const fa_tile_kernels *kern = fa_tile_kernels_get();
+    char *packs = ws, *threads_base = packs + (size_t)pl.wave * (pl.k_bytes + pl.v_bytes);
+    const int64_t heads = p->B * p->N2, items_per_head = p->G * t->nq;
+
+#pragma omp parallel num_threads(p->threads)
+    {
+        const int tid = omp_get_thread_num();
+        const fwd_scratch sc = thread_scratch(&pl, p, threads_base + (size_t)tid * pl.thread_bytes);
+        for (int64_t w0 = 0; w0 < heads; w0 += pl.wave) {
+            const int64_t nw = heads - w0 < pl.wave ? heads - w0 : pl.wave;
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < nw; i++) {
+                char *kb = packs + (size_t)i * (pl.k_bytes + pl.v_bytes);
+                pack_kv_head(p, t, (w0 + i) / p->N2, (w0 + i) % p->N2, kb, kb + pl.k_bytes);
+            }
+#pragma omp for schedule(dynamic)
+            for (int64_t it = 0; it < nw * items_per_head; it++) {
+                const int64_t i = it / items_per_head, rest = it % items_per_head;
+                const int64_t b = (w0 + i) / p->N2, n2 = (w0 + i) % p->N2;
+                const int64_t h = n2 * p->G + rest / t->nq, q0 = (rest % t->nq) * FA_BQ;
+                const char *kb = packs + (size_t)i * (pl.k_bytes + pl.v_bytes);
+                fwd_item(p, t, &gm, kern, &sc, b, h, q0, kb, kb + pl.k_bytes);
+            }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+/* Tile sizes and padded extents shared by the forward and backward drivers. */
+#ifndef ATTNOPS_FA_TILES_H
+#define ATTNOPS_FA_TILES_H
+
+#include "fa/fa_problem.h"
+
+/* 64 x 64 tiles: a 64x64x128 fp32 GEMM runs at ~93 % of peak here (DESIGN.md)
+ * and a thread's tiles stay well inside L2. */
+#define FA_BQ 64
+#define FA_BK 64
+
+/* Memory the drivers may spend on per-head packs shared across threads. */
+#define FA_PACK_BUDGET_BYTES ((size_t)32 << 20)
+
+typedef struct fa_tiling {
+    bool bf16;            /* bf16 GEMM operands (bf16 inputs); fp32 otherwise */
+    int64_t Dp, Dvp;      /* head dims rounded up to even for bf16 pairs      */
+    int64_t S1p, S2p;     /* sequence lengths rounded up to the tile          */
+    int64_t nq, nk;       /* tile counts                                      */
+} fa_tiling;
+
+static inline fa_tiling fa_tiling_make(const fa_problem *p)
+{
+    fa_tiling t;
+    t.bf16 = p->dtype == ATTNOPS_DTYPE_BF16;
+    t.Dp = t.bf16 ? (p->D + 1) / 2 * 2 : p->D;
+    t.Dvp = t.bf16 ? (p->Dv + 1) / 2 * 2 : p->Dv;
+    t.nq = (p->S1 + FA_BQ - 1) / FA_BQ;
+    t.nk = (p->S2 + FA_BK - 1) / FA_BK;
+    t.S1p = t.nq * FA_BQ;
+    t.S2p = t.nk * FA_BK;
+    return t;
+}
+
+/* How many heads of `bytes_per_head` packs fit the budget (at least one). */
+static inline int64_t fa_wave_heads(int64_t heads, size_t bytes_per_head)
+{
+    int64_t w = bytes_per_head ? (int64_t)(FA_PACK_BUDGET_BYTES / bytes_per_head) : heads;
+    if (w < 1) w = 1;
+    return w < heads ? w : heads;
+}
+
+#endif

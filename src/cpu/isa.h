@@ -1,0 +1,39 @@
+/* Run-time selection of the instruction set the fast kernels use.
+ * Decided once per process: CPUID, overridable with ATTNOPS_ISA=portable
+ * (or =avx512 to insist; refused silently when the CPU lacks it). */
+#ifndef ATTNOPS_CPU_ISA_H
+#define ATTNOPS_CPU_ISA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum cpu_isa { CPU_ISA_PORTABLE = 0, CPU_ISA_AVX512 = 1 } cpu_isa;
+
+cpu_isa cpu_isa_get(void);
+
+/* Element-wise tile kernels.  Tiles are row-major fp32 [rows][cols] with
+ * leading dimension `cols`; columns >= valid_cols are padding (keys past
+ * S2) and are treated as absent. */
+typedef struct fa_tile_kernels {
+    /* Online-softmax step of the forward.  In: s = raw scores q.k.  Out: s =
+     * exp(scale*s - m_new) (0 in padding), m/l updated, alpha[r] =
+     * exp(m_old - m_new) (the factor the running output must be scaled by). */
+    void (*softmax_fwd)(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l,
+                        float *alpha);
+    /* Backward recomputation.  In: s = raw scores, dp = dy.v.  Out: s = P =
+     * exp(scale*s - m) / l, dp = dS = P * (dp - drow) (both 0 in padding). */
+    void (*softmax_bwd)(float *s, float *dp, int rows, int cols, int valid_cols, float scale, const float *m,
+                        const float *l, const float *drow);
+    /* dst = bf16(src) (round to nearest even), optionally transposed:
+     * dst[c][r] with leading dimension ld_dst. */
+    void (*to_bf16)(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool transpose);
+    /* o[r][0..cols) *= alpha[r]. */
+    void (*scale_rows)(float *o, int rows, int cols, const float *alpha);
+} fa_tile_kernels;
+
+const fa_tile_kernels *fa_tile_kernels_get(void);
+
+extern const fa_tile_kernels fa_tile_kernels_portable;
+extern const fa_tile_kernels fa_tile_kernels_avx512;
+
+#endif

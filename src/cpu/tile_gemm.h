@@ -1,0 +1,32 @@
+/* Tile GEMMs in row-major terms, each dispatched once (libxsmm JIT for the
+ * running CPU on the AVX-512 path, plain C loops on the portable path).
+ *
+ *   F32_NN        C[M][N] (+)= A[M][K] . B[K][N]
+ *   F32_TN        C[M][N] (+)= A^T . B,   A stored [K][M]
+ *   BF16_NN_VNNI  C[M][N] (+)= A[M][K] . B,   A bf16 row-major, B bf16 in
+ *                 VNNI-2 form [K/2][ldb][2] (rows k, k+1 interleaved), K even;
+ *                 C is fp32.
+ *
+ * libxsmm is column-major, so a row-major C = A.B is issued as the
+ * column-major C^T = B^T.A^T: libxsmm's "A" is our B.  That is why our
+ * transposed-A case maps to libxsmm's TRANS_B flag and why the VNNI operand
+ * (libxsmm's A) is our B. */
+#ifndef ATTNOPS_TILE_GEMM_H
+#define ATTNOPS_TILE_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum tile_gemm_kind { TILE_GEMM_F32_NN, TILE_GEMM_F32_TN, TILE_GEMM_BF16_NN_VNNI } tile_gemm_kind;
+
+typedef struct tile_gemm {
+    tile_gemm_kind kind;
+    int M, N, K, lda, ldb, ldc;
+    bool accumulate;
+    void (*jit)(const void *, const void *, float *, ...); /* NULL: portable loops */
+} tile_gemm;
+
+tile_gemm tile_gemm_make(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate);
+void tile_gemm_run(const tile_gemm *g, const void *A, const void *B, float *C);
+
+#endif

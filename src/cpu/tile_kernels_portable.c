@@ -1,0 +1,57 @@
+/* Element-wise tile kernels in plain C (the portable path, and the
+ * specification the AVX-512 versions must match). */
+#include <math.h>
+
+#include "attnops.h"
+#include "cpu/isa.h"
+
+static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l, float *alpha)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * cols;
+        float mx = m[r];
+        for (int c = 0; c < valid_cols; c++) {
+            row[c] *= scale;
+            if (row[c] > mx) mx = row[c];
+        }
+        /* m starts at -inf: the first tile gives alpha = exp(-inf) = 0. */
+        alpha[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - mx);
+        float sum = 0.0f;
+        for (int c = 0; c < valid_cols; c++) sum += row[c] = expf(row[c] - mx);
+        for (int c = valid_cols; c < cols; c++) row[c] = 0.0f;
+        l[r] = l[r] * alpha[r] + sum;
+        m[r] = mx;
+    }
+}
+
+static void softmax_bwd(float *s, float *dp, int rows, int cols, int valid_cols, float scale, const float *m,
+                        const float *l, const float *drow)
+{
+    for (int r = 0; r < rows; r++) {
+        float *ps = s + (size_t)r * cols, *pd = dp + (size_t)r * cols;
+        for (int c = 0; c < valid_cols; c++) {
+            float p = expf(ps[c] * scale - m[r]) / l[r];
+            ps[c] = p;
+            pd[c] = p * (pd[c] - drow[r]);
+        }
+        for (int c = valid_cols; c < cols; c++) ps[c] = pd[c] = 0.0f;
+    }
+}
+
+static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool transpose)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            uint16_t v = attnops_f32_to_bf16(src[(size_t)r * cols + c]);
+            if (transpose) dst[(size_t)c * ld_dst + r] = v;
+            else dst[(size_t)r * ld_dst + c] = v;
+        }
+}
+
+static void scale_rows(float *o, int rows, int cols, const float *alpha)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) o[(size_t)r * cols + c] *= alpha[r];
+}
+
+const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd, softmax_bwd, to_bf16, scale_rows};
