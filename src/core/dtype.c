@@ -3,7 +3,16 @@
  * ml_dtypes do.  The f32 -> f16/bf16 paths are bit tricks because the fast
  * kernels use them on every output element; the f64 and FP8 paths go through
  * one generic rounding routine that works on the exact double value, so the
- * reference rounds its double results once (never double -> float -> f16). */
+ * reference rounds its double results once (never double -> float -> f16).
+ *
+ * NaN encodings.  PyTorch and numpy/ml_dtypes disagree on NaN bits; we take
+ * PyTorch's for f16 and bf16 and ml_dtypes' for FP8 (docs/NUMERICS.md):
+ *   f32/f64 -> f16   0x7e00 | sign     (numpy would keep the payload)
+ *   f32/f64 -> bf16  0x7fc0, no sign   (ml_dtypes would keep the sign)
+ *   f16 -> f32       payload and sign kept, signalling NaNs quietened
+ *   -> e4m3fn        0x7f | sign (also for +-inf and overflow: no infinity)
+ *   -> e5m2          0x7e | sign
+ *   e4m3fn/e5m2 -> f32  0x7fc00000 | sign, whatever the payload. */
 #include <math.h>
 #include <string.h>
 
@@ -67,21 +76,31 @@ float attnops_f16_to_f32(uint16_t h)
         float mag = (float)man * 0x1p-24f; /* subnormal or zero, exact */
         return bits_f32(f32_bits(mag) | sign);
     }
-    if (exp == 31) return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 31) { /* inf, or NaN quietened as PyTorch and F16C's vcvtph2ps do */
+        uint32_t quiet = man ? 0x400000u : 0u;
+        return bits_f32(sign | 0x7f800000u | (man << 13) | quiet);
+    }
     return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
 float attnops_bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
 
-float attnops_f8_e5m2_to_f32(uint8_t b) { return attnops_f16_to_f32((uint16_t)(b << 8)); }
+/* e5m2 is the top byte of an f16, except that ml_dtypes decodes every NaN
+ * payload to the one canonical NaN. */
+float attnops_f8_e5m2_to_f32(uint8_t b)
+{
+    if ((b & 0x7fu) > 0x7cu) return bits_f32(((uint32_t)(b & 0x80u) << 24) | 0x7fc00000u);
+    return attnops_f16_to_f32((uint16_t)(b << 8));
+}
 
+/* Built from bits: a float multiply by -1 would not set the sign of a NaN. */
 float attnops_f8_e4m3fn_to_f32(uint8_t b)
 {
-    float sign = (b & 0x80u) ? -1.0f : 1.0f;
+    uint32_t sign = (uint32_t)(b & 0x80u) << 24;
     uint32_t exp = (b >> 3) & 0xfu, man = b & 7u;
-    if ((b & 0x7fu) == 0x7fu) return sign * NAN; /* the format's only NaN, no infinity */
-    if (exp == 0) return sign * (float)man * 0x1p-9f;
-    return sign * ldexpf(1.0f + (float)man / 8.0f, (int)exp - 7);
+    if ((b & 0x7fu) == 0x7fu) return bits_f32(sign | 0x7fc00000u); /* the format's only NaN, no infinity */
+    if (exp == 0) return bits_f32(sign | f32_bits((float)man * 0x1p-9f)); /* subnormal or zero, exact */
+    return bits_f32(sign | ((exp + 120u) << 23) | (man << 20));       /* re-bias 7 -> 127 */
 }
 
 /* ---- encoding ---- */
@@ -107,7 +126,7 @@ uint16_t attnops_f32_to_f16(float value)
 uint16_t attnops_f32_to_bf16(float value)
 {
     uint32_t x = f32_bits(value);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((x >> 16) & 0x8000u) | 0x7fc0u);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u; /* PyTorch's NaN: sign dropped */
     x += 0x7fffu + ((x >> 16) & 1u);
     return (uint16_t)(x >> 16);
 }
@@ -123,15 +142,13 @@ static uint32_t round_magnitude(double ax, int man_bits, int bias)
     frexp(ax, &e2);
     int exponent = e2 - 1, emin = 1 - bias;
     if (exponent < emin) exponent = emin; /* subnormal: fixed quantum */
-    if (exponent > 1000) exponent = 1000;
     uint64_t q = (uint64_t)nearbyint(ldexp(ax, man_bits - exponent)); /* ties to even */
     if (q >= (UINT64_C(1) << (man_bits + 1))) {
         exponent++;
         q >>= 1; /* q was exactly 2^(man_bits+1) */
     }
     if (q < (UINT64_C(1) << man_bits)) return (uint32_t)q; /* subnormal */
-    uint64_t field = (uint64_t)(exponent + bias);
-    if (field > 0xffffu) field = 0xffffu; /* way out of range: any value above max finite */
+    uint64_t field = (uint64_t)(exponent + bias); /* <= 1024 + 127: fits, compares above max finite */
     return (uint32_t)((field << man_bits) | (q - (UINT64_C(1) << man_bits)));
 }
 

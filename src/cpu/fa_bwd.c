@@ -1,5 +1,343 @@
-/* TEMPORARY while the fast backward is written: delegates to the reference. */
+/* Fast FlashAttention backward (spec 1.2, 9): one sweep over (kv tile,
+ * query tile) pairs that recomputes P from the saved softmax_max/sum and uses
+ * Drow = rowsum(dy * attention_in), as the CANN kernel does.
+ *
+ * Work item = (kv head (b, n2), split s): the split owns a contiguous range of
+ * kv tiles, so it owns dk/dv of those rows outright; it visits every query
+ * tile of the G query heads and adds its dq contribution into its own fp32
+ * partial [S1p][D].  Partials are summed in split order afterwards, so the
+ * result never depends on scheduling.  The split count comes from the
+ * parallelism (the thread count, or a fixed value when `deterministic`), not
+ * from B*N: with B*N2 smaller than the thread count the kv range is split
+ * and every core works (PyTorch's CPU backward idles there).
+ *
+ * Per query head, shared by the items of a wave ("q side"):
+ *   fp32: Q [S1p][D], dY [S1p][Dv] (zero-copy from the input when it is fp32
+ *         with contiguous rows and S1 % BQ == 0), drow, m, l [S1p]
+ *   bf16: Qn [S1p][Dp], Qv VNNI along S1, dYn [S1p][Dvp], dYv VNNI along S1,
+ *         drow, m, l
+ * Per thread, for the current kv tile (BK rows):
+ *   fp32: K^T [D][BK], V^T [Dv][BK], K [BK][D]
+ *   bf16: K^T VNNI [Dp/2][BK][2], V^T VNNI [Dvp/2][BK][2], K VNNI along BK
+ *   S, dP fp32 [BQ][BK]; bf16 copies P^T, dS^T [BK][BQ], dS [BQ][BK];
+ *   dK, dV accumulators fp32 [BK][D], [BK][Dv]
+ *
+ * Per (query tile i, kv tile j), in row-major GEMMs:
+ *   S = Q_i K_j^T;  dP = dY_i V_j^T;  P = exp(scale S - m)/l;  dS = P (dP - drow)
+ *   dV_j += P^T dY_i;  dK_j += dS^T Q_i;  dQ_i += dS K_j      (scale applied at the end) */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
 #include "cpu/fa_cpu.h"
-#include "ref/fa_ref.h"
-size_t fa_cpu_bwd_workspace(const fa_problem *p) { return fa_ref_bwd_workspace(p); }
-void fa_cpu_bwd(const fa_problem *p, void *ws) { fa_ref_bwd(p, ws); }
+#include "cpu/fa_tiles.h"
+#include "cpu/isa.h"
+#include "cpu/pack.h"
+#include "cpu/tile_gemm.h"
+
+typedef struct bwd_plan {
+    fa_tiling t;
+    bool q_zero_copy, dy_zero_copy; /* fp32 inputs read in place */
+    int64_t nsplit, wave;
+    size_t qside_bytes; /* per query head */
+    size_t part_bytes;  /* per (query head, split) */
+    size_t thread_bytes;
+    size_t total;
+} bwd_plan;
+
+/* Byte sizes of the pieces, in carve order (shared by planning and carving). */
+enum { QS_Q, QS_QV, QS_DY, QS_DYV, QS_DROW, QS_M, QS_L, QS_COUNT };
+enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PT, TH_DST, TH_DSN, TH_DK, TH_DV, TH_COUNT };
+
+static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_COUNT])
+{
+    const fa_tiling *t = &pl->t;
+    const size_t S1p = (size_t)t->S1p;
+    memset(sz, 0, sizeof(size_t) * QS_COUNT);
+    if (t->bf16) {
+        sz[QS_Q] = S1p * (size_t)t->Dp * 2, sz[QS_QV] = S1p * (size_t)p->D * 2;
+        sz[QS_DY] = S1p * (size_t)t->Dvp * 2, sz[QS_DYV] = S1p * (size_t)p->Dv * 2;
+    } else {
+        sz[QS_Q] = pl->q_zero_copy ? 0 : S1p * (size_t)p->D * 4;
+        sz[QS_DY] = pl->dy_zero_copy ? 0 : S1p * (size_t)p->Dv * 4;
+    }
+    sz[QS_DROW] = sz[QS_M] = sz[QS_L] = S1p * 4;
+}
+
+static void thread_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[TH_COUNT])
+{
+    const size_t e = t->bf16 ? 2 : 4, tile = (size_t)FA_BQ * FA_BK;
+    memset(sz, 0, sizeof(size_t) * TH_COUNT);
+    sz[TH_KT] = (size_t)t->Dp * FA_BK * e;
+    sz[TH_VT] = (size_t)t->Dvp * FA_BK * e;
+    sz[TH_KN] = (size_t)FA_BK * (size_t)p->D * e;
+    sz[TH_S] = sz[TH_DP] = tile * 4;
+    if (t->bf16) sz[TH_PT] = sz[TH_DST] = sz[TH_DSN] = tile * 2;
+    sz[TH_DK] = (size_t)FA_BK * (size_t)p->D * 4;
+    sz[TH_DV] = (size_t)FA_BK * (size_t)p->Dv * 4;
+}
+
+static size_t sum_aligned(const size_t *sz, int n)
+{
+    size_t s = 0;
+    for (int i = 0; i < n; i++) s += ao_align_up(sz[i], 64);
+    return s;
+}
+
+/* Pointers to the pieces starting at base. */
+static void carve(char *base, const size_t *sz, int n, char **out)
+{
+    for (int i = 0; i < n; i++) out[i] = base, base += ao_align_up(sz[i], 64);
+}
+
+static bool can_read_in_place(const fa_view *v, const fa_problem *p)
+{
+    return v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1 && p->S1 % FA_BQ == 0 && v->ss <= INT32_MAX;
+}
+
+static bwd_plan make_plan(const fa_problem *p)
+{
+    bwd_plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.t = fa_tiling_make(p);
+    const fa_tiling *t = &pl.t;
+    pl.q_zero_copy = !t->bf16 && can_read_in_place(&p->q, p);
+    pl.dy_zero_copy = !t->bf16 && can_read_in_place(&p->dy, p);
+
+    size_t qs[QS_COUNT], th[TH_COUNT];
+    qside_sizes(p, &pl, qs);
+    thread_sizes(p, t, th);
+    pl.qside_bytes = sum_aligned(qs, QS_COUNT);
+    pl.part_bytes = ao_align_up((size_t)(t->S1p * p->D) * 4, 64);
+    pl.thread_bytes = sum_aligned(th, TH_COUNT);
+
+    /* Two items per unit of parallelism when there are too few kv heads,
+     * within the pack budget and never more splits than kv tiles. */
+    const int64_t par = p->deterministic ? FA_DETERMINISTIC_PARALLELISM : p->threads;
+    const int64_t heads = p->B * p->N2;
+    pl.nsplit = 1;
+    if (heads < 2 * par) pl.nsplit = (2 * par + heads - 1) / heads;
+    if (pl.nsplit > t->nk) pl.nsplit = t->nk > 0 ? t->nk : 1;
+    while (pl.nsplit > 1 && (size_t)(p->G * pl.nsplit) * pl.part_bytes > FA_PACK_BUDGET_BYTES / 2) pl.nsplit--;
+
+    const size_t per_kv_head = (size_t)p->G * (pl.qside_bytes + (size_t)pl.nsplit * pl.part_bytes);
+    pl.wave = fa_wave_heads(heads, per_kv_head, p->threads);
+    pl.total = (size_t)pl.wave * per_kv_head + (size_t)p->threads * pl.thread_bytes;
+    return pl;
+}
+
+size_t fa_cpu_bwd_workspace(const fa_problem *p) { return make_plan(p).total; }
+
+/* The q side of one query head: where each piece lives and its leading dim. */
+typedef struct qside {
+    const void *q, *qv, *dy, *dyv;
+    int64_t ldq, lddy;
+    float *drow, *m, *l;
+} qside;
+
+static qside qside_at(const fa_problem *p, const bwd_plan *pl, char *base, int64_t b, int64_t h)
+{
+    size_t sz[QS_COUNT];
+    char *ptr[QS_COUNT];
+    qside_sizes(p, pl, sz);
+    carve(base, sz, QS_COUNT, ptr);
+    qside qs = {ptr[QS_Q], ptr[QS_QV], ptr[QS_DY], ptr[QS_DYV], pl->t.bf16 ? pl->t.Dp : p->D,
+                pl->t.bf16 ? pl->t.Dvp : p->Dv, (float *)ptr[QS_DROW], (float *)ptr[QS_M], (float *)ptr[QS_L]};
+    if (pl->q_zero_copy) qs.q = fa_at(&p->q, b, h, 0, 0), qs.ldq = p->q.ss;
+    if (pl->dy_zero_copy) qs.dy = fa_at(&p->dy, b, h, 0, 0), qs.lddy = p->dy.ss;
+    return qs;
+}
+
+static void pack_qside(const fa_problem *p, const bwd_plan *pl, const qside *qs, int64_t b, int64_t h,
+                       float *row_a, float *row_b)
+{
+    const fa_tiling *t = &pl->t;
+    if (t->bf16) {
+        pack_bf16(&p->q, b, h, 0, t->S1p, p->S1, p->D, (uint16_t *)qs->q, t->Dp);
+        pack_bf16_vnni(&p->q, b, h, 0, t->S1p, p->S1, p->D, (uint16_t *)qs->qv, p->D);
+        pack_bf16(&p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (uint16_t *)qs->dy, t->Dvp);
+        pack_bf16_vnni(&p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (uint16_t *)qs->dyv, p->Dv);
+    } else {
+        if (!pl->q_zero_copy) pack_f32(&p->q, b, h, 0, t->S1p, p->S1, p->D, (float *)qs->q, p->D);
+        if (!pl->dy_zero_copy) pack_f32(&p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (float *)qs->dy, p->Dv);
+    }
+    for (int64_t i = 0; i < t->S1p; i++) {
+        if (i >= p->S1) { /* padding rows: P = exp(-inf) = 0 */
+            qs->drow[i] = 0.0f, qs->m[i] = INFINITY, qs->l[i] = 1.0f;
+            continue;
+        }
+        pack_f32(&p->dy, b, h, i, 1, p->S1, p->Dv, row_a, p->Dv);
+        pack_f32(&p->o, b, h, i, 1, p->S1, p->Dv, row_b, p->Dv);
+        float d = 0.0f;
+        for (int64_t e = 0; e < p->Dv; e++) d += row_a[e] * row_b[e];
+        qs->drow[i] = d;
+        qs->m[i] = *(const float *)fa_at(&p->smax, b, h, i, 0);
+        qs->l[i] = *(const float *)fa_at(&p->ssum, b, h, i, 0);
+    }
+}
+
+typedef struct bwd_gemms {
+    tile_gemm qk, dov, dv, dk, dq;
+} bwd_gemms;
+
+static bwd_gemms make_gemms(const fa_problem *p, const bwd_plan *pl)
+{
+    const fa_tiling *t = &pl->t;
+    const int D = (int)p->D, Dv = (int)p->Dv;
+    if (t->bf16) {
+        const tile_gemm_kind k = TILE_GEMM_BF16_NN_VNNI;
+        return (bwd_gemms){
+            tile_gemm_make(k, FA_BQ, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
+            tile_gemm_make(k, FA_BQ, FA_BK, (int)t->Dvp, (int)t->Dvp, FA_BK, FA_BK, false),
+            tile_gemm_make(k, FA_BK, Dv, FA_BQ, FA_BQ, Dv, Dv, true),
+            tile_gemm_make(k, FA_BK, D, FA_BQ, FA_BQ, D, D, true),
+            tile_gemm_make(k, FA_BQ, D, FA_BK, FA_BK, D, D, true)};
+    }
+    const int ldq = pl->q_zero_copy ? (int)p->q.ss : D, lddy = pl->dy_zero_copy ? (int)p->dy.ss : Dv;
+    return (bwd_gemms){
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, FA_BK, D, ldq, FA_BK, FA_BK, false),
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, FA_BK, Dv, lddy, FA_BK, FA_BK, false),
+        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, Dv, FA_BQ, FA_BK, lddy, Dv, true),
+        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, D, FA_BQ, FA_BK, ldq, D, true),
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, D, FA_BK, FA_BK, D, D, true)};
+}
+
+typedef struct bwd_ctx {
+    const fa_problem *p;
+    const bwd_plan *pl;
+    const bwd_gemms *gm;
+    const fa_tile_kernels *kern;
+    bool broken; /* test-only: ATTNOPS_TEST_BREAK_KERNEL */
+} bwd_ctx;
+
+static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, char **th)
+{
+    const fa_problem *p = c->p;
+    const fa_tiling *t = &c->pl->t;
+    if (t->bf16) {
+        pack_bf16_vnni_t(&p->k, b, n2, k0, FA_BK, p->S2, p->D, t->Dp, (uint16_t *)th[TH_KT], FA_BK);
+        pack_bf16_vnni_t(&p->v, b, n2, k0, FA_BK, p->S2, p->Dv, t->Dvp, (uint16_t *)th[TH_VT], FA_BK);
+        pack_bf16_vnni(&p->k, b, n2, k0, FA_BK, p->S2, p->D, (uint16_t *)th[TH_KN], p->D);
+    } else {
+        pack_f32_t(&p->k, b, n2, k0, FA_BK, p->S2, p->D, (float *)th[TH_KT], FA_BK);
+        pack_f32_t(&p->v, b, n2, k0, FA_BK, p->S2, p->Dv, (float *)th[TH_VT], FA_BK);
+        pack_f32(&p->k, b, n2, k0, FA_BK, p->S2, p->D, (float *)th[TH_KN], p->D);
+    }
+}
+
+/* One (query tile, kv tile) step. */
+static void step(const bwd_ctx *c, const qside *qs, int64_t q0, int valid, char **th, float *dq_part)
+{
+    const fa_problem *p = c->p;
+    const bwd_gemms *gm = c->gm;
+    const bool bf16 = c->pl->t.bf16;
+    float *S = (float *)th[TH_S], *dP = (float *)th[TH_DP];
+    const char *q_i = (const char *)qs->q + (size_t)(q0 * qs->ldq) * (bf16 ? 2 : 4);
+    const char *dy_i = (const char *)qs->dy + (size_t)(q0 * qs->lddy) * (bf16 ? 2 : 4);
+    tile_gemm_run(&gm->qk, q_i, th[TH_KT], S);
+    tile_gemm_run(&gm->dov, dy_i, th[TH_VT], dP);
+    c->kern->softmax_bwd(S, dP, FA_BQ, FA_BK, valid, (float)p->scale, qs->m + q0, qs->l + q0, qs->drow + q0);
+    float *dq_i = dq_part + q0 * p->D;
+    if (bf16) {
+        const uint16_t *qv_i = (const uint16_t *)qs->qv + q0 * p->D, *dyv_i = (const uint16_t *)qs->dyv + q0 * p->Dv;
+        c->kern->to_bf16(S, FA_BQ, FA_BK, (uint16_t *)th[TH_PT], FA_BQ, true);
+        c->kern->to_bf16(dP, FA_BQ, FA_BK, (uint16_t *)th[TH_DST], FA_BQ, true);
+        c->kern->to_bf16(dP, FA_BQ, FA_BK, (uint16_t *)th[TH_DSN], FA_BK, false);
+        tile_gemm_run(&gm->dv, th[TH_PT], dyv_i, (float *)th[TH_DV]);
+        tile_gemm_run(&gm->dk, th[TH_DST], qv_i, (float *)th[TH_DK]);
+        tile_gemm_run(&gm->dq, th[TH_DSN], th[TH_KN], dq_i);
+    } else {
+        tile_gemm_run(&gm->dv, S, dy_i, (float *)th[TH_DV]);
+        tile_gemm_run(&gm->dk, dP, q_i, (float *)th[TH_DK]);
+        tile_gemm_run(&gm->dq, dP, th[TH_KN], dq_i);
+    }
+}
+
+/* Where a wave keeps the q sides and dq partials of its query heads. */
+typedef struct wave_store {
+    char *qsides, *parts;
+} wave_store;
+
+static qside wave_qside(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t g, int64_t b, int64_t h)
+{
+    return qside_at(c->p, c->pl, w->qsides + ((size_t)i * (size_t)c->p->G + (size_t)g) * c->pl->qside_bytes, b, h);
+}
+
+static float *wave_part(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t g, int64_t s)
+{
+    size_t k = ((size_t)i * (size_t)c->p->G + (size_t)g) * (size_t)c->pl->nsplit + (size_t)s;
+    return (float *)(w->parts + k * c->pl->part_bytes);
+}
+
+/* Wave slot i = kv head (b, n2), split s of nsplit. */
+static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, int64_t n2, int64_t s, char **th)
+{
+    const fa_problem *p = c->p;
+    const fa_tiling *t = &c->pl->t;
+    const int64_t kt0 = t->nk * s / c->pl->nsplit, kt1 = t->nk * (s + 1) / c->pl->nsplit;
+    for (int64_t g = 0; g < p->G; g++) memset(wave_part(c, w, i, g, s), 0, (size_t)(t->S1p * p->D) * sizeof(float));
+    for (int64_t kt = kt0; kt < kt1; kt++) {
+        const int64_t k0 = kt * FA_BK;
+        const int valid = (int)(p->S2 - k0 < FA_BK ? p->S2 - k0 : FA_BK);
+        pack_kv_tile(c, b, n2, k0, th);
+        memset(th[TH_DK], 0, (size_t)(FA_BK * p->D) * sizeof(float));
+        memset(th[TH_DV], 0, (size_t)(FA_BK * p->Dv) * sizeof(float));
+        const int64_t nq = c->broken ? t->nq - 1 : t->nq; /* the test-only fault: skip a query tile */
+        for (int64_t g = 0; g < p->G; g++) {
+            const qside qs = wave_qside(c, w, i, g, b, n2 * p->G + g);
+            float *part = wave_part(c, w, i, g, s);
+            for (int64_t qt = 0; qt < nq; qt++) step(c, &qs, qt * FA_BQ, valid, th, part);
+        }
+        unpack_f32((float *)th[TH_DK], p->D, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
+        unpack_f32((float *)th[TH_DV], p->Dv, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
+    }
+}
+
+void fa_cpu_bwd(const fa_problem *p, void *ws)
+{
+    const bwd_plan pl = make_plan(p);
+    const bwd_gemms gm = make_gemms(p, &pl);
+    const char *broken = getenv("ATTNOPS_TEST_BREAK_KERNEL");
+    const bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), broken && *broken == '1'};
+    const fa_tiling *t = &pl.t;
+    const int64_t heads = p->B * p->N2, G = p->G;
+    const wave_store w = {ws, (char *)ws + (size_t)pl.wave * (size_t)G * pl.qside_bytes};
+    char *threads_base = w.parts + (size_t)pl.wave * (size_t)G * (size_t)pl.nsplit * pl.part_bytes;
+
+#pragma omp parallel num_threads(p->threads)
+    {
+        size_t th_sz[TH_COUNT];
+        char *th[TH_COUNT];
+        thread_sizes(p, t, th_sz);
+        carve(threads_base + (size_t)omp_get_thread_num() * pl.thread_bytes, th_sz, TH_COUNT, th);
+
+        for (int64_t w0 = 0; w0 < heads; w0 += pl.wave) {
+            const int64_t nw = heads - w0 < pl.wave ? heads - w0 : pl.wave;
+#pragma omp for schedule(dynamic)
+            for (int64_t x = 0; x < nw * G; x++) {
+                const int64_t i = x / G, g = x % G, b = (w0 + i) / p->N2, h = ((w0 + i) % p->N2) * G + g;
+                const qside qs = wave_qside(&c, &w, i, g, b, h);
+                pack_qside(p, &pl, &qs, b, h, (float *)th[TH_S], (float *)th[TH_DP]);
+            }
+#pragma omp for schedule(dynamic)
+            for (int64_t x = 0; x < nw * pl.nsplit; x++) {
+                const int64_t i = x / pl.nsplit, s = x % pl.nsplit;
+                item(&c, &w, i, (w0 + i) / p->N2, (w0 + i) % p->N2, s, th);
+            }
+            /* dq = scale * (sum of the split partials, in split order). */
+#pragma omp for schedule(static)
+            for (int64_t x = 0; x < nw * G * t->nq; x++) {
+                const int64_t i = x / (G * t->nq), g = (x / t->nq) % G, q0 = (x % t->nq) * FA_BQ;
+                const int64_t b = (w0 + i) / p->N2, h = ((w0 + i) % p->N2) * G + g;
+                float *acc = wave_part(&c, &w, i, g, 0) + q0 * p->D;
+                for (int64_t s = 1; s < pl.nsplit; s++) {
+                    const float *add = wave_part(&c, &w, i, g, s) + q0 * p->D;
+                    for (int64_t e = 0; e < FA_BQ * p->D; e++) acc[e] += add[e];
+                }
+                unpack_f32(acc, p->D, (float)p->scale, &p->dq, b, h, q0, FA_BQ, p->S1, p->D);
+            }
+        }
+    }
+}

@@ -45,7 +45,7 @@ static fwd_plan make_plan(const fa_problem *p)
                       + ao_align_up((size_t)(FA_BQ * FA_BK) * 2, 64)          /* P bf16   */
                       + ao_align_up((size_t)(FA_BQ * p->Dv) * 4, 64)          /* O        */
                       + 3 * ao_align_up((size_t)FA_BQ * 4, 64);               /* m, l, a  */
-    pl.wave = fa_wave_heads(p->B * p->N2, pl.k_bytes + pl.v_bytes);
+    pl.wave = fa_wave_heads(p->B * p->N2, pl.k_bytes + pl.v_bytes, p->threads);
     pl.total = (size_t)pl.wave * (pl.k_bytes + pl.v_bytes) + (size_t)p->threads * pl.thread_bytes;
     return pl;
 }

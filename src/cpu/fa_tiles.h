@@ -10,7 +10,11 @@
 #define FA_BK 64
 
 /* Memory the drivers may spend on per-head packs shared across threads. */
-#define FA_PACK_BUDGET_BYTES ((size_t)32 << 20)
+#define FA_PACK_BUDGET_BYTES ((size_t)64 << 20)
+
+/* The parallelism the deterministic backward partitions its work for,
+ * whatever the thread count, so results do not depend on it. */
+#define FA_DETERMINISTIC_PARALLELISM 4
 
 typedef struct fa_tiling {
     bool bf16;            /* bf16 GEMM operands (bf16 inputs); fp32 otherwise */
@@ -32,12 +36,15 @@ static inline fa_tiling fa_tiling_make(const fa_problem *p)
     return t;
 }
 
-/* How many heads of `bytes_per_head` packs fit the budget (at least one). */
-static inline int64_t fa_wave_heads(int64_t heads, size_t bytes_per_head)
+/* How many heads of `bytes_per_head` packs to process at once: as many as
+ * fit the budget (at least one), rounded down to a multiple of the thread
+ * count so that a wave's equal-sized items keep every thread busy. */
+static inline int64_t fa_wave_heads(int64_t heads, size_t bytes_per_head, int threads)
 {
     int64_t w = bytes_per_head ? (int64_t)(FA_PACK_BUDGET_BYTES / bytes_per_head) : heads;
-    if (w < 1) w = 1;
-    return w < heads ? w : heads;
+    if (w >= heads) return heads;
+    if (w > threads) w -= w % threads;
+    return w < 1 ? 1 : w;
 }
 
 #endif
