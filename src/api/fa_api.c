@@ -23,6 +23,17 @@ static attnops_status workspace_size(const fa_problem *p, bool backward, size_t 
     return ATTNOPS_SUCCESS;
 }
 
+/* A backward with no query rows still has kv rows: their gradients are 0. */
+static void zero_kv_grads(const fa_problem *p)
+{
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t n = 0; n < p->N2; n++)
+            for (int64_t s = 0; s < p->S2; s++) {
+                for (int64_t d = 0; d < p->D; d++) ao_store_f64(fa_at(&p->dk, b, n, s, d), p->dtype, 0.0);
+                for (int64_t d = 0; d < p->Dv; d++) ao_store_f64(fa_at(&p->dv, b, n, s, d), p->dtype, 0.0);
+            }
+}
+
 static attnops_status run(const fa_problem *p, bool backward, void *ws, size_t bytes)
 {
     size_t need = 0;
@@ -33,6 +44,7 @@ static attnops_status run(const fa_problem *p, bool backward, void *ws, size_t b
     if (need > 0 && !ws)
         return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: workspace is NULL but this call needs %zu bytes.", p->op, need);
     if (!fa_problem_is_empty(p)) pick(p, backward).run(p, ws);
+    else if (backward) zero_kv_grads(p);
     return ATTNOPS_SUCCESS;
 }
 

@@ -37,7 +37,8 @@ typedef struct fa_problem {
     int threads;                     /* resolved thread count (>= 1) */
 } fa_problem;
 
-/* True when the call has nothing to compute (B, N1 or S1 is zero). */
+/* True when no attention is computed (B, N1 or S1 is zero); the API still
+ * zeroes dk/dv of a backward whose kv side is not empty. */
 static inline bool fa_problem_is_empty(const fa_problem *p) { return p->B == 0 || p->N1 == 0 || p->S1 == 0; }
 
 /* Validate the public arguments and derive the problem.  On failure the

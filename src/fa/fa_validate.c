@@ -4,6 +4,7 @@
  * null pointers -> 161001, anything malformed -> 161002, a well-formed
  * request for a feature this version does not implement -> 161003. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -154,12 +155,17 @@ static fa_view stats_view(const attnops_tensor *t)
     return (fa_view){(char *)t->data, t->dtype, 4, t->strides[0], t->strides[1], t->strides[2], t->strides[3]};
 }
 
-/* Outputs must not share bytes: a later write would clobber an earlier one. */
+/* Outputs must not share bytes: a later write would clobber an earlier one.
+ * Within one output, a zero stride over an extent > 1 would alias elements. */
 static attnops_status check_disjoint(const char *op, const attnops_tensor *const *outs, const char *const *names,
                                      int n)
 {
     for (int i = 0; i < n; i++) {
         if (!outs[i]) continue;
+        for (int d = 0; d < outs[i]->rank; d++)
+            if (outs[i]->strides[d] == 0 && outs[i]->shape[d] > 1)
+                return ao_fail(INVALID, "%s: output tensor '%s' has stride 0 in dimension %d of extent %lld, so its "
+                               "elements overlap.", op, names[i], d, (long long)outs[i]->shape[d]);
         const char *lo_i, *hi_i;
         ao_tensor_extent(outs[i], &lo_i, &hi_i);
         for (int j = i + 1; j < n; j++) {
@@ -185,6 +191,10 @@ static attnops_status check_disjoint(const char *op, const attnops_tensor *const
  * merely unsupported. */
 static attnops_status check_attributes(const char *op, const attnops_fa_params *p)
 {
+    if (!isfinite(p->scale_value))
+        return ao_fail(INVALID, "%s: scale_value is %g; it must be finite.", op, p->scale_value);
+    if (p->padding_mask)
+        return ao_fail(INVALID, "%s: padding_mask is reserved by CANN and must be NULL.", op);
     if (p->head_num <= 0)
         return ao_fail(INVALID, "%s: head_num is %lld; it must be the number of query heads (>= 1).", op,
                        (long long)p->head_num);
@@ -318,7 +328,7 @@ static attnops_status check_stats(const char *op, const char *name, const attnop
     TRY(check_view(op, name, t));
     TRY(check_dtype(op, name, t, ATTNOPS_DTYPE_F32, "softmax statistics are f32"));
     int64_t shape[4] = {pr->B, pr->N1, pr->S1, 8};
-    TRY(check_shape(op, name, t, shape, 4, "[B, N1, S1, 8]"));
+    TRY(check_shape(op, name, t, shape, 4, "[B, N1 = head_num, S1, 8]"));
     *view = stats_view(t);
     return ATTNOPS_SUCCESS;
 }
@@ -367,6 +377,8 @@ attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, fa_problem *pr)
     layout_shape(a->p.input_layout, pr->B, pr->S2, pr->N2, pr->Dv, shape, &rank);
     TRY(check_shape(op, "dv", a->dv, shape, rank, "value's shape"));
     pr->dv = view_of(a->dv, a->p.input_layout, pr->Dv);
+    if (a->softmax_in)
+        return ao_fail(INVALID, "%s: softmax_in is reserved by CANN and must be NULL.", op);
     if (a->dq_rope || a->dk_rope)
         return ao_fail(INVALID, "%s: dq_rope/dk_rope are given but query_rope/key_rope are not.", op);
 

@@ -1,0 +1,838 @@
+/* bench_fa — throughput of attnops FlashAttentionScore / FlashAttentionScoreGrad
+ * against the machine's own tile-GEMM limit, measured in the same run.
+ *
+ *   bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref]
+ *            [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir]...
+ *   bench_fa --list-cases [--quick] [--case ...]...
+ *   bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir [--threads N] [--json PATH] [--quick]
+ *
+ * What one run does (see docs/PERFORMANCE.md):
+ *   - the tile-GEMM peak: libxsmm JIT GEMMs of 64x64x128 (m = n = 64, k = 128),
+ *     fp32 (smm) and bf16 x bf16 -> fp32 with VNNI-2 packed A (bsmm), run
+ *     concurrently on every thread, each thread on its own buffers;
+ *   - every case through the public two-phase API (impl CPU; --ref adds the
+ *     reference);
+ *   - R rounds, each round runs the two peaks and then every case once, so
+ *     the peaks and the kernels alternate; medians over the rounds.
+ * FLOPs are dense-equivalent: forward 2*B*N1*S1*S2*(D+Dv), backward 2.5x that.
+ * A case is compared with the fp32 peak when its dtype is f32 or f16 (f16 is
+ * widened to fp32 GEMMs) and with the bf16 peak when it is bf16.
+ *
+ * --rss runs one case once in this process (no warm-up, no forward for the
+ * backward's inputs: its softmax statistics are synthetic but valid) and
+ * reports ru_maxrss next to the bytes it allocated for inputs, outputs and
+ * the workspace.  Run it in a fresh process per case. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <omp.h>
+
+#include <libxsmm.h>
+
+#include "attnops.h"
+
+#define MAX_CASES 64
+#define NAME_LEN 96
+
+/* ------------------------------------------------------------------------ */
+/* small helpers                                                             */
+/* ------------------------------------------------------------------------ */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+    double tmp[256];
+    if (n <= 0) return NAN;
+    if (n > 256) n = 256;
+    memcpy(tmp, v, (size_t)n * sizeof *tmp);
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+    return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+static double vmin(const double *v, int n)
+{
+    double m = INFINITY;
+    for (int i = 0; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+static double vmax(const double *v, int n)
+{
+    double m = -INFINITY;
+    for (int i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+static void die(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "bench_fa: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    exit(2);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = NULL;
+    if (n == 0) n = 64;
+    if (posix_memalign(&p, 64, n) != 0 || !p) {
+        fprintf(stderr, "bench_fa: out of memory allocating %zu bytes\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+/* xorshift64*, uniform in [-1, 1) */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static float urand(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    uint64_t r = rng_state * 0x2545F4914F6CDD1Dull;
+    return (float)((double)(r >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* tile-GEMM peak (libxsmm)                                                  */
+/* ------------------------------------------------------------------------ */
+enum { GM = 64, GN = 64, GK = 128 };
+static const double GEMM_FLOP = 2.0 * GM * GN * GK;
+
+typedef struct gemm_bench {
+    int bf16;              /* 0: fp32 smm, 1: bf16 bsmm with VNNI-2 A */
+    libxsmm_smmfunction smm;
+    libxsmm_bsmmfunction bsmm;
+    long iters;            /* per thread per measurement */
+    int threads;
+    void **a, **b;         /* per-thread buffers */
+    float **c;
+} gemm_bench;
+
+static int gemm_setup(gemm_bench *g, int bf16, int threads)
+{
+    const libxsmm_blasint m = GM, n = GN, k = GK, lda = GM, ldb = GK, ldc = GM;
+    const float alpha = 1.0f, beta = 1.0f; /* C += A*B, as an attention kernel accumulates */
+    memset(g, 0, sizeof *g);
+    g->bf16 = bf16;
+    g->threads = threads;
+    if (bf16) {
+        int flags = LIBXSMM_GEMM_FLAG_VNNI_A;
+        g->bsmm = libxsmm_bsmmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, NULL);
+        if (!g->bsmm) return -1;
+    } else {
+        int flags = LIBXSMM_GEMM_FLAG_NONE;
+        g->smm = libxsmm_smmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, NULL);
+        if (!g->smm) return -1;
+    }
+    size_t es = bf16 ? 2 : 4;
+    g->a = calloc((size_t)threads, sizeof *g->a);
+    g->b = calloc((size_t)threads, sizeof *g->b);
+    g->c = calloc((size_t)threads, sizeof *g->c);
+    /* Each thread allocates and first-touches its own buffers. */
+#pragma omp parallel num_threads(threads)
+    {
+        int t = omp_get_thread_num();
+        g->a[t] = xmalloc((size_t)GM * GK * es);
+        g->b[t] = xmalloc((size_t)GK * GN * es);
+        g->c[t] = xmalloc((size_t)GM * GN * sizeof(float));
+        uint64_t s = 0x1234567ull + 7919ull * (uint64_t)t;
+        for (int i = 0; i < GM * GK; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            float x = (float)((s >> 40) & 0xFFFF) / 65536.0f * 0.02f - 0.01f;
+            if (bf16) ((uint16_t *)g->a[t])[i] = attnops_f32_to_bf16(x);
+            else ((float *)g->a[t])[i] = x;
+        }
+        for (int i = 0; i < GK * GN; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            float x = (float)((s >> 40) & 0xFFFF) / 65536.0f * 0.02f - 0.01f;
+            if (bf16) ((uint16_t *)g->b[t])[i] = attnops_f32_to_bf16(x);
+            else ((float *)g->b[t])[i] = x;
+        }
+        memset(g->c[t], 0, (size_t)GM * GN * sizeof(float));
+    }
+    return 0;
+}
+
+/* One JIT call on thread t's buffers. */
+static inline void gemm_call(const gemm_bench *g, int t)
+{
+    if (g->bf16)
+        g->bsmm((const libxsmm_bfloat16 *)g->a[t], (const libxsmm_bfloat16 *)g->b[t], g->c[t]);
+    else
+        g->smm((const float *)g->a[t], (const float *)g->b[t], g->c[t]);
+}
+
+/* Every thread runs `iters` calls; returns the wall time of the slowest. */
+static double gemm_run(const gemm_bench *g, long iters)
+{
+    double t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(g->threads)
+    {
+        int t = omp_get_thread_num();
+#pragma omp barrier
+#pragma omp master
+        t0 = now_s();
+        for (long i = 0; i < iters; i++) gemm_call(g, t);
+#pragma omp barrier
+#pragma omp master
+        t1 = now_s();
+    }
+    return t1 - t0;
+}
+
+/* Check the kernel computes A*B (A VNNI-2 packed for bf16): catches a wrong
+ * dispatch that would make the "peak" meaningless. */
+static int gemm_check(const gemm_bench *g)
+{
+    float *c = g->c[0];
+    memset(c, 0, (size_t)GM * GN * sizeof(float));
+    gemm_call(g, 0);
+    double maxerr = 0;
+    for (int j = 0; j < GN; j++)
+        for (int i = 0; i < GM; i++) {
+            double ref = 0;
+            for (int p = 0; p < GK; p++) {
+                double a, b;
+                if (g->bf16) {
+                    /* VNNI-2 A: element (i, p) at [(p/2)][i][p%2] */
+                    a = attnops_bf16_to_f32(((const uint16_t *)g->a[0])[(p / 2) * GM * 2 + i * 2 + (p % 2)]);
+                    b = attnops_bf16_to_f32(((const uint16_t *)g->b[0])[j * GK + p]);
+                } else {
+                    a = ((const float *)g->a[0])[p * GM + i];
+                    b = ((const float *)g->b[0])[j * GK + p];
+                }
+                ref += a * b;
+            }
+            double e = fabs(ref - c[j * GM + i]);
+            maxerr = e > maxerr ? e : maxerr;
+        }
+    return maxerr < 1e-4 ? 0 : -1;
+}
+
+/* Choose iterations so one measurement takes about `target` seconds. */
+static void gemm_calibrate(gemm_bench *g, double target)
+{
+    long it = 256;
+    for (;;) {
+        double t = gemm_run(g, it);
+        if (t >= 0.02 || it > (1L << 30)) {
+            double per = t / (double)it;
+            g->iters = (long)(target / per);
+            if (g->iters < 16) g->iters = 16;
+            return;
+        }
+        it *= 4;
+    }
+}
+
+static void gemm_free(gemm_bench *g)
+{
+    if (!g->a) return;
+    for (int t = 0; t < g->threads; t++) {
+        free(g->a[t]);
+        free(g->b[t]);
+        free(g->c[t]);
+    }
+    free(g->a);
+    free(g->b);
+    free(g->c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* cases                                                                     */
+/* ------------------------------------------------------------------------ */
+typedef struct fa_case {
+    char name[NAME_LEN];
+    int64_t B, N1, N2, S1, S2, D, Dv;
+    attnops_dtype dtype;
+    attnops_layout layout;
+    int bwd;
+} fa_case;
+
+static attnops_dtype parse_dtype(const char *s)
+{
+    if (!strcmp(s, "f32") || !strcmp(s, "fp32") || !strcmp(s, "float32")) return ATTNOPS_DTYPE_F32;
+    if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16")) return ATTNOPS_DTYPE_BF16;
+    if (!strcmp(s, "f16") || !strcmp(s, "fp16") || !strcmp(s, "float16")) return ATTNOPS_DTYPE_F16;
+    return 0;
+}
+
+/* fwd_f32_B1_N8_S4096_D128, with _G<N2>, x<S2>, _Dv<Dv>, _<layout> only when
+ * they differ from the plain case. */
+static void canonical_name(const fa_case *c, char *out, size_t n)
+{
+    char g[24] = "", s2[24] = "", dv[24] = "", lay[16] = "";
+    if (c->N2 != c->N1) snprintf(g, sizeof g, "_G%lld", (long long)c->N2);
+    if (c->S2 != c->S1) snprintf(s2, sizeof s2, "x%lld", (long long)c->S2);
+    if (c->Dv != c->D) snprintf(dv, sizeof dv, "_Dv%lld", (long long)c->Dv);
+    if (c->layout != ATTNOPS_LAYOUT_BNSD) snprintf(lay, sizeof lay, "_%s", attnops_layout_name(c->layout));
+    snprintf(out, n, "%s_%s_B%lld_N%lld%s_S%lld%s_D%lld%s%s", c->bwd ? "bwd" : "fwd", attnops_dtype_name(c->dtype),
+             (long long)c->B, (long long)c->N1, g, (long long)c->S1, s2, (long long)c->D, dv, lay);
+}
+
+/* NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir ; an empty NAME (or no NAME and no
+ * colon) gets the canonical name. */
+static void parse_case(const char *spec, fa_case *c)
+{
+    char buf[512];
+    if (strlen(spec) >= sizeof buf) die("case spec too long: %s", spec);
+    strcpy(buf, spec);
+    memset(c, 0, sizeof *c);
+    char *body = buf, *colon = strchr(buf, ':');
+    char name[NAME_LEN] = "";
+    if (colon) {
+        *colon = 0;
+        if (strlen(buf) >= NAME_LEN) die("case name too long: %s", spec);
+        strcpy(name, buf);
+        body = colon + 1;
+    }
+    char *f[10];
+    int nf = 0;
+    for (char *tok = strtok(body, ","); tok && nf < 10; tok = strtok(NULL, ",")) f[nf++] = tok;
+    if (nf != 10) die("a case needs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir; got '%s'", spec);
+    int64_t *dims[7] = {&c->B, &c->N1, &c->N2, &c->S1, &c->S2, &c->D, &c->Dv};
+    for (int i = 0; i < 7; i++) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(f[i], &end, 10);
+        if (errno || *end || v <= 0) die("bad dimension in case '%s' (all must be positive integers)", spec);
+        *dims[i] = v;
+    }
+    c->dtype = parse_dtype(f[7]);
+    if (!c->dtype) die("dtype must be f32, bf16 or f16 in case '%s'", spec);
+    c->layout = attnops_layout_from_string(f[8]);
+    if (c->layout == ATTNOPS_LAYOUT_UNSET || c->layout == ATTNOPS_LAYOUT_TND)
+        die("layout must be BNSD, BSND, BSH or SBH in case '%s'", spec);
+    if (!strcmp(f[9], "fwd")) c->bwd = 0;
+    else if (!strcmp(f[9], "bwd")) c->bwd = 1;
+    else die("direction must be fwd or bwd in case '%s'", spec);
+    if (name[0]) {
+        for (const char *p = name; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+                die("case names may hold only letters, digits and '_': '%s'", name);
+        strcpy(c->name, name);
+    } else {
+        canonical_name(c, c->name, sizeof c->name);
+    }
+}
+
+/* parse_case, then --quick: S1 and S2 divided by 8; a canonical name follows. */
+static void parse_case_quick(const char *spec, int quick, fa_case *c)
+{
+    parse_case(spec, c);
+    if (!quick) return;
+    c->S1 = c->S1 / 8 > 0 ? c->S1 / 8 : 1;
+    c->S2 = c->S2 / 8 > 0 ? c->S2 / 8 : 1;
+    if (spec[0] == ':' || !strchr(spec, ':')) canonical_name(c, c->name, sizeof c->name);
+}
+
+static void print_case_spec(FILE *f, const fa_case *c)
+{
+    fprintf(f, "%s:%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%s\n", c->name, (long long)c->B, (long long)c->N1,
+             (long long)c->N2, (long long)c->S1, (long long)c->S2, (long long)c->D, (long long)c->Dv,
+             attnops_dtype_name(c->dtype), attnops_layout_name(c->layout), c->bwd ? "bwd" : "fwd");
+}
+
+/* The targets of docs/PERFORMANCE.md. */
+static const char *const default_cases[] = {
+    ":1,8,8,4096,4096,128,128,f32,BNSD,fwd",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd",
+    ":1,1,1,8192,8192,128,128,f32,BNSD,bwd",
+    ":1,1,1,8192,8192,128,128,bf16,BNSD,bwd",
+};
+
+static double case_flop(const fa_case *c)
+{
+    double f = 2.0 * (double)c->B * (double)c->N1 * (double)c->S1 * (double)c->S2 * (double)(c->D + c->Dv);
+    return c->bwd ? 2.5 * f : f;
+}
+
+/* ------------------------------------------------------------------------ */
+/* tensors of one case                                                       */
+/* ------------------------------------------------------------------------ */
+/* Shape of a q-like tensor (S, N heads of dim d) in the case's layout. */
+static attnops_tensor make_tensor(void *data, attnops_dtype dt, attnops_layout lay, int64_t B, int64_t S, int64_t N,
+                                  int64_t d)
+{
+    int64_t shape[4];
+    int rank = 4;
+    switch (lay) {
+    case ATTNOPS_LAYOUT_BNSD: shape[0] = B, shape[1] = N, shape[2] = S, shape[3] = d; break;
+    case ATTNOPS_LAYOUT_BSND: shape[0] = B, shape[1] = S, shape[2] = N, shape[3] = d; break;
+    case ATTNOPS_LAYOUT_BSH: shape[0] = B, shape[1] = S, shape[2] = N * d, rank = 3; break;
+    default: /* SBH */ shape[0] = S, shape[1] = B, shape[2] = N * d, rank = 3; break;
+    }
+    return attnops_tensor_contiguous(data, dt, rank, shape);
+}
+
+typedef struct case_data {
+    fa_case c;
+    size_t es;
+    /* tensors */
+    attnops_tensor q, k, v, o, smax, ssum, dy, dq, dk, dv;
+    void *ws;
+    size_t ws_bytes;
+    size_t in_bytes, out_bytes;
+    attnops_fa_fwd_args fa;
+    attnops_fa_bwd_args ba;
+    double flop;
+    double ms[256], ref_ms[256];
+    int nrep, nref;
+} case_data;
+
+static void fill_random(void *p, attnops_dtype dt, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = urand();
+        if (dt == ATTNOPS_DTYPE_F32) ((float *)p)[i] = x;
+        else if (dt == ATTNOPS_DTYPE_BF16) ((uint16_t *)p)[i] = attnops_f32_to_bf16(x);
+        else ((uint16_t *)p)[i] = attnops_f32_to_f16(x);
+    }
+}
+
+static int64_t numel(const attnops_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) n *= t->shape[i];
+    return n;
+}
+
+static void check_status(attnops_status st, const char *what, const fa_case *c)
+{
+    if (st == ATTNOPS_SUCCESS) return;
+    fprintf(stderr, "bench_fa: %s failed for case %s: %s (%s)\n", what, c->name, attnops_status_string(st),
+            attnops_last_error());
+    exit(1);
+}
+
+static void fill_params(attnops_fa_params *p, const case_data *d, attnops_impl impl, int threads)
+{
+    p->query = &d->q;
+    p->key = &d->k;
+    p->value = &d->v;
+    p->head_num = d->c.N1;
+    p->input_layout = d->c.layout;
+    p->scale_value = 1.0 / sqrt((double)d->c.D);
+    p->impl = impl;
+    p->num_threads = threads;
+}
+
+/* Allocate and fill a case.  synthetic_stats: the backward's attention_in and
+ * softmax statistics are made up (no forward run, used by --rss); otherwise
+ * they come from a forward run of impl CPU. */
+static void case_setup(case_data *d, const fa_case *c, int threads, int synthetic_stats)
+{
+    memset(d, 0, sizeof *d);
+    d->c = *c;
+    d->es = attnops_dtype_size(c->dtype);
+    d->flop = case_flop(c);
+    const attnops_dtype dt = c->dtype;
+    const int64_t B = c->B, N1 = c->N1, N2 = c->N2, S1 = c->S1, S2 = c->S2, D = c->D, Dv = c->Dv;
+    const size_t nq = (size_t)(B * N1 * S1 * D), nk = (size_t)(B * N2 * S2 * D), nv = (size_t)(B * N2 * S2 * Dv);
+    const size_t no = (size_t)(B * N1 * S1 * Dv), ns = (size_t)(B * N1 * S1 * 8);
+
+    d->q = make_tensor(xmalloc(nq * d->es), dt, c->layout, B, S1, N1, D);
+    d->k = make_tensor(xmalloc(nk * d->es), dt, c->layout, B, S2, N2, D);
+    d->v = make_tensor(xmalloc(nv * d->es), dt, c->layout, B, S2, N2, Dv);
+    d->o = make_tensor(xmalloc(no * d->es), dt, c->layout, B, S1, N1, Dv);
+    const int64_t sshape[4] = {B, N1, S1, 8};
+    d->smax = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, 4, sshape);
+    d->ssum = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, 4, sshape);
+    /* Small values keep scores ~N(0, 1/9): a realistic softmax. */
+    fill_random(d->q.data, dt, (int64_t)nq);
+    fill_random(d->k.data, dt, (int64_t)nk);
+    fill_random(d->v.data, dt, (int64_t)nv);
+
+    attnops_fa_fwd_args_init(&d->fa);
+    fill_params(&d->fa.p, d, ATTNOPS_IMPL_CPU, threads);
+    d->fa.softmax_max = &d->smax;
+    d->fa.softmax_sum = &d->ssum;
+    d->fa.attention_out = &d->o;
+
+    size_t fws = 0;
+    if (!c->bwd || !synthetic_stats)
+        check_status(attnops_flash_attention_score_workspace_size(&d->fa, &fws), "forward workspace query", c);
+
+    if (!c->bwd) {
+        d->ws_bytes = fws;
+        d->ws = xmalloc(fws);
+        d->in_bytes = (nq + nk + nv) * d->es;
+        d->out_bytes = no * d->es + 2 * ns * 4;
+        return;
+    }
+
+    d->dy = make_tensor(xmalloc(no * d->es), dt, c->layout, B, S1, N1, Dv);
+    d->dq = make_tensor(xmalloc(nq * d->es), dt, c->layout, B, S1, N1, D);
+    d->dk = make_tensor(xmalloc(nk * d->es), dt, c->layout, B, S2, N2, D);
+    d->dv = make_tensor(xmalloc(nv * d->es), dt, c->layout, B, S2, N2, Dv);
+    fill_random(d->dy.data, dt, (int64_t)no);
+
+    if (synthetic_stats) {
+        /* |q.k| * scale <= sqrt(D) for entries in [-1,1]: max = sqrt(D) keeps
+         * every exp(s - max) in (0, 1]; sum = S2 keeps P a valid-looking
+         * distribution.  attention_in: random. */
+        fill_random(d->o.data, dt, (int64_t)no);
+        float mx = (float)sqrt((double)D), sm = (float)S2;
+        for (size_t i = 0; i < ns; i++) {
+            ((float *)d->smax.data)[i] = mx;
+            ((float *)d->ssum.data)[i] = sm;
+        }
+    } else {
+        void *fw = xmalloc(fws);
+        check_status(attnops_flash_attention_score(&d->fa, fw, fws), "forward (for the backward's inputs)", c);
+        free(fw);
+    }
+
+    attnops_fa_bwd_args_init(&d->ba);
+    fill_params(&d->ba.p, d, ATTNOPS_IMPL_CPU, threads);
+    d->ba.dy = &d->dy;
+    d->ba.attention_in = &d->o;
+    d->ba.softmax_max = &d->smax;
+    d->ba.softmax_sum = &d->ssum;
+    d->ba.dq = &d->dq;
+    d->ba.dk = &d->dk;
+    d->ba.dv = &d->dv;
+    check_status(attnops_flash_attention_score_grad_workspace_size(&d->ba, &d->ws_bytes), "backward workspace query",
+                 c);
+    d->ws = xmalloc(d->ws_bytes);
+    d->in_bytes = (nq + nk + nv + 2 * no) * d->es + 2 * ns * 4;
+    d->out_bytes = (nq + nk + nv) * d->es;
+}
+
+static void case_free(case_data *d)
+{
+    void *ps[] = {d->q.data, d->k.data, d->v.data, d->o.data, d->smax.data, d->ssum.data,
+                  d->dy.data, d->dq.data, d->dk.data, d->dv.data, d->ws};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
+}
+
+/* One timed call, in milliseconds.  impl REFERENCE re-queries its own
+ * workspace (allocated outside the timed region). */
+static double case_run(case_data *d, attnops_impl impl)
+{
+    void *ws = d->ws;
+    size_t wsb = d->ws_bytes;
+    attnops_status st;
+    if (impl != ATTNOPS_IMPL_CPU) {
+        d->fa.p.impl = d->ba.p.impl = impl;
+        st = d->c.bwd ? attnops_flash_attention_score_grad_workspace_size(&d->ba, &wsb)
+                      : attnops_flash_attention_score_workspace_size(&d->fa, &wsb);
+        check_status(st, "reference workspace query", &d->c);
+        ws = xmalloc(wsb);
+    }
+    double t0 = now_s();
+    st = d->c.bwd ? attnops_flash_attention_score_grad(&d->ba, ws, wsb)
+                  : attnops_flash_attention_score(&d->fa, ws, wsb);
+    double t1 = now_s();
+    check_status(st, d->c.bwd ? "FlashAttentionScoreGrad" : "FlashAttentionScore", &d->c);
+    if (impl != ATTNOPS_IMPL_CPU) {
+        free(ws);
+        d->fa.p.impl = d->ba.p.impl = ATTNOPS_IMPL_CPU;
+    }
+    return (t1 - t0) * 1e3;
+}
+
+/* Count non-finite values in the case's outputs (a broken kernel benchmarks
+ * nothing); prints a warning, never fails. */
+static void case_sanity(const case_data *d)
+{
+    const attnops_tensor *outs[3];
+    int n = 0;
+    if (d->c.bwd) outs[n++] = &d->dq, outs[n++] = &d->dk, outs[n++] = &d->dv;
+    else outs[n++] = &d->o;
+    int64_t bad = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t m = numel(outs[i]);
+        for (int64_t j = 0; j < m; j++) {
+            float x = d->c.dtype == ATTNOPS_DTYPE_F32    ? ((const float *)outs[i]->data)[j]
+                      : d->c.dtype == ATTNOPS_DTYPE_BF16 ? attnops_bf16_to_f32(((const uint16_t *)outs[i]->data)[j])
+                                                         : attnops_f16_to_f32(((const uint16_t *)outs[i]->data)[j]);
+            bad += !isfinite(x);
+        }
+    }
+    if (bad) fprintf(stderr, "bench_fa: WARNING: case %s produced %lld non-finite outputs\n", d->c.name, (long long)bad);
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON                                                                      */
+/* ------------------------------------------------------------------------ */
+typedef struct json_out {
+    FILE *f;
+    int n;
+} json_out;
+
+static void json_open(json_out *j, const char *path)
+{
+    j->n = 0;
+    j->f = NULL;
+    if (!path) return;
+    j->f = fopen(path, "w");
+    if (!j->f) die("cannot write %s", path);
+    fputs("{\n", j->f);
+}
+
+static void json_num(json_out *j, const char *key, double v)
+{
+    if (!j->f) return;
+    if (isfinite(v) && v == floor(v) && fabs(v) < 9007199254740992.0) /* integers (bytes) exactly */
+        fprintf(j->f, "%s  \"%s\": %.0f", j->n ? ",\n" : "", key, v);
+    else if (isfinite(v))
+        fprintf(j->f, "%s  \"%s\": %.6g", j->n ? ",\n" : "", key, v);
+    else fprintf(j->f, "%s  \"%s\": null", j->n ? ",\n" : "", key);
+    j->n++;
+}
+
+static void json_numf(json_out *j, double v, const char *fmt, const char *a, const char *b)
+{
+    char key[256];
+    snprintf(key, sizeof key, fmt, a, b);
+    json_num(j, key, v);
+}
+
+static void json_str(json_out *j, const char *key, const char *v)
+{
+    if (!j->f) return;
+    fprintf(j->f, "%s  \"%s\": \"%s\"", j->n ? ",\n" : "", key, v);
+    j->n++;
+}
+
+static void json_close(json_out *j)
+{
+    if (!j->f) return;
+    fputs("\n}\n", j->f);
+    fclose(j->f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* modes                                                                     */
+/* ------------------------------------------------------------------------ */
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref]\n"
+            "                [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir]...\n"
+            "       bench_fa --list-cases [--quick] [--case ...]...\n"
+            "       bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir [--threads N] [--json PATH] [--quick]\n"
+            "  dtype: f32 | bf16 | f16   layout: BNSD | BSND | BSH | SBH   dir: fwd | bwd\n"
+            "  an empty NAME (\":1,8,...\") gets a canonical name such as fwd_f32_B1_N8_S4096_D128\n"
+            "  --threads   OpenMP threads for the GEMM peak and the kernels (default: OMP_NUM_THREADS)\n"
+            "  --reps      rounds; each round runs both peaks and every case once (default 5)\n"
+            "  --quick     divide every S by 8 (smoke runs)\n"
+            "  --ref       also time impl REFERENCE on every case (slow: tiny shapes only)\n"
+            "  --gemm-seconds T   duration of one peak measurement (default 0.2)\n"
+            "  --no-peak   skip the GEMM peak (percentages are then not reported)\n");
+}
+
+static void rss_mode(const char *spec, int quick, int threads, const char *json_path)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long base_kib = ru.ru_maxrss;
+    fa_case c;
+    parse_case_quick(spec, quick, &c);
+    case_data d;
+    case_setup(&d, &c, threads, 1);
+    double ms = case_run(&d, ATTNOPS_IMPL_CPU);
+    getrusage(RUSAGE_SELF, &ru);
+    const double mib = 1024.0 * 1024.0;
+    double rss = (double)ru.ru_maxrss * 1024.0;
+    double io = (double)(d.in_bytes + d.out_bytes);
+    double over = rss - io;
+    printf("rss %s threads=%d\n", c.name, threads);
+    printf("  inputs     %10.2f MiB\n", d.in_bytes / mib);
+    printf("  outputs    %10.2f MiB\n", d.out_bytes / mib);
+    printf("  workspace  %10.2f MiB\n", d.ws_bytes / mib);
+    printf("  rss before %10.2f MiB (process baseline before any tensor)\n", base_kib * 1024.0 / mib);
+    printf("  peak rss   %10.2f MiB\n", rss / mib);
+    printf("  rss - (inputs+outputs) = %.2f MiB (budget 64 MiB)\n", over / mib);
+    printf("  run time   %10.1f ms\n", ms);
+    json_out j;
+    json_open(&j, json_path);
+    json_numf(&j, rss, "%s_rss_bytes", c.name, "");
+    json_numf(&j, (double)d.in_bytes, "%s_input_bytes", c.name, "");
+    json_numf(&j, (double)d.out_bytes, "%s_output_bytes", c.name, "");
+    json_numf(&j, (double)d.ws_bytes, "%s_workspace_bytes", c.name, "");
+    json_numf(&j, base_kib * 1024.0, "%s_baseline_rss_bytes", c.name, "");
+    json_numf(&j, over, "%s_rss_over_io_bytes", c.name, "");
+    json_numf(&j, over / mib, "%s_rss_over_io_mib", c.name, "");
+    json_numf(&j, ms, "%s_ms", c.name, "");
+    json_num(&j, "threads", threads);
+    json_close(&j);
+    case_free(&d);
+}
+
+int main(int argc, char **argv)
+{
+    int threads = omp_get_max_threads();
+    int reps = 5, quick = 0, with_ref = 0, list = 0, no_peak = 0;
+    double gemm_seconds = 0.2;
+    const char *json_path = NULL, *rss_spec = NULL;
+    const char *specs[MAX_CASES];
+    int nspecs = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--threads") && val) threads = atoi(val), i++;
+        else if (!strcmp(a, "--reps") && val) reps = atoi(val), i++;
+        else if (!strcmp(a, "--json") && val) json_path = val, i++;
+        else if (!strcmp(a, "--case") && val) {
+            if (nspecs == MAX_CASES) die("at most %s cases", "64");
+            specs[nspecs++] = val, i++;
+        } else if (!strcmp(a, "--rss") && val) rss_spec = val, i++;
+        else if (!strcmp(a, "--gemm-seconds") && val) gemm_seconds = atof(val), i++;
+        else if (!strcmp(a, "--quick")) quick = 1;
+        else if (!strcmp(a, "--ref")) with_ref = 1;
+        else if (!strcmp(a, "--no-peak")) no_peak = 1;
+        else if (!strcmp(a, "--list-cases")) list = 1;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            die("unknown or incomplete argument '%s'", a);
+        }
+    }
+    if (threads < 1) die("--threads must be >= 1 (got %s)", "< 1");
+    if (reps < 1 || reps > 256) die("--reps must be 1..256%s", "");
+    if (!(gemm_seconds > 0)) die("--gemm-seconds must be positive%s", "");
+    omp_set_num_threads(threads);
+
+    if (rss_spec) {
+        rss_mode(rss_spec, quick, threads, json_path);
+        return 0;
+    }
+
+    /* the case list: given or built in; --quick divides S by 8 */
+    int ncases = nspecs ? nspecs : (int)(sizeof default_cases / sizeof default_cases[0]);
+    fa_case cases[MAX_CASES];
+    for (int i = 0; i < ncases; i++) parse_case_quick(nspecs ? specs[i] : default_cases[i], quick, &cases[i]);
+    for (int i = 0; i < ncases; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(cases[i].name, cases[j].name)) die("two cases are named %s", cases[i].name);
+    if (list) {
+        for (int i = 0; i < ncases; i++) print_case_spec(stdout, &cases[i]);
+        return 0;
+    }
+
+    printf("bench_fa: attnops %s, isa %s, libxsmm %s, %d threads, %d rounds%s\n", attnops_version(), attnops_cpu_isa(),
+           LIBXSMM_VERSION, threads, reps, quick ? ", quick (S/8)" : "");
+    fflush(stdout);
+
+    /* peaks */
+    gemm_bench gb[2];
+    int have_peak[2] = {0, 0};
+    double peak_s[2][256];
+    if (!no_peak) {
+        libxsmm_init();
+        for (int b = 0; b < 2; b++) {
+            if (gemm_setup(&gb[b], b, threads) != 0) {
+                fprintf(stderr, "bench_fa: libxsmm could not JIT the %s 64x64x128 GEMM on this CPU; no %s peak\n",
+                        b ? "bf16" : "fp32", b ? "bf16" : "fp32");
+                continue;
+            }
+            if (gemm_check(&gb[b]) != 0)
+                fprintf(stderr, "bench_fa: WARNING: the %s tile GEMM computed a wrong product\n", b ? "bf16" : "fp32");
+            gemm_calibrate(&gb[b], gemm_seconds);
+            have_peak[b] = 1;
+        }
+    }
+
+    /* cases: allocate, fill, warm up once */
+    case_data *cd = calloc((size_t)ncases, sizeof *cd);
+    if (!cd) die("out of memory%s", "");
+    for (int i = 0; i < ncases; i++) {
+        case_setup(&cd[i], &cases[i], threads, 0);
+        case_run(&cd[i], ATTNOPS_IMPL_CPU);
+        case_sanity(&cd[i]);
+    }
+
+    /* rounds: peaks and cases alternate */
+    for (int r = 0; r < reps; r++) {
+        for (int b = 0; b < 2; b++)
+            if (have_peak[b]) {
+                double t = gemm_run(&gb[b], gb[b].iters);
+                peak_s[b][r] = GEMM_FLOP * (double)gb[b].iters * threads / t * 1e-9;
+            }
+        for (int i = 0; i < ncases; i++) {
+            cd[i].ms[cd[i].nrep++] = case_run(&cd[i], ATTNOPS_IMPL_CPU);
+            if (with_ref) cd[i].ref_ms[cd[i].nref++] = case_run(&cd[i], ATTNOPS_IMPL_REFERENCE);
+        }
+        fprintf(stderr, "bench_fa: round %d/%d done\n", r + 1, reps);
+    }
+
+    /* report */
+    json_out j;
+    json_open(&j, json_path);
+    json_num(&j, "threads", threads);
+    json_num(&j, "reps", reps);
+    json_num(&j, "quick", quick);
+    json_str(&j, "attnops_isa", attnops_cpu_isa());
+    json_str(&j, "attnops_version", attnops_version());
+    double peak[2] = {NAN, NAN};
+    static const char *const pname[2] = {"f32", "bf16"};
+    printf("\n%-34s %12s %12s\n", "tile GEMM 64x64x128 (libxsmm)", "GFLOP/s", "min..max");
+    for (int b = 0; b < 2; b++) {
+        if (!have_peak[b]) continue;
+        peak[b] = median(peak_s[b], reps);
+        double lo = vmin(peak_s[b], reps), hi = vmax(peak_s[b], reps);
+        char label[64];
+        snprintf(label, sizeof label, "peak %s (%d threads)", b ? "bf16 VNNI-A -> f32" : "f32", threads);
+        printf("%-34s %12.1f %6.0f..%.0f\n", label, peak[b], lo, hi);
+        json_numf(&j, peak[b], "gemm_peak_%s_gflops", pname[b], "");
+        json_numf(&j, peak[b] / threads, "gemm_peak_%s_gflops_per_thread", pname[b], "");
+    }
+
+    printf("\n%-36s %10s %10s %10s %9s %10s\n", "case (dense-equivalent FLOPs)", "ms median", "ms min", "GFLOP/s",
+           "% peak", "peak");
+    for (int i = 0; i < ncases; i++) {
+        case_data *d = &cd[i];
+        double ms = median(d->ms, d->nrep);
+        double gf = d->flop / (ms * 1e-3) * 1e-9;
+        int pk = d->c.dtype == ATTNOPS_DTYPE_BF16;
+        double pct = 100.0 * gf / peak[pk];
+        printf("%-36s %10.2f %10.2f %10.1f %9.1f %10s\n", d->c.name, ms, vmin(d->ms, d->nrep), gf, pct, pname[pk]);
+        json_numf(&j, ms, "%s_ms_median", d->c.name, "");
+        json_numf(&j, vmin(d->ms, d->nrep), "%s_ms_min", d->c.name, "");
+        json_numf(&j, gf, "%s_gflops", d->c.name, "");
+        json_numf(&j, d->flop * 1e-9, "%s_gflop", d->c.name, "");
+        if (isfinite(pct)) json_numf(&j, pct, "%s_pct_peak", d->c.name, "");
+        json_numf(&j, (double)d->ws_bytes, "%s_workspace_bytes", d->c.name, "");
+        if (with_ref) {
+            double rms = median(d->ref_ms, d->nref);
+            char label[NAME_LEN + 8];
+            snprintf(label, sizeof label, "%s (ref)", d->c.name);
+            printf("%-36s %10.2f %10.2f %10.1f %9s %10s\n", label, rms, vmin(d->ref_ms, d->nref),
+                   d->flop / (rms * 1e-3) * 1e-9, "", "");
+            json_numf(&j, rms, "%s_ref_ms_median", d->c.name, "");
+            json_numf(&j, d->flop / (rms * 1e-3) * 1e-9, "%s_ref_gflops", d->c.name, "");
+        }
+    }
+    json_close(&j);
+    if (json_path) printf("\nwrote %s\n", json_path);
+
+    for (int i = 0; i < ncases; i++) case_free(&cd[i]);
+    free(cd);
+    for (int b = 0; b < 2; b++)
+        if (have_peak[b]) gemm_free(&gb[b]);
+    return 0;
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""The PyTorch peer of bench_fa: the same cases through
+torch.nn.functional.scaled_dot_product_attention on the CPU.
+
+    peer_torch.py [--threads N] [--reps R] [--json PATH] [--quick]
+                  [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir]...
+
+Case specs, names, the built-in case list and --quick are those of bench_fa
+(bench/bench_fa.c); bench/run.sh passes the list that `bench_fa --list-cases`
+prints, so both programs time the same shapes under the same names.
+
+Forward: SDPA under torch.no_grad().  Backward: each repetition builds a fresh
+forward graph (untimed) and times torch.autograd.grad(out, (q, k, v), dy)
+only.  Inputs are created in the case's layout and viewed as [B, N, S, D], as
+a PyTorch user holding BSND/BSH/SBH tensors would call SDPA.  Scale is
+1/sqrt(D); N1 != N2 uses enable_gqa=True.  One untimed warm-up per case, then
+R rounds over all cases; medians of the R timings.
+
+Prints a table and writes a flat JSON object of named numbers:
+torch_<case>_ms_median, torch_<case>_ms_min, torch_<case>_gflops (dense-
+equivalent FLOPs: forward 2*B*N1*S1*S2*(D+Dv), backward 2.5x), plus
+torch_version and torch_threads.
+"""
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+import time
+
+DEFAULT_CASES = [
+    ":1,8,8,4096,4096,128,128,f32,BNSD,fwd",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd",
+    ":1,1,1,8192,8192,128,128,f32,BNSD,bwd",
+    ":1,1,1,8192,8192,128,128,bf16,BNSD,bwd",
+]
+
+DTYPES = {"f32": "float32", "fp32": "float32", "float32": "float32",
+          "bf16": "bfloat16", "bfloat16": "bfloat16",
+          "f16": "float16", "fp16": "float16", "float16": "float16"}
+DTYPE_NAME = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+LAYOUTS = ("BNSD", "BSND", "BSH", "SBH")
+
+
+def canonical_name(c):
+    """Same rule as bench_fa.c canonical_name()."""
+    g = f"_G{c['N2']}" if c["N2"] != c["N1"] else ""
+    s2 = f"x{c['S2']}" if c["S2"] != c["S1"] else ""
+    dv = f"_Dv{c['Dv']}" if c["Dv"] != c["D"] else ""
+    lay = f"_{c['layout']}" if c["layout"] != "BNSD" else ""
+    return (f"{c['dir']}_{DTYPE_NAME[c['dtype']]}_B{c['B']}_N{c['N1']}{g}"
+            f"_S{c['S1']}{s2}_D{c['D']}{dv}{lay}")
+
+
+def parse_case(spec, quick):
+    name, _, body = spec.rpartition(":") if ":" in spec else ("", "", spec)
+    f = body.split(",")
+    if len(f) != 10:
+        sys.exit(f"peer_torch: a case needs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir; got '{spec}'")
+    try:
+        dims = [int(x) for x in f[:7]]
+    except ValueError:
+        sys.exit(f"peer_torch: bad dimension in case '{spec}'")
+    if min(dims) <= 0:
+        sys.exit(f"peer_torch: dimensions must be positive in case '{spec}'")
+    if f[7] not in DTYPES or f[8] not in LAYOUTS or f[9] not in ("fwd", "bwd"):
+        sys.exit(f"peer_torch: bad dtype, layout or direction in case '{spec}'")
+    if name and not re.fullmatch(r"[A-Za-z0-9_]+", name):
+        sys.exit(f"peer_torch: case names may hold only letters, digits and '_': '{name}'")
+    c = dict(zip(("B", "N1", "N2", "S1", "S2", "D", "Dv"), dims))
+    c.update(dtype=DTYPES[f[7]], layout=f[8], dir=f[9])
+    if quick:
+        c["S1"] = max(1, c["S1"] // 8)
+        c["S2"] = max(1, c["S2"] // 8)
+    c["name"] = name or canonical_name(c)
+    return c
+
+
+def case_flop(c):
+    f = 2.0 * c["B"] * c["N1"] * c["S1"] * c["S2"] * (c["D"] + c["Dv"])
+    return 2.5 * f if c["dir"] == "bwd" else f
+
+
+class Case:
+    def __init__(self, torch, c, gen):
+        self.torch, self.c = torch, c
+        dt = getattr(torch, c["dtype"])
+        self.gqa = c["N1"] != c["N2"]
+        self.scale = 1.0 / math.sqrt(c["D"])
+        self.q = self._make(c["S1"], c["N1"], c["D"], dt, gen)
+        self.k = self._make(c["S2"], c["N2"], c["D"], dt, gen)
+        self.v = self._make(c["S2"], c["N2"], c["Dv"], dt, gen)
+        self.dy = self._make(c["S1"], c["N1"], c["Dv"], dt, gen) if c["dir"] == "bwd" else None
+
+    def _make(self, S, N, d, dt, gen):
+        """A tensor stored in the case's layout, returned as a [B, N, S, d] view."""
+        torch, B, lay = self.torch, self.c["B"], self.c["layout"]
+        shape = {"BNSD": (B, N, S, d), "BSND": (B, S, N, d), "BSH": (B, S, N, d), "SBH": (S, B, N, d)}[lay]
+        t = (torch.rand(shape, generator=gen, dtype=torch.float32) * 2 - 1).to(dt)
+        if lay == "BNSD":
+            return t
+        if lay == "SBH":
+            return t.permute(1, 2, 0, 3)
+        return t.transpose(1, 2)
+
+    def sdpa(self, q, k, v):
+        F = self.torch.nn.functional
+        if self.gqa:
+            return F.scaled_dot_product_attention(q, k, v, scale=self.scale, enable_gqa=True)
+        return F.scaled_dot_product_attention(q, k, v, scale=self.scale)
+
+    def run(self):
+        """One timed call, milliseconds."""
+        torch = self.torch
+        if self.c["dir"] == "fwd":
+            with torch.no_grad():
+                t0 = time.perf_counter()
+                out = self.sdpa(self.q, self.k, self.v)
+                t1 = time.perf_counter()
+            del out
+            return (t1 - t0) * 1e3
+        q = self.q.detach().requires_grad_(True)
+        k = self.k.detach().requires_grad_(True)
+        v = self.v.detach().requires_grad_(True)
+        out = self.sdpa(q, k, v)
+        t0 = time.perf_counter()
+        grads = torch.autograd.grad(out, (q, k, v), self.dy)
+        t1 = time.perf_counter()
+        del grads, out
+        return (t1 - t0) * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: OMP_NUM_THREADS or all)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json")
+    ap.add_argument("--quick", action="store_true", help="divide every S by 8")
+    ap.add_argument("--case", action="append", default=[])
+    a = ap.parse_args()
+
+    import os
+    import torch
+
+    threads = a.threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or os.cpu_count()
+    torch.set_num_threads(threads)
+    cases = [parse_case(s, a.quick) for s in (a.case or DEFAULT_CASES)]
+    names = [c["name"] for c in cases]
+    if len(set(names)) != len(names):
+        sys.exit("peer_torch: two cases share a name")
+
+    print(f"peer_torch: torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"cpu capability {torch.backends.cpu.get_cpu_capability()}, {a.reps} rounds"
+          f"{', quick (S/8)' if a.quick else ''}", flush=True)
+    gen = torch.Generator().manual_seed(1234)
+    runs, times, failed = [], {}, {}
+    for c in cases:
+        try:
+            r = Case(torch, c, gen)
+            r.run()  # warm-up
+            runs.append(r)
+            times[c["name"]] = []
+        except Exception as e:  # a case torch cannot run is reported, not fatal
+            failed[c["name"]] = f"{type(e).__name__}: {e}"
+            print(f"peer_torch: case {c['name']} failed: {failed[c['name']]}", file=sys.stderr)
+    for rep in range(a.reps):
+        for r in runs:
+            times[r.c["name"]].append(r.run())
+        print(f"peer_torch: round {rep + 1}/{a.reps} done", file=sys.stderr, flush=True)
+
+    out = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
+           "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(), "reps": a.reps, "quick": int(a.quick)}
+    print(f"\n{'case (torch SDPA, dense-equivalent FLOPs)':<44} {'ms median':>10} {'ms min':>10} {'GFLOP/s':>10}")
+    for r in runs:
+        n, t = r.c["name"], times[r.c["name"]]
+        med = statistics.median(t)
+        gf = case_flop(r.c) / (med * 1e-3) * 1e-9
+        print(f"{n:<44} {med:>10.2f} {min(t):>10.2f} {gf:>10.1f}")
+        out[f"torch_{n}_ms_median"] = med
+        out[f"torch_{n}_ms_min"] = min(t)
+        out[f"torch_{n}_gflops"] = gf
+    for n in failed:
+        print(f"{n:<44} {'failed':>10}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=2)
+            f.write("\n")
+        print(f"\nwrote {a.json}")
+
+
+if __name__ == "__main__":
+    main()

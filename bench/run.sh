@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# bench/run.sh — attnops against the libxsmm tile-GEMM peak and against
+# PyTorch SDPA on the CPU, measured side by side.  `make bench` builds
+# build/bench/bench_fa and then runs this script; it builds nothing itself.
+#
+# What it does (docs/PERFORMANCE.md has the method):
+#   1. takes the case list from `bench_fa --list-cases` (so both programs time
+#      the same shapes under the same names);
+#   2. runs R rounds; each round runs bench_fa (GEMM peaks + every case, once)
+#      and peer_torch.py (every case, once), alternating which goes first,
+#      with the same thread count;
+#   3. runs the peak-RSS cases (S=32768, N1=1, D=128, fp32, fwd and bwd), one
+#      fresh process each;
+#   4. merges everything into build/bench/results.json (medians over rounds,
+#      GFLOP/s, % of peak, speedups vs torch), prints a markdown table and
+#      writes it to build/bench/results.md.  It checks nothing: no pass/fail.
+#
+# Environment:
+#   OMP_NUM_THREADS   threads for attnops, the GEMM peak and torch (default: nproc)
+#   BENCH_REPS        rounds (default 5)
+#   BENCH_QUICK=1     divide every S by 8 (smoke run; also the RSS cases)
+#   BENCH_CASES       case specs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir separated
+#                     by spaces (default: bench_fa's built-in target cases)
+#   BENCH_RSS=0       skip the RSS runs
+#   BENCH_TORCH=0     skip the PyTorch peer
+#   BENCH_UPDATE_DOCS 1 = write the table into docs/PERFORMANCE.md between its
+#                     BENCH-RESULTS markers; default 1 for full runs, 0 for quick
+#   BUILD_DIR         build tree holding bench/bench_fa (default: build)
+#   BENCH_PYTHON      python with torch (default: .venv/bin/python)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
+BENCH=$BUILD_DIR/bench/bench_fa
+PY=${BENCH_PYTHON:-$ROOT/.venv/bin/python}
+THREADS=${OMP_NUM_THREADS:-$(nproc)}
+REPS=${BENCH_REPS:-5}
+QUICK=${BENCH_QUICK:-0}
+OUT=$BUILD_DIR/bench
+export OMP_NUM_THREADS=$THREADS
+
+if [[ ! -x $BENCH ]]; then
+    echo "bench/run.sh: $BENCH is missing; build it first (make bench)" >&2
+    exit 1
+fi
+mkdir -p "$OUT/rounds"
+rm -f "$OUT"/rounds/*.json "$OUT"/rss_*.json
+
+quick_flag=()
+[[ $QUICK == 1 ]] && quick_flag=(--quick)
+UPDATE_DOCS=${BENCH_UPDATE_DOCS:-$([[ $QUICK == 1 ]] && echo 0 || echo 1)}
+
+# ---- the case list (canonical names, --quick applied) -----------------------
+given=()
+for s in ${BENCH_CASES:-}; do given+=(--case "$s"); done
+mapfile -t CASES < <("$BENCH" --list-cases "${quick_flag[@]}" "${given[@]}")
+case_args=()
+for s in "${CASES[@]}"; do case_args+=(--case "$s"); done
+printf 'bench/run.sh: %d threads, %d rounds%s, cases:\n' "$THREADS" "$REPS" "$([[ $QUICK == 1 ]] && echo ', quick (S/8)')"
+printf '  %s\n' "${CASES[@]}"
+
+# ---- the peer ---------------------------------------------------------------
+have_torch=0
+if [[ ${BENCH_TORCH:-1} != 0 ]]; then
+    if [[ -x $PY ]] && "$PY" -c 'import torch' 2>/dev/null; then
+        have_torch=1
+    else
+        echo "bench/run.sh: no torch in $PY (scripts/setup.sh --bench installs it); the peer is skipped" >&2
+    fi
+fi
+
+run_attnops() {
+    "$BENCH" --threads "$THREADS" --reps 1 --json "$OUT/rounds/attnops.$1.json" "${case_args[@]}"
+}
+run_torch() {
+    # unbuffered so the two programs' outputs interleave in order
+    "$PY" -u "$ROOT/bench/peer_torch.py" --threads "$THREADS" --reps 1 --json "$OUT/rounds/torch.$1.json" \
+        "${case_args[@]}"
+}
+
+# ---- rounds, alternating ------------------------------------------------------
+for ((r = 1; r <= REPS; r++)); do
+    echo "== round $r/$REPS"
+    if ((r % 2 == 1)) || ((have_torch == 0)); then
+        run_attnops "$r"
+        ((have_torch)) && run_torch "$r"
+    else
+        run_torch "$r"
+        run_attnops "$r"
+    fi
+done
+
+# ---- peak RSS: one fresh process per case -------------------------------------
+if [[ ${BENCH_RSS:-1} != 0 ]]; then
+    for dir in fwd bwd; do
+        echo "== peak RSS: $dir f32, B=1, N1=1, S=32768 (S/8 when quick), D=128"
+        "$BENCH" --threads "$THREADS" --json "$OUT/rss_$dir.json" "${quick_flag[@]}" \
+            --rss ":1,1,1,32768,32768,128,128,f32,BNSD,$dir"
+    done
+fi
+
+# ---- merge, table -----------------------------------------------------------------
+export BENCH_OUT=$OUT BENCH_ROOT=$ROOT BENCH_THREADS=$THREADS BENCH_REPS_N=$REPS BENCH_QUICK_N=$QUICK \
+    BENCH_HAVE_TORCH=$have_torch BENCH_UPDATE_DOCS_N=$UPDATE_DOCS
+BENCH_CASE_LIST=$(printf '%s\n' "${CASES[@]}")
+export BENCH_CASE_LIST
+BENCH_GIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+BENCH_CPU=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || echo unknown)
+export BENCH_GIT BENCH_CPU
+python3 - <<'EOF'
+import datetime, glob, json, os, re, statistics
+
+out_dir = os.environ["BENCH_OUT"]
+root = os.environ["BENCH_ROOT"]
+quick = os.environ["BENCH_QUICK_N"] == "1"
+MiB = 1024.0 * 1024.0
+RSS_BUDGET_MIB = 64
+
+
+def load(pattern):
+    rounds = []
+    paths = glob.glob(os.path.join(out_dir, pattern))
+    for p in sorted(paths, key=lambda p: int(re.findall(r"\.(\d+)\.json$", p)[0])):
+        with open(p) as f:
+            rounds.append(json.load(f))
+    return rounds
+
+
+def med(rounds, key):
+    vals = [r[key] for r in rounds if isinstance(r.get(key), (int, float))]
+    return statistics.median(vals) if vals else None
+
+
+def lo(rounds, key):
+    vals = [r[key] for r in rounds if isinstance(r.get(key), (int, float))]
+    return min(vals) if vals else None
+
+
+A, T = load("rounds/attnops.*.json"), load("rounds/torch.*.json")
+cases = []
+for line in os.environ["BENCH_CASE_LIST"].splitlines():
+    if not line.strip():
+        continue
+    name, _, body = line.partition(":")
+    f = body.split(",")
+    c = dict(zip(("B", "N1", "N2", "S1", "S2", "D", "Dv"), map(int, f[:7])))
+    c.update(name=name, dtype=f[7], layout=f[8], dir=f[9])
+    fl = 2.0 * c["B"] * c["N1"] * c["S1"] * c["S2"] * (c["D"] + c["Dv"])
+    c["gflop"] = (2.5 * fl if c["dir"] == "bwd" else fl) * 1e-9
+    cases.append(c)
+
+res = {
+    "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    "git_commit": os.environ.get("BENCH_GIT", "unknown"),
+    "cpu_model": os.environ.get("BENCH_CPU", "unknown"),
+    "threads": int(os.environ["BENCH_THREADS"]),
+    "rounds": len(A),
+    "quick": int(quick),
+}
+if A:
+    res["attnops_version"] = A[0].get("attnops_version")
+    res["attnops_isa"] = A[0].get("attnops_isa")
+if T:
+    res["torch_version"] = T[0].get("torch_version")
+    res["torch_threads"] = T[0].get("torch_threads")
+    res["torch_cpu_capability"] = T[0].get("torch_cpu_capability")
+    res["torch_rounds"] = len(T)
+peak = {}
+for p in ("f32", "bf16"):
+    v = med(A, f"gemm_peak_{p}_gflops")
+    if v is not None:
+        res[f"gemm_peak_{p}_gflops"] = v
+        peak[p] = v
+
+
+def target(c):
+    """The issue's targets, as text (this script judges nothing)."""
+    if c["layout"] != "BNSD" or c["D"] != 128 or c["Dv"] != 128 or c["N1"] != c["N2"]:
+        return ""
+    big = c["B"] * c["N1"] == 1 and c["S1"] == c["S2"] == 8192
+    std = c["B"] == 1 and c["N1"] == 8 and c["S1"] == c["S2"] == 4096
+    if not (big or std):
+        return ""
+    if c["dir"] == "fwd":
+        return "≥ 70 % of f32 peak" if c["dtype"] == "f32" and std else ""
+    if c["dtype"] == "f16":
+        return ""
+    pct = "≥ 60 % of f32 peak" if c["dtype"] == "f32" else "≥ 45 % of bf16 peak"
+    return f"{pct}; ≥ {'1.8' if big else '1.5'}× torch"
+
+
+def fmt(x, spec):
+    return "–" if x is None else format(x, spec)
+
+
+rows = []
+for c in cases:
+    n = c["name"]
+    ms = med(A, f"{n}_ms_median")
+    pk = "bf16" if c["dtype"] == "bf16" else "f32"
+    gf = c["gflop"] / (ms * 1e-3) if ms else None
+    # Ratios are taken within each round (side by side), then the median:
+    # % of peak against that round's peak, speedup against that round's torch.
+    pcts = [r[f"{n}_pct_peak"] for r in A if isinstance(r.get(f"{n}_pct_peak"), (int, float))]
+    pct = statistics.median(pcts) if pcts else None
+    tms = med(T, f"torch_{n}_ms_median")
+    tgf = c["gflop"] / (tms * 1e-3) if tms else None
+    sps = [t[f"torch_{n}_ms_median"] / a[f"{n}_ms_median"] for a, t in zip(A, T)
+           if t.get(f"torch_{n}_ms_median") and a.get(f"{n}_ms_median")]
+    sp = statistics.median(sps) if sps else None
+    res[f"{n}_gflop"] = c["gflop"]
+    for key, v in ((f"{n}_ms_median", ms), (f"{n}_ms_min", lo(A, f"{n}_ms_min")), (f"{n}_gflops", gf),
+                   (f"{n}_pct_peak", pct), (f"{n}_workspace_bytes", A[0].get(f"{n}_workspace_bytes") if A else None),
+                   (f"torch_{n}_ms_median", tms), (f"torch_{n}_ms_min", lo(T, f"torch_{n}_ms_min")),
+                   (f"torch_{n}_gflops", tgf), (f"{n}_speedup_vs_torch", sp)):
+        if v is not None:
+            res[key] = v
+    rows.append(f"| `{n}` | {fmt(ms, '.2f')} | {fmt(gf, '.1f')} | {fmt(pct, '.1f')} ({pk}) | {fmt(tms, '.2f')} "
+                f"| {fmt(tgf, '.1f')} | {fmt(sp, '.2f') + ('×' if sp else '')} | {target(c)} |")
+
+rss_rows = []
+for p in sorted(glob.glob(os.path.join(out_dir, "rss_*.json"))):
+    with open(p) as f:
+        r = json.load(f)
+    r.pop("threads", None)
+    res.update(r)
+    n = next(k[: -len("_rss_bytes")] for k in r if k.endswith("_rss_bytes"))
+    g = lambda k: r.get(f"{n}_{k}", 0) / MiB
+    rss_rows.append(f"| `{n}` | {g('input_bytes'):.1f} | {g('output_bytes'):.1f} | {g('workspace_bytes'):.1f} "
+                    f"| {g('rss_bytes'):.1f} | {g('rss_over_io_bytes'):.1f} | {RSS_BUDGET_MIB} |")
+if rss_rows:
+    res["rss_budget_mib"] = RSS_BUDGET_MIB
+
+with open(os.path.join(out_dir, "results.json"), "w") as f:
+    json.dump(res, f, indent=2)
+    f.write("\n")
+
+md = []
+md.append(f"Run {res['date_utc']}, commit `{res['git_commit']}`, {res['cpu_model']}, "
+          f"{res['threads']} threads, medians of {res['rounds']} rounds"
+          + (", **quick mode (S/8): shapes are not the target shapes**" if quick else "") + ".")
+md.append(f"attnops {res.get('attnops_version', '?')} (isa {res.get('attnops_isa', '?')}); "
+          + (f"torch {res['torch_version']} ({res['torch_threads']} threads, {res['torch_cpu_capability']})."
+             if T else "torch: not run."))
+md.append("")
+md.append(f"Tile-GEMM peak (libxsmm 64×64×128, all threads): fp32 {fmt(peak.get('f32'), '.1f')} GFLOP/s, "
+          f"bf16→fp32 {fmt(peak.get('bf16'), '.1f')} GFLOP/s.")
+md.append("")
+md.append("| case | attnops ms | GFLOP/s | % of peak | torch ms | torch GFLOP/s | speedup vs torch | target |")
+md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+md += rows
+if rss_rows:
+    md.append("")
+    md.append("| peak RSS case | inputs MiB | outputs MiB | workspace MiB | peak RSS MiB | RSS − (in+out) MiB | budget MiB |")
+    md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    md += rss_rows
+md.append("")
+md.append("GFLOP/s are dense-equivalent (forward 2·B·N1·S1·S2·(D+Dv), backward 2.5×) at the median time; "
+          "% of peak and speedup (torch ms / attnops ms) are medians of the per-round ratios; "
+          "targets are quoted, not judged.")
+text = "\n".join(md) + "\n"
+with open(os.path.join(out_dir, "results.md"), "w") as f:
+    f.write(text)
+print()
+print(text)
+print(f"wrote {os.path.join(out_dir, 'results.json')} and results.md")
+
+if os.environ.get("BENCH_UPDATE_DOCS_N") == "1":
+    doc = os.path.join(root, "docs", "PERFORMANCE.md")
+    begin, end = "<!-- BENCH-RESULTS:BEGIN -->", "<!-- BENCH-RESULTS:END -->"
+    try:
+        with open(doc) as f:
+            d = f.read()
+        i, j = d.index(begin) + len(begin), d.index(end)
+        with open(doc, "w") as f:
+            f.write(d[:i] + "\n" + text + d[j:])
+        print(f"updated the results section of {doc}")
+    except (OSError, ValueError) as e:
+        print(f"docs not updated ({e})")
+EOF

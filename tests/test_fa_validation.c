@@ -1,0 +1,930 @@
+/* Argument validation of FlashAttentionScore and FlashAttentionScoreGrad
+ * (spec section 8.2 and the contract in attnops.h).
+ *
+ * Every case starts from one valid small problem (B=2, N1=4, N2=2, S1=5,
+ * S2=7, D=8, Dv=6) in each of the layouts BNSD, BSND, BSH, SBH and breaks
+ * exactly one thing.  For both phases (workspace query and run) it checks
+ *   - the exact status code,
+ *   - attnops_last_error(): one sentence "<op>: ... ." that names the
+ *     offending argument,
+ *   - that no output byte changed (outputs are poisoned with a byte pattern
+ *     before the call), that no input byte changed, and that every canary
+ *     around every tensor is intact.
+ * The same helper is also run in an inverted mode on deliberately wrong
+ * expectations and must report a mismatch each time (the checker can fail).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define POISON 0xC3
+
+/* ---- the base problem ---- */
+typedef struct dims {
+    int64_t B, N1, N2, S1, S2, D, Dv;
+} dims;
+
+static const dims BASE = {2, 4, 2, 5, 7, 8, 6};
+
+typedef enum op_kind { FWD, BWD } op_kind;
+static const char *const OP_NAME[2] = {"FlashAttentionScore", "FlashAttentionScoreGrad"};
+
+/* Tensors of one call; the ones after T_ROPE_OUT_END are optional extras. */
+enum {
+    Q, K, V, O, SMAX, SSUM, DY, AIN, DQ, DK, DV, /* main */
+    MASK, PSE, DROP, PREFIX, SEQQ, SEQKV, QROPE, KROPE, DQROPE, DKROPE, NT
+};
+static const char *const TNAME[NT] = {"query", "key", "value", "attention_out", "softmax_max", "softmax_sum", "dy",
+                                      "attention_in", "dq", "dk", "dv", "atten_mask", "pse", "drop_mask", "prefix",
+                                      "actual_seq_qlen", "actual_seq_kvlen", "query_rope", "key_rope", "dq_rope",
+                                      "dk_rope"};
+
+typedef struct fixture {
+    op_kind op;
+    attnops_layout layout;
+    dims d;
+    tu_tensor t[NT];
+    unsigned char *snap[NT]; /* input bytes before the call */
+    attnops_fa_fwd_args fa;
+    attnops_fa_bwd_args ba;
+    tu_rng rng;
+} fixture;
+
+static bool is_output(const fixture *fx, int i)
+{
+    if (fx->op == FWD) return i == O || i == SMAX || i == SSUM;
+    return i == DQ || i == DK || i == DV || i == DQROPE || i == DKROPE;
+}
+
+static bool used_by(op_kind op, int i)
+{
+    if (i >= MASK) return false; /* extras: only when a case adds them */
+    if (op == FWD) return i <= SSUM;
+    return i != O;
+}
+
+static unsigned char *storage(const tu_tensor *t) { return t->block + TU_CANARY_BYTES; }
+
+static bool is_float(attnops_dtype d)
+{
+    return d == ATTNOPS_DTYPE_F32 || d == ATTNOPS_DTYPE_F16 || d == ATTNOPS_DTYPE_BF16 ||
+           d == ATTNOPS_DTYPE_F8_E4M3FN || d == ATTNOPS_DTYPE_F8_E5M2;
+}
+
+/* The shape of a q/k/v-like tensor of (b, s, n, d) in `layout`. */
+static int layout_shape(attnops_layout layout, int64_t b, int64_t s, int64_t n, int64_t d, int64_t *sh)
+{
+    switch (layout) {
+    case ATTNOPS_LAYOUT_BNSD: sh[0] = b, sh[1] = n, sh[2] = s, sh[3] = d; return 4;
+    case ATTNOPS_LAYOUT_BSND: sh[0] = b, sh[1] = s, sh[2] = n, sh[3] = d; return 4;
+    case ATTNOPS_LAYOUT_BSH: sh[0] = b, sh[1] = s, sh[2] = n * d; return 3;
+    case ATTNOPS_LAYOUT_SBH: sh[0] = s, sh[1] = b, sh[2] = n * d; return 3;
+    default: sh[0] = b * s, sh[1] = n, sh[2] = d; return 3; /* TND */
+    }
+}
+
+/* (Re)allocates tensor i: inputs get random values, outputs the poison. */
+static void fx_set(fixture *fx, int i, attnops_dtype dtype, int rank, const int64_t *shape)
+{
+    if (fx->t[i].block) tu_tensor_free(&fx->t[i]);
+    fx->t[i] = tu_tensor_new(dtype, rank, shape, 0);
+    if (is_output(fx, i))
+        tu_tensor_poison(&fx->t[i], POISON);
+    else if (is_float(dtype))
+        tu_tensor_randn(&fx->t[i], &fx->rng, 1.0);
+    else
+        memset(storage(&fx->t[i]), 1, fx->t[i].data_bytes);
+}
+
+/* A q/k/v-like tensor i with the given logical sizes. */
+static void fx_qkv(fixture *fx, int i, attnops_dtype dtype, int64_t b, int64_t s, int64_t n, int64_t d)
+{
+    int64_t sh[4];
+    int rank = layout_shape(fx->layout, b, s, n, d, sh);
+    fx_set(fx, i, dtype, rank, sh);
+}
+
+static void fx_stats(fixture *fx, int i, attnops_dtype dtype, int64_t last)
+{
+    const dims *d = &fx->d;
+    if (fx->layout == ATTNOPS_LAYOUT_TND) {
+        int64_t sh[3] = {d->B * d->S1, d->N1, last};
+        fx_set(fx, i, dtype, 3, sh);
+    } else {
+        int64_t sh[4] = {d->B, d->N1, d->S1, last};
+        fx_set(fx, i, dtype, 4, sh);
+    }
+}
+
+static attnops_fa_params *P(fixture *fx) { return fx->op == FWD ? &fx->fa.p : &fx->ba.p; }
+
+/* Points the argument structs at the tensors (NULL for unallocated ones). */
+static void fx_bind(fixture *fx)
+{
+    attnops_fa_fwd_args_init(&fx->fa);
+    attnops_fa_bwd_args_init(&fx->ba);
+    const attnops_tensor *v[NT];
+    for (int i = 0; i < NT; i++) v[i] = fx->t[i].block ? &fx->t[i].view : NULL;
+    attnops_fa_params *p = P(fx);
+    p->query = v[Q], p->key = v[K], p->value = v[V];
+    p->atten_mask = v[MASK], p->pse = v[PSE], p->drop_mask = v[DROP], p->prefix = v[PREFIX];
+    p->actual_seq_qlen = v[SEQQ], p->actual_seq_kvlen = v[SEQKV], p->query_rope = v[QROPE], p->key_rope = v[KROPE];
+    p->head_num = fx->d.N1;
+    p->input_layout = fx->layout;
+    p->scale_value = 1.0 / sqrt((double)fx->d.D);
+    p->impl = ATTNOPS_IMPL_REFERENCE;
+    p->num_threads = 2;
+    if (fx->op == FWD) {
+        fx->fa.attention_out = v[O], fx->fa.softmax_max = v[SMAX], fx->fa.softmax_sum = v[SSUM];
+    } else {
+        fx->ba.dy = v[DY], fx->ba.attention_in = v[AIN], fx->ba.softmax_max = v[SMAX], fx->ba.softmax_sum = v[SSUM];
+        fx->ba.dq = v[DQ], fx->ba.dk = v[DK], fx->ba.dv = v[DV], fx->ba.dq_rope = v[DQROPE],
+        fx->ba.dk_rope = v[DKROPE];
+    }
+}
+
+static void fx_init(fixture *fx, op_kind op, attnops_layout layout, dims d, uint64_t seed)
+{
+    memset(fx, 0, sizeof *fx);
+    fx->op = op, fx->layout = layout, fx->d = d;
+    fx->rng = tu_rng_make(seed);
+    const attnops_dtype f = ATTNOPS_DTYPE_F32;
+    for (int i = 0; i < NT; i++) {
+        if (!used_by(op, i)) continue;
+        switch (i) {
+        case Q: case DQ: fx_qkv(fx, i, f, d.B, d.S1, d.N1, d.D); break;
+        case K: case DK: fx_qkv(fx, i, f, d.B, d.S2, d.N2, d.D); break;
+        case V: case DV: fx_qkv(fx, i, f, d.B, d.S2, d.N2, d.Dv); break;
+        case O: case DY: case AIN: fx_qkv(fx, i, f, d.B, d.S1, d.N1, d.Dv); break;
+        case SMAX: case SSUM: fx_stats(fx, i, f, 8); break;
+        }
+    }
+    fx_bind(fx);
+}
+
+static void fx_free(fixture *fx)
+{
+    for (int i = 0; i < NT; i++) {
+        if (fx->t[i].block) tu_tensor_free(&fx->t[i]);
+        free(fx->snap[i]);
+        fx->snap[i] = NULL;
+    }
+}
+
+/* Adds an optional tensor (contiguous, of the given shape). */
+static void fx_extra(fixture *fx, int i, attnops_dtype dtype, int rank, const int64_t *shape)
+{
+    fx_set(fx, i, dtype, rank, shape);
+    /* rebinding would undo attribute edits; set the pointer directly */
+    attnops_fa_params *p = P(fx);
+    const attnops_tensor *v = &fx->t[i].view;
+    switch (i) {
+    case MASK: p->atten_mask = v; break;
+    case PSE: p->pse = v; break;
+    case DROP: p->drop_mask = v; break;
+    case PREFIX: p->prefix = v; break;
+    case SEQQ: p->actual_seq_qlen = v; break;
+    case SEQKV: p->actual_seq_kvlen = v; break;
+    case QROPE: p->query_rope = v; break;
+    case KROPE: p->key_rope = v; break;
+    case DQROPE: fx->ba.dq_rope = v; break;
+    case DKROPE: fx->ba.dk_rope = v; break;
+    }
+}
+
+static void fx_snapshot(fixture *fx)
+{
+    for (int i = 0; i < NT; i++) {
+        free(fx->snap[i]);
+        fx->snap[i] = NULL;
+        if (!fx->t[i].block || is_output(fx, i)) continue;
+        fx->snap[i] = malloc(fx->t[i].data_bytes);
+        memcpy(fx->snap[i], storage(&fx->t[i]), fx->t[i].data_bytes);
+    }
+}
+
+/* Cases may point views elsewhere (NULL data, aliases); undo that. */
+static void fx_restore_views(fixture *fx)
+{
+    for (int i = 0; i < NT; i++)
+        if (fx->t[i].block) fx->t[i].view.data = storage(&fx->t[i]);
+}
+
+/* ---- calling ---- */
+typedef enum call_mode {
+    CALL_BOTH,       /* workspace query, then run with a large workspace: both must fail */
+    CALL_NULL_ARGS,  /* both phases with args == NULL */
+    CALL_NULL_BYTES, /* workspace query with workspace_bytes == NULL */
+    CALL_WS_NULL,    /* valid query, run with workspace NULL and the queried size */
+    CALL_WS_SHORT    /* valid query, run with one byte less than the queried size */
+} call_mode;
+
+typedef struct expect {
+    attnops_status st;
+    const char *name; /* must appear in the sentence */
+    call_mode mode;
+} expect;
+
+typedef struct outcome {
+    int n;
+    const char *phase[2];
+    attnops_status st[2];
+    char msg[2][512];
+    attnops_status pre_st; /* the preparatory query of CALL_WS_* */
+    size_t pre_bytes;
+} outcome;
+
+static unsigned char big_ws[1 << 22];
+
+static attnops_status q_size(fixture *fx, bool null_args, size_t *bytes)
+{
+    if (fx->op == FWD) return attnops_flash_attention_score_workspace_size(null_args ? NULL : &fx->fa, bytes);
+    return attnops_flash_attention_score_grad_workspace_size(null_args ? NULL : &fx->ba, bytes);
+}
+
+static attnops_status q_run(fixture *fx, bool null_args, void *ws, size_t bytes)
+{
+    if (fx->op == FWD) return attnops_flash_attention_score(null_args ? NULL : &fx->fa, ws, bytes);
+    return attnops_flash_attention_score_grad(null_args ? NULL : &fx->ba, ws, bytes);
+}
+
+static void record(outcome *oc, const char *phase, attnops_status st)
+{
+    oc->phase[oc->n] = phase;
+    oc->st[oc->n] = st;
+    snprintf(oc->msg[oc->n], sizeof oc->msg[0], "%s", attnops_last_error());
+    oc->n++;
+}
+
+static outcome call_case(fixture *fx, call_mode mode)
+{
+    outcome oc;
+    memset(&oc, 0, sizeof oc);
+    size_t bytes = 12345;
+    fx_snapshot(fx);
+    switch (mode) {
+    case CALL_BOTH:
+    case CALL_NULL_ARGS:
+        record(&oc, "workspace query", q_size(fx, mode == CALL_NULL_ARGS, &bytes));
+        record(&oc, "run", q_run(fx, mode == CALL_NULL_ARGS, big_ws, sizeof big_ws));
+        break;
+    case CALL_NULL_BYTES: record(&oc, "workspace query", q_size(fx, false, NULL)); break;
+    case CALL_WS_NULL:
+    case CALL_WS_SHORT:
+        oc.pre_st = q_size(fx, false, &bytes);
+        oc.pre_bytes = bytes;
+        if (mode == CALL_WS_NULL)
+            record(&oc, "run", q_run(fx, false, NULL, bytes));
+        else
+            record(&oc, "run", q_run(fx, false, big_ws, bytes - 1));
+        break;
+    }
+    fx_restore_views(fx);
+    return oc;
+}
+
+/* ---- checking, with an inverted mode for the self-test ---- */
+static bool g_record = true; /* false: a self-test expects problems, do not count them as failures */
+static int g_problems;
+static char g_label[200];
+
+#define EXPECT(cond, fmt, ...)                                                                                     \
+    do {                                                                                                           \
+        if (!(cond)) {                                                                                             \
+            g_problems++;                                                                                          \
+            if (g_record)                                                                                          \
+                TU_CHECK(0, "[%s] " fmt, g_label, __VA_ARGS__);                                                    \
+            else                                                                                                   \
+                printf("  checker self-test, detected as intended: [%s] " fmt "\n", g_label, __VA_ARGS__);        \
+        }                                                                                                          \
+    } while (0)
+
+/* Nothing written to an output, nothing changed in an input, canaries intact. */
+static void check_memory(const fixture *fx)
+{
+    for (int i = 0; i < NT; i++) {
+        const tu_tensor *t = &fx->t[i];
+        if (!t->block) continue;
+        /* tu_tensor_untouched reads through view.data, which fx_restore_views reset */
+        if (is_output(fx, i))
+            EXPECT(tu_tensor_untouched(t, POISON), "output '%s' was written although the call failed", TNAME[i]);
+        else if (fx->snap[i])
+            EXPECT(memcmp(fx->snap[i], storage(t), t->data_bytes) == 0, "input '%s' was modified", TNAME[i]);
+        EXPECT(tu_canaries_ok(t, TNAME[i]), "canary around '%s' broken", TNAME[i]);
+    }
+}
+
+/* Returns the number of problems found. */
+static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
+{
+    g_problems = 0;
+    const char *op = OP_NAME[fx->op];
+    size_t oplen = strlen(op);
+    if (e->mode == CALL_WS_NULL || e->mode == CALL_WS_SHORT) {
+        EXPECT(oc->pre_st == ATTNOPS_SUCCESS && oc->pre_bytes > 0,
+               "the workspace query of a valid call returned %d with %zu bytes", (int)oc->pre_st, oc->pre_bytes);
+    }
+    static int verbose = -1;
+    if (verbose < 0) verbose = getenv("ATTNOPS_TEST_VERBOSE") != NULL;
+    for (int k = 0; k < oc->n; k++) {
+        const char *m = oc->msg[k];
+        size_t len = strlen(m);
+        if (verbose) printf("[%s] %s -> %d: %s\n", g_label, oc->phase[k], (int)oc->st[k], m);
+        EXPECT(oc->st[k] == e->st, "%s: status %d (%s), expected %d (%s); message: \"%s\"", oc->phase[k],
+               (int)oc->st[k], attnops_status_string(oc->st[k]), (int)e->st, attnops_status_string(e->st), m);
+        EXPECT(len > oplen + 2 && strncmp(m, op, oplen) == 0 && m[oplen] == ':' && m[len - 1] == '.',
+               "%s: message is not a sentence \"%s: ... .\": \"%s\"", oc->phase[k], op, m);
+        EXPECT(strstr(m, e->name) != NULL, "%s: message does not name '%s': \"%s\"", oc->phase[k], e->name, m);
+    }
+    check_memory(fx);
+    return g_problems;
+}
+
+/* ---- the cases ---- */
+#define CASES(X)                                                                                                   \
+    X(NULL_ARGS) X(NULL_QUERY) X(NULL_KEY) X(NULL_VALUE) X(NULL_ATTENTION_OUT) X(NULL_SOFTMAX_MAX)                 \
+    X(NULL_SOFTMAX_SUM) X(NULL_DY) X(NULL_ATTENTION_IN) X(NULL_DQ) X(NULL_DK) X(NULL_DV) X(NULL_DATA_QUERY)        \
+    X(NULL_DATA_VALUE) X(NULL_DATA_OUTPUT) X(NULL_WORKSPACE_BYTES) X(NULL_WORKSPACE) X(WORKSPACE_SHORT)             \
+    X(HEAD_NUM_ZERO) X(HEAD_NUM_NEGATIVE) X(HEAD_NUM_HALF) X(HEAD_NUM_DOUBLE) X(LAYOUT_UNSET) X(LAYOUT_TOO_BIG)     \
+    X(LAYOUT_NEGATIVE) X(QUERY_RANK) X(KEY_RANK) X(KEY_DTYPE) X(VALUE_DTYPE) X(QUERY_U8) X(N1_NOT_MULTIPLE_OF_N2)  \
+    X(KEY_HEAD_DIM) X(DV_GREATER_THAN_D) X(D_ZERO) X(HIDDEN_NOT_DIVISIBLE) X(VALUE_S) X(VALUE_B) X(VALUE_N)        \
+    X(ATTENTION_OUT_SHAPE) X(ATTENTION_OUT_DTYPE) X(SOFTMAX_MAX_SHAPE) X(SOFTMAX_MAX_DTYPE) X(SOFTMAX_SUM_SHAPE)   \
+    X(SOFTMAX_SUM_DTYPE) X(DQ_SHAPE) X(DQ_DTYPE) X(DK_SHAPE) X(DK_DTYPE) X(DV_SHAPE) X(DV_DTYPE) X(DY_SHAPE)       \
+    X(DY_DTYPE) X(ATTENTION_IN_SHAPE) X(ATTENTION_IN_DTYPE) X(OVERLAP_SUM_MAX) X(OVERLAP_OUT_SUM) X(OVERLAP_DQ_DK) \
+    X(OVERLAP_DK_DV) X(KEEP_PROB_ZERO) X(KEEP_PROB_1_5) X(KEEP_PROB_NAN) X(SPARSE_MODE_9) X(SPARSE_MODE_NEGATIVE)   \
+    X(SPARSE_MODE_7_NOT_TND) X(PSE_TYPE_4) X(PSE_TYPE_2_WITHOUT_PSE) X(INNER_PRECISE_3) X(OUT_DTYPE_2)              \
+    X(NEGATIVE_STRIDE_INPUT) X(NEGATIVE_STRIDE_OUTPUT) X(ZERO_STRIDE_OUTPUT) X(SCALE_NAN)           \
+    X(PADDING_MASK) X(SOFTMAX_IN) X(UNSUPPORTED_TND) X(UNSUPPORTED_ATTEN_MASK)                \
+    X(UNSUPPORTED_PSE) X(UNSUPPORTED_DROP_MASK) X(UNSUPPORTED_KEEP_PROB) X(UNSUPPORTED_PREFIX)                     \
+    X(UNSUPPORTED_ACTUAL_SEQ_QLEN) X(UNSUPPORTED_ROPE) X(UNSUPPORTED_FP8)
+
+#define AS_ENUM(c) C_##c,
+#define AS_NAME(c) #c,
+enum { CASES(AS_ENUM) N_CASES };
+static const char *const CASE_NAME[] = {CASES(AS_NAME)};
+
+static bool hidden_layout(attnops_layout l) { return l == ATTNOPS_LAYOUT_BSH || l == ATTNOPS_LAYOUT_SBH; }
+
+/* Applies case c to a freshly built fixture.  Returns false when the case
+ * does not exist for this operator / layout. */
+static bool apply_case(fixture *fx, int c, expect *e)
+{
+    const dims d = fx->d;
+    const bool fwd = fx->op == FWD, bwd = !fwd, hid = hidden_layout(fx->layout);
+    const attnops_dtype f32 = ATTNOPS_DTYPE_F32;
+    attnops_fa_params *p = P(fx);
+    *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "", CALL_BOTH};
+#define NULLPTR_CASE(arg, name)                                                                                    \
+    do {                                                                                                           \
+        arg = NULL;                                                                                                \
+        *e = (expect){ATTNOPS_ERR_NULLPTR, name, CALL_BOTH};                                                       \
+    } while (0)
+    switch (c) {
+    case C_NULL_ARGS: *e = (expect){ATTNOPS_ERR_NULLPTR, "args", CALL_NULL_ARGS}; return true;
+    case C_NULL_QUERY: NULLPTR_CASE(p->query, "query"); return true;
+    case C_NULL_KEY: NULLPTR_CASE(p->key, "key"); return true;
+    case C_NULL_VALUE: NULLPTR_CASE(p->value, "value"); return true;
+    case C_NULL_ATTENTION_OUT: if (bwd) return false; NULLPTR_CASE(fx->fa.attention_out, "attention_out"); return true;
+    case C_NULL_SOFTMAX_MAX:
+        if (fwd) NULLPTR_CASE(fx->fa.softmax_max, "softmax_max"); else NULLPTR_CASE(fx->ba.softmax_max, "softmax_max");
+        return true;
+    case C_NULL_SOFTMAX_SUM:
+        if (fwd) NULLPTR_CASE(fx->fa.softmax_sum, "softmax_sum"); else NULLPTR_CASE(fx->ba.softmax_sum, "softmax_sum");
+        return true;
+    case C_NULL_DY: if (fwd) return false; NULLPTR_CASE(fx->ba.dy, "dy"); return true;
+    case C_NULL_ATTENTION_IN: if (fwd) return false; NULLPTR_CASE(fx->ba.attention_in, "attention_in"); return true;
+    case C_NULL_DQ: if (fwd) return false; NULLPTR_CASE(fx->ba.dq, "dq"); return true;
+    case C_NULL_DK: if (fwd) return false; NULLPTR_CASE(fx->ba.dk, "dk"); return true;
+    case C_NULL_DV: if (fwd) return false; NULLPTR_CASE(fx->ba.dv, "dv"); return true;
+    case C_NULL_DATA_QUERY: NULLPTR_CASE(fx->t[Q].view.data, "query"); return true;
+    case C_NULL_DATA_VALUE: NULLPTR_CASE(fx->t[V].view.data, "value"); return true;
+    case C_NULL_DATA_OUTPUT:
+        if (fwd) NULLPTR_CASE(fx->t[SSUM].view.data, "softmax_sum"); else NULLPTR_CASE(fx->t[DV].view.data, "dv");
+        return true;
+    case C_NULL_WORKSPACE_BYTES: *e = (expect){ATTNOPS_ERR_NULLPTR, "workspace_bytes", CALL_NULL_BYTES}; return true;
+    case C_NULL_WORKSPACE: *e = (expect){ATTNOPS_ERR_NULLPTR, "workspace", CALL_WS_NULL}; return true;
+    case C_WORKSPACE_SHORT: *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "workspace", CALL_WS_SHORT}; return true;
+    case C_HEAD_NUM_ZERO: p->head_num = 0; e->name = "head_num"; return true;
+    case C_HEAD_NUM_NEGATIVE: p->head_num = -4; e->name = "head_num"; return true;
+    case C_HEAD_NUM_HALF:
+    case C_HEAD_NUM_DOUBLE:
+        p->head_num = c == C_HEAD_NUM_HALF ? d.N1 / 2 : d.N1 * 2;
+        /* BSH/SBH carry no head count: a wrong head_num re-splits the hidden
+         * size consistently for q, k, v, and the first tensor that exposes
+         * N1 on its own is softmax_max [B, N1, S1, 8]. */
+        e->name = hid ? "softmax_max" : "head_num";
+        return true;
+    case C_LAYOUT_UNSET: p->input_layout = ATTNOPS_LAYOUT_UNSET; e->name = "input_layout"; return true;
+    case C_LAYOUT_TOO_BIG: p->input_layout = (attnops_layout)(ATTNOPS_LAYOUT_TND + 1); e->name = "input_layout"; return true;
+    case C_LAYOUT_NEGATIVE: p->input_layout = (attnops_layout)-1; e->name = "input_layout"; return true;
+    case C_QUERY_RANK:
+    case C_KEY_RANK: {
+        int i = c == C_QUERY_RANK ? Q : K;
+        int64_t s = i == Q ? d.S1 : d.S2, n = i == Q ? d.N1 : d.N2;
+        if (hid) { /* a 4-D tensor where BSH/SBH want 3-D */
+            int64_t sh[4] = {d.B, s, n, d.D};
+            fx_set(fx, i, f32, 4, sh);
+        } else { /* a 3-D tensor where BNSD/BSND want 4-D */
+            int64_t sh[3] = {d.B, s, n * d.D};
+            fx_set(fx, i, f32, 3, sh);
+        }
+        e->name = TNAME[i];
+        return true;
+    }
+    case C_KEY_DTYPE: fx_qkv(fx, K, ATTNOPS_DTYPE_F16, d.B, d.S2, d.N2, d.D); e->name = "key"; return true;
+    case C_VALUE_DTYPE: fx_qkv(fx, V, ATTNOPS_DTYPE_BF16, d.B, d.S2, d.N2, d.Dv); e->name = "value"; return true;
+    case C_QUERY_U8: fx_qkv(fx, Q, ATTNOPS_DTYPE_U8, d.B, d.S1, d.N1, d.D); e->name = "query"; return true;
+    case C_N1_NOT_MULTIPLE_OF_N2: /* N2 = 3 for key and value, N1 = 4 */
+        fx_qkv(fx, K, f32, d.B, d.S2, 3, d.D);
+        fx_qkv(fx, V, f32, d.B, d.S2, 3, d.Dv);
+        e->name = "key";
+        return true;
+    case C_KEY_HEAD_DIM: fx_qkv(fx, K, f32, d.B, d.S2, d.N2, d.D + 2); e->name = "key"; return true;
+    case C_DV_GREATER_THAN_D: fx_qkv(fx, V, f32, d.B, d.S2, d.N2, d.D + 2); e->name = "value"; return true;
+    case C_D_ZERO: fx_qkv(fx, Q, f32, d.B, d.S1, d.N1, 0); e->name = "query"; return true;
+    case C_HIDDEN_NOT_DIVISIBLE: {
+        if (!hid) return false;
+        int64_t sh[3];
+        layout_shape(fx->layout, d.B, d.S1, 1, d.N1 * d.D - 2, sh); /* 30 = not a multiple of 4 heads */
+        fx_set(fx, Q, f32, 3, sh);
+        e->name = "query";
+        return true;
+    }
+    case C_VALUE_S: fx_qkv(fx, V, f32, d.B, d.S2 + 1, d.N2, d.Dv); e->name = "value"; return true;
+    case C_VALUE_B: fx_qkv(fx, V, f32, d.B + 1, d.S2, d.N2, d.Dv); e->name = "value"; return true;
+    case C_VALUE_N:
+        if (hid) return false; /* value's heads are read with key's count there */
+        fx_qkv(fx, V, f32, d.B, d.S2, d.N2 - 1, d.Dv);
+        e->name = "value";
+        return true;
+    case C_ATTENTION_OUT_SHAPE:
+        if (bwd) return false;
+        fx_qkv(fx, O, f32, d.B, d.S1, d.N1, d.D); /* D instead of Dv */
+        e->name = "attention_out";
+        return true;
+    case C_ATTENTION_OUT_DTYPE:
+        if (bwd) return false;
+        fx_qkv(fx, O, ATTNOPS_DTYPE_F16, d.B, d.S1, d.N1, d.Dv);
+        e->name = "attention_out";
+        return true;
+    case C_SOFTMAX_MAX_SHAPE: fx_stats(fx, SMAX, f32, 4); e->name = "softmax_max"; return true;
+    case C_SOFTMAX_MAX_DTYPE: fx_stats(fx, SMAX, ATTNOPS_DTYPE_F16, 8); e->name = "softmax_max"; return true;
+    case C_SOFTMAX_SUM_SHAPE: fx_stats(fx, SSUM, f32, 4); e->name = "softmax_sum"; return true;
+    case C_SOFTMAX_SUM_DTYPE: fx_stats(fx, SSUM, ATTNOPS_DTYPE_F16, 8); e->name = "softmax_sum"; return true;
+    case C_DQ_SHAPE: if (fwd) return false; fx_qkv(fx, DQ, f32, d.B, d.S1, d.N1, d.Dv); e->name = "dq"; return true;
+    case C_DQ_DTYPE:
+        if (fwd) return false;
+        fx_qkv(fx, DQ, ATTNOPS_DTYPE_F16, d.B, d.S1, d.N1, d.D);
+        e->name = "dq";
+        return true;
+    case C_DK_SHAPE: if (fwd) return false; fx_qkv(fx, DK, f32, d.B, d.S2 + 1, d.N2, d.D); e->name = "dk"; return true;
+    case C_DK_DTYPE:
+        if (fwd) return false;
+        fx_qkv(fx, DK, ATTNOPS_DTYPE_BF16, d.B, d.S2, d.N2, d.D);
+        e->name = "dk";
+        return true;
+    case C_DV_SHAPE: if (fwd) return false; fx_qkv(fx, DV, f32, d.B, d.S2, d.N2, d.D); e->name = "dv"; return true;
+    case C_DV_DTYPE:
+        if (fwd) return false;
+        fx_qkv(fx, DV, ATTNOPS_DTYPE_F16, d.B, d.S2, d.N2, d.Dv);
+        e->name = "dv";
+        return true;
+    case C_DY_SHAPE: if (fwd) return false; fx_qkv(fx, DY, f32, d.B, d.S1, d.N1, d.D); e->name = "dy"; return true;
+    case C_DY_DTYPE:
+        if (fwd) return false;
+        fx_qkv(fx, DY, ATTNOPS_DTYPE_F16, d.B, d.S1, d.N1, d.Dv);
+        e->name = "dy";
+        return true;
+    case C_ATTENTION_IN_SHAPE:
+        if (fwd) return false;
+        fx_qkv(fx, AIN, f32, d.B, d.S1 + 1, d.N1, d.Dv);
+        e->name = "attention_in";
+        return true;
+    case C_ATTENTION_IN_DTYPE:
+        if (fwd) return false;
+        fx_qkv(fx, AIN, ATTNOPS_DTYPE_BF16, d.B, d.S1, d.N1, d.Dv);
+        e->name = "attention_in";
+        return true;
+    case C_OVERLAP_SUM_MAX: /* softmax_sum is a view one row into softmax_max's memory */
+        if (bwd) return false;
+        fx->t[SSUM].view.data = storage(&fx->t[SMAX]) + 8 * sizeof(float);
+        e->name = "softmax_sum";
+        return true;
+    case C_OVERLAP_OUT_SUM: /* attention_out (240 floats) inside softmax_sum (320 floats) */
+        if (bwd) return false;
+        fx->t[O].view.data = storage(&fx->t[SSUM]);
+        e->name = "attention_out";
+        return true;
+    case C_OVERLAP_DQ_DK: /* dk (224 floats) at the start of dq (320 floats) */
+        if (fwd) return false;
+        fx->t[DK].view.data = storage(&fx->t[DQ]);
+        e->name = "dk";
+        return true;
+    case C_OVERLAP_DK_DV: /* dv (168 floats) four floats into dk (224 floats) */
+        if (fwd) return false;
+        fx->t[DV].view.data = storage(&fx->t[DK]) + 4 * sizeof(float);
+        e->name = "dv";
+        return true;
+    case C_KEEP_PROB_ZERO: p->keep_prob = 0.0; e->name = "keep_prob"; return true;
+    case C_KEEP_PROB_1_5: p->keep_prob = 1.5; e->name = "keep_prob"; return true;
+    case C_KEEP_PROB_NAN: p->keep_prob = NAN; e->name = "keep_prob"; return true;
+    case C_SPARSE_MODE_9: p->sparse_mode = 9; e->name = "sparse_mode"; return true;
+    case C_SPARSE_MODE_NEGATIVE: p->sparse_mode = -1; e->name = "sparse_mode"; return true;
+    case C_SPARSE_MODE_7_NOT_TND: p->sparse_mode = 7; e->name = "sparse_mode"; return true;
+    case C_PSE_TYPE_4: p->pse_type = 4; e->name = "pse_type"; return true;
+    case C_PSE_TYPE_2_WITHOUT_PSE: p->pse_type = 2; e->name = "pse_type"; return true;
+    case C_INNER_PRECISE_3: p->inner_precise = 3; e->name = "inner_precise"; return true;
+    case C_OUT_DTYPE_2: p->out_dtype = 2; e->name = "out_dtype"; return true;
+    case C_NEGATIVE_STRIDE_INPUT: fx->t[K].view.strides[0] = -1; e->name = "key"; return true;
+    case C_NEGATIVE_STRIDE_OUTPUT: {
+        int i = fwd ? O : DK;
+        fx->t[i].view.strides[fx->t[i].view.rank - 1] = -1;
+        e->name = TNAME[i];
+        return true;
+    }
+    case C_ZERO_STRIDE_OUTPUT: { /* dimension 0 has extent B = 2: its elements would alias */
+        int i = fwd ? O : DK;
+        fx->t[i].view.strides[0] = 0;
+        e->name = TNAME[i];
+        return true;
+    }
+    case C_SCALE_NAN: p->scale_value = NAN; e->name = "scale_value"; return true;
+    case C_PADDING_MASK: p->padding_mask = &fx->t[Q].view; e->name = "padding_mask"; return true;
+    case C_SOFTMAX_IN: if (fwd) return false; fx->ba.softmax_in = &fx->t[SMAX].view; e->name = "softmax_in"; return true;
+
+    /* well-formed requests this version refuses: 161003 */
+    case C_UNSUPPORTED_TND: {
+        /* a complete, valid TND call: q [T1,N1,D] ... with cumulative lengths */
+        op_kind op = fx->op;
+        fx_free(fx);
+        fx_init(fx, op, ATTNOPS_LAYOUT_TND, d, 7);
+        int64_t b1[1] = {d.B};
+        fx_extra(fx, SEQQ, ATTNOPS_DTYPE_I64, 1, b1);
+        fx_extra(fx, SEQKV, ATTNOPS_DTYPE_I64, 1, b1);
+        for (int64_t b = 0; b < d.B; b++) {
+            ((int64_t *)fx->t[SEQQ].view.data)[b] = (b + 1) * d.S1;
+            ((int64_t *)fx->t[SEQKV].view.data)[b] = (b + 1) * d.S2;
+        }
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "TND", CALL_BOTH};
+        return true;
+    }
+    case C_UNSUPPORTED_ATTEN_MASK: {
+        int64_t sh[2] = {d.S1, d.S2};
+        fx_extra(fx, MASK, ATTNOPS_DTYPE_BOOL, 2, sh);
+        memset(storage(&fx->t[MASK]), 0, fx->t[MASK].data_bytes);
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "atten_mask", CALL_BOTH};
+        return true;
+    }
+    case C_UNSUPPORTED_PSE: {
+        int64_t sh[4] = {d.B, d.N1, d.S1, d.S2};
+        fx_extra(fx, PSE, f32, 4, sh);
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "pse", CALL_BOTH};
+        return true;
+    }
+    case C_UNSUPPORTED_DROP_MASK: {
+        int64_t sh[1] = {(d.B * d.N1 * d.S1 * d.S2 + 7) / 8};
+        fx_extra(fx, DROP, ATTNOPS_DTYPE_U8, 1, sh);
+        p->keep_prob = 0.9;
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "drop_mask", CALL_BOTH};
+        return true;
+    }
+    case C_UNSUPPORTED_KEEP_PROB: p->keep_prob = 0.5; *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "keep_prob", CALL_BOTH}; return true;
+    case C_UNSUPPORTED_PREFIX: {
+        int64_t sh[1] = {d.B};
+        fx_extra(fx, PREFIX, ATTNOPS_DTYPE_I64, 1, sh);
+        for (int64_t b = 0; b < d.B; b++) ((int64_t *)fx->t[PREFIX].view.data)[b] = d.S2 - 1;
+        p->sparse_mode = 5;
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "prefix", CALL_BOTH};
+        return true;
+    }
+    case C_UNSUPPORTED_ACTUAL_SEQ_QLEN: {
+        int64_t sh[1] = {d.B};
+        fx_extra(fx, SEQQ, ATTNOPS_DTYPE_I64, 1, sh);
+        for (int64_t b = 0; b < d.B; b++) ((int64_t *)fx->t[SEQQ].view.data)[b] = (b + 1) * d.S1;
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "actual_seq_qlen", CALL_BOTH};
+        return true;
+    }
+    case C_UNSUPPORTED_ROPE: {
+        int64_t sh[4];
+        int r = layout_shape(fx->layout, d.B, d.S1, d.N1, 4, sh);
+        fx_extra(fx, QROPE, f32, r, sh);
+        r = layout_shape(fx->layout, d.B, d.S2, d.N2, 4, sh);
+        fx_extra(fx, KROPE, f32, r, sh);
+        if (bwd) { /* the matching outputs, so that the request is complete */
+            r = layout_shape(fx->layout, d.B, d.S1, d.N1, 4, sh);
+            fx_extra(fx, DQROPE, f32, r, sh);
+            r = layout_shape(fx->layout, d.B, d.S2, d.N2, 4, sh);
+            fx_extra(fx, DKROPE, f32, r, sh);
+        }
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "query_rope", CALL_BOTH};
+        return true;
+    }
+    case C_UNSUPPORTED_FP8: {
+        const attnops_dtype f8 = ATTNOPS_DTYPE_F8_E4M3FN, f16 = ATTNOPS_DTYPE_F16;
+        fx_qkv(fx, Q, f8, d.B, d.S1, d.N1, d.D);
+        fx_qkv(fx, K, f8, d.B, d.S2, d.N2, d.D);
+        fx_qkv(fx, V, f8, d.B, d.S2, d.N2, d.Dv);
+        if (fwd) {
+            fx_qkv(fx, O, f16, d.B, d.S1, d.N1, d.Dv); /* out_dtype 0: fp16 outputs */
+        } else {
+            fx_qkv(fx, DY, f8, d.B, d.S1, d.N1, d.Dv);
+            fx_qkv(fx, AIN, f16, d.B, d.S1, d.N1, d.Dv);
+            fx_qkv(fx, DQ, f16, d.B, d.S1, d.N1, d.D);
+            fx_qkv(fx, DK, f16, d.B, d.S2, d.N2, d.D);
+            fx_qkv(fx, DV, f16, d.B, d.S2, d.N2, d.Dv);
+        }
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "query", CALL_BOTH};
+        return true;
+    }
+    }
+#undef NULLPTR_CASE
+    return false;
+}
+
+static const attnops_layout LAYOUTS[] = {ATTNOPS_LAYOUT_BNSD, ATTNOPS_LAYOUT_BSND, ATTNOPS_LAYOUT_BSH,
+                                         ATTNOPS_LAYOUT_SBH};
+
+static int run_failure_cases(void)
+{
+    int passed = 0, ran = 0;
+    for (int op = FWD; op <= BWD; op++) {
+        for (size_t li = 0; li < sizeof LAYOUTS / sizeof LAYOUTS[0]; li++) {
+            for (int c = 0; c < N_CASES; c++) {
+                fixture fx;
+                fx_init(&fx, (op_kind)op, LAYOUTS[li], BASE, tu_suite_seed() + (uint64_t)c);
+                expect e;
+                if (!apply_case(&fx, c, &e)) {
+                    fx_free(&fx);
+                    continue;
+                }
+                snprintf(g_label, sizeof g_label, "%s %s %s", op == FWD ? "fwd" : "bwd",
+                         attnops_layout_name(LAYOUTS[li]), CASE_NAME[c]);
+                outcome oc = call_case(&fx, e.mode);
+                ran++;
+                if (verify_failure(&fx, &e, &oc) == 0) passed++;
+                fx_free(&fx);
+            }
+        }
+    }
+    printf("failure cases: %d of %d as expected\n", passed, ran);
+    return passed;
+}
+
+/* ---- the checker must be able to fail ---- */
+static int run_checker_self_test(void)
+{
+    int passed = 0;
+    g_record = false;
+
+    /* 1. a NULL query with a wrong expected status */
+    fixture fx;
+    fx_init(&fx, FWD, ATTNOPS_LAYOUT_BNSD, BASE, 11);
+    fx.fa.p.query = NULL;
+    expect wrong_status = {ATTNOPS_ERR_PARAM_INVALID, "query", CALL_BOTH};
+    snprintf(g_label, sizeof g_label, "self-test wrong status");
+    outcome oc = call_case(&fx, wrong_status.mode);
+    int found = verify_failure(&fx, &wrong_status, &oc);
+    /* 2. the same call with a wrong expected argument name */
+    expect wrong_name = {ATTNOPS_ERR_NULLPTR, "softmax_sum", CALL_BOTH};
+    snprintf(g_label, sizeof g_label, "self-test wrong name");
+    int found_name = verify_failure(&fx, &wrong_name, &oc);
+    /* 3. an output byte written behind the checker's back */
+    expect right = {ATTNOPS_ERR_NULLPTR, "query", CALL_BOTH};
+    storage(&fx.t[SMAX])[17] ^= 0xFF;
+    snprintf(g_label, sizeof g_label, "self-test written output");
+    int found_write = verify_failure(&fx, &right, &oc);
+    storage(&fx.t[SMAX])[17] ^= 0xFF;
+    /* 4. an input byte changed */
+    storage(&fx.t[K])[3] ^= 0x01;
+    snprintf(g_label, sizeof g_label, "self-test changed input");
+    int found_input = verify_failure(&fx, &right, &oc);
+    storage(&fx.t[K])[3] ^= 0x01;
+    /* 5. a broken canary */
+    fx.t[O].block[TU_CANARY_BYTES + fx.t[O].data_bytes + 5] ^= 0xFF;
+    snprintf(g_label, sizeof g_label, "self-test broken canary");
+    int found_canary = verify_failure(&fx, &right, &oc);
+    fx.t[O].block[TU_CANARY_BYTES + fx.t[O].data_bytes + 5] ^= 0xFF;
+    fx_free(&fx);
+
+    /* 6. a valid call that is (wrongly) expected to fail: wrong status and outputs written */
+    fx_init(&fx, FWD, ATTNOPS_LAYOUT_BSH, BASE, 12);
+    expect wrongly_invalid = {ATTNOPS_ERR_PARAM_INVALID, "head_num", CALL_BOTH};
+    snprintf(g_label, sizeof g_label, "self-test valid call");
+    oc = call_case(&fx, wrongly_invalid.mode);
+    int found_valid = verify_failure(&fx, &wrongly_invalid, &oc);
+    fx_free(&fx);
+    g_record = true;
+
+    /* and the right expectation on the untampered call passes */
+    fx_init(&fx, FWD, ATTNOPS_LAYOUT_BNSD, BASE, 11);
+    fx.fa.p.query = NULL;
+    snprintf(g_label, sizeof g_label, "self-test control");
+    oc = call_case(&fx, right.mode);
+    int control = verify_failure(&fx, &right, &oc);
+    fx_free(&fx);
+
+    TU_CHECK(found > 0, "checker did not detect a wrong status");
+    TU_CHECK(found_name > 0, "checker did not detect a wrong argument name");
+    TU_CHECK(found_write > 0, "checker did not detect a written output byte");
+    TU_CHECK(found_input > 0, "checker did not detect a modified input byte");
+    TU_CHECK(found_canary > 0, "checker did not detect a broken canary");
+    TU_CHECK(found_valid >= 3, "checker did not detect a successful call (status x2, writes): %d", found_valid);
+    TU_CHECK(control == 0, "checker flagged a correct expectation");
+    passed += (found > 0) + (found_name > 0) + (found_write > 0) + (found_input > 0) + (found_canary > 0) +
+              (found_valid >= 3) + (control == 0);
+    return passed;
+}
+
+/* ---- successful calls ---- */
+static tu_tensor new_workspace(size_t bytes)
+{
+    int64_t n = (int64_t)bytes;
+    tu_tensor w = tu_tensor_new(ATTNOPS_DTYPE_U8, 1, &n, 0);
+    tu_tensor_poison(&w, 0x00);
+    return w;
+}
+
+static bool all_canaries(const fixture *fx)
+{
+    bool ok = true;
+    for (int i = 0; i < NT; i++)
+        if (fx->t[i].block) ok &= tu_canaries_ok(&fx->t[i], TNAME[i]);
+    return ok;
+}
+
+/* Copies the outputs of one call into doubles (concatenated). */
+static int64_t outputs_f64(const fixture *fx, double *buf)
+{
+    int64_t n = 0;
+    for (int i = 0; i < NT; i++) {
+        if (!fx->t[i].block || !is_output(fx, i)) continue;
+        tu_tensor_to_f64(&fx->t[i], buf + n);
+        n += tu_numel(&fx->t[i].view);
+    }
+    return n;
+}
+
+/* The workspace query is deterministic, the exact size suffices, the last
+ * error is "" after a success (even after an earlier failure), the outputs
+ * are written, and an oversized workspace gives identical results. */
+static int run_success_cases(void)
+{
+    int passed = 0;
+    static double first[4096], second[4096];
+    for (int op = FWD; op <= BWD; op++) {
+        for (size_t li = 0; li < sizeof LAYOUTS / sizeof LAYOUTS[0]; li++) {
+            int before = tu_failures;
+            snprintf(g_label, sizeof g_label, "%s %s success", op == FWD ? "fwd" : "bwd",
+                     attnops_layout_name(LAYOUTS[li]));
+            fixture fx;
+            fx_init(&fx, (op_kind)op, LAYOUTS[li], BASE, tu_suite_seed() + 99);
+            if (op == BWD) {
+                /* realistic attention_in and statistics: the forward's own results */
+                attnops_fa_fwd_args fa;
+                attnops_fa_fwd_args_init(&fa);
+                fa.p = fx.ba.p;
+                fa.attention_out = &fx.t[AIN].view, fa.softmax_max = &fx.t[SMAX].view;
+                fa.softmax_sum = &fx.t[SSUM].view;
+                size_t b = 0;
+                TU_CHECK(attnops_flash_attention_score_workspace_size(&fa, &b) == 0, "[%s] forward setup query: %s",
+                         g_label, attnops_last_error());
+                tu_tensor w = new_workspace(b);
+                TU_CHECK(attnops_flash_attention_score(&fa, w.view.data, b) == 0, "[%s] forward setup: %s", g_label,
+                         attnops_last_error());
+                tu_tensor_free(&w);
+            }
+            size_t b1 = 1, b2 = 2;
+            attnops_status s1 = q_size(&fx, false, &b1), s2 = q_size(&fx, false, &b2);
+            TU_CHECK(s1 == 0 && s2 == 0, "[%s] workspace query failed: %s", g_label, attnops_last_error());
+            TU_CHECK(b1 == b2, "[%s] workspace query not deterministic: %zu then %zu", g_label, b1, b2);
+            TU_CHECK(b1 > 0, "[%s] the reference needs a workspace, got 0 bytes", g_label);
+
+            /* a failure first, so that the success has an error to clear */
+            TU_CHECK(q_run(&fx, true, NULL, 0) == ATTNOPS_ERR_NULLPTR, "[%s] NULL args accepted", g_label);
+            TU_CHECK(attnops_last_error()[0] != '\0', "[%s] no sentence after a failure", g_label);
+            tu_tensor w = new_workspace(b1);
+            attnops_status st = q_run(&fx, false, w.view.data, b1);
+            TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] run with exactly %zu bytes failed: %d %s", g_label, b1, (int)st,
+                     attnops_last_error());
+            TU_CHECK(strcmp(attnops_last_error(), "") == 0, "[%s] last error after a success is \"%s\"", g_label,
+                     attnops_last_error());
+            TU_CHECK(tu_canaries_ok(&w, "workspace"), "[%s] the run wrote outside its workspace", g_label);
+            TU_CHECK(all_canaries(&fx), "[%s] canary broken by a successful run", g_label);
+            for (int i = 0; i < NT; i++)
+                if (fx.t[i].block && is_output(&fx, i))
+                    TU_CHECK(!tu_tensor_untouched(&fx.t[i], POISON), "[%s] output '%s' not written", g_label,
+                             TNAME[i]);
+            int64_t n = outputs_f64(&fx, first);
+            tu_tensor_free(&w);
+
+            /* an oversized workspace (and a clean one) gives the same bits */
+            for (int i = 0; i < NT; i++)
+                if (fx.t[i].block && is_output(&fx, i)) tu_tensor_poison(&fx.t[i], POISON);
+            w = new_workspace(b1 + 4096);
+            tu_tensor_poison(&w, 0x7F);
+            st = q_run(&fx, false, w.view.data, b1 + 4096);
+            TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] run with a larger workspace failed: %s", g_label,
+                     attnops_last_error());
+            outputs_f64(&fx, second);
+            tu_compare_result r = tu_compare(g_label, second, first, n, (tu_tolerance){0.0, 0.0}, NULL, 0, NULL);
+            TU_CHECK(r.pass, "[%s] results depend on the workspace size or contents", g_label);
+            tu_tensor_free(&w);
+            fx_free(&fx);
+            if (tu_failures == before) passed++;
+        }
+    }
+    return passed;
+}
+
+/* Empty problems: status 0, workspace 0, nothing written.  With S1 = 0 the
+ * backward's dk and dv are not empty: the gradient of a sum over no query
+ * rows is zero, so they must be written as zeros (or the call refused with
+ * 161002 and nothing written). */
+static int run_empty_cases(void)
+{
+    int passed = 0;
+    for (int op = FWD; op <= BWD; op++) {
+        for (size_t li = 0; li < sizeof LAYOUTS / sizeof LAYOUTS[0]; li++) {
+            for (int which = 0; which < 2; which++) {
+                int before = tu_failures;
+                dims d = BASE;
+                if (which == 0) d.B = 0; else d.S1 = 0;
+                snprintf(g_label, sizeof g_label, "%s %s empty %s", op == FWD ? "fwd" : "bwd",
+                         attnops_layout_name(LAYOUTS[li]), which == 0 ? "B=0" : "S1=0");
+                fixture fx;
+                fx_init(&fx, (op_kind)op, LAYOUTS[li], d, 5);
+                fx_snapshot(&fx);
+                size_t bytes = 777;
+                attnops_status st = q_size(&fx, false, &bytes);
+                TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] workspace query: %d %s", g_label, (int)st, attnops_last_error());
+                TU_CHECK(bytes == 0, "[%s] workspace of an empty problem is %zu bytes", g_label, bytes);
+                st = q_run(&fx, false, NULL, 0);
+                bool refused = st == ATTNOPS_ERR_PARAM_INVALID && op == BWD && which == 1;
+                TU_CHECK(st == ATTNOPS_SUCCESS || refused, "[%s] run: %d %s", g_label, (int)st, attnops_last_error());
+                for (int i = 0; i < NT; i++) {
+                    const tu_tensor *t = &fx.t[i];
+                    if (!t->block) continue;
+                    TU_CHECK(tu_canaries_ok(t, TNAME[i]), "[%s] canary of '%s'", g_label, TNAME[i]);
+                    if (!is_output(&fx, i)) {
+                        TU_CHECK(memcmp(fx.snap[i], storage(t), t->data_bytes) == 0, "[%s] input '%s' modified",
+                                 g_label, TNAME[i]);
+                    } else if (tu_numel(&t->view) == 0 || refused) {
+                        TU_CHECK(tu_tensor_untouched(t, POISON), "[%s] empty output '%s' written", g_label, TNAME[i]);
+                    } else { /* backward, S1 = 0: dk, dv = 0 */
+                        static double vals[4096];
+                        tu_tensor_to_f64(t, vals);
+                        int64_t n = tu_numel(&t->view), bad = 0;
+                        for (int64_t k = 0; k < n; k++) bad += vals[k] != 0.0;
+                        TU_CHECK(bad == 0, "[%s] '%s' has %lld of %lld elements not zero (gradient over no query rows)",
+                                 g_label, TNAME[i], (long long)bad, (long long)n);
+                    }
+                }
+                fx_free(&fx);
+                if (tu_failures == before) passed++;
+            }
+        }
+    }
+    return passed;
+}
+
+static int run_status_strings(void)
+{
+    static const struct { attnops_status st; const char *name; } table[] = {
+        {ATTNOPS_SUCCESS, "ATTNOPS_SUCCESS"},
+        {ATTNOPS_ERR_NULLPTR, "ATTNOPS_ERR_NULLPTR"},
+        {ATTNOPS_ERR_PARAM_INVALID, "ATTNOPS_ERR_PARAM_INVALID"},
+        {ATTNOPS_ERR_UNSUPPORTED, "ATTNOPS_ERR_UNSUPPORTED"},
+        {ATTNOPS_ERR_OUT_OF_MEMORY, "ATTNOPS_ERR_OUT_OF_MEMORY"},
+        {ATTNOPS_ERR_INTERNAL, "ATTNOPS_ERR_INTERNAL"},
+    };
+    int passed = 0;
+    TU_CHECK(ATTNOPS_ERR_NULLPTR == 161001 && ATTNOPS_ERR_PARAM_INVALID == 161002 &&
+                 ATTNOPS_ERR_UNSUPPORTED == 161003,
+             "status codes differ from aclnn's");
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        const char *s = attnops_status_string(table[i].st);
+        bool ok = s && strcmp(s, table[i].name) == 0;
+        TU_CHECK(ok, "attnops_status_string(%d) = \"%s\", expected \"%s\"", (int)table[i].st, s ? s : "(null)",
+                 table[i].name);
+        passed += ok;
+    }
+    const char *unknown = attnops_status_string((attnops_status)42);
+    TU_CHECK(unknown && *unknown && strcmp(unknown, "ATTNOPS_SUCCESS") != 0, "unknown status string \"%s\"",
+             unknown ? unknown : "(null)");
+    return passed + (unknown && *unknown);
+}
+
+int main(void)
+{
+    int passed = 0;
+    passed += run_status_strings();
+    passed += run_failure_cases();
+    passed += run_checker_self_test();
+    passed += run_success_cases();
+    passed += run_empty_cases();
+    if (tu_failures) fprintf(stderr, "seed %llu (ATTNOPS_TEST_SEED)\n", (unsigned long long)tu_suite_seed());
+    return tu_finish("fa_validation", passed);
+}
