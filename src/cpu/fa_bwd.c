@@ -12,19 +12,22 @@
  * and every core works (PyTorch's CPU backward idles there).
  *
  * Per query head, shared by the items of a wave ("q side"):
- *   fp32: Q [S1p][D], dY [S1p][Dv] (zero-copy from the input when it is fp32
- *         with contiguous rows and S1 % BQ == 0), drow, m, l [S1p]
- *   bf16: Qn [S1p][Dp], Qv VNNI along S1, dYn [S1p][Dvp], dYv VNNI along S1,
- *         drow, m, l
+ *   fp32: Q [S1p][D], dY [S1p][Dv] (read in place when the input is fp32
+ *         BNSD-dense and S1 % BQ == 0), drow, m, l [S1p]
+ *   bf16: Q [S1p][Dp], Q^T tile-major [nq][D][BQ], dY [S1p][Dvp],
+ *         dY^T tile-major [nq][Dv][BQ], drow, m, l
  * Per thread, for the current kv tile (BK rows):
  *   fp32: K^T [D][BK], V^T [Dv][BK], K [BK][D]
- *   bf16: K^T VNNI [Dp/2][BK][2], V^T VNNI [Dvp/2][BK][2], K VNNI along BK
- *   S, dP fp32 [BQ][BK]; bf16 copies P^T, dS^T [BK][BQ], dS [BQ][BK];
- *   dK, dV accumulators fp32 [BK][D], [BK][Dv]
+ *   bf16: K^T VNNI [Dp/2][BK][2], V^T VNNI [Dvp/2][BK][2], K VNNI [BK/2][D][2]
+ *   S, dP fp32 [BQ][BK]; bf16: P and dS in VNNI [BQ/2][BK][2], dS [BQ][BK]
+ *   dK, dV accumulators fp32: [BK][D], [BK][Dv]; bf16 transposed [D][BK], [Dv][BK]
  *
  * Per (query tile i, kv tile j), in row-major GEMMs:
  *   S = Q_i K_j^T;  dP = dY_i V_j^T;  P = exp(scale S - m)/l;  dS = P (dP - drow)
- *   dV_j += P^T dY_i;  dK_j += dS^T Q_i;  dQ_i += dS K_j      (scale applied at the end) */
+ *   fp32: dV_j += P^T dY_i;  dK_j += dS^T Q_i   (libxsmm's transposed operand)
+ *   bf16: dV_j^T += dY_i^T P;  dK_j^T += Q_i^T dS   (libxsmm has no transposed
+ *         bf16 operand; this keeps P and dS conversions transpose-free)
+ *   dQ_i += dS K_j                                   (scale applied at the end) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +51,8 @@ typedef struct bwd_plan {
 } bwd_plan;
 
 /* Byte sizes of the pieces, in carve order (shared by planning and carving). */
-enum { QS_Q, QS_QV, QS_DY, QS_DYV, QS_DROW, QS_M, QS_L, QS_COUNT };
-enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PT, TH_DST, TH_DSN, TH_DK, TH_DV, TH_COUNT };
+enum { QS_Q, QS_QT, QS_DY, QS_DYT, QS_DROW, QS_M, QS_L, QS_COUNT };
+enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PV, TH_DSV, TH_DSN, TH_DK, TH_DV, TH_COUNT };
 
 static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_COUNT])
 {
@@ -57,8 +60,8 @@ static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_CO
     const size_t S1p = (size_t)t->S1p;
     memset(sz, 0, sizeof(size_t) * QS_COUNT);
     if (t->bf16) {
-        sz[QS_Q] = S1p * (size_t)t->Dp * 2, sz[QS_QV] = S1p * (size_t)p->D * 2;
-        sz[QS_DY] = S1p * (size_t)t->Dvp * 2, sz[QS_DYV] = S1p * (size_t)p->Dv * 2;
+        sz[QS_Q] = S1p * (size_t)t->Dp * 2, sz[QS_QT] = S1p * (size_t)p->D * 2;
+        sz[QS_DY] = S1p * (size_t)t->Dvp * 2, sz[QS_DYT] = S1p * (size_t)p->Dv * 2;
     } else {
         sz[QS_Q] = pl->q_zero_copy ? 0 : S1p * (size_t)p->D * 4;
         sz[QS_DY] = pl->dy_zero_copy ? 0 : S1p * (size_t)p->Dv * 4;
@@ -74,7 +77,7 @@ static void thread_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[TH_C
     sz[TH_VT] = (size_t)t->Dvp * FA_BK * e;
     sz[TH_KN] = (size_t)FA_BK * (size_t)p->D * e;
     sz[TH_S] = sz[TH_DP] = tile * 4;
-    if (t->bf16) sz[TH_PT] = sz[TH_DST] = sz[TH_DSN] = tile * 2;
+    if (t->bf16) sz[TH_PV] = sz[TH_DSV] = sz[TH_DSN] = tile * 2;
     sz[TH_DK] = (size_t)FA_BK * (size_t)p->D * 4;
     sz[TH_DV] = (size_t)FA_BK * (size_t)p->Dv * 4;
 }
@@ -92,9 +95,12 @@ static void carve(char *base, const size_t *sz, int n, char **out)
     for (int i = 0; i < n; i++) out[i] = base, base += ao_align_up(sz[i], 64);
 }
 
-static bool can_read_in_place(const fa_view *v, const fa_problem *p)
+/* fp32 rows stored densely (BNSD-like) can feed the GEMMs in place.  Rows
+ * further apart would map a tile's rows onto the same cache sets, so those
+ * are packed instead. */
+static bool can_read_in_place(const fa_view *v, const fa_problem *p, int64_t cols)
 {
-    return v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1 && p->S1 % FA_BQ == 0 && v->ss <= INT32_MAX;
+    return v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1 && v->ss == cols && p->S1 % FA_BQ == 0;
 }
 
 static bwd_plan make_plan(const fa_problem *p)
@@ -103,8 +109,8 @@ static bwd_plan make_plan(const fa_problem *p)
     memset(&pl, 0, sizeof pl);
     pl.t = fa_tiling_make(p);
     const fa_tiling *t = &pl.t;
-    pl.q_zero_copy = !t->bf16 && can_read_in_place(&p->q, p);
-    pl.dy_zero_copy = !t->bf16 && can_read_in_place(&p->dy, p);
+    pl.q_zero_copy = !t->bf16 && can_read_in_place(&p->q, p, p->D);
+    pl.dy_zero_copy = !t->bf16 && can_read_in_place(&p->dy, p, p->Dv);
 
     size_t qs[QS_COUNT], th[TH_COUNT];
     qside_sizes(p, &pl, qs);
@@ -132,7 +138,7 @@ size_t fa_cpu_bwd_workspace(const fa_problem *p) { return make_plan(p).total; }
 
 /* The q side of one query head: where each piece lives and its leading dim. */
 typedef struct qside {
-    const void *q, *qv, *dy, *dyv;
+    const void *q, *qt, *dy, *dyt; /* qt, dyt: bf16 only */
     int64_t ldq, lddy;
     float *drow, *m, *l;
 } qside;
@@ -143,7 +149,7 @@ static qside qside_at(const fa_problem *p, const bwd_plan *pl, char *base, int64
     char *ptr[QS_COUNT];
     qside_sizes(p, pl, sz);
     carve(base, sz, QS_COUNT, ptr);
-    qside qs = {ptr[QS_Q], ptr[QS_QV], ptr[QS_DY], ptr[QS_DYV], pl->t.bf16 ? pl->t.Dp : p->D,
+    qside qs = {ptr[QS_Q], ptr[QS_QT], ptr[QS_DY], ptr[QS_DYT], pl->t.bf16 ? pl->t.Dp : p->D,
                 pl->t.bf16 ? pl->t.Dvp : p->Dv, (float *)ptr[QS_DROW], (float *)ptr[QS_M], (float *)ptr[QS_L]};
     if (pl->q_zero_copy) qs.q = fa_at(&p->q, b, h, 0, 0), qs.ldq = p->q.ss;
     if (pl->dy_zero_copy) qs.dy = fa_at(&p->dy, b, h, 0, 0), qs.lddy = p->dy.ss;
@@ -156,9 +162,11 @@ static void pack_qside(const fa_problem *p, const bwd_plan *pl, const qside *qs,
     const fa_tiling *t = &pl->t;
     if (t->bf16) {
         pack_bf16(&p->q, b, h, 0, t->S1p, p->S1, p->D, (uint16_t *)qs->q, t->Dp);
-        pack_bf16_vnni(&p->q, b, h, 0, t->S1p, p->S1, p->D, (uint16_t *)qs->qv, p->D);
         pack_bf16(&p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (uint16_t *)qs->dy, t->Dvp);
-        pack_bf16_vnni(&p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (uint16_t *)qs->dyv, p->Dv);
+        for (int64_t q0 = 0; q0 < t->S1p; q0 += FA_BQ) {
+            pack_bf16_t(&p->q, b, h, q0, FA_BQ, p->S1, p->D, (uint16_t *)qs->qt + q0 * p->D, FA_BQ);
+            pack_bf16_t(&p->dy, b, h, q0, FA_BQ, p->S1, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, FA_BQ);
+        }
     } else {
         if (!pl->q_zero_copy) pack_f32(&p->q, b, h, 0, t->S1p, p->S1, p->D, (float *)qs->q, p->D);
         if (!pl->dy_zero_copy) pack_f32(&p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (float *)qs->dy, p->Dv);
@@ -191,8 +199,8 @@ static bwd_gemms make_gemms(const fa_problem *p, const bwd_plan *pl)
         return (bwd_gemms){
             tile_gemm_make(k, FA_BQ, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
             tile_gemm_make(k, FA_BQ, FA_BK, (int)t->Dvp, (int)t->Dvp, FA_BK, FA_BK, false),
-            tile_gemm_make(k, FA_BK, Dv, FA_BQ, FA_BQ, Dv, Dv, true),
-            tile_gemm_make(k, FA_BK, D, FA_BQ, FA_BQ, D, D, true),
+            tile_gemm_make(k, Dv, FA_BK, FA_BQ, FA_BQ, FA_BK, FA_BK, true),
+            tile_gemm_make(k, D, FA_BK, FA_BQ, FA_BQ, FA_BK, FA_BK, true),
             tile_gemm_make(k, FA_BQ, D, FA_BK, FA_BK, D, D, true)};
     }
     const int ldq = pl->q_zero_copy ? (int)p->q.ss : D, lddy = pl->dy_zero_copy ? (int)p->dy.ss : Dv;
@@ -241,12 +249,12 @@ static void step(const bwd_ctx *c, const qside *qs, int64_t q0, int valid, char 
     c->kern->softmax_bwd(S, dP, FA_BQ, FA_BK, valid, (float)p->scale, qs->m + q0, qs->l + q0, qs->drow + q0);
     float *dq_i = dq_part + q0 * p->D;
     if (bf16) {
-        const uint16_t *qv_i = (const uint16_t *)qs->qv + q0 * p->D, *dyv_i = (const uint16_t *)qs->dyv + q0 * p->Dv;
-        c->kern->to_bf16(S, FA_BQ, FA_BK, (uint16_t *)th[TH_PT], FA_BQ, true);
-        c->kern->to_bf16(dP, FA_BQ, FA_BK, (uint16_t *)th[TH_DST], FA_BQ, true);
+        const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
+        c->kern->to_bf16(S, FA_BQ, FA_BK, (uint16_t *)th[TH_PV], FA_BK, true);
+        c->kern->to_bf16(dP, FA_BQ, FA_BK, (uint16_t *)th[TH_DSV], FA_BK, true);
         c->kern->to_bf16(dP, FA_BQ, FA_BK, (uint16_t *)th[TH_DSN], FA_BK, false);
-        tile_gemm_run(&gm->dv, th[TH_PT], dyv_i, (float *)th[TH_DV]);
-        tile_gemm_run(&gm->dk, th[TH_DST], qv_i, (float *)th[TH_DK]);
+        tile_gemm_run(&gm->dv, dyt_i, th[TH_PV], (float *)th[TH_DV]);
+        tile_gemm_run(&gm->dk, qt_i, th[TH_DSV], (float *)th[TH_DK]);
         tile_gemm_run(&gm->dq, th[TH_DSN], th[TH_KN], dq_i);
     } else {
         tile_gemm_run(&gm->dv, S, dy_i, (float *)th[TH_DV]);
@@ -290,8 +298,13 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
             float *part = wave_part(c, w, i, g, s);
             for (int64_t qt = 0; qt < nq; qt++) step(c, &qs, qt * FA_BQ, valid, th, part);
         }
-        unpack_f32((float *)th[TH_DK], p->D, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
-        unpack_f32((float *)th[TH_DV], p->Dv, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
+        if (t->bf16) { /* accumulated transposed: [D][BK], [Dv][BK] */
+            unpack_f32_t((float *)th[TH_DK], FA_BK, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
+            unpack_f32_t((float *)th[TH_DV], FA_BK, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
+        } else {
+            unpack_f32((float *)th[TH_DK], p->D, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
+            unpack_f32((float *)th[TH_DV], p->Dv, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
+        }
     }
 }
 

@@ -2,7 +2,9 @@
  * BQ x BK tiles; S1 x S2 is never materialised.
  *
  * Shapes per kv head (b, n2), packed once per wave and shared by threads:
- *   K^T  fp32 [D][S2p]            or bf16 VNNI [Dp/2][S2p][2]
+ *   K^T  fp32 [nk][D][BK]         or bf16 VNNI [nk][Dp/2][BK][2]
+ *        (tile-major: a tile's rows are BK apart, not S2 apart, which
+ *        would put every row of a tile in the same L1 set)
  *   V    fp32 [S2p][Dv]           or bf16 VNNI along S2 [S2p/2][Dv][2]
  * Per work item (b, n1, q tile), thread-private:
  *   Q    fp32 [BQ][D] / bf16 [BQ][Dp];  S fp32 [BQ][BK];  P bf16 [BQ][BK]
@@ -84,23 +86,24 @@ static fwd_gemms make_gemms(const fa_problem *p, const fa_tiling *t)
 {
     if (t->bf16)
         return (fwd_gemms){
-            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_BQ, FA_BK, (int)t->Dp, (int)t->Dp, (int)t->S2p, FA_BK, false),
+            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_BQ, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
             tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
     return (fwd_gemms){
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, FA_BK, (int)p->D, (int)p->D, (int)t->S2p, FA_BK, false),
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, FA_BK, (int)p->D, (int)p->D, FA_BK, FA_BK, false),
         tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
 }
 
 /* K^T and V of kv head (b, n2) into their packed forms. */
 static void pack_kv_head(const fa_problem *p, const fa_tiling *t, int64_t b, int64_t n2, void *kbuf, void *vbuf)
 {
-    if (t->bf16) {
-        pack_bf16_vnni_t(&p->k, b, n2, 0, t->S2p, p->S2, p->D, t->Dp, kbuf, t->S2p);
-        pack_bf16_vnni(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
-    } else {
-        pack_f32_t(&p->k, b, n2, 0, t->S2p, p->S2, p->D, kbuf, t->S2p);
-        pack_f32(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
+    const size_t tile_bytes = (size_t)(t->Dp * FA_BK) * (t->bf16 ? 2 : 4);
+    for (int64_t kt = 0; kt < t->nk; kt++) {
+        char *kt_buf = (char *)kbuf + (size_t)kt * tile_bytes;
+        if (t->bf16) pack_bf16_vnni_t(&p->k, b, n2, kt * FA_BK, FA_BK, p->S2, p->D, t->Dp, (uint16_t *)kt_buf, FA_BK);
+        else pack_f32_t(&p->k, b, n2, kt * FA_BK, FA_BK, p->S2, p->D, (float *)kt_buf, FA_BK);
     }
+    if (t->bf16) pack_bf16_vnni(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
+    else pack_f32(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
 }
 
 /* One q tile of one query head against every kv tile. */
@@ -115,7 +118,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
 
     for (int64_t k0 = 0; k0 < p->S2; k0 += FA_BK) {
         const int valid = (int)(p->S2 - k0 < FA_BK ? p->S2 - k0 : FA_BK);
-        const char *kt = kbuf + (size_t)k0 * (t->bf16 ? 2 * e : e);        /* column k0 of K^T */
+        const char *kt = kbuf + (size_t)(k0 * t->Dp) * e;                  /* tile k0 / BK of K^T */
         const char *vt = vbuf + (size_t)(k0 * p->Dv) * e;                  /* row k0 of V      */
         tile_gemm_run(&gm->qk, sc->q, kt, sc->s);
         kern->softmax_fwd(sc->s, FA_BQ, FA_BK, valid, (float)p->scale, sc->m, sc->l, sc->alpha);

@@ -24,9 +24,10 @@ typedef struct fa_tile_kernels {
      * exp(scale*s - m) / l, dp = dS = P * (dp - drow) (both 0 in padding). */
     void (*softmax_bwd)(float *s, float *dp, int rows, int cols, int valid_cols, float scale, const float *m,
                         const float *l, const float *drow);
-    /* dst = bf16(src) (round to nearest even), optionally transposed:
-     * dst[c][r] with leading dimension ld_dst. */
-    void (*to_bf16)(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool transpose);
+    /* dst = bf16(src) (round to nearest even), row-major with leading
+     * dimension ld_dst, or with `vnni` in VNNI-2 form: element (r, c) at
+     * ((r/2)*ld_dst + c)*2 + r%2 (rows even). */
+    void (*to_bf16)(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni);
     /* o[r][0..cols) *= alpha[r]. */
     void (*scale_rows)(float *o, int rows, int cols, const float *alpha);
 } fa_tile_kernels;

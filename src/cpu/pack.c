@@ -82,6 +82,22 @@ void pack_bf16(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows,
     memset(dst + nv * ld, 0, (size_t)((rows - nv) * ld) * sizeof *dst);
 }
 
+void pack_bf16_t(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
+                 uint16_t *dst, int64_t ld)
+{
+    int64_t nv = valid_rows(s0, rows, S);
+    uint16_t tmp[1024];
+    for (int64_t c0 = 0; c0 < cols; c0 += 1024) {
+        int64_t m = cols - c0 < 1024 ? cols - c0 : 1024;
+        for (int64_t r = 0; r < nv; r++) {
+            load_row_bf16(fa_at(v, b, n, s0 + r, c0), v->dtype, v->sd, m, tmp);
+            for (int64_t c = 0; c < m; c++) dst[(c0 + c) * ld + r] = tmp[c];
+        }
+    }
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t r = nv; r < rows; r++) dst[c * ld + r] = 0;
+}
+
 void pack_bf16_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
                     uint16_t *dst, int64_t ld)
 {
@@ -139,6 +155,22 @@ void unpack_f32(const float *src, int64_t ld, float value, const fa_view *v, int
         default:
             for (int64_t c = 0; c < cols; c++) ao_store_f32(out + c * v->sd * v->esize, v->dtype, value * in[c]);
             break;
+        }
+    }
+}
+
+void unpack_f32_t(const float *src, int64_t ld, float value, const fa_view *v, int64_t b, int64_t n, int64_t s0,
+                  int64_t rows, int64_t S, int64_t cols)
+{
+    int64_t nv = valid_rows(s0, rows, S);
+    float row[1024];
+    for (int64_t c0 = 0; c0 < cols; c0 += 1024) {
+        int64_t m = cols - c0 < 1024 ? cols - c0 : 1024;
+        for (int64_t r = 0; r < nv; r++) {
+            for (int64_t c = 0; c < m; c++) row[c] = src[(c0 + c) * ld + r];
+            fa_view part = *v;
+            part.data = fa_at(v, b, n, s0 + r, c0);
+            unpack_f32(row, m, value, &part, 0, 0, 0, 1, 1, m);
         }
     }
 }

@@ -16,6 +16,9 @@ void pack_f32_t(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows
 /* dst[r][c], bf16, leading dimension ld (>= cols; columns cols..ld zeroed). */
 void pack_bf16(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
                uint16_t *dst, int64_t ld);
+/* dst[c][r] (transposed), bf16, leading dimension ld (>= rows). */
+void pack_bf16_t(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
+                 uint16_t *dst, int64_t ld);
 /* VNNI-2 along rows: element (r, c) at ((r/2)*ld + c)*2 + r%2; rows even. */
 void pack_bf16_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
                     uint16_t *dst, int64_t ld);
@@ -29,5 +32,9 @@ void pack_bf16_vnni_t(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_
  * to the view's dtype (only rows < S). */
 void unpack_f32(const float *src, int64_t ld, float value, const fa_view *v, int64_t b, int64_t n, int64_t s0,
                 int64_t rows, int64_t S, int64_t cols);
+
+/* The same from a transposed source: element (r, c) is src[c][r]. */
+void unpack_f32_t(const float *src, int64_t ld, float value, const fa_view *v, int64_t b, int64_t n, int64_t s0,
+                  int64_t rows, int64_t S, int64_t cols);
 
 #endif

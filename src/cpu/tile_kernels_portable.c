@@ -38,12 +38,12 @@ static void softmax_bwd(float *s, float *dp, int rows, int cols, int valid_cols,
     }
 }
 
-static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool transpose)
+static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni)
 {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             uint16_t v = attnops_f32_to_bf16(src[(size_t)r * cols + c]);
-            if (transpose) dst[(size_t)c * ld_dst + r] = v;
+            if (vnni) dst[((size_t)(r / 2) * ld_dst + c) * 2 + (r & 1)] = v;
             else dst[(size_t)r * ld_dst + c] = v;
         }
 }

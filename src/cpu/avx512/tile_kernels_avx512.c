@@ -1,12 +1,35 @@
 /* AVX-512 versions of the element-wise tile kernels (isa.h states the
- * contract; tile_kernels_portable.c is the plain-C statement of it).  exp is
- * SLEEF's Sleef_expf16_u10 (max 1.0 ULP).  Compiled with AVX-512 flags and
- * reached only through fa_tile_kernels_get() after the CPUID check. */
+ * contract; tile_kernels_portable.c is the plain-C statement of it).
+ * Compiled with AVX-512 flags and reached only through fa_tile_kernels_get()
+ * after the CPUID check. */
 #include <immintrin.h>
 #include <math.h>
-#include <sleef.h>
 
 #include "cpu/isa.h"
+
+/* exp(x) for 16 floats, inlined because it runs on every score: Cody-Waite
+ * reduction x = n ln2 + r (ln2 split in two so n*ln2_hi is exact), the
+ * Cephes expf polynomial on |r| <= ln2/2, then vscalefps for the 2^n, which
+ * also underflows cleanly to 0.  Error: at most 1 ULP against the correctly
+ * rounded result over [-87.3, 88.7] (a sweep of 44M inputs, see
+ * docs/NUMERICS.md); exp(0) = 1 and exp(-inf) = 0 exactly. */
+static inline __m512 exp16(__m512 x)
+{
+    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+    const __m512 ln2_hi = _mm512_set1_ps(0.693359375f), ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.7228f)), _mm512_set1_ps(-104.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
+    r = _mm512_fnmadd_ps(n, ln2_lo, r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
 
 static inline __mmask16 tail_mask(int n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u); }
 
@@ -29,7 +52,7 @@ static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scal
         __m512 vsum = _mm512_setzero_ps();
         for (int c = 0; c < cols; c += 16) {
             __mmask16 k = tail_mask(valid_cols - c > 0 ? valid_cols - c : 0);
-            __m512 e = Sleef_expf16_u10(_mm512_sub_ps(_mm512_loadu_ps(row + c), vm));
+            __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + c), vm));
             e = _mm512_maskz_mov_ps(k, e);
             _mm512_storeu_ps(row + c, e);
             vsum = _mm512_add_ps(vsum, e);
@@ -49,7 +72,7 @@ static void softmax_bwd(float *s, float *dp, int rows, int cols, int valid_cols,
         for (int c = 0; c < cols; c += 16) {
             __mmask16 k = tail_mask(valid_cols - c > 0 ? valid_cols - c : 0);
             __m512 x = _mm512_fmsub_ps(_mm512_loadu_ps(ps + c), vscale, vm);
-            __m512 p = _mm512_maskz_mov_ps(k, _mm512_div_ps(Sleef_expf16_u10(x), vl));
+            __m512 p = _mm512_maskz_mov_ps(k, _mm512_div_ps(exp16(x), vl));
             __m512 ds = _mm512_mul_ps(p, _mm512_sub_ps(_mm512_loadu_ps(pd + c), vd));
             _mm512_storeu_ps(ps + c, p);
             _mm512_storeu_ps(pd + c, ds);
@@ -67,9 +90,9 @@ static inline __m256i bf16_round(__m512 x)
     return _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16));
 }
 
-static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool transpose)
+static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni)
 {
-    if (!transpose) {
+    if (!vnni) {
         for (int r = 0; r < rows; r++)
             for (int c = 0; c < cols; c += 16) {
                 __mmask16 k = tail_mask(cols - c);
@@ -78,15 +101,14 @@ static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_
             }
         return;
     }
-    /* Transposed: round a 16-column strip, then scatter it down a column
-     * block; tiles are 64x64, so the strided stores stay in L1. */
-    for (int r = 0; r < rows; r++)
+    /* VNNI-2: rows r and r+1 interleave, one 32-bit pair per column. */
+    for (int r = 0; r < rows; r += 2)
         for (int c = 0; c < cols; c += 16) {
-            uint16_t tmp[16];
             __mmask16 k = tail_mask(cols - c);
-            _mm256_storeu_si256((__m256i *)tmp, bf16_round(_mm512_maskz_loadu_ps(k, src + (size_t)r * cols + c)));
-            int n = cols - c < 16 ? cols - c : 16;
-            for (int i = 0; i < n; i++) dst[(size_t)(c + i) * ld_dst + r] = tmp[i];
+            __m512i lo = _mm512_cvtepu16_epi32(bf16_round(_mm512_maskz_loadu_ps(k, src + (size_t)r * cols + c)));
+            __m512i hi = _mm512_cvtepu16_epi32(bf16_round(_mm512_maskz_loadu_ps(k, src + (size_t)(r + 1) * cols + c)));
+            _mm512_mask_storeu_epi32(dst + ((size_t)(r / 2) * ld_dst + c) * 2, k,
+                                     _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
         }
 }
 

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Installs everything building, testing and benchmarking attnops needs.
+#
+#   scripts/setup.sh           Debian packages + <repo>/.venv with numpy, ml_dtypes, pytest
+#   scripts/setup.sh --bench   ... and PyTorch (CPU use) in the same venv, for bench/
+#
+# Idempotent and fast when everything is there: each step checks first and
+# prints one line saying what it did or skipped.  Environment:
+#   ATTNOPS_VENV   venv location (default <repo>/.venv)
+#   PYTHON         interpreter that creates the venv (default /usr/bin/python3,
+#                  else python3 on PATH)
+set -euo pipefail
+
+bench=0
+for arg in "$@"; do
+    case "$arg" in
+        --bench) bench=1 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;;
+        *) echo "setup: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${ATTNOPS_VENV:-$root/.venv}
+t_start=$SECONDS
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# One setup at a time per checkout (make -j, two terminals, ...).
+if command -v flock >/dev/null 2>&1; then
+    lock="/tmp/attnops-setup.$(printf '%s' "$root" | cksum | cut -d' ' -f1).lock"
+    exec 9>"$lock"
+    flock 9
+fi
+
+# ---- (a) Debian packages ----------------------------------------------------
+# libc6-dev is listed because gcc only *recommends* it and we install without
+# recommends; binutils (readelf) comes with gcc.
+apt_packages=(cmake make gcc libc6-dev pkg-config libxsmm-dev libcjson-dev python3-venv)
+missing=()
+for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    say "apt: all ${#apt_packages[@]} packages already installed"
+else
+    command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get: install them by hand"
+    sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || die "missing packages (${missing[*]}): run as root or install sudo"
+        sudo=(sudo)
+    fi
+    t=$SECONDS
+    say "apt: installing ${missing[*]} (apt-get update first)"
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq >/dev/null || die "apt-get update failed"
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+        || die "apt-get install ${missing[*]} failed"
+    say "apt: installed ${#missing[@]} package(s) in $((SECONDS - t))s"
+fi
+
+# ---- (b) Python venv with the test packages ----------------------------------
+vpy="$venv/bin/python"
+if [ -x "$vpy" ] && "$vpy" -c 'import sys' >/dev/null 2>&1; then
+    say "venv: $venv exists"
+else
+    py=${PYTHON:-}
+    if [ -z "$py" ]; then
+        if [ -x /usr/bin/python3 ]; then py=/usr/bin/python3; else py=python3; fi
+    fi
+    command -v "$py" >/dev/null 2>&1 || die "no python interpreter '$py'"
+    rm -rf "$venv"
+    t=$SECONDS
+    "$py" -m venv "$venv" || die "'$py -m venv $venv' failed (is python3-venv installed?)"
+    say "venv: created $venv with $("$vpy" -c 'import sys; print(sys.version.split()[0])') in $((SECONDS - t))s"
+fi
+
+pip_install() {  # pip_install LABEL PACKAGE...
+    local label=$1; shift
+    local t=$SECONDS
+    "$vpy" -m pip install --quiet --disable-pip-version-check --no-input "$@" \
+        || die "pip install $* failed"
+    say "pip: installed $label in $((SECONDS - t))s"
+}
+
+if "$vpy" -c 'import numpy, ml_dtypes, pytest' >/dev/null 2>&1; then
+    say "pip: numpy, ml_dtypes, pytest already importable"
+else
+    pip_install "numpy ml_dtypes pytest" numpy ml_dtypes pytest
+fi
+
+# ---- (c) PyTorch for the peer benchmark (--bench) -----------------------------
+# PyPI has no CPU-only build of torch (the +cpu wheels live only on PyTorch's
+# own index, which is not reachable here), so this is the plain PyPI wheel;
+# it pulls the CUDA runtime wheels (~5 GB in the venv, about a minute on a
+# fast link) but runs fine on a machine without a GPU.
+if [ "$bench" -eq 1 ]; then
+    # find_spec + metadata, not 'import torch' (which takes seconds).
+    if v=$("$vpy" -c 'import importlib.util as u, importlib.metadata as m
+assert u.find_spec("torch"); print(m.version("torch"))' 2>/dev/null); then
+        say "pip: torch $v already installed"
+    else
+        say "pip: installing torch 2.x from PyPI (large download, takes a minute or more)"
+        pip_install torch 'torch>=2,<3'
+        v=$("$vpy" -c 'import torch; torch.ones(1); print(torch.__version__)' 2>/dev/null) \
+            || die "torch installed but does not import"
+        say "pip: torch $v imports"
+    fi
+fi
+
+say "done in $((SECONDS - t_start))s"
