@@ -135,13 +135,13 @@ static bool parse_case(const char *spec, fa_case_shape *s)
  * reference stays fast (long sequences get one small head). */
 static fa_case_shape random_shape(tu_rng *r)
 {
-    static const int64_t seqs[] = {1, 7, 63, 64, 65, 97, 128, 129};
+    static const int64_t seqs[] = {1, 7, 63, 64, 65, 97, 127, 128, 129, 257};
     static const int64_t dims[] = {16, 59, 64, 128, 177, 256};
     static const int64_t groups[] = {1, 2, 4, 8};
     static const attnops_dtype dtypes[] = {ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16};
     fa_case_shape s;
-    s.S1 = tu_pick(r, seqs, 8);
-    s.S2 = tu_pick(r, seqs, 8);
+    s.S1 = tu_pick(r, seqs, 10);
+    s.S2 = tu_pick(r, seqs, 10);
     s.D = tu_pick(r, dims, 6);
     s.Dv = (tu_next(r) % 3 == 0) ? 1 + (int64_t)(tu_next(r) % (uint64_t)s.D) : s.D;
     s.N2 = 1 + (int64_t)(tu_next(r) % 2);
