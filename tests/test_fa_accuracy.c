@@ -13,43 +13,6 @@
 
 static int threads = 2;
 
-static double tensor_max_abs(const tu_tensor *t)
-{
-    int64_t n = tu_numel(&t->view);
-    double *x = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    tu_tensor_to_f64(t, x);
-    double m = tu_max_abs(x, n);
-    free(x);
-    return m;
-}
-
-/* scale < 0: the tensor's own max |expected|. */
-static bool compare_tensor(const char *label, const tu_tensor *actual, const tu_tensor *expected,
-                           attnops_dtype gemm_dtype, int64_t reduce_len, double scale, const char *repro)
-{
-    int64_t n = tu_numel(&actual->view);
-    double *a = malloc(sizeof(double) * (size_t)(n ? n : 1)), *e = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    tu_tensor_to_f64(actual, a);
-    tu_tensor_to_f64(expected, e);
-    tu_tolerance tol = tu_attention_tolerance(actual->view.dtype, gemm_dtype, reduce_len,
-                                              scale < 0 ? tu_max_abs(e, n) : scale);
-    tu_compare_result r = tu_compare(label, a, e, n, tol, actual->view.shape, actual->view.rank, repro);
-    free(a);
-    free(e);
-    return r.pass;
-}
-
-static void copy_tensor(tu_tensor *dst, const tu_tensor *src)
-{
-    int64_t n = tu_numel(&src->view);
-    double *buf = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    tu_tensor_to_f64(src, buf);
-    tu_tensor_from_f64(dst, buf);
-    free(buf);
-}
-
-static int64_t max3(int64_t a, int64_t b, int64_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
-
 /* Runs one case; returns true when every comparison passed. */
 static bool run_case(const fa_case_shape *s, uint64_t seed)
 {
@@ -63,44 +26,23 @@ static bool run_case(const fa_case_shape *s, uint64_t seed)
     fa_case ref, fast;
     fa_case_init(&ref, s, seed);
     fa_case_init(&fast, s, seed);
-    const attnops_dtype gemm = s->dtype == ATTNOPS_DTYPE_BF16 ? ATTNOPS_DTYPE_BF16 : ATTNOPS_DTYPE_F32;
+    fa_output_check rows[3];
 
     attnops_status st = fa_case_forward(&ref, ATTNOPS_IMPL_REFERENCE, threads, 0);
     TU_CHECK(st == ATTNOPS_SUCCESS, "%s: reference forward failed: %s", desc, attnops_last_error());
     st = fa_case_forward(&fast, ATTNOPS_IMPL_CPU, threads, 0);
     TU_CHECK(st == ATTNOPS_SUCCESS, "%s: cpu forward failed: %s", desc, attnops_last_error());
-    const int64_t kf = max3(s->S2, s->D, 1), kb = max3(s->S1, s->S2, s->D);
-    /* The statistics use no operand the kernel rounds (q.k of bf16 inputs is exact in fp32). */
-    const struct { const char *name; tu_tensor *a, *e; attnops_dtype gemm; } fwd[] = {
-        {"attention_out", &fast.out, &ref.out, gemm}, {"softmax_max", &fast.smax, &ref.smax, ATTNOPS_DTYPE_F32},
-        {"softmax_sum", &fast.ssum, &ref.ssum, ATTNOPS_DTYPE_F32}};
-    for (int i = 0; i < 3; i++) {
-        snprintf(label, sizeof label, "forward %s [%s]", fwd[i].name, desc);
-        TU_CHECK(compare_tensor(label, fwd[i].a, fwd[i].e, fwd[i].gemm, kf, -1.0, repro), "%s", label);
-    }
+    snprintf(label, sizeof label, "forward [%s]", desc);
+    TU_CHECK(fa_case_check_forward(&fast, &ref, label, repro, rows), "%s", label);
 
     /* The backward of both chains consumes the reference forward's outputs. */
-    copy_tensor(&fast.out, &ref.out);
-    copy_tensor(&fast.smax, &ref.smax);
-    copy_tensor(&fast.ssum, &ref.ssum);
+    fa_case_copy_forward(&fast, &ref);
     st = fa_case_backward(&ref, ATTNOPS_IMPL_REFERENCE, threads, 0);
     TU_CHECK(st == ATTNOPS_SUCCESS, "%s: reference backward failed: %s", desc, attnops_last_error());
     st = fa_case_backward(&fast, ATTNOPS_IMPL_CPU, threads, 0);
     TU_CHECK(st == ATTNOPS_SUCCESS, "%s: cpu backward failed: %s", desc, attnops_last_error());
-    const struct { const char *name; tu_tensor *a, *e; } bwd[] = {
-        {"dq", &fast.dq, &ref.dq}, {"dk", &fast.dk, &ref.dk}, {"dv", &fast.dv, &ref.dv}};
-    /* dS = P (dP - Drow) cancels: a gradient's error follows the size of the
-     * terms, not of its result (with S2 = 1, dq and dk are exactly 0).  The
-     * problem's largest gradient is that size. */
-    double gscale = 0.0;
-    for (int i = 0; i < 3; i++) {
-        double m = tensor_max_abs(bwd[i].e);
-        if (m > gscale) gscale = m;
-    }
-    for (int i = 0; i < 3; i++) {
-        snprintf(label, sizeof label, "backward %s [%s]", bwd[i].name, desc);
-        TU_CHECK(compare_tensor(label, bwd[i].a, bwd[i].e, gemm, kb, gscale, repro), "%s", label);
-    }
+    snprintf(label, sizeof label, "backward [%s]", desc);
+    TU_CHECK(fa_case_check_backward(&fast, &ref, label, repro, rows), "%s", label);
 
     tu_tensor *all[] = {&fast.q, &fast.k, &fast.v, &fast.dy, &fast.out, &fast.smax, &fast.ssum,
                         &fast.dq, &fast.dk, &fast.dv};

@@ -31,36 +31,6 @@ static int usage(void)
     return 2;
 }
 
-static void copy_tensor(tu_tensor *dst, const tu_tensor *src)
-{
-    int64_t n = tu_numel(&src->view);
-    double *buf = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    tu_tensor_to_f64(src, buf);
-    tu_tensor_from_f64(dst, buf);
-    free(buf);
-}
-
-typedef struct row {
-    const char *name;
-    tu_compare_result r;
-    tu_tolerance tol;
-} row;
-
-/* Compares one output of the fast kernel with the reference. */
-static row compare_output(const char *name, const tu_tensor *fast, const tu_tensor *ref, attnops_dtype gemm,
-                          int64_t k, double scale)
-{
-    int64_t n = tu_numel(&ref->view);
-    double *a = malloc(sizeof(double) * (size_t)(n ? n : 1)), *e = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    tu_tensor_to_f64(fast, a);
-    tu_tensor_to_f64(ref, e);
-    tu_tolerance tol = tu_attention_tolerance(fast->view.dtype, gemm, k, scale < 0 ? tu_max_abs(e, n) : scale);
-    row out = {name, tu_compare(name, a, e, n, tol, ref->view.shape, ref->view.rank, NULL), tol};
-    free(a);
-    free(e);
-    return out;
-}
-
 static int demo(int argc, char **argv)
 {
     fa_case_shape s = {1, 4, 2, 512, 512, 128, 128, ATTNOPS_DTYPE_BF16, ATTNOPS_LAYOUT_BSND, 0, 0.0};
@@ -107,18 +77,11 @@ static int demo(int argc, char **argv)
         fprintf(stderr, "attnops: %s (%s)\n", attnops_last_error(), attnops_status_string(st));
         return 1;
     }
-    const attnops_dtype gemm = s.dtype == ATTNOPS_DTYPE_BF16 ? ATTNOPS_DTYPE_BF16 : ATTNOPS_DTYPE_F32;
-    const int64_t kf = s.S2 > s.D ? s.S2 : s.D, kb = s.S1 > kf ? s.S1 : kf;
-    row rows[6];
-    rows[0] = compare_output("attention_out", &fast.out, &ref.out, gemm, kf, -1.0);
-    /* The statistics use no operand the kernel rounds (q.k of bf16 inputs is exact in fp32). */
-    rows[1] = compare_output("softmax_max", &fast.smax, &ref.smax, ATTNOPS_DTYPE_F32, kf, -1.0);
-    rows[2] = compare_output("softmax_sum", &fast.ssum, &ref.ssum, ATTNOPS_DTYPE_F32, kf, -1.0);
+    fa_output_check rows[6];
+    bool ok = fa_case_check_forward(&fast, &ref, "demo", NULL, rows);
 
     /* Both backward chains consume the reference forward, as a harness would feed a device. */
-    copy_tensor(&fast.out, &ref.out);
-    copy_tensor(&fast.smax, &ref.smax);
-    copy_tensor(&fast.ssum, &ref.ssum);
+    fa_case_copy_forward(&fast, &ref);
     t0 = now_ms();
     st = fa_case_backward(&ref, ATTNOPS_IMPL_REFERENCE, threads, 0);
     double t_ref_bwd = now_ms() - t0;
@@ -137,27 +100,13 @@ static int demo(int argc, char **argv)
     printf("  %-10s %14.1f %12.1f %9.1fx %14.1f\n", "backward", t_ref_bwd, t_cpu_bwd, t_ref_bwd / t_cpu_bwd,
            2.5 * flops / t_cpu_bwd * 1e-6);
 
-    double gscale = 0.0;
-    const tu_tensor *grads[] = {&ref.dq, &ref.dk, &ref.dv};
-    for (int i = 0; i < 3; i++) {
-        int64_t n = tu_numel(&grads[i]->view);
-        double *x = malloc(sizeof(double) * (size_t)(n ? n : 1));
-        tu_tensor_to_f64(grads[i], x);
-        gscale = fmax(gscale, tu_max_abs(x, n));
-        free(x);
-    }
-    rows[3] = compare_output("dq", &fast.dq, &ref.dq, gemm, kb, gscale);
-    rows[4] = compare_output("dk", &fast.dk, &ref.dk, gemm, kb, gscale);
-    rows[5] = compare_output("dv", &fast.dv, &ref.dv, gemm, kb, gscale);
+    ok &= fa_case_check_backward(&fast, &ref, "demo", NULL, rows + 3);
 
     printf("\n  %-14s %12s %12s %12s %12s   %s\n", "cpu vs ref", "max abs err", "max rel err", "atol", "rtol",
            "verdict");
-    bool ok = true;
-    for (int i = 0; i < 6; i++) {
-        printf("  %-14s %12.3e %12.3e %12.3e %12.3e   %s\n", rows[i].name, rows[i].r.max_abs, rows[i].r.max_rel,
-               rows[i].tol.atol, rows[i].tol.rtol, rows[i].r.pass ? "pass" : "FAIL");
-        ok &= rows[i].r.pass;
-    }
+    for (int i = 0; i < 6; i++)
+        printf("  %-14s %12.3e %12.3e %12.3e %12.3e   %s\n", rows[i].name, rows[i].result.max_abs,
+               rows[i].result.max_rel, rows[i].tol.atol, rows[i].tol.rtol, rows[i].result.pass ? "pass" : "FAIL");
     printf("\n%s\n", ok ? "demo: every output of the fast kernel is within tolerance of the reference"
                         : "demo: some outputs are out of tolerance");
     fa_case_free(&ref);

@@ -115,3 +115,83 @@ void fa_case_describe(const fa_case_shape *s, char *buf, size_t n)
              (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype), attnops_layout_name(s->layout),
              (long long)s->pad);
 }
+
+static double tensor_max_abs(const tu_tensor *t)
+{
+    int64_t n = tu_numel(&t->view);
+    double *x = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    tu_tensor_to_f64(t, x);
+    double m = tu_max_abs(x, n);
+    free(x);
+    return m;
+}
+
+/* scale < 0: the expected tensor's own max |value|. */
+static fa_output_check check_one(const char *name, const char *label, const tu_tensor *actual,
+                                 const tu_tensor *expected, attnops_dtype operand_dtype, int64_t reduce_len,
+                                 double scale, const char *repro)
+{
+    int64_t n = tu_numel(&expected->view);
+    double *a = malloc(sizeof(double) * (size_t)(n ? n : 1)), *e = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    tu_tensor_to_f64(actual, a);
+    tu_tensor_to_f64(expected, e);
+    char full[384];
+    snprintf(full, sizeof full, "%s %s", label, name);
+    fa_output_check c = {name, {0}, tu_attention_tolerance(actual->view.dtype, operand_dtype, reduce_len,
+                                                           scale < 0 ? tu_max_abs(e, n) : scale)};
+    c.result = tu_compare(full, a, e, n, c.tol, expected->view.shape, expected->view.rank, repro);
+    free(a);
+    free(e);
+    return c;
+}
+
+static int64_t max3(int64_t a, int64_t b, int64_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+/* The operands the fast kernel rounds: P and dS to bf16 for bf16 inputs. */
+static attnops_dtype operand_dtype(const fa_case_shape *s)
+{
+    return s->dtype == ATTNOPS_DTYPE_BF16 ? ATTNOPS_DTYPE_BF16 : ATTNOPS_DTYPE_F32;
+}
+
+bool fa_case_check_forward(const fa_case *fast, const fa_case *ref, const char *label, const char *repro,
+                           fa_output_check rows[3])
+{
+    const fa_case_shape *s = &ref->shape;
+    const int64_t k = max3(s->S2, s->D, 1);
+    rows[0] = check_one("attention_out", label, &fast->out, &ref->out, operand_dtype(s), k, -1.0, repro);
+    /* The statistics use no rounded operand (q.k of bf16 inputs is exact in fp32). */
+    rows[1] = check_one("softmax_max", label, &fast->smax, &ref->smax, ATTNOPS_DTYPE_F32, k, -1.0, repro);
+    rows[2] = check_one("softmax_sum", label, &fast->ssum, &ref->ssum, ATTNOPS_DTYPE_F32, k, -1.0, repro);
+    return rows[0].result.pass && rows[1].result.pass && rows[2].result.pass;
+}
+
+bool fa_case_check_backward(const fa_case *fast, const fa_case *ref, const char *label, const char *repro,
+                            fa_output_check rows[3])
+{
+    const fa_case_shape *s = &ref->shape;
+    const int64_t k = max3(s->S1, s->S2, s->D);
+    /* dS = P (dP - Drow) cancels: a gradient's error follows the size of the
+     * terms, not of its result (with S2 = 1, dq and dk are exactly 0).  The
+     * problem's largest gradient is that size. */
+    double scale = fmax(tensor_max_abs(&ref->dq), fmax(tensor_max_abs(&ref->dk), tensor_max_abs(&ref->dv)));
+    rows[0] = check_one("dq", label, &fast->dq, &ref->dq, operand_dtype(s), k, scale, repro);
+    rows[1] = check_one("dk", label, &fast->dk, &ref->dk, operand_dtype(s), k, scale, repro);
+    rows[2] = check_one("dv", label, &fast->dv, &ref->dv, operand_dtype(s), k, scale, repro);
+    return rows[0].result.pass && rows[1].result.pass && rows[2].result.pass;
+}
+
+static void copy_tensor(tu_tensor *dst, const tu_tensor *src)
+{
+    int64_t n = tu_numel(&src->view);
+    double *buf = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    tu_tensor_to_f64(src, buf);
+    tu_tensor_from_f64(dst, buf);
+    free(buf);
+}
+
+void fa_case_copy_forward(fa_case *dst, const fa_case *src)
+{
+    copy_tensor(&dst->out, &src->out);
+    copy_tensor(&dst->smax, &src->smax);
+    copy_tensor(&dst->ssum, &src->ssum);
+}

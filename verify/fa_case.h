@@ -34,6 +34,26 @@ void fa_case_free(fa_case *c);
 attnops_status fa_case_forward(fa_case *c, attnops_impl impl, int threads, int deterministic);
 attnops_status fa_case_backward(fa_case *c, attnops_impl impl, int threads, int deterministic);
 
+/* How the fast kernel's outputs are judged against the reference's (one
+ * row per output; the rule is docs/NUMERICS.md "Tolerances"). */
+typedef struct fa_output_check {
+    const char *name;
+    tu_compare_result result;
+    tu_tolerance tol;
+} fa_output_check;
+
+/* attention_out, softmax_max, softmax_sum of `fast` vs `ref`.  `label`
+ * prefixes mismatch reports, `repro` (may be NULL) ends them.  True when all
+ * three pass. */
+bool fa_case_check_forward(const fa_case *fast, const fa_case *ref, const char *label, const char *repro,
+                           fa_output_check rows[3]);
+/* dq, dk, dv likewise. */
+bool fa_case_check_backward(const fa_case *fast, const fa_case *ref, const char *label, const char *repro,
+                            fa_output_check rows[3]);
+/* Gives `dst` the forward outputs of `src`, so that two backward chains
+ * consume one forward (as a harness feeds a device the golden's). */
+void fa_case_copy_forward(fa_case *dst, const fa_case *src);
+
 /* "B=1 N1=2 N2=1 S1=7 S2=9 D=16 Dv=16 dtype=bf16 layout=BSH pad=3" */
 void fa_case_describe(const fa_case_shape *s, char *buf, size_t n);
 

@@ -161,23 +161,20 @@ static void pack_qside(const fa_problem *p, const bwd_plan *pl, const qside *qs,
 {
     const fa_tiling *t = &pl->t;
     if (t->bf16) {
-        pack_bf16(&p->q, b, h, 0, t->S1p, p->S1, p->D, (uint16_t *)qs->q, t->Dp);
-        pack_bf16(&p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (uint16_t *)qs->dy, t->Dvp);
         for (int64_t q0 = 0; q0 < t->S1p; q0 += FA_BQ) {
-            pack_bf16_t(&p->q, b, h, q0, FA_BQ, p->S1, p->D, (uint16_t *)qs->qt + q0 * p->D, FA_BQ);
-            pack_bf16_t(&p->dy, b, h, q0, FA_BQ, p->S1, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, FA_BQ);
+            pack_cols(PACK_BF16, &p->q, b, h, q0, FA_BQ, p->S1, p->D, (uint16_t *)qs->qt + q0 * p->D, FA_BQ);
+            pack_cols(PACK_BF16, &p->dy, b, h, q0, FA_BQ, p->S1, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, FA_BQ);
         }
-    } else {
-        if (!pl->q_zero_copy) pack_f32(&p->q, b, h, 0, t->S1p, p->S1, p->D, (float *)qs->q, p->D);
-        if (!pl->dy_zero_copy) pack_f32(&p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (float *)qs->dy, p->Dv);
     }
+    if (!pl->q_zero_copy) pack_rows(t->elem, &p->q, b, h, 0, t->S1p, p->S1, p->D, (void *)qs->q, t->Dp);
+    if (!pl->dy_zero_copy) pack_rows(t->elem, &p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (void *)qs->dy, t->Dvp);
     for (int64_t i = 0; i < t->S1p; i++) {
         if (i >= p->S1) { /* padding rows: P = exp(-inf) = 0 */
             qs->drow[i] = 0.0f, qs->m[i] = INFINITY, qs->l[i] = 1.0f;
             continue;
         }
-        pack_f32(&p->dy, b, h, i, 1, p->S1, p->Dv, row_a, p->Dv);
-        pack_f32(&p->o, b, h, i, 1, p->S1, p->Dv, row_b, p->Dv);
+        pack_rows(PACK_F32, &p->dy, b, h, i, 1, p->S1, p->Dv, row_a, p->Dv);
+        pack_rows(PACK_F32, &p->o, b, h, i, 1, p->S1, p->Dv, row_b, p->Dv);
         float d = 0.0f;
         for (int64_t e = 0; e < p->Dv; e++) d += row_a[e] * row_b[e];
         qs->drow[i] = d;
@@ -225,13 +222,13 @@ static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, ch
     const fa_problem *p = c->p;
     const fa_tiling *t = &c->pl->t;
     if (t->bf16) {
-        pack_bf16_vnni_t(&p->k, b, n2, k0, FA_BK, p->S2, p->D, t->Dp, (uint16_t *)th[TH_KT], FA_BK);
-        pack_bf16_vnni_t(&p->v, b, n2, k0, FA_BK, p->S2, p->Dv, t->Dvp, (uint16_t *)th[TH_VT], FA_BK);
-        pack_bf16_vnni(&p->k, b, n2, k0, FA_BK, p->S2, p->D, (uint16_t *)th[TH_KN], p->D);
+        pack_cols_vnni(&p->k, b, n2, k0, FA_BK, p->S2, p->D, t->Dp, (uint16_t *)th[TH_KT], FA_BK);
+        pack_cols_vnni(&p->v, b, n2, k0, FA_BK, p->S2, p->Dv, t->Dvp, (uint16_t *)th[TH_VT], FA_BK);
+        pack_rows_vnni(&p->k, b, n2, k0, FA_BK, p->S2, p->D, (uint16_t *)th[TH_KN], p->D);
     } else {
-        pack_f32_t(&p->k, b, n2, k0, FA_BK, p->S2, p->D, (float *)th[TH_KT], FA_BK);
-        pack_f32_t(&p->v, b, n2, k0, FA_BK, p->S2, p->Dv, (float *)th[TH_VT], FA_BK);
-        pack_f32(&p->k, b, n2, k0, FA_BK, p->S2, p->D, (float *)th[TH_KN], p->D);
+        pack_cols(PACK_F32, &p->k, b, n2, k0, FA_BK, p->S2, p->D, th[TH_KT], FA_BK);
+        pack_cols(PACK_F32, &p->v, b, n2, k0, FA_BK, p->S2, p->Dv, th[TH_VT], FA_BK);
+        pack_rows(PACK_F32, &p->k, b, n2, k0, FA_BK, p->S2, p->D, th[TH_KN], p->D);
     }
 }
 
@@ -299,11 +296,11 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
             for (int64_t qt = 0; qt < nq; qt++) step(c, &qs, qt * FA_BQ, valid, th, part);
         }
         if (t->bf16) { /* accumulated transposed: [D][BK], [Dv][BK] */
-            unpack_f32_t((float *)th[TH_DK], FA_BK, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
-            unpack_f32_t((float *)th[TH_DV], FA_BK, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
+            unpack_cols((float *)th[TH_DK], FA_BK, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
+            unpack_cols((float *)th[TH_DV], FA_BK, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
         } else {
-            unpack_f32((float *)th[TH_DK], p->D, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
-            unpack_f32((float *)th[TH_DV], p->Dv, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
+            unpack_rows((float *)th[TH_DK], p->D, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
+            unpack_rows((float *)th[TH_DV], p->Dv, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
         }
     }
 }
@@ -349,7 +346,7 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
                     const float *add = wave_part(&c, &w, i, g, s) + q0 * p->D;
                     for (int64_t e = 0; e < FA_BQ * p->D; e++) acc[e] += add[e];
                 }
-                unpack_f32(acc, p->D, (float)p->scale, &p->dq, b, h, q0, FA_BQ, p->S1, p->D);
+                unpack_rows(acc, p->D, (float)p->scale, &p->dq, b, h, q0, FA_BQ, p->S1, p->D);
             }
         }
     }

@@ -99,11 +99,11 @@ static void pack_kv_head(const fa_problem *p, const fa_tiling *t, int64_t b, int
     const size_t tile_bytes = (size_t)(t->Dp * FA_BK) * (t->bf16 ? 2 : 4);
     for (int64_t kt = 0; kt < t->nk; kt++) {
         char *kt_buf = (char *)kbuf + (size_t)kt * tile_bytes;
-        if (t->bf16) pack_bf16_vnni_t(&p->k, b, n2, kt * FA_BK, FA_BK, p->S2, p->D, t->Dp, (uint16_t *)kt_buf, FA_BK);
-        else pack_f32_t(&p->k, b, n2, kt * FA_BK, FA_BK, p->S2, p->D, (float *)kt_buf, FA_BK);
+        if (t->bf16) pack_cols_vnni(&p->k, b, n2, kt * FA_BK, FA_BK, p->S2, p->D, t->Dp, (uint16_t *)kt_buf, FA_BK);
+        else pack_cols(PACK_F32, &p->k, b, n2, kt * FA_BK, FA_BK, p->S2, p->D, kt_buf, FA_BK);
     }
-    if (t->bf16) pack_bf16_vnni(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
-    else pack_f32(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
+    if (t->bf16) pack_rows_vnni(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
+    else pack_rows(PACK_F32, &p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
 }
 
 /* One q tile of one query head against every kv tile. */
@@ -111,8 +111,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
                      const fwd_scratch *sc, int64_t b, int64_t h, int64_t q0, const char *kbuf, const char *vbuf)
 {
     const size_t e = t->bf16 ? 2 : 4;
-    if (t->bf16) pack_bf16(&p->q, b, h, q0, FA_BQ, p->S1, p->D, sc->q, t->Dp);
-    else pack_f32(&p->q, b, h, q0, FA_BQ, p->S1, p->D, sc->q, p->D);
+    pack_rows(t->elem, &p->q, b, h, q0, FA_BQ, p->S1, p->D, sc->q, t->Dp);
     for (int r = 0; r < FA_BQ; r++) sc->m[r] = -INFINITY, sc->l[r] = 0.0f;
     memset(sc->o, 0, (size_t)(FA_BQ * p->Dv) * sizeof(float));
 
@@ -145,7 +144,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
             *(float *)fa_at(&p->ssum, b, h, q0 + r, k) = sum;
         }
     }
-    unpack_f32(sc->o, p->Dv, 1.0f, &p->o, b, h, q0, FA_BQ, p->S1, p->Dv);
+    unpack_rows(sc->o, p->Dv, 1.0f, &p->o, b, h, q0, FA_BQ, p->S1, p->Dv);
 }
 
 void fa_cpu_fwd(const fa_problem *p, void *ws)

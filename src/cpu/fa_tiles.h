@@ -2,6 +2,7 @@
 #ifndef ATTNOPS_FA_TILES_H
 #define ATTNOPS_FA_TILES_H
 
+#include "cpu/pack.h"
 #include "fa/fa_problem.h"
 
 /* 128 query rows x 64 keys.  Measured here (one core, S = 2048, D = 128):
@@ -21,6 +22,7 @@
 
 typedef struct fa_tiling {
     bool bf16;            /* bf16 GEMM operands (bf16 inputs); fp32 otherwise */
+    pack_elem elem;       /* the matching tile element type                   */
     int64_t Dp, Dvp;      /* head dims rounded up to even for bf16 pairs      */
     int64_t S1p, S2p;     /* sequence lengths rounded up to the tile          */
     int64_t nq, nk;       /* tile counts                                      */
@@ -30,6 +32,7 @@ static inline fa_tiling fa_tiling_make(const fa_problem *p)
 {
     fa_tiling t;
     t.bf16 = p->dtype == ATTNOPS_DTYPE_BF16;
+    t.elem = t.bf16 ? PACK_BF16 : PACK_F32;
     t.Dp = t.bf16 ? (p->D + 1) / 2 * 2 : p->D;
     t.Dvp = t.bf16 ? (p->Dv + 1) / 2 * 2 : p->Dv;
     t.nq = (p->S1 + FA_BQ - 1) / FA_BQ;

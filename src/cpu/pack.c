@@ -2,39 +2,42 @@
 
 #include <string.h>
 
-/* One row of `n` elements with element stride `stride`, widened to fp32. */
-static void load_row(const char *src, attnops_dtype dtype, int64_t stride, int64_t n, float *dst)
-{
-    switch (dtype) {
-    case ATTNOPS_DTYPE_F32:
-        if (stride == 1) memcpy(dst, src, (size_t)n * sizeof(float));
-        else for (int64_t i = 0; i < n; i++) dst[i] = ((const float *)src)[i * stride];
-        break;
-    case ATTNOPS_DTYPE_F16:
-        for (int64_t i = 0; i < n; i++) dst[i] = attnops_f16_to_f32(((const uint16_t *)src)[i * stride]);
-        break;
-    case ATTNOPS_DTYPE_BF16:
-        for (int64_t i = 0; i < n; i++) dst[i] = attnops_bf16_to_f32(((const uint16_t *)src)[i * stride]);
-        break;
-    default:
-        for (int64_t i = 0; i < n; i++) dst[i] = ao_load_f32(src + i * stride * (int64_t)attnops_dtype_size(dtype), dtype);
-        break;
-    }
-}
+/* Rows are converted in chunks of this many elements through a stack buffer. */
+#define CHUNK 1024
 
-/* One row as bf16 bits.  Inputs reaching the bf16 path are bf16 already, so
- * this is a copy; other dtypes would round (not used today). */
-static void load_row_bf16(const char *src, attnops_dtype dtype, int64_t stride, int64_t n, uint16_t *dst)
+static size_t elem_size(pack_elem e) { return e == PACK_F32 ? 4 : 2; }
+
+/* `n` elements with element stride `stride` into dst as `elem`.  bf16 inputs
+ * reaching a bf16 tile are copied; everything else widens exactly to fp32
+ * (and would round to bf16, which no caller needs today). */
+static void load_row(pack_elem elem, const char *src, attnops_dtype dtype, int64_t stride, int64_t n, void *dst)
 {
-    if (dtype == ATTNOPS_DTYPE_BF16) {
-        for (int64_t i = 0; i < n; i++) dst[i] = ((const uint16_t *)src)[i * stride];
+    if (elem == PACK_BF16) {
+        uint16_t *out = dst;
+        if (dtype == ATTNOPS_DTYPE_BF16) {
+            for (int64_t i = 0; i < n; i++) out[i] = ((const uint16_t *)src)[i * stride];
+        } else {
+            for (int64_t i = 0; i < n; i++)
+                out[i] = attnops_f32_to_bf16(ao_load_f32(src + i * stride * (int64_t)attnops_dtype_size(dtype), dtype));
+        }
         return;
     }
-    float tmp[1024];
-    for (int64_t c0 = 0; c0 < n; c0 += 1024) {
-        int64_t m = n - c0 < 1024 ? n - c0 : 1024;
-        load_row(src + c0 * stride * (int64_t)attnops_dtype_size(dtype), dtype, stride, m, tmp);
-        for (int64_t i = 0; i < m; i++) dst[c0 + i] = attnops_f32_to_bf16(tmp[i]);
+    float *out = dst;
+    switch (dtype) {
+    case ATTNOPS_DTYPE_F32:
+        if (stride == 1) memcpy(out, src, (size_t)n * sizeof(float));
+        else for (int64_t i = 0; i < n; i++) out[i] = ((const float *)src)[i * stride];
+        break;
+    case ATTNOPS_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++) out[i] = attnops_f16_to_f32(((const uint16_t *)src)[i * stride]);
+        break;
+    case ATTNOPS_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++) out[i] = attnops_bf16_to_f32(((const uint16_t *)src)[i * stride]);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = ao_load_f32(src + i * stride * (int64_t)attnops_dtype_size(dtype), dtype);
+        break;
     }
 }
 
@@ -44,133 +47,131 @@ static int64_t valid_rows(int64_t s0, int64_t rows, int64_t S)
     return n < 0 ? 0 : (n < rows ? n : rows);
 }
 
-void pack_f32(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
-              float *dst, int64_t ld)
-{
-    int64_t nv = valid_rows(s0, rows, S);
-    for (int64_t r = 0; r < nv; r++) {
-        load_row(fa_at(v, b, n, s0 + r, 0), v->dtype, v->sd, cols, dst + r * ld);
-        memset(dst + r * ld + cols, 0, (size_t)(ld - cols) * sizeof *dst);
-    }
-    memset(dst + nv * ld, 0, (size_t)((rows - nv) * ld) * sizeof *dst);
-}
+/* Calls put(ctx, r, c0, m, chunk) for every row r < rows and chunk of
+ * columns [c0, c0+m) of [0, cols); rows past S arrive as zeros. */
+typedef void (*put_fn)(void *ctx, int64_t r, int64_t c0, int64_t m, const void *chunk);
 
-void pack_f32_t(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
-                float *dst, int64_t ld)
+static void for_each_chunk(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows,
+                           int64_t S, int64_t cols, put_fn put, void *ctx)
 {
-    int64_t nv = valid_rows(s0, rows, S);
-    float tmp[1024];
-    for (int64_t c0 = 0; c0 < cols; c0 += 1024) {
-        int64_t m = cols - c0 < 1024 ? cols - c0 : 1024;
-        for (int64_t r = 0; r < nv; r++) {
-            load_row(fa_at(v, b, n, s0 + r, c0), v->dtype, v->sd, m, tmp);
-            for (int64_t c = 0; c < m; c++) dst[(c0 + c) * ld + r] = tmp[c];
+    _Alignas(64) float buf[CHUNK]; /* large enough for CHUNK elements of either type */
+    const int64_t nv = valid_rows(s0, rows, S);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
+            const int64_t m = cols - c0 < CHUNK ? cols - c0 : CHUNK;
+            if (r < nv) load_row(elem, fa_at(v, b, n, s0 + r, c0), v->dtype, v->sd, m, buf);
+            else memset(buf, 0, (size_t)m * elem_size(elem));
+            put(ctx, r, c0, m, buf);
         }
-    }
-    for (int64_t c = 0; c < cols; c++)
-        for (int64_t r = nv; r < rows; r++) dst[c * ld + r] = 0.0f;
 }
 
-void pack_bf16(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
-               uint16_t *dst, int64_t ld)
+typedef struct put_ctx {
+    pack_elem elem;
+    char *dst;
+    int64_t ld;
+} put_ctx;
+
+static void put_row(void *c, int64_t r, int64_t c0, int64_t m, const void *chunk)
 {
-    int64_t nv = valid_rows(s0, rows, S);
-    for (int64_t r = 0; r < nv; r++) {
-        load_row_bf16(fa_at(v, b, n, s0 + r, 0), v->dtype, v->sd, cols, dst + r * ld);
-        memset(dst + r * ld + cols, 0, (size_t)(ld - cols) * sizeof *dst);
-    }
-    memset(dst + nv * ld, 0, (size_t)((rows - nv) * ld) * sizeof *dst);
+    const put_ctx *p = c;
+    const size_t e = elem_size(p->elem);
+    memcpy(p->dst + ((size_t)(r * p->ld + c0)) * e, chunk, (size_t)m * e);
 }
 
-void pack_bf16_t(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
-                 uint16_t *dst, int64_t ld)
+static void put_col(void *c, int64_t r, int64_t c0, int64_t m, const void *chunk)
 {
-    int64_t nv = valid_rows(s0, rows, S);
-    uint16_t tmp[1024];
-    for (int64_t c0 = 0; c0 < cols; c0 += 1024) {
-        int64_t m = cols - c0 < 1024 ? cols - c0 : 1024;
-        for (int64_t r = 0; r < nv; r++) {
-            load_row_bf16(fa_at(v, b, n, s0 + r, c0), v->dtype, v->sd, m, tmp);
-            for (int64_t c = 0; c < m; c++) dst[(c0 + c) * ld + r] = tmp[c];
-        }
-    }
-    for (int64_t c = 0; c < cols; c++)
-        for (int64_t r = nv; r < rows; r++) dst[c * ld + r] = 0;
+    const put_ctx *p = c;
+    if (p->elem == PACK_F32)
+        for (int64_t i = 0; i < m; i++) ((float *)p->dst)[(c0 + i) * p->ld + r] = ((const float *)chunk)[i];
+    else
+        for (int64_t i = 0; i < m; i++) ((uint16_t *)p->dst)[(c0 + i) * p->ld + r] = ((const uint16_t *)chunk)[i];
 }
 
-void pack_bf16_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
+static void put_row_vnni(void *c, int64_t r, int64_t c0, int64_t m, const void *chunk)
+{
+    const put_ctx *p = c;
+    uint16_t *out = (uint16_t *)p->dst + (r / 2) * p->ld * 2 + (r & 1);
+    for (int64_t i = 0; i < m; i++) out[(c0 + i) * 2] = ((const uint16_t *)chunk)[i];
+}
+
+static void put_col_vnni(void *c, int64_t r, int64_t c0, int64_t m, const void *chunk)
+{
+    const put_ctx *p = c;
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t cc = c0 + i;
+        ((uint16_t *)p->dst)[((cc / 2) * p->ld + r) * 2 + (cc & 1)] = ((const uint16_t *)chunk)[i];
+    }
+}
+
+void pack_rows(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S,
+               int64_t cols, void *dst, int64_t ld)
+{
+    put_ctx ctx = {elem, dst, ld};
+    for_each_chunk(elem, v, b, n, s0, rows, S, cols, put_row, &ctx);
+    const size_t e = elem_size(elem);
+    for (int64_t r = 0; r < rows && ld > cols; r++) memset((char *)dst + (size_t)(r * ld + cols) * e, 0, (size_t)(ld - cols) * e);
+}
+
+void pack_cols(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S,
+               int64_t cols, void *dst, int64_t ld)
+{
+    put_ctx ctx = {elem, dst, ld};
+    for_each_chunk(elem, v, b, n, s0, rows, S, cols, put_col, &ctx);
+}
+
+void pack_rows_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
                     uint16_t *dst, int64_t ld)
 {
-    int64_t nv = valid_rows(s0, rows, S);
-    uint16_t tmp[1024];
-    for (int64_t r = 0; r < rows; r++) {
-        uint16_t *out = dst + (r / 2) * ld * 2 + (r & 1);
-        for (int64_t c0 = 0; c0 < cols; c0 += 1024) {
-            int64_t m = cols - c0 < 1024 ? cols - c0 : 1024;
-            if (r < nv) load_row_bf16(fa_at(v, b, n, s0 + r, c0), v->dtype, v->sd, m, tmp);
-            else memset(tmp, 0, (size_t)m * sizeof *tmp);
-            for (int64_t c = 0; c < m; c++) out[(c0 + c) * 2] = tmp[c];
-        }
-        for (int64_t c = cols; c < ld; c++) out[c * 2] = 0;
+    put_ctx ctx = {PACK_BF16, (char *)dst, ld};
+    for_each_chunk(PACK_BF16, v, b, n, s0, rows, S, cols, put_row_vnni, &ctx);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = cols; c < ld; c++) dst[((r / 2) * ld + c) * 2 + (r & 1)] = 0;
+}
+
+void pack_cols_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
+                    int64_t cols_pad, uint16_t *dst, int64_t ld)
+{
+    put_ctx ctx = {PACK_BF16, (char *)dst, ld};
+    for_each_chunk(PACK_BF16, v, b, n, s0, rows, S, cols, put_col_vnni, &ctx);
+    for (int64_t c = cols; c < cols_pad; c++)
+        for (int64_t r = 0; r < rows; r++) dst[((c / 2) * ld + r) * 2 + (c & 1)] = 0;
+}
+
+/* One output row of `cols` values, scaled and rounded to the view's dtype. */
+static void store_row(const float *in, float value, const fa_view *v, char *out, int64_t cols)
+{
+    switch (v->dtype) {
+    case ATTNOPS_DTYPE_F32:
+        for (int64_t c = 0; c < cols; c++) ((float *)out)[c * v->sd] = value * in[c];
+        break;
+    case ATTNOPS_DTYPE_F16:
+        for (int64_t c = 0; c < cols; c++) ((uint16_t *)out)[c * v->sd] = attnops_f32_to_f16(value * in[c]);
+        break;
+    case ATTNOPS_DTYPE_BF16:
+        for (int64_t c = 0; c < cols; c++) ((uint16_t *)out)[c * v->sd] = attnops_f32_to_bf16(value * in[c]);
+        break;
+    default:
+        for (int64_t c = 0; c < cols; c++) ao_store_f32(out + c * v->sd * v->esize, v->dtype, value * in[c]);
+        break;
     }
 }
 
-void pack_bf16_vnni_t(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
-                      int64_t cols_pad, uint16_t *dst, int64_t ld)
+void unpack_rows(const float *src, int64_t ld, float value, const fa_view *v, int64_t b, int64_t n, int64_t s0,
+                 int64_t rows, int64_t S, int64_t cols)
 {
-    int64_t nv = valid_rows(s0, rows, S);
-    uint16_t tmp[1024];
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t c0 = 0; c0 < cols_pad; c0 += 1024) {
-            int64_t m = cols_pad - c0 < 1024 ? cols_pad - c0 : 1024;
-            int64_t real = cols - c0 < m ? (cols - c0 > 0 ? cols - c0 : 0) : m;
-            if (r < nv && real > 0) load_row_bf16(fa_at(v, b, n, s0 + r, c0), v->dtype, v->sd, real, tmp);
-            else real = 0;
-            for (int64_t c = real; c < m; c++) tmp[c] = 0;
-            for (int64_t c = 0; c < m; c++) {
-                int64_t cc = c0 + c;
-                dst[((cc / 2) * ld + r) * 2 + (cc & 1)] = tmp[c];
-            }
-        }
-    }
+    const int64_t nv = valid_rows(s0, rows, S);
+    for (int64_t r = 0; r < nv; r++) store_row(src + r * ld, value, v, fa_at(v, b, n, s0 + r, 0), cols);
 }
 
-void unpack_f32(const float *src, int64_t ld, float value, const fa_view *v, int64_t b, int64_t n, int64_t s0,
-                int64_t rows, int64_t S, int64_t cols)
+void unpack_cols(const float *src, int64_t ld, float value, const fa_view *v, int64_t b, int64_t n, int64_t s0,
+                 int64_t rows, int64_t S, int64_t cols)
 {
-    int64_t nv = valid_rows(s0, rows, S);
-    for (int64_t r = 0; r < nv; r++) {
-        char *out = fa_at(v, b, n, s0 + r, 0);
-        const float *in = src + r * ld;
-        switch (v->dtype) {
-        case ATTNOPS_DTYPE_F32:
-            for (int64_t c = 0; c < cols; c++) ((float *)out)[c * v->sd] = value * in[c];
-            break;
-        case ATTNOPS_DTYPE_F16:
-            for (int64_t c = 0; c < cols; c++) ((uint16_t *)out)[c * v->sd] = attnops_f32_to_f16(value * in[c]);
-            break;
-        case ATTNOPS_DTYPE_BF16:
-            for (int64_t c = 0; c < cols; c++) ((uint16_t *)out)[c * v->sd] = attnops_f32_to_bf16(value * in[c]);
-            break;
-        default:
-            for (int64_t c = 0; c < cols; c++) ao_store_f32(out + c * v->sd * v->esize, v->dtype, value * in[c]);
-            break;
-        }
-    }
-}
-
-void unpack_f32_t(const float *src, int64_t ld, float value, const fa_view *v, int64_t b, int64_t n, int64_t s0,
-                  int64_t rows, int64_t S, int64_t cols)
-{
-    int64_t nv = valid_rows(s0, rows, S);
-    float row[1024];
-    for (int64_t c0 = 0; c0 < cols; c0 += 1024) {
-        int64_t m = cols - c0 < 1024 ? cols - c0 : 1024;
-        for (int64_t r = 0; r < nv; r++) {
+    const int64_t nv = valid_rows(s0, rows, S);
+    float row[CHUNK];
+    for (int64_t r = 0; r < nv; r++)
+        for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
+            const int64_t m = cols - c0 < CHUNK ? cols - c0 : CHUNK;
             for (int64_t c = 0; c < m; c++) row[c] = src[(c0 + c) * ld + r];
-            fa_view part = *v;
-            part.data = fa_at(v, b, n, s0 + r, c0);
-            unpack_f32(row, m, value, &part, 0, 0, 0, 1, 1, m);
+            store_row(row, value, v, fa_at(v, b, n, s0 + r, c0), m);
         }
-    }
 }
