@@ -157,7 +157,26 @@ typedef enum attnops_softmax_layout {
 
 /* Everything the forward and the backward share: inputs, attributes (CANN
  * names and defaults) and execution options.  Fill it with
- * attnops_fa_params_init() and then set what you need. */
+ * attnops_fa_params_init() and then set what you need.
+ *
+ * Masks (CANN polarity): atten_mask element 1/true = the (query, key) pair is
+ * masked out, 0 = it takes part (PyTorch SDPA's boolean mask is the
+ * opposite).  sparse_mode 0, 1, 5 read a full mask [S1,S2], [1,1,S1,S2],
+ * [B,1,S1,S2] or [B,N1,S1,S2]; modes 2, 3, 4 take the compressed 2048x2048
+ * mask and mode 6 the 3072x2048 one (only their shape is read).  Without an
+ * atten_mask nothing is masked, whatever sparse_mode, pre/next_tokens say.
+ * A masked score is replaced by -40000 (the golden's masked_fill), so a row
+ * with every key masked gets uniform weights, unless the sentinel behaviour
+ * applies (inner_precise = 2, or the golden's conditions of spec 1.1): then
+ * it gets attention_out 0, softmax_max = -FLT_MAX, softmax_sum = FLT_MAX and
+ * zero gradients.  docs/NUMERICS.md lists when each applies.
+ *
+ * Position bias: pse_type 1 computes (q.k + pse) * scale, 0 q.k * scale +
+ * pse, with pse of query's dtype shaped [B,N1,S1,S2], [1,N1,S1,S2],
+ * [B,N1,1,S2], or the compressed ALiBi [B|1,N1,1024,S2] (S1 = S2 > 1024,
+ * causal mask).  pse_type 2/3 generate ALiBi from f32 slopes [N1] or
+ * [B,N1]: bias = -slope * |delta| (2) or -slope * sqrt|delta| (3) with
+ * delta = (j + kv_start_idx) - (i + q_start_idx). */
 typedef struct attnops_fa_params {
     /* required inputs */
     const attnops_tensor *query;
@@ -168,8 +187,8 @@ typedef struct attnops_fa_params {
     const attnops_tensor *pse;             /* real_shift / pse_shift, or ALiBi slopes (pse_type 2/3) */
     const attnops_tensor *drop_mask;       /* u8, bit-packed keep mask                                 */
     const attnops_tensor *padding_mask;    /* reserved by CANN, must be NULL                           */
-    const attnops_tensor *atten_mask;      /* bool/u8, 1 = masked out (does not participate)          */
-    const attnops_tensor *prefix;          /* i64 [B], sparse modes 5/6                                */
+    const attnops_tensor *atten_mask;      /* bool/u8, 1 = masked out (does not participate); see below */
+    const attnops_tensor *prefix;          /* i64 (or i32) [B], sparse modes 5/6                       */
     const attnops_tensor *actual_seq_qlen; /* i64 [B], cumulative, TND                                 */
     const attnops_tensor *actual_seq_kvlen;/* i64 [B], cumulative, TND                                 */
     const attnops_tensor *q_start_idx;     /* i64 [0 or 1]                                             */
@@ -253,6 +272,12 @@ ATTNOPS_API attnops_status attnops_flash_attention_score_grad_workspace_size(con
                                                                              size_t *workspace_bytes);
 ATTNOPS_API attnops_status attnops_flash_attention_score_grad(const attnops_fa_bwd_args *args, void *workspace,
                                                               size_t workspace_bytes);
+
+/* The standard ALiBi slopes for n heads (get_slopes of spec 4.2): with
+ * p = 2^floor(log2 n), base = 2^(-8/p): base^1 .. base^p, then, if p < n,
+ * (2^(-4/p))^k for k = 1, 3, 5, ...; in float, as the golden computes them.
+ * Writes n floats. */
+ATTNOPS_API attnops_status attnops_alibi_slopes(int64_t n, float *slopes);
 
 /* Which instruction set the fast kernels run on: "avx512" or "portable".
  * Chosen once from CPUID; ATTNOPS_ISA=portable in the environment forces the

@@ -1,11 +1,13 @@
 /* Fast CPU kernel vs the double reference, forward and backward, over shapes
  * that straddle the 64-wide tiles (1, 7, 63, 64, 65, 97, 128, 129, 1025),
  * odd head dims, Dv < D, GQA, all four layouts, three dtypes and
- * non-contiguous views.  Tolerances come from tu_attention_tolerance (dtype
- * and reduction length), never from the case.
+ * non-contiguous views; then every sparse mode (0-6) x mask shape x pse
+ * type with S1 != S2, band tokens, prefixes, fully masked rows in both
+ * behaviours.  Tolerances come from the shared rule (verify/fa_case.c),
+ * never from the case.
  *
- * Usage: test_fa_accuracy [--cases N] [--threads T]
- *        test_fa_accuracy --case B,N1,N2,S1,S2,D,Dv,dtype,layout,pad --seed S   (reproduce one case) */
+ * Usage: test_fa_accuracy [--cases N] [--masked-cases N] [--threads T]
+ *        test_fa_accuracy --case 'B=1,N1=2,...' --seed S     (reproduce one case) */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,12 +18,9 @@ static int threads = 2;
 /* Runs one case; returns true when every comparison passed. */
 static bool run_case(const fa_case_shape *s, uint64_t seed)
 {
-    char desc[256], repro[512], label[320];
+    char desc[384], repro[512], label[448];
     fa_case_describe(s, desc, sizeof desc);
-    snprintf(repro, sizeof repro, "test_fa_accuracy --case %lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%lld --seed %llu",
-             (long long)s->B, (long long)s->N1, (long long)s->N2, (long long)s->S1, (long long)s->S2,
-             (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype), attnops_layout_name(s->layout),
-             (long long)s->pad, (unsigned long long)seed);
+    snprintf(repro, sizeof repro, "test_fa_accuracy --case '%s' --seed %llu", desc, (unsigned long long)seed);
     const int before = tu_failures;
     fa_case ref, fast;
     fa_case_init(&ref, s, seed);
@@ -53,26 +52,6 @@ static bool run_case(const fa_case_shape *s, uint64_t seed)
     return tu_failures == before;
 }
 
-static attnops_dtype dtype_from(const char *s)
-{
-    if (!strcmp(s, "f16")) return ATTNOPS_DTYPE_F16;
-    if (!strcmp(s, "bf16")) return ATTNOPS_DTYPE_BF16;
-    return ATTNOPS_DTYPE_F32;
-}
-
-static bool parse_case(const char *spec, fa_case_shape *s)
-{
-    char dt[16], lay[16];
-    long long v[8];
-    memset(s, 0, sizeof *s);
-    if (sscanf(spec, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%15[^,],%15[^,],%lld", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], dt, lay, &v[7]) != 10)
-        return false;
-    *s = (fa_case_shape){v[0], v[1], v[2], v[3], v[4], v[5], v[6], dtype_from(dt), attnops_layout_from_string(lay),
-                         v[7], 0.0};
-    return s->layout != ATTNOPS_LAYOUT_UNSET;
-}
-
 /* A random shape from the tile-straddling lists, sized so the double
  * reference stays fast (long sequences get one small head). */
 static fa_case_shape random_shape(tu_rng *r)
@@ -81,7 +60,7 @@ static fa_case_shape random_shape(tu_rng *r)
     static const int64_t dims[] = {16, 59, 64, 128, 177, 256};
     static const int64_t groups[] = {1, 2, 4, 8};
     static const attnops_dtype dtypes[] = {ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16};
-    fa_case_shape s;
+    fa_case_shape s = {.pse_type = 1};
     s.S1 = tu_pick(r, seqs, 10);
     s.S2 = tu_pick(r, seqs, 10);
     s.D = tu_pick(r, dims, 6);
@@ -100,13 +79,49 @@ static fa_case_shape random_shape(tu_rng *r)
     return s;
 }
 
+static int64_t range(tu_rng *r, int64_t lo, int64_t hi) { return lo + (int64_t)(tu_next(r) % (uint64_t)(hi - lo + 1)); }
+
+/* A random masked / biased case: any sparse mode 0-6 with a mask shape it
+ * accepts, valid band tokens (some negative), any pse form its type allows. */
+static fa_case_shape random_masked_shape(tu_rng *r)
+{
+    static const int64_t seqs[] = {1, 7, 63, 64, 65, 97, 127, 128, 129, 200};
+    static const fa_case_mask full_masks[] = {FA_CASE_MASK_SS, FA_CASE_MASK_11SS, FA_CASE_MASK_B1SS,
+                                              FA_CASE_MASK_BNSS};
+    static const fa_case_pse pses[] = {FA_CASE_PSE_NONE, FA_CASE_PSE_BNSS,     FA_CASE_PSE_BN1S,
+                                       FA_CASE_PSE_1NSS, FA_CASE_PSE_SLOPES_N, FA_CASE_PSE_SLOPES_BN};
+    fa_case_shape s = random_shape(r);
+    if (s.S1 > 257) s.S1 = 129, s.S2 = 200; /* keep the reference quick */
+    s.S1 = tu_pick(r, seqs, 10), s.S2 = tu_pick(r, seqs, 10);
+    s.sparse_mode = range(r, 0, 6);
+    s.mask = s.sparse_mode <= 1 || s.sparse_mode == 5 ? full_masks[tu_next(r) % 4] : FA_CASE_MASK_COMPRESSED;
+    if (s.sparse_mode == 0 || s.sparse_mode == 4) {
+        /* tokens after the mode-4 correction (p, n) must satisfy -p <= S2, -n <= S1, p + n >= 0 */
+        int64_t p = range(r, -s.S2 / 2, s.S1 + 4), n = range(r, -p > -s.S1 ? -p : -s.S1, s.S2 + 4);
+        if (n < -p) n = -p;
+        s.pre = s.sparse_mode == 4 ? p - s.S1 + s.S2 : p;
+        s.next = s.sparse_mode == 4 ? n + s.S1 - s.S2 : n;
+        if (tu_next(r) % 4 == 0) s.pre = s.next = 2147483647;
+    }
+    s.inner_precise = tu_next(r) % 4 == 0 ? 2 : 0;
+    s.pse = pses[tu_next(r) % 6];
+    if (s.pse == FA_CASE_PSE_SLOPES_N || s.pse == FA_CASE_PSE_SLOPES_BN) {
+        s.pse_type = range(r, 2, 3);
+        s.q_start = range(r, 0, 3), s.kv_start = range(r, 0, 3);
+    } else {
+        s.pse_type = range(r, 0, 1);
+    }
+    return s;
+}
+
 int main(int argc, char **argv)
 {
-    int ncases = 48, passed = 0;
+    int ncases = 48, nmasked = 60, passed = 0;
     const char *one = NULL;
     uint64_t seed = tu_suite_seed();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cases") && i + 1 < argc) ncases = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--masked-cases") && i + 1 < argc) nmasked = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) one = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
@@ -115,7 +130,7 @@ int main(int argc, char **argv)
            attnops_cpu_isa());
     if (one) {
         fa_case_shape s;
-        if (!parse_case(one, &s)) {
+        if (!fa_case_parse(one, &s)) {
             fprintf(stderr, "bad --case '%s'\n", one);
             return 2;
         }
@@ -123,20 +138,46 @@ int main(int argc, char **argv)
         return tu_finish("test_fa_accuracy", passed);
     }
 
-    /* Fixed edges first: exact tiles, one off either side, GQA, Dv < D. */
-    const fa_case_shape fixed[] = {
-        {1, 1, 1, 64, 64, 64, 64, ATTNOPS_DTYPE_F32, ATTNOPS_LAYOUT_BNSD, 0, 0},
-        {1, 2, 1, 63, 65, 59, 59, ATTNOPS_DTYPE_F32, ATTNOPS_LAYOUT_BSND, 3, 0},
-        {2, 4, 2, 65, 63, 177, 128, ATTNOPS_DTYPE_BF16, ATTNOPS_LAYOUT_BSH, 0, 0},
-        {1, 8, 1, 1, 129, 16, 16, ATTNOPS_DTYPE_F16, ATTNOPS_LAYOUT_SBH, 3, 0},
-        {1, 2, 2, 129, 1, 256, 100, ATTNOPS_DTYPE_BF16, ATTNOPS_LAYOUT_BNSD, 0, 0.37},
-        {1, 1, 1, 1025, 1025, 64, 64, ATTNOPS_DTYPE_BF16, ATTNOPS_LAYOUT_BSND, 0, 0},
+    /* Fixed edges first: exact tiles, one off either side, GQA, Dv < D, and
+     * the mask behaviours the random draw may miss. */
+    const char *fixed[] = {
+        "B=1,N1=1,N2=1,S1=128,S2=64,D=64,Dv=64,dtype=f32,layout=BNSD",
+        "B=1,N1=2,N2=1,S1=127,S2=65,D=59,Dv=59,dtype=f32,layout=BSND,pad=3",
+        "B=2,N1=4,N2=2,S1=129,S2=63,D=177,Dv=128,dtype=bf16,layout=BSH",
+        "B=1,N1=8,N2=1,S1=1,S2=129,D=16,Dv=16,dtype=f16,layout=SBH,pad=3",
+        "B=1,N1=2,N2=2,S1=129,S2=1,D=256,Dv=100,dtype=bf16,layout=BNSD,scale=0.37",
+        "B=1,N1=1,N2=1,S1=1025,S2=1025,D=64,Dv=64,dtype=bf16,layout=BSND",
+        /* mode 3 with S1 > S2: the first rows attend to nothing -> sentinels */
+        "B=2,N1=2,N2=1,S1=200,S2=70,D=32,Dv=32,dtype=f32,layout=BNSD,mode=3,mask=compressed",
+        /* mode 1 with fully masked rows: uniform weights, then forced sentinels */
+        "B=1,N1=2,N2=2,S1=100,S2=90,D=32,Dv=16,dtype=f32,layout=BSH,mode=1,mask=bnss",
+        "B=1,N1=2,N2=2,S1=100,S2=90,D=32,Dv=16,dtype=bf16,layout=BSH,mode=1,mask=b1ss,inner_precise=2",
+        /* band with a negative next_tokens, right-down origin */
+        "B=1,N1=2,N2=1,S1=150,S2=260,D=64,Dv=64,dtype=f16,layout=SBH,mode=4,mask=compressed,pre=120,next=-20",
+        /* prefix, compressed mask */
+        "B=2,N1=2,N2=2,S1=90,S2=130,D=48,Dv=48,dtype=bf16,layout=BNSD,mode=6,mask=compressed",
+        /* compressed ALiBi (last 1024 rows) under a causal mask */
+        "B=1,N1=2,N2=1,S1=1100,S2=1100,D=16,Dv=16,dtype=bf16,layout=BSND,mode=3,mask=compressed,pse=bnhs,pse_type=1",
+        "B=1,N1=2,N2=2,S1=1100,S2=1100,D=16,Dv=16,dtype=f32,layout=BNSD,mode=2,mask=compressed,pse=1nhs,pse_type=0",
+        /* generated ALiBi with start offsets */
+        "B=2,N1=4,N2=2,S1=70,S2=130,D=32,Dv=32,dtype=f32,layout=BSND,pse=slopes_bn,pse_type=3,q_start=5,kv_start=2",
     };
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) passed += run_case(&fixed[i], seed + i);
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        fa_case_shape s;
+        if (!fa_case_parse(fixed[i], &s)) {
+            fprintf(stderr, "bad fixed case '%s'\n", fixed[i]);
+            return 2;
+        }
+        passed += run_case(&s, seed + i);
+    }
     tu_rng r = tu_rng_make(seed);
     for (int i = 0; i < ncases; i++) {
         fa_case_shape s = random_shape(&r);
         passed += run_case(&s, seed + 1000 + (uint64_t)i);
+    }
+    for (int i = 0; i < nmasked; i++) {
+        fa_case_shape s = random_masked_shape(&r);
+        passed += run_case(&s, seed + 2000 + (uint64_t)i);
     }
     return tu_finish("test_fa_accuracy", passed);
 }

@@ -30,7 +30,7 @@ static void compare_outputs(fa_case *a, fa_case *b, const char *what, const char
 static bool check(const fa_case_shape *s, uint64_t seed)
 {
     const int before = tu_failures;
-    char desc[256];
+    char desc[384];
     fa_case_describe(s, desc, sizeof desc);
     fa_case base, other;
     fa_case_init(&base, s, seed);
@@ -60,12 +60,18 @@ static bool check(const fa_case_shape *s, uint64_t seed)
 
 int main(void)
 {
-    const fa_case_shape shapes[] = {
-        {1, 1, 1, 200, 700, 64, 64, ATTNOPS_DTYPE_F32, ATTNOPS_LAYOUT_BNSD, 0, 0},
-        {1, 2, 1, 130, 515, 59, 32, ATTNOPS_DTYPE_BF16, ATTNOPS_LAYOUT_BSH, 0, 0},
-        {2, 4, 2, 97, 129, 128, 128, ATTNOPS_DTYPE_F16, ATTNOPS_LAYOUT_SBH, 3, 0},
+    const char *specs[] = {
+        "B=1,N1=1,N2=1,S1=200,S2=700,D=64,Dv=64,dtype=f32,layout=BNSD",
+        "B=1,N1=2,N2=1,S1=130,S2=515,D=59,Dv=32,dtype=bf16,layout=BSH",
+        "B=2,N1=4,N2=2,S1=97,S2=129,D=128,Dv=128,dtype=f16,layout=SBH,pad=3",
+        /* causal: kv splits are cut by work, not by tile count */
+        "B=1,N1=1,N2=1,S1=600,S2=600,D=64,Dv=64,dtype=f32,layout=BNSD,mode=2,mask=compressed,pse=slopes_n,pse_type=2",
     };
     int passed = 0;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) passed += check(&shapes[i], tu_suite_seed() + i);
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        fa_case_shape s;
+        TU_CHECK(fa_case_parse(specs[i], &s), "bad spec %s", specs[i]);
+        passed += check(&s, tu_suite_seed() + i);
+    }
     return tu_finish("test_fa_determinism", passed);
 }

@@ -33,7 +33,8 @@ static int usage(void)
 
 static int demo(int argc, char **argv)
 {
-    fa_case_shape s = {1, 4, 2, 512, 512, 128, 128, ATTNOPS_DTYPE_BF16, ATTNOPS_LAYOUT_BSND, 0, 0.0};
+    fa_case_shape s = {.B = 1, .N1 = 4, .N2 = 2, .S1 = 512, .S2 = 512, .D = 128, .Dv = 128,
+                       .dtype = ATTNOPS_DTYPE_BF16, .layout = ATTNOPS_LAYOUT_BSND, .pse_type = 1};
     int threads = 0;
     uint64_t seed = 1;
     for (int i = 0; i < argc; i++) {

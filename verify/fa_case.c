@@ -21,6 +21,107 @@ static tu_tensor qlike(const fa_case_shape *s, int64_t sq, int64_t n, int64_t d)
     return tu_tensor_new(s->dtype, rank, shape, s->pad);
 }
 
+bool fa_case_golden_masked(int64_t mode, int64_t S1, int64_t S2, int64_t pre, int64_t next, int64_t prefix,
+                           int64_t i, int64_t j)
+{
+    /* triu(ones, k) masks j - i >= k; tril(ones, k) masks j - i <= k. */
+    const int64_t d = j - i;
+    switch (mode) {
+    case 0: return d >= next + 1 || d <= -pre - 1;
+    case 2: return d >= 1;
+    case 3: return d >= S2 - S1 + 1;
+    case 4: return d >= next + S2 - S1 + 1 || d <= -pre + S2 - S1 - 1;
+    case 5:
+    case 6: return d >= S2 - S1 + 1 && j >= prefix; /* triu, then columns [0, prefix) cleared */
+    default: return false;
+    }
+}
+
+static void make_list(tu_tensor *t, int64_t n, const int64_t *values)
+{
+    int64_t shape[1] = {n};
+    *t = tu_tensor_new(ATTNOPS_DTYPE_I64, 1, shape, 0);
+    for (int64_t i = 0; i < n; i++) ((int64_t *)t->view.data)[i] = values[i];
+}
+
+/* The atten_mask of the case: golden-built for modes 0/5, random with some
+ * fully masked rows for mode 1, lower-triangular compressed for the rest. */
+static void make_mask(fa_case *c, tu_rng *r, const int64_t *prefix)
+{
+    const fa_case_shape *s = &c->shape;
+    if (s->mask == FA_CASE_MASK_COMPRESSED) {
+        int64_t shape[2] = {s->sparse_mode == 6 ? 3072 : 2048, 2048};
+        c->mask = tu_tensor_new(ATTNOPS_DTYPE_BOOL, 2, shape, 0);
+        uint8_t *m = c->mask.view.data;
+        for (int64_t i = 0; i < shape[0]; i++)
+            for (int64_t j = 0; j < 2048; j++)
+                m[i * 2048 + j] = i < 2048 ? j > i : (j >= 1024); /* mode 6: [triu ; (0 | 1)] */
+        return;
+    }
+    int64_t shape[4], rank = 4, nb = s->B, nn = s->N1;
+    switch (s->mask) {
+    case FA_CASE_MASK_SS: rank = 2, nb = nn = 1; break;
+    case FA_CASE_MASK_11SS: nb = nn = 1; break;
+    case FA_CASE_MASK_B1SS: nn = 1; break;
+    default: break;
+    }
+    if (rank == 2) shape[0] = s->S1, shape[1] = s->S2;
+    else shape[0] = nb, shape[1] = nn, shape[2] = s->S1, shape[3] = s->S2;
+    c->mask = tu_tensor_new(s->dtype == ATTNOPS_DTYPE_F16 ? ATTNOPS_DTYPE_U8 : ATTNOPS_DTYPE_BOOL, (int)rank, shape,
+                            s->pad);
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t n = 0; n < nn; n++)
+            for (int64_t i = 0; i < s->S1; i++)
+                for (int64_t j = 0; j < s->S2; j++) {
+                    bool masked = s->sparse_mode == 1
+                                      ? (i % 7 == 3) || tu_uniform(r) < 0.3
+                                      : fa_case_golden_masked(s->sparse_mode, s->S1, s->S2, s->pre, s->next,
+                                                              prefix ? prefix[b] : 0, i, j);
+                    const int64_t *st = c->mask.view.strides;
+                    int64_t off = rank == 2 ? i * st[0] + j * st[1] : b * st[0] + n * st[1] + i * st[2] + j * st[3];
+                    ((uint8_t *)c->mask.view.data)[off] = masked;
+                }
+}
+
+/* The pse of the case, rounded to its dtype. */
+static void make_pse(fa_case *c, tu_rng *r)
+{
+    const fa_case_shape *s = &c->shape;
+    if (s->pse == FA_CASE_PSE_SLOPES_N || s->pse == FA_CASE_PSE_SLOPES_BN) {
+        int64_t shape[2] = {s->B, s->N1};
+        bool bn = s->pse == FA_CASE_PSE_SLOPES_BN;
+        c->pse = tu_tensor_new(ATTNOPS_DTYPE_F32, bn ? 2 : 1, bn ? shape : shape + 1, 0);
+        float *slopes = c->pse.view.data;
+        attnops_alibi_slopes(s->N1, slopes);
+        for (int64_t b = 1; bn && b < s->B; b++)
+            for (int64_t n = 0; n < s->N1; n++) slopes[b * s->N1 + n] = slopes[n] / (float)(b + 1);
+        return;
+    }
+    const bool alibi = s->pse == FA_CASE_PSE_BNHS || s->pse == FA_CASE_PSE_1NHS;
+    int64_t shape[4] = {s->pse == FA_CASE_PSE_1NSS || s->pse == FA_CASE_PSE_1NHS ? 1 : s->B, s->N1,
+                        s->pse == FA_CASE_PSE_BN1S ? 1 : (alibi ? 1024 : s->S1), s->S2};
+    c->pse = tu_tensor_new(s->dtype, 4, shape, s->pad);
+    if (!alibi) {
+        tu_tensor_randn(&c->pse, r, 1.0);
+        return;
+    }
+    /* The golden's one-sided ALiBi (spec 4.2), last 1024 rows: slope * (c - r) for c <= r. */
+    float *slopes = malloc(sizeof(float) * (size_t)s->N1);
+    attnops_alibi_slopes(s->N1, slopes);
+    int64_t n = tu_numel(&c->pse.view);
+    double *v = malloc(sizeof(double) * (size_t)n);
+    for (int64_t b = 0, k = 0; b < shape[0]; b++)
+        for (int64_t h = 0; h < s->N1; h++)
+            for (int64_t m = 0; m < 1024; m++)
+                for (int64_t j = 0; j < s->S2; j++, k++) {
+                    int64_t row = s->S1 - 1024 + m;
+                    v[k] = j <= row ? (double)slopes[h] * (double)(j - row) : 0.0;
+                }
+    tu_tensor_from_f64(&c->pse, v);
+    free(v);
+    free(slopes);
+}
+
 void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
 {
     memset(c, 0, sizeof *c);
@@ -53,6 +154,30 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
     p->head_num = s->N1;
     p->input_layout = s->layout;
     p->scale_value = s->scale > 0 ? s->scale : 1.0 / sqrt((double)s->D);
+    p->sparse_mode = s->sparse_mode;
+    p->inner_precise = s->inner_precise;
+    if (s->mask != FA_CASE_MASK_NONE) {
+        p->pre_tokens = s->pre, p->next_tokens = s->next;
+        int64_t prefix[64] = {0};
+        if (s->sparse_mode == 5 || s->sparse_mode == 6) {
+            const int64_t lo = s->S1 > s->S2 ? 0 : s->S2 - s->S1;
+            for (int64_t b = 0; b < s->B && b < 64; b++) prefix[b] = lo + (int64_t)(tu_next(&r) % (uint64_t)(s->S2 - lo + 1));
+            make_list(&c->prefix, s->B, prefix);
+            p->prefix = &c->prefix.view;
+        }
+        make_mask(c, &r, prefix);
+        p->atten_mask = &c->mask.view;
+    }
+    if (s->pse != FA_CASE_PSE_NONE) {
+        make_pse(c, &r);
+        p->pse = &c->pse.view;
+        p->pse_type = s->pse_type;
+        if (s->q_start || s->kv_start) {
+            make_list(&c->q_start, 1, &s->q_start);
+            make_list(&c->kv_start, 1, &s->kv_start);
+            p->q_start_idx = &c->q_start.view, p->kv_start_idx = &c->kv_start.view;
+        }
+    }
     c->fwd.attention_out = &c->out.view;
     c->fwd.softmax_max = &c->smax.view;
     c->fwd.softmax_sum = &c->ssum.view;
@@ -68,7 +193,8 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
 
 void fa_case_free(fa_case *c)
 {
-    tu_tensor *all[] = {&c->q, &c->k, &c->v, &c->dy, &c->out, &c->smax, &c->ssum, &c->dq, &c->dk, &c->dv};
+    tu_tensor *all[] = {&c->q,  &c->k,  &c->v,  &c->dy,   &c->out,    &c->smax,   &c->ssum, &c->dq,
+                        &c->dk, &c->dv, &c->mask, &c->pse, &c->prefix, &c->q_start, &c->kv_start};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_tensor_free(all[i]);
 }
 
@@ -108,12 +234,79 @@ attnops_status fa_case_backward(fa_case *c, attnops_impl impl, int threads, int 
     return st != ATTNOPS_SUCCESS ? st : run_with_workspace(run_bwd, &c->bwd, bytes, "backward");
 }
 
+static const char *const mask_names[] = {"none", "ss", "11ss", "b1ss", "bnss", "compressed"};
+static const char *const pse_names[] = {"none", "bnss", "bn1s", "1nss", "bnhs", "1nhs", "slopes_n", "slopes_bn"};
+
 void fa_case_describe(const fa_case_shape *s, char *buf, size_t n)
 {
-    snprintf(buf, n, "B=%lld N1=%lld N2=%lld S1=%lld S2=%lld D=%lld Dv=%lld dtype=%s layout=%s pad=%lld",
-             (long long)s->B, (long long)s->N1, (long long)s->N2, (long long)s->S1, (long long)s->S2,
-             (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype), attnops_layout_name(s->layout),
-             (long long)s->pad);
+    int used = snprintf(buf, n, "B=%lld,N1=%lld,N2=%lld,S1=%lld,S2=%lld,D=%lld,Dv=%lld,dtype=%s,layout=%s,pad=%lld",
+                        (long long)s->B, (long long)s->N1, (long long)s->N2, (long long)s->S1, (long long)s->S2,
+                        (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype),
+                        attnops_layout_name(s->layout), (long long)s->pad);
+    if (s->scale > 0 && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, ",scale=%.17g", s->scale);
+    if (s->mask != FA_CASE_MASK_NONE && used > 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, ",mode=%lld,mask=%s,pre=%lld,next=%lld", (long long)s->sparse_mode,
+                         mask_names[s->mask], (long long)s->pre, (long long)s->next);
+    if (s->inner_precise && used > 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, ",inner_precise=%lld", (long long)s->inner_precise);
+    if (s->pse != FA_CASE_PSE_NONE && used > 0 && (size_t)used < n)
+        snprintf(buf + used, n - (size_t)used, ",pse=%s,pse_type=%lld,q_start=%lld,kv_start=%lld", pse_names[s->pse],
+                 (long long)s->pse_type, (long long)s->q_start, (long long)s->kv_start);
+}
+
+static int name_index(const char *const *names, int count, const char *v)
+{
+    for (int i = 0; i < count; i++)
+        if (!strcmp(names[i], v)) return i;
+    return -1;
+}
+
+bool fa_case_parse(const char *spec, fa_case_shape *s)
+{
+    *s = (fa_case_shape){.B = 1, .N1 = 1, .N2 = 1, .S1 = 1, .S2 = 1, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32,
+                         .layout = ATTNOPS_LAYOUT_BNSD, .pse_type = 1};
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) return false;
+        *eq = '\0';
+        const char *k = tok, *v = eq + 1;
+        long long x = atoll(v);
+        if (!strcmp(k, "B")) s->B = x;
+        else if (!strcmp(k, "N1")) s->N1 = x;
+        else if (!strcmp(k, "N2")) s->N2 = x;
+        else if (!strcmp(k, "S1")) s->S1 = x;
+        else if (!strcmp(k, "S2")) s->S2 = x;
+        else if (!strcmp(k, "D")) s->D = x;
+        else if (!strcmp(k, "Dv")) s->Dv = x;
+        else if (!strcmp(k, "pad")) s->pad = x;
+        else if (!strcmp(k, "scale")) s->scale = atof(v);
+        else if (!strcmp(k, "mode")) s->sparse_mode = x;
+        else if (!strcmp(k, "pre")) s->pre = x;
+        else if (!strcmp(k, "next")) s->next = x;
+        else if (!strcmp(k, "inner_precise")) s->inner_precise = x;
+        else if (!strcmp(k, "pse_type")) s->pse_type = x;
+        else if (!strcmp(k, "q_start")) s->q_start = x;
+        else if (!strcmp(k, "kv_start")) s->kv_start = x;
+        else if (!strcmp(k, "layout")) {
+            if ((s->layout = attnops_layout_from_string(v)) == ATTNOPS_LAYOUT_UNSET) return false;
+        } else if (!strcmp(k, "dtype")) {
+            if (!strcmp(v, "f32")) s->dtype = ATTNOPS_DTYPE_F32;
+            else if (!strcmp(v, "f16")) s->dtype = ATTNOPS_DTYPE_F16;
+            else if (!strcmp(v, "bf16")) s->dtype = ATTNOPS_DTYPE_BF16;
+            else return false;
+        } else if (!strcmp(k, "mask")) {
+            int i = name_index(mask_names, 6, v);
+            if (i < 0) return false;
+            s->mask = (fa_case_mask)i;
+        } else if (!strcmp(k, "pse")) {
+            int i = name_index(pse_names, 8, v);
+            if (i < 0) return false;
+            s->pse = (fa_case_pse)i;
+        } else return false;
+    }
+    return true;
 }
 
 static double tensor_max_abs(const tu_tensor *t)

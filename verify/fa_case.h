@@ -6,13 +6,45 @@
 
 #include "testutil.h"
 
+/* The atten_mask tensor a case passes. */
+typedef enum fa_case_mask {
+    FA_CASE_MASK_NONE = 0,
+    FA_CASE_MASK_SS,          /* [S1, S2]                */
+    FA_CASE_MASK_11SS,        /* [1, 1, S1, S2]          */
+    FA_CASE_MASK_B1SS,        /* [B, 1, S1, S2]          */
+    FA_CASE_MASK_BNSS,        /* [B, N1, S1, S2]         */
+    FA_CASE_MASK_COMPRESSED   /* 2048 x 2048 (3072 x 2048 for mode 6) */
+} fa_case_mask;
+
+/* The pse tensor a case passes. */
+typedef enum fa_case_pse {
+    FA_CASE_PSE_NONE = 0,
+    FA_CASE_PSE_BNSS, FA_CASE_PSE_BN1S, FA_CASE_PSE_1NSS,
+    FA_CASE_PSE_BNHS, FA_CASE_PSE_1NHS,  /* compressed ALiBi: needs S1 = S2 > 1024 and a causal mask */
+    FA_CASE_PSE_SLOPES_N, FA_CASE_PSE_SLOPES_BN   /* pse_type 2/3 */
+} fa_case_pse;
+
 typedef struct fa_case_shape {
     int64_t B, N1, N2, S1, S2, D, Dv;
     attnops_dtype dtype;
     attnops_layout layout;
     int64_t pad;  /* > 0: every tensor gets row padding (non-contiguous views) */
     double scale; /* 0: 1/sqrt(D) */
+    /* masks (spec 3); mode 1 draws a random mask with some fully masked rows */
+    int64_t sparse_mode;
+    fa_case_mask mask;
+    int64_t pre, next;     /* as given; modes 0 and 4 */
+    int64_t inner_precise;
+    /* position bias (spec 4) */
+    fa_case_pse pse;
+    int64_t pse_type;      /* ignored without pse */
+    int64_t q_start, kv_start;
 } fa_case_shape;
+
+/* The golden's mask, built independently of the library from the triu/tril
+ * offsets of spec 3.2/3.3: 1 = masked.  prefix is used by modes 5/6. */
+bool fa_case_golden_masked(int64_t mode, int64_t S1, int64_t S2, int64_t pre, int64_t next, int64_t prefix,
+                           int64_t i, int64_t j);
 
 typedef struct fa_case {
     fa_case_shape shape;
@@ -20,6 +52,7 @@ typedef struct fa_case {
     tu_tensor q, k, v, dy;            /* inputs                               */
     tu_tensor out, smax, ssum;        /* forward outputs (also backward input) */
     tu_tensor dq, dk, dv;             /* backward outputs                     */
+    tu_tensor mask, pse, prefix, q_start, kv_start; /* optional inputs      */
     attnops_fa_fwd_args fwd;
     attnops_fa_bwd_args bwd;
 } fa_case;
@@ -54,8 +87,10 @@ bool fa_case_check_backward(const fa_case *fast, const fa_case *ref, const char 
  * consume one forward (as a harness feeds a device the golden's). */
 void fa_case_copy_forward(fa_case *dst, const fa_case *src);
 
-/* "B=1 N1=2 N2=1 S1=7 S2=9 D=16 Dv=16 dtype=bf16 layout=BSH pad=3" */
+/* "B=1,N1=2,N2=1,S1=7,S2=9,D=16,Dv=16,dtype=bf16,layout=BSH,pad=3[,mode=..,mask=..]..."
+ * fa_case_parse reads the same form (any subset; the rest defaults). */
 void fa_case_describe(const fa_case_shape *s, char *buf, size_t n);
+bool fa_case_parse(const char *spec, fa_case_shape *s);
 
 /* Shape of a q-like tensor with head dim d in the case's layout. */
 int fa_case_tensor_shape(const fa_case_shape *s, int64_t b, int64_t sq, int64_t n, int64_t d, int64_t *shape);

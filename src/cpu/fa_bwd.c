@@ -35,6 +35,7 @@
 #include <omp.h>
 
 #include "cpu/fa_cpu.h"
+#include "cpu/fa_scores.h"
 #include "cpu/fa_tiles.h"
 #include "cpu/isa.h"
 #include "cpu/pack.h"
@@ -51,8 +52,8 @@ typedef struct bwd_plan {
 } bwd_plan;
 
 /* Byte sizes of the pieces, in carve order (shared by planning and carving). */
-enum { QS_Q, QS_QT, QS_DY, QS_DYT, QS_DROW, QS_M, QS_L, QS_COUNT };
-enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PV, TH_DSV, TH_DSN, TH_DK, TH_DV, TH_COUNT };
+enum { QS_Q, QS_QT, QS_DY, QS_DYT, QS_DROW, QS_M, QS_L, QS_ATTEND, QS_COUNT };
+enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PV, TH_DSV, TH_DSN, TH_DK, TH_DV, TH_BIAS, TH_MASKED, TH_COUNT };
 
 static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_COUNT])
 {
@@ -67,6 +68,7 @@ static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_CO
         sz[QS_DY] = pl->dy_zero_copy ? 0 : S1p * (size_t)p->Dv * 4;
     }
     sz[QS_DROW] = sz[QS_M] = sz[QS_L] = S1p * 4;
+    sz[QS_ATTEND] = (size_t)t->nq;
 }
 
 static void thread_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[TH_COUNT])
@@ -80,6 +82,8 @@ static void thread_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[TH_C
     if (t->bf16) sz[TH_PV] = sz[TH_DSV] = sz[TH_DSN] = tile * 2;
     sz[TH_DK] = (size_t)FA_BK * (size_t)p->D * 4;
     sz[TH_DV] = (size_t)FA_BK * (size_t)p->Dv * 4;
+    sz[TH_BIAS] = tile * 4;
+    sz[TH_MASKED] = FA_BK;
 }
 
 static size_t sum_aligned(const size_t *sz, int n)
@@ -141,6 +145,7 @@ typedef struct qside {
     const void *q, *qt, *dy, *dyt; /* qt, dyt: bf16 only */
     int64_t ldq, lddy;
     float *drow, *m, *l;
+    uint8_t *attend; /* [nq]: every row of the query tile attends to some key */
 } qside;
 
 static qside qside_at(const fa_problem *p, const bwd_plan *pl, char *base, int64_t b, int64_t h)
@@ -150,7 +155,8 @@ static qside qside_at(const fa_problem *p, const bwd_plan *pl, char *base, int64
     qside_sizes(p, pl, sz);
     carve(base, sz, QS_COUNT, ptr);
     qside qs = {ptr[QS_Q], ptr[QS_QT], ptr[QS_DY], ptr[QS_DYT], pl->t.bf16 ? pl->t.Dp : p->D,
-                pl->t.bf16 ? pl->t.Dvp : p->Dv, (float *)ptr[QS_DROW], (float *)ptr[QS_M], (float *)ptr[QS_L]};
+                pl->t.bf16 ? pl->t.Dvp : p->Dv, (float *)ptr[QS_DROW], (float *)ptr[QS_M], (float *)ptr[QS_L],
+                (uint8_t *)ptr[QS_ATTEND]};
     if (pl->q_zero_copy) qs.q = fa_at(&p->q, b, h, 0, 0), qs.ldq = p->q.ss;
     if (pl->dy_zero_copy) qs.dy = fa_at(&p->dy, b, h, 0, 0), qs.lddy = p->dy.ss;
     return qs;
@@ -168,8 +174,13 @@ static void pack_qside(const fa_problem *p, const bwd_plan *pl, const qside *qs,
     }
     if (!pl->q_zero_copy) pack_rows(t->elem, &p->q, b, h, 0, t->S1p, p->S1, p->D, (void *)qs->q, t->Dp);
     if (!pl->dy_zero_copy) pack_rows(t->elem, &p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (void *)qs->dy, t->Dvp);
+    const fa_band band = fa_band_of(p, b, p->S1, p->S2);
+    for (int64_t q0 = 0; q0 < t->S1p; q0 += FA_BQ)
+        qs->attend[q0 / FA_BQ] = fa_rows_attend(p, &band, b, h, q0, q0 + FA_BQ < p->S1 ? q0 + FA_BQ : p->S1, p->S2);
     for (int64_t i = 0; i < t->S1p; i++) {
-        if (i >= p->S1) { /* padding rows: P = exp(-inf) = 0 */
+        /* Padding rows and rows carrying the invalid-row sentinel: m = +inf
+         * makes P = exp(-inf) = 0, so they contribute nothing. */
+        if (i >= p->S1 || *(const float *)fa_at(&p->smax, b, h, i, 0) == (float)FA_INVALID_ROW_MAX) {
             qs->drow[i] = 0.0f, qs->m[i] = INFINITY, qs->l[i] = 1.0f;
             continue;
         }
@@ -232,18 +243,32 @@ static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, ch
     }
 }
 
-/* One (query tile, kv tile) step. */
-static void step(const bwd_ctx *c, const qside *qs, int64_t q0, int valid, char **th, float *dq_part)
+/* One (query tile, kv tile) step of head (b, h); pos gives the tile. */
+static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const fa_tile_pos *pos, char **th,
+                 float *dq_part)
 {
     const fa_problem *p = c->p;
     const bwd_gemms *gm = c->gm;
     const bool bf16 = c->pl->t.bf16;
+    const int64_t q0 = pos->q0;
+    const fa_tile_class cls = p->mask.active
+                                  ? fa_classify_tile(p, band, pos->b, pos->h, q0, q0 + pos->rows, pos->k0,
+                                                     pos->k0 + pos->cols)
+                                  : FA_TILE_FULL;
+    /* An empty tile adds nothing unless one of its rows attends to nothing
+     * and has uniform weights over every key (no sentinel behaviour). */
+    if (cls == FA_TILE_EMPTY && (p->mask.skip_invalid_rows || qs->attend[q0 / FA_BQ])) return;
     float *S = (float *)th[TH_S], *dP = (float *)th[TH_DP];
     const char *q_i = (const char *)qs->q + (size_t)(q0 * qs->ldq) * (bf16 ? 2 : 4);
     const char *dy_i = (const char *)qs->dy + (size_t)(q0 * qs->lddy) * (bf16 ? 2 : 4);
     tile_gemm_run(&gm->qk, q_i, th[TH_KT], S);
     tile_gemm_run(&gm->dov, dy_i, th[TH_VT], dP);
-    c->kern->softmax_bwd(S, dP, FA_BQ, FA_BK, valid, (float)p->scale, qs->m + q0, qs->l + q0, qs->drow + q0);
+    float scale = (float)p->scale;
+    if (fa_scores_needed(p, cls)) {
+        fa_scores_apply(p, band, pos, cls, S, FA_BK, (float *)th[TH_BIAS], (uint8_t *)th[TH_MASKED]);
+        scale = 1.0f;
+    }
+    c->kern->softmax_bwd(S, dP, FA_BQ, FA_BK, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
     float *dq_i = dq_part + q0 * p->D;
     if (bf16) {
         const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
@@ -276,12 +301,49 @@ static float *wave_part(const bwd_ctx *c, const wave_store *w, int64_t i, int64_
     return (float *)(w->parts + k * c->pl->part_bytes);
 }
 
+/* Split s of batch b's kv tiles: [*kt0, *kt1), cut so that every split gets
+ * about the same number of non-empty (query tile, kv tile) pairs under the
+ * band (causal and band masks leave some kv tiles little work). */
+static void split_range(const bwd_ctx *c, const fa_band *band, int64_t s, int64_t *kt0, int64_t *kt1)
+{
+    const fa_problem *p = c->p;
+    const fa_tiling *t = &c->pl->t;
+    const int64_t nsplit = c->pl->nsplit;
+    fa_band shape = *band;
+    shape.elements = false; /* the estimate reads no mask elements */
+    int64_t total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t cum = 0;
+        *kt0 = s == 0 ? 0 : -1, *kt1 = t->nk;
+        for (int64_t kt = 0; kt < t->nk; kt++) {
+            if (pass == 1) {
+                if (*kt0 < 0 && cum * nsplit >= total * s) *kt0 = kt;
+                if (cum * nsplit >= total * (s + 1) && s + 1 < nsplit) {
+                    *kt1 = kt;
+                    break;
+                }
+            }
+            const int64_t k1 = (kt + 1) * FA_BK < p->S2 ? (kt + 1) * FA_BK : p->S2;
+            for (int64_t qt = 0; qt < t->nq; qt++) {
+                const int64_t q1 = (qt + 1) * FA_BQ < p->S1 ? (qt + 1) * FA_BQ : p->S1;
+                cum += !p->mask.active || fa_classify_tile(p, &shape, 0, 0, qt * FA_BQ, q1, kt * FA_BK, k1) !=
+                                              FA_TILE_EMPTY;
+            }
+        }
+        total = cum;
+        if (*kt0 < 0) *kt0 = t->nk;
+    }
+    if (*kt1 < *kt0) *kt1 = *kt0;
+}
+
 /* Wave slot i = kv head (b, n2), split s of nsplit. */
 static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, int64_t n2, int64_t s, char **th)
 {
     const fa_problem *p = c->p;
     const fa_tiling *t = &c->pl->t;
-    const int64_t kt0 = t->nk * s / c->pl->nsplit, kt1 = t->nk * (s + 1) / c->pl->nsplit;
+    const fa_band band = fa_band_of(p, b, p->S1, p->S2);
+    int64_t kt0, kt1;
+    split_range(c, &band, s, &kt0, &kt1);
     for (int64_t g = 0; g < p->G; g++) memset(wave_part(c, w, i, g, s), 0, (size_t)(t->S1p * p->D) * sizeof(float));
     for (int64_t kt = kt0; kt < kt1; kt++) {
         const int64_t k0 = kt * FA_BK;
@@ -293,7 +355,11 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
         for (int64_t g = 0; g < p->G; g++) {
             const qside qs = wave_qside(c, w, i, g, b, n2 * p->G + g);
             float *part = wave_part(c, w, i, g, s);
-            for (int64_t qt = 0; qt < nq; qt++) step(c, &qs, qt * FA_BQ, valid, th, part);
+            for (int64_t qt = 0; qt < nq; qt++) {
+                const int64_t q0 = qt * FA_BQ;
+                const fa_tile_pos pos = {b, n2 * p->G + g, q0, k0, (int)(p->S1 - q0 < FA_BQ ? p->S1 - q0 : FA_BQ), valid};
+                step(c, &qs, &band, &pos, th, part);
+            }
         }
         if (t->bf16) { /* accumulated transposed: [D][BK], [Dv][BK] */
             unpack_cols((float *)th[TH_DK], FA_BK, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);

@@ -21,6 +21,7 @@
 #endif
 
 #include "cpu/fa_cpu.h"
+#include "cpu/fa_scores.h"
 #include "cpu/fa_tiles.h"
 #include "cpu/isa.h"
 #include "cpu/pack.h"
@@ -46,7 +47,9 @@ static fwd_plan make_plan(const fa_problem *p)
                       + ao_align_up((size_t)(FA_BQ * FA_BK) * 4, 64)          /* S / P    */
                       + ao_align_up((size_t)(FA_BQ * FA_BK) * 2, 64)          /* P bf16   */
                       + ao_align_up((size_t)(FA_BQ * p->Dv) * 4, 64)          /* O        */
-                      + 3 * ao_align_up((size_t)FA_BQ * 4, 64);               /* m, l, a  */
+                      + 3 * ao_align_up((size_t)FA_BQ * 4, 64)                /* m, l, a  */
+                      + ao_align_up((size_t)(FA_BQ * FA_BK) * 4, 64)          /* bias     */
+                      + ao_align_up((size_t)FA_BK, 64);                       /* mask row */
     pl.wave = fa_wave_heads(p->B * p->N2, pl.k_bytes + pl.v_bytes, p->threads);
     pl.total = (size_t)pl.wave * (pl.k_bytes + pl.v_bytes) + (size_t)p->threads * pl.thread_bytes;
     return pl;
@@ -58,7 +61,8 @@ typedef struct fwd_scratch {
     void *q;
     float *s;
     uint16_t *pb;
-    float *o, *m, *l, *alpha;
+    float *o, *m, *l, *alpha, *bias;
+    uint8_t *masked;
 } fwd_scratch;
 
 static fwd_scratch thread_scratch(const fwd_plan *pl, const fa_problem *p, char *base)
@@ -72,7 +76,9 @@ static fwd_scratch thread_scratch(const fwd_plan *pl, const fa_problem *p, char 
     s.o = (float *)c, c += ao_align_up((size_t)(FA_BQ * p->Dv) * 4, 64);
     s.m = (float *)c, c += ao_align_up((size_t)FA_BQ * 4, 64);
     s.l = (float *)c, c += ao_align_up((size_t)FA_BQ * 4, 64);
-    s.alpha = (float *)c;
+    s.alpha = (float *)c, c += ao_align_up((size_t)FA_BQ * 4, 64);
+    s.bias = (float *)c, c += ao_align_up((size_t)(FA_BQ * FA_BK) * 4, 64);
+    s.masked = (uint8_t *)c;
     return s;
 }
 
@@ -114,13 +120,27 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
     pack_rows(t->elem, &p->q, b, h, q0, FA_BQ, p->S1, p->D, sc->q, t->Dp);
     for (int r = 0; r < FA_BQ; r++) sc->m[r] = -INFINITY, sc->l[r] = 0.0f;
     memset(sc->o, 0, (size_t)(FA_BQ * p->Dv) * sizeof(float));
+    const int rows = (int)(p->S1 - q0 < FA_BQ ? p->S1 - q0 : FA_BQ);
+    const fa_band band = fa_band_of(p, b, p->S1, p->S2);
+    /* Empty tiles may be skipped unless a row of this tile attends to
+     * nothing and must still see every key's -40000 (uniform weights). */
+    const bool may_skip = p->mask.skip_invalid_rows || fa_rows_attend(p, &band, b, h, q0, q0 + rows, p->S2);
 
     for (int64_t k0 = 0; k0 < p->S2; k0 += FA_BK) {
         const int valid = (int)(p->S2 - k0 < FA_BK ? p->S2 - k0 : FA_BK);
+        const fa_tile_class cls =
+            p->mask.active ? fa_classify_tile(p, &band, b, h, q0, q0 + rows, k0, k0 + valid) : FA_TILE_FULL;
+        if (cls == FA_TILE_EMPTY && may_skip) continue;
         const char *kt = kbuf + (size_t)(k0 * t->Dp) * e;                  /* tile k0 / BK of K^T */
         const char *vt = vbuf + (size_t)(k0 * p->Dv) * e;                  /* row k0 of V      */
         tile_gemm_run(&gm->qk, sc->q, kt, sc->s);
-        kern->softmax_fwd(sc->s, FA_BQ, FA_BK, valid, (float)p->scale, sc->m, sc->l, sc->alpha);
+        float scale = (float)p->scale;
+        if (fa_scores_needed(p, cls)) {
+            const fa_tile_pos pos = {b, h, q0, k0, rows, valid};
+            fa_scores_apply(p, &band, &pos, cls, sc->s, FA_BK, sc->bias, sc->masked);
+            scale = 1.0f;
+        }
+        kern->softmax_fwd(sc->s, FA_BQ, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
         kern->scale_rows(sc->o, FA_BQ, (int)p->Dv, sc->alpha);
         if (t->bf16) {
             kern->to_bf16(sc->s, FA_BQ, FA_BK, sc->pb, FA_BK, false);
@@ -130,12 +150,14 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         }
     }
 
-    const int64_t rows = p->S1 - q0 < FA_BQ ? p->S1 - q0 : FA_BQ;
     for (int64_t r = 0; r < rows; r++) {
         float *o = sc->o + r * p->Dv;
         float mx = sc->m[r], sum = sc->l[r];
-        if (p->S2 == 0) {
-            mx = (float)FA_INVALID_ROW_MAX, sum = (float)FA_INVALID_ROW_SUM; /* a row that attends to nothing */
+        /* A row that attends to nothing: no keys, or (sentinel behaviour) every
+         * key masked, seen as a max of exactly -40000 or no tile at all. */
+        if (p->S2 == 0 || (p->mask.skip_invalid_rows && (mx == (float)FA_MASK_FILL || mx == -INFINITY))) {
+            mx = (float)FA_INVALID_ROW_MAX, sum = (float)FA_INVALID_ROW_SUM;
+            memset(o, 0, (size_t)p->Dv * sizeof *o);
         } else {
             for (int64_t c = 0; c < p->Dv; c++) o[c] /= sum;
         }
@@ -171,7 +193,8 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
             for (int64_t it = 0; it < nw * items_per_head; it++) {
                 const int64_t i = it / items_per_head, rest = it % items_per_head;
                 const int64_t b = (w0 + i) / p->N2, n2 = (w0 + i) % p->N2;
-                const int64_t h = n2 * p->G + rest / t->nq, q0 = (rest % t->nq) * FA_BQ;
+                /* Last query tiles first: under causal masks they carry the most work. */
+                const int64_t h = n2 * p->G + rest / t->nq, q0 = (t->nq - 1 - rest % t->nq) * FA_BQ;
                 const char *kb = packs + (size_t)i * (pl.k_bytes + pl.v_bytes);
                 fwd_item(p, t, &gm, kern, &sc, b, h, q0, kb, kb + pl.k_bytes);
             }

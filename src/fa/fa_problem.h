@@ -23,6 +23,39 @@ static inline char *fa_at(const fa_view *v, int64_t b, int64_t n, int64_t s, int
     return v->data + (b * v->sb + n * v->sn + s * v->ss + d * v->sd) * v->esize;
 }
 
+/* Masking of one call (spec 3).  Every sparse mode reduces, per batch, to a
+ * band in top-left coordinates plus an optional prefix and an optional
+ * element mask; see fa_mask.h. */
+typedef struct fa_mask_cfg {
+    bool active;            /* a mask tensor was given; without one nothing is masked */
+    int64_t mode;           /* sparse_mode */
+    int64_t pre, next;      /* pre_tokens / next_tokens as given */
+    bool has_elements;      /* modes 0, 1, 5: the tensor's elements are read */
+    fa_view elements;       /* [b][n][i][j] view of those elements (broadcast dims have stride 0) */
+    const char *prefix;     /* modes 5/6: int32/int64 list [B] */
+    attnops_dtype prefix_dtype;
+    int64_t prefix_stride;
+    bool skip_invalid_rows; /* fully masked rows get the sentinels (spec 1.1) */
+} fa_mask_cfg;
+
+/* The additive position bias (spec 4). */
+typedef enum fa_pse_kind {
+    FA_PSE_NONE,
+    FA_PSE_TENSOR,          /* BNSS / 1NSS / BN1S: elements read through `bias` */
+    FA_PSE_ALIBI_1024,      /* BNHS / 1NHS: last 1024 rows of a causal alibi, reconstructed */
+    FA_PSE_SLOPES           /* pse_type 2/3: -slope * |delta| or -slope * sqrt|delta| */
+} fa_pse_kind;
+
+typedef struct fa_pse_cfg {
+    fa_pse_kind kind;
+    int64_t type;           /* pse_type: 1 = (raw + pse) * scale, else raw * scale + pse */
+    fa_view bias;           /* TENSOR / ALIBI_1024: [b][n][row][j], broadcast dims stride 0 */
+    int64_t alibi_rows;     /* ALIBI_1024: rows in the tensor (1024) */
+    const float *slopes;    /* SLOPES: [N1] or [B][N1] */
+    int64_t slope_sb, slope_sn;
+    int64_t q_start, kv_start;
+} fa_pse_cfg;
+
 typedef struct fa_problem {
     const char *op;                  /* "FlashAttentionScore" or "...Grad" for messages */
     int64_t B, N1, N2, G, S1, S2, D, Dv;
@@ -32,6 +65,8 @@ typedef struct fa_problem {
     fa_view o;                       /* forward: attention_out; backward: attention_in */
     fa_view smax, ssum;              /* f32, [B][N1][S1][8] */
     fa_view dy, dq, dk, dv;          /* backward only */
+    fa_mask_cfg mask;
+    fa_pse_cfg pse;
     attnops_impl impl;
     bool deterministic;
     int threads;                     /* resolved thread count (>= 1) */
@@ -49,5 +84,7 @@ attnops_status fa_validate_bwd(const attnops_fa_bwd_args *args, fa_problem *out)
 /* Sentinels CANN writes for a row that attends to nothing (spec 1.1). */
 #define FA_INVALID_ROW_MAX (-3.4028234663852886e38)
 #define FA_INVALID_ROW_SUM (3.4028234663852886e38)
+/* The value a masked score is replaced with (the golden's masked_fill). */
+#define FA_MASK_FILL (-40000.0)
 
 #endif

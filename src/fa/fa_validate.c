@@ -227,15 +227,190 @@ static attnops_status check_attributes(const char *op, const attnops_fa_params *
     static const char *const later = "is not supported by this version of attnops yet";
     if (p->input_layout == ATTNOPS_LAYOUT_TND) return ao_fail(UNSUPPORTED, "%s: input_layout TND %s.", op, later);
     const struct { const attnops_tensor *t; const char *name; } optional[] = {
-        {p->pse, "pse"}, {p->atten_mask, "atten_mask"}, {p->drop_mask, "drop_mask"}, {p->prefix, "prefix"},
-        {p->actual_seq_qlen, "actual_seq_qlen"}, {p->actual_seq_kvlen, "actual_seq_kvlen"},
-        {p->q_start_idx, "q_start_idx"}, {p->kv_start_idx, "kv_start_idx"}, {p->query_rope, "query_rope"},
-        {p->key_rope, "key_rope"}, {p->d_scale_q, "d_scale_q"}, {p->d_scale_k, "d_scale_k"},
-        {p->d_scale_v, "d_scale_v"}, {p->d_scale_dy, "d_scale_dy"}, {p->d_scale_o, "d_scale_o"},
+        {p->drop_mask, "drop_mask"}, {p->actual_seq_qlen, "actual_seq_qlen"},
+        {p->actual_seq_kvlen, "actual_seq_kvlen"}, {p->query_rope, "query_rope"}, {p->key_rope, "key_rope"},
+        {p->d_scale_q, "d_scale_q"}, {p->d_scale_k, "d_scale_k"}, {p->d_scale_v, "d_scale_v"},
+        {p->d_scale_dy, "d_scale_dy"}, {p->d_scale_o, "d_scale_o"},
     };
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (optional[i].t) return ao_fail(UNSUPPORTED, "%s: input '%s' %s.", op, optional[i].name, later);
     if (p->keep_prob < 1.0) return ao_fail(UNSUPPORTED, "%s: dropout (keep_prob %g < 1) %s.", op, p->keep_prob, later);
+    return ATTNOPS_SUCCESS;
+}
+
+/* Reads element `i` of a rank-1 i32/i64 list. */
+static int64_t list_at(const attnops_tensor *t, int64_t i)
+{
+    const char *at = (const char *)t->data + i * t->strides[0] * (int64_t)attnops_dtype_size(t->dtype);
+    return t->dtype == ATTNOPS_DTYPE_I32 ? *(const int32_t *)at : *(const int64_t *)at;
+}
+
+static attnops_status check_list(const char *op, const char *name, const attnops_tensor *t, int64_t min_len,
+                                 int64_t max_len)
+{
+    TRY(check_view(op, name, t));
+    if (t->dtype != ATTNOPS_DTYPE_I64 && t->dtype != ATTNOPS_DTYPE_I32)
+        return ao_fail(INVALID, "%s: '%s' has dtype %s; it must be i64 (or i32).", op, name,
+                       attnops_dtype_name(t->dtype));
+    if (t->rank != 1 || t->shape[0] < min_len || t->shape[0] > max_len)
+        return ao_fail(INVALID, "%s: '%s' must be a 1-D list of %lld..%lld values, got rank %d with %lld.", op, name,
+                       (long long)min_len, (long long)max_len, (int)t->rank, (long long)(t->rank ? t->shape[0] : 0));
+    return ATTNOPS_SUCCESS;
+}
+
+/* [b][n][i][j] view of a 2-D [S1,S2] or 4-D [B|1, N|1, rows, S2] tensor;
+ * broadcast dimensions get stride 0. */
+static fa_view broadcast_view(const attnops_tensor *t)
+{
+    fa_view v = {(char *)t->data, t->dtype, (int64_t)attnops_dtype_size(t->dtype), 0, 0, 0, 0};
+    const int r = t->rank;
+    v.ss = t->shape[r - 2] == 1 ? 0 : t->strides[r - 2];
+    v.sd = t->strides[r - 1];
+    if (r == 4) {
+        v.sb = t->shape[0] == 1 ? 0 : t->strides[0];
+        v.sn = t->shape[1] == 1 ? 0 : t->strides[1];
+    }
+    return v;
+}
+
+/* atten_mask, sparse_mode, tokens and prefix (spec 3). */
+static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    fa_mask_cfg *m = &pr->mask;
+    m->mode = p->sparse_mode;
+    m->pre = p->pre_tokens;
+    m->next = p->next_tokens;
+    const attnops_tensor *t = p->atten_mask;
+    if (!t) { /* no mask tensor: nothing is masked, whatever the mode (as CANN) */
+        m->skip_invalid_rows = p->inner_precise == 2;
+        return ATTNOPS_SUCCESS;
+    }
+    char buf[96];
+    TRY(check_view(op, "atten_mask", t));
+    if (t->dtype != ATTNOPS_DTYPE_BOOL && t->dtype != ATTNOPS_DTYPE_U8)
+        return ao_fail(INVALID, "%s: atten_mask has dtype %s; it must be bool or u8 (1 = masked out).", op,
+                       attnops_dtype_name(t->dtype));
+    if (t->rank != 2 && t->rank != 4)
+        return ao_fail(INVALID, "%s: atten_mask has shape %s; it must be 2-D or 4-D.", op, shape_str(t, buf, sizeof buf));
+    const int64_t rows = t->shape[t->rank - 2], cols = t->shape[t->rank - 1];
+    const int64_t mode = p->sparse_mode, S1 = pr->S1, S2 = pr->S2;
+    m->active = true;
+    if (mode == 0 || mode == 1 || mode == 5) {
+        bool lead_ok = t->rank == 2 || ((t->shape[0] == 1 || t->shape[0] == pr->B) &&
+                                        (t->shape[1] == 1 || t->shape[1] == pr->N1) &&
+                                        !(t->shape[0] == 1 && pr->B != 1 && t->shape[1] == pr->N1 && pr->N1 != 1));
+        if (rows != S1 || cols != S2 || !lead_ok)
+            return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode %lld needs [S1, S2], [1, 1, S1, S2], "
+                           "[B, 1, S1, S2] or [B, N1, S1, S2] with S1 = %lld, S2 = %lld.", op,
+                           shape_str(t, buf, sizeof buf), (long long)mode, (long long)S1, (long long)S2);
+        m->has_elements = true;
+        m->elements = broadcast_view(t);
+    } else {
+        const int64_t want_rows = mode == 6 ? 3072 : 2048;
+        if (rows != want_rows || cols != 2048)
+            return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode %lld takes the compressed mask, try "
+                           "setting it to [%lld, 2048].", op, shape_str(t, buf, sizeof buf), (long long)mode,
+                           (long long)want_rows);
+    }
+    if (mode == 0 || mode == 4) { /* spec 3.2 token checks, after the mode-4 correction */
+        const int64_t pre = mode == 4 ? p->pre_tokens + S1 - S2 : p->pre_tokens;
+        const int64_t next = mode == 4 ? p->next_tokens - S1 + S2 : p->next_tokens;
+        if (-pre > S2 || -next > S1 || pre + next < 0)
+            return ao_fail(INVALID, "%s: pre_tokens %lld and next_tokens %lld (sparse_mode %lld; %lld and %lld after "
+                           "the right-down correction) leave no band: need -pre <= S2, -next <= S1 and pre + next "
+                           ">= 0.", op, (long long)p->pre_tokens, (long long)p->next_tokens, (long long)mode,
+                           (long long)pre, (long long)next);
+    }
+    bool zero_prefix = false;
+    if (mode == 5 || mode == 6) {
+        if (!p->prefix) return ao_fail(NULLPTR, "%s: sparse_mode %lld needs the 'prefix' list.", op, (long long)mode);
+        TRY(check_list(op, "prefix", p->prefix, pr->B, pr->B));
+        const int64_t lo = S1 > S2 ? 0 : S2 - S1;
+        for (int64_t b = 0; b < pr->B; b++) {
+            int64_t v = list_at(p->prefix, b);
+            if (v < lo || v > S2)
+                return ao_fail(INVALID, "%s: prefix[%lld] is %lld; with S1 = %lld, S2 = %lld it must lie in [%lld, "
+                               "%lld].", op, (long long)b, (long long)v, (long long)S1, (long long)S2, (long long)lo,
+                               (long long)S2);
+            zero_prefix |= v == 0;
+        }
+        m->prefix = p->prefix->data;
+        m->prefix_dtype = p->prefix->dtype;
+        m->prefix_stride = p->prefix->strides[0];
+    }
+    /* The golden's conditions for the sentinel behaviour (spec 1.1). */
+    m->skip_invalid_rows = p->inner_precise == 2 || (mode == 3 && S1 > S2) ||
+                           (mode == 4 && (p->pre_tokens < 0 || p->next_tokens + S2 < S1)) ||
+                           (mode == 0 && (p->pre_tokens < S1 || p->next_tokens < S2)) || zero_prefix;
+    return ATTNOPS_SUCCESS;
+}
+
+static bool mask_is_causal_square(const fa_problem *pr)
+{
+    const fa_mask_cfg *m = &pr->mask;
+    if (!m->active || pr->S1 != pr->S2) return false;
+    return m->mode == 2 || m->mode == 3 || ((m->mode == 0 || m->mode == 4) && m->pre >= pr->S1 && m->next == 0);
+}
+
+/* pse, pse_type, q/kv start idx (spec 4). */
+static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    fa_pse_cfg *c = &pr->pse;
+    c->type = p->pse_type;
+    const attnops_tensor *t = p->pse;
+    if (!t) return ATTNOPS_SUCCESS;
+    char buf[96];
+    TRY(check_view(op, "pse", t));
+    if (p->pse_type == 2 || p->pse_type == 3) {
+        if (t->dtype != ATTNOPS_DTYPE_F32)
+            return ao_fail(INVALID, "%s: pse_type %lld takes f32 ALiBi slopes, but pse has dtype %s.", op,
+                           (long long)p->pse_type, attnops_dtype_name(t->dtype));
+        bool n_form = t->rank == 1 && t->shape[0] == pr->N1;
+        bool bn_form = t->rank == 2 && t->shape[0] == pr->B && t->shape[1] == pr->N1;
+        if (!n_form && !bn_form)
+            return ao_fail(INVALID, "%s: pse_type %lld takes slopes of shape [N1] or [B, N1] (N1 = %lld, B = %lld), "
+                           "got %s.", op, (long long)p->pse_type, (long long)pr->N1, (long long)pr->B,
+                           shape_str(t, buf, sizeof buf));
+        c->kind = FA_PSE_SLOPES;
+        c->slopes = t->data;
+        c->slope_sb = bn_form ? t->strides[0] : 0;
+        c->slope_sn = bn_form ? t->strides[1] : t->strides[0];
+        const attnops_tensor *starts[2] = {p->q_start_idx, p->kv_start_idx};
+        const char *names[2] = {"q_start_idx", "kv_start_idx"};
+        int64_t *dst[2] = {&c->q_start, &c->kv_start};
+        for (int k = 0; k < 2; k++) {
+            if (!starts[k]) continue;
+            TRY(check_list(op, names[k], starts[k], 0, 1));
+            *dst[k] = starts[k]->shape[0] ? list_at(starts[k], 0) : 0;
+        }
+        return ATTNOPS_SUCCESS;
+    }
+    if (t->dtype != pr->dtype)
+        return ao_fail(INVALID, "%s: pse has dtype %s but must have query's dtype %s.", op,
+                       attnops_dtype_name(t->dtype), attnops_dtype_name(pr->dtype));
+    const int64_t B = pr->B, N1 = pr->N1, S1 = pr->S1, S2 = pr->S2;
+    const int64_t *sh = t->shape;
+    if (t->rank == 4 && sh[1] == N1 && sh[3] == S2) {
+        if ((sh[0] == B || sh[0] == 1) && sh[2] == S1) {
+            c->kind = FA_PSE_TENSOR; /* BNSS or 1NSS */
+        } else if (sh[0] == B && sh[2] == 1) {
+            c->kind = FA_PSE_TENSOR; /* BN1S: one row for every query row */
+        } else if ((sh[0] == B || sh[0] == 1) && sh[2] == 1024 && S1 > 1024) {
+            if (!mask_is_causal_square(pr))
+                return ao_fail(INVALID, "%s: pse of shape %s is the compressed ALiBi form (last 1024 rows), which "
+                               "needs S1 = S2 (got %lld, %lld) and a causal mask (sparse_mode 2/3, or 0/4 with "
+                               "pre_tokens >= S1 and next_tokens = 0).", op, shape_str(t, buf, sizeof buf),
+                               (long long)S1, (long long)S2);
+            c->kind = FA_PSE_ALIBI_1024;
+            c->alibi_rows = 1024;
+        }
+    }
+    if (c->kind == FA_PSE_NONE)
+        return ao_fail(INVALID, "%s: pse has shape %s; pse_type %lld takes [B, N1, S1, S2], [1, N1, S1, S2], "
+                       "[B, N1, 1, S2], or [B|1, N1, 1024, S2] when S1 = S2 > 1024 (B = %lld, N1 = %lld, S1 = %lld, "
+                       "S2 = %lld).", op, shape_str(t, buf, sizeof buf), (long long)p->pse_type, (long long)B,
+                       (long long)N1, (long long)S1, (long long)S2);
+    c->bias = broadcast_view(t);
     return ATTNOPS_SUCCESS;
 }
 
@@ -303,7 +478,8 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
 #else
     pr->threads = 1;
 #endif
-    return ATTNOPS_SUCCESS;
+    TRY(derive_mask(op, p, pr));
+    return derive_pse(op, p, pr);
 }
 
 /* A q-like tensor with head dim Dv (attention_out, dy, attention_in). */

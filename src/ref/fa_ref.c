@@ -1,18 +1,24 @@
-/* FlashAttention reference (spec sections 1.1, 1.2), written to read like
- * the math.  Per query row i of head h (kv head h / G):
+/* FlashAttention reference (spec sections 1.1, 1.2, 3, 4), written to read
+ * like the math.  Per query row i of head h (kv head h / G) in batch b:
  *
- *   s[j]  = scale * q[i].k[j]
+ *   s[j]  = (q[i].k[j] + pse) * scale      (pse_type 1)
+ *         =  q[i].k[j] * scale + pse       (pse_type 0, 2, 3)
+ *   s[j]  = -40000                          where masked(i, j)  (the golden's masked_fill)
  *   m     = max_j s[j];   l = sum_j exp(s[j] - m)
  *   P[j]  = exp(s[j] - m) / l;   o[i] = sum_j P[j] v[j]
  *
+ * A fully masked row therefore gets uniform weights, unless the call uses
+ * the sentinel behaviour (fa_mask_cfg.skip_invalid_rows): then a row whose
+ * max is exactly -40000 gets o = 0, m = float lowest, l = float max.
+ *
  * Backward, from the given statistics m, l and attention_in o (as the CANN
- * kernel does):
+ * kernel does); a row carrying the sentinel m contributes nothing:
  *
  *   P[j]  = exp(s[j] - m) / l;   dP[j] = dy[i].v[j];   Drow = dy[i].o[i]
  *   dS[j] = P[j] (dP[j] - Drow)
  *   dq[i] = scale sum_j dS[j] k[j];  dk[j] += scale dS[j] q[i];  dv[j] += P[j] dy[i]
  *
- * A row with no keys (S2 = 0) gets the CANN invalid-row sentinels. */
+ * A row with no keys (S2 = 0) gets the sentinels. */
 #include <math.h>
 #include <string.h>
 
@@ -20,6 +26,8 @@
 #include <omp.h>
 #endif
 
+#include "fa/fa_mask.h"
+#include "fa/fa_pse.h"
 #include "ref/fa_ref.h"
 
 static int thread_id(void)
@@ -38,6 +46,14 @@ static double dot(const double *a, const double *b, int64_t n)
     return s;
 }
 
+/* The score of (i, j) from q[i].k[j] (see the header comment). */
+static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t h, int64_t i, int64_t j, double raw)
+{
+    if (fa_is_masked(p, band, b, h, i, j)) return FA_MASK_FILL;
+    double bias = fa_pse_value(p, b, h, i, j, p->S1, p->S2);
+    return p->pse.type == 1 ? (raw + bias) * p->scale : raw * p->scale + bias;
+}
+
 void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, const double *v, double *o, double *m,
                         double *l, double *scratch)
 {
@@ -48,21 +64,26 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
             double *s = scratch + (size_t)thread_id() * (size_t)S2;
             const int64_t kv = b * p->N2 + h / p->G, qh = b * p->N1 + h;
             const double *kh = k + kv * S2 * D, *vh = v + kv * S2 * Dv;
+            const fa_band band = fa_band_of(p, b, S1, S2);
             for (int64_t i = 0; i < S1; i++) {
                 const double *qi = q + (qh * S1 + i) * D;
                 double *oi = o + (qh * S1 + i) * Dv;
                 double mx = -INFINITY, sum = 0.0;
                 for (int64_t j = 0; j < S2; j++) {
-                    s[j] = p->scale * dot(qi, kh + j * D, D);
+                    s[j] = score(p, &band, b, h, i, j, dot(qi, kh + j * D, D));
                     if (s[j] > mx) mx = s[j];
                 }
-                for (int64_t j = 0; j < S2; j++) sum += exp(s[j] - mx);
                 memset(oi, 0, (size_t)Dv * sizeof *oi);
+                if (S2 == 0 || (p->mask.skip_invalid_rows && mx == FA_MASK_FILL)) { /* attends to nothing */
+                    m[qh * S1 + i] = FA_INVALID_ROW_MAX;
+                    l[qh * S1 + i] = FA_INVALID_ROW_SUM;
+                    continue;
+                }
+                for (int64_t j = 0; j < S2; j++) sum += exp(s[j] - mx);
                 for (int64_t j = 0; j < S2; j++) {
                     double pj = exp(s[j] - mx) / sum;
                     for (int64_t e = 0; e < Dv; e++) oi[e] += pj * vh[j * Dv + e];
                 }
-                if (S2 == 0) mx = FA_INVALID_ROW_MAX, sum = FA_INVALID_ROW_SUM;
                 m[qh * S1 + i] = mx;
                 l[qh * S1 + i] = sum;
             }
@@ -85,16 +106,18 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
             double *dkh = dk + kv * S2 * D, *dvh = dv + kv * S2 * Dv;
             memset(dkh, 0, (size_t)(S2 * D) * sizeof *dkh);
             memset(dvh, 0, (size_t)(S2 * Dv) * sizeof *dvh);
+            const fa_band band = fa_band_of(p, b, S1, S2);
             for (int64_t g = 0; g < p->G; g++) {
-                const int64_t qh = b * p->N1 + n2 * p->G + g;
+                const int64_t h = n2 * p->G + g, qh = b * p->N1 + h;
                 for (int64_t i = 0; i < S1; i++) {
                     const int64_t row = qh * S1 + i;
                     const double *qi = q + row * D, *dyi = dy + row * Dv;
                     double *dqi = dq + row * D;
                     const double drow = dot(dyi, o + row * Dv, Dv);
+                    const bool sentinel = m[row] == FA_INVALID_ROW_MAX; /* attends to nothing */
                     for (int64_t j = 0; j < S2; j++) {
-                        double s = p->scale * dot(qi, kh + j * D, D);
-                        P[j] = exp(s - m[row]) / l[row];
+                        double s = score(p, &band, b, h, i, j, dot(qi, kh + j * D, D));
+                        P[j] = sentinel ? 0.0 : exp(s - m[row]) / l[row];
                         dS[j] = P[j] * (dot(dyi, vh + j * Dv, Dv) - drow);
                     }
                     memset(dqi, 0, (size_t)D * sizeof *dqi);

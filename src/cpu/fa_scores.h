@@ -1,0 +1,29 @@
+/* From raw q.k tiles to the scores the softmax sees (spec 1.1, 3, 4):
+ * scale, position bias and the masked fill, for tiles the mask does not
+ * leave untouched.  Shared by the forward and backward drivers. */
+#ifndef ATTNOPS_FA_SCORES_H
+#define ATTNOPS_FA_SCORES_H
+
+#include "fa/fa_mask.h"
+
+/* Where one tile sits: head (b, h), rows [q0, q0 + rows), keys [k0, k0 + cols)
+ * (rows/cols are the valid extents, inside S1/S2). */
+typedef struct fa_tile_pos {
+    int64_t b, h, q0, k0;
+    int rows, cols;
+} fa_tile_pos;
+
+/* Whether the tile needs fa_scores_apply (otherwise the softmax kernels
+ * apply the scale themselves). */
+static inline bool fa_scores_needed(const fa_problem *p, fa_tile_class cls)
+{
+    return p->pse.kind != FA_PSE_NONE || cls == FA_TILE_PARTIAL;
+}
+
+/* s[r*ld + c] (raw q.k) becomes (raw + bias)*scale or raw*scale + bias, and
+ * FA_MASK_FILL where masked (only looked at when cls is PARTIAL).
+ * scratch: ld * rows floats (bias) + ld bytes (mask row). */
+void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos *t, fa_tile_class cls, float *s,
+                     int ld, float *bias_scratch, uint8_t *mask_scratch);
+
+#endif

@@ -1,0 +1,90 @@
+#include "fa/fa_pse.h"
+
+#include <math.h>
+
+/* BNHS / 1NHS: the tensor holds the last R (= 1024) rows of a causal ALiBi
+ * whose values depend only on the diagonal j - i (S1 = S2 is required).
+ * Row i >= S1 - R is read directly; an earlier row borrows row m = i mod R
+ * at the column on the same diagonal (spec 4.2, kernel PseAlibiComputeOffset).
+ * Columns above the diagonal are masked by the causal mask this form
+ * requires; they read as 0. */
+static const char *alibi_1024_at(const fa_pse_cfg *c, int64_t b, int64_t h, int64_t i, int64_t j, int64_t S1,
+                                 int64_t S2)
+{
+    const int64_t R = c->alibi_rows, t = S1 - R;
+    if (i >= t) return fa_at(&c->bias, b, h, i - t, j);
+    const int64_t m = i % R, k = j - i + t + m;
+    if (k < 0 || k >= S2) return NULL;
+    return fa_at(&c->bias, b, h, m, k);
+}
+
+static double slope_of(const fa_pse_cfg *c, int64_t b, int64_t h) { return c->slopes[b * c->slope_sb + h * c->slope_sn]; }
+
+double fa_pse_value(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j, int64_t S1, int64_t S2)
+{
+    const fa_pse_cfg *c = &p->pse;
+    switch (c->kind) {
+    case FA_PSE_TENSOR: return ao_load_f64(fa_at(&c->bias, b, h, i, j), c->bias.dtype);
+    case FA_PSE_ALIBI_1024: {
+        const char *at = alibi_1024_at(c, b, h, i, j, S1, S2);
+        return at ? ao_load_f64(at, c->bias.dtype) : 0.0;
+    }
+    case FA_PSE_SLOPES: {
+        double delta = fabs((double)((j + c->kv_start) - (i + c->q_start)));
+        return -slope_of(c, b, h) * (c->type == 3 ? sqrt(delta) : delta);
+    }
+    default: return 0.0;
+    }
+}
+
+void fa_pse_tile(const fa_problem *p, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+                 int64_t S1, int64_t S2, float *out, int64_t ld)
+{
+    const fa_pse_cfg *c = &p->pse;
+    if (c->kind == FA_PSE_SLOPES) {
+        const float slope = (float)slope_of(c, b, h);
+        for (int64_t r = 0; r < rows; r++) {
+            float *o = out + r * ld;
+            const int64_t base = j0 + c->kv_start - (i0 + r + c->q_start);
+            if (c->type == 3)
+                for (int64_t x = 0; x < cols; x++) o[x] = -slope * sqrtf(fabsf((float)(base + x)));
+            else
+                for (int64_t x = 0; x < cols; x++) o[x] = -slope * fabsf((float)(base + x));
+        }
+        return;
+    }
+    if (c->kind == FA_PSE_TENSOR) {
+        for (int64_t r = 0; r < rows; r++) {
+            const char *row = fa_at(&c->bias, b, h, i0 + r, j0);
+            const int64_t sd = c->bias.sd;
+            float *o = out + r * ld;
+            switch (c->bias.dtype) {
+            case ATTNOPS_DTYPE_F32: for (int64_t x = 0; x < cols; x++) o[x] = ((const float *)row)[x * sd]; break;
+            case ATTNOPS_DTYPE_F16:
+                for (int64_t x = 0; x < cols; x++) o[x] = attnops_f16_to_f32(((const uint16_t *)row)[x * sd]);
+                break;
+            default:
+                for (int64_t x = 0; x < cols; x++) o[x] = attnops_bf16_to_f32(((const uint16_t *)row)[x * sd]);
+                break;
+            }
+        }
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x = 0; x < cols; x++)
+            out[r * ld + x] = (float)fa_pse_value(p, b, h, i0 + r, j0 + x, S1, S2);
+}
+
+attnops_status attnops_alibi_slopes(int64_t n, float *slopes)
+{
+    ao_clear_error();
+    if (!slopes) return ao_fail(ATTNOPS_ERR_NULLPTR, "attnops_alibi_slopes: slopes is NULL.");
+    if (n < 1 || n > (INT64_C(1) << 20))
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "attnops_alibi_slopes: n is %lld; it must be 1..2^20.", (long long)n);
+    int64_t pw = 1;
+    while (pw * 2 <= n) pw *= 2;
+    const float base = (float)exp2(-8.0 / (double)pw), extra = (float)exp2(-4.0 / (double)pw);
+    for (int64_t k = 1; k <= pw; k++) slopes[k - 1] = powf(base, (float)k);
+    for (int64_t k = 0; k < n - pw; k++) slopes[pw + k] = powf(extra, (float)(2 * k + 1));
+    return ATTNOPS_SUCCESS;
+}
