@@ -91,10 +91,10 @@ static fa_case_shape random_masked_shape(tu_rng *r)
     static const fa_case_pse pses[] = {FA_CASE_PSE_NONE, FA_CASE_PSE_BNSS,     FA_CASE_PSE_BN1S,
                                        FA_CASE_PSE_1NSS, FA_CASE_PSE_SLOPES_N, FA_CASE_PSE_SLOPES_BN};
     fa_case_shape s = random_shape(r);
-    if (s.S1 > 257) s.S1 = 129, s.S2 = 200; /* keep the reference quick */
     s.S1 = tu_pick(r, seqs, 10), s.S2 = tu_pick(r, seqs, 10);
     s.sparse_mode = range(r, 0, 6);
-    s.mask = s.sparse_mode <= 1 || s.sparse_mode == 5 ? full_masks[tu_next(r) % 4] : FA_CASE_MASK_COMPRESSED;
+    s.mask = s.sparse_mode <= 1 ? full_masks[tu_next(r) % 4] : FA_CASE_MASK_COMPRESSED;
+    if (s.sparse_mode == 5) s.mask = full_masks[2 + tu_next(r) % 2]; /* per-batch: B1SS or BNSS */
     if (s.sparse_mode == 0 || s.sparse_mode == 4) {
         /* tokens after the mode-4 correction (p, n) must satisfy -p <= S2, -n <= S1, p + n >= 0 */
         int64_t p = range(r, -s.S2 / 2, s.S1 + 4), n = range(r, -p > -s.S1 ? -p : -s.S1, s.S2 + 4);

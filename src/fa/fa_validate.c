@@ -299,6 +299,10 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
         bool lead_ok = t->rank == 2 || ((t->shape[0] == 1 || t->shape[0] == pr->B) &&
                                         (t->shape[1] == 1 || t->shape[1] == pr->N1) &&
                                         !(t->shape[0] == 1 && pr->B != 1 && t->shape[1] == pr->N1 && pr->N1 != 1));
+        /* Mode 5's prefix differs per batch, so its mask must too (the golden rejects SS there). */
+        if (mode == 5 && (t->rank != 4 || t->shape[0] != pr->B))
+            return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode 5 needs a per-batch mask [B, 1, S1, S2] "
+                           "or [B, N1, S1, S2] with B = %lld.", op, shape_str(t, buf, sizeof buf), (long long)pr->B);
         if (rows != S1 || cols != S2 || !lead_ok)
             return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode %lld needs [S1, S2], [1, 1, S1, S2], "
                            "[B, 1, S1, S2] or [B, N1, S1, S2] with S1 = %lld, S2 = %lld.", op,

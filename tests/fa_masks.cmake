@@ -1,0 +1,1 @@
+add_attnops_test(test_fa_masks ${CMAKE_CURRENT_SOURCE_DIR}/test_fa_masks.c)
