@@ -189,8 +189,8 @@ typedef struct attnops_fa_params {
     const attnops_tensor *padding_mask;    /* reserved by CANN, must be NULL                           */
     const attnops_tensor *atten_mask;      /* bool/u8, 1 = masked out (does not participate); see below */
     const attnops_tensor *prefix;          /* i64 (or i32) [B], sparse modes 5/6                       */
-    const attnops_tensor *actual_seq_qlen; /* i64 [B], cumulative, TND                                 */
-    const attnops_tensor *actual_seq_kvlen;/* i64 [B], cumulative, TND                                 */
+    const attnops_tensor *actual_seq_qlen; /* i64 (or i32) [B], cumulative, TND (see below)           */
+    const attnops_tensor *actual_seq_kvlen;/* i64 (or i32) [B], cumulative, TND                        */
     const attnops_tensor *q_start_idx;     /* i64 [0 or 1]                                             */
     const attnops_tensor *kv_start_idx;    /* i64 [0 or 1]                                             */
     const attnops_tensor *query_rope;      /* MLA: Q = [query | query_rope] on the head dim            */
@@ -272,6 +272,29 @@ ATTNOPS_API attnops_status attnops_flash_attention_score_grad_workspace_size(con
                                                                              size_t *workspace_bytes);
 ATTNOPS_API attnops_status attnops_flash_attention_score_grad(const attnops_fa_bwd_args *args, void *workspace,
                                                               size_t workspace_bytes);
+
+/* Variable-length batches (layout TND), with the parameter sets of
+ * aclnnFlashAttentionVarLenScore and aclnnFlashAttentionUnpaddingScoreGradV2
+ * (spec 8.1): the same argument structs, with input_layout TND (anything else
+ * is refused, 161002) and p.actual_seq_qlen / p.actual_seq_kvlen holding the
+ * cumulative lengths without a leading 0 (real lengths [2,2,0,2] are passed
+ * as [2,4,4,6]); trailing batches whose query and key lengths are both 0 are
+ * dropped.  q [T1,N1,D], k [T2,N2,D], v [T2,N2,Dv]; softmax_max/sum are
+ * declared [T1,N1,8] but hold per-batch [N1,S_b,8] blocks (contiguous), or
+ * [N1,T1,8] with softmax_in_layout SAME_AS_INPUT.  Masks in TND: modes 0/1
+ * take one [max S1, max S2] mask read per batch from its top-left corner;
+ * modes 2/3/4/6/7/8 the compressed mask; mode 5 is not defined for TND.
+ * A fully masked row keeps m = -40000, l = S2 but gets output 0 and no
+ * gradient (the golden zeroes masked P in TND).  The general entry points
+ * accept TND too. */
+ATTNOPS_API attnops_status attnops_flash_attention_varlen_score_workspace_size(const attnops_fa_fwd_args *args,
+                                                                               size_t *workspace_bytes);
+ATTNOPS_API attnops_status attnops_flash_attention_varlen_score(const attnops_fa_fwd_args *args, void *workspace,
+                                                                size_t workspace_bytes);
+ATTNOPS_API attnops_status attnops_flash_attention_unpadding_score_grad_workspace_size(const attnops_fa_bwd_args *args,
+                                                                                       size_t *workspace_bytes);
+ATTNOPS_API attnops_status attnops_flash_attention_unpadding_score_grad(const attnops_fa_bwd_args *args,
+                                                                        void *workspace, size_t workspace_bytes);
 
 /* The standard ALiBi slopes for n heads (get_slopes of spec 4.2): with
  * p = 2^floor(log2 n), base = 2^(-8/p): base^1 .. base^p, then, if p < n,

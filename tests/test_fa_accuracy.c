@@ -161,6 +161,23 @@ int main(int argc, char **argv)
         "B=1,N1=2,N2=2,S1=1100,S2=1100,D=16,Dv=16,dtype=f32,layout=BNSD,mode=2,mask=compressed,pse=1nhs,pse_type=0",
         /* generated ALiBi with start offsets */
         "B=2,N1=4,N2=2,S1=70,S2=130,D=32,Dv=32,dtype=f32,layout=BSND,pse=slopes_bn,pse_type=3,q_start=5,kv_start=2",
+        /* TND: the seed's lengths, empty batches, a single token, trailing zeros */
+        "N1=4,N2=2,D=64,Dv=64,dtype=f16,layout=TND,seqs=114:132:14:287",
+        "N1=2,N2=2,D=32,Dv=32,dtype=bf16,layout=TND,seqs=0:5:0:3",
+        "N1=2,N2=1,D=16,Dv=16,dtype=f32,layout=TND,seqs=1",
+        "N1=2,N2=1,D=16,Dv=8,dtype=f32,layout=TND,seqs=50:70:0:0",
+        "N1=2,N2=2,D=32,Dv=32,dtype=f32,layout=TND,seqs=30:0:40,kvseqs=20:10:45",
+        /* TND with every mode it allows */
+        "N1=4,N2=4,D=64,Dv=64,dtype=f16,layout=TND,seqs=114:132:14:287,mode=3,mask=compressed",
+        "N1=2,N2=1,D=32,Dv=32,dtype=bf16,layout=TND,seqs=70:130:20,kvseqs=90:130:25,mode=2,mask=compressed",
+        "N1=2,N2=1,D=32,Dv=32,dtype=f32,layout=TND,seqs=70:130:20,kvseqs=90:130:25,mode=4,mask=compressed,pre=30,next=10",
+        "N1=2,N2=2,D=32,Dv=32,dtype=f32,layout=TND,seqs=60:100,kvseqs=80:100,mode=0,mask=ss,pre=40,next=15",
+        "N1=2,N2=2,D=32,Dv=32,dtype=bf16,layout=TND,seqs=60:100,kvseqs=80:120,mode=1,mask=ss",
+        "N1=2,N2=1,D=32,Dv=32,dtype=f32,layout=TND,seqs=60:100:30,kvseqs=80:100:50,mode=6,mask=compressed",
+        "N1=2,N2=1,D=32,Dv=32,dtype=f32,layout=TND,seqs=60:100:30,kvseqs=80:100:70,mode=7,mask=compressed,pre=100,next=-10",
+        "N1=2,N2=2,D=32,Dv=32,dtype=bf16,layout=TND,seqs=0:40:100,kvseqs=0:60:100,mode=8,mask=compressed,pre=70,next=30",
+        "N1=4,N2=2,D=32,Dv=32,dtype=f32,layout=TND,seqs=40:100:65,mode=8,mask=compressed,pre=40,next=0,pse=slopes_n,pse_type=2",
+        "N1=2,N2=2,D=32,Dv=32,dtype=f32,layout=TND,seqs=40:130,kvseqs=20:130,mode=3,mask=compressed,inner_precise=2",
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         fa_case_shape s;

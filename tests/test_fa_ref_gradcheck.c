@@ -57,6 +57,7 @@ static void state_init(state *s, const shape_case *c, tu_rng *r)
     p->op = "gradcheck";
     p->B = c->B, p->N1 = c->N1, p->N2 = c->N2, p->G = c->N1 / c->N2;
     p->S1 = c->S1, p->S2 = c->S2, p->D = c->D, p->Dv = c->Dv;
+    p->T1 = c->B * c->S1, p->T2 = c->B * c->S2; /* canonical arrays: every batch's rows stacked */
     p->scale = c->scale;
     p->dtype = ATTNOPS_DTYPE_F32; /* unused by the double cores */
     p->impl = ATTNOPS_IMPL_REFERENCE;
@@ -121,7 +122,8 @@ static void naive_forward(const state *s, double *o, double *m, double *l)
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < p->N1; h++)
             for (int64_t i = 0; i < p->S1; i++) {
-                const int64_t row = (b * p->N1 + h) * p->S1 + i, kv = b * p->N2 + h / p->G;
+                /* canonical arrays (fa_ref.h): [N][B*S], batch b's rows at b*S */
+                const int64_t row = (h * p->B + b) * p->S1 + i, kv = (h / p->G) * p->B + b;
                 double sc[16], mx = -INFINITY, den = 0.0;
                 for (int64_t j = 0; j < p->S2; j++) {
                     double dot = 0.0;

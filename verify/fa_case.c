@@ -7,6 +7,7 @@
 int fa_case_tensor_shape(const fa_case_shape *s, int64_t b, int64_t sq, int64_t n, int64_t d, int64_t *shape)
 {
     switch (s->layout) {
+    case ATTNOPS_LAYOUT_TND: shape[0] = sq, shape[1] = n, shape[2] = d; return 3; /* sq = T */
     case ATTNOPS_LAYOUT_BNSD: shape[0] = b, shape[1] = n, shape[2] = sq, shape[3] = d; return 4;
     case ATTNOPS_LAYOUT_BSND: shape[0] = b, shape[1] = sq, shape[2] = n, shape[3] = d; return 4;
     case ATTNOPS_LAYOUT_BSH: shape[0] = b, shape[1] = sq, shape[2] = n * d; return 3;
@@ -128,17 +129,34 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
     c->shape = *shape;
     c->seed = seed;
     const fa_case_shape *s = &c->shape;
-    c->q = qlike(s, s->S1, s->N1, s->D);
-    c->k = qlike(s, s->S2, s->N2, s->D);
-    c->v = qlike(s, s->S2, s->N2, s->Dv);
-    c->dy = qlike(s, s->S1, s->N1, s->Dv);
-    c->out = qlike(s, s->S1, s->N1, s->Dv);
-    c->dq = qlike(s, s->S1, s->N1, s->D);
-    c->dk = qlike(s, s->S2, s->N2, s->D);
-    c->dv = qlike(s, s->S2, s->N2, s->Dv);
-    int64_t st[4] = {s->B, s->N1, s->S1, 8};
-    c->smax = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, s->pad);
-    c->ssum = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, s->pad);
+    const bool tnd = s->layout == ATTNOPS_LAYOUT_TND;
+    if (tnd) { /* lengths -> B, longest S, totals and the cumulative lists */
+        fa_case_shape *w = &c->shape;
+        int64_t cq[32], ckv[32];
+        w->B = w->nseq, w->S1 = w->S2 = 0, c->T1 = c->T2 = 0;
+        for (int b = 0; b < w->nseq; b++) {
+            if (w->seq_kv[b] < 0) w->seq_kv[b] = w->seq_q[b];
+            c->T1 += w->seq_q[b], c->T2 += w->seq_kv[b];
+            cq[b] = c->T1, ckv[b] = c->T2;
+            if (w->seq_q[b] > w->S1) w->S1 = w->seq_q[b];
+            if (w->seq_kv[b] > w->S2) w->S2 = w->seq_kv[b];
+        }
+        make_list(&c->cu_q, w->nseq, cq);
+        make_list(&c->cu_kv, w->nseq, ckv);
+    }
+    const int64_t rq = tnd ? c->T1 : s->S1, rkv = tnd ? c->T2 : s->S2;
+    c->q = qlike(s, rq, s->N1, s->D);
+    c->k = qlike(s, rkv, s->N2, s->D);
+    c->v = qlike(s, rkv, s->N2, s->Dv);
+    c->dy = qlike(s, rq, s->N1, s->Dv);
+    c->out = qlike(s, rq, s->N1, s->Dv);
+    c->dq = qlike(s, rq, s->N1, s->D);
+    c->dk = qlike(s, rkv, s->N2, s->D);
+    c->dv = qlike(s, rkv, s->N2, s->Dv);
+    int64_t st[4] = {s->B, s->N1, s->S1, 8}, st_tnd[3] = {c->T1, s->N1, 8};
+    /* TND statistics hold packed per-batch blocks: contiguous, no padding */
+    c->smax = tnd ? tu_tensor_new(ATTNOPS_DTYPE_F32, 3, st_tnd, 0) : tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, s->pad);
+    c->ssum = tnd ? tu_tensor_new(ATTNOPS_DTYPE_F32, 3, st_tnd, 0) : tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, s->pad);
 
     tu_rng r = tu_rng_make(seed);
     tu_tensor_randn(&c->q, &r, 1.0);
@@ -160,8 +178,11 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
         p->pre_tokens = s->pre, p->next_tokens = s->next;
         int64_t prefix[64] = {0};
         if (s->sparse_mode == 5 || s->sparse_mode == 6) {
-            const int64_t lo = s->S1 > s->S2 ? 0 : s->S2 - s->S1;
-            for (int64_t b = 0; b < s->B && b < 64; b++) prefix[b] = lo + (int64_t)(tu_next(&r) % (uint64_t)(s->S2 - lo + 1));
+            for (int64_t b = 0; b < s->B && b < 64; b++) {
+                const int64_t s1 = tnd ? s->seq_q[b] : s->S1, s2 = tnd ? s->seq_kv[b] : s->S2;
+                const int64_t lo = s1 > s2 ? 0 : s2 - s1;
+                prefix[b] = lo + (int64_t)(tu_next(&r) % (uint64_t)(s2 - lo + 1));
+            }
             make_list(&c->prefix, s->B, prefix);
             p->prefix = &c->prefix.view;
         }
@@ -178,6 +199,7 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
             p->q_start_idx = &c->q_start.view, p->kv_start_idx = &c->kv_start.view;
         }
     }
+    if (tnd) p->actual_seq_qlen = &c->cu_q.view, p->actual_seq_kvlen = &c->cu_kv.view;
     c->fwd.attention_out = &c->out.view;
     c->fwd.softmax_max = &c->smax.view;
     c->fwd.softmax_sum = &c->ssum.view;
@@ -194,7 +216,8 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
 void fa_case_free(fa_case *c)
 {
     tu_tensor *all[] = {&c->q,  &c->k,  &c->v,  &c->dy,   &c->out,    &c->smax,   &c->ssum, &c->dq,
-                        &c->dk, &c->dv, &c->mask, &c->pse, &c->prefix, &c->q_start, &c->kv_start};
+                        &c->dk, &c->dv, &c->mask, &c->pse, &c->prefix, &c->q_start, &c->kv_start,
+                        &c->cu_q, &c->cu_kv};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_tensor_free(all[i]);
 }
 
@@ -239,10 +262,14 @@ static const char *const pse_names[] = {"none", "bnss", "bn1s", "1nss", "bnhs", 
 
 void fa_case_describe(const fa_case_shape *s, char *buf, size_t n)
 {
-    int used = snprintf(buf, n, "B=%lld,N1=%lld,N2=%lld,S1=%lld,S2=%lld,D=%lld,Dv=%lld,dtype=%s,layout=%s,pad=%lld",
-                        (long long)s->B, (long long)s->N1, (long long)s->N2, (long long)s->S1, (long long)s->S2,
-                        (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype),
-                        attnops_layout_name(s->layout), (long long)s->pad);
+    int used = s->layout == ATTNOPS_LAYOUT_TND /* B and S come from seqs */
+                   ? snprintf(buf, n, "N1=%lld,N2=%lld,D=%lld,Dv=%lld,dtype=%s,layout=TND,pad=%lld", (long long)s->N1,
+                              (long long)s->N2, (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype),
+                              (long long)s->pad)
+                   : snprintf(buf, n, "B=%lld,N1=%lld,N2=%lld,S1=%lld,S2=%lld,D=%lld,Dv=%lld,dtype=%s,layout=%s,pad=%lld",
+                              (long long)s->B, (long long)s->N1, (long long)s->N2, (long long)s->S1, (long long)s->S2,
+                              (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype),
+                              attnops_layout_name(s->layout), (long long)s->pad);
     if (s->scale > 0 && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, ",scale=%.17g", s->scale);
     if (s->mask != FA_CASE_MASK_NONE && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ",mode=%lld,mask=%s,pre=%lld,next=%lld", (long long)s->sparse_mode,
@@ -250,8 +277,16 @@ void fa_case_describe(const fa_case_shape *s, char *buf, size_t n)
     if (s->inner_precise && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ",inner_precise=%lld", (long long)s->inner_precise);
     if (s->pse != FA_CASE_PSE_NONE && used > 0 && (size_t)used < n)
-        snprintf(buf + used, n - (size_t)used, ",pse=%s,pse_type=%lld,q_start=%lld,kv_start=%lld", pse_names[s->pse],
-                 (long long)s->pse_type, (long long)s->q_start, (long long)s->kv_start);
+        used += snprintf(buf + used, n - (size_t)used, ",pse=%s,pse_type=%lld,q_start=%lld,kv_start=%lld",
+                         pse_names[s->pse], (long long)s->pse_type, (long long)s->q_start, (long long)s->kv_start);
+    bool kv_given = false;
+    for (int b = 0; b < s->nseq; b++) kv_given |= s->seq_kv[b] >= 0 && s->seq_kv[b] != s->seq_q[b];
+    for (int k = 0; k < (kv_given ? 2 : 1) && s->nseq > 0; k++) {
+        const int64_t *l = k ? s->seq_kv : s->seq_q;
+        if (used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, k ? ",kvseqs=" : ",seqs=");
+        for (int b = 0; b < s->nseq && used > 0 && (size_t)used < n; b++)
+            used += snprintf(buf + used, n - (size_t)used, b ? ":%lld" : "%lld", (long long)l[b]);
+    }
 }
 
 static int name_index(const char *const *names, int count, const char *v)
@@ -265,6 +300,7 @@ bool fa_case_parse(const char *spec, fa_case_shape *s)
 {
     *s = (fa_case_shape){.B = 1, .N1 = 1, .N2 = 1, .S1 = 1, .S2 = 1, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32,
                          .layout = ATTNOPS_LAYOUT_BNSD, .pse_type = 1};
+    for (int b = 0; b < 32; b++) s->seq_kv[b] = -1; /* default: the query lengths */
     char buf[512];
     snprintf(buf, sizeof buf, "%s", spec);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -289,6 +325,17 @@ bool fa_case_parse(const char *spec, fa_case_shape *s)
         else if (!strcmp(k, "pse_type")) s->pse_type = x;
         else if (!strcmp(k, "q_start")) s->q_start = x;
         else if (!strcmp(k, "kv_start")) s->kv_start = x;
+        else if (!strcmp(k, "seqs") || !strcmp(k, "kvseqs")) {
+            int64_t *l = !strcmp(k, "seqs") ? s->seq_q : s->seq_kv;
+            int n = 0;
+            for (const char *c = v; *c && n < 32; n++) {
+                l[n] = atoll(c);
+                c = strchr(c, ':');
+                if (!c) { n++; break; }
+                c++;
+            }
+            if (!strcmp(k, "seqs")) s->nseq = n;
+        }
         else if (!strcmp(k, "layout")) {
             if ((s->layout = attnops_layout_from_string(v)) == ATTNOPS_LAYOUT_UNSET) return false;
         } else if (!strcmp(k, "dtype")) {

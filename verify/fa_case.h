@@ -39,6 +39,11 @@ typedef struct fa_case_shape {
     fa_case_pse pse;
     int64_t pse_type;      /* ignored without pse */
     int64_t q_start, kv_start;
+    /* TND: per-batch lengths (not cumulative, as the seed's tables give
+     * them); B = nseq, S1/S2 are set to the longest.  kv lengths default to
+     * the query lengths. */
+    int nseq;
+    int64_t seq_q[32], seq_kv[32];
 } fa_case_shape;
 
 /* The golden's mask, built independently of the library from the triu/tril
@@ -53,6 +58,8 @@ typedef struct fa_case {
     tu_tensor out, smax, ssum;        /* forward outputs (also backward input) */
     tu_tensor dq, dk, dv;             /* backward outputs                     */
     tu_tensor mask, pse, prefix, q_start, kv_start; /* optional inputs      */
+    tu_tensor cu_q, cu_kv;            /* TND cumulative lengths               */
+    int64_t T1, T2;                   /* TND total rows                       */
     attnops_fa_fwd_args fwd;
     attnops_fa_bwd_args bwd;
 } fa_case;

@@ -28,7 +28,7 @@ static void zero_kv_grads(const fa_problem *p)
 {
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t n = 0; n < p->N2; n++)
-            for (int64_t s = 0; s < p->S2; s++) {
+            for (int64_t s = fa_kv_first(p, b); s < fa_kv_first(p, b) + fa_kv_len(p, b); s++) {
                 for (int64_t d = 0; d < p->D; d++) ao_store_f64(fa_at(&p->dk, b, n, s, d), p->dtype, 0.0);
                 for (int64_t d = 0; d < p->Dv; d++) ao_store_f64(fa_at(&p->dv, b, n, s, d), p->dtype, 0.0);
             }
@@ -80,4 +80,48 @@ attnops_status attnops_flash_attention_score_grad(const attnops_fa_bwd_args *arg
     fa_problem p;
     attnops_status st = fa_validate_bwd(args, &p);
     return st != ATTNOPS_SUCCESS ? st : run(&p, true, ws, bytes);
+}
+
+/* The varlen entry points take the same arguments but, like
+ * aclnnFlashAttentionUnpaddingScoreGradV2 and aclnnFlashAttentionVarLenScore,
+ * only layout TND. */
+static attnops_status require_tnd(const char *op, const attnops_fa_params *p)
+{
+    if (p->input_layout != ATTNOPS_LAYOUT_TND)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: input_layout %s is not TND.", op,
+                       attnops_layout_name(p->input_layout));
+    return ATTNOPS_SUCCESS;
+}
+
+attnops_status attnops_flash_attention_varlen_score_workspace_size(const attnops_fa_fwd_args *args, size_t *bytes)
+{
+    ao_clear_error();
+    if (!args) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionVarLenScore: args is NULL.");
+    attnops_status st = require_tnd("FlashAttentionVarLenScore", &args->p);
+    return st != ATTNOPS_SUCCESS ? st : attnops_flash_attention_score_workspace_size(args, bytes);
+}
+
+attnops_status attnops_flash_attention_varlen_score(const attnops_fa_fwd_args *args, void *ws, size_t bytes)
+{
+    ao_clear_error();
+    if (!args) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionVarLenScore: args is NULL.");
+    attnops_status st = require_tnd("FlashAttentionVarLenScore", &args->p);
+    return st != ATTNOPS_SUCCESS ? st : attnops_flash_attention_score(args, ws, bytes);
+}
+
+attnops_status attnops_flash_attention_unpadding_score_grad_workspace_size(const attnops_fa_bwd_args *args,
+                                                                           size_t *bytes)
+{
+    ao_clear_error();
+    if (!args) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionUnpaddingScoreGrad: args is NULL.");
+    attnops_status st = require_tnd("FlashAttentionUnpaddingScoreGrad", &args->p);
+    return st != ATTNOPS_SUCCESS ? st : attnops_flash_attention_score_grad_workspace_size(args, bytes);
+}
+
+attnops_status attnops_flash_attention_unpadding_score_grad(const attnops_fa_bwd_args *args, void *ws, size_t bytes)
+{
+    ao_clear_error();
+    if (!args) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionUnpaddingScoreGrad: args is NULL.");
+    attnops_status st = require_tnd("FlashAttentionUnpaddingScoreGrad", &args->p);
+    return st != ATTNOPS_SUCCESS ? st : attnops_flash_attention_score_grad(args, ws, bytes);
 }

@@ -104,7 +104,7 @@ static void carve(char *base, const size_t *sz, int n, char **out)
  * are packed instead. */
 static bool can_read_in_place(const fa_view *v, const fa_problem *p, int64_t cols)
 {
-    return v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1 && v->ss == cols && p->S1 % FA_BQ == 0;
+    return !p->varlen && v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1 && v->ss == cols && p->S1 % FA_BQ == 0;
 }
 
 static bwd_plan make_plan(const fa_problem *p)
@@ -166,31 +166,34 @@ static void pack_qside(const fa_problem *p, const bwd_plan *pl, const qside *qs,
                        float *row_a, float *row_b)
 {
     const fa_tiling *t = &pl->t;
+    const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_q_first(p, b), end = first + S1;
     if (t->bf16) {
         for (int64_t q0 = 0; q0 < t->S1p; q0 += FA_BQ) {
-            pack_cols(PACK_BF16, &p->q, b, h, q0, FA_BQ, p->S1, p->D, (uint16_t *)qs->qt + q0 * p->D, FA_BQ);
-            pack_cols(PACK_BF16, &p->dy, b, h, q0, FA_BQ, p->S1, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, FA_BQ);
+            pack_cols(PACK_BF16, &p->q, b, h, first + q0, FA_BQ, end, p->D, (uint16_t *)qs->qt + q0 * p->D, FA_BQ);
+            pack_cols(PACK_BF16, &p->dy, b, h, first + q0, FA_BQ, end, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, FA_BQ);
         }
     }
-    if (!pl->q_zero_copy) pack_rows(t->elem, &p->q, b, h, 0, t->S1p, p->S1, p->D, (void *)qs->q, t->Dp);
-    if (!pl->dy_zero_copy) pack_rows(t->elem, &p->dy, b, h, 0, t->S1p, p->S1, p->Dv, (void *)qs->dy, t->Dvp);
-    const fa_band band = fa_band_of(p, b, p->S1, p->S2);
+    if (!pl->q_zero_copy) pack_rows(t->elem, &p->q, b, h, first, t->S1p, end, p->D, (void *)qs->q, t->Dp);
+    if (!pl->dy_zero_copy) pack_rows(t->elem, &p->dy, b, h, first, t->S1p, end, p->Dv, (void *)qs->dy, t->Dvp);
+    const fa_band band = fa_band_of(p, b, S1, S2);
     for (int64_t q0 = 0; q0 < t->S1p; q0 += FA_BQ)
-        qs->attend[q0 / FA_BQ] = fa_rows_attend(p, &band, b, h, q0, q0 + FA_BQ < p->S1 ? q0 + FA_BQ : p->S1, p->S2);
+        qs->attend[q0 / FA_BQ] = q0 >= S1 || fa_rows_attend(p, &band, b, h, q0, q0 + FA_BQ < S1 ? q0 + FA_BQ : S1, S2);
     for (int64_t i = 0; i < t->S1p; i++) {
-        /* Padding rows and rows carrying the invalid-row sentinel: m = +inf
-         * makes P = exp(-inf) = 0, so they contribute nothing. */
-        if (i >= p->S1 || *(const float *)fa_at(&p->smax, b, h, i, 0) == (float)FA_INVALID_ROW_MAX) {
+        /* Padding rows, rows carrying the invalid-row sentinel, and TND rows
+         * with every key masked (their P is forced to 0): m = +inf makes
+         * P = exp(-inf) = 0, so they contribute nothing. */
+        const float m = i < S1 ? *fa_stat(p, &p->smax, b, h, i) : 0.0f;
+        if (i >= S1 || m == (float)FA_INVALID_ROW_MAX || (p->varlen && m == (float)FA_MASK_FILL)) {
             qs->drow[i] = 0.0f, qs->m[i] = INFINITY, qs->l[i] = 1.0f;
             continue;
         }
-        pack_rows(PACK_F32, &p->dy, b, h, i, 1, p->S1, p->Dv, row_a, p->Dv);
-        pack_rows(PACK_F32, &p->o, b, h, i, 1, p->S1, p->Dv, row_b, p->Dv);
+        pack_rows(PACK_F32, &p->dy, b, h, first + i, 1, end, p->Dv, row_a, p->Dv);
+        pack_rows(PACK_F32, &p->o, b, h, first + i, 1, end, p->Dv, row_b, p->Dv);
         float d = 0.0f;
         for (int64_t e = 0; e < p->Dv; e++) d += row_a[e] * row_b[e];
         qs->drow[i] = d;
-        qs->m[i] = *(const float *)fa_at(&p->smax, b, h, i, 0);
-        qs->l[i] = *(const float *)fa_at(&p->ssum, b, h, i, 0);
+        qs->m[i] = m;
+        qs->l[i] = *fa_stat(p, &p->ssum, b, h, i);
     }
 }
 
@@ -228,18 +231,19 @@ typedef struct bwd_ctx {
     bool broken; /* test-only: ATTNOPS_TEST_BREAK_KERNEL */
 } bwd_ctx;
 
-static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, char **th)
+/* Rows [k0, k0 + BK) of batch b's keys (global rows from `first`, ending at `end`). */
+static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, int64_t end, char **th)
 {
     const fa_problem *p = c->p;
     const fa_tiling *t = &c->pl->t;
     if (t->bf16) {
-        pack_cols_vnni(&p->k, b, n2, k0, FA_BK, p->S2, p->D, t->Dp, (uint16_t *)th[TH_KT], FA_BK);
-        pack_cols_vnni(&p->v, b, n2, k0, FA_BK, p->S2, p->Dv, t->Dvp, (uint16_t *)th[TH_VT], FA_BK);
-        pack_rows_vnni(&p->k, b, n2, k0, FA_BK, p->S2, p->D, (uint16_t *)th[TH_KN], p->D);
+        pack_cols_vnni(&p->k, b, n2, k0, FA_BK, end, p->D, t->Dp, (uint16_t *)th[TH_KT], FA_BK);
+        pack_cols_vnni(&p->v, b, n2, k0, FA_BK, end, p->Dv, t->Dvp, (uint16_t *)th[TH_VT], FA_BK);
+        pack_rows_vnni(&p->k, b, n2, k0, FA_BK, end, p->D, (uint16_t *)th[TH_KN], p->D);
     } else {
-        pack_cols(PACK_F32, &p->k, b, n2, k0, FA_BK, p->S2, p->D, th[TH_KT], FA_BK);
-        pack_cols(PACK_F32, &p->v, b, n2, k0, FA_BK, p->S2, p->Dv, th[TH_VT], FA_BK);
-        pack_rows(PACK_F32, &p->k, b, n2, k0, FA_BK, p->S2, p->D, th[TH_KN], p->D);
+        pack_cols(PACK_F32, &p->k, b, n2, k0, FA_BK, end, p->D, th[TH_KT], FA_BK);
+        pack_cols(PACK_F32, &p->v, b, n2, k0, FA_BK, end, p->Dv, th[TH_VT], FA_BK);
+        pack_rows(PACK_F32, &p->k, b, n2, k0, FA_BK, end, p->D, th[TH_KN], p->D);
     }
 }
 
@@ -304,18 +308,18 @@ static float *wave_part(const bwd_ctx *c, const wave_store *w, int64_t i, int64_
 /* Split s of batch b's kv tiles: [*kt0, *kt1), cut so that every split gets
  * about the same number of non-empty (query tile, kv tile) pairs under the
  * band (causal and band masks leave some kv tiles little work). */
-static void split_range(const bwd_ctx *c, const fa_band *band, int64_t s, int64_t *kt0, int64_t *kt1)
+static void split_range(const bwd_ctx *c, const fa_band *band, int64_t S1, int64_t S2, int64_t s, int64_t *kt0,
+                        int64_t *kt1)
 {
     const fa_problem *p = c->p;
-    const fa_tiling *t = &c->pl->t;
-    const int64_t nsplit = c->pl->nsplit;
+    const int64_t nsplit = c->pl->nsplit, nq = (S1 + FA_BQ - 1) / FA_BQ, nk = (S2 + FA_BK - 1) / FA_BK;
     fa_band shape = *band;
     shape.elements = false; /* the estimate reads no mask elements */
     int64_t total = 0;
     for (int pass = 0; pass < 2; pass++) {
         int64_t cum = 0;
-        *kt0 = s == 0 ? 0 : -1, *kt1 = t->nk;
-        for (int64_t kt = 0; kt < t->nk; kt++) {
+        *kt0 = s == 0 ? 0 : -1, *kt1 = nk;
+        for (int64_t kt = 0; kt < nk; kt++) {
             if (pass == 1) {
                 if (*kt0 < 0 && cum * nsplit >= total * s) *kt0 = kt;
                 if (cum * nsplit >= total * (s + 1) && s + 1 < nsplit) {
@@ -323,15 +327,15 @@ static void split_range(const bwd_ctx *c, const fa_band *band, int64_t s, int64_
                     break;
                 }
             }
-            const int64_t k1 = (kt + 1) * FA_BK < p->S2 ? (kt + 1) * FA_BK : p->S2;
-            for (int64_t qt = 0; qt < t->nq; qt++) {
-                const int64_t q1 = (qt + 1) * FA_BQ < p->S1 ? (qt + 1) * FA_BQ : p->S1;
+            const int64_t k1 = (kt + 1) * FA_BK < S2 ? (kt + 1) * FA_BK : S2;
+            for (int64_t qt = 0; qt < nq; qt++) {
+                const int64_t q1 = (qt + 1) * FA_BQ < S1 ? (qt + 1) * FA_BQ : S1;
                 cum += !p->mask.active || fa_classify_tile(p, &shape, 0, 0, qt * FA_BQ, q1, kt * FA_BK, k1) !=
                                               FA_TILE_EMPTY;
             }
         }
         total = cum;
-        if (*kt0 < 0) *kt0 = t->nk;
+        if (*kt0 < 0) *kt0 = nk;
     }
     if (*kt1 < *kt0) *kt1 = *kt0;
 }
@@ -341,32 +345,34 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
 {
     const fa_problem *p = c->p;
     const fa_tiling *t = &c->pl->t;
-    const fa_band band = fa_band_of(p, b, p->S1, p->S2);
+    const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_kv_first(p, b), end = first + S2;
+    const fa_band band = fa_band_of(p, b, S1, S2);
     int64_t kt0, kt1;
-    split_range(c, &band, s, &kt0, &kt1);
+    split_range(c, &band, S1, S2, s, &kt0, &kt1);
     for (int64_t g = 0; g < p->G; g++) memset(wave_part(c, w, i, g, s), 0, (size_t)(t->S1p * p->D) * sizeof(float));
     for (int64_t kt = kt0; kt < kt1; kt++) {
         const int64_t k0 = kt * FA_BK;
-        const int valid = (int)(p->S2 - k0 < FA_BK ? p->S2 - k0 : FA_BK);
-        pack_kv_tile(c, b, n2, k0, th);
+        const int valid = (int)(S2 - k0 < FA_BK ? S2 - k0 : FA_BK);
+        pack_kv_tile(c, b, n2, first + k0, end, th);
         memset(th[TH_DK], 0, (size_t)(FA_BK * p->D) * sizeof(float));
         memset(th[TH_DV], 0, (size_t)(FA_BK * p->Dv) * sizeof(float));
-        const int64_t nq = c->broken ? t->nq - 1 : t->nq; /* the test-only fault: skip a query tile */
+        const int64_t nq_b = (S1 + FA_BQ - 1) / FA_BQ;
+        const int64_t nq = c->broken ? nq_b - 1 : nq_b; /* the test-only fault: skip a query tile */
         for (int64_t g = 0; g < p->G; g++) {
             const qside qs = wave_qside(c, w, i, g, b, n2 * p->G + g);
             float *part = wave_part(c, w, i, g, s);
             for (int64_t qt = 0; qt < nq; qt++) {
                 const int64_t q0 = qt * FA_BQ;
-                const fa_tile_pos pos = {b, n2 * p->G + g, q0, k0, (int)(p->S1 - q0 < FA_BQ ? p->S1 - q0 : FA_BQ), valid};
+                const fa_tile_pos pos = {b, n2 * p->G + g, q0, k0, (int)(S1 - q0 < FA_BQ ? S1 - q0 : FA_BQ), valid, S1, S2};
                 step(c, &qs, &band, &pos, th, part);
             }
         }
         if (t->bf16) { /* accumulated transposed: [D][BK], [Dv][BK] */
-            unpack_cols((float *)th[TH_DK], FA_BK, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
-            unpack_cols((float *)th[TH_DV], FA_BK, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
+            unpack_cols((float *)th[TH_DK], FA_BK, (float)p->scale, &p->dk, b, n2, first + k0, FA_BK, end, p->D);
+            unpack_cols((float *)th[TH_DV], FA_BK, 1.0f, &p->dv, b, n2, first + k0, FA_BK, end, p->Dv);
         } else {
-            unpack_rows((float *)th[TH_DK], p->D, (float)p->scale, &p->dk, b, n2, k0, FA_BK, p->S2, p->D);
-            unpack_rows((float *)th[TH_DV], p->Dv, 1.0f, &p->dv, b, n2, k0, FA_BK, p->S2, p->Dv);
+            unpack_rows((float *)th[TH_DK], p->D, (float)p->scale, &p->dk, b, n2, first + k0, FA_BK, end, p->D);
+            unpack_rows((float *)th[TH_DV], p->Dv, 1.0f, &p->dv, b, n2, first + k0, FA_BK, end, p->Dv);
         }
     }
 }
@@ -412,7 +418,8 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
                     const float *add = wave_part(&c, &w, i, g, s) + q0 * p->D;
                     for (int64_t e = 0; e < FA_BQ * p->D; e++) acc[e] += add[e];
                 }
-                unpack_rows(acc, p->D, (float)p->scale, &p->dq, b, h, q0, FA_BQ, p->S1, p->D);
+                const int64_t qf = fa_q_first(p, b);
+                unpack_rows(acc, p->D, (float)p->scale, &p->dq, b, h, qf + q0, FA_BQ, qf + fa_q_len(p, b), p->D);
             }
         }
     }

@@ -99,17 +99,19 @@ static fwd_gemms make_gemms(const fa_problem *p, const fa_tiling *t)
         tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
 }
 
-/* K^T and V of kv head (b, n2) into their packed forms. */
+/* K^T and V of kv head (b, n2) into their packed forms (batch b's keys:
+ * rows [first, first + S2) of the views). */
 static void pack_kv_head(const fa_problem *p, const fa_tiling *t, int64_t b, int64_t n2, void *kbuf, void *vbuf)
 {
+    const int64_t first = fa_kv_first(p, b), end = first + fa_kv_len(p, b), S2p = (end - first + FA_BK - 1) / FA_BK * FA_BK;
     const size_t tile_bytes = (size_t)(t->Dp * FA_BK) * (t->bf16 ? 2 : 4);
-    for (int64_t kt = 0; kt < t->nk; kt++) {
-        char *kt_buf = (char *)kbuf + (size_t)kt * tile_bytes;
-        if (t->bf16) pack_cols_vnni(&p->k, b, n2, kt * FA_BK, FA_BK, p->S2, p->D, t->Dp, (uint16_t *)kt_buf, FA_BK);
-        else pack_cols(PACK_F32, &p->k, b, n2, kt * FA_BK, FA_BK, p->S2, p->D, kt_buf, FA_BK);
+    for (int64_t k0 = 0; k0 < S2p; k0 += FA_BK) {
+        char *kt_buf = (char *)kbuf + (size_t)(k0 / FA_BK) * tile_bytes;
+        if (t->bf16) pack_cols_vnni(&p->k, b, n2, first + k0, FA_BK, end, p->D, t->Dp, (uint16_t *)kt_buf, FA_BK);
+        else pack_cols(PACK_F32, &p->k, b, n2, first + k0, FA_BK, end, p->D, kt_buf, FA_BK);
     }
-    if (t->bf16) pack_rows_vnni(&p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
-    else pack_rows(PACK_F32, &p->v, b, n2, 0, t->S2p, p->S2, p->Dv, vbuf, p->Dv);
+    if (t->bf16) pack_rows_vnni(&p->v, b, n2, first, S2p, end, p->Dv, vbuf, p->Dv);
+    else pack_rows(PACK_F32, &p->v, b, n2, first, S2p, end, p->Dv, vbuf, p->Dv);
 }
 
 /* One q tile of one query head against every kv tile. */
@@ -117,17 +119,19 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
                      const fwd_scratch *sc, int64_t b, int64_t h, int64_t q0, const char *kbuf, const char *vbuf)
 {
     const size_t e = t->bf16 ? 2 : 4;
-    pack_rows(t->elem, &p->q, b, h, q0, FA_BQ, p->S1, p->D, sc->q, t->Dp);
+    const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_q_first(p, b);
+    if (q0 >= S1) return; /* a short batch in TND */
+    pack_rows(t->elem, &p->q, b, h, first + q0, FA_BQ, first + S1, p->D, sc->q, t->Dp);
     for (int r = 0; r < FA_BQ; r++) sc->m[r] = -INFINITY, sc->l[r] = 0.0f;
     memset(sc->o, 0, (size_t)(FA_BQ * p->Dv) * sizeof(float));
-    const int rows = (int)(p->S1 - q0 < FA_BQ ? p->S1 - q0 : FA_BQ);
-    const fa_band band = fa_band_of(p, b, p->S1, p->S2);
+    const int rows = (int)(S1 - q0 < FA_BQ ? S1 - q0 : FA_BQ);
+    const fa_band band = fa_band_of(p, b, S1, S2);
     /* Empty tiles may be skipped unless a row of this tile attends to
      * nothing and must still see every key's -40000 (uniform weights). */
-    const bool may_skip = p->mask.skip_invalid_rows || fa_rows_attend(p, &band, b, h, q0, q0 + rows, p->S2);
+    const bool may_skip = p->mask.skip_invalid_rows || fa_rows_attend(p, &band, b, h, q0, q0 + rows, S2);
 
-    for (int64_t k0 = 0; k0 < p->S2; k0 += FA_BK) {
-        const int valid = (int)(p->S2 - k0 < FA_BK ? p->S2 - k0 : FA_BK);
+    for (int64_t k0 = 0; k0 < S2; k0 += FA_BK) {
+        const int valid = (int)(S2 - k0 < FA_BK ? S2 - k0 : FA_BK);
         const fa_tile_class cls =
             p->mask.active ? fa_classify_tile(p, &band, b, h, q0, q0 + rows, k0, k0 + valid) : FA_TILE_FULL;
         if (cls == FA_TILE_EMPTY && may_skip) continue;
@@ -136,7 +140,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         tile_gemm_run(&gm->qk, sc->q, kt, sc->s);
         float scale = (float)p->scale;
         if (fa_scores_needed(p, cls)) {
-            const fa_tile_pos pos = {b, h, q0, k0, rows, valid};
+            const fa_tile_pos pos = {b, h, q0, k0, rows, valid, S1, S2};
             fa_scores_apply(p, &band, &pos, cls, sc->s, FA_BK, sc->bias, sc->masked);
             scale = 1.0f;
         }
@@ -155,18 +159,18 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         float mx = sc->m[r], sum = sc->l[r];
         /* A row that attends to nothing: no keys, or (sentinel behaviour) every
          * key masked, seen as a max of exactly -40000 or no tile at all. */
-        if (p->S2 == 0 || (p->mask.skip_invalid_rows && (mx == (float)FA_MASK_FILL || mx == -INFINITY))) {
+        if (S2 == 0 || (p->mask.skip_invalid_rows && (mx == (float)FA_MASK_FILL || mx == -INFINITY))) {
             mx = (float)FA_INVALID_ROW_MAX, sum = (float)FA_INVALID_ROW_SUM;
             memset(o, 0, (size_t)p->Dv * sizeof *o);
+        } else if (p->varlen && mx == (float)FA_MASK_FILL) {
+            memset(o, 0, (size_t)p->Dv * sizeof *o); /* TND: masked P forced to 0, stats kept */
         } else {
             for (int64_t c = 0; c < p->Dv; c++) o[c] /= sum;
         }
-        for (int k = 0; k < 8; k++) {
-            *(float *)fa_at(&p->smax, b, h, q0 + r, k) = mx;
-            *(float *)fa_at(&p->ssum, b, h, q0 + r, k) = sum;
-        }
+        float *m_out = fa_stat(p, &p->smax, b, h, q0 + r), *l_out = fa_stat(p, &p->ssum, b, h, q0 + r);
+        for (int k = 0; k < 8; k++) m_out[k * p->smax.sd] = mx, l_out[k * p->ssum.sd] = sum;
     }
-    unpack_rows(sc->o, p->Dv, 1.0f, &p->o, b, h, q0, FA_BQ, p->S1, p->Dv);
+    unpack_rows(sc->o, p->Dv, 1.0f, &p->o, b, h, first + q0, FA_BQ, first + S1, p->Dv);
 }
 
 void fa_cpu_fwd(const fa_problem *p, void *ws)

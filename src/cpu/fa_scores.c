@@ -7,7 +7,7 @@ void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos
 {
     const float scale = (float)p->scale;
     const bool has_pse = p->pse.kind != FA_PSE_NONE, add_then_scale = p->pse.type == 1;
-    if (has_pse) fa_pse_tile(p, t->b, t->h, t->q0, t->rows, t->k0, t->cols, p->S1, p->S2, bias, ld);
+    if (has_pse) fa_pse_tile(p, t->b, t->h, t->q0, t->rows, t->k0, t->cols, t->S1, t->S2, bias, ld);
     for (int r = 0; r < t->rows; r++) {
         float *row = s + (size_t)r * ld;
         const float *brow = bias + (size_t)r * ld;

@@ -6,11 +6,12 @@
 
 #include "fa/fa_mask.h"
 
-/* Where one tile sits: head (b, h), rows [q0, q0 + rows), keys [k0, k0 + cols)
- * (rows/cols are the valid extents, inside S1/S2). */
+/* Where one tile sits: head (b, h), batch-local rows [q0, q0 + rows), keys
+ * [k0, k0 + cols) (the valid extents), in a batch of lengths S1, S2. */
 typedef struct fa_tile_pos {
     int64_t b, h, q0, k0;
     int rows, cols;
+    int64_t S1, S2;
 } fa_tile_pos;
 
 /* Whether the tile needs fa_scores_apply (otherwise the softmax kernels

@@ -1,11 +1,5 @@
 #include "fa/fa_mask.h"
 
-static int64_t prefix_of(const fa_mask_cfg *m, int64_t b)
-{
-    const char *at = m->prefix + b * m->prefix_stride * (int64_t)attnops_dtype_size(m->prefix_dtype);
-    return m->prefix_dtype == ATTNOPS_DTYPE_I32 ? *(const int32_t *)at : *(const int64_t *)at;
-}
-
 static int64_t clamp_tokens(int64_t t)
 {
     return t > FA_TOKENS_INF ? FA_TOKENS_INF : (t < -FA_TOKENS_INF ? -FA_TOKENS_INF : t);
@@ -23,7 +17,13 @@ fa_band fa_band_of(const fa_problem *p, int64_t b, int64_t S1, int64_t S2)
     case 3: band.next = S2 - S1; break;
     case 4: band.pre = clamp_tokens(m->pre) + S1 - S2, band.next = clamp_tokens(m->next) - S1 + S2; break;
     case 5:
-    case 6: band.next = S2 - S1, band.prefix = prefix_of(m, b); break;
+    case 6: band.next = S2 - S1, band.prefix = fa_list_at(&m->prefix, b); break;
+    case 7: /* the band batch follows mode 4, the others mode 3 */
+    case 8: /* the band batch follows mode 4, the others mode 2 */
+        if (b == m->band_batch)
+            band.pre = clamp_tokens(m->pre) + S1 - S2, band.next = clamp_tokens(m->next) - S1 + S2;
+        else band.next = m->mode == 7 ? S2 - S1 : 0;
+        break;
     default: break; /* mode 1: elements only */
     }
     return band;

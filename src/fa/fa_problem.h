@@ -23,6 +23,19 @@ static inline char *fa_at(const fa_view *v, int64_t b, int64_t n, int64_t s, int
     return v->data + (b * v->sb + n * v->sn + s * v->ss + d * v->sd) * v->esize;
 }
 
+/* A rank-1 i32/i64 list the caller owns (cumulative lengths, prefix). */
+typedef struct fa_list {
+    const char *data;
+    attnops_dtype dtype;
+    int64_t stride;
+} fa_list;
+
+static inline int64_t fa_list_at(const fa_list *l, int64_t i)
+{
+    const char *at = l->data + i * l->stride * (int64_t)attnops_dtype_size(l->dtype);
+    return l->dtype == ATTNOPS_DTYPE_I32 ? *(const int32_t *)at : *(const int64_t *)at;
+}
+
 /* Masking of one call (spec 3).  Every sparse mode reduces, per batch, to a
  * band in top-left coordinates plus an optional prefix and an optional
  * element mask; see fa_mask.h. */
@@ -32,9 +45,8 @@ typedef struct fa_mask_cfg {
     int64_t pre, next;      /* pre_tokens / next_tokens as given */
     bool has_elements;      /* modes 0, 1, 5: the tensor's elements are read */
     fa_view elements;       /* [b][n][i][j] view of those elements (broadcast dims have stride 0) */
-    const char *prefix;     /* modes 5/6: int32/int64 list [B] */
-    attnops_dtype prefix_dtype;
-    int64_t prefix_stride;
+    fa_list prefix;         /* modes 5/6: [B] */
+    int64_t band_batch;     /* modes 7/8: the batch that uses the band rule */
     bool skip_invalid_rows; /* fully masked rows get the sentinels (spec 1.1) */
 } fa_mask_cfg;
 
@@ -58,7 +70,14 @@ typedef struct fa_pse_cfg {
 
 typedef struct fa_problem {
     const char *op;                  /* "FlashAttentionScore" or "...Grad" for messages */
+    /* S1, S2: the lengths of every batch, or in TND the longest ones (sizing). */
     int64_t B, N1, N2, G, S1, S2, D, Dv;
+    /* TND: batch b's query rows are [cu_q[b-1], cu_q[b]) of T1 (cu_q[-1] = 0);
+     * its views are indexed with b = 0 and the global row. */
+    bool varlen;
+    fa_list cu_q, cu_kv;
+    int64_t T1, T2;
+    bool stats_packed;               /* TND default stats layout: per batch [N1][S_b][8] blocks */
     attnops_dtype dtype;             /* q, k, v (and dy, outputs) */
     double scale;
     fa_view q, k, v;
@@ -71,6 +90,37 @@ typedef struct fa_problem {
     bool deterministic;
     int threads;                     /* resolved thread count (>= 1) */
 } fa_problem;
+
+/* Batch b's query / key lengths and the row of its first one in the views
+ * (0 for the padded layouts, whose views carry b themselves). */
+static inline int64_t fa_q_len(const fa_problem *p, int64_t b)
+{
+    if (!p->varlen) return p->S1;
+    return fa_list_at(&p->cu_q, b) - (b ? fa_list_at(&p->cu_q, b - 1) : 0);
+}
+static inline int64_t fa_kv_len(const fa_problem *p, int64_t b)
+{
+    if (!p->varlen) return p->S2;
+    return fa_list_at(&p->cu_kv, b) - (b ? fa_list_at(&p->cu_kv, b - 1) : 0);
+}
+static inline int64_t fa_q_first(const fa_problem *p, int64_t b)
+{
+    return p->varlen && b ? fa_list_at(&p->cu_q, b - 1) : 0;
+}
+static inline int64_t fa_kv_first(const fa_problem *p, int64_t b)
+{
+    return p->varlen && b ? fa_list_at(&p->cu_kv, b - 1) : 0;
+}
+
+/* The 8 replicas of softmax_max / softmax_sum for query row i of (b, h).
+ * TND's default layout packs each batch as an [N1][S_b][8] block (spec 1.1);
+ * that tensor is required to be contiguous. */
+static inline float *fa_stat(const fa_problem *p, const fa_view *st, int64_t b, int64_t h, int64_t i)
+{
+    if (p->stats_packed)
+        return (float *)st->data + ((fa_q_first(p, b) * p->N1 + h * fa_q_len(p, b) + i) * 8);
+    return (float *)fa_at(st, b, h, fa_q_first(p, b) + i, 0);
+}
 
 /* True when no attention is computed (B, N1 or S1 is zero); the API still
  * zeroes dk/dv of a backward whose kv side is not empty. */

@@ -72,13 +72,14 @@ static attnops_status read_dims(const char *op, const char *name, const attnops_
                                 int64_t heads, int64_t head_dim, layout_dims *out)
 {
     char buf[96];
-    int want_rank = (layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH) ? 3 : 4;
+    int want_rank = (layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH || layout == ATTNOPS_LAYOUT_TND) ? 3 : 4;
     if (t->rank != want_rank)
         return ao_fail(INVALID, "%s: tensor '%s' has shape %s but layout %s needs rank %d.", op, name,
                        shape_str(t, buf, sizeof buf), attnops_layout_name(layout), want_rank);
     switch (layout) {
     case ATTNOPS_LAYOUT_BNSD: *out = (layout_dims){t->shape[0], t->shape[2], t->shape[1], t->shape[3]}; break;
     case ATTNOPS_LAYOUT_BSND: *out = (layout_dims){t->shape[0], t->shape[1], t->shape[2], t->shape[3]}; break;
+    case ATTNOPS_LAYOUT_TND: *out = (layout_dims){1, t->shape[0], t->shape[1], t->shape[2]}; break; /* B from the lists */
     case ATTNOPS_LAYOUT_BSH:
     case ATTNOPS_LAYOUT_SBH: {
         int64_t b = layout == ATTNOPS_LAYOUT_BSH ? t->shape[0] : t->shape[1];
@@ -110,6 +111,7 @@ static void layout_shape(attnops_layout layout, int64_t b, int64_t s, int64_t n,
     case ATTNOPS_LAYOUT_BNSD: shape[0] = b, shape[1] = n, shape[2] = s, shape[3] = d, *rank = 4; break;
     case ATTNOPS_LAYOUT_BSND: shape[0] = b, shape[1] = s, shape[2] = n, shape[3] = d, *rank = 4; break;
     case ATTNOPS_LAYOUT_BSH: shape[0] = b, shape[1] = s, shape[2] = n * d, *rank = 3; break;
+    case ATTNOPS_LAYOUT_TND: shape[0] = s, shape[1] = n, shape[2] = d, *rank = 3; break; /* s = T */
     default: shape[0] = s, shape[1] = b, shape[2] = n * d, *rank = 3; break; /* SBH */
     }
 }
@@ -145,6 +147,7 @@ static fa_view view_of(const attnops_tensor *t, attnops_layout layout, int64_t d
     case ATTNOPS_LAYOUT_BNSD: v.sb = st[0], v.sn = st[1], v.ss = st[2], v.sd = st[3]; break;
     case ATTNOPS_LAYOUT_BSND: v.sb = st[0], v.ss = st[1], v.sn = st[2], v.sd = st[3]; break;
     case ATTNOPS_LAYOUT_BSH: v.sb = st[0], v.ss = st[1], v.sn = d * st[2], v.sd = st[2]; break;
+    case ATTNOPS_LAYOUT_TND: v.sb = 0, v.ss = st[0], v.sn = st[1], v.sd = st[2]; break; /* rows are global */
     default: v.ss = st[0], v.sb = st[1], v.sn = d * st[2], v.sd = st[2]; break; /* SBH */
     }
     return v;
@@ -225,10 +228,8 @@ static attnops_status check_attributes(const char *op, const attnops_fa_params *
 
     /* Features that arrive with later versions: refuse rather than ignore. */
     static const char *const later = "is not supported by this version of attnops yet";
-    if (p->input_layout == ATTNOPS_LAYOUT_TND) return ao_fail(UNSUPPORTED, "%s: input_layout TND %s.", op, later);
     const struct { const attnops_tensor *t; const char *name; } optional[] = {
-        {p->drop_mask, "drop_mask"}, {p->actual_seq_qlen, "actual_seq_qlen"},
-        {p->actual_seq_kvlen, "actual_seq_kvlen"}, {p->query_rope, "query_rope"}, {p->key_rope, "key_rope"},
+        {p->drop_mask, "drop_mask"}, {p->query_rope, "query_rope"}, {p->key_rope, "key_rope"},
         {p->d_scale_q, "d_scale_q"}, {p->d_scale_k, "d_scale_k"}, {p->d_scale_v, "d_scale_v"},
         {p->d_scale_dy, "d_scale_dy"}, {p->d_scale_o, "d_scale_o"},
     };
@@ -273,6 +274,38 @@ static fa_view broadcast_view(const attnops_tensor *t)
     return v;
 }
 
+/* Spec 3.2's token checks (only with a mask tensor: without one the tokens
+ * are ignored).  Padded layouts: modes 0 and 4 after the mode-4 correction;
+ * TND: modes 0 and 4 per batch, 7/8 for the band batch only. */
+static attnops_status check_tokens(const char *op, const attnops_fa_params *p, const fa_problem *pr)
+{
+    const int64_t mode = p->sparse_mode, pre = p->pre_tokens, next = p->next_tokens;
+    if (!pr->varlen) {
+        if (mode != 0 && mode != 4) return ATTNOPS_SUCCESS;
+        const int64_t pc = mode == 4 ? pre + pr->S1 - pr->S2 : pre, nc = mode == 4 ? next - pr->S1 + pr->S2 : next;
+        if (-pc > pr->S2 || -nc > pr->S1 || pc + nc < 0)
+            return ao_fail(INVALID, "%s: pre_tokens %lld and next_tokens %lld (sparse_mode %lld; %lld and %lld after "
+                           "the right-down correction) leave no band: need -pre <= S2, -next <= S1 and pre + next "
+                           ">= 0.", op, (long long)pre, (long long)next, (long long)mode, (long long)pc,
+                           (long long)nc);
+        return ATTNOPS_SUCCESS;
+    }
+    for (int64_t b = 0; b < pr->B; b++) {
+        const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b);
+        bool bad;
+        if (mode == 0) bad = -pre > s2 || -next > s1 || pre + next <= 0;
+        else if (mode == 4 || ((mode == 7 || mode == 8) && b == pr->mask.band_batch))
+            bad = -pre > s1 || -next > s2 || pre + next <= 0;
+        else continue;
+        if (bad)
+            return ao_fail(INVALID, "%s: pre_tokens %lld and next_tokens %lld leave no band in batch %lld (S1 = %lld, "
+                           "S2 = %lld, sparse_mode %lld): TND needs -pre <= %s, -next <= %s and pre + next > 0.", op,
+                           (long long)pre, (long long)next, (long long)b, (long long)s1, (long long)s2,
+                           (long long)mode, mode == 0 ? "S2" : "S1", mode == 0 ? "S1" : "S2");
+    }
+    return ATTNOPS_SUCCESS;
+}
+
 /* atten_mask, sparse_mode, tokens and prefix (spec 3). */
 static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa_problem *pr)
 {
@@ -295,10 +328,18 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
     const int64_t rows = t->shape[t->rank - 2], cols = t->shape[t->rank - 1];
     const int64_t mode = p->sparse_mode, S1 = pr->S1, S2 = pr->S2;
     m->active = true;
+    /* Modes 7/8: the band batch is the last (7) / first (8) with query rows. */
+    m->band_batch = -1;
+    for (int64_t b = 0; b < pr->B && (mode == 7 || mode == 8); b++)
+        if (fa_q_len(pr, b) != 0 && (mode == 7 || m->band_batch < 0)) m->band_batch = b;
     if (mode == 0 || mode == 1 || mode == 5) {
         bool lead_ok = t->rank == 2 || ((t->shape[0] == 1 || t->shape[0] == pr->B) &&
                                         (t->shape[1] == 1 || t->shape[1] == pr->N1) &&
                                         !(t->shape[0] == 1 && pr->B != 1 && t->shape[1] == pr->N1 && pr->N1 != 1));
+        if (pr->varlen && (mode == 5 || (t->rank == 4 && (t->shape[0] != 1 || t->shape[1] != 1))))
+            return ao_fail(INVALID, "%s: layout TND takes sparse_mode %lld with one [max S1, max S2] mask; got %s "
+                           "(per-batch masks and sparse_mode 5 are not defined for TND).", op, (long long)mode,
+                           shape_str(t, buf, sizeof buf));
         /* Mode 5's prefix differs per batch, so its mask must too (the golden rejects SS there). */
         if (mode == 5 && (t->rank != 4 || t->shape[0] != pr->B))
             return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode 5 needs a per-batch mask [B, 1, S1, S2] "
@@ -316,36 +357,39 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
                            "setting it to [%lld, 2048].", op, shape_str(t, buf, sizeof buf), (long long)mode,
                            (long long)want_rows);
     }
-    if (mode == 0 || mode == 4) { /* spec 3.2 token checks, after the mode-4 correction */
-        const int64_t pre = mode == 4 ? p->pre_tokens + S1 - S2 : p->pre_tokens;
-        const int64_t next = mode == 4 ? p->next_tokens - S1 + S2 : p->next_tokens;
-        if (-pre > S2 || -next > S1 || pre + next < 0)
-            return ao_fail(INVALID, "%s: pre_tokens %lld and next_tokens %lld (sparse_mode %lld; %lld and %lld after "
-                           "the right-down correction) leave no band: need -pre <= S2, -next <= S1 and pre + next "
-                           ">= 0.", op, (long long)p->pre_tokens, (long long)p->next_tokens, (long long)mode,
-                           (long long)pre, (long long)next);
-    }
+    TRY(check_tokens(op, p, pr));
     bool zero_prefix = false;
     if (mode == 5 || mode == 6) {
         if (!p->prefix) return ao_fail(NULLPTR, "%s: sparse_mode %lld needs the 'prefix' list.", op, (long long)mode);
         TRY(check_list(op, "prefix", p->prefix, pr->B, pr->B));
-        const int64_t lo = S1 > S2 ? 0 : S2 - S1;
         for (int64_t b = 0; b < pr->B; b++) {
+            const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b), lo = s1 > s2 ? 0 : s2 - s1;
             int64_t v = list_at(p->prefix, b);
-            if (v < lo || v > S2)
+            if (v < lo || v > s2)
                 return ao_fail(INVALID, "%s: prefix[%lld] is %lld; with S1 = %lld, S2 = %lld it must lie in [%lld, "
-                               "%lld].", op, (long long)b, (long long)v, (long long)S1, (long long)S2, (long long)lo,
-                               (long long)S2);
+                               "%lld].", op, (long long)b, (long long)v, (long long)s1, (long long)s2, (long long)lo,
+                               (long long)s2);
             zero_prefix |= v == 0;
         }
-        m->prefix = p->prefix->data;
-        m->prefix_dtype = p->prefix->dtype;
-        m->prefix_stride = p->prefix->strides[0];
+        m->prefix = (fa_list){p->prefix->data, p->prefix->dtype, p->prefix->strides[0]};
     }
-    /* The golden's conditions for the sentinel behaviour (spec 1.1). */
-    m->skip_invalid_rows = p->inner_precise == 2 || (mode == 3 && S1 > S2) ||
-                           (mode == 4 && (p->pre_tokens < 0 || p->next_tokens + S2 < S1)) ||
-                           (mode == 0 && (p->pre_tokens < S1 || p->next_tokens < S2)) || zero_prefix;
+    /* The golden's conditions for the sentinel behaviour (spec 1.1); in TND
+     * per batch (any batch meeting them selects it). */
+    bool skip = p->inner_precise == 2 || zero_prefix;
+    for (int64_t b = 0; b < (pr->varlen ? pr->B : 1); b++) {
+        const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b);
+        const bool band = b == m->band_batch;
+        switch (mode) {
+        case 0: skip |= pr->varlen ? (p->pre_tokens < 0 || p->next_tokens < 0)
+                                   : (p->pre_tokens < S1 || p->next_tokens < S2); break;
+        case 3: skip |= s1 > s2; break;
+        case 4: skip |= p->pre_tokens < 0 || p->next_tokens + s2 < s1; break;
+        case 7: skip |= band ? (p->pre_tokens < 0 || p->next_tokens + s2 < s1) : s1 > s2; break;
+        case 8: skip |= band && (p->pre_tokens < 0 || p->next_tokens + s2 < s1); break;
+        default: break;
+        }
+    }
+    m->skip_invalid_rows = skip;
     return ATTNOPS_SUCCESS;
 }
 
@@ -365,6 +409,22 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
     if (!t) return ATTNOPS_SUCCESS;
     char buf[96];
     TRY(check_view(op, "pse", t));
+    if (pr->varlen) {
+        if (p->pse_type == 0 || p->pse_type == 1)
+            return ao_fail(UNSUPPORTED, "%s: a pse tensor (pse_type %lld) with layout TND is not supported by this "
+                           "version of attnops yet; pse_type 2/3 (ALiBi slopes) is.", op, (long long)p->pse_type);
+        if (pr->mask.active && pr->mask.mode == 7)
+            return ao_fail(INVALID, "%s: sparse_mode 7 takes no pse.", op);
+        for (int64_t b = 0; b < pr->B; b++) {
+            const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b);
+            if (s1 == 0 || s2 == 0)
+                return ao_fail(INVALID, "%s: batch %lld has an empty sequence (S1 = %lld, S2 = %lld); pse is not "
+                               "allowed then.", op, (long long)b, (long long)s1, (long long)s2);
+            if (pr->mask.active && pr->mask.mode == 8 && s1 != s2)
+                return ao_fail(INVALID, "%s: sparse_mode 8 with pse needs S1 = S2 in every batch; batch %lld has "
+                               "%lld and %lld.", op, (long long)b, (long long)s1, (long long)s2);
+        }
+    }
     if (p->pse_type == 2 || p->pse_type == 3) {
         if (t->dtype != ATTNOPS_DTYPE_F32)
             return ao_fail(INVALID, "%s: pse_type %lld takes f32 ALiBi slopes, but pse has dtype %s.", op,
@@ -387,6 +447,10 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
             TRY(check_list(op, names[k], starts[k], 0, 1));
             *dst[k] = starts[k]->shape[0] ? list_at(starts[k], 0) : 0;
         }
+        if (pr->varlen && pr->mask.active && pr->mask.mode == 8 && c->q_start != c->kv_start)
+            return ao_fail(INVALID, "%s: sparse_mode 8 with pse needs S1 - S2 + q_start_idx - kv_start_idx = 0 in "
+                           "batch 0; q_start_idx is %lld and kv_start_idx %lld.", op, (long long)c->q_start,
+                           (long long)c->kv_start);
         return ATTNOPS_SUCCESS;
     }
     if (t->dtype != pr->dtype)
@@ -415,6 +479,50 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
                        "S2 = %lld).", op, shape_str(t, buf, sizeof buf), (long long)p->pse_type, (long long)B,
                        (long long)N1, (long long)S1, (long long)S2);
     c->bias = broadcast_view(t);
+    return ATTNOPS_SUCCESS;
+}
+
+/* TND: the cumulative lengths (spec 3.4).  They hold no leading 0; trailing
+ * batches whose query and key lengths are both 0 are dropped. */
+static attnops_status derive_varlen(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    if (!p->actual_seq_qlen) return ao_fail(NULLPTR, "%s: layout TND needs 'actual_seq_qlen'.", op);
+    if (!p->actual_seq_kvlen) return ao_fail(NULLPTR, "%s: layout TND needs 'actual_seq_kvlen'.", op);
+    TRY(check_list(op, "actual_seq_qlen", p->actual_seq_qlen, 1, INT64_C(1) << 21));
+    TRY(check_list(op, "actual_seq_kvlen", p->actual_seq_kvlen, 1, INT64_C(1) << 21));
+    const int64_t n = p->actual_seq_qlen->shape[0];
+    if (p->actual_seq_kvlen->shape[0] != n)
+        return ao_fail(INVALID, "%s: actual_seq_qlen has %lld entries but actual_seq_kvlen has %lld; they must be "
+                       "equal.", op, (long long)n, (long long)p->actual_seq_kvlen->shape[0]);
+    const int64_t T1 = pr->S1, T2 = pr->S2; /* read_dims put T in S */
+    const struct { const attnops_tensor *t; const char *name; int64_t total; const char *what; } lists[2] = {
+        {p->actual_seq_qlen, "actual_seq_qlen", T1, "query"}, {p->actual_seq_kvlen, "actual_seq_kvlen", T2, "key"}};
+    int64_t max_len[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        int64_t prev = 0;
+        for (int64_t b = 0; b < n; b++) {
+            int64_t v = list_at(lists[k].t, b);
+            if (v < prev)
+                return ao_fail(INVALID, "%s: %s[%lld] is %lld, below the previous %lld; the lengths are cumulative "
+                               "(no leading 0) and must not decrease.", op, lists[k].name, (long long)b, (long long)v,
+                               (long long)prev);
+            if (v - prev > max_len[k]) max_len[k] = v - prev;
+            prev = v;
+        }
+        if (prev != lists[k].total)
+            return ao_fail(INVALID, "%s: %s ends at %lld but %s has T = %lld rows; the last cumulative length must be "
+                           "T.", op, lists[k].name, (long long)prev, lists[k].what, (long long)lists[k].total);
+    }
+    int64_t B = n;
+    while (B > 0 && list_at(p->actual_seq_qlen, B - 1) == (B > 1 ? list_at(p->actual_seq_qlen, B - 2) : 0) &&
+           list_at(p->actual_seq_kvlen, B - 1) == (B > 1 ? list_at(p->actual_seq_kvlen, B - 2) : 0))
+        B--;
+    pr->varlen = true;
+    pr->B = B;
+    pr->T1 = T1, pr->T2 = T2;
+    pr->S1 = max_len[0], pr->S2 = max_len[1];
+    pr->cu_q = (fa_list){p->actual_seq_qlen->data, p->actual_seq_qlen->dtype, p->actual_seq_qlen->strides[0]};
+    pr->cu_kv = (fa_list){p->actual_seq_kvlen->data, p->actual_seq_kvlen->dtype, p->actual_seq_kvlen->strides[0]};
     return ATTNOPS_SUCCESS;
 }
 
@@ -477,6 +585,8 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->v = view_of(p->value, layout, pr->Dv);
     pr->impl = p->impl;
     pr->deterministic = p->deterministic != 0;
+    pr->T1 = pr->B * pr->S1, pr->T2 = pr->B * pr->S2;
+    if (layout == ATTNOPS_LAYOUT_TND) TRY(derive_varlen(op, p, pr));
 #ifdef _OPENMP
     pr->threads = p->num_threads > 0 ? p->num_threads : omp_get_max_threads();
 #else
@@ -495,21 +605,39 @@ static attnops_status check_q_like(const char *op, const char *name, const attno
     TRY(check_dtype(op, name, t, pr->dtype, "it shares query's dtype"));
     int64_t shape[4];
     int rank;
-    layout_shape(p->input_layout, pr->B, pr->S1, pr->N1, d, shape, &rank);
+    layout_shape(p->input_layout, pr->B, pr->varlen ? pr->T1 : pr->S1, pr->N1, d, shape, &rank);
     TRY(check_shape(op, name, t, shape, rank, d == pr->D ? "query's shape" : "query's shape with D -> Dv"));
     *view = view_of(t, p->input_layout, d);
     return ATTNOPS_SUCCESS;
 }
 
-static attnops_status check_stats(const char *op, const char *name, const attnops_tensor *t, const fa_problem *pr,
-                                  fa_view *view)
+/* softmax_max / softmax_sum: f32 [B, N1, S1, 8]; in TND [T1, N1, 8] holding
+ * per-batch [N1, S_b, 8] blocks (contiguous), or [N1, T1, 8] with
+ * softmax_in_layout "same_as_input". */
+static attnops_status check_stats(const char *op, const char *name, const attnops_tensor *t,
+                                  const attnops_fa_params *p, fa_problem *pr, fa_view *view)
 {
     TRY(check_present(op, name, t));
     TRY(check_view(op, name, t));
     TRY(check_dtype(op, name, t, ATTNOPS_DTYPE_F32, "softmax statistics are f32"));
-    int64_t shape[4] = {pr->B, pr->N1, pr->S1, 8};
-    TRY(check_shape(op, name, t, shape, 4, "[B, N1 = head_num, S1, 8]"));
-    *view = stats_view(t);
+    if (!pr->varlen) {
+        int64_t shape[4] = {pr->B, pr->N1, pr->S1, 8};
+        TRY(check_shape(op, name, t, shape, 4, "[B, N1 = head_num, S1, 8]"));
+        *view = stats_view(t);
+        return ATTNOPS_SUCCESS;
+    }
+    const bool same_as_input = p->softmax_in_layout == ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
+    int64_t shape[3] = {same_as_input ? pr->N1 : pr->T1, same_as_input ? pr->T1 : pr->N1, 8};
+    TRY(check_shape(op, name, t, shape, 3, same_as_input ? "[N1, T1, 8] (same_as_input)" : "[T1, N1, 8]"));
+    if (same_as_input) {
+        *view = (fa_view){(char *)t->data, t->dtype, 4, 0, t->strides[0], t->strides[1], t->strides[2]};
+        return ATTNOPS_SUCCESS;
+    }
+    if (t->strides[2] != 1 || t->strides[1] != 8 || t->strides[0] != 8 * pr->N1)
+        return ao_fail(INVALID, "%s: tensor '%s' must be contiguous in layout TND: it holds per-batch [N1, S_b, 8] "
+                       "blocks, not a strided [T1, N1, 8] array.", op, name);
+    pr->stats_packed = true;
+    *view = (fa_view){(char *)t->data, t->dtype, 4, 0, 0, 0, 1};
     return ATTNOPS_SUCCESS;
 }
 
@@ -519,8 +647,8 @@ attnops_status fa_validate_fwd(const attnops_fa_fwd_args *a, fa_problem *pr)
     memset(pr, 0, sizeof *pr);
     if (!a) return ao_fail(NULLPTR, "%s: args is NULL.", op);
     TRY(derive_qkv(op, &a->p, pr));
-    TRY(check_stats(op, "softmax_max", a->softmax_max, pr, &pr->smax));
-    TRY(check_stats(op, "softmax_sum", a->softmax_sum, pr, &pr->ssum));
+    TRY(check_stats(op, "softmax_max", a->softmax_max, &a->p, pr, &pr->smax));
+    TRY(check_stats(op, "softmax_sum", a->softmax_sum, &a->p, pr, &pr->ssum));
     TRY(check_q_like(op, "attention_out", a->attention_out, &a->p, pr, pr->Dv, &pr->o));
     const attnops_tensor *outs[] = {a->attention_out, a->softmax_max, a->softmax_sum};
     const char *names[] = {"attention_out", "softmax_max", "softmax_sum"};
@@ -541,20 +669,20 @@ attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, fa_problem *pr)
     TRY(derive_qkv(op, &a->p, pr));
     TRY(check_q_like(op, "dy", a->dy, &a->p, pr, pr->Dv, &pr->dy));
     TRY(check_q_like(op, "attention_in", a->attention_in, &a->p, pr, pr->Dv, &pr->o));
-    TRY(check_stats(op, "softmax_max", a->softmax_max, pr, &pr->smax));
-    TRY(check_stats(op, "softmax_sum", a->softmax_sum, pr, &pr->ssum));
+    TRY(check_stats(op, "softmax_max", a->softmax_max, &a->p, pr, &pr->smax));
+    TRY(check_stats(op, "softmax_sum", a->softmax_sum, &a->p, pr, &pr->ssum));
     TRY(check_q_like(op, "dq", a->dq, &a->p, pr, pr->D, &pr->dq));
 
     int64_t shape[4];
     int rank;
     TRY(check_view(op, "dk", a->dk));
     TRY(check_dtype(op, "dk", a->dk, pr->dtype, "it shares key's dtype"));
-    layout_shape(a->p.input_layout, pr->B, pr->S2, pr->N2, pr->D, shape, &rank);
+    layout_shape(a->p.input_layout, pr->B, pr->varlen ? pr->T2 : pr->S2, pr->N2, pr->D, shape, &rank);
     TRY(check_shape(op, "dk", a->dk, shape, rank, "key's shape"));
     pr->dk = view_of(a->dk, a->p.input_layout, pr->D);
     TRY(check_view(op, "dv", a->dv));
     TRY(check_dtype(op, "dv", a->dv, pr->dtype, "it shares value's dtype"));
-    layout_shape(a->p.input_layout, pr->B, pr->S2, pr->N2, pr->Dv, shape, &rank);
+    layout_shape(a->p.input_layout, pr->B, pr->varlen ? pr->T2 : pr->S2, pr->N2, pr->Dv, shape, &rank);
     TRY(check_shape(op, "dv", a->dv, shape, rank, "value's shape"));
     pr->dv = view_of(a->dv, a->p.input_layout, pr->Dv);
     if (a->softmax_in)

@@ -9,7 +9,9 @@
  *
  * A fully masked row therefore gets uniform weights, unless the call uses
  * the sentinel behaviour (fa_mask_cfg.skip_invalid_rows): then a row whose
- * max is exactly -40000 gets o = 0, m = float lowest, l = float max.
+ * max is exactly -40000 gets o = 0, m = float lowest, l = float max.  In TND
+ * the golden also zeroes masked entries of P after the softmax, so a fully
+ * masked row keeps m = -40000, l = S2 but gets o = 0 and no gradient.
  *
  * Backward, from the given statistics m, l and attention_in o (as the CANN
  * kernel does); a row carrying the sentinel m contributes nothing:
@@ -18,7 +20,12 @@
  *   dS[j] = P[j] (dP[j] - Drow)
  *   dq[i] = scale sum_j dS[j] k[j];  dk[j] += scale dS[j] q[i];  dv[j] += P[j] dy[i]
  *
- * A row with no keys (S2 = 0) gets the sentinels. */
+ * A row with no keys (S2 = 0) gets the sentinels.
+ *
+ * The double cores work on canonical arrays with every batch's rows stacked:
+ * q [N1][T1][D], k [N2][T2][D], v [N2][T2][Dv], o, dy [N1][T1][Dv],
+ * m, l [N1][T1]; batch b's rows start at canonical_q(b) / canonical_kv(b)
+ * (b * S for the padded layouts, the cumulative length in TND). */
 #include <math.h>
 #include <string.h>
 
@@ -46,46 +53,52 @@ static double dot(const double *a, const double *b, int64_t n)
     return s;
 }
 
+static int64_t canonical_q(const fa_problem *p, int64_t b) { return p->varlen ? fa_q_first(p, b) : b * p->S1; }
+static int64_t canonical_kv(const fa_problem *p, int64_t b) { return p->varlen ? fa_kv_first(p, b) : b * p->S2; }
+
 /* The score of (i, j) from q[i].k[j] (see the header comment). */
-static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t h, int64_t i, int64_t j, double raw)
+static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t h, int64_t i, int64_t j,
+                    int64_t S1, int64_t S2, double raw)
 {
     if (fa_is_masked(p, band, b, h, i, j)) return FA_MASK_FILL;
-    double bias = fa_pse_value(p, b, h, i, j, p->S1, p->S2);
+    double bias = fa_pse_value(p, b, h, i, j, S1, S2);
     return p->pse.type == 1 ? (raw + bias) * p->scale : raw * p->scale + bias;
 }
 
 void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, const double *v, double *o, double *m,
                         double *l, double *scratch)
 {
-    const int64_t S1 = p->S1, S2 = p->S2, D = p->D, Dv = p->Dv;
+    const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, T2 = p->T2;
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t h = 0; h < p->N1; h++) {
-            double *s = scratch + (size_t)thread_id() * (size_t)S2;
-            const int64_t kv = b * p->N2 + h / p->G, qh = b * p->N1 + h;
-            const double *kh = k + kv * S2 * D, *vh = v + kv * S2 * Dv;
+            double *s = scratch + (size_t)thread_id() * (size_t)p->S2;
+            const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
+            const int64_t qrow = h * T1 + canonical_q(p, b), kvrow = (h / p->G) * T2 + canonical_kv(p, b);
+            const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
             const fa_band band = fa_band_of(p, b, S1, S2);
             for (int64_t i = 0; i < S1; i++) {
-                const double *qi = q + (qh * S1 + i) * D;
-                double *oi = o + (qh * S1 + i) * Dv;
+                const double *qi = q + (qrow + i) * D;
+                double *oi = o + (qrow + i) * Dv;
                 double mx = -INFINITY, sum = 0.0;
                 for (int64_t j = 0; j < S2; j++) {
-                    s[j] = score(p, &band, b, h, i, j, dot(qi, kh + j * D, D));
+                    s[j] = score(p, &band, b, h, i, j, S1, S2, dot(qi, kh + j * D, D));
                     if (s[j] > mx) mx = s[j];
                 }
                 memset(oi, 0, (size_t)Dv * sizeof *oi);
                 if (S2 == 0 || (p->mask.skip_invalid_rows && mx == FA_MASK_FILL)) { /* attends to nothing */
-                    m[qh * S1 + i] = FA_INVALID_ROW_MAX;
-                    l[qh * S1 + i] = FA_INVALID_ROW_SUM;
+                    m[qrow + i] = FA_INVALID_ROW_MAX;
+                    l[qrow + i] = FA_INVALID_ROW_SUM;
                     continue;
                 }
                 for (int64_t j = 0; j < S2; j++) sum += exp(s[j] - mx);
+                m[qrow + i] = mx;
+                l[qrow + i] = sum;
+                if (p->varlen && mx == FA_MASK_FILL) continue; /* TND: masked P forced to 0 */
                 for (int64_t j = 0; j < S2; j++) {
                     double pj = exp(s[j] - mx) / sum;
                     for (int64_t e = 0; e < Dv; e++) oi[e] += pj * vh[j * Dv + e];
                 }
-                m[qh * S1 + i] = mx;
-                l[qh * S1 + i] = sum;
             }
         }
     }
@@ -95,29 +108,31 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
                          const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
                          double *scratch)
 {
-    const int64_t S1 = p->S1, S2 = p->S2, D = p->D, Dv = p->Dv;
+    const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, T2 = p->T2;
     /* One task per kv head: it owns dk/dv of that head and dq of its G query heads. */
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
-            double *P = scratch + (size_t)thread_id() * 2 * (size_t)S2, *dS = P + S2;
-            const int64_t kv = b * p->N2 + n2;
-            const double *kh = k + kv * S2 * D, *vh = v + kv * S2 * Dv;
-            double *dkh = dk + kv * S2 * D, *dvh = dv + kv * S2 * Dv;
+            double *P = scratch + (size_t)thread_id() * 2 * (size_t)p->S2, *dS = P + p->S2;
+            const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
+            const int64_t kvrow = n2 * T2 + canonical_kv(p, b);
+            const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
+            double *dkh = dk + kvrow * D, *dvh = dv + kvrow * Dv;
             memset(dkh, 0, (size_t)(S2 * D) * sizeof *dkh);
             memset(dvh, 0, (size_t)(S2 * Dv) * sizeof *dvh);
             const fa_band band = fa_band_of(p, b, S1, S2);
             for (int64_t g = 0; g < p->G; g++) {
-                const int64_t h = n2 * p->G + g, qh = b * p->N1 + h;
+                const int64_t h = n2 * p->G + g, qrow = h * T1 + canonical_q(p, b);
                 for (int64_t i = 0; i < S1; i++) {
-                    const int64_t row = qh * S1 + i;
+                    const int64_t row = qrow + i;
                     const double *qi = q + row * D, *dyi = dy + row * Dv;
                     double *dqi = dq + row * D;
                     const double drow = dot(dyi, o + row * Dv, Dv);
-                    const bool sentinel = m[row] == FA_INVALID_ROW_MAX; /* attends to nothing */
+                    /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
+                    const bool no_p = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
                     for (int64_t j = 0; j < S2; j++) {
-                        double s = score(p, &band, b, h, i, j, dot(qi, kh + j * D, D));
-                        P[j] = sentinel ? 0.0 : exp(s - m[row]) / l[row];
+                        double s = score(p, &band, b, h, i, j, S1, S2, dot(qi, kh + j * D, D));
+                        P[j] = no_p ? 0.0 : exp(s - m[row]) / l[row];
                         dS[j] = P[j] * (dot(dyi, vh + j * Dv, Dv) - drow);
                     }
                     memset(dqi, 0, (size_t)D * sizeof *dqi);
@@ -134,37 +149,41 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
     }
 }
 
-/* ---- glue between strided views and the contiguous double cores ---- */
+/* ---- glue between strided views and the canonical double arrays ---- */
 
-static void gather(const fa_view *v, int64_t B, int64_t N, int64_t S, int64_t D, double *out)
-{
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t s = 0; s < S; s++)
-                for (int64_t d = 0; d < D; d++) *out++ = ao_load_f64(fa_at(v, b, n, s, d), v->dtype);
-}
+typedef enum side { SIDE_Q, SIDE_KV } side;
 
-static void scatter(const fa_view *v, int64_t B, int64_t N, int64_t S, int64_t D, const double *in)
+/* Visits every (n, row, d) of a q-side or kv-side tensor: the canonical
+ * index and the element in the view. */
+static void transfer(const fa_problem *p, const fa_view *v, side sd, int64_t N, int64_t D, double *canon, bool load)
 {
-    for (int64_t b = 0; b < B; b++)
+    const int64_t T = sd == SIDE_Q ? p->T1 : p->T2;
+    for (int64_t b = 0; b < p->B; b++) {
+        const int64_t len = sd == SIDE_Q ? fa_q_len(p, b) : fa_kv_len(p, b);
+        const int64_t first = sd == SIDE_Q ? fa_q_first(p, b) : fa_kv_first(p, b);
+        const int64_t crow = sd == SIDE_Q ? canonical_q(p, b) : canonical_kv(p, b);
         for (int64_t n = 0; n < N; n++)
-            for (int64_t s = 0; s < S; s++)
-                for (int64_t d = 0; d < D; d++) ao_store_f64(fa_at(v, b, n, s, d), v->dtype, *in++);
+            for (int64_t s = 0; s < len; s++)
+                for (int64_t d = 0; d < D; d++) {
+                    double *x = canon + ((n * T + crow + s) * D + d);
+                    char *at = fa_at(v, b, n, first + s, d);
+                    if (load) *x = ao_load_f64(at, v->dtype);
+                    else ao_store_f64(at, v->dtype, *x);
+                }
+    }
 }
 
 /* Statistics: one value per row, stored replicated 8 times. */
-static void gather_stats(const fa_view *v, const fa_problem *p, double *out)
+static void transfer_stats(const fa_problem *p, const fa_view *v, double *canon, bool load)
 {
-    gather(v, p->B, p->N1, p->S1, 1, out);
-}
-
-static void scatter_stats(const fa_view *v, const fa_problem *p, const double *in)
-{
-    for (int r = 0; r < 8; r++) {
-        fa_view replica = *v;
-        replica.data = fa_at(v, 0, 0, 0, r);
-        scatter(&replica, p->B, p->N1, p->S1, 1, in);
-    }
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t n = 0; n < p->N1; n++)
+            for (int64_t s = 0; s < fa_q_len(p, b); s++) {
+                double *x = canon + n * p->T1 + canonical_q(p, b) + s;
+                float *at = fa_stat(p, v, b, n, s);
+                if (load) *x = at[0];
+                else for (int r = 0; r < 8; r++) at[r * v->sd] = (float)*x;
+            }
 }
 
 typedef struct ref_buffers {
@@ -174,7 +193,7 @@ typedef struct ref_buffers {
 /* Carves the workspace; with ws == NULL it only measures.  Returns bytes. */
 static size_t carve(const fa_problem *p, bool backward, void *ws, ref_buffers *b)
 {
-    const size_t nq = (size_t)(p->B * p->N1 * p->S1), nk = (size_t)(p->B * p->N2 * p->S2);
+    const size_t nq = (size_t)(p->N1 * p->T1), nk = (size_t)(p->N2 * p->T2);
     const size_t sizes[] = {
         nq * p->D, nk * p->D, nk * p->Dv, nq * p->Dv, backward ? nq * p->Dv : 0, nq, nq,
         backward ? nq * p->D : 0, backward ? nk * p->D : 0, backward ? nk * p->Dv : 0,
@@ -205,28 +224,28 @@ void fa_ref_fwd(const fa_problem *p, void *ws)
 {
     ref_buffers b;
     carve(p, false, ws, &b);
-    gather(&p->q, p->B, p->N1, p->S1, p->D, b.q);
-    gather(&p->k, p->B, p->N2, p->S2, p->D, b.k);
-    gather(&p->v, p->B, p->N2, p->S2, p->Dv, b.v);
+    transfer(p, &p->q, SIDE_Q, p->N1, p->D, b.q, true);
+    transfer(p, &p->k, SIDE_KV, p->N2, p->D, b.k, true);
+    transfer(p, &p->v, SIDE_KV, p->N2, p->Dv, b.v, true);
     fa_ref_forward_f64(p, b.q, b.k, b.v, b.o, b.m, b.l, b.scratch);
-    scatter(&p->o, p->B, p->N1, p->S1, p->Dv, b.o);
-    scatter_stats(&p->smax, p, b.m);
-    scatter_stats(&p->ssum, p, b.l);
+    transfer(p, &p->o, SIDE_Q, p->N1, p->Dv, b.o, false);
+    transfer_stats(p, &p->smax, b.m, false);
+    transfer_stats(p, &p->ssum, b.l, false);
 }
 
 void fa_ref_bwd(const fa_problem *p, void *ws)
 {
     ref_buffers b;
     carve(p, true, ws, &b);
-    gather(&p->q, p->B, p->N1, p->S1, p->D, b.q);
-    gather(&p->k, p->B, p->N2, p->S2, p->D, b.k);
-    gather(&p->v, p->B, p->N2, p->S2, p->Dv, b.v);
-    gather(&p->o, p->B, p->N1, p->S1, p->Dv, b.o);
-    gather(&p->dy, p->B, p->N1, p->S1, p->Dv, b.dy);
-    gather_stats(&p->smax, p, b.m);
-    gather_stats(&p->ssum, p, b.l);
+    transfer(p, &p->q, SIDE_Q, p->N1, p->D, b.q, true);
+    transfer(p, &p->k, SIDE_KV, p->N2, p->D, b.k, true);
+    transfer(p, &p->v, SIDE_KV, p->N2, p->Dv, b.v, true);
+    transfer(p, &p->o, SIDE_Q, p->N1, p->Dv, b.o, true);
+    transfer(p, &p->dy, SIDE_Q, p->N1, p->Dv, b.dy, true);
+    transfer_stats(p, &p->smax, b.m, true);
+    transfer_stats(p, &p->ssum, b.l, true);
     fa_ref_backward_f64(p, b.q, b.k, b.v, b.o, b.dy, b.m, b.l, b.dq, b.dk, b.dv, b.scratch);
-    scatter(&p->dq, p->B, p->N1, p->S1, p->D, b.dq);
-    scatter(&p->dk, p->B, p->N2, p->S2, p->D, b.dk);
-    scatter(&p->dv, p->B, p->N2, p->S2, p->Dv, b.dv);
+    transfer(p, &p->dq, SIDE_Q, p->N1, p->D, b.dq, false);
+    transfer(p, &p->dk, SIDE_KV, p->N2, p->D, b.dk, false);
+    transfer(p, &p->dv, SIDE_KV, p->N2, p->Dv, b.dv, false);
 }

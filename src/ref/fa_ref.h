@@ -11,9 +11,10 @@ void fa_ref_fwd(const fa_problem *p, void *workspace);
 size_t fa_ref_bwd_workspace(const fa_problem *p);
 void fa_ref_bwd(const fa_problem *p, void *workspace);
 
-/* The double cores, on contiguous arrays (exposed for the finite-difference
- * test).  Shapes: q [B][N1][S1][D], k [B][N2][S2][D], v [B][N2][S2][Dv],
- * o/dy [B][N1][S1][Dv], m/l [B][N1][S1], dq/dk/dv like q/k/v.
+/* The double cores, on contiguous canonical arrays (exposed for the
+ * finite-difference test): q [N1][T1][D], k [N2][T2][D], v [N2][T2][Dv],
+ * o/dy [N1][T1][Dv], m/l [N1][T1], dq/dk/dv like q/k/v, where T = B*S for
+ * the padded layouts (set p->T1, p->T2) and batch b's rows start at b*S.
  * scratch: p->threads * S2 doubles (forward), twice that (backward). */
 void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, const double *v, double *o, double *m,
                         double *l, double *scratch);
