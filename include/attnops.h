@@ -161,9 +161,11 @@ typedef enum attnops_softmax_layout {
  *
  * Masks (CANN polarity): atten_mask element 1/true = the (query, key) pair is
  * masked out, 0 = it takes part (PyTorch SDPA's boolean mask is the
- * opposite).  sparse_mode 0, 1, 5 read a full mask [S1,S2], [1,1,S1,S2],
- * [B,1,S1,S2] or [B,N1,S1,S2]; modes 2, 3, 4 take the compressed 2048x2048
- * mask and mode 6 the 3072x2048 one (only their shape is read).  Without an
+ * opposite).  sparse_mode 0 and 1 read a full mask [S1,S2], [1,1,S1,S2],
+ * [B,1,S1,S2] or [B,N1,S1,S2], mode 5 a per-batch one ([B,1,S1,S2] or
+ * [B,N1,S1,S2]); modes 2, 3, 4 take the compressed 2048x2048 mask and mode 6
+ * the 3072x2048 one (only their last two dims are read, as the kernel reads
+ * them by diagonal offset).  Without an
  * atten_mask nothing is masked, whatever sparse_mode, pre/next_tokens say.
  * A masked score is replaced by -40000 (the golden's masked_fill), so a row
  * with every key masked gets uniform weights, unless the sentinel behaviour
@@ -191,8 +193,8 @@ typedef struct attnops_fa_params {
     const attnops_tensor *prefix;          /* i64 (or i32) [B], sparse modes 5/6                       */
     const attnops_tensor *actual_seq_qlen; /* i64 (or i32) [B], cumulative, TND (see below)           */
     const attnops_tensor *actual_seq_kvlen;/* i64 (or i32) [B], cumulative, TND                        */
-    const attnops_tensor *q_start_idx;     /* i64 [0 or 1]                                             */
-    const attnops_tensor *kv_start_idx;    /* i64 [0 or 1]                                             */
+    const attnops_tensor *q_start_idx;     /* i64 (or i32) [0 or 1]; used by pse_type 2/3 only         */
+    const attnops_tensor *kv_start_idx;    /* i64 (or i32) [0 or 1]; used by pse_type 2/3 only         */
     const attnops_tensor *query_rope;      /* MLA: Q = [query | query_rope] on the head dim            */
     const attnops_tensor *key_rope;        /* MLA: K = [key | key_rope]                                */
     const attnops_tensor *d_scale_q;       /* FP8 block de-scales                                      */

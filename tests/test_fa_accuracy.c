@@ -6,7 +6,7 @@
  * behaviours.  Tolerances come from the shared rule (verify/fa_case.c),
  * never from the case.
  *
- * Usage: test_fa_accuracy [--cases N] [--masked-cases N] [--threads T]
+ * Usage: test_fa_accuracy [--cases N] [--masked-cases N] [--tnd-cases N] [--threads T]
  *        test_fa_accuracy --case 'B=1,N1=2,...' --seed S     (reproduce one case) */
 #include <stdlib.h>
 #include <string.h>
@@ -114,14 +114,38 @@ static fa_case_shape random_masked_shape(tu_rng *r)
     return s;
 }
 
+/* A random TND batch: 1-6 sequences of tile-straddling lengths (some 0),
+ * modes that need no per-batch token tuning, sometimes generated ALiBi. */
+static fa_case_shape random_tnd_shape(tu_rng *r)
+{
+    static const int64_t lens[] = {0, 1, 7, 63, 64, 65, 129, 200};
+    static const int64_t modes[] = {-1, 1, 2, 3, 6};
+    fa_case_shape s = random_shape(r);
+    s.layout = ATTNOPS_LAYOUT_TND;
+    s.pad = 0;
+    s.nseq = (int)range(r, 1, 6);
+    for (int b = 0; b < s.nseq; b++) s.seq_q[b] = tu_pick(r, lens, 8), s.seq_kv[b] = tu_pick(r, lens, 8);
+    if (s.D > 128) s.D = 64, s.Dv = s.Dv > 64 ? 64 : s.Dv;
+    const int64_t mode = modes[tu_next(r) % 5];
+    if (mode >= 0) {
+        s.sparse_mode = mode;
+        s.mask = mode == 1 ? FA_CASE_MASK_SS : FA_CASE_MASK_COMPRESSED;
+    }
+    bool empty = false;
+    for (int b = 0; b < s.nseq; b++) empty |= s.seq_q[b] == 0 || s.seq_kv[b] == 0;
+    if (!empty && tu_next(r) % 3 == 0) s.pse = FA_CASE_PSE_SLOPES_N, s.pse_type = range(r, 2, 3);
+    return s;
+}
+
 int main(int argc, char **argv)
 {
-    int ncases = 48, nmasked = 60, passed = 0;
+    int ncases = 48, nmasked = 60, ntnd = 16, passed = 0;
     const char *one = NULL;
     uint64_t seed = tu_suite_seed();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cases") && i + 1 < argc) ncases = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--masked-cases") && i + 1 < argc) nmasked = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--tnd-cases") && i + 1 < argc) ntnd = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) one = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
@@ -195,6 +219,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < nmasked; i++) {
         fa_case_shape s = random_masked_shape(&r);
         passed += run_case(&s, seed + 2000 + (uint64_t)i);
+    }
+    for (int i = 0; i < ntnd; i++) {
+        fa_case_shape s = random_tnd_shape(&r);
+        passed += run_case(&s, seed + 3000 + (uint64_t)i);
     }
     return tu_finish("test_fa_accuracy", passed);
 }

@@ -2,7 +2,8 @@
  *   1. the library's predicate (fa_is_masked, fa_mask_row, the tile
  *      classification, fa_rows_attend) against masks built the way the
  *      golden builds them (triu/tril offsets, spec 3.2/3.3), for every mode,
- *      S1 < S2, S1 = S2, S1 > S2 and negative tokens where allowed;
+ *      S1 < S2, S1 = S2, S1 > S2 and negative tokens where allowed, and per
+ *      batch in TND (modes 7/8 with their band batch);
  *   2. mode 1 with an explicit mask equal to another mode's implicit mask
  *      gives bit-identical outputs (both implementations);
  *   3. fully masked rows: the sentinels (attention_out 0, softmax_max =
@@ -67,6 +68,56 @@ static void check_predicate(const fa_case *c, const fa_problem *p, const char *d
 done:
     free(row);
     passed += tu_failures == before;
+}
+
+/* TND: per batch, the golden rebuilds the mask with that batch's lengths;
+ * modes 7/8 use the band formula (mode 4) for the band batch, mode 3 / 2 for
+ * the others.  The band batch is the last (7) / first (8) with S1_b != 0. */
+static void tnd_predicate_suite(void)
+{
+    const char *specs[] = {
+        "N1=1,N2=1,D=8,Dv=8,layout=TND,seqs=30:0:45:20:0,kvseqs=40:10:45:35:6,mode=7,mask=compressed,pre=50,next=-5",
+        "N1=1,N2=1,D=8,Dv=8,layout=TND,seqs=0:30:45:20,kvseqs=5:40:45:35,mode=8,mask=compressed,pre=50,next=12",
+        "N1=1,N2=1,D=8,Dv=8,layout=TND,seqs=30:45:20,kvseqs=40:45:35,mode=3,mask=compressed",
+        "N1=1,N2=1,D=8,Dv=8,layout=TND,seqs=30:45:20,kvseqs=40:45:35,mode=4,mask=compressed,pre=9,next=4",
+        "N1=1,N2=1,D=8,Dv=8,layout=TND,seqs=30:45:20,kvseqs=40:45:35,mode=0,mask=ss,pre=9,next=4",
+        "N1=1,N2=1,D=8,Dv=8,layout=TND,seqs=30:45:20,kvseqs=40:45:35,mode=6,mask=compressed",
+    };
+    const int64_t band_batch[] = {3, 1, -1, -1, -1, -1};
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        const int before = tu_failures;
+        fa_case_shape s;
+        TU_CHECK(fa_case_parse(specs[k], &s), "bad spec %s", specs[k]);
+        fa_case c;
+        fa_case_init(&c, &s, 11 + k);
+        fa_problem p;
+        attnops_status st = fa_validate_fwd(&c.fwd, &p);
+        TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] %s", specs[k], attnops_last_error());
+        if (st == ATTNOPS_SUCCESS) {
+            if (band_batch[k] >= 0)
+                TU_CHECK(p.mask.band_batch == band_batch[k], "[%s] band batch %lld, want %lld", specs[k],
+                         (long long)p.mask.band_batch, (long long)band_batch[k]);
+            const int64_t *prefix = c.prefix.view.data;
+            for (int64_t b = 0; b < p.B; b++) {
+                const int64_t S1 = c.shape.seq_q[b], S2 = c.shape.seq_kv[b];
+                int64_t mode = s.sparse_mode;
+                if (mode == 7 || mode == 8) mode = b == band_batch[k] ? 4 : (mode == 7 ? 3 : 2);
+                const fa_band band = fa_band_of(&p, b, S1, S2);
+                for (int64_t i = 0; i < S1; i++)
+                    for (int64_t j = 0; j < S2; j++) {
+                        bool want = fa_case_golden_masked(mode, S1, S2, s.pre, s.next, prefix ? prefix[b] : 0, i, j);
+                        if (fa_is_masked(&p, &band, b, 0, i, j) != want) {
+                            TU_CHECK(false, "[%s] batch %lld (%lld x %lld): masked(%lld,%lld) != golden %d", specs[k],
+                                     (long long)b, (long long)S1, (long long)S2, (long long)i, (long long)j, want);
+                            i = S1;
+                            break;
+                        }
+                    }
+            }
+        }
+        fa_case_free(&c);
+        passed += tu_failures == before;
+    }
 }
 
 static void predicate_suite(void)
@@ -221,6 +272,7 @@ static void invalid_rows_suite(void)
 int main(void)
 {
     predicate_suite();
+    tnd_predicate_suite();
     equivalence_suite();
     invalid_rows_suite();
     /* The checks bite: a golden that disagrees by one diagonal is caught. */

@@ -12,6 +12,12 @@
  *     around every tensor is intact.
  * The same helper is also run in an inverted mode on deliberately wrong
  * expectations and must report a mismatch each time (the checker can fail).
+ *
+ * The masks, sparse modes 0-6, PSE types 0-3 and the prefix / start-index
+ * lists (spec 3.1, 3.2, 4.1) get one failure case per rule, and valid calls
+ * with each accepted form must succeed: status 0, every output element
+ * written, inputs and canaries intact (SUCCESS_VARIANTS).  Requests for
+ * features not implemented yet (TND, dropout, rope, FP8) expect 161003.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -35,12 +41,12 @@ static const char *const OP_NAME[2] = {"FlashAttentionScore", "FlashAttentionSco
 /* Tensors of one call; the ones after T_ROPE_OUT_END are optional extras. */
 enum {
     Q, K, V, O, SMAX, SSUM, DY, AIN, DQ, DK, DV, /* main */
-    MASK, PSE, DROP, PREFIX, SEQQ, SEQKV, QROPE, KROPE, DQROPE, DKROPE, NT
+    MASK, PSE, DROP, PREFIX, SEQQ, SEQKV, QSTART, KVSTART, QROPE, KROPE, DQROPE, DKROPE, NT
 };
 static const char *const TNAME[NT] = {"query", "key", "value", "attention_out", "softmax_max", "softmax_sum", "dy",
                                       "attention_in", "dq", "dk", "dv", "atten_mask", "pse", "drop_mask", "prefix",
-                                      "actual_seq_qlen", "actual_seq_kvlen", "query_rope", "key_rope", "dq_rope",
-                                      "dk_rope"};
+                                      "actual_seq_qlen", "actual_seq_kvlen", "q_start_idx", "kv_start_idx",
+                                      "query_rope", "key_rope", "dq_rope", "dk_rope"};
 
 typedef struct fixture {
     op_kind op;
@@ -132,6 +138,7 @@ static void fx_bind(fixture *fx)
     p->query = v[Q], p->key = v[K], p->value = v[V];
     p->atten_mask = v[MASK], p->pse = v[PSE], p->drop_mask = v[DROP], p->prefix = v[PREFIX];
     p->actual_seq_qlen = v[SEQQ], p->actual_seq_kvlen = v[SEQKV], p->query_rope = v[QROPE], p->key_rope = v[KROPE];
+    p->q_start_idx = v[QSTART], p->kv_start_idx = v[KVSTART];
     p->head_num = fx->d.N1;
     p->input_layout = fx->layout;
     p->scale_value = 1.0 / sqrt((double)fx->d.D);
@@ -188,11 +195,66 @@ static void fx_extra(fixture *fx, int i, attnops_dtype dtype, int rank, const in
     case PREFIX: p->prefix = v; break;
     case SEQQ: p->actual_seq_qlen = v; break;
     case SEQKV: p->actual_seq_kvlen = v; break;
+    case QSTART: p->q_start_idx = v; break;
+    case KVSTART: p->kv_start_idx = v; break;
     case QROPE: p->query_rope = v; break;
     case KROPE: p->key_rope = v; break;
     case DQROPE: fx->ba.dq_rope = v; break;
     case DKROPE: fx->ba.dk_rope = v; break;
     }
+}
+
+/* An atten_mask (CANN polarity, 1 = masked out).  A one-byte dtype gets
+ * content: the compressed shapes (last dims 2048 wide) their documented
+ * structure (triu(k=1) on 2048 rows, then zeros | ones on the 1024 rows of
+ * mode 6), a full mask random 0/1 with about a third masked.  Any other
+ * dtype keeps fx_set's random values. */
+static void fx_mask(fixture *fx, attnops_dtype dtype, int rank, const int64_t *shape)
+{
+    fx_extra(fx, MASK, dtype, rank, shape);
+    if (attnops_dtype_size(dtype) != 1 || rank < 2) return;
+    unsigned char *m = storage(&fx->t[MASK]);
+    const int64_t rows = shape[rank - 2], cols = shape[rank - 1], n = tu_numel(&fx->t[MASK].view);
+    if (cols != 2048) { /* full */
+        for (int64_t k = 0; k < n; k++) m[k] = tu_uniform(&fx->rng) < 0.3;
+        return;
+    }
+    for (int64_t k = 0; k < n; k += cols) { /* compressed, row by row */
+        int64_t r = (k / cols) % rows, keep = r < 2048 ? r + 1 : 1024; /* leading zeros of this row */
+        memset(m + k, 0, (size_t)keep);
+        memset(m + k + keep, 1, (size_t)(cols - keep));
+    }
+}
+
+/* A 1-D list (prefix, q/kv start idx) holding `vals` in an integer or f32 dtype. */
+static void fx_list(fixture *fx, int i, attnops_dtype dtype, int64_t n, const int64_t *vals)
+{
+    fx_extra(fx, i, dtype, 1, &n);
+    void *data = storage(&fx->t[i]);
+    for (int64_t k = 0; k < n; k++) {
+        if (dtype == ATTNOPS_DTYPE_I64) ((int64_t *)data)[k] = vals[k];
+        else if (dtype == ATTNOPS_DTYPE_I32) ((int32_t *)data)[k] = (int32_t)vals[k];
+        else if (dtype == ATTNOPS_DTYPE_F32) ((float *)data)[k] = (float)vals[k];
+    }
+}
+
+/* A valid prefix list for modes 5/6: both ends of [max(0, S2 - S1), S2]. */
+static void fx_prefix(fixture *fx, attnops_dtype dtype)
+{
+    const dims d = fx->d;
+    int64_t lo = d.S1 > d.S2 ? 0 : d.S2 - d.S1, vals[8];
+    for (int64_t b = 0; b < d.B && b < 8; b++) vals[b] = b % 2 ? d.S2 : lo;
+    fx_list(fx, PREFIX, dtype, d.B, vals);
+}
+
+/* ALiBi slopes for pse_type 2/3: f32 [N1] (bn = false) or [B, N1]. */
+static void fx_slopes(fixture *fx, bool bn)
+{
+    const dims d = fx->d;
+    int64_t sh[2] = {d.B, d.N1};
+    fx_extra(fx, PSE, ATTNOPS_DTYPE_F32, bn ? 2 : 1, bn ? sh : sh + 1);
+    float *s = (float *)storage(&fx->t[PSE]);
+    for (int64_t b = 0; b < (bn ? d.B : 1); b++) attnops_alibi_slopes(d.N1, s + b * d.N1);
 }
 
 static void fx_snapshot(fixture *fx)
@@ -226,6 +288,7 @@ typedef struct expect {
     attnops_status st;
     const char *name; /* must appear in the sentence */
     call_mode mode;
+    const char *also; /* NULL, or more text that must appear (a value the sentence must state) */
 } expect;
 
 typedef struct outcome {
@@ -317,6 +380,21 @@ static void check_memory(const fixture *fx)
     }
 }
 
+/* Elements of an output that still hold the poison pattern (never written). */
+static int64_t unwritten(const tu_tensor *t)
+{
+    const size_t es = attnops_dtype_size(t->view.dtype);
+    const int64_t n = tu_numel(&t->view);
+    const unsigned char *b = t->view.data;
+    int64_t bad = 0;
+    for (int64_t k = 0; k < n; k++) {
+        size_t i = 0;
+        while (i < es && b[(size_t)k * es + i] == POISON) i++;
+        bad += i == es;
+    }
+    return bad;
+}
+
 /* Returns the number of problems found. */
 static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
 {
@@ -338,6 +416,8 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
         EXPECT(len > oplen + 2 && strncmp(m, op, oplen) == 0 && m[oplen] == ':' && m[len - 1] == '.',
                "%s: message is not a sentence \"%s: ... .\": \"%s\"", oc->phase[k], op, m);
         EXPECT(strstr(m, e->name) != NULL, "%s: message does not name '%s': \"%s\"", oc->phase[k], e->name, m);
+        if (e->also)
+            EXPECT(strstr(m, e->also) != NULL, "%s: message does not state '%s': \"%s\"", oc->phase[k], e->also, m);
     }
     check_memory(fx);
     return g_problems;
@@ -357,9 +437,16 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
     X(OVERLAP_DK_DV) X(KEEP_PROB_ZERO) X(KEEP_PROB_1_5) X(KEEP_PROB_NAN) X(SPARSE_MODE_9) X(SPARSE_MODE_NEGATIVE)   \
     X(SPARSE_MODE_7_NOT_TND) X(PSE_TYPE_4) X(PSE_TYPE_2_WITHOUT_PSE) X(INNER_PRECISE_3) X(OUT_DTYPE_2)              \
     X(NEGATIVE_STRIDE_INPUT) X(NEGATIVE_STRIDE_OUTPUT) X(ZERO_STRIDE_OUTPUT) X(SCALE_NAN)           \
-    X(PADDING_MASK) X(SOFTMAX_IN) X(UNSUPPORTED_TND) X(UNSUPPORTED_ATTEN_MASK)                \
-    X(UNSUPPORTED_PSE) X(UNSUPPORTED_DROP_MASK) X(UNSUPPORTED_KEEP_PROB) X(UNSUPPORTED_PREFIX)                     \
-    X(UNSUPPORTED_ACTUAL_SEQ_QLEN) X(UNSUPPORTED_ROPE) X(UNSUPPORTED_FP8)
+    X(PADDING_MASK) X(SOFTMAX_IN) X(MASK_DTYPE_F32) X(MASK_RANK_3) X(MASK_MODE0_S1) X(MASK_MODE0_S2)               \
+    X(MASK_MODE1_S1) X(MASK_MODE1_S2) X(MASK_MODE5_S1) X(MASK_MODE5_S2) X(MASK_MODE1_1NSS) X(MASK_MODE5_SS)        \
+    X(MASK_MODE5_11SS) X(MASK_MODE2_1024) X(MASK_MODE3_1024) X(MASK_MODE4_1024) X(MASK_MODE6_2048)                 \
+    X(TOKENS_PRE_BEYOND_S2) X(TOKENS_NEXT_BEYOND_S1) X(TOKENS_NO_BAND) X(TOKENS_MODE4_CORRECTED)                   \
+    X(PREFIX_MISSING_MODE5) X(PREFIX_MISSING_MODE6) X(PREFIX_LENGTH) X(PREFIX_DTYPE_F32) X(PREFIX_BELOW_RANGE)     \
+    X(PREFIX_ABOVE_RANGE) X(PSE_DTYPE_TYPE0) X(PSE_DTYPE_TYPE1) X(PSE_SHAPE_RANK3) X(PSE_SHAPE_B1SS)               \
+    X(PSE_SHAPE_1N1S) X(PSE_SHAPE_S2) X(PSE_SHAPE_1024_ROWS) X(PSE_SLOPES_F16) X(PSE_SLOPES_LENGTH)                \
+    X(Q_START_IDX_LENGTH) X(Q_START_IDX_F32) X(KV_START_IDX_LENGTH) X(PSE_ALIBI_NO_MASK) X(UNSUPPORTED_TND)        \
+    X(UNSUPPORTED_DROP_MASK) X(UNSUPPORTED_KEEP_PROB) X(UNSUPPORTED_ACTUAL_SEQ_QLEN) X(UNSUPPORTED_ROPE)           \
+    X(UNSUPPORTED_FP8)
 
 #define AS_ENUM(c) C_##c,
 #define AS_NAME(c) #c,
@@ -376,14 +463,14 @@ static bool apply_case(fixture *fx, int c, expect *e)
     const bool fwd = fx->op == FWD, bwd = !fwd, hid = hidden_layout(fx->layout);
     const attnops_dtype f32 = ATTNOPS_DTYPE_F32;
     attnops_fa_params *p = P(fx);
-    *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "", CALL_BOTH};
+    *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "", CALL_BOTH, NULL};
 #define NULLPTR_CASE(arg, name)                                                                                    \
     do {                                                                                                           \
         arg = NULL;                                                                                                \
-        *e = (expect){ATTNOPS_ERR_NULLPTR, name, CALL_BOTH};                                                       \
+        *e = (expect){ATTNOPS_ERR_NULLPTR, name, CALL_BOTH, NULL};                                                 \
     } while (0)
     switch (c) {
-    case C_NULL_ARGS: *e = (expect){ATTNOPS_ERR_NULLPTR, "args", CALL_NULL_ARGS}; return true;
+    case C_NULL_ARGS: *e = (expect){ATTNOPS_ERR_NULLPTR, "args", CALL_NULL_ARGS, NULL}; return true;
     case C_NULL_QUERY: NULLPTR_CASE(p->query, "query"); return true;
     case C_NULL_KEY: NULLPTR_CASE(p->key, "key"); return true;
     case C_NULL_VALUE: NULLPTR_CASE(p->value, "value"); return true;
@@ -404,9 +491,11 @@ static bool apply_case(fixture *fx, int c, expect *e)
     case C_NULL_DATA_OUTPUT:
         if (fwd) NULLPTR_CASE(fx->t[SSUM].view.data, "softmax_sum"); else NULLPTR_CASE(fx->t[DV].view.data, "dv");
         return true;
-    case C_NULL_WORKSPACE_BYTES: *e = (expect){ATTNOPS_ERR_NULLPTR, "workspace_bytes", CALL_NULL_BYTES}; return true;
-    case C_NULL_WORKSPACE: *e = (expect){ATTNOPS_ERR_NULLPTR, "workspace", CALL_WS_NULL}; return true;
-    case C_WORKSPACE_SHORT: *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "workspace", CALL_WS_SHORT}; return true;
+    case C_NULL_WORKSPACE_BYTES:
+        *e = (expect){ATTNOPS_ERR_NULLPTR, "workspace_bytes", CALL_NULL_BYTES, NULL};
+        return true;
+    case C_NULL_WORKSPACE: *e = (expect){ATTNOPS_ERR_NULLPTR, "workspace", CALL_WS_NULL, NULL}; return true;
+    case C_WORKSPACE_SHORT: *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "workspace", CALL_WS_SHORT, NULL}; return true;
     case C_HEAD_NUM_ZERO: p->head_num = 0; e->name = "head_num"; return true;
     case C_HEAD_NUM_NEGATIVE: p->head_num = -4; e->name = "head_num"; return true;
     case C_HEAD_NUM_HALF:
@@ -555,6 +644,183 @@ static bool apply_case(fixture *fx, int c, expect *e)
     case C_PADDING_MASK: p->padding_mask = &fx->t[Q].view; e->name = "padding_mask"; return true;
     case C_SOFTMAX_IN: if (fwd) return false; fx->ba.softmax_in = &fx->t[SMAX].view; e->name = "softmax_in"; return true;
 
+    /* atten_mask (spec 3.1, 3.2): bool/u8; modes 0/1/5 a full mask [S1,S2],
+     * [1,1,S1,S2], [B,1,S1,S2] or [B,N1,S1,S2]; modes 2/3/4 2048x2048; mode 6
+     * 3072x2048.  Every other argument stays valid (mode 5 gets its prefix). */
+    case C_MASK_DTYPE_F32: {
+        int64_t sh[2] = {d.S1, d.S2};
+        fx_mask(fx, f32, 2, sh);
+        e->name = "atten_mask";
+        return true;
+    }
+    case C_MASK_RANK_3: {
+        int64_t sh[3] = {1, d.S1, d.S2};
+        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 3, sh);
+        e->name = "atten_mask";
+        return true;
+    }
+    case C_MASK_MODE0_S1: case C_MASK_MODE0_S2: case C_MASK_MODE1_S1: case C_MASK_MODE1_S2:
+    case C_MASK_MODE5_S1: case C_MASK_MODE5_S2: {
+        const bool s1 = c == C_MASK_MODE0_S1 || c == C_MASK_MODE1_S1 || c == C_MASK_MODE5_S1;
+        p->sparse_mode = c <= C_MASK_MODE0_S2 ? 0 : c <= C_MASK_MODE1_S2 ? 1 : 5;
+        /* mode 0 an SS mask, mode 1 B1SS, mode 5 BNSS */
+        int64_t sh[4] = {d.B, p->sparse_mode == 5 ? d.N1 : 1, s1 ? d.S1 + 1 : d.S1, s1 ? d.S2 : d.S2 - 1};
+        if (p->sparse_mode == 0)
+            fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh + 2);
+        else
+            fx_mask(fx, ATTNOPS_DTYPE_U8, 4, sh);
+        if (p->sparse_mode == 5) fx_prefix(fx, ATTNOPS_DTYPE_I64);
+        e->name = "atten_mask";
+        return true;
+    }
+    case C_MASK_MODE1_1NSS: { /* B = 2: a [1, N1] lead is neither BNSS nor B1SS nor SS */
+        int64_t sh[4] = {1, d.N1, d.S1, d.S2};
+        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 4, sh);
+        p->sparse_mode = 1;
+        e->name = "atten_mask";
+        return true;
+    }
+    case C_MASK_MODE5_SS: case C_MASK_MODE5_11SS: { /* mode 5's prefix is per batch, so is its mask */
+        int64_t sh[4] = {1, 1, d.S1, d.S2};
+        if (c == C_MASK_MODE5_SS) fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh + 2); else fx_mask(fx, ATTNOPS_DTYPE_U8, 4, sh);
+        fx_prefix(fx, ATTNOPS_DTYPE_I64);
+        p->sparse_mode = 5;
+        e->name = "atten_mask";
+        return true;
+    }
+    case C_MASK_MODE2_1024: case C_MASK_MODE3_1024: case C_MASK_MODE4_1024: {
+        int64_t sh[2] = {1024, 2048};
+        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh);
+        p->sparse_mode = 2 + (c - C_MASK_MODE2_1024);
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "atten_mask", CALL_BOTH, "[2048, 2048]"};
+        return true;
+    }
+    case C_MASK_MODE6_2048: {
+        int64_t sh[2] = {2048, 2048};
+        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh);
+        fx_prefix(fx, ATTNOPS_DTYPE_I64);
+        p->sparse_mode = 6;
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "atten_mask", CALL_BOTH, "3072"};
+        return true;
+    }
+
+    /* token checks (spec 3.2), made only when a mask is given: modes 0 and 4
+     * (after pre' = pre + S1 - S2, next' = next - S1 + S2) fail when
+     * -pre' > S2, -next' > S1 or pre' + next' < 0.  The same tokens without
+     * a mask succeed (SUCCESS_VARIANTS). */
+    case C_TOKENS_PRE_BEYOND_S2: case C_TOKENS_NEXT_BEYOND_S1: case C_TOKENS_NO_BAND: {
+        int64_t sh[2] = {d.S1, d.S2};
+        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh);
+        if (c == C_TOKENS_PRE_BEYOND_S2) p->pre_tokens = -(d.S2 + 1), p->next_tokens = d.S2 + 1;
+        if (c == C_TOKENS_NEXT_BEYOND_S1) p->pre_tokens = d.S1 + 1, p->next_tokens = -(d.S1 + 1);
+        if (c == C_TOKENS_NO_BAND) p->pre_tokens = 2, p->next_tokens = -3;
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "pre_tokens", CALL_BOTH, "next_tokens"};
+        return true;
+    }
+    case C_TOKENS_MODE4_CORRECTED: {
+        /* pre = -6, next = 6 pass the mode-0 rule (6 <= S2 = 7, sum 0), but
+         * mode 4 corrects them to pre' = -8, next' = 8 and -pre' = 8 > S2 */
+        int64_t sh[2] = {2048, 2048};
+        fx_mask(fx, ATTNOPS_DTYPE_U8, 2, sh);
+        p->sparse_mode = 4;
+        p->pre_tokens = -(d.S2 - 1), p->next_tokens = d.S2 - 1;
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "pre_tokens", CALL_BOTH, "-8"};
+        return true;
+    }
+
+    /* prefix (modes 5/6): required with a mask, i64/i32 [B], each value in
+     * [max(0, S2 - S1), S2] = [2, 7] here */
+    case C_PREFIX_MISSING_MODE5: case C_PREFIX_MISSING_MODE6: {
+        const bool m5 = c == C_PREFIX_MISSING_MODE5;
+        int64_t full[4] = {d.B, 1, d.S1, d.S2}, comp[2] = {3072, 2048};
+        if (m5) fx_mask(fx, ATTNOPS_DTYPE_BOOL, 4, full); else fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, comp);
+        p->sparse_mode = m5 ? 5 : 6;
+        *e = (expect){ATTNOPS_ERR_NULLPTR, "prefix", CALL_BOTH, NULL};
+        return true;
+    }
+    case C_PREFIX_LENGTH: case C_PREFIX_DTYPE_F32: case C_PREFIX_BELOW_RANGE: case C_PREFIX_ABOVE_RANGE: {
+        int64_t sh[4] = {d.B, 1, d.S1, d.S2}, vals[3] = {d.S2 - d.S1, d.S2, d.S2};
+        fx_mask(fx, ATTNOPS_DTYPE_U8, 4, sh);
+        p->sparse_mode = 5;
+        if (c == C_PREFIX_BELOW_RANGE) vals[1] = d.S2 - d.S1 - 1;
+        if (c == C_PREFIX_ABOVE_RANGE) vals[1] = d.S2 + 1;
+        fx_list(fx, PREFIX, c == C_PREFIX_DTYPE_F32 ? f32 : ATTNOPS_DTYPE_I64, c == C_PREFIX_LENGTH ? d.B + 1 : d.B,
+                vals);
+        e->name = "prefix";
+        return true;
+    }
+
+    /* pse (spec 4.1): types 0/1 take query's dtype and [B,N1,S1,S2],
+     * [1,N1,S1,S2], [B,N1,1,S2] (or the compressed ALiBi form, below);
+     * types 2/3 f32 slopes [N1] or [B,N1] and i64 start indices of 0 or 1
+     * element */
+    case C_PSE_DTYPE_TYPE0: case C_PSE_DTYPE_TYPE1: {
+        int64_t sh[4] = {d.B, d.N1, d.S1, d.S2};
+        fx_extra(fx, PSE, ATTNOPS_DTYPE_F16, 4, sh);
+        p->pse_type = c == C_PSE_DTYPE_TYPE0 ? 0 : 1;
+        e->name = "pse";
+        return true;
+    }
+    case C_PSE_SHAPE_RANK3: case C_PSE_SHAPE_B1SS: case C_PSE_SHAPE_1N1S: case C_PSE_SHAPE_S2:
+    case C_PSE_SHAPE_1024_ROWS: {
+        int64_t sh[4] = {d.B, d.N1, d.S1, d.S2};
+        int rank = 4;
+        if (c == C_PSE_SHAPE_RANK3) sh[0] = d.N1, sh[1] = d.S1, sh[2] = d.S2, rank = 3;
+        if (c == C_PSE_SHAPE_B1SS) sh[1] = 1;
+        if (c == C_PSE_SHAPE_1N1S) sh[0] = 1, sh[2] = 1;
+        if (c == C_PSE_SHAPE_S2) sh[3] = d.S2 + 1;
+        if (c == C_PSE_SHAPE_1024_ROWS) sh[2] = 1024; /* the ALiBi form needs S1 > 1024 */
+        fx_extra(fx, PSE, f32, rank, sh);
+        p->pse_type = c == C_PSE_SHAPE_B1SS ? 0 : 1;
+        e->name = "pse";
+        return true;
+    }
+    case C_PSE_SLOPES_F16: {
+        int64_t sh[1] = {d.N1};
+        fx_extra(fx, PSE, ATTNOPS_DTYPE_F16, 1, sh);
+        p->pse_type = 2;
+        e->name = "pse";
+        return true;
+    }
+    case C_PSE_SLOPES_LENGTH: {
+        int64_t sh[1] = {d.N1 + 1};
+        fx_extra(fx, PSE, f32, 1, sh);
+        p->pse_type = 3;
+        e->name = "pse";
+        return true;
+    }
+    case C_Q_START_IDX_LENGTH: case C_Q_START_IDX_F32: case C_KV_START_IDX_LENGTH: {
+        static const int64_t vals[2] = {3, 1};
+        fx_slopes(fx, false);
+        p->pse_type = 2;
+        if (c == C_KV_START_IDX_LENGTH) {
+            fx_list(fx, QSTART, ATTNOPS_DTYPE_I64, 1, vals);
+            fx_list(fx, KVSTART, ATTNOPS_DTYPE_I64, 2, vals);
+            e->name = "kv_start_idx";
+        } else {
+            fx_list(fx, QSTART, c == C_Q_START_IDX_F32 ? f32 : ATTNOPS_DTYPE_I64, c == C_Q_START_IDX_F32 ? 1 : 2,
+                    vals);
+            fx_list(fx, KVSTART, ATTNOPS_DTYPE_I64, 1, vals + 1);
+            e->name = "q_start_idx";
+        }
+        return true;
+    }
+    case C_PSE_ALIBI_NO_MASK: {
+        /* the compressed ALiBi [B|1, N1, 1024, S2] needs S1 = S2 > 1024 and a
+         * causal mask; S1 = S2 = 1030 without a mask.  Kept small: one
+         * layout, B = N1 = 1, D = 8. */
+        if (fx->layout != ATTNOPS_LAYOUT_BNSD) return false;
+        const op_kind op = fx->op;
+        const dims small = {1, 1, 1, 1030, 1030, 8, 8};
+        fx_free(fx);
+        fx_init(fx, op, ATTNOPS_LAYOUT_BNSD, small, 13);
+        int64_t sh[4] = {1, 1, 1024, small.S2};
+        fx_extra(fx, PSE, f32, 4, sh);
+        P(fx)->pse_type = 1;
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "pse", CALL_BOTH, "causal"};
+        return true;
+    }
+
     /* well-formed requests this version refuses: 161003 */
     case C_UNSUPPORTED_TND: {
         /* a complete, valid TND call: q [T1,N1,D] ... with cumulative lengths */
@@ -568,43 +834,25 @@ static bool apply_case(fixture *fx, int c, expect *e)
             ((int64_t *)fx->t[SEQQ].view.data)[b] = (b + 1) * d.S1;
             ((int64_t *)fx->t[SEQKV].view.data)[b] = (b + 1) * d.S2;
         }
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "TND", CALL_BOTH};
-        return true;
-    }
-    case C_UNSUPPORTED_ATTEN_MASK: {
-        int64_t sh[2] = {d.S1, d.S2};
-        fx_extra(fx, MASK, ATTNOPS_DTYPE_BOOL, 2, sh);
-        memset(storage(&fx->t[MASK]), 0, fx->t[MASK].data_bytes);
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "atten_mask", CALL_BOTH};
-        return true;
-    }
-    case C_UNSUPPORTED_PSE: {
-        int64_t sh[4] = {d.B, d.N1, d.S1, d.S2};
-        fx_extra(fx, PSE, f32, 4, sh);
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "pse", CALL_BOTH};
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "TND", CALL_BOTH, NULL};
         return true;
     }
     case C_UNSUPPORTED_DROP_MASK: {
         int64_t sh[1] = {(d.B * d.N1 * d.S1 * d.S2 + 7) / 8};
         fx_extra(fx, DROP, ATTNOPS_DTYPE_U8, 1, sh);
         p->keep_prob = 0.9;
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "drop_mask", CALL_BOTH};
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "drop_mask", CALL_BOTH, NULL};
         return true;
     }
-    case C_UNSUPPORTED_KEEP_PROB: p->keep_prob = 0.5; *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "keep_prob", CALL_BOTH}; return true;
-    case C_UNSUPPORTED_PREFIX: {
-        int64_t sh[1] = {d.B};
-        fx_extra(fx, PREFIX, ATTNOPS_DTYPE_I64, 1, sh);
-        for (int64_t b = 0; b < d.B; b++) ((int64_t *)fx->t[PREFIX].view.data)[b] = d.S2 - 1;
-        p->sparse_mode = 5;
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "prefix", CALL_BOTH};
+    case C_UNSUPPORTED_KEEP_PROB:
+        p->keep_prob = 0.5;
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "keep_prob", CALL_BOTH, NULL};
         return true;
-    }
     case C_UNSUPPORTED_ACTUAL_SEQ_QLEN: {
         int64_t sh[1] = {d.B};
         fx_extra(fx, SEQQ, ATTNOPS_DTYPE_I64, 1, sh);
         for (int64_t b = 0; b < d.B; b++) ((int64_t *)fx->t[SEQQ].view.data)[b] = (b + 1) * d.S1;
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "actual_seq_qlen", CALL_BOTH};
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "actual_seq_qlen", CALL_BOTH, NULL};
         return true;
     }
     case C_UNSUPPORTED_ROPE: {
@@ -619,7 +867,7 @@ static bool apply_case(fixture *fx, int c, expect *e)
             r = layout_shape(fx->layout, d.B, d.S2, d.N2, 4, sh);
             fx_extra(fx, DKROPE, f32, r, sh);
         }
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "query_rope", CALL_BOTH};
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "query_rope", CALL_BOTH, NULL};
         return true;
     }
     case C_UNSUPPORTED_FP8: {
@@ -636,7 +884,7 @@ static bool apply_case(fixture *fx, int c, expect *e)
             fx_qkv(fx, DK, f16, d.B, d.S2, d.N2, d.D);
             fx_qkv(fx, DV, f16, d.B, d.S2, d.N2, d.Dv);
         }
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "query", CALL_BOTH};
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "query", CALL_BOTH, NULL};
         return true;
     }
     }
@@ -683,16 +931,16 @@ static int run_checker_self_test(void)
     fixture fx;
     fx_init(&fx, FWD, ATTNOPS_LAYOUT_BNSD, BASE, 11);
     fx.fa.p.query = NULL;
-    expect wrong_status = {ATTNOPS_ERR_PARAM_INVALID, "query", CALL_BOTH};
+    expect wrong_status = {ATTNOPS_ERR_PARAM_INVALID, "query", CALL_BOTH, NULL};
     snprintf(g_label, sizeof g_label, "self-test wrong status");
     outcome oc = call_case(&fx, wrong_status.mode);
     int found = verify_failure(&fx, &wrong_status, &oc);
     /* 2. the same call with a wrong expected argument name */
-    expect wrong_name = {ATTNOPS_ERR_NULLPTR, "softmax_sum", CALL_BOTH};
+    expect wrong_name = {ATTNOPS_ERR_NULLPTR, "softmax_sum", CALL_BOTH, NULL};
     snprintf(g_label, sizeof g_label, "self-test wrong name");
     int found_name = verify_failure(&fx, &wrong_name, &oc);
     /* 3. an output byte written behind the checker's back */
-    expect right = {ATTNOPS_ERR_NULLPTR, "query", CALL_BOTH};
+    expect right = {ATTNOPS_ERR_NULLPTR, "query", CALL_BOTH, NULL};
     storage(&fx.t[SMAX])[17] ^= 0xFF;
     snprintf(g_label, sizeof g_label, "self-test written output");
     int found_write = verify_failure(&fx, &right, &oc);
@@ -707,11 +955,21 @@ static int run_checker_self_test(void)
     snprintf(g_label, sizeof g_label, "self-test broken canary");
     int found_canary = verify_failure(&fx, &right, &oc);
     fx.t[O].block[TU_CANARY_BYTES + fx.t[O].data_bytes + 5] ^= 0xFF;
+    /* 5b. a value the sentence must state but does not */
+    expect wrong_also = {ATTNOPS_ERR_NULLPTR, "query", CALL_BOTH, "3072"};
+    snprintf(g_label, sizeof g_label, "self-test missing value");
+    int found_also = verify_failure(&fx, &wrong_also, &oc);
+    /* 5c. the success check's detector of unwritten output elements: all
+     * poisoned, then one element written */
+    int64_t all_left = unwritten(&fx.t[SMAX]), numel = tu_numel(&fx.t[SMAX].view);
+    storage(&fx.t[SMAX])[0] ^= 0xFF;
+    int64_t one_written = unwritten(&fx.t[SMAX]);
+    storage(&fx.t[SMAX])[0] ^= 0xFF;
     fx_free(&fx);
 
     /* 6. a valid call that is (wrongly) expected to fail: wrong status and outputs written */
     fx_init(&fx, FWD, ATTNOPS_LAYOUT_BSH, BASE, 12);
-    expect wrongly_invalid = {ATTNOPS_ERR_PARAM_INVALID, "head_num", CALL_BOTH};
+    expect wrongly_invalid = {ATTNOPS_ERR_PARAM_INVALID, "head_num", CALL_BOTH, NULL};
     snprintf(g_label, sizeof g_label, "self-test valid call");
     oc = call_case(&fx, wrongly_invalid.mode);
     int found_valid = verify_failure(&fx, &wrongly_invalid, &oc);
@@ -731,14 +989,90 @@ static int run_checker_self_test(void)
     TU_CHECK(found_write > 0, "checker did not detect a written output byte");
     TU_CHECK(found_input > 0, "checker did not detect a modified input byte");
     TU_CHECK(found_canary > 0, "checker did not detect a broken canary");
+    TU_CHECK(found_also > 0, "checker did not detect a sentence missing the expected value");
+    TU_CHECK(all_left == numel && one_written == numel - 1,
+             "unwritten() counts %lld and %lld of %lld poisoned elements, expected %lld and %lld", (long long)all_left,
+             (long long)one_written, (long long)numel, (long long)numel, (long long)(numel - 1));
     TU_CHECK(found_valid >= 3, "checker did not detect a successful call (status x2, writes): %d", found_valid);
     TU_CHECK(control == 0, "checker flagged a correct expectation");
     passed += (found > 0) + (found_name > 0) + (found_write > 0) + (found_input > 0) + (found_canary > 0) +
-              (found_valid >= 3) + (control == 0);
+              (found_also > 0) + (all_left == numel && one_written == numel - 1) + (found_valid >= 3) + (control == 0);
     return passed;
 }
 
 /* ---- successful calls ---- */
+
+/* Valid requests: the base problem alone, and with each new input in an
+ * accepted form.  Compressed masks are only read for their shape, and
+ * without an atten_mask sparse_mode, pre/next_tokens and prefix are ignored:
+ * the token values the failure cases reject must pass then. */
+#define SUCCESS_VARIANTS(X)                                                                                        \
+    X(PLAIN) X(MASK_MODE1_B1SS_U8) X(MASK_MODE2_COMPRESSED_BOOL) X(MASK_MODE6_PREFIX) X(PSE_TYPE0_BNSS)            \
+    X(PSE_TYPE2_SLOPES_START_IDX) X(MASK_MODE5_BNSS_I32_PREFIX) X(MASK_MODE4_BAND) X(MASK_MODE0_SS_TOKENS)          \
+    X(PSE_TYPE1_1NSS) X(PSE_TYPE1_BN1S_MODE3) X(PSE_TYPE3_BN_SLOPES_EMPTY_Q_START) X(NO_MASK_MODE0_PRE_BEYOND_S2)   \
+    X(NO_MASK_MODE0_NO_BAND) X(NO_MASK_MODE4_CORRECTED) X(NO_MASK_MODE6_NO_PREFIX)
+
+#define AS_VALID_ENUM(c) V_##c,
+enum { SUCCESS_VARIANTS(AS_VALID_ENUM) N_VALID };
+static const char *const VALID_NAME[] = {SUCCESS_VARIANTS(AS_NAME)};
+
+static void apply_valid(fixture *fx, int v)
+{
+    const dims d = fx->d;
+    attnops_fa_params *p = P(fx);
+    const attnops_dtype b8 = ATTNOPS_DTYPE_BOOL, u8 = ATTNOPS_DTYPE_U8, i64 = ATTNOPS_DTYPE_I64;
+    int64_t full[4] = {d.B, d.N1, d.S1, d.S2}, comp[2] = {2048, 2048};
+    switch (v) {
+    case V_PLAIN: break;
+    case V_MASK_MODE1_B1SS_U8: full[1] = 1, fx_mask(fx, u8, 4, full), p->sparse_mode = 1; break;
+    case V_MASK_MODE2_COMPRESSED_BOOL: fx_mask(fx, b8, 2, comp), p->sparse_mode = 2; break;
+    case V_MASK_MODE6_PREFIX:
+        comp[0] = 3072;
+        fx_mask(fx, b8, 2, comp);
+        fx_prefix(fx, i64);
+        p->sparse_mode = 6;
+        break;
+    case V_PSE_TYPE0_BNSS: fx_extra(fx, PSE, fx->t[Q].view.dtype, 4, full), p->pse_type = 0; break;
+    case V_PSE_TYPE2_SLOPES_START_IDX: {
+        static const int64_t q_start = 3, kv_start = 1;
+        fx_slopes(fx, false);
+        fx_list(fx, QSTART, i64, 1, &q_start);
+        fx_list(fx, KVSTART, i64, 1, &kv_start);
+        p->pse_type = 2;
+        break;
+    }
+    case V_MASK_MODE5_BNSS_I32_PREFIX:
+        fx_mask(fx, b8, 4, full);
+        fx_prefix(fx, ATTNOPS_DTYPE_I32);
+        p->sparse_mode = 5;
+        break;
+    case V_MASK_MODE4_BAND: fx_mask(fx, u8, 2, comp), p->sparse_mode = 4, p->pre_tokens = 3, p->next_tokens = 1; break;
+    case V_MASK_MODE0_SS_TOKENS: /* the tokens mode 4 rejects after its correction are fine for mode 0 */
+        fx_mask(fx, b8, 2, full + 2);
+        p->pre_tokens = -(d.S2 - 1), p->next_tokens = d.S2 - 1;
+        break;
+    case V_PSE_TYPE1_1NSS: full[0] = 1, fx_extra(fx, PSE, fx->t[Q].view.dtype, 4, full); break;
+    case V_PSE_TYPE1_BN1S_MODE3:
+        full[2] = 1;
+        fx_extra(fx, PSE, fx->t[Q].view.dtype, 4, full);
+        fx_mask(fx, u8, 2, comp);
+        p->sparse_mode = 3;
+        break;
+    case V_PSE_TYPE3_BN_SLOPES_EMPTY_Q_START: {
+        static const int64_t kv_start = 2;
+        fx_slopes(fx, true);
+        fx_list(fx, QSTART, i64, 0, NULL);
+        fx_list(fx, KVSTART, i64, 1, &kv_start);
+        p->pse_type = 3;
+        break;
+    }
+    case V_NO_MASK_MODE0_PRE_BEYOND_S2: p->pre_tokens = -(d.S2 + 1), p->next_tokens = d.S2 + 1; break;
+    case V_NO_MASK_MODE0_NO_BAND: p->pre_tokens = 2, p->next_tokens = -3; break;
+    case V_NO_MASK_MODE4_CORRECTED: p->sparse_mode = 4, p->pre_tokens = -(d.S2 - 1), p->next_tokens = d.S2 - 1; break;
+    case V_NO_MASK_MODE6_NO_PREFIX: p->sparse_mode = 6; break;
+    }
+}
+
 static tu_tensor new_workspace(size_t bytes)
 {
     int64_t n = (int64_t)bytes;
@@ -774,68 +1108,80 @@ static int run_success_cases(void)
 {
     int passed = 0;
     static double first[4096], second[4096];
-    for (int op = FWD; op <= BWD; op++) {
-        for (size_t li = 0; li < sizeof LAYOUTS / sizeof LAYOUTS[0]; li++) {
-            int before = tu_failures;
-            snprintf(g_label, sizeof g_label, "%s %s success", op == FWD ? "fwd" : "bwd",
-                     attnops_layout_name(LAYOUTS[li]));
-            fixture fx;
-            fx_init(&fx, (op_kind)op, LAYOUTS[li], BASE, tu_suite_seed() + 99);
-            if (op == BWD) {
-                /* realistic attention_in and statistics: the forward's own results */
-                attnops_fa_fwd_args fa;
-                attnops_fa_fwd_args_init(&fa);
-                fa.p = fx.ba.p;
-                fa.attention_out = &fx.t[AIN].view, fa.softmax_max = &fx.t[SMAX].view;
-                fa.softmax_sum = &fx.t[SSUM].view;
-                size_t b = 0;
-                TU_CHECK(attnops_flash_attention_score_workspace_size(&fa, &b) == 0, "[%s] forward setup query: %s",
-                         g_label, attnops_last_error());
-                tu_tensor w = new_workspace(b);
-                TU_CHECK(attnops_flash_attention_score(&fa, w.view.data, b) == 0, "[%s] forward setup: %s", g_label,
+    for (int v = 0; v < N_VALID; v++) {
+        for (int op = FWD; op <= BWD; op++) {
+            for (size_t li = 0; li < sizeof LAYOUTS / sizeof LAYOUTS[0]; li++) {
+                int before = tu_failures;
+                snprintf(g_label, sizeof g_label, "%s %s success %s", op == FWD ? "fwd" : "bwd",
+                         attnops_layout_name(LAYOUTS[li]), VALID_NAME[v]);
+                fixture fx;
+                fx_init(&fx, (op_kind)op, LAYOUTS[li], BASE, tu_suite_seed() + 99 + (uint64_t)v);
+                apply_valid(&fx, v);
+                if (op == BWD) {
+                    /* realistic attention_in and statistics: the forward's own results */
+                    attnops_fa_fwd_args fa;
+                    attnops_fa_fwd_args_init(&fa);
+                    fa.p = fx.ba.p;
+                    fa.attention_out = &fx.t[AIN].view, fa.softmax_max = &fx.t[SMAX].view;
+                    fa.softmax_sum = &fx.t[SSUM].view;
+                    size_t b = 0;
+                    TU_CHECK(attnops_flash_attention_score_workspace_size(&fa, &b) == 0, "[%s] forward setup query: %s",
+                             g_label, attnops_last_error());
+                    tu_tensor w = new_workspace(b);
+                    TU_CHECK(attnops_flash_attention_score(&fa, w.view.data, b) == 0, "[%s] forward setup: %s", g_label,
+                             attnops_last_error());
+                    tu_tensor_free(&w);
+                }
+                fx_snapshot(&fx);
+                size_t b1 = 1, b2 = 2;
+                attnops_status s1 = q_size(&fx, false, &b1), s2 = q_size(&fx, false, &b2);
+                TU_CHECK(s1 == 0 && s2 == 0, "[%s] workspace query failed: %s", g_label, attnops_last_error());
+                TU_CHECK(b1 == b2, "[%s] workspace query not deterministic: %zu then %zu", g_label, b1, b2);
+                TU_CHECK(b1 > 0, "[%s] the reference needs a workspace, got 0 bytes", g_label);
+
+                /* a failure first, so that the success has an error to clear */
+                TU_CHECK(q_run(&fx, true, NULL, 0) == ATTNOPS_ERR_NULLPTR, "[%s] NULL args accepted", g_label);
+                TU_CHECK(attnops_last_error()[0] != '\0', "[%s] no sentence after a failure", g_label);
+                tu_tensor w = new_workspace(b1);
+                attnops_status st = q_run(&fx, false, w.view.data, b1);
+                TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] run with exactly %zu bytes failed: %d %s", g_label, b1, (int)st,
                          attnops_last_error());
+                TU_CHECK(strcmp(attnops_last_error(), "") == 0, "[%s] last error after a success is \"%s\"", g_label,
+                         attnops_last_error());
+                TU_CHECK(tu_canaries_ok(&w, "workspace"), "[%s] the run wrote outside its workspace", g_label);
+                TU_CHECK(all_canaries(&fx), "[%s] canary broken by a successful run", g_label);
+                for (int i = 0; i < NT; i++) {
+                    if (!fx.t[i].block) continue;
+                    if (is_output(&fx, i)) {
+                        int64_t left = unwritten(&fx.t[i]);
+                        TU_CHECK(left == 0, "[%s] output '%s': %lld of %lld elements not written", g_label, TNAME[i],
+                                 (long long)left, (long long)tu_numel(&fx.t[i].view));
+                    } else {
+                        TU_CHECK(memcmp(fx.snap[i], storage(&fx.t[i]), fx.t[i].data_bytes) == 0,
+                                 "[%s] input '%s' modified by a successful run", g_label, TNAME[i]);
+                    }
+                }
+                int64_t n = outputs_f64(&fx, first);
                 tu_tensor_free(&w);
+
+                /* an oversized workspace (and a clean one) gives the same bits */
+                for (int i = 0; i < NT; i++)
+                    if (fx.t[i].block && is_output(&fx, i)) tu_tensor_poison(&fx.t[i], POISON);
+                w = new_workspace(b1 + 4096);
+                tu_tensor_poison(&w, 0x7F);
+                st = q_run(&fx, false, w.view.data, b1 + 4096);
+                TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] run with a larger workspace failed: %s", g_label,
+                         attnops_last_error());
+                outputs_f64(&fx, second);
+                tu_compare_result r = tu_compare(g_label, second, first, n, (tu_tolerance){0.0, 0.0}, NULL, 0, NULL);
+                TU_CHECK(r.pass, "[%s] results depend on the workspace size or contents", g_label);
+                tu_tensor_free(&w);
+                fx_free(&fx);
+                if (tu_failures == before) passed++;
             }
-            size_t b1 = 1, b2 = 2;
-            attnops_status s1 = q_size(&fx, false, &b1), s2 = q_size(&fx, false, &b2);
-            TU_CHECK(s1 == 0 && s2 == 0, "[%s] workspace query failed: %s", g_label, attnops_last_error());
-            TU_CHECK(b1 == b2, "[%s] workspace query not deterministic: %zu then %zu", g_label, b1, b2);
-            TU_CHECK(b1 > 0, "[%s] the reference needs a workspace, got 0 bytes", g_label);
-
-            /* a failure first, so that the success has an error to clear */
-            TU_CHECK(q_run(&fx, true, NULL, 0) == ATTNOPS_ERR_NULLPTR, "[%s] NULL args accepted", g_label);
-            TU_CHECK(attnops_last_error()[0] != '\0', "[%s] no sentence after a failure", g_label);
-            tu_tensor w = new_workspace(b1);
-            attnops_status st = q_run(&fx, false, w.view.data, b1);
-            TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] run with exactly %zu bytes failed: %d %s", g_label, b1, (int)st,
-                     attnops_last_error());
-            TU_CHECK(strcmp(attnops_last_error(), "") == 0, "[%s] last error after a success is \"%s\"", g_label,
-                     attnops_last_error());
-            TU_CHECK(tu_canaries_ok(&w, "workspace"), "[%s] the run wrote outside its workspace", g_label);
-            TU_CHECK(all_canaries(&fx), "[%s] canary broken by a successful run", g_label);
-            for (int i = 0; i < NT; i++)
-                if (fx.t[i].block && is_output(&fx, i))
-                    TU_CHECK(!tu_tensor_untouched(&fx.t[i], POISON), "[%s] output '%s' not written", g_label,
-                             TNAME[i]);
-            int64_t n = outputs_f64(&fx, first);
-            tu_tensor_free(&w);
-
-            /* an oversized workspace (and a clean one) gives the same bits */
-            for (int i = 0; i < NT; i++)
-                if (fx.t[i].block && is_output(&fx, i)) tu_tensor_poison(&fx.t[i], POISON);
-            w = new_workspace(b1 + 4096);
-            tu_tensor_poison(&w, 0x7F);
-            st = q_run(&fx, false, w.view.data, b1 + 4096);
-            TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] run with a larger workspace failed: %s", g_label,
-                     attnops_last_error());
-            outputs_f64(&fx, second);
-            tu_compare_result r = tu_compare(g_label, second, first, n, (tu_tolerance){0.0, 0.0}, NULL, 0, NULL);
-            TU_CHECK(r.pass, "[%s] results depend on the workspace size or contents", g_label);
-            tu_tensor_free(&w);
-            fx_free(&fx);
-            if (tu_failures == before) passed++;
         }
     }
+    printf("success cases: %d of %d as expected\n", passed, N_VALID * 2 * (int)(sizeof LAYOUTS / sizeof LAYOUTS[0]));
     return passed;
 }
 

@@ -277,9 +277,17 @@ static fa_view broadcast_view(const attnops_tensor *t)
 /* Spec 3.2's token checks (only with a mask tensor: without one the tokens
  * are ignored).  Padded layouts: modes 0 and 4 after the mode-4 correction;
  * TND: modes 0 and 4 per batch, 7/8 for the band batch only. */
+/* Tokens beyond +-2^60 act as unbounded; clamping keeps the arithmetic below
+ * from overflowing (INT64_MAX is a legal "no limit"). */
+static int64_t clamp_tokens(int64_t t)
+{
+    const int64_t lim = INT64_C(1) << 60;
+    return t > lim ? lim : (t < -lim ? -lim : t);
+}
+
 static attnops_status check_tokens(const char *op, const attnops_fa_params *p, const fa_problem *pr)
 {
-    const int64_t mode = p->sparse_mode, pre = p->pre_tokens, next = p->next_tokens;
+    const int64_t mode = p->sparse_mode, pre = clamp_tokens(p->pre_tokens), next = clamp_tokens(p->next_tokens);
     if (!pr->varlen) {
         if (mode != 0 && mode != 4) return ATTNOPS_SUCCESS;
         const int64_t pc = mode == 4 ? pre + pr->S1 - pr->S2 : pre, nc = mode == 4 ? next - pr->S1 + pr->S2 : next;
@@ -376,16 +384,17 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
     /* The golden's conditions for the sentinel behaviour (spec 1.1); in TND
      * per batch (any batch meeting them selects it). */
     bool skip = p->inner_precise == 2 || zero_prefix;
+    const int64_t pre = clamp_tokens(p->pre_tokens), next = clamp_tokens(p->next_tokens);
     for (int64_t b = 0; b < (pr->varlen ? pr->B : 1); b++) {
         const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b);
         const bool band = b == m->band_batch;
         switch (mode) {
-        case 0: skip |= pr->varlen ? (p->pre_tokens < 0 || p->next_tokens < 0)
-                                   : (p->pre_tokens < S1 || p->next_tokens < S2); break;
+        case 0: skip |= pr->varlen ? (pre < 0 || next < 0)
+                                   : (pre < S1 || next < S2); break;
         case 3: skip |= s1 > s2; break;
-        case 4: skip |= p->pre_tokens < 0 || p->next_tokens + s2 < s1; break;
-        case 7: skip |= band ? (p->pre_tokens < 0 || p->next_tokens + s2 < s1) : s1 > s2; break;
-        case 8: skip |= band && (p->pre_tokens < 0 || p->next_tokens + s2 < s1); break;
+        case 4: skip |= pre < 0 || next + s2 < s1; break;
+        case 7: skip |= band ? (pre < 0 || next + s2 < s1) : s1 > s2; break;
+        case 8: skip |= band && (pre < 0 || next + s2 < s1); break;
         default: break;
         }
     }
@@ -405,6 +414,15 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
 {
     fa_pse_cfg *c = &pr->pse;
     c->type = p->pse_type;
+    /* q/kv_start_idx: validated whenever given, used only by pse_type 2/3. */
+    const attnops_tensor *starts[2] = {p->q_start_idx, p->kv_start_idx};
+    const char *names[2] = {"q_start_idx", "kv_start_idx"};
+    int64_t start_values[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        if (!starts[k]) continue;
+        TRY(check_list(op, names[k], starts[k], 0, 1));
+        start_values[k] = starts[k]->shape[0] ? list_at(starts[k], 0) : 0;
+    }
     const attnops_tensor *t = p->pse;
     if (!t) return ATTNOPS_SUCCESS;
     char buf[96];
@@ -439,14 +457,7 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
         c->slopes = t->data;
         c->slope_sb = bn_form ? t->strides[0] : 0;
         c->slope_sn = bn_form ? t->strides[1] : t->strides[0];
-        const attnops_tensor *starts[2] = {p->q_start_idx, p->kv_start_idx};
-        const char *names[2] = {"q_start_idx", "kv_start_idx"};
-        int64_t *dst[2] = {&c->q_start, &c->kv_start};
-        for (int k = 0; k < 2; k++) {
-            if (!starts[k]) continue;
-            TRY(check_list(op, names[k], starts[k], 0, 1));
-            *dst[k] = starts[k]->shape[0] ? list_at(starts[k], 0) : 0;
-        }
+        c->q_start = start_values[0], c->kv_start = start_values[1];
         if (pr->varlen && pr->mask.active && pr->mask.mode == 8 && c->q_start != c->kv_start)
             return ao_fail(INVALID, "%s: sparse_mode 8 with pse needs S1 - S2 + q_start_idx - kv_start_idx = 0 in "
                            "batch 0; q_start_idx is %lld and kv_start_idx %lld.", op, (long long)c->q_start,
@@ -587,6 +598,9 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->deterministic = p->deterministic != 0;
     pr->T1 = pr->B * pr->S1, pr->T2 = pr->B * pr->S2;
     if (layout == ATTNOPS_LAYOUT_TND) TRY(derive_varlen(op, p, pr));
+    else if (p->actual_seq_qlen || p->actual_seq_kvlen)
+        return ao_fail(INVALID, "%s: actual_seq_qlen / actual_seq_kvlen are given but input_layout is %s; they "
+                       "describe TND batches only.", op, attnops_layout_name(layout));
 #ifdef _OPENMP
     pr->threads = p->num_threads > 0 ? p->num_threads : omp_get_max_threads();
 #else
