@@ -63,12 +63,18 @@ fa_tile_class fa_classify_tile(const fa_problem *p, const fa_band *band, int64_t
 {
     fa_tile_class c = band_class(band, i0, i1, j0, j1);
     if (c == FA_TILE_EMPTY || !band->elements) return c;
+    /* Row by row through fa_mask_row, whose loops vectorise: this runs once
+     * per tile visit, so it must cost far less than the tile's GEMMs. */
+    uint8_t row[256];
     bool any_masked = false, any_kept = false;
     for (int64_t i = i0; i < i1 && !(any_masked && any_kept); i++)
-        for (int64_t j = j0; j < j1; j++) {
-            if (fa_is_masked(p, band, b, h, i, j)) any_masked = true;
-            else any_kept = true;
-            if (any_masked && any_kept) break;
+        for (int64_t c0 = j0; c0 < j1; c0 += 256) {
+            const int64_t n = j1 - c0 < 256 ? j1 - c0 : 256;
+            fa_mask_row(p, band, b, h, i, c0, n, row);
+            uint8_t all = 1, any = 0;
+            for (int64_t x = 0; x < n; x++) all &= row[x], any |= row[x];
+            any_masked |= any != 0;
+            any_kept |= all == 0;
         }
     return !any_kept ? FA_TILE_EMPTY : (any_masked ? FA_TILE_PARTIAL : FA_TILE_FULL);
 }
@@ -83,7 +89,14 @@ bool fa_rows_attend(const fa_problem *p, const fa_band *band, int64_t b, int64_t
             int64_t lo = i - band->pre < 0 ? 0 : i - band->pre, hi = i + band->next;
             attends = (band->prefix > 0 && S2 > 0) || (lo <= hi && lo < S2 && hi >= 0);
         } else {
-            for (int64_t j = 0; j < S2 && !attends; j++) attends = !fa_is_masked(p, band, b, h, i, j);
+            uint8_t row[256];
+            for (int64_t c0 = 0; c0 < S2 && !attends; c0 += 256) {
+                const int64_t n = S2 - c0 < 256 ? S2 - c0 : 256;
+                fa_mask_row(p, band, b, h, i, c0, n, row);
+                uint8_t all = 1;
+                for (int64_t x = 0; x < n; x++) all &= row[x];
+                attends = all == 0;
+            }
         }
         if (!attends) return false;
     }
@@ -99,5 +112,6 @@ void fa_mask_row(const fa_problem *p, const fa_band *band, int64_t b, int64_t h,
     if (!band->elements) return;
     const fa_view *e = &p->mask.elements;
     const uint8_t *row = (const uint8_t *)fa_at(e, b, h, i, j0);
-    for (int64_t c = 0; c < cols; c++) out[c] |= row[c * e->sd] != 0;
+    if (e->sd == 1) for (int64_t c = 0; c < cols; c++) out[c] |= row[c] != 0;
+    else for (int64_t c = 0; c < cols; c++) out[c] |= row[c * e->sd] != 0;
 }
