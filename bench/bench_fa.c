@@ -2,9 +2,36 @@
  * against the machine's own tile-GEMM limit, measured in the same run.
  *
  *   bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref]
- *            [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir]...
+ *            [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]]...
  *   bench_fa --list-cases [--quick] [--case ...]...
- *   bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir [--threads N] [--json PATH] [--quick]
+ *   bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,...] [--threads N] [--json PATH] [--quick]
+ *
+ * Optional case fields (any order, after the ten fixed ones):
+ *   mask=none     no atten_mask (default)
+ *   mask=causal2  sparse_mode 2 (left-up causal), compressed 2048x2048 mask
+ *   mask=causal3  sparse_mode 3 (right-down causal), compressed mask
+ *   mask=bandW    sparse_mode 4, compressed mask, pre_tokens = next_tokens = W/2
+ *                 (a band of total width W around the right-down diagonal)
+ *   mask=mask1    sparse_mode 1 with an explicit full [S1,S2] bool mask holding
+ *                 the causal pattern (j > i masked): causal2's pattern, read
+ *                 element by element
+ *   pse=none      no position bias (default)
+ *   pse=alibi2    pse_type 2: generated ALiBi from f32 slopes [N1]
+ *                 (attnops_alibi_slopes)
+ *   pse=bnss      pse_type 1: an external [B,N1,S1,S2] tensor of q's dtype,
+ *                 uniform in [-1, 1)
+ *   peer=no       bench/peer_torch.py skips the case (bench_fa ignores it)
+ * --quick also divides a band's W by 8.  Canonical names get _causal2,
+ * _band1024, _mask1, _alibi2, _bnss appended.
+ *
+ * Ratios: a case with a mask and no pse is compared with its "base", the
+ * case of the same fields without mask and pse (ratio_vs_dense = time /
+ * base time; a band also gets ratio_vs_proportional = time / (base time *
+ * unmasked fraction), the fraction counted exactly from the mask's rule); a
+ * case with a pse is compared with the same case without pse (ratio_vs_plain).
+ * Each ratio is taken within a round, then the median over rounds.  Ratios
+ * are named <dir>_<dtype>_<tags> (e.g. bwd_f32_band1024_ratio_vs_proportional)
+ * when that label is unique in the case list, else by the case name.
  *
  * What one run does (see docs/PERFORMANCE.md):
  *   - the tile-GEMM peak: libxsmm JIT GEMMs of 64x64x128 (m = n = 64, k = 128),
@@ -14,7 +41,8 @@
  *     reference);
  *   - R rounds, each round runs the two peaks and then every case once, so
  *     the peaks and the kernels alternate; medians over the rounds.
- * FLOPs are dense-equivalent: forward 2*B*N1*S1*S2*(D+Dv), backward 2.5x that.
+ * FLOPs are dense-equivalent: forward 2*B*N1*S1*S2*(D+Dv), backward 2.5x that,
+ * also for masked cases (whose % of peak can then pass 100).
  * A case is compared with the fp32 peak when its dtype is f32 or f16 (f16 is
  * widened to fp32 GEMMs) and with the bf16 peak when it is bf16.
  *
@@ -259,13 +287,87 @@ static void gemm_free(gemm_bench *g)
 /* ------------------------------------------------------------------------ */
 /* cases                                                                     */
 /* ------------------------------------------------------------------------ */
+enum { MASK_NONE = 0, MASK_CAUSAL2, MASK_CAUSAL3, MASK_BAND, MASK_FULL1 };
+enum { PSE_NONE = 0, PSE_ALIBI2, PSE_BNSS };
+
 typedef struct fa_case {
     char name[NAME_LEN];
     int64_t B, N1, N2, S1, S2, D, Dv;
     attnops_dtype dtype;
     attnops_layout layout;
     int bwd;
+    int mask;        /* MASK_* */
+    int64_t band_w;  /* MASK_BAND: total width W, pre_tokens = next_tokens = W/2 */
+    int pse;         /* PSE_* */
+    int no_peer;     /* peer=no: only read by bench/peer_torch.py */
 } fa_case;
+
+/* "causal2", "band1024", ... ("" for MASK_NONE) */
+static void mask_tag(const fa_case *c, char *out, size_t n)
+{
+    switch (c->mask) {
+    case MASK_CAUSAL2: snprintf(out, n, "causal2"); break;
+    case MASK_CAUSAL3: snprintf(out, n, "causal3"); break;
+    case MASK_BAND: snprintf(out, n, "band%lld", (long long)c->band_w); break;
+    case MASK_FULL1: snprintf(out, n, "mask1"); break;
+    default: snprintf(out, n, "%s", ""); break;
+    }
+}
+
+static const char *pse_tag(const fa_case *c)
+{
+    return c->pse == PSE_ALIBI2 ? "alibi2" : c->pse == PSE_BNSS ? "bnss" : "";
+}
+
+/* "_causal2_alibi2", "_band1024", "" ... */
+static void tags_suffix(const fa_case *c, char *out, size_t n)
+{
+    char m[32];
+    mask_tag(c, m, sizeof m);
+    snprintf(out, n, "%s%s%s%s", m[0] ? "_" : "", m, c->pse ? "_" : "", pse_tag(c));
+}
+
+static int64_t sparse_mode_of(const fa_case *c)
+{
+    switch (c->mask) {
+    case MASK_CAUSAL2: return 2;
+    case MASK_CAUSAL3: return 3;
+    case MASK_BAND: return 4;
+    case MASK_FULL1: return 1;
+    default: return 0;
+    }
+}
+
+/* The band the case's mask keeps, as attnops applies it: key j takes part in
+ * query row i when -pre <= j - i <= next.  Returns 0 for "no mask". */
+#define TOKENS_INF ((int64_t)1 << 60)
+static int band_of(const fa_case *c, int64_t *pre, int64_t *next)
+{
+    switch (c->mask) {
+    case MASK_CAUSAL2:
+    case MASK_FULL1: *pre = TOKENS_INF, *next = 0; return 1;         /* j > i masked */
+    case MASK_CAUSAL3: *pre = TOKENS_INF, *next = c->S2 - c->S1; return 1;
+    case MASK_BAND: /* sparse_mode 4: right-down origin */
+        *pre = c->band_w / 2 + c->S1 - c->S2, *next = c->band_w / 2 - c->S1 + c->S2;
+        return 1;
+    default: *pre = *next = TOKENS_INF; return 0;
+    }
+}
+
+/* (unmasked (i, j) pairs) / (S1 * S2), counted exactly row by row. */
+static double unmasked_fraction(const fa_case *c)
+{
+    int64_t pre, next;
+    if (!band_of(c, &pre, &next)) return 1.0;
+    double kept = 0;
+    for (int64_t i = 0; i < c->S1; i++) {
+        int64_t lo = i - pre, hi = i + next;
+        if (lo < 0) lo = 0;
+        if (hi > c->S2 - 1) hi = c->S2 - 1;
+        if (hi >= lo) kept += (double)(hi - lo + 1);
+    }
+    return kept / ((double)c->S1 * (double)c->S2);
+}
 
 static attnops_dtype parse_dtype(const char *s)
 {
@@ -275,21 +377,56 @@ static attnops_dtype parse_dtype(const char *s)
     return 0;
 }
 
-/* fwd_f32_B1_N8_S4096_D128, with _G<N2>, x<S2>, _Dv<Dv>, _<layout> only when
- * they differ from the plain case. */
+/* fwd_f32_B1_N8_S4096_D128, with _G<N2>, x<S2>, _Dv<Dv>, _<layout>, _<mask>,
+ * _<pse> only when they differ from the plain case. */
 static void canonical_name(const fa_case *c, char *out, size_t n)
 {
-    char g[24] = "", s2[24] = "", dv[24] = "", lay[16] = "";
+    char g[24] = "", s2[24] = "", dv[24] = "", lay[16] = "", tags[48];
     if (c->N2 != c->N1) snprintf(g, sizeof g, "_G%lld", (long long)c->N2);
     if (c->S2 != c->S1) snprintf(s2, sizeof s2, "x%lld", (long long)c->S2);
     if (c->Dv != c->D) snprintf(dv, sizeof dv, "_Dv%lld", (long long)c->Dv);
     if (c->layout != ATTNOPS_LAYOUT_BNSD) snprintf(lay, sizeof lay, "_%s", attnops_layout_name(c->layout));
-    snprintf(out, n, "%s_%s_B%lld_N%lld%s_S%lld%s_D%lld%s%s", c->bwd ? "bwd" : "fwd", attnops_dtype_name(c->dtype),
-             (long long)c->B, (long long)c->N1, g, (long long)c->S1, s2, (long long)c->D, dv, lay);
+    tags_suffix(c, tags, sizeof tags);
+    snprintf(out, n, "%s_%s_B%lld_N%lld%s_S%lld%s_D%lld%s%s%s", c->bwd ? "bwd" : "fwd", attnops_dtype_name(c->dtype),
+             (long long)c->B, (long long)c->N1, g, (long long)c->S1, s2, (long long)c->D, dv, lay, tags);
 }
 
-/* NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir ; an empty NAME (or no NAME and no
- * colon) gets the canonical name. */
+/* One optional field key=value of a case spec. */
+static void parse_option(const char *opt, fa_case *c, const char *spec)
+{
+    const char *eq = strchr(opt, '=');
+    if (!eq) die("optional case fields are key=value (mask=, pse=, peer=); got '%s'", spec);
+    const char *v = eq + 1;
+    size_t klen = (size_t)(eq - opt);
+    if (klen == 4 && !strncmp(opt, "mask", 4)) {
+        if (!strcmp(v, "none")) c->mask = MASK_NONE;
+        else if (!strcmp(v, "causal2")) c->mask = MASK_CAUSAL2;
+        else if (!strcmp(v, "causal3")) c->mask = MASK_CAUSAL3;
+        else if (!strcmp(v, "mask1")) c->mask = MASK_FULL1;
+        else if (!strncmp(v, "band", 4)) {
+            char *end;
+            errno = 0;
+            long long w = strtoll(v + 4, &end, 10);
+            if (errno || *end || v[4] == 0 || w <= 0) die("mask=bandW needs a positive integer width W in '%s'", spec);
+            c->mask = MASK_BAND;
+            c->band_w = w;
+        } else die("mask must be none, causal2, causal3, bandW or mask1 in case '%s'", spec);
+    } else if (klen == 3 && !strncmp(opt, "pse", 3)) {
+        if (!strcmp(v, "none")) c->pse = PSE_NONE;
+        else if (!strcmp(v, "alibi2")) c->pse = PSE_ALIBI2;
+        else if (!strcmp(v, "bnss")) c->pse = PSE_BNSS;
+        else die("pse must be none, alibi2 or bnss in case '%s'", spec);
+    } else if (klen == 4 && !strncmp(opt, "peer", 4)) {
+        if (!strcmp(v, "no")) c->no_peer = 1;
+        else if (!strcmp(v, "yes")) c->no_peer = 0;
+        else die("peer must be yes or no in case '%s'", spec);
+    } else {
+        die("unknown optional case field in '%s' (known: mask=, pse=, peer=)", spec);
+    }
+}
+
+/* NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,key=value]... ; an empty NAME (or
+ * no NAME and no colon) gets the canonical name. */
 static void parse_case(const char *spec, fa_case *c)
 {
     char buf[512];
@@ -304,10 +441,14 @@ static void parse_case(const char *spec, fa_case *c)
         strcpy(name, buf);
         body = colon + 1;
     }
-    char *f[10];
+    char *f[16];
     int nf = 0;
-    for (char *tok = strtok(body, ","); tok && nf < 10; tok = strtok(NULL, ",")) f[nf++] = tok;
-    if (nf != 10) die("a case needs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir; got '%s'", spec);
+    for (char *tok = strtok(body, ","); tok; tok = strtok(NULL, ",")) {
+        if (nf == 16) die("too many fields in case '%s'", spec);
+        f[nf++] = tok;
+    }
+    if (nf < 10)
+        die("a case needs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]; got '%s'", spec);
     int64_t *dims[7] = {&c->B, &c->N1, &c->N2, &c->S1, &c->S2, &c->D, &c->Dv};
     for (int i = 0; i < 7; i++) {
         char *end;
@@ -324,6 +465,7 @@ static void parse_case(const char *spec, fa_case *c)
     if (!strcmp(f[9], "fwd")) c->bwd = 0;
     else if (!strcmp(f[9], "bwd")) c->bwd = 1;
     else die("direction must be fwd or bwd in case '%s'", spec);
+    for (int i = 10; i < nf; i++) parse_option(f[i], c, spec);
     if (name[0]) {
         for (const char *p = name; *p; p++)
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
@@ -334,30 +476,64 @@ static void parse_case(const char *spec, fa_case *c)
     }
 }
 
-/* parse_case, then --quick: S1 and S2 divided by 8; a canonical name follows. */
+/* parse_case, then --quick: S1, S2 and a band's width divided by 8; a
+ * canonical name follows. */
 static void parse_case_quick(const char *spec, int quick, fa_case *c)
 {
     parse_case(spec, c);
     if (!quick) return;
     c->S1 = c->S1 / 8 > 0 ? c->S1 / 8 : 1;
     c->S2 = c->S2 / 8 > 0 ? c->S2 / 8 : 1;
+    if (c->mask == MASK_BAND) c->band_w = c->band_w / 8 > 0 ? c->band_w / 8 : 1;
     if (spec[0] == ':' || !strchr(spec, ':')) canonical_name(c, c->name, sizeof c->name);
 }
 
 static void print_case_spec(FILE *f, const fa_case *c)
 {
-    fprintf(f, "%s:%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%s\n", c->name, (long long)c->B, (long long)c->N1,
-             (long long)c->N2, (long long)c->S1, (long long)c->S2, (long long)c->D, (long long)c->Dv,
-             attnops_dtype_name(c->dtype), attnops_layout_name(c->layout), c->bwd ? "bwd" : "fwd");
+    char m[32];
+    mask_tag(c, m, sizeof m);
+    fprintf(f, "%s:%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%s", c->name, (long long)c->B, (long long)c->N1,
+            (long long)c->N2, (long long)c->S1, (long long)c->S2, (long long)c->D, (long long)c->Dv,
+            attnops_dtype_name(c->dtype), attnops_layout_name(c->layout), c->bwd ? "bwd" : "fwd");
+    if (c->mask) fprintf(f, ",mask=%s", m);
+    if (c->pse) fprintf(f, ",pse=%s", pse_tag(c));
+    if (c->no_peer) fprintf(f, ",peer=no");
+    fputc('\n', f);
 }
 
-/* The targets of docs/PERFORMANCE.md. */
+/* The targets of docs/PERFORMANCE.md.  Keep bench/peer_torch.py's
+ * DEFAULT_CASES in step (run.sh passes this list to both). */
 static const char *const default_cases[] = {
     ":1,8,8,4096,4096,128,128,f32,BNSD,fwd",
     ":1,8,8,4096,4096,128,128,f32,BNSD,bwd",
     ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd",
     ":1,1,1,8192,8192,128,128,f32,BNSD,bwd",
     ":1,1,1,8192,8192,128,128,bf16,BNSD,bwd",
+    /* causal, against the dense backward above; torch (is_causal=True) for mode 2
+     * only: at S1 = S2 mode 3 is the same pattern, so its torch time would be too */
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=causal2",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=causal3,peer=no",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=causal2",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=causal3,peer=no",
+    /* bands, against the dense backward scaled by the unmasked fraction;
+     * torch (boolean attn_mask) only for W = 1024 */
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band512,peer=no",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band1024",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band2048,peer=no",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band512,peer=no",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band1024",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band2048,peer=no",
+    /* position bias, against the plain kernel of the same shape; N1 = 2
+     * keeps the f32 BNSS pse at 128 MiB (torch has no equivalent call) */
+    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,peer=no",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,pse=alibi2",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,pse=bnss",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,peer=no",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,pse=alibi2",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,pse=bnss",
+    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,peer=no",
+    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=alibi2",
+    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=bnss",
 };
 
 static double case_flop(const fa_case *c)
@@ -389,6 +565,7 @@ typedef struct case_data {
     size_t es;
     /* tensors */
     attnops_tensor q, k, v, o, smax, ssum, dy, dq, dk, dv;
+    attnops_tensor mask, pse; /* data NULL when the case has none */
     void *ws;
     size_t ws_bytes;
     size_t in_bytes, out_bytes;
@@ -434,6 +611,49 @@ static void fill_params(attnops_fa_params *p, const case_data *d, attnops_impl i
     p->scale_value = 1.0 / sqrt((double)d->c.D);
     p->impl = impl;
     p->num_threads = threads;
+    if (d->mask.data) {
+        p->atten_mask = &d->mask;
+        p->sparse_mode = sparse_mode_of(&d->c);
+        if (d->c.mask == MASK_BAND) p->pre_tokens = p->next_tokens = d->c.band_w / 2;
+    }
+    if (d->pse.data) {
+        p->pse = &d->pse;
+        p->pse_type = d->c.pse == PSE_ALIBI2 ? 2 : 1;
+    }
+}
+
+/* The case's atten_mask (CANN polarity, 1 = masked out) and pse, if any.
+ * Returns the bytes allocated. */
+static size_t make_mask_pse(case_data *d)
+{
+    const fa_case *c = &d->c;
+    size_t bytes = 0;
+    if (c->mask != MASK_NONE) {
+        /* mode 1: the full [S1,S2] causal pattern; modes 2/3/4: the
+         * compressed 2048x2048 one (upper triangle j > i set). */
+        const int64_t rows = c->mask == MASK_FULL1 ? c->S1 : 2048, cols = c->mask == MASK_FULL1 ? c->S2 : 2048;
+        const int64_t shape[2] = {rows, cols};
+        uint8_t *m = xmalloc((size_t)(rows * cols));
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) m[i * cols + j] = j > i;
+        d->mask = attnops_tensor_contiguous(m, ATTNOPS_DTYPE_BOOL, 2, shape);
+        bytes += (size_t)(rows * cols);
+    }
+    if (c->pse == PSE_ALIBI2) {
+        const int64_t shape[1] = {c->N1};
+        float *sl = xmalloc((size_t)c->N1 * sizeof(float));
+        check_status(attnops_alibi_slopes(c->N1, sl), "attnops_alibi_slopes", c);
+        d->pse = attnops_tensor_contiguous(sl, ATTNOPS_DTYPE_F32, 1, shape);
+        bytes += (size_t)c->N1 * sizeof(float);
+    } else if (c->pse == PSE_BNSS) {
+        const int64_t shape[4] = {c->B, c->N1, c->S1, c->S2};
+        const size_t n = (size_t)(c->B * c->N1 * c->S1 * c->S2);
+        void *b = xmalloc(n * d->es);
+        fill_random(b, c->dtype, (int64_t)n);
+        d->pse = attnops_tensor_contiguous(b, c->dtype, 4, shape);
+        bytes += n * d->es;
+    }
+    return bytes;
 }
 
 /* Allocate and fill a case.  synthetic_stats: the backward's attention_in and
@@ -461,6 +681,7 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
     fill_random(d->q.data, dt, (int64_t)nq);
     fill_random(d->k.data, dt, (int64_t)nk);
     fill_random(d->v.data, dt, (int64_t)nv);
+    const size_t extra_in = make_mask_pse(d);
 
     attnops_fa_fwd_args_init(&d->fa);
     fill_params(&d->fa.p, d, ATTNOPS_IMPL_CPU, threads);
@@ -475,7 +696,7 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
     if (!c->bwd) {
         d->ws_bytes = fws;
         d->ws = xmalloc(fws);
-        d->in_bytes = (nq + nk + nv) * d->es;
+        d->in_bytes = (nq + nk + nv) * d->es + extra_in;
         d->out_bytes = no * d->es + 2 * ns * 4;
         return;
     }
@@ -514,14 +735,14 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
     check_status(attnops_flash_attention_score_grad_workspace_size(&d->ba, &d->ws_bytes), "backward workspace query",
                  c);
     d->ws = xmalloc(d->ws_bytes);
-    d->in_bytes = (nq + nk + nv + 2 * no) * d->es + 2 * ns * 4;
+    d->in_bytes = (nq + nk + nv + 2 * no) * d->es + 2 * ns * 4 + extra_in;
     d->out_bytes = (nq + nk + nv) * d->es;
 }
 
 static void case_free(case_data *d)
 {
     void *ps[] = {d->q.data, d->k.data, d->v.data, d->o.data, d->smax.data, d->ssum.data,
-                  d->dy.data, d->dq.data, d->dk.data, d->dv.data, d->ws};
+                  d->dy.data, d->dq.data, d->dk.data, d->dv.data, d->mask.data, d->pse.data, d->ws};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
 }
 
@@ -570,6 +791,50 @@ static void case_sanity(const case_data *d)
         }
     }
     if (bad) fprintf(stderr, "bench_fa: WARNING: case %s produced %lld non-finite outputs\n", d->c.name, (long long)bad);
+}
+
+/* ------------------------------------------------------------------------ */
+/* ratios between cases                                                      */
+/* ------------------------------------------------------------------------ */
+static int same_shape(const fa_case *a, const fa_case *b)
+{
+    return a->B == b->B && a->N1 == b->N1 && a->N2 == b->N2 && a->S1 == b->S1 && a->S2 == b->S2 && a->D == b->D &&
+           a->Dv == b->Dv && a->dtype == b->dtype && a->layout == b->layout && a->bwd == b->bwd;
+}
+
+/* The case cases[i] is compared with: for a pse case the same case without
+ * pse (mask kept), for a masked case the same case without mask; -1 when
+ * there is none (or cases[i] is plain). */
+static int base_of(const fa_case *cases, int n, int i)
+{
+    const fa_case *c = &cases[i];
+    if (!c->mask && !c->pse) return -1;
+    for (int k = 0; k < n; k++) {
+        const fa_case *b = &cases[k];
+        if (k == i || !same_shape(c, b) || b->pse) continue;
+        if (c->pse ? b->mask == c->mask && (b->mask != MASK_BAND || b->band_w == c->band_w) : !b->mask) return k;
+    }
+    return -1;
+}
+
+/* <dir>_<dtype>_<tags> ("bwd_f32_band1024") when no other case of the list
+ * has the same one, else the case name. */
+static void ratio_label(const fa_case *cases, int n, int i, char *out, size_t len)
+{
+    char t[48], u[48], mine[NAME_LEN + 48], other[NAME_LEN + 48];
+    tags_suffix(&cases[i], t, sizeof t);
+    snprintf(mine, sizeof mine, "%s_%s%s", cases[i].bwd ? "bwd" : "fwd", attnops_dtype_name(cases[i].dtype), t);
+    int k;
+    for (k = 0; k < n; k++) {
+        if (k == i) continue;
+        tags_suffix(&cases[k], u, sizeof u);
+        snprintf(other, sizeof other, "%s_%s%s", cases[k].bwd ? "bwd" : "fwd", attnops_dtype_name(cases[k].dtype), u);
+        if (!strcmp(mine, other)) break;
+    }
+    const char *src = k < n ? cases[i].name : mine;
+    size_t m = strlen(src) < len ? strlen(src) : len - 1;
+    memcpy(out, src, m);
+    out[m] = 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -629,14 +894,23 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref]\n"
-            "                [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir]...\n"
+            "                [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]]...\n"
             "       bench_fa --list-cases [--quick] [--case ...]...\n"
-            "       bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir [--threads N] [--json PATH] [--quick]\n"
+            "       bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,...] [--threads N] [--json PATH] [--quick]\n"
             "  dtype: f32 | bf16 | f16   layout: BNSD | BSND | BSH | SBH   dir: fwd | bwd\n"
+            "  mask:  none | causal2 (sparse_mode 2) | causal3 (mode 3) | bandW (mode 4, pre = next = W/2)\n"
+            "         | mask1 (mode 1, explicit [S1,S2] bool mask, j > i masked); modes 2-4 use the\n"
+            "         compressed 2048x2048 mask\n"
+            "  pse:   none | alibi2 (pse_type 2, f32 slopes [N1]) | bnss (pse_type 1, [B,N1,S1,S2] tensor)\n"
+            "  peer=no: bench/peer_torch.py skips the case\n"
             "  an empty NAME (\":1,8,...\") gets a canonical name such as fwd_f32_B1_N8_S4096_D128\n"
+            "  (masks and pse append _causal2, _band1024, _mask1, _alibi2, _bnss)\n"
+            "  ratios: a masked case against the same case unmasked (ratio_vs_dense; bands also\n"
+            "  ratio_vs_proportional = time / (dense time * unmasked fraction)); a pse case against\n"
+            "  the same case without pse (ratio_vs_plain); per round, then the median\n"
             "  --threads   OpenMP threads for the GEMM peak and the kernels (default: OMP_NUM_THREADS)\n"
             "  --reps      rounds; each round runs both peaks and every case once (default 5)\n"
-            "  --quick     divide every S by 8 (smoke runs)\n"
+            "  --quick     divide every S (and band width) by 8 (smoke runs)\n"
             "  --ref       also time impl REFERENCE on every case (slow: tiny shapes only)\n"
             "  --gemm-seconds T   duration of one peak measurement (default 0.2)\n"
             "  --no-peak   skip the GEMM peak (percentages are then not reported)\n");
@@ -817,6 +1091,7 @@ int main(int argc, char **argv)
         json_numf(&j, d->flop * 1e-9, "%s_gflop", d->c.name, "");
         if (isfinite(pct)) json_numf(&j, pct, "%s_pct_peak", d->c.name, "");
         json_numf(&j, (double)d->ws_bytes, "%s_workspace_bytes", d->c.name, "");
+        if (d->c.mask) json_numf(&j, unmasked_fraction(&d->c), "%s_unmasked_fraction", d->c.name, "");
         if (with_ref) {
             double rms = median(d->ref_ms, d->nref);
             char label[NAME_LEN + 8];
@@ -827,6 +1102,38 @@ int main(int argc, char **argv)
             json_numf(&j, d->flop / (rms * 1e-3) * 1e-9, "%s_ref_gflops", d->c.name, "");
         }
     }
+
+    /* ratios between cases, within each round, then the median */
+    int header = 0;
+    for (int i = 0; i < ncases; i++) {
+        int b = base_of(cases, ncases, i);
+        if (b < 0) continue;
+        if (!header) {
+            printf("\n%-30s %-24s %10s %10s %s\n", "ratio", "kind", "median", "unmasked", "base case");
+            header = 1;
+        }
+        char label[NAME_LEN + 48], key[NAME_LEN + 96];
+        ratio_label(cases, ncases, i, label, sizeof label);
+        const double frac = unmasked_fraction(&cases[i]);
+        const case_data *d = &cd[i], *e = &cd[b];
+        double r_base[256], r_prop[256];
+        int n = d->nrep < e->nrep ? d->nrep : e->nrep;
+        for (int r = 0; r < n; r++) {
+            r_base[r] = d->ms[r] / e->ms[r];
+            r_prop[r] = r_base[r] / frac;
+        }
+        const char *kind = cases[i].pse ? "ratio_vs_plain" : "ratio_vs_dense";
+        snprintf(key, sizeof key, "%s_%s", label, kind);
+        json_num(&j, key, median(r_base, n));
+        printf("%-30s %-24s %10.3f %10.4f %s\n", label, kind, median(r_base, n), frac, cases[b].name);
+        if (cases[i].mask == MASK_BAND && !cases[i].pse) {
+            snprintf(key, sizeof key, "%s_ratio_vs_proportional", label);
+            json_num(&j, key, median(r_prop, n));
+            printf("%-30s %-24s %10.3f %10.4f %s\n", label, "ratio_vs_proportional", median(r_prop, n), frac,
+                   cases[b].name);
+        }
+    }
+
     json_close(&j);
     if (json_path) printf("\nwrote %s\n", json_path);
 

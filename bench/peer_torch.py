@@ -3,11 +3,23 @@
 torch.nn.functional.scaled_dot_product_attention on the CPU.
 
     peer_torch.py [--threads N] [--reps R] [--json PATH] [--quick]
-                  [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir]...
+                  [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]]...
 
 Case specs, names, the built-in case list and --quick are those of bench_fa
 (bench/bench_fa.c); bench/run.sh passes the list that `bench_fa --list-cases`
 prints, so both programs time the same shapes under the same names.
+
+Masks, where SDPA has the same call (CANN polarity: 1 = masked out; SDPA's
+boolean attn_mask is True = takes part, so the peer passes ~mask):
+  mask=causal2   is_causal=True (SDPA's causal mask is top-left aligned,
+                 j > i masked: sparse_mode 2 for any S1, S2)
+  mask=causal3   is_causal=True when S1 = S2, else a boolean attn_mask of the
+                 right-down causal pattern
+  mask=bandW     boolean attn_mask [S1, S2] of the mode-4 band (pre = next =
+                 W/2, right-down origin)
+  mask=mask1     boolean attn_mask [S1, S2], ~(j > i)
+Cases with a pse (alibi2, bnss) and cases marked peer=no are skipped (listed
+as skipped, no numbers).
 
 Forward: SDPA under torch.no_grad().  Backward: each repetition builds a fresh
 forward graph (untimed) and times torch.autograd.grad(out, (q, k, v), dy)
@@ -35,6 +47,25 @@ DEFAULT_CASES = [
     ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd",
     ":1,1,1,8192,8192,128,128,f32,BNSD,bwd",
     ":1,1,1,8192,8192,128,128,bf16,BNSD,bwd",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=causal2",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=causal3,peer=no",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=causal2",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=causal3,peer=no",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band512,peer=no",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band1024",
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band2048,peer=no",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band512,peer=no",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band1024",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band2048,peer=no",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,peer=no",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,pse=alibi2",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,pse=bnss",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,peer=no",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,pse=alibi2",
+    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,pse=bnss",
+    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,peer=no",
+    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=alibi2",
+    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=bnss",
 ]
 
 DTYPES = {"f32": "float32", "fp32": "float32", "float32": "float32",
@@ -44,21 +75,55 @@ DTYPE_NAME = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 LAYOUTS = ("BNSD", "BSND", "BSH", "SBH")
 
 
+def mask_tag(c):
+    return f"band{c['band_w']}" if c["mask"] == "band" else ("" if c["mask"] == "none" else c["mask"])
+
+
 def canonical_name(c):
     """Same rule as bench_fa.c canonical_name()."""
     g = f"_G{c['N2']}" if c["N2"] != c["N1"] else ""
     s2 = f"x{c['S2']}" if c["S2"] != c["S1"] else ""
     dv = f"_Dv{c['Dv']}" if c["Dv"] != c["D"] else ""
     lay = f"_{c['layout']}" if c["layout"] != "BNSD" else ""
+    m = f"_{mask_tag(c)}" if c["mask"] != "none" else ""
+    p = f"_{c['pse']}" if c["pse"] != "none" else ""
     return (f"{c['dir']}_{DTYPE_NAME[c['dtype']]}_B{c['B']}_N{c['N1']}{g}"
-            f"_S{c['S1']}{s2}_D{c['D']}{dv}{lay}")
+            f"_S{c['S1']}{s2}_D{c['D']}{dv}{lay}{m}{p}")
+
+
+def parse_options(c, opts, spec):
+    """The optional key=value fields of bench_fa.c parse_option()."""
+    c.update(mask="none", band_w=0, pse="none", peer=True)
+    for o in opts:
+        key, eq, v = o.partition("=")
+        if not eq:
+            sys.exit(f"peer_torch: optional case fields are key=value (mask=, pse=, peer=); got '{spec}'")
+        if key == "mask":
+            mb = re.fullmatch(r"band(\d+)", v)
+            if mb and int(mb.group(1)) > 0:
+                c.update(mask="band", band_w=int(mb.group(1)))
+            elif v in ("none", "causal2", "causal3", "mask1"):
+                c["mask"] = v
+            else:
+                sys.exit(f"peer_torch: mask must be none, causal2, causal3, bandW or mask1 in case '{spec}'")
+        elif key == "pse":
+            if v not in ("none", "alibi2", "bnss"):
+                sys.exit(f"peer_torch: pse must be none, alibi2 or bnss in case '{spec}'")
+            c["pse"] = v
+        elif key == "peer":
+            if v not in ("yes", "no"):
+                sys.exit(f"peer_torch: peer must be yes or no in case '{spec}'")
+            c["peer"] = v == "yes"
+        else:
+            sys.exit(f"peer_torch: unknown optional case field in '{spec}' (known: mask=, pse=, peer=)")
 
 
 def parse_case(spec, quick):
     name, _, body = spec.rpartition(":") if ":" in spec else ("", "", spec)
     f = body.split(",")
-    if len(f) != 10:
-        sys.exit(f"peer_torch: a case needs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir; got '{spec}'")
+    if len(f) < 10:
+        sys.exit(f"peer_torch: a case needs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]; "
+                 f"got '{spec}'")
     try:
         dims = [int(x) for x in f[:7]]
     except ValueError:
@@ -71,11 +136,39 @@ def parse_case(spec, quick):
         sys.exit(f"peer_torch: case names may hold only letters, digits and '_': '{name}'")
     c = dict(zip(("B", "N1", "N2", "S1", "S2", "D", "Dv"), dims))
     c.update(dtype=DTYPES[f[7]], layout=f[8], dir=f[9])
+    parse_options(c, f[10:], spec)
     if quick:
         c["S1"] = max(1, c["S1"] // 8)
         c["S2"] = max(1, c["S2"] // 8)
+        if c["mask"] == "band":
+            c["band_w"] = max(1, c["band_w"] // 8)
     c["name"] = name or canonical_name(c)
     return c
+
+
+def skip_reason(c):
+    """Why SDPA has no equivalent of the case (None: it has one)."""
+    if not c["peer"]:
+        return "peer=no"
+    if c["pse"] != "none":
+        return f"pse={c['pse']}: no SDPA equivalent"
+    return None
+
+
+def cann_mask(torch, c):
+    """The case's mask as a [S1, S2] bool tensor, CANN polarity (True = masked
+    out), from the rule attnops applies: key j takes part in query row i when
+    -pre <= j - i <= next."""
+    S1, S2 = c["S1"], c["S2"]
+    inf = 1 << 60
+    if c["mask"] in ("causal2", "mask1"):
+        pre, nxt = inf, 0
+    elif c["mask"] == "causal3":
+        pre, nxt = inf, S2 - S1
+    else:  # band, sparse_mode 4: right-down origin
+        pre, nxt = c["band_w"] // 2 + S1 - S2, c["band_w"] // 2 - S1 + S2
+    d = torch.arange(S2).view(1, S2) - torch.arange(S1).view(S1, 1)
+    return (d > nxt) | (d < -pre)
 
 
 def case_flop(c):
@@ -93,6 +186,11 @@ class Case:
         self.k = self._make(c["S2"], c["N2"], c["D"], dt, gen)
         self.v = self._make(c["S2"], c["N2"], c["Dv"], dt, gen)
         self.dy = self._make(c["S1"], c["N1"], c["Dv"], dt, gen) if c["dir"] == "bwd" else None
+        # SDPA's boolean attn_mask: True = takes part, the opposite of CANN's.
+        self.is_causal = c["mask"] == "causal2" or (c["mask"] == "causal3" and c["S1"] == c["S2"])
+        self.attn_mask = None
+        if c["mask"] != "none" and not self.is_causal:
+            self.attn_mask = ~cann_mask(torch, c)
 
     def _make(self, S, N, d, dt, gen):
         """A tensor stored in the case's layout, returned as a [B, N, S, d] view."""
@@ -107,9 +205,14 @@ class Case:
 
     def sdpa(self, q, k, v):
         F = self.torch.nn.functional
+        kw = {}
         if self.gqa:
-            return F.scaled_dot_product_attention(q, k, v, scale=self.scale, enable_gqa=True)
-        return F.scaled_dot_product_attention(q, k, v, scale=self.scale)
+            kw["enable_gqa"] = True
+        if self.is_causal:
+            kw["is_causal"] = True
+        if self.attn_mask is not None:
+            kw["attn_mask"] = self.attn_mask
+        return F.scaled_dot_product_attention(q, k, v, scale=self.scale, **kw)
 
     def run(self):
         """One timed call, milliseconds."""
@@ -155,8 +258,12 @@ def main():
           f"cpu capability {torch.backends.cpu.get_cpu_capability()}, {a.reps} rounds"
           f"{', quick (S/8)' if a.quick else ''}", flush=True)
     gen = torch.Generator().manual_seed(1234)
-    runs, times, failed = [], {}, {}
+    runs, times, failed, skipped = [], {}, {}, {}
     for c in cases:
+        why = skip_reason(c)
+        if why:
+            skipped[c["name"]] = why
+            continue
         try:
             r = Case(torch, c, gen)
             r.run()  # warm-up
@@ -183,6 +290,8 @@ def main():
         out[f"torch_{n}_gflops"] = gf
     for n in failed:
         print(f"{n:<44} {'failed':>10}")
+    for n, why in skipped.items():
+        print(f"{n:<44} {'skipped':>10} ({why})")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=2)

@@ -12,15 +12,19 @@
 #   3. runs the peak-RSS cases (S=32768, N1=1, D=128, fp32, fwd and bwd), one
 #      fresh process each;
 #   4. merges everything into build/bench/results.json (medians over rounds,
-#      GFLOP/s, % of peak, speedups vs torch), prints a markdown table and
-#      writes it to build/bench/results.md.  It checks nothing: no pass/fail.
+#      GFLOP/s, % of peak, speedups vs torch, and the ratios between cases:
+#      masked vs dense, band vs proportional, pse vs plain), prints two
+#      markdown tables (cases; ratios with their targets) and writes them to
+#      build/bench/results.md.  It checks nothing: no pass/fail.
 #
 # Environment:
 #   OMP_NUM_THREADS   threads for attnops, the GEMM peak and torch (default: nproc)
 #   BENCH_REPS        rounds (default 5)
-#   BENCH_QUICK=1     divide every S by 8 (smoke run; also the RSS cases)
-#   BENCH_CASES       case specs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir separated
-#                     by spaces (default: bench_fa's built-in target cases)
+#   BENCH_QUICK=1     divide every S (and band width) by 8 (smoke run; also the
+#                     RSS cases)
+#   BENCH_CASES       case specs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M]
+#                     [,pse=P][,peer=no] separated by spaces (default: bench_fa's
+#                     built-in target cases; `bench_fa --help` lists M and P)
 #   BENCH_RSS=0       skip the RSS runs
 #   BENCH_TORCH=0     skip the PyTorch peer
 #   BENCH_UPDATE_DOCS 1 = write the table into docs/PERFORMANCE.md between its
@@ -145,9 +149,17 @@ for line in os.environ["BENCH_CASE_LIST"].splitlines():
     name, _, body = line.partition(":")
     f = body.split(",")
     c = dict(zip(("B", "N1", "N2", "S1", "S2", "D", "Dv"), map(int, f[:7])))
-    c.update(name=name, dtype=f[7], layout=f[8], dir=f[9])
+    c.update(name=name, dtype=f[7], layout=f[8], dir=f[9], mask="none", pse="none", peer=True)
+    # optional fields, as `bench_fa --list-cases` prints them (already checked by it)
+    for o in f[10:]:
+        k, _, v = o.partition("=")
+        if k == "peer":
+            c["peer"] = v != "no"
+        elif k in ("mask", "pse"):
+            c[k] = v
     fl = 2.0 * c["B"] * c["N1"] * c["S1"] * c["S2"] * (c["D"] + c["Dv"])
     c["gflop"] = (2.5 * fl if c["dir"] == "bwd" else fl) * 1e-9
+    c["tags"] = "".join(f"_{c[k]}" for k in ("mask", "pse") if c[k] != "none")
     cases.append(c)
 
 res = {
@@ -176,7 +188,7 @@ for p in ("f32", "bf16"):
 
 def target(c):
     """The issue's targets, as text (this script judges nothing)."""
-    if c["layout"] != "BNSD" or c["D"] != 128 or c["Dv"] != 128 or c["N1"] != c["N2"]:
+    if c["layout"] != "BNSD" or c["D"] != 128 or c["Dv"] != 128 or c["N1"] != c["N2"] or c["tags"]:
         return ""
     big = c["B"] * c["N1"] == 1 and c["S1"] == c["S2"] == 8192
     std = c["B"] == 1 and c["N1"] == 8 and c["S1"] == c["S2"] == 4096
@@ -219,6 +231,89 @@ for c in cases:
     rows.append(f"| `{n}` | {fmt(ms, '.2f')} | {fmt(gf, '.1f')} | {fmt(pct, '.1f')} ({pk}) | {fmt(tms, '.2f')} "
                 f"| {fmt(tgf, '.1f')} | {fmt(sp, '.2f') + ('×' if sp else '')} | {target(c)} |")
 
+# ---- ratios between cases (same rules as bench_fa.c base_of / ratio_label) ----
+def same_shape(a, b):
+    return all(a[k] == b[k] for k in ("B", "N1", "N2", "S1", "S2", "D", "Dv", "dtype", "layout", "dir"))
+
+
+def base_of(c):
+    """A pse case against the same case without pse (mask kept); a masked case
+    against the same case without mask.  None when there is no such case."""
+    if c["mask"] == "none" and c["pse"] == "none":
+        return None
+    for b in cases:
+        if b is c or not same_shape(c, b) or b["pse"] != "none":
+            continue
+        if (b["mask"] == c["mask"]) if c["pse"] != "none" else (b["mask"] == "none"):
+            return b
+    return None
+
+
+def short(c):
+    return f"{c['dir']}_{c['dtype']}{c['tags']}"
+
+
+def label(c):
+    """bwd_f32_causal2 when unique in the list, else the case name."""
+    return short(c) if sum(short(o) == short(c) for o in cases) == 1 else c["name"]
+
+
+def ratio_target(c, kind):
+    """The issue's ratio targets, as text, at the target shapes only."""
+    if (c["layout"] != "BNSD" or c["D"] != 128 or c["Dv"] != 128 or c["N1"] != c["N2"] or c["B"] != 1
+            or c["S1"] != 4096 or c["S2"] != 4096):
+        return ""
+    band_w = int(c["mask"][4:]) if c["mask"].startswith("band") else None
+    if c["pse"] == "none" and c["N1"] == 8 and c["dir"] == "bwd":
+        if kind == "ratio_vs_dense" and c["mask"] in ("causal2", "causal3"):
+            return "≤ 0.55"
+        if kind == "ratio_vs_proportional" and band_w in (512, 1024, 2048):
+            return "≤ 1.2"
+        if kind == "speedup_vs_torch" and (c["mask"] in ("causal2", "causal3") or band_w == 1024):
+            return "≥ 1.5×"
+    if kind == "ratio_vs_plain" and c["pse"] in ("alibi2", "bnss") and c["mask"] == "none" and c["N1"] == 2:
+        return "≤ 1.15"
+    return ""
+
+
+def torch_call(c):
+    if c["mask"] == "causal2" or (c["mask"] == "causal3" and c["S1"] == c["S2"]):
+        return "SDPA is_causal=True"
+    return "SDPA boolean attn_mask (~mask)"
+
+
+ratio_rows = []
+for c in cases:
+    n, lab, b = c["name"], label(c), base_of(c)
+    fracs = [a[f"{n}_unmasked_fraction"] for a in A if isinstance(a.get(f"{n}_unmasked_fraction"), (int, float))]
+    frac = fracs[0] if fracs else 1.0
+    if c["mask"] != "none":
+        res[f"{n}_unmasked_fraction"] = frac
+    kinds = []
+    if b is not None:
+        kinds.append("ratio_vs_plain" if c["pse"] != "none" else "ratio_vs_dense")
+        if c["pse"] == "none" and c["mask"].startswith("band"):
+            kinds.append("ratio_vs_proportional")
+    for kind in kinds:
+        # within each round, then the median (as the speedups)
+        rs = [a[f"{n}_ms_median"] / a[f"{b['name']}_ms_median"] for a in A
+              if a.get(f"{n}_ms_median") and a.get(f"{b['name']}_ms_median")]
+        if kind == "ratio_vs_proportional":
+            rs = [r / frac for r in rs]
+        v = statistics.median(rs) if rs else None
+        if v is not None:
+            res[f"{lab}_{kind}"] = v
+        what = {"ratio_vs_dense": f"time / time of `{b['name']}`",
+                "ratio_vs_plain": f"time / time of `{b['name']}`",
+                "ratio_vs_proportional": f"time / (time of `{b['name']}` × {frac:.4f} unmasked)"}[kind]
+        if kind != "ratio_vs_dense" or not c["mask"].startswith("band"):  # bands: the proportional row
+            ratio_rows.append(f"| `{lab}_{kind}` | {fmt(v, '.3f')} | {what} | {ratio_target(c, kind)} |")
+    sp = res.get(f"{n}_speedup_vs_torch")
+    if c["tags"] and sp is not None:
+        res[f"{lab}_speedup_vs_torch"] = sp
+        ratio_rows.append(f"| `{lab}_speedup_vs_torch` | {sp:.2f}× | torch ms / attnops ms, {torch_call(c)} "
+                          f"| {ratio_target(c, 'speedup_vs_torch')} |")
+
 rss_rows = []
 for p in sorted(glob.glob(os.path.join(out_dir, "rss_*.json"))):
     with open(p) as f:
@@ -250,14 +345,20 @@ md.append("")
 md.append("| case | attnops ms | GFLOP/s | % of peak | torch ms | torch GFLOP/s | speedup vs torch | target |")
 md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 md += rows
+if ratio_rows:
+    md.append("")
+    md.append("| ratio | median | definition | target |")
+    md.append("| --- | ---: | --- | --- |")
+    md += ratio_rows
 if rss_rows:
     md.append("")
     md.append("| peak RSS case | inputs MiB | outputs MiB | workspace MiB | peak RSS MiB | RSS − (in+out) MiB | budget MiB |")
     md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     md += rss_rows
 md.append("")
-md.append("GFLOP/s are dense-equivalent (forward 2·B·N1·S1·S2·(D+Dv), backward 2.5×) at the median time; "
-          "% of peak and speedup (torch ms / attnops ms) are medians of the per-round ratios; "
+md.append("GFLOP/s are dense-equivalent (forward 2·B·N1·S1·S2·(D+Dv), backward 2.5×) at the median time, "
+          "also for masked cases (whose % of peak can pass 100); "
+          "% of peak, speedup (torch ms / attnops ms) and the ratios between cases are medians of the per-round ratios; "
           "targets are quoted, not judged.")
 text = "\n".join(md) + "\n"
 with open(os.path.join(out_dir, "results.md"), "w") as f:

@@ -91,7 +91,7 @@ static void tnd_predicate_suite(void)
         fa_case c;
         fa_case_init(&c, &s, 11 + k);
         fa_problem p;
-        attnops_status st = fa_validate_fwd(&c.fwd, &p);
+        attnops_status st = fa_validate_fwd(&c.fwd, "FlashAttentionScore", &p);
         TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] %s", specs[k], attnops_last_error());
         if (st == ATTNOPS_SUCCESS) {
             if (band_batch[k] >= 0)
@@ -141,7 +141,7 @@ static void predicate_suite(void)
                 char desc[384];
                 fa_case_describe(&s, desc, sizeof desc);
                 fa_problem p;
-                attnops_status st = fa_validate_fwd(&c.fwd, &p);
+                attnops_status st = fa_validate_fwd(&c.fwd, "FlashAttentionScore", &p);
                 if (st == ATTNOPS_ERR_PARAM_INVALID && (mode == 0 || mode == 4)) {
                     /* tokens the spec's checks refuse: that refusal is the behaviour under test elsewhere */
                 } else {

@@ -48,80 +48,84 @@ static attnops_status run(const fa_problem *p, bool backward, void *ws, size_t b
     return ATTNOPS_SUCCESS;
 }
 
-attnops_status attnops_flash_attention_score_workspace_size(const attnops_fa_fwd_args *args, size_t *bytes)
+/* The four public operators share these; `tnd_only` is the varlen entry
+ * points' extra rule (like aclnnFlashAttentionVarLenScore and
+ * aclnnFlashAttentionUnpaddingScoreGradV2, they take only layout TND). */
+typedef struct fa_entry {
+    const char *op;
+    bool backward, tnd_only;
+} fa_entry;
+
+static const fa_entry FWD = {"FlashAttentionScore", false, false};
+static const fa_entry BWD = {"FlashAttentionScoreGrad", true, false};
+static const fa_entry VARLEN_FWD = {"FlashAttentionVarLenScore", false, true};
+static const fa_entry UNPADDING_BWD = {"FlashAttentionUnpaddingScoreGrad", true, true};
+
+static attnops_status validate(const fa_entry *e, const void *args, fa_problem *p)
+{
+    if (!args) return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: args is NULL.", e->op);
+    const attnops_fa_params *params =
+        e->backward ? &((const attnops_fa_bwd_args *)args)->p : &((const attnops_fa_fwd_args *)args)->p;
+    if (e->tnd_only && params->input_layout != ATTNOPS_LAYOUT_TND)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: input_layout %s is not TND.", e->op,
+                       attnops_layout_name(params->input_layout));
+    return e->backward ? fa_validate_bwd(args, e->op, p) : fa_validate_fwd(args, e->op, p);
+}
+
+static attnops_status entry_workspace_size(const fa_entry *e, const void *args, size_t *bytes)
 {
     ao_clear_error();
-    if (!bytes) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionScore: workspace_bytes is NULL.");
+    if (!bytes) return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: workspace_bytes is NULL.", e->op);
     fa_problem p;
-    attnops_status st = fa_validate_fwd(args, &p);
-    return st != ATTNOPS_SUCCESS ? st : workspace_size(&p, false, bytes);
+    attnops_status st = validate(e, args, &p);
+    return st != ATTNOPS_SUCCESS ? st : workspace_size(&p, e->backward, bytes);
+}
+
+static attnops_status entry_run(const fa_entry *e, const void *args, void *ws, size_t bytes)
+{
+    ao_clear_error();
+    fa_problem p;
+    attnops_status st = validate(e, args, &p);
+    return st != ATTNOPS_SUCCESS ? st : run(&p, e->backward, ws, bytes);
+}
+
+attnops_status attnops_flash_attention_score_workspace_size(const attnops_fa_fwd_args *args, size_t *bytes)
+{
+    return entry_workspace_size(&FWD, args, bytes);
 }
 
 attnops_status attnops_flash_attention_score(const attnops_fa_fwd_args *args, void *ws, size_t bytes)
 {
-    ao_clear_error();
-    fa_problem p;
-    attnops_status st = fa_validate_fwd(args, &p);
-    return st != ATTNOPS_SUCCESS ? st : run(&p, false, ws, bytes);
+    return entry_run(&FWD, args, ws, bytes);
 }
 
 attnops_status attnops_flash_attention_score_grad_workspace_size(const attnops_fa_bwd_args *args, size_t *bytes)
 {
-    ao_clear_error();
-    if (!bytes) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionScoreGrad: workspace_bytes is NULL.");
-    fa_problem p;
-    attnops_status st = fa_validate_bwd(args, &p);
-    return st != ATTNOPS_SUCCESS ? st : workspace_size(&p, true, bytes);
+    return entry_workspace_size(&BWD, args, bytes);
 }
 
 attnops_status attnops_flash_attention_score_grad(const attnops_fa_bwd_args *args, void *ws, size_t bytes)
 {
-    ao_clear_error();
-    fa_problem p;
-    attnops_status st = fa_validate_bwd(args, &p);
-    return st != ATTNOPS_SUCCESS ? st : run(&p, true, ws, bytes);
-}
-
-/* The varlen entry points take the same arguments but, like
- * aclnnFlashAttentionUnpaddingScoreGradV2 and aclnnFlashAttentionVarLenScore,
- * only layout TND. */
-static attnops_status require_tnd(const char *op, const attnops_fa_params *p)
-{
-    if (p->input_layout != ATTNOPS_LAYOUT_TND)
-        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: input_layout %s is not TND.", op,
-                       attnops_layout_name(p->input_layout));
-    return ATTNOPS_SUCCESS;
+    return entry_run(&BWD, args, ws, bytes);
 }
 
 attnops_status attnops_flash_attention_varlen_score_workspace_size(const attnops_fa_fwd_args *args, size_t *bytes)
 {
-    ao_clear_error();
-    if (!args) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionVarLenScore: args is NULL.");
-    attnops_status st = require_tnd("FlashAttentionVarLenScore", &args->p);
-    return st != ATTNOPS_SUCCESS ? st : attnops_flash_attention_score_workspace_size(args, bytes);
+    return entry_workspace_size(&VARLEN_FWD, args, bytes);
 }
 
 attnops_status attnops_flash_attention_varlen_score(const attnops_fa_fwd_args *args, void *ws, size_t bytes)
 {
-    ao_clear_error();
-    if (!args) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionVarLenScore: args is NULL.");
-    attnops_status st = require_tnd("FlashAttentionVarLenScore", &args->p);
-    return st != ATTNOPS_SUCCESS ? st : attnops_flash_attention_score(args, ws, bytes);
+    return entry_run(&VARLEN_FWD, args, ws, bytes);
 }
 
 attnops_status attnops_flash_attention_unpadding_score_grad_workspace_size(const attnops_fa_bwd_args *args,
                                                                            size_t *bytes)
 {
-    ao_clear_error();
-    if (!args) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionUnpaddingScoreGrad: args is NULL.");
-    attnops_status st = require_tnd("FlashAttentionUnpaddingScoreGrad", &args->p);
-    return st != ATTNOPS_SUCCESS ? st : attnops_flash_attention_score_grad_workspace_size(args, bytes);
+    return entry_workspace_size(&UNPADDING_BWD, args, bytes);
 }
 
 attnops_status attnops_flash_attention_unpadding_score_grad(const attnops_fa_bwd_args *args, void *ws, size_t bytes)
 {
-    ao_clear_error();
-    if (!args) return ao_fail(ATTNOPS_ERR_NULLPTR, "FlashAttentionUnpaddingScoreGrad: args is NULL.");
-    attnops_status st = require_tnd("FlashAttentionUnpaddingScoreGrad", &args->p);
-    return st != ATTNOPS_SUCCESS ? st : attnops_flash_attention_score_grad(args, ws, bytes);
+    return entry_run(&UNPADDING_BWD, args, ws, bytes);
 }

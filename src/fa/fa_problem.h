@@ -126,10 +126,11 @@ static inline float *fa_stat(const fa_problem *p, const fa_view *st, int64_t b, 
  * zeroes dk/dv of a backward whose kv side is not empty. */
 static inline bool fa_problem_is_empty(const fa_problem *p) { return p->B == 0 || p->N1 == 0 || p->S1 == 0; }
 
-/* Validate the public arguments and derive the problem.  On failure the
- * status and sentence are set and `out` is unspecified. */
-attnops_status fa_validate_fwd(const attnops_fa_fwd_args *args, fa_problem *out);
-attnops_status fa_validate_bwd(const attnops_fa_bwd_args *args, fa_problem *out);
+/* Validate the public arguments and derive the problem; `op` names the
+ * operator in messages.  On failure the status and sentence are set and
+ * `out` is unspecified. */
+attnops_status fa_validate_fwd(const attnops_fa_fwd_args *args, const char *op, fa_problem *out);
+attnops_status fa_validate_bwd(const attnops_fa_bwd_args *args, const char *op, fa_problem *out);
 
 /* Sentinels CANN writes for a row that attends to nothing (spec 1.1). */
 #define FA_INVALID_ROW_MAX (-3.4028234663852886e38)

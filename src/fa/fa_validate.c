@@ -345,7 +345,7 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
                                         (t->shape[1] == 1 || t->shape[1] == pr->N1) &&
                                         !(t->shape[0] == 1 && pr->B != 1 && t->shape[1] == pr->N1 && pr->N1 != 1));
         if (pr->varlen && (mode == 5 || (t->rank == 4 && (t->shape[0] != 1 || t->shape[1] != 1))))
-            return ao_fail(INVALID, "%s: layout TND takes sparse_mode %lld with one [max S1, max S2] mask; got %s "
+            return ao_fail(INVALID, "%s: layout TND takes sparse_mode %lld with one [max S1, max S2] atten_mask; got %s "
                            "(per-batch masks and sparse_mode 5 are not defined for TND).", op, (long long)mode,
                            shape_str(t, buf, sizeof buf));
         /* Mode 5's prefix differs per batch, so its mask must too (the golden rejects SS there). */
@@ -655,11 +655,9 @@ static attnops_status check_stats(const char *op, const char *name, const attnop
     return ATTNOPS_SUCCESS;
 }
 
-attnops_status fa_validate_fwd(const attnops_fa_fwd_args *a, fa_problem *pr)
+attnops_status fa_validate_fwd(const attnops_fa_fwd_args *a, const char *op, fa_problem *pr)
 {
-    static const char op[] = "FlashAttentionScore";
     memset(pr, 0, sizeof *pr);
-    if (!a) return ao_fail(NULLPTR, "%s: args is NULL.", op);
     TRY(derive_qkv(op, &a->p, pr));
     TRY(check_stats(op, "softmax_max", a->softmax_max, &a->p, pr, &pr->smax));
     TRY(check_stats(op, "softmax_sum", a->softmax_sum, &a->p, pr, &pr->ssum));
@@ -669,11 +667,9 @@ attnops_status fa_validate_fwd(const attnops_fa_fwd_args *a, fa_problem *pr)
     return check_disjoint(op, outs, names, 3);
 }
 
-attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, fa_problem *pr)
+attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, const char *op, fa_problem *pr)
 {
-    static const char op[] = "FlashAttentionScoreGrad";
     memset(pr, 0, sizeof *pr);
-    if (!a) return ao_fail(NULLPTR, "%s: args is NULL.", op);
     /* aclnn order: every required pointer first, then shapes. */
     TRY(check_present(op, "dy", a->dy));
     TRY(check_present(op, "attention_in", a->attention_in));
