@@ -1,22 +1,41 @@
 #include "cpu/fa_scores.h"
 
+#include "cpu/isa.h"
 #include "fa/fa_pse.h"
 
 void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos *t, fa_tile_class cls, float *s,
                      int ld, float *bias, uint8_t *masked)
 {
+    const fa_tile_kernels *kern = fa_tile_kernels_get();
+    const fa_pse_cfg *c = &p->pse;
     const float scale = (float)p->scale;
-    const bool has_pse = p->pse.kind != FA_PSE_NONE, add_then_scale = p->pse.type == 1;
-    if (has_pse) fa_pse_tile(p, t->b, t->h, t->q0, t->rows, t->k0, t->cols, t->S1, t->S2, bias, ld);
+    switch (c->kind) {
+    case FA_PSE_SLOPES:
+        kern->add_alibi(s, t->rows, t->cols, ld, scale, fa_pse_slope(p, t->b, t->h),
+                        (float)(t->k0 - t->q0 + fa_pse_shift(p, t->b)), c->type == 3);
+        break;
+    case FA_PSE_TENSOR:
+        if (c->bias.dtype == ATTNOPS_DTYPE_F32 && c->bias.sd == 1) { /* read in place (BN1S: row stride 0) */
+            kern->add_bias(s, t->rows, t->cols, ld, scale, (const float *)fa_at(&c->bias, t->b, t->h, t->q0, t->k0),
+                           (int)c->bias.ss, c->type == 1);
+            break;
+        }
+        /* other dtypes or strides: widen into the scratch tile first */
+        __attribute__((fallthrough));
+    case FA_PSE_ALIBI_1024:
+        fa_pse_tile(p, t->b, t->h, t->q0, t->rows, t->k0, t->cols, t->S1, t->S2, bias, ld);
+        kern->add_bias(s, t->rows, t->cols, ld, scale, bias, ld, c->type == 1);
+        break;
+    default: /* no bias: the scale alone */
+        for (int r = 0; r < t->rows; r++)
+            for (int x = 0; x < t->cols; x++) s[(size_t)r * ld + x] *= scale;
+        break;
+    }
+    if (cls != FA_TILE_PARTIAL) return;
     for (int r = 0; r < t->rows; r++) {
         float *row = s + (size_t)r * ld;
-        const float *brow = bias + (size_t)r * ld;
-        if (!has_pse) for (int c = 0; c < t->cols; c++) row[c] *= scale;
-        else if (add_then_scale) for (int c = 0; c < t->cols; c++) row[c] = (row[c] + brow[c]) * scale;
-        else for (int c = 0; c < t->cols; c++) row[c] = row[c] * scale + brow[c];
-        if (cls != FA_TILE_PARTIAL) continue;
         fa_mask_row(p, band, t->b, t->h, t->q0 + r, t->k0, t->cols, masked);
-        for (int c = 0; c < t->cols; c++)
-            if (masked[c]) row[c] = (float)FA_MASK_FILL;
+        for (int x = 0; x < t->cols; x++)
+            if (masked[x]) row[x] = (float)FA_MASK_FILL;
     }
 }

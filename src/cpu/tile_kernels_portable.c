@@ -54,4 +54,26 @@ static void scale_rows(float *o, int rows, int cols, const float *alpha)
         for (int c = 0; c < cols; c++) o[(size_t)r * cols + c] *= alpha[r];
 }
 
-const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd, softmax_bwd, to_bf16, scale_rows};
+static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const float *bias, int ld_b,
+                     bool add_then_scale)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * ld_s;
+        const float *b = bias + (size_t)r * ld_b;
+        if (add_then_scale) for (int c = 0; c < cols; c++) row[c] = (row[c] + b[c]) * scale;
+        else for (int c = 0; c < cols; c++) row[c] = row[c] * scale + b[c];
+    }
+}
+
+static void add_alibi(float *s, int rows, int cols, int ld_s, float scale, float slope, float d0, bool sqrt_dist)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * ld_s;
+        for (int c = 0; c < cols; c++) {
+            float d = fabsf(d0 - (float)r + (float)c);
+            row[c] = row[c] * scale - slope * (sqrt_dist ? sqrtf(d) : d);
+        }
+    }
+}
+
+const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd, softmax_bwd, to_bf16, scale_rows, add_bias, add_alibi};

@@ -22,11 +22,13 @@ static double slope_of(const fa_pse_cfg *c, int64_t b, int64_t h) { return c->sl
 
 /* q_start_idx - kv_start_idx as batch b sees it: in TND mode 8 only batch 0
  * is shifted (the 950 kernel zeroes the indices for the others, spec 3.4). */
-static int64_t start_shift(const fa_problem *p, int64_t b)
+int64_t fa_pse_shift(const fa_problem *p, int64_t b)
 {
     if (p->varlen && p->mask.active && p->mask.mode == 8 && b != 0) return 0;
     return p->pse.kv_start - p->pse.q_start;
 }
+
+float fa_pse_slope(const fa_problem *p, int64_t b, int64_t h) { return (float)slope_of(&p->pse, b, h); }
 
 double fa_pse_value(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j, int64_t S1, int64_t S2)
 {
@@ -38,7 +40,7 @@ double fa_pse_value(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_
         return at ? ao_load_f64(at, c->bias.dtype) : 0.0;
     }
     case FA_PSE_SLOPES: {
-        double delta = fabs((double)(j - i + start_shift(p, b)));
+        double delta = fabs((double)(j - i + fa_pse_shift(p, b)));
         return -slope_of(c, b, h) * (c->type == 3 ? sqrt(delta) : delta);
     }
     default: return 0.0;
@@ -49,18 +51,6 @@ void fa_pse_tile(const fa_problem *p, int64_t b, int64_t h, int64_t i0, int64_t 
                  int64_t S1, int64_t S2, float *out, int64_t ld)
 {
     const fa_pse_cfg *c = &p->pse;
-    if (c->kind == FA_PSE_SLOPES) {
-        const float slope = (float)slope_of(c, b, h);
-        for (int64_t r = 0; r < rows; r++) {
-            float *o = out + r * ld;
-            const int64_t base = j0 - (i0 + r) + start_shift(p, b);
-            if (c->type == 3)
-                for (int64_t x = 0; x < cols; x++) o[x] = -slope * sqrtf(fabsf((float)(base + x)));
-            else
-                for (int64_t x = 0; x < cols; x++) o[x] = -slope * fabsf((float)(base + x));
-        }
-        return;
-    }
     if (c->kind == FA_PSE_TENSOR) {
         for (int64_t r = 0; r < rows; r++) {
             const char *row = fa_at(&c->bias, b, h, i0 + r, j0);

@@ -13,8 +13,15 @@
 double fa_pse_value(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j, int64_t S1, int64_t S2);
 
 /* The same in fp32 for rows [i0, i0+rows) x columns [j0, j0+cols):
- * out[r*ld + c]. */
+ * out[r*ld + c] (the tensor forms; kernels generate pse_type 2/3 from
+ * fa_pse_slope / fa_pse_shift). */
 void fa_pse_tile(const fa_problem *p, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
                  int64_t S1, int64_t S2, float *out, int64_t ld);
+
+/* pse_type 2/3 pieces for kernels that generate the bias themselves: the
+ * slope of (b, h) and kv_start_idx - q_start_idx as batch b sees it, so
+ * bias(i, j) = -slope * g(|j - i + shift|). */
+float fa_pse_slope(const fa_problem *p, int64_t b, int64_t h);
+int64_t fa_pse_shift(const fa_problem *p, int64_t b);
 
 #endif

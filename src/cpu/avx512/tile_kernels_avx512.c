@@ -124,4 +124,37 @@ static void scale_rows(float *o, int rows, int cols, const float *alpha)
     }
 }
 
-const fa_tile_kernels fa_tile_kernels_avx512 = {softmax_fwd, softmax_bwd, to_bf16, scale_rows};
+static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const float *bias, int ld_b,
+                     bool add_then_scale)
+{
+    const __m512 vs = _mm512_set1_ps(scale);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * ld_s;
+        const float *b = bias + (size_t)r * ld_b;
+        for (int c = 0; c < cols; c += 16) {
+            __mmask16 k = tail_mask(cols - c);
+            __m512 x = _mm512_maskz_loadu_ps(k, row + c), y = _mm512_maskz_loadu_ps(k, b + c);
+            x = add_then_scale ? _mm512_mul_ps(_mm512_add_ps(x, y), vs) : _mm512_fmadd_ps(x, vs, y);
+            _mm512_mask_storeu_ps(row + c, k, x);
+        }
+    }
+}
+
+static void add_alibi(float *s, int rows, int cols, int ld_s, float scale, float slope, float d0, bool sqrt_dist)
+{
+    const __m512 vs = _mm512_set1_ps(scale), vslope = _mm512_set1_ps(-slope);
+    const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * ld_s;
+        for (int c = 0; c < cols; c += 16) {
+            __mmask16 k = tail_mask(cols - c);
+            /* |d0 - r + c + lane| is an exact small integer in float */
+            __m512 d = _mm512_abs_ps(_mm512_add_ps(_mm512_set1_ps(d0 - (float)r + (float)c), iota));
+            if (sqrt_dist) d = _mm512_sqrt_ps(d);
+            __m512 x = _mm512_maskz_loadu_ps(k, row + c);
+            _mm512_mask_storeu_ps(row + c, k, _mm512_fmadd_ps(vslope, d, _mm512_mul_ps(x, vs)));
+        }
+    }
+}
+
+const fa_tile_kernels fa_tile_kernels_avx512 = {softmax_fwd, softmax_bwd, to_bf16, scale_rows, add_bias, add_alibi};
