@@ -15,16 +15,16 @@ void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos
                         (float)(t->k0 - t->q0 + fa_pse_shift(p, t->b)), c->type == 3);
         break;
     case FA_PSE_TENSOR:
-        if (c->bias.dtype == ATTNOPS_DTYPE_F32 && c->bias.sd == 1) { /* read in place (BN1S: row stride 0) */
-            kern->add_bias(s, t->rows, t->cols, ld, scale, (const float *)fa_at(&c->bias, t->b, t->h, t->q0, t->k0),
-                           (int)c->bias.ss, c->type == 1);
+        if (c->bias.sd == 1) { /* read in place (BN1S: row stride 0) */
+            kern->add_bias(s, t->rows, t->cols, ld, scale, fa_at(&c->bias, t->b, t->h, t->q0, t->k0), c->bias.dtype,
+                           c->bias.ss, c->type == 1);
             break;
         }
-        /* other dtypes or strides: widen into the scratch tile first */
+        /* strided columns: gather into the scratch tile first */
         __attribute__((fallthrough));
     case FA_PSE_ALIBI_1024:
         fa_pse_tile(p, t->b, t->h, t->q0, t->rows, t->k0, t->cols, t->S1, t->S2, bias, ld);
-        kern->add_bias(s, t->rows, t->cols, ld, scale, bias, ld, c->type == 1);
+        kern->add_bias(s, t->rows, t->cols, ld, scale, bias, ATTNOPS_DTYPE_F32, ld, c->type == 1);
         break;
     default: /* no bias: the scale alone */
         for (int r = 0; r < t->rows; r++)
@@ -32,6 +32,18 @@ void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos
         break;
     }
     if (cls != FA_TILE_PARTIAL) return;
+    if (!band->elements) { /* a band: each row keeps one run of columns (plus the prefix) */
+        const float fill = (float)FA_MASK_FILL;
+        for (int r = 0; r < t->rows; r++) {
+            float *row = s + (size_t)r * ld;
+            /* masked: columns outside [lo, hi], except those before `keep` (the prefix) */
+            const int64_t i = t->q0 + r, keep = band->prefix - t->k0 > 0 ? band->prefix - t->k0 : 0;
+            const int64_t lo = i - band->pre - t->k0, hi = i + band->next - t->k0;
+            for (int64_t x = keep; x < lo && x < t->cols; x++) row[x] = fill;
+            for (int64_t x = hi + 1 > keep ? hi + 1 : keep; x < t->cols; x++) row[x] = fill;
+        }
+        return;
+    }
     for (int r = 0; r < t->rows; r++) {
         float *row = s + (size_t)r * ld;
         fa_mask_row(p, band, t->b, t->h, t->q0 + r, t->k0, t->cols, masked);

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "attnops.h"
+
 typedef enum cpu_isa { CPU_ISA_PORTABLE = 0, CPU_ISA_AVX512 = 1 } cpu_isa;
 
 cpu_isa cpu_isa_get(void);
@@ -30,11 +32,12 @@ typedef struct fa_tile_kernels {
     void (*to_bf16)(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni);
     /* o[r][0..cols) *= alpha[r]. */
     void (*scale_rows)(float *o, int rows, int cols, const float *alpha);
-    /* Scores from raw q.k with an external bias: s = (s + bias) * scale when
-     * add_then_scale (pse_type 1), else s * scale + bias.  Row strides ld_s,
-     * ld_b (ld_b = 0: one bias row for every row). */
-    void (*add_bias)(float *s, int rows, int cols, int ld_s, float scale, const float *bias, int ld_b,
-                     bool add_then_scale);
+    /* Scores from raw q.k with an external bias of dtype f32, f16 or bf16
+     * (contiguous rows): s = (s + bias) * scale when add_then_scale
+     * (pse_type 1), else s * scale + bias.  Row strides ld_s, ld_b in
+     * elements (ld_b = 0: one bias row for every row). */
+    void (*add_bias)(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
+                     int64_t ld_b, bool add_then_scale);
     /* Scores with the generated ALiBi: s = s * scale - slope * g(|d0 - r + c|),
      * g = sqrt when sqrt_dist (pse_type 3), identity otherwise. */
     void (*add_alibi)(float *s, int rows, int cols, int ld_s, float scale, float slope, float d0, bool sqrt_dist);

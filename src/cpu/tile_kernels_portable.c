@@ -54,14 +54,18 @@ static void scale_rows(float *o, int rows, int cols, const float *alpha)
         for (int c = 0; c < cols; c++) o[(size_t)r * cols + c] *= alpha[r];
 }
 
-static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const float *bias, int ld_b,
-                     bool add_then_scale)
+static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
+                     int64_t ld_b, bool add_then_scale)
 {
     for (int r = 0; r < rows; r++) {
         float *row = s + (size_t)r * ld_s;
-        const float *b = bias + (size_t)r * ld_b;
-        if (add_then_scale) for (int c = 0; c < cols; c++) row[c] = (row[c] + b[c]) * scale;
-        else for (int c = 0; c < cols; c++) row[c] = row[c] * scale + b[c];
+        for (int c = 0; c < cols; c++) {
+            const int64_t at = r * ld_b + c;
+            const float b = dtype == ATTNOPS_DTYPE_F32   ? ((const float *)bias)[at]
+                            : dtype == ATTNOPS_DTYPE_F16 ? attnops_f16_to_f32(((const uint16_t *)bias)[at])
+                                                         : attnops_bf16_to_f32(((const uint16_t *)bias)[at]);
+            row[c] = add_then_scale ? (row[c] + b) * scale : row[c] * scale + b;
+        }
     }
 }
 

@@ -124,16 +124,24 @@ static void scale_rows(float *o, int rows, int cols, const float *alpha)
     }
 }
 
-static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const float *bias, int ld_b,
-                     bool add_then_scale)
+/* 16 bias values widened to fp32 (f16 and bf16 exactly). */
+static inline __m512 load_bias(const void *bias, attnops_dtype dtype, int64_t at, __mmask16 k)
+{
+    if (dtype == ATTNOPS_DTYPE_F32) return _mm512_maskz_loadu_ps(k, (const float *)bias + at);
+    __m256i h = _mm256_maskz_loadu_epi16(k, (const uint16_t *)bias + at);
+    if (dtype == ATTNOPS_DTYPE_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
+                     int64_t ld_b, bool add_then_scale)
 {
     const __m512 vs = _mm512_set1_ps(scale);
     for (int r = 0; r < rows; r++) {
         float *row = s + (size_t)r * ld_s;
-        const float *b = bias + (size_t)r * ld_b;
         for (int c = 0; c < cols; c += 16) {
             __mmask16 k = tail_mask(cols - c);
-            __m512 x = _mm512_maskz_loadu_ps(k, row + c), y = _mm512_maskz_loadu_ps(k, b + c);
+            __m512 x = _mm512_maskz_loadu_ps(k, row + c), y = load_bias(bias, dtype, r * ld_b + c, k);
             x = add_then_scale ? _mm512_mul_ps(_mm512_add_ps(x, y), vs) : _mm512_fmadd_ps(x, vs, y);
             _mm512_mask_storeu_ps(row + c, k, x);
         }
