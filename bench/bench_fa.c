@@ -2,7 +2,8 @@
  * against the machine's own tile-GEMM limit, measured in the same run.
  *
  *   bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref]
- *            [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]]...
+ *            [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]
+ *                    [,varlen=K|,varlen_dense=K]]...
  *   bench_fa --list-cases [--quick] [--case ...]...
  *   bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,...] [--threads N] [--json PATH] [--quick]
  *
@@ -21,14 +22,32 @@
  *   pse=bnss      pse_type 1: an external [B,N1,S1,S2] tensor of q's dtype,
  *                 uniform in [-1, 1)
  *   peer=no       bench/peer_torch.py skips the case (bench_fa ignores it)
- * --quick also divides a band's W by 8.  Canonical names get _causal2,
- * _band1024, _mask1, _alibi2, _bnss appended.
+ *   varlen=K      variable length, layout TND (and only there), B = 1,
+ *                 S1 = S2 = T: K sequences whose lengths are drawn once from a
+ *                 fixed seed, uniform in [128, 896), and scaled (cumulative
+ *                 sums rounded) to sum to T exactly; kv lengths = q lengths;
+ *                 p.actual_seq_qlen = p.actual_seq_kvlen = the cumulative i64
+ *                 list [K]; called through attnops_flash_attention_varlen_score
+ *                 / attnops_flash_attention_unpadding_score_grad.  A mask=
+ *                 applies per sequence (mask1: one [max L, max L] mask); no pse.
+ *   varlen_dense=K  the "same total work" dense reference of varlen=K at the
+ *                 same T: one sequence (B = 1, S1 = S2 = T in the spec) that
+ *                 runs at L_eq = round(sqrt(sum L_i^2)); any padded layout
+ *                 (BSND is TND's memory layout at B = 1); no mask, no pse.
+ * --quick also divides a band's W by 8 (and T, then the lengths are drawn for
+ * T/8).  Canonical names get _causal2, _band1024, _mask1, _alibi2, _bnss,
+ * _varlen32, _varlen32dense appended (a varlen_dense case is named by its
+ * L_eq: fwd_f32_B1_N8_S3156_D128_BSND_varlen32dense).
  *
  * Ratios: a case with a mask and no pse is compared with its "base", the
  * case of the same fields without mask and pse (ratio_vs_dense = time /
  * base time; a band also gets ratio_vs_proportional = time / (base time *
  * unmasked fraction), the fraction counted exactly from the mask's rule); a
  * case with a pse is compared with the same case without pse (ratio_vs_plain).
+ * A plain varlen=K case is compared with its varlen_dense=K case (same T,
+ * heads, head dims, dtype, direction): ratio_vs_dense_rate = varlen GFLOP/s /
+ * dense GFLOP/s (both at their own real FLOPs; the dense case's are within
+ * rounding of the varlen's, so this is about dense time / varlen time).
  * Each ratio is taken within a round, then the median over rounds.  Ratios
  * are named <dir>_<dtype>_<tags> (e.g. bwd_f32_band1024_ratio_vs_proportional)
  * when that label is unique in the case list, else by the case name.
@@ -42,7 +61,8 @@
  *   - R rounds, each round runs the two peaks and then every case once, so
  *     the peaks and the kernels alternate; medians over the rounds.
  * FLOPs are dense-equivalent: forward 2*B*N1*S1*S2*(D+Dv), backward 2.5x that,
- * also for masked cases (whose % of peak can then pass 100).
+ * also for masked cases (whose % of peak can then pass 100); a varlen case
+ * counts its real work, sum_i 2*N1*L_i^2*(D+Dv) (2.5x for the backward).
  * A case is compared with the fp32 peak when its dtype is f32 or f16 (f16 is
  * widened to fp32 GEMMs) and with the bf16 peak when it is bf16.
  *
@@ -300,7 +320,73 @@ typedef struct fa_case {
     int64_t band_w;  /* MASK_BAND: total width W, pre_tokens = next_tokens = W/2 */
     int pse;         /* PSE_* */
     int no_peer;     /* peer=no: only read by bench/peer_torch.py */
+    int64_t varlen;  /* varlen=K (layout TND): K sequences drawn for total T = S1 = S2 */
+    int64_t vl_dense;/* varlen_dense=K: one dense sequence of L_eq(K, T) (S1 = S2 = L_eq) */
+    int64_t T;       /* varlen / varlen_dense: the total length the K lengths are drawn for */
 } fa_case;
+
+/* ------------------------------------------------------------------------ */
+/* variable-length draws                                                     */
+/* ------------------------------------------------------------------------ */
+/* The K sequence lengths of a varlen case of total T: raw lengths uniform in
+ * [128, 896) from a fixed-seed generator (independent of everything else),
+ * scaled so they sum to T exactly (the cumulative sums are rounded, so each
+ * length is its scaled raw length rounded up or down).  Writes K lengths;
+ * returns -1 when one would be < 1 (T too small for K). */
+enum { VARLEN_LO = 128, VARLEN_HI = 896 };
+static int varlen_lengths(int64_t K, int64_t T, int64_t *len)
+{
+    uint64_t s = 0xC0FFEE1234567ull;
+    double *raw = malloc((size_t)K * sizeof *raw), total = 0;
+    if (!raw) return -1;
+    for (int64_t i = 0; i < K; i++) {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        double u = (double)((s * 0x2545F4914F6CDD1Dull) >> 11) * (1.0 / 9007199254740992.0);
+        raw[i] = VARLEN_LO + (VARLEN_HI - VARLEN_LO) * u;
+        total += raw[i];
+    }
+    double acc = 0;
+    int64_t prev = 0, bad = 0;
+    for (int64_t i = 0; i < K; i++) {
+        acc += raw[i];
+        int64_t cum = i == K - 1 ? T : (int64_t)llround((double)T * acc / total);
+        len[i] = cum - prev;
+        bad |= len[i] < 1;
+        prev = cum;
+    }
+    free(raw);
+    return bad ? -1 : 0;
+}
+
+/* sum of L_i^2 over the K lengths of (K, T); also min, max. */
+static double varlen_sumsq(int64_t K, int64_t T, int64_t *lmin, int64_t *lmax)
+{
+    int64_t *len = malloc((size_t)K * sizeof *len);
+    double ss = 0;
+    int64_t lo = INT64_MAX, hi = 0;
+    if (!len || varlen_lengths(K, T, len) != 0) {
+        free(len);
+        return -1;
+    }
+    for (int64_t i = 0; i < K; i++) {
+        ss += (double)len[i] * (double)len[i];
+        lo = len[i] < lo ? len[i] : lo;
+        hi = len[i] > hi ? len[i] : hi;
+    }
+    free(len);
+    if (lmin) *lmin = lo;
+    if (lmax) *lmax = hi;
+    return ss;
+}
+
+/* The "same total work" dense length: round(sqrt(sum L_i^2)). */
+static int64_t varlen_eq_len(int64_t K, int64_t T)
+{
+    double ss = varlen_sumsq(K, T, NULL, NULL);
+    return ss < 0 ? -1 : (int64_t)llround(sqrt(ss));
+}
 
 /* "causal2", "band1024", ... ("" for MASK_NONE) */
 static void mask_tag(const fa_case *c, char *out, size_t n)
@@ -319,12 +405,15 @@ static const char *pse_tag(const fa_case *c)
     return c->pse == PSE_ALIBI2 ? "alibi2" : c->pse == PSE_BNSS ? "bnss" : "";
 }
 
-/* "_causal2_alibi2", "_band1024", "" ... */
+/* "_causal2_alibi2", "_band1024", "_varlen32", "_varlen32_causal3",
+ * "_varlen32dense", "" ... */
 static void tags_suffix(const fa_case *c, char *out, size_t n)
 {
-    char m[32];
+    char m[32], v[40] = "";
     mask_tag(c, m, sizeof m);
-    snprintf(out, n, "%s%s%s%s", m[0] ? "_" : "", m, c->pse ? "_" : "", pse_tag(c));
+    if (c->varlen) snprintf(v, sizeof v, "_varlen%lld", (long long)c->varlen);
+    else if (c->vl_dense) snprintf(v, sizeof v, "_varlen%llddense", (long long)c->vl_dense);
+    snprintf(out, n, "%s%s%s%s%s", v, m[0] ? "_" : "", m, c->pse ? "_" : "", pse_tag(c));
 }
 
 static int64_t sparse_mode_of(const fa_case *c)
@@ -338,35 +427,53 @@ static int64_t sparse_mode_of(const fa_case *c)
     }
 }
 
-/* The band the case's mask keeps, as attnops applies it: key j takes part in
+/* The band the case's mask keeps on an S1 x S2 block (one batch, or one
+ * sequence of a varlen case), as attnops applies it: key j takes part in
  * query row i when -pre <= j - i <= next.  Returns 0 for "no mask". */
 #define TOKENS_INF ((int64_t)1 << 60)
-static int band_of(const fa_case *c, int64_t *pre, int64_t *next)
+static int band_of(const fa_case *c, int64_t S1, int64_t S2, int64_t *pre, int64_t *next)
 {
     switch (c->mask) {
     case MASK_CAUSAL2:
     case MASK_FULL1: *pre = TOKENS_INF, *next = 0; return 1;         /* j > i masked */
-    case MASK_CAUSAL3: *pre = TOKENS_INF, *next = c->S2 - c->S1; return 1;
+    case MASK_CAUSAL3: *pre = TOKENS_INF, *next = S2 - S1; return 1;
     case MASK_BAND: /* sparse_mode 4: right-down origin */
-        *pre = c->band_w / 2 + c->S1 - c->S2, *next = c->band_w / 2 - c->S1 + c->S2;
+        *pre = c->band_w / 2 + S1 - S2, *next = c->band_w / 2 - S1 + S2;
         return 1;
     default: *pre = *next = TOKENS_INF; return 0;
     }
 }
 
-/* (unmasked (i, j) pairs) / (S1 * S2), counted exactly row by row. */
-static double unmasked_fraction(const fa_case *c)
+/* Unmasked (i, j) pairs of one S1 x S2 block, counted exactly row by row. */
+static double kept_pairs(const fa_case *c, int64_t S1, int64_t S2)
 {
     int64_t pre, next;
-    if (!band_of(c, &pre, &next)) return 1.0;
+    if (!band_of(c, S1, S2, &pre, &next)) return (double)S1 * (double)S2;
     double kept = 0;
-    for (int64_t i = 0; i < c->S1; i++) {
+    for (int64_t i = 0; i < S1; i++) {
         int64_t lo = i - pre, hi = i + next;
         if (lo < 0) lo = 0;
-        if (hi > c->S2 - 1) hi = c->S2 - 1;
+        if (hi > S2 - 1) hi = S2 - 1;
         if (hi >= lo) kept += (double)(hi - lo + 1);
     }
-    return kept / ((double)c->S1 * (double)c->S2);
+    return kept;
+}
+
+/* (unmasked (i, j) pairs) / (S1 * S2); for a varlen case summed over the
+ * sequences, over sum L_i^2. */
+static double unmasked_fraction(const fa_case *c)
+{
+    if (!c->mask) return 1.0;
+    if (!c->varlen) return kept_pairs(c, c->S1, c->S2) / ((double)c->S1 * (double)c->S2);
+    int64_t *len = xmalloc((size_t)c->varlen * sizeof *len);
+    double kept = 0, all = 0;
+    varlen_lengths(c->varlen, c->T, len);
+    for (int64_t i = 0; i < c->varlen; i++) {
+        kept += kept_pairs(c, len[i], len[i]);
+        all += (double)len[i] * (double)len[i];
+    }
+    free(len);
+    return kept / all;
 }
 
 static attnops_dtype parse_dtype(const char *s)
@@ -395,7 +502,7 @@ static void canonical_name(const fa_case *c, char *out, size_t n)
 static void parse_option(const char *opt, fa_case *c, const char *spec)
 {
     const char *eq = strchr(opt, '=');
-    if (!eq) die("optional case fields are key=value (mask=, pse=, peer=); got '%s'", spec);
+    if (!eq) die("optional case fields are key=value (mask=, pse=, peer=, varlen=, varlen_dense=); got '%s'", spec);
     const char *v = eq + 1;
     size_t klen = (size_t)(eq - opt);
     if (klen == 4 && !strncmp(opt, "mask", 4)) {
@@ -420,8 +527,16 @@ static void parse_option(const char *opt, fa_case *c, const char *spec)
         if (!strcmp(v, "no")) c->no_peer = 1;
         else if (!strcmp(v, "yes")) c->no_peer = 0;
         else die("peer must be yes or no in case '%s'", spec);
+    } else if ((klen == 6 && !strncmp(opt, "varlen", 6)) || (klen == 12 && !strncmp(opt, "varlen_dense", 12))) {
+        char *end;
+        errno = 0;
+        long long k = strtoll(v, &end, 10);
+        if (errno || *end || !*v || k <= 0 || k > 1000000)
+            die("varlen=K / varlen_dense=K need a positive integer K in '%s'", spec);
+        if (klen == 6) c->varlen = k;
+        else c->vl_dense = k;
     } else {
-        die("unknown optional case field in '%s' (known: mask=, pse=, peer=)", spec);
+        die("unknown optional case field in '%s' (known: mask=, pse=, peer=, varlen=, varlen_dense=)", spec);
     }
 }
 
@@ -460,41 +575,61 @@ static void parse_case(const char *spec, fa_case *c)
     c->dtype = parse_dtype(f[7]);
     if (!c->dtype) die("dtype must be f32, bf16 or f16 in case '%s'", spec);
     c->layout = attnops_layout_from_string(f[8]);
-    if (c->layout == ATTNOPS_LAYOUT_UNSET || c->layout == ATTNOPS_LAYOUT_TND)
-        die("layout must be BNSD, BSND, BSH or SBH in case '%s'", spec);
+    if (c->layout == ATTNOPS_LAYOUT_UNSET) die("layout must be BNSD, BSND, BSH, SBH or TND in case '%s'", spec);
     if (!strcmp(f[9], "fwd")) c->bwd = 0;
     else if (!strcmp(f[9], "bwd")) c->bwd = 1;
     else die("direction must be fwd or bwd in case '%s'", spec);
     for (int i = 10; i < nf; i++) parse_option(f[i], c, spec);
+    if ((c->layout == ATTNOPS_LAYOUT_TND) != (c->varlen != 0))
+        die("layout TND goes with varlen=K, and varlen=K with layout TND, in case '%s'", spec);
+    if (c->varlen || c->vl_dense) {
+        if (c->varlen && c->vl_dense) die("varlen= and varlen_dense= exclude each other in case '%s'", spec);
+        if (c->B != 1 || c->S1 != c->S2)
+            die("varlen= and varlen_dense= cases take B = 1 and S1 = S2 = T (the total length) in '%s'", spec);
+        if (c->pse) die("varlen= and varlen_dense= cases take no pse in '%s'", spec);
+        if (c->vl_dense && c->mask) die("a varlen_dense= case takes no mask in '%s'", spec);
+        c->T = c->S1;
+    }
     if (name[0]) {
         for (const char *p = name; *p; p++)
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
                 die("case names may hold only letters, digits and '_': '%s'", name);
         strcpy(c->name, name);
-    } else {
-        canonical_name(c, c->name, sizeof c->name);
     }
 }
 
-/* parse_case, then --quick: S1, S2 and a band's width divided by 8; a
- * canonical name follows. */
+/* parse_case, then --quick (S1, S2 — T for varlen — and a band's width
+ * divided by 8), then a varlen_dense case's length L_eq is resolved; an
+ * unnamed case gets its canonical name. */
 static void parse_case_quick(const char *spec, int quick, fa_case *c)
 {
     parse_case(spec, c);
-    if (!quick) return;
-    c->S1 = c->S1 / 8 > 0 ? c->S1 / 8 : 1;
-    c->S2 = c->S2 / 8 > 0 ? c->S2 / 8 : 1;
-    if (c->mask == MASK_BAND) c->band_w = c->band_w / 8 > 0 ? c->band_w / 8 : 1;
-    if (spec[0] == ':' || !strchr(spec, ':')) canonical_name(c, c->name, sizeof c->name);
+    if (quick) {
+        c->S1 = c->S1 / 8 > 0 ? c->S1 / 8 : 1;
+        c->S2 = c->S2 / 8 > 0 ? c->S2 / 8 : 1;
+        if (c->mask == MASK_BAND) c->band_w = c->band_w / 8 > 0 ? c->band_w / 8 : 1;
+        if (c->T) c->T = c->S1;
+    }
+    if (c->varlen || c->vl_dense) {
+        int64_t K = c->varlen ? c->varlen : c->vl_dense;
+        if (K > c->T || varlen_sumsq(K, c->T, NULL, NULL) < 0)
+            die("varlen: T = S1 is too small for K sequences of length >= 1 in case '%s'", spec);
+        if (c->vl_dense) c->S1 = c->S2 = varlen_eq_len(K, c->T);
+    }
+    if (!c->name[0]) canonical_name(c, c->name, sizeof c->name);
 }
 
 static void print_case_spec(FILE *f, const fa_case *c)
 {
     char m[32];
     mask_tag(c, m, sizeof m);
+    /* a varlen_dense case is written with its T (it re-parses to the same L_eq) */
+    const int64_t S1 = c->vl_dense ? c->T : c->S1, S2 = c->vl_dense ? c->T : c->S2;
     fprintf(f, "%s:%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%s", c->name, (long long)c->B, (long long)c->N1,
-            (long long)c->N2, (long long)c->S1, (long long)c->S2, (long long)c->D, (long long)c->Dv,
+            (long long)c->N2, (long long)S1, (long long)S2, (long long)c->D, (long long)c->Dv,
             attnops_dtype_name(c->dtype), attnops_layout_name(c->layout), c->bwd ? "bwd" : "fwd");
+    if (c->varlen) fprintf(f, ",varlen=%lld", (long long)c->varlen);
+    if (c->vl_dense) fprintf(f, ",varlen_dense=%lld", (long long)c->vl_dense);
     if (c->mask) fprintf(f, ",mask=%s", m);
     if (c->pse) fprintf(f, ",pse=%s", pse_tag(c));
     if (c->no_peer) fprintf(f, ",peer=no");
@@ -534,11 +669,26 @@ static const char *const default_cases[] = {
     ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,peer=no",
     ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=alibi2",
     ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=bnss",
+    /* variable length: 32 sequences (lengths uniform in [128, 896], scaled to
+     * T = 16384) in layout TND, against one dense sequence of the same total
+     * work (L_eq = round(sqrt(sum L_i^2)), BSND = TND's memory layout at B = 1);
+     * ratio_vs_dense_rate = varlen GFLOP/s / dense GFLOP/s.  No torch peer. */
+    ":1,8,8,16384,16384,128,128,f32,TND,fwd,varlen=32,peer=no",
+    ":1,8,8,16384,16384,128,128,f32,BSND,fwd,varlen_dense=32,peer=no",
+    ":1,8,8,16384,16384,128,128,f32,TND,bwd,varlen=32,peer=no",
+    ":1,8,8,16384,16384,128,128,f32,BSND,bwd,varlen_dense=32,peer=no",
+    ":1,8,8,16384,16384,128,128,bf16,TND,fwd,varlen=32,peer=no",
+    ":1,8,8,16384,16384,128,128,bf16,BSND,fwd,varlen_dense=32,peer=no",
+    ":1,8,8,16384,16384,128,128,bf16,TND,bwd,varlen=32,peer=no",
+    ":1,8,8,16384,16384,128,128,bf16,BSND,bwd,varlen_dense=32,peer=no",
 };
 
+/* Dense-equivalent FLOPs: forward 2*B*N1*S1*S2*(D+Dv); a varlen case counts
+ * its real work, sum_i 2*N1*L_i^2*(D+Dv); backward 2.5x. */
 static double case_flop(const fa_case *c)
 {
-    double f = 2.0 * (double)c->B * (double)c->N1 * (double)c->S1 * (double)c->S2 * (double)(c->D + c->Dv);
+    double pairs = c->varlen ? varlen_sumsq(c->varlen, c->T, NULL, NULL) : (double)c->B * (double)c->S1 * (double)c->S2;
+    double f = 2.0 * (double)c->N1 * pairs * (double)(c->D + c->Dv);
     return c->bwd ? 2.5 * f : f;
 }
 
@@ -555,6 +705,7 @@ static attnops_tensor make_tensor(void *data, attnops_dtype dt, attnops_layout l
     case ATTNOPS_LAYOUT_BNSD: shape[0] = B, shape[1] = N, shape[2] = S, shape[3] = d; break;
     case ATTNOPS_LAYOUT_BSND: shape[0] = B, shape[1] = S, shape[2] = N, shape[3] = d; break;
     case ATTNOPS_LAYOUT_BSH: shape[0] = B, shape[1] = S, shape[2] = N * d, rank = 3; break;
+    case ATTNOPS_LAYOUT_TND: shape[0] = B * S, shape[1] = N, shape[2] = d, rank = 3; break; /* B = 1: T = S */
     default: /* SBH */ shape[0] = S, shape[1] = B, shape[2] = N * d, rank = 3; break;
     }
     return attnops_tensor_contiguous(data, dt, rank, shape);
@@ -566,6 +717,8 @@ typedef struct case_data {
     /* tensors */
     attnops_tensor q, k, v, o, smax, ssum, dy, dq, dk, dv;
     attnops_tensor mask, pse; /* data NULL when the case has none */
+    attnops_tensor cumlen;    /* varlen: i64 [K] cumulative lengths (q and kv alike) */
+    int64_t *len;             /* varlen: the K lengths */
     void *ws;
     size_t ws_bytes;
     size_t in_bytes, out_bytes;
@@ -620,6 +773,31 @@ static void fill_params(attnops_fa_params *p, const case_data *d, attnops_impl i
         p->pse = &d->pse;
         p->pse_type = d->c.pse == PSE_ALIBI2 ? 2 : 1;
     }
+    if (d->cumlen.data) p->actual_seq_qlen = p->actual_seq_kvlen = &d->cumlen;
+}
+
+/* The calls: TND goes through the varlen entry points
+ * (aclnnFlashAttentionVarLenScore / UnpaddingScoreGradV2), the rest through
+ * the plain ones. */
+static attnops_status fwd_ws(const case_data *d, size_t *b)
+{
+    return d->c.varlen ? attnops_flash_attention_varlen_score_workspace_size(&d->fa, b)
+                       : attnops_flash_attention_score_workspace_size(&d->fa, b);
+}
+static attnops_status fwd_call(const case_data *d, void *ws, size_t b)
+{
+    return d->c.varlen ? attnops_flash_attention_varlen_score(&d->fa, ws, b)
+                       : attnops_flash_attention_score(&d->fa, ws, b);
+}
+static attnops_status bwd_ws(const case_data *d, size_t *b)
+{
+    return d->c.varlen ? attnops_flash_attention_unpadding_score_grad_workspace_size(&d->ba, b)
+                       : attnops_flash_attention_score_grad_workspace_size(&d->ba, b);
+}
+static attnops_status bwd_call(const case_data *d, void *ws, size_t b)
+{
+    return d->c.varlen ? attnops_flash_attention_unpadding_score_grad(&d->ba, ws, b)
+                       : attnops_flash_attention_score_grad(&d->ba, ws, b);
 }
 
 /* The case's atten_mask (CANN polarity, 1 = masked out) and pse, if any.
@@ -631,7 +809,13 @@ static size_t make_mask_pse(case_data *d)
     if (c->mask != MASK_NONE) {
         /* mode 1: the full [S1,S2] causal pattern; modes 2/3/4: the
          * compressed 2048x2048 one (upper triangle j > i set). */
-        const int64_t rows = c->mask == MASK_FULL1 ? c->S1 : 2048, cols = c->mask == MASK_FULL1 ? c->S2 : 2048;
+        int64_t full = c->S1, fullc = c->S2;
+        if (c->varlen) { /* TND mode 1: one [max L, max L] mask, read per sequence */
+            full = 0;
+            for (int64_t i = 0; i < c->varlen; i++) full = d->len[i] > full ? d->len[i] : full;
+            fullc = full;
+        }
+        const int64_t rows = c->mask == MASK_FULL1 ? full : 2048, cols = c->mask == MASK_FULL1 ? fullc : 2048;
         const int64_t shape[2] = {rows, cols};
         uint8_t *m = xmalloc((size_t)(rows * cols));
         for (int64_t i = 0; i < rows; i++)
@@ -669,19 +853,31 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
     const int64_t B = c->B, N1 = c->N1, N2 = c->N2, S1 = c->S1, S2 = c->S2, D = c->D, Dv = c->Dv;
     const size_t nq = (size_t)(B * N1 * S1 * D), nk = (size_t)(B * N2 * S2 * D), nv = (size_t)(B * N2 * S2 * Dv);
     const size_t no = (size_t)(B * N1 * S1 * Dv), ns = (size_t)(B * N1 * S1 * 8);
+    size_t extra_len = 0;
+    if (c->varlen) {
+        const int64_t K = c->varlen, kshape[1] = {K};
+        d->len = xmalloc((size_t)K * sizeof *d->len);
+        int64_t *cum = xmalloc((size_t)K * sizeof *cum), acc = 0;
+        varlen_lengths(K, c->T, d->len);
+        for (int64_t i = 0; i < K; i++) cum[i] = acc += d->len[i];
+        d->cumlen = attnops_tensor_contiguous(cum, ATTNOPS_DTYPE_I64, 1, kshape);
+        extra_len = (size_t)K * sizeof *cum;
+    }
 
     d->q = make_tensor(xmalloc(nq * d->es), dt, c->layout, B, S1, N1, D);
     d->k = make_tensor(xmalloc(nk * d->es), dt, c->layout, B, S2, N2, D);
     d->v = make_tensor(xmalloc(nv * d->es), dt, c->layout, B, S2, N2, Dv);
     d->o = make_tensor(xmalloc(no * d->es), dt, c->layout, B, S1, N1, Dv);
-    const int64_t sshape[4] = {B, N1, S1, 8};
-    d->smax = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, 4, sshape);
-    d->ssum = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, 4, sshape);
+    const int64_t sshape[4] = {B, N1, S1, 8}, tshape[3] = {S1, N1, 8}; /* TND: declared [T, N1, 8] */
+    const int srank = c->varlen ? 3 : 4;
+    const int64_t *sdims = c->varlen ? tshape : sshape;
+    d->smax = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, srank, sdims);
+    d->ssum = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, srank, sdims);
     /* Small values keep scores ~N(0, 1/9): a realistic softmax. */
     fill_random(d->q.data, dt, (int64_t)nq);
     fill_random(d->k.data, dt, (int64_t)nk);
     fill_random(d->v.data, dt, (int64_t)nv);
-    const size_t extra_in = make_mask_pse(d);
+    const size_t extra_in = make_mask_pse(d) + extra_len;
 
     attnops_fa_fwd_args_init(&d->fa);
     fill_params(&d->fa.p, d, ATTNOPS_IMPL_CPU, threads);
@@ -691,7 +887,7 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
 
     size_t fws = 0;
     if (!c->bwd || !synthetic_stats)
-        check_status(attnops_flash_attention_score_workspace_size(&d->fa, &fws), "forward workspace query", c);
+        check_status(fwd_ws(d, &fws), "forward workspace query", c);
 
     if (!c->bwd) {
         d->ws_bytes = fws;
@@ -717,9 +913,12 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
             ((float *)d->smax.data)[i] = mx;
             ((float *)d->ssum.data)[i] = sm;
         }
+        /* varlen: per-sequence [N1, L_i, 8] blocks, sum = L_i */
+        for (int64_t b = 0, off = 0; c->varlen && b < c->varlen; off += d->len[b] * N1 * 8, b++)
+            for (int64_t i = 0; i < d->len[b] * N1 * 8; i++) ((float *)d->ssum.data)[off + i] = (float)d->len[b];
     } else {
         void *fw = xmalloc(fws);
-        check_status(attnops_flash_attention_score(&d->fa, fw, fws), "forward (for the backward's inputs)", c);
+        check_status(fwd_call(d, fw, fws), "forward (for the backward's inputs)", c);
         free(fw);
     }
 
@@ -732,8 +931,7 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
     d->ba.dq = &d->dq;
     d->ba.dk = &d->dk;
     d->ba.dv = &d->dv;
-    check_status(attnops_flash_attention_score_grad_workspace_size(&d->ba, &d->ws_bytes), "backward workspace query",
-                 c);
+    check_status(bwd_ws(d, &d->ws_bytes), "backward workspace query", c);
     d->ws = xmalloc(d->ws_bytes);
     d->in_bytes = (nq + nk + nv + 2 * no) * d->es + 2 * ns * 4 + extra_in;
     d->out_bytes = (nq + nk + nv) * d->es;
@@ -742,7 +940,8 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
 static void case_free(case_data *d)
 {
     void *ps[] = {d->q.data, d->k.data, d->v.data, d->o.data, d->smax.data, d->ssum.data,
-                  d->dy.data, d->dq.data, d->dk.data, d->dv.data, d->mask.data, d->pse.data, d->ws};
+                  d->dy.data, d->dq.data, d->dk.data, d->dv.data, d->mask.data, d->pse.data, d->ws,
+                  d->cumlen.data, d->len};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
 }
 
@@ -755,16 +954,17 @@ static double case_run(case_data *d, attnops_impl impl)
     attnops_status st;
     if (impl != ATTNOPS_IMPL_CPU) {
         d->fa.p.impl = d->ba.p.impl = impl;
-        st = d->c.bwd ? attnops_flash_attention_score_grad_workspace_size(&d->ba, &wsb)
-                      : attnops_flash_attention_score_workspace_size(&d->fa, &wsb);
+        st = d->c.bwd ? bwd_ws(d, &wsb) : fwd_ws(d, &wsb);
         check_status(st, "reference workspace query", &d->c);
         ws = xmalloc(wsb);
     }
     double t0 = now_s();
-    st = d->c.bwd ? attnops_flash_attention_score_grad(&d->ba, ws, wsb)
-                  : attnops_flash_attention_score(&d->fa, ws, wsb);
+    st = d->c.bwd ? bwd_call(d, ws, wsb) : fwd_call(d, ws, wsb);
     double t1 = now_s();
-    check_status(st, d->c.bwd ? "FlashAttentionScoreGrad" : "FlashAttentionScore", &d->c);
+    check_status(st,
+                 d->c.varlen ? (d->c.bwd ? "FlashAttentionUnpaddingScoreGrad" : "FlashAttentionVarLenScore")
+                             : (d->c.bwd ? "FlashAttentionScoreGrad" : "FlashAttentionScore"),
+                 &d->c);
     if (impl != ATTNOPS_IMPL_CPU) {
         free(ws);
         d->fa.p.impl = d->ba.p.impl = ATTNOPS_IMPL_CPU;
@@ -799,7 +999,24 @@ static void case_sanity(const case_data *d)
 static int same_shape(const fa_case *a, const fa_case *b)
 {
     return a->B == b->B && a->N1 == b->N1 && a->N2 == b->N2 && a->S1 == b->S1 && a->S2 == b->S2 && a->D == b->D &&
-           a->Dv == b->Dv && a->dtype == b->dtype && a->layout == b->layout && a->bwd == b->bwd;
+           a->Dv == b->Dv && a->dtype == b->dtype && a->layout == b->layout && a->bwd == b->bwd &&
+           a->varlen == b->varlen && a->vl_dense == b->vl_dense && a->T == b->T;
+}
+
+/* The dense reference of a plain varlen case (no mask, no pse): the
+ * varlen_dense case of the same K, T, heads, head dims, dtype and direction;
+ * -1 when there is none. */
+static int dense_of(const fa_case *cases, int n, int i)
+{
+    const fa_case *c = &cases[i];
+    if (!c->varlen || c->mask || c->pse) return -1;
+    for (int k = 0; k < n; k++) {
+        const fa_case *b = &cases[k];
+        if (b->vl_dense == c->varlen && b->T == c->T && b->N1 == c->N1 && b->N2 == c->N2 && b->D == c->D &&
+            b->Dv == c->Dv && b->dtype == c->dtype && b->bwd == c->bwd && !b->mask && !b->pse)
+            return k;
+    }
+    return -1;
 }
 
 /* The case cases[i] is compared with: for a pse case the same case without
@@ -897,12 +1114,16 @@ static void usage(FILE *f)
             "                [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]]...\n"
             "       bench_fa --list-cases [--quick] [--case ...]...\n"
             "       bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,...] [--threads N] [--json PATH] [--quick]\n"
-            "  dtype: f32 | bf16 | f16   layout: BNSD | BSND | BSH | SBH   dir: fwd | bwd\n"
+            "  dtype: f32 | bf16 | f16   layout: BNSD | BSND | BSH | SBH | TND (varlen= only)   dir: fwd | bwd\n"
             "  mask:  none | causal2 (sparse_mode 2) | causal3 (mode 3) | bandW (mode 4, pre = next = W/2)\n"
             "         | mask1 (mode 1, explicit [S1,S2] bool mask, j > i masked); modes 2-4 use the\n"
             "         compressed 2048x2048 mask\n"
             "  pse:   none | alibi2 (pse_type 2, f32 slopes [N1]) | bnss (pse_type 1, [B,N1,S1,S2] tensor)\n"
             "  peer=no: bench/peer_torch.py skips the case\n"
+            "  varlen=K: layout TND, B=1, S1=S2=T: K sequences, lengths uniform in [128,896) (fixed seed)\n"
+            "         scaled to sum to T; FLOPs sum_i 2*N1*L_i^2*(D+Dv) (bwd 2.5x)\n"
+            "  varlen_dense=K: spec S1=S2=T, runs one dense sequence of L_eq = round(sqrt(sum L_i^2)) of\n"
+            "         varlen=K at that T; a plain varlen case gets ratio_vs_dense_rate = its GFLOP/s / this one's\n"
             "  an empty NAME (\":1,8,...\") gets a canonical name such as fwd_f32_B1_N8_S4096_D128\n"
             "  (masks and pse append _causal2, _band1024, _mask1, _alibi2, _bnss)\n"
             "  ratios: a masked case against the same case unmasked (ratio_vs_dense; bands also\n"
@@ -910,7 +1131,7 @@ static void usage(FILE *f)
             "  the same case without pse (ratio_vs_plain); per round, then the median\n"
             "  --threads   OpenMP threads for the GEMM peak and the kernels (default: OMP_NUM_THREADS)\n"
             "  --reps      rounds; each round runs both peaks and every case once (default 5)\n"
-            "  --quick     divide every S (and band width) by 8 (smoke runs)\n"
+            "  --quick     divide every S (T, band width) by 8 (smoke runs)\n"
             "  --ref       also time impl REFERENCE on every case (slow: tiny shapes only)\n"
             "  --gemm-seconds T   duration of one peak measurement (default 0.2)\n"
             "  --no-peak   skip the GEMM peak (percentages are then not reported)\n");
@@ -1031,6 +1252,16 @@ int main(int argc, char **argv)
         }
     }
 
+    for (int i = 0; i < ncases; i++)
+        if (cases[i].varlen) {
+            int64_t lo, hi;
+            double ss = varlen_sumsq(cases[i].varlen, cases[i].T, &lo, &hi);
+            printf("varlen %s: K=%lld sequences, T=%lld, lengths %lld..%lld, sum L^2 = %.0f, L_eq = %lld\n",
+                   cases[i].name, (long long)cases[i].varlen, (long long)cases[i].T, (long long)lo, (long long)hi,
+                   ss, (long long)varlen_eq_len(cases[i].varlen, cases[i].T));
+        }
+    fflush(stdout);
+
     /* cases: allocate, fill, warm up once */
     case_data *cd = calloc((size_t)ncases, sizeof *cd);
     if (!cd) die("out of memory%s", "");
@@ -1076,7 +1307,7 @@ int main(int argc, char **argv)
         json_numf(&j, peak[b] / threads, "gemm_peak_%s_gflops_per_thread", pname[b], "");
     }
 
-    printf("\n%-36s %10s %10s %10s %9s %10s\n", "case (dense-equivalent FLOPs)", "ms median", "ms min", "GFLOP/s",
+    printf("\n%-44s %10s %10s %10s %9s %10s\n", "case (dense-equivalent FLOPs)", "ms median", "ms min", "GFLOP/s",
            "% peak", "peak");
     for (int i = 0; i < ncases; i++) {
         case_data *d = &cd[i];
@@ -1084,7 +1315,7 @@ int main(int argc, char **argv)
         double gf = d->flop / (ms * 1e-3) * 1e-9;
         int pk = d->c.dtype == ATTNOPS_DTYPE_BF16;
         double pct = 100.0 * gf / peak[pk];
-        printf("%-36s %10.2f %10.2f %10.1f %9.1f %10s\n", d->c.name, ms, vmin(d->ms, d->nrep), gf, pct, pname[pk]);
+        printf("%-44s %10.2f %10.2f %10.1f %9.1f %10s\n", d->c.name, ms, vmin(d->ms, d->nrep), gf, pct, pname[pk]);
         json_numf(&j, ms, "%s_ms_median", d->c.name, "");
         json_numf(&j, vmin(d->ms, d->nrep), "%s_ms_min", d->c.name, "");
         json_numf(&j, gf, "%s_gflops", d->c.name, "");
@@ -1092,11 +1323,19 @@ int main(int argc, char **argv)
         if (isfinite(pct)) json_numf(&j, pct, "%s_pct_peak", d->c.name, "");
         json_numf(&j, (double)d->ws_bytes, "%s_workspace_bytes", d->c.name, "");
         if (d->c.mask) json_numf(&j, unmasked_fraction(&d->c), "%s_unmasked_fraction", d->c.name, "");
+        if (d->c.varlen) {
+            int64_t lo, hi;
+            double ss = varlen_sumsq(d->c.varlen, d->c.T, &lo, &hi);
+            json_numf(&j, (double)d->c.varlen, "%s_varlen_sequences", d->c.name, "");
+            json_numf(&j, (double)lo, "%s_varlen_len_min", d->c.name, "");
+            json_numf(&j, (double)hi, "%s_varlen_len_max", d->c.name, "");
+            json_numf(&j, ss, "%s_varlen_sum_len_sq", d->c.name, "");
+        }
         if (with_ref) {
             double rms = median(d->ref_ms, d->nref);
             char label[NAME_LEN + 8];
             snprintf(label, sizeof label, "%s (ref)", d->c.name);
-            printf("%-36s %10.2f %10.2f %10.1f %9s %10s\n", label, rms, vmin(d->ref_ms, d->nref),
+            printf("%-44s %10.2f %10.2f %10.1f %9s %10s\n", label, rms, vmin(d->ref_ms, d->nref),
                    d->flop / (rms * 1e-3) * 1e-9, "", "");
             json_numf(&j, rms, "%s_ref_ms_median", d->c.name, "");
             json_numf(&j, d->flop / (rms * 1e-3) * 1e-9, "%s_ref_gflops", d->c.name, "");
@@ -1106,14 +1345,26 @@ int main(int argc, char **argv)
     /* ratios between cases, within each round, then the median */
     int header = 0;
     for (int i = 0; i < ncases; i++) {
-        int b = base_of(cases, ncases, i);
-        if (b < 0) continue;
+        int b = base_of(cases, ncases, i), vd = dense_of(cases, ncases, i);
+        if (b < 0 && vd < 0) continue;
         if (!header) {
             printf("\n%-30s %-24s %10s %10s %s\n", "ratio", "kind", "median", "unmasked", "base case");
             header = 1;
         }
         char label[NAME_LEN + 48], key[NAME_LEN + 96];
         ratio_label(cases, ncases, i, label, sizeof label);
+        if (vd >= 0) {
+            /* varlen GFLOP/s / dense GFLOP/s of the same total work */
+            const case_data *d = &cd[i], *e = &cd[vd];
+            double rr[256];
+            int n = d->nrep < e->nrep ? d->nrep : e->nrep;
+            for (int r = 0; r < n; r++) rr[r] = (d->flop / d->ms[r]) / (e->flop / e->ms[r]);
+            snprintf(key, sizeof key, "%s_ratio_vs_dense_rate", label);
+            json_num(&j, key, median(rr, n));
+            printf("%-30s %-24s %10.3f %10.4f %s\n", label, "ratio_vs_dense_rate", median(rr, n), 1.0,
+                   cases[vd].name);
+            continue;
+        }
         const double frac = unmasked_fraction(&cases[i]);
         const case_data *d = &cd[i], *e = &cd[b];
         double r_base[256], r_prop[256];

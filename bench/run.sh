@@ -13,18 +13,21 @@
 #      fresh process each;
 #   4. merges everything into build/bench/results.json (medians over rounds,
 #      GFLOP/s, % of peak, speedups vs torch, and the ratios between cases:
-#      masked vs dense, band vs proportional, pse vs plain), prints two
+#      masked vs dense, band vs proportional, pse vs plain, varlen vs the
+#      dense sequence of the same total work), prints two
 #      markdown tables (cases; ratios with their targets) and writes them to
 #      build/bench/results.md.  It checks nothing: no pass/fail.
 #
 # Environment:
 #   OMP_NUM_THREADS   threads for attnops, the GEMM peak and torch (default: nproc)
 #   BENCH_REPS        rounds (default 5)
-#   BENCH_QUICK=1     divide every S (and band width) by 8 (smoke run; also the
-#                     RSS cases)
+#   BENCH_QUICK=1     divide every S (a varlen case's total T, band width) by 8
+#                     (smoke run; also the RSS cases)
 #   BENCH_CASES       case specs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M]
-#                     [,pse=P][,peer=no] separated by spaces (default: bench_fa's
-#                     built-in target cases; `bench_fa --help` lists M and P)
+#                     [,pse=P][,peer=no][,varlen=K|,varlen_dense=K] separated by
+#                     spaces (default: bench_fa's built-in target cases;
+#                     `bench_fa --help` lists M and P).  Cases with varlen= or
+#                     varlen_dense= are not passed to the torch peer.
 #   BENCH_RSS=0       skip the RSS runs
 #   BENCH_TORCH=0     skip the PyTorch peer
 #   BENCH_UPDATE_DOCS 1 = write the table into docs/PERFORMANCE.md between its
@@ -60,7 +63,11 @@ given=()
 for s in ${BENCH_CASES:-}; do given+=(--case "$s"); done
 mapfile -t CASES < <("$BENCH" --list-cases "${quick_flag[@]}" "${given[@]}")
 case_args=()
-for s in "${CASES[@]}"; do case_args+=(--case "$s"); done
+torch_args=() # the peer has no varlen call (and does not parse varlen=/varlen_dense=)
+for s in "${CASES[@]}"; do
+    case_args+=(--case "$s")
+    [[ ,$s, == *,varlen=* || ,$s, == *,varlen_dense=* ]] || torch_args+=(--case "$s")
+done
 printf 'bench/run.sh: %d threads, %d rounds%s, cases:\n' "$THREADS" "$REPS" "$([[ $QUICK == 1 ]] && echo ', quick (S/8)')"
 printf '  %s\n' "${CASES[@]}"
 
@@ -80,7 +87,7 @@ run_attnops() {
 run_torch() {
     # unbuffered so the two programs' outputs interleave in order
     "$PY" -u "$ROOT/bench/peer_torch.py" --threads "$THREADS" --reps 1 --json "$OUT/rounds/torch.$1.json" \
-        "${case_args[@]}"
+        "${torch_args[@]}"
 }
 
 # ---- rounds, alternating ------------------------------------------------------
@@ -149,7 +156,8 @@ for line in os.environ["BENCH_CASE_LIST"].splitlines():
     name, _, body = line.partition(":")
     f = body.split(",")
     c = dict(zip(("B", "N1", "N2", "S1", "S2", "D", "Dv"), map(int, f[:7])))
-    c.update(name=name, dtype=f[7], layout=f[8], dir=f[9], mask="none", pse="none", peer=True)
+    c.update(name=name, dtype=f[7], layout=f[8], dir=f[9], mask="none", pse="none", peer=True, varlen=0,
+             varlen_dense=0)
     # optional fields, as `bench_fa --list-cases` prints them (already checked by it)
     for o in f[10:]:
         k, _, v = o.partition("=")
@@ -157,9 +165,19 @@ for line in os.environ["BENCH_CASE_LIST"].splitlines():
             c["peer"] = v != "no"
         elif k in ("mask", "pse"):
             c[k] = v
-    fl = 2.0 * c["B"] * c["N1"] * c["S1"] * c["S2"] * (c["D"] + c["Dv"])
-    c["gflop"] = (2.5 * fl if c["dir"] == "bwd" else fl) * 1e-9
-    c["tags"] = "".join(f"_{c[k]}" for k in ("mask", "pse") if c[k] != "none")
+        elif k in ("varlen", "varlen_dense"):
+            c[k] = int(v)
+    # FLOPs as bench_fa counts them (it writes them): a varlen case's real work
+    # sum_i L_i^2, a varlen_dense case's L_eq^2 (its S1, S2 here are T)
+    gfs = [a[f"{name}_gflop"] for a in A if isinstance(a.get(f"{name}_gflop"), (int, float))]
+    if gfs:
+        c["gflop"] = gfs[0]
+    else:
+        fl = 2.0 * c["B"] * c["N1"] * c["S1"] * c["S2"] * (c["D"] + c["Dv"])
+        c["gflop"] = (2.5 * fl if c["dir"] == "bwd" else fl) * 1e-9
+    vtag = (f"_varlen{c['varlen']}" if c["varlen"] else
+            f"_varlen{c['varlen_dense']}dense" if c["varlen_dense"] else "")
+    c["tags"] = vtag + "".join(f"_{c[k]}" for k in ("mask", "pse") if c[k] != "none")
     cases.append(c)
 
 res = {
@@ -233,7 +251,20 @@ for c in cases:
 
 # ---- ratios between cases (same rules as bench_fa.c base_of / ratio_label) ----
 def same_shape(a, b):
-    return all(a[k] == b[k] for k in ("B", "N1", "N2", "S1", "S2", "D", "Dv", "dtype", "layout", "dir"))
+    return all(a[k] == b[k] for k in ("B", "N1", "N2", "S1", "S2", "D", "Dv", "dtype", "layout", "dir", "varlen",
+                                      "varlen_dense"))
+
+
+def dense_of(c):
+    """A plain varlen=K case against its varlen_dense=K case (same T, heads,
+    head dims, dtype, direction; bench_fa.c dense_of).  None when absent."""
+    if not c["varlen"] or c["mask"] != "none" or c["pse"] != "none":
+        return None
+    for b in cases:
+        if (b["varlen_dense"] == c["varlen"] and b["S1"] == c["S1"] and b["mask"] == "none" and b["pse"] == "none"
+                and all(b[k] == c[k] for k in ("N1", "N2", "D", "Dv", "dtype", "dir"))):
+            return b
+    return None
 
 
 def base_of(c):
@@ -260,6 +291,9 @@ def label(c):
 
 def ratio_target(c, kind):
     """The issue's ratio targets, as text, at the target shapes only."""
+    if kind == "ratio_vs_dense_rate":
+        return "≥ 0.8" if (c["varlen"] == 32 and c["S1"] == 16384 and c["D"] == c["Dv"] == 128
+                           and c["N1"] == c["N2"]) else ""
     if (c["layout"] != "BNSD" or c["D"] != 128 or c["Dv"] != 128 or c["N1"] != c["N2"] or c["B"] != 1
             or c["S1"] != 4096 or c["S2"] != 4096):
         return ""
@@ -285,6 +319,19 @@ def torch_call(c):
 ratio_rows = []
 for c in cases:
     n, lab, b = c["name"], label(c), base_of(c)
+    vd = dense_of(c)
+    if vd is not None:
+        # varlen GFLOP/s / dense GFLOP/s, within each round, then the median
+        dn = vd["name"]
+        rs = [(a[f"{n}_gflop"] / a[f"{n}_ms_median"]) / (a[f"{dn}_gflop"] / a[f"{dn}_ms_median"]) for a in A
+              if a.get(f"{n}_ms_median") and a.get(f"{dn}_ms_median") and a.get(f"{n}_gflop")
+              and a.get(f"{dn}_gflop")]
+        v = statistics.median(rs) if rs else None
+        if v is not None:
+            res[f"{lab}_ratio_vs_dense_rate"] = v
+        ratio_rows.append(f"| `{lab}_ratio_vs_dense_rate` | {fmt(v, '.3f')} | GFLOP/s / GFLOP/s of `{dn}` "
+                          f"(one sequence of the same Σ L², {c['varlen']} sequences in T = {c['S1']}) "
+                          f"| {ratio_target(c, 'ratio_vs_dense_rate')} |")
     fracs = [a[f"{n}_unmasked_fraction"] for a in A if isinstance(a.get(f"{n}_unmasked_fraction"), (int, float))]
     frac = fracs[0] if fracs else 1.0
     if c["mask"] != "none":
@@ -357,7 +404,8 @@ if rss_rows:
     md += rss_rows
 md.append("")
 md.append("GFLOP/s are dense-equivalent (forward 2·B·N1·S1·S2·(D+Dv), backward 2.5×) at the median time, "
-          "also for masked cases (whose % of peak can pass 100); "
+          "also for masked cases (whose % of peak can pass 100); varlen cases count their real work "
+          "(Σ_i 2·N1·L_i²·(D+Dv)); "
           "% of peak, speedup (torch ms / attnops ms) and the ratios between cases are medians of the per-round ratios; "
           "targets are quoted, not judged.")
 text = "\n".join(md) + "\n"

@@ -167,18 +167,19 @@ static void pack_qside(const fa_problem *p, const bwd_plan *pl, const qside *qs,
 {
     const fa_tiling *t = &pl->t;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_q_first(p, b), end = first + S1;
+    const int64_t S1p = (S1 + FA_BQ - 1) / FA_BQ * FA_BQ; /* this batch's rows only (TND batches are shorter) */
     if (t->bf16) {
-        for (int64_t q0 = 0; q0 < t->S1p; q0 += FA_BQ) {
+        for (int64_t q0 = 0; q0 < S1p; q0 += FA_BQ) {
             pack_cols(PACK_BF16, &p->q, b, h, first + q0, FA_BQ, end, p->D, (uint16_t *)qs->qt + q0 * p->D, FA_BQ);
             pack_cols(PACK_BF16, &p->dy, b, h, first + q0, FA_BQ, end, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, FA_BQ);
         }
     }
-    if (!pl->q_zero_copy) pack_rows(t->elem, &p->q, b, h, first, t->S1p, end, p->D, (void *)qs->q, t->Dp);
-    if (!pl->dy_zero_copy) pack_rows(t->elem, &p->dy, b, h, first, t->S1p, end, p->Dv, (void *)qs->dy, t->Dvp);
+    if (!pl->q_zero_copy) pack_rows(t->elem, &p->q, b, h, first, S1p, end, p->D, (void *)qs->q, t->Dp);
+    if (!pl->dy_zero_copy) pack_rows(t->elem, &p->dy, b, h, first, S1p, end, p->Dv, (void *)qs->dy, t->Dvp);
     const fa_band band = fa_band_of(p, b, S1, S2);
-    for (int64_t q0 = 0; q0 < t->S1p; q0 += FA_BQ)
+    for (int64_t q0 = 0; q0 < S1p; q0 += FA_BQ)
         qs->attend[q0 / FA_BQ] = q0 >= S1 || fa_rows_attend(p, &band, b, h, q0, q0 + FA_BQ < S1 ? q0 + FA_BQ : S1, S2);
-    for (int64_t i = 0; i < t->S1p; i++) {
+    for (int64_t i = 0; i < S1p; i++) {
         /* Padding rows, rows carrying the invalid-row sentinel, and TND rows
          * with every key masked (their P is forced to 0): m = +inf makes
          * P = exp(-inf) = 0, so they contribute nothing. */
@@ -349,7 +350,8 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
     const fa_band band = fa_band_of(p, b, S1, S2);
     int64_t kt0, kt1;
     split_range(c, &band, S1, S2, s, &kt0, &kt1);
-    for (int64_t g = 0; g < p->G; g++) memset(wave_part(c, w, i, g, s), 0, (size_t)(t->S1p * p->D) * sizeof(float));
+    const int64_t S1p = (S1 + FA_BQ - 1) / FA_BQ * FA_BQ;
+    for (int64_t g = 0; g < p->G; g++) memset(wave_part(c, w, i, g, s), 0, (size_t)(S1p * p->D) * sizeof(float));
     for (int64_t kt = kt0; kt < kt1; kt++) {
         const int64_t k0 = kt * FA_BK;
         const int valid = (int)(S2 - k0 < FA_BK ? S2 - k0 : FA_BK);
@@ -409,10 +411,11 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
                 item(&c, &w, i, (w0 + i) / p->N2, (w0 + i) % p->N2, s, th);
             }
             /* dq = scale * (sum of the split partials, in split order). */
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 4)
             for (int64_t x = 0; x < nw * G * t->nq; x++) {
                 const int64_t i = x / (G * t->nq), g = (x / t->nq) % G, q0 = (x % t->nq) * FA_BQ;
                 const int64_t b = (w0 + i) / p->N2, h = ((w0 + i) % p->N2) * G + g;
+                if (q0 >= fa_q_len(p, b)) continue; /* past a short TND batch */
                 float *acc = wave_part(&c, &w, i, g, 0) + q0 * p->D;
                 for (int64_t s = 1; s < pl.nsplit; s++) {
                     const float *add = wave_part(&c, &w, i, g, s) + q0 * p->D;

@@ -188,7 +188,7 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
         const fwd_scratch sc = thread_scratch(&pl, p, threads_base + (size_t)tid * pl.thread_bytes);
         for (int64_t w0 = 0; w0 < heads; w0 += pl.wave) {
             const int64_t nw = heads - w0 < pl.wave ? heads - w0 : pl.wave;
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
             for (int64_t i = 0; i < nw; i++) {
                 char *kb = packs + (size_t)i * (pl.k_bytes + pl.v_bytes);
                 pack_kv_head(p, t, (w0 + i) / p->N2, (w0 + i) % p->N2, kb, kb + pl.k_bytes);

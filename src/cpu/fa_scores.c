@@ -31,9 +31,14 @@ void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos
             for (int x = 0; x < t->cols; x++) s[(size_t)r * ld + x] *= scale;
         break;
     }
-    if (cls != FA_TILE_PARTIAL) return;
+    if (cls == FA_TILE_FULL) return;
+    const float fill = (float)FA_MASK_FILL;
+    if (cls == FA_TILE_EMPTY) {
+        for (int r = 0; r < t->rows; r++)
+            for (int x = 0; x < t->cols; x++) s[(size_t)r * ld + x] = fill;
+        return;
+    }
     if (!band->elements) { /* a band: each row keeps one run of columns (plus the prefix) */
-        const float fill = (float)FA_MASK_FILL;
         for (int r = 0; r < t->rows; r++) {
             float *row = s + (size_t)r * ld;
             /* masked: columns outside [lo, hi], except those before `keep` (the prefix) */
@@ -48,6 +53,6 @@ void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos
         float *row = s + (size_t)r * ld;
         fa_mask_row(p, band, t->b, t->h, t->q0 + r, t->k0, t->cols, masked);
         for (int x = 0; x < t->cols; x++)
-            if (masked[x]) row[x] = (float)FA_MASK_FILL;
+            if (masked[x]) row[x] = fill;
     }
 }

@@ -15,14 +15,16 @@ typedef struct fa_tile_pos {
 } fa_tile_pos;
 
 /* Whether the tile needs fa_scores_apply (otherwise the softmax kernels
- * apply the scale themselves). */
+ * apply the scale themselves).  An EMPTY tile reaches the softmax only when
+ * a row attends to nothing and must see every key's fill value. */
 static inline bool fa_scores_needed(const fa_problem *p, fa_tile_class cls)
 {
-    return p->pse.kind != FA_PSE_NONE || cls == FA_TILE_PARTIAL;
+    return p->pse.kind != FA_PSE_NONE || cls != FA_TILE_FULL;
 }
 
 /* s[r*ld + c] (raw q.k) becomes (raw + bias)*scale or raw*scale + bias, and
- * FA_MASK_FILL where masked (only looked at when cls is PARTIAL).
+ * FA_MASK_FILL where masked (everywhere when cls is EMPTY, per element when
+ * PARTIAL).
  * scratch: ld * rows floats (bias) + ld bytes (mask row). */
 void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos *t, fa_tile_class cls, float *s,
                      int ld, float *bias_scratch, uint8_t *mask_scratch);
