@@ -33,4 +33,18 @@ bool ao_dtype_is_float(attnops_dtype dtype);
 
 static inline size_t ao_align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+/* Inline forms of the bf16 conversions for loops that must vectorise
+ * (identical results to attnops_bf16_to_f32 / attnops_f32_to_bf16). */
+static inline float ao_bf16_to_f32(uint16_t b)
+{
+    union { uint32_t u; float f; } x = {(uint32_t)b << 16};
+    return x.f;
+}
+static inline uint16_t ao_f32_to_bf16(float f)
+{
+    union { float f; uint32_t u; } x = {f};
+    if ((x.u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u; /* NaN, as PyTorch */
+    return (uint16_t)((x.u + 0x7fffu + ((x.u >> 16) & 1u)) >> 16);
+}
+
 #endif

@@ -15,7 +15,8 @@ static void load_row(pack_elem elem, const char *src, attnops_dtype dtype, int64
     if (elem == PACK_BF16) {
         uint16_t *out = dst;
         if (dtype == ATTNOPS_DTYPE_BF16) {
-            for (int64_t i = 0; i < n; i++) out[i] = ((const uint16_t *)src)[i * stride];
+            if (stride == 1) memcpy(out, src, (size_t)n * 2);
+            else for (int64_t i = 0; i < n; i++) out[i] = ((const uint16_t *)src)[i * stride];
         } else {
             for (int64_t i = 0; i < n; i++)
                 out[i] = attnops_f32_to_bf16(ao_load_f32(src + i * stride * (int64_t)attnops_dtype_size(dtype), dtype));
@@ -32,7 +33,7 @@ static void load_row(pack_elem elem, const char *src, attnops_dtype dtype, int64
         for (int64_t i = 0; i < n; i++) out[i] = attnops_f16_to_f32(((const uint16_t *)src)[i * stride]);
         break;
     case ATTNOPS_DTYPE_BF16:
-        for (int64_t i = 0; i < n; i++) out[i] = attnops_bf16_to_f32(((const uint16_t *)src)[i * stride]);
+        for (int64_t i = 0; i < n; i++) out[i] = ao_bf16_to_f32(((const uint16_t *)src)[i * stride]);
         break;
     default:
         for (int64_t i = 0; i < n; i++)
@@ -115,13 +116,45 @@ void pack_rows(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s
 void pack_cols(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S,
                int64_t cols, void *dst, int64_t ld)
 {
+    if (elem == PACK_F32 && v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1) { /* transpose in place, no chunks */
+        const int64_t nv = valid_rows(s0, rows, S);
+        float *out = dst;
+        for (int64_t r = 0; r < rows; r++) {
+            const float *row = r < nv ? (const float *)fa_at(v, b, n, s0 + r, 0) : NULL;
+            for (int64_t c = 0; c < cols; c++) out[c * ld + r] = row ? row[c] : 0.0f;
+        }
+        return;
+    }
     put_ctx ctx = {elem, dst, ld};
     for_each_chunk(elem, v, b, n, s0, rows, S, cols, put_col, &ctx);
 }
 
+/* bf16 rows read in place (no conversion needed): the common case, which
+ * the packers below take without the per-element chunk path. */
+static const uint16_t *bf16_row(const fa_view *v, int64_t b, int64_t n, int64_t s)
+{
+    return (const uint16_t *)fa_at(v, b, n, s, 0);
+}
+
+static bool bf16_in_place(const fa_view *v) { return v->dtype == ATTNOPS_DTYPE_BF16 && v->sd == 1; }
+
 void pack_rows_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
                     uint16_t *dst, int64_t ld)
 {
+    if (bf16_in_place(v)) { /* interleave row pairs: out[c] = (row r, row r+1) */
+        const int64_t nv = valid_rows(s0, rows, S);
+        for (int64_t r = 0; r < rows; r += 2) {
+            const uint16_t *a = r < nv ? bf16_row(v, b, n, s0 + r) : NULL;
+            const uint16_t *c1 = r + 1 < nv ? bf16_row(v, b, n, s0 + r + 1) : NULL;
+            uint16_t *out = dst + (r / 2) * ld * 2;
+            for (int64_t c = 0; c < cols; c++) {
+                out[2 * c] = a ? a[c] : 0;
+                out[2 * c + 1] = c1 ? c1[c] : 0;
+            }
+            for (int64_t c = cols; c < ld; c++) out[2 * c] = out[2 * c + 1] = 0;
+        }
+        return;
+    }
     put_ctx ctx = {PACK_BF16, (char *)dst, ld};
     for_each_chunk(PACK_BF16, v, b, n, s0, rows, S, cols, put_row_vnni, &ctx);
     for (int64_t r = 0; r < rows; r++)
@@ -131,6 +164,21 @@ void pack_rows_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t 
 void pack_cols_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
                     int64_t cols_pad, uint16_t *dst, int64_t ld)
 {
+    if (bf16_in_place(v)) {
+        /* Columns (c, c+1) of a row are adjacent in the source and in the
+         * destination: a transpose of 32-bit pairs, [rows][cols/2] -> [cols/2][ld]. */
+        const int64_t nv = valid_rows(s0, rows, S), pairs = cols_pad / 2;
+        uint32_t *out = (uint32_t *)dst;
+        for (int64_t r = 0; r < rows; r++) {
+            const uint16_t *row = r < nv ? bf16_row(v, b, n, s0 + r) : NULL;
+            for (int64_t k = 0; k < pairs; k++) {
+                const int64_t c = 2 * k;
+                uint32_t lo = row && c < cols ? row[c] : 0, hi = row && c + 1 < cols ? row[c + 1] : 0;
+                out[k * ld + r] = lo | hi << 16;
+            }
+        }
+        return;
+    }
     put_ctx ctx = {PACK_BF16, (char *)dst, ld};
     for_each_chunk(PACK_BF16, v, b, n, s0, rows, S, cols, put_col_vnni, &ctx);
     for (int64_t c = cols; c < cols_pad; c++)
@@ -148,7 +196,7 @@ static void store_row(const float *in, float value, const fa_view *v, char *out,
         for (int64_t c = 0; c < cols; c++) ((uint16_t *)out)[c * v->sd] = attnops_f32_to_f16(value * in[c]);
         break;
     case ATTNOPS_DTYPE_BF16:
-        for (int64_t c = 0; c < cols; c++) ((uint16_t *)out)[c * v->sd] = attnops_f32_to_bf16(value * in[c]);
+        for (int64_t c = 0; c < cols; c++) ((uint16_t *)out)[c * v->sd] = ao_f32_to_bf16(value * in[c]);
         break;
     default:
         for (int64_t c = 0; c < cols; c++) ao_store_f32(out + c * v->sd * v->esize, v->dtype, value * in[c]);
