@@ -157,19 +157,19 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
     for (int64_t r = 0; r < rows; r++) {
         float *o = sc->o + r * p->Dv;
         float mx = sc->m[r], sum = sc->l[r];
+        sc->alpha[r] = 1.0f / sum; /* o /= l, applied below in one vector pass */
         /* A row that attends to nothing: no keys, or (sentinel behaviour) every
          * key masked, seen as a max of exactly -40000 or no tile at all. */
         if (S2 == 0 || (p->mask.skip_invalid_rows && (mx == (float)FA_MASK_FILL || mx == -INFINITY))) {
             mx = (float)FA_INVALID_ROW_MAX, sum = (float)FA_INVALID_ROW_SUM;
-            memset(o, 0, (size_t)p->Dv * sizeof *o);
+            memset(o, 0, (size_t)p->Dv * sizeof *o), sc->alpha[r] = 0.0f;
         } else if (p->varlen && mx == (float)FA_MASK_FILL) {
-            memset(o, 0, (size_t)p->Dv * sizeof *o); /* TND: masked P forced to 0, stats kept */
-        } else {
-            for (int64_t c = 0; c < p->Dv; c++) o[c] /= sum;
+            sc->alpha[r] = 0.0f; /* TND: masked P forced to 0, stats kept */
         }
         float *m_out = fa_stat(p, &p->smax, b, h, q0 + r), *l_out = fa_stat(p, &p->ssum, b, h, q0 + r);
         for (int k = 0; k < 8; k++) m_out[k * p->smax.sd] = mx, l_out[k * p->ssum.sd] = sum;
     }
+    kern->scale_rows(sc->o, rows, (int)p->Dv, sc->alpha);
     unpack_rows(sc->o, p->Dv, 1.0f, &p->o, b, h, first + q0, FA_BQ, first + S1, p->Dv);
 }
 
