@@ -5,9 +5,10 @@ torch.nn.functional.scaled_dot_product_attention on the CPU.
     peer_torch.py [--threads N] [--reps R] [--json PATH] [--quick]
                   [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]]...
 
-Case specs, names, the built-in case list and --quick are those of bench_fa
-(bench/bench_fa.c); bench/run.sh passes the list that `bench_fa --list-cases`
-prints, so both programs time the same shapes under the same names.
+Case specs, names and --quick are those of bench_fa (bench/bench_fa.c), which
+holds the one built-in case list; bench/run.sh passes the list that
+`bench_fa --list-cases` prints, so both programs time the same shapes under
+the same names.
 
 Masks, where SDPA has the same call (CANN polarity: 1 = masked out; SDPA's
 boolean attn_mask is True = takes part, so the peer passes ~mask):
@@ -41,32 +42,6 @@ import statistics
 import sys
 import time
 
-DEFAULT_CASES = [
-    ":1,8,8,4096,4096,128,128,f32,BNSD,fwd",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd",
-    ":1,1,1,8192,8192,128,128,f32,BNSD,bwd",
-    ":1,1,1,8192,8192,128,128,bf16,BNSD,bwd",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=causal2",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=causal3,peer=no",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=causal2",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=causal3,peer=no",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band512,peer=no",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band1024",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band2048,peer=no",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band512,peer=no",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band1024",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band2048,peer=no",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,peer=no",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,pse=alibi2",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,pse=bnss",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,peer=no",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,pse=alibi2",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,pse=bnss",
-    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,peer=no",
-    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=alibi2",
-    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=bnss",
-]
 
 DTYPES = {"f32": "float32", "fp32": "float32", "float32": "float32",
           "bf16": "bfloat16", "bfloat16": "bfloat16",
@@ -249,7 +224,10 @@ def main():
 
     threads = a.threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or os.cpu_count()
     torch.set_num_threads(threads)
-    cases = [parse_case(s, a.quick) for s in (a.case or DEFAULT_CASES)]
+    if not a.case:
+        sys.exit("peer_torch: give the cases with --case (bench/run.sh passes what `bench_fa --list-cases` prints; "
+                 "the list lives in one place, bench/bench_fa.c)")
+    cases = [parse_case(s, a.quick) for s in a.case]
     names = [c["name"] for c in cases]
     if len(set(names)) != len(names):
         sys.exit("peer_torch: two cases share a name")
