@@ -289,8 +289,10 @@ ATTNOPS_API attnops_status attnops_flash_attention_score_grad(const attnops_fa_b
  * take one [max S1, max S2] mask read per batch from its top-left corner;
  * modes 2/3/4/6/7/8 the compressed mask; mode 5 is not defined for TND.
  * A fully masked row keeps m = -40000, l = S2 but gets output 0 and no
- * gradient (the golden zeroes masked P in TND).  The general entry points
- * accept TND too. */
+ * gradient (the golden zeroes masked P in TND).  pse in TND: pse_type 2/3
+ * slopes, or pse_type 0/1 in the compressed ALiBi form [B|1,N1,1024,max S2]
+ * under a causal mask with S1 = S2 in every batch (the 1-D TND forms are
+ * not supported: 161003).  The general entry points accept TND too. */
 ATTNOPS_API attnops_status attnops_flash_attention_varlen_score_workspace_size(const attnops_fa_fwd_args *args,
                                                                                size_t *workspace_bytes);
 ATTNOPS_API attnops_status attnops_flash_attention_varlen_score(const attnops_fa_fwd_args *args, void *workspace,

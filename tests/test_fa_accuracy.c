@@ -202,6 +202,9 @@ int main(int argc, char **argv)
         "N1=2,N2=2,D=32,Dv=32,dtype=bf16,layout=TND,seqs=0:40:100,kvseqs=0:60:100,mode=8,mask=compressed,pre=70,next=30",
         "N1=4,N2=2,D=32,Dv=32,dtype=f32,layout=TND,seqs=40:100:65,mode=8,mask=compressed,pre=40,next=0,pse=slopes_n,pse_type=2",
         "N1=2,N2=2,D=32,Dv=32,dtype=f32,layout=TND,seqs=40:130,kvseqs=20:130,mode=3,mask=compressed,inner_precise=2",
+        /* TND with the compressed ALiBi (S1_b = S2_b), max S above and below 1024 */
+        "N1=2,N2=1,D=16,Dv=16,dtype=bf16,layout=TND,seqs=300:700:1100,mode=3,mask=compressed,pse=bnhs,pse_type=1",
+        "N1=2,N2=2,D=16,Dv=16,dtype=f32,layout=TND,seqs=100:300,mode=2,mask=compressed,pse=1nhs,pse_type=0",
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         fa_case_shape s;

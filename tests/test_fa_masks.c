@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fa/fa_mask.h"
+#include "fa/fa_pse.h"
 #include "fa_case.h"
 
 static int passed = 0;
@@ -269,10 +270,53 @@ static void invalid_rows_suite(void)
     }
 }
 
+/* TND compressed ALiBi: the kernel's diagonal reconstruction (fa_pse_value)
+ * equals the golden's per-batch bottom-right slice of the full one-sided
+ * ALiBi built on max(S1, 1024) x max S2, for every j <= i (S1_b = S2_b). */
+static void tnd_alibi_suite(void)
+{
+    const char *specs[] = {
+        "N1=2,N2=1,D=8,Dv=8,dtype=f32,layout=TND,seqs=300:1100:40,mode=3,mask=compressed,pse=bnhs,pse_type=1",
+        "N1=3,N2=1,D=8,Dv=8,dtype=f32,layout=TND,seqs=100:300:7,mode=2,mask=compressed,pse=1nhs,pse_type=0",
+    };
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        const int before = tu_failures;
+        fa_case_shape s;
+        TU_CHECK(fa_case_parse(specs[k], &s), "bad spec %s", specs[k]);
+        fa_case c;
+        fa_case_init(&c, &s, 21 + k);
+        fa_problem p;
+        attnops_status st = fa_validate_fwd(&c.fwd, "FlashAttentionScore", &p);
+        TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] %s", specs[k], attnops_last_error());
+        float slopes[8];
+        attnops_alibi_slopes(s.N1, slopes);
+        const int64_t st_rows = c.shape.S1 > 1024 ? c.shape.S1 : 1024, sk_cols = c.shape.S2;
+        for (int64_t b = 0; st == ATTNOPS_SUCCESS && b < p.B; b++) {
+            const int64_t S1 = c.shape.seq_q[b], S2 = c.shape.seq_kv[b];
+            for (int64_t h = 0; h < s.N1; h++)
+                for (int64_t i = 0; i < S1; i++)
+                    for (int64_t j = 0; j <= i && j < S2; j++) {
+                        const int64_t r = st_rows - S1 + i, col = sk_cols - S2 + j;
+                        const float want = (float)((double)slopes[h] * (double)(col <= r ? col - r : 0));
+                        const double got = fa_pse_value(&p, b, h, i, j, S1, S2);
+                        if (got != (double)want) {
+                            TU_CHECK(false, "[%s] batch %lld head %lld (%lld, %lld): %g, golden %g", specs[k],
+                                     (long long)b, (long long)h, (long long)i, (long long)j, got, (double)want);
+                            i = S1, h = s.N1;
+                            break;
+                        }
+                    }
+        }
+        fa_case_free(&c);
+        passed += tu_failures == before;
+    }
+}
+
 int main(void)
 {
     predicate_suite();
     tnd_predicate_suite();
+    tnd_alibi_suite();
     equivalence_suite();
     invalid_rows_suite();
     /* The checks bite: a golden that disagrees by one diagonal is caught. */

@@ -553,7 +553,7 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
     X(TND_NULL_SEQ_QLEN) X(TND_NULL_SEQ_KVLEN) X(TND_SEQ_COUNTS_DIFFER) X(TND_SEQ_DECREASING) X(TND_SEQ_QLEN_END)  \
     X(TND_SEQ_KVLEN_END) X(TND_SEQ_DTYPE_F32) X(TND_STATS_BNS8) X(TND_STATS_STRIDED)                               \
     X(TND_STATS_SAME_AS_INPUT_TN8) X(TND_ATTENTION_OUT_T) X(TND_DQ_T) X(TND_DK_T) X(TND_MODE5)                     \
-    X(TND_MASK_MODE1_B1SS) X(TND_TOKENS_MODE0) X(TND_TOKENS_MODE7_BAND) X(TND_PSE_TYPE1) X(TND_PSE2_EMPTY_BATCH)   \
+    X(TND_MASK_MODE1_B1SS) X(TND_TOKENS_MODE0) X(TND_TOKENS_MODE7_BAND) X(TND_PSE_TYPE1) X(TND_PSE_1D) X(TND_PSE2_EMPTY_BATCH)   \
     X(TND_PSE2_MODE7) X(TND_PSE2_MODE8_S1_NE_S2) X(TND_PSE2_MODE8_START_IDX)
 
 #define AS_ENUM(c) C_##c,
@@ -1104,12 +1104,20 @@ static bool apply_case(fixture *fx, int c, expect *e)
         return true;
     }
 
-    /* pse in TND (spec 3.4, 4.1, 8.3): a tensor (pse_type 0/1) is not
-     * implemented yet; slopes (2/3) need no empty batch, no mode 7, and with
+    /* pse in TND (spec 3.4, 4.1, 8.3): a tensor (pse_type 0/1) only in the
+     * compressed ALiBi form under a causal mask, the 1-D forms are not
+     * implemented; slopes (2/3) need no empty batch, no mode 7, and with
      * mode 8 S1 = S2 in every batch and q_start_idx = kv_start_idx */
-    case C_TND_PSE_TYPE1: { /* the documented TND form 1NHS [1, N1, 1024, max S2] */
+    case C_TND_PSE_TYPE1: { /* the documented TND form 1NHS [1, N1, 1024, max S2], but no mask */
         int64_t sh[4] = {1, d.N1, 1024, d.S2};
         fx_extra(fx, PSE, f32, 4, sh);
+        p->pse_type = 1;
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "pse", CALL_BOTH, "causal"};
+        return true;
+    }
+    case C_TND_PSE_1D: { /* the undocumented 1-D TND form [T2 * N1] */
+        int64_t sh[1] = {fx->T2 * d.N1};
+        fx_extra(fx, PSE, f32, 1, sh);
         p->pse_type = 1;
         *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "pse", CALL_BOTH, NULL};
         return true;

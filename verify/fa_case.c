@@ -106,7 +106,9 @@ static void make_pse(fa_case *c, tu_rng *r)
         tu_tensor_randn(&c->pse, r, 1.0);
         return;
     }
-    /* The golden's one-sided ALiBi (spec 4.2), last 1024 rows: slope * (c - r) for c <= r. */
+    /* The golden's one-sided ALiBi (spec 4.2): full[r][c] = slope * (c - r) for
+     * c <= r, built on max(S1, 1024) rows; the input is its last 1024 rows and
+     * last S2 columns (S2 > 1024 in the padded layouts; max S2 in TND). */
     float *slopes = malloc(sizeof(float) * (size_t)s->N1);
     attnops_alibi_slopes(s->N1, slopes);
     int64_t n = tu_numel(&c->pse.view);
@@ -115,7 +117,7 @@ static void make_pse(fa_case *c, tu_rng *r)
         for (int64_t h = 0; h < s->N1; h++)
             for (int64_t m = 0; m < 1024; m++)
                 for (int64_t j = 0; j < s->S2; j++, k++) {
-                    int64_t row = s->S1 - 1024 + m;
+                    int64_t row = (s->S1 > 1024 ? s->S1 : 1024) - 1024 + m;
                     v[k] = j <= row ? (double)slopes[h] * (double)(j - row) : 0.0;
                 }
     tu_tensor_from_f64(&c->pse, v);

@@ -8,9 +8,18 @@
  * at the column on the same diagonal (spec 4.2, kernel PseAlibiComputeOffset).
  * Columns above the diagonal are masked by the causal mask this form
  * requires; they read as 0. */
-static const char *alibi_1024_at(const fa_pse_cfg *c, int64_t b, int64_t h, int64_t i, int64_t j, int64_t S1,
+static const char *alibi_1024_at(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j, int64_t S1,
                                  int64_t S2)
 {
+    const fa_pse_cfg *c = &p->pse;
+    if (p->varlen) {
+        /* TND (kernel form, spec 4.2): only the diagonal matters; with
+         * t = S2p - R (S2p = the tensor's last dim) and v = i - j - t, read
+         * P[v][0] for v >= 0 and P[0][-v] otherwise (t < 0: always P[v][0]). */
+        const int64_t S2p = p->S2, t = S2p - c->alibi_rows, v = i - j - t;
+        if (t >= 0 && v < 0) return -v < S2p ? fa_at(&c->bias, b, h, 0, -v) : NULL;
+        return v >= 0 && v < c->alibi_rows ? fa_at(&c->bias, b, h, v, 0) : NULL;
+    }
     const int64_t R = c->alibi_rows, t = S1 - R;
     if (i >= t) return fa_at(&c->bias, b, h, i - t, j);
     const int64_t m = i % R, k = j - i + t + m;
@@ -36,7 +45,7 @@ double fa_pse_value(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_
     switch (c->kind) {
     case FA_PSE_TENSOR: return ao_load_f64(fa_at(&c->bias, b, h, i, j), c->bias.dtype);
     case FA_PSE_ALIBI_1024: {
-        const char *at = alibi_1024_at(c, b, h, i, j, S1, S2);
+        const char *at = alibi_1024_at(p, b, h, i, j, S1, S2);
         return at ? ao_load_f64(at, c->bias.dtype) : 0.0;
     }
     case FA_PSE_SLOPES: {

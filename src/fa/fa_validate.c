@@ -409,6 +409,42 @@ static bool mask_is_causal_square(const fa_problem *pr)
     return m->mode == 2 || m->mode == 3 || ((m->mode == 0 || m->mode == 4) && m->pre >= pr->S1 && m->next == 0);
 }
 
+/* TND takes an external pse only in the compressed ALiBi form
+ * [B|1, N1, 1024, max S2] (docs; spec 4.1), under a causal mask, and the
+ * kernel's reconstruction assumes S1_b = S2_b in every batch.  The 1-D forms
+ * the tiling also accepts have no documented packing: 161003. */
+static attnops_status derive_tnd_alibi(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    const attnops_tensor *t = p->pse;
+    char buf[96];
+    if (t->dtype != pr->dtype)
+        return ao_fail(INVALID, "%s: pse has dtype %s but must have query's dtype %s.", op,
+                       attnops_dtype_name(t->dtype), attnops_dtype_name(pr->dtype));
+    if (t->rank != 4)
+        return ao_fail(UNSUPPORTED, "%s: pse of shape %s with layout TND: only the compressed ALiBi form [B or 1, N1, "
+                       "1024, max S2] is supported (the 1-D TND forms have no documented packing).", op,
+                       shape_str(t, buf, sizeof buf));
+    const int64_t *sh = t->shape;
+    if ((sh[0] != pr->B && sh[0] != 1) || sh[1] != pr->N1 || sh[2] != 1024 || sh[3] != pr->S2)
+        return ao_fail(INVALID, "%s: pse has shape %s; with layout TND it must be [B or 1, N1, 1024, max S2] = [%lld, "
+                       "%lld, 1024, %lld].", op, shape_str(t, buf, sizeof buf), (long long)pr->B, (long long)pr->N1,
+                       (long long)pr->S2);
+    const fa_mask_cfg *m = &pr->mask;
+    bool causal = m->active && (m->mode == 2 || m->mode == 3 || ((m->mode == 0 || m->mode == 4) && m->next == 0 &&
+                                                                 m->pre >= pr->S1));
+    if (!causal)
+        return ao_fail(INVALID, "%s: the compressed ALiBi pse needs a causal mask (sparse_mode 2/3, or 0/4 with "
+                       "pre_tokens >= S1 and next_tokens = 0).", op);
+    for (int64_t b = 0; b < pr->B; b++)
+        if (fa_q_len(pr, b) != fa_kv_len(pr, b))
+            return ao_fail(INVALID, "%s: the compressed ALiBi pse needs S1 = S2 in every batch; batch %lld has %lld "
+                           "and %lld.", op, (long long)b, (long long)fa_q_len(pr, b), (long long)fa_kv_len(pr, b));
+    pr->pse.kind = FA_PSE_ALIBI_1024;
+    pr->pse.alibi_rows = 1024;
+    pr->pse.bias = broadcast_view(t);
+    return ATTNOPS_SUCCESS;
+}
+
 /* pse, pse_type, q/kv start idx (spec 4). */
 static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_problem *pr)
 {
@@ -428,9 +464,7 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
     char buf[96];
     TRY(check_view(op, "pse", t));
     if (pr->varlen) {
-        if (p->pse_type == 0 || p->pse_type == 1)
-            return ao_fail(UNSUPPORTED, "%s: a pse tensor (pse_type %lld) with layout TND is not supported by this "
-                           "version of attnops yet; pse_type 2/3 (ALiBi slopes) is.", op, (long long)p->pse_type);
+        if (p->pse_type == 0 || p->pse_type == 1) return derive_tnd_alibi(op, p, pr);
         if (pr->mask.active && pr->mask.mode == 7)
             return ao_fail(INVALID, "%s: sparse_mode 7 takes no pse.", op);
         for (int64_t b = 0; b < pr->B; b++) {
