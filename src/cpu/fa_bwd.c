@@ -264,6 +264,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
      * and has uniform weights over every key (no sentinel behaviour). */
     if (cls == FA_TILE_EMPTY && (p->mask.skip_invalid_rows || qs->attend[q0 / FA_BQ])) return;
     float *S = (float *)th[TH_S], *dP = (float *)th[TH_DP];
+    fa_scores_prefetch(p, pos);
     const char *q_i = (const char *)qs->q + (size_t)(q0 * qs->ldq) * (bf16 ? 2 : 4);
     const char *dy_i = (const char *)qs->dy + (size_t)(q0 * qs->lddy) * (bf16 ? 2 : 4);
     tile_gemm_run(&gm->qk, q_i, th[TH_KT], S);

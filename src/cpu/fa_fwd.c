@@ -137,10 +137,11 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         if (cls == FA_TILE_EMPTY && may_skip) continue;
         const char *kt = kbuf + (size_t)(k0 * t->Dp) * e;                  /* tile k0 / BK of K^T */
         const char *vt = vbuf + (size_t)(k0 * p->Dv) * e;                  /* row k0 of V      */
+        const fa_tile_pos pos = {b, h, q0, k0, rows, valid, S1, S2};
+        fa_scores_prefetch(p, &pos);
         tile_gemm_run(&gm->qk, sc->q, kt, sc->s);
         float scale = (float)p->scale;
         if (fa_scores_needed(p, cls)) {
-            const fa_tile_pos pos = {b, h, q0, k0, rows, valid, S1, S2};
             fa_scores_apply(p, &band, &pos, cls, sc->s, FA_BK, sc->bias, sc->masked);
             scale = 1.0f;
         }

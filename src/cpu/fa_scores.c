@@ -3,6 +3,17 @@
 #include "cpu/isa.h"
 #include "fa/fa_pse.h"
 
+void fa_scores_prefetch(const fa_problem *p, const fa_tile_pos *t)
+{
+    const fa_pse_cfg *c = &p->pse;
+    if (c->kind != FA_PSE_TENSOR || c->bias.ss == 0) return;
+    const int64_t row_bytes = t->cols * c->bias.esize * c->bias.sd;
+    for (int r = 0; r < t->rows; r++) {
+        const char *row = fa_at(&c->bias, t->b, t->h, t->q0 + r, t->k0);
+        for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(row + off);
+    }
+}
+
 void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos *t, fa_tile_class cls, float *s,
                      int ld, float *bias, uint8_t *masked)
 {

@@ -22,6 +22,11 @@ static inline bool fa_scores_needed(const fa_problem *p, fa_tile_class cls)
     return p->pse.kind != FA_PSE_NONE || cls != FA_TILE_FULL;
 }
 
+/* Starts fetching the tile's external bias rows so that they arrive while
+ * the tile's GEMMs run: the rows lie S2 elements apart, too far for the
+ * hardware prefetchers (the backward visits tiles down a key column). */
+void fa_scores_prefetch(const fa_problem *p, const fa_tile_pos *t);
+
 /* s[r*ld + c] (raw q.k) becomes (raw + bias)*scale or raw*scale + bias, and
  * FA_MASK_FILL where masked (everywhere when cls is EMPTY, per element when
  * PARTIAL).
