@@ -73,7 +73,7 @@ static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_CO
 
 static void thread_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[TH_COUNT])
 {
-    const size_t e = t->bf16 ? 2 : 4, tile = (size_t)FA_BQ * FA_BK;
+    const size_t e = t->bf16 ? 2 : 4, tile = (size_t)FA_BWD_BQ * FA_BK;
     memset(sz, 0, sizeof(size_t) * TH_COUNT);
     sz[TH_KT] = (size_t)t->Dp * FA_BK * e;
     sz[TH_VT] = (size_t)t->Dvp * FA_BK * e;
@@ -104,14 +104,14 @@ static void carve(char *base, const size_t *sz, int n, char **out)
  * are packed instead. */
 static bool can_read_in_place(const fa_view *v, const fa_problem *p, int64_t cols)
 {
-    return !p->varlen && v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1 && v->ss == cols && p->S1 % FA_BQ == 0;
+    return !p->varlen && v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1 && v->ss == cols && p->S1 % FA_BWD_BQ == 0;
 }
 
 static bwd_plan make_plan(const fa_problem *p)
 {
     bwd_plan pl;
     memset(&pl, 0, sizeof pl);
-    pl.t = fa_tiling_make(p);
+    pl.t = fa_tiling_make(p, FA_BWD_BQ);
     const fa_tiling *t = &pl.t;
     pl.q_zero_copy = !t->bf16 && can_read_in_place(&p->q, p, p->D);
     pl.dy_zero_copy = !t->bf16 && can_read_in_place(&p->dy, p, p->Dv);
@@ -167,18 +167,18 @@ static void pack_qside(const fa_problem *p, const bwd_plan *pl, const qside *qs,
 {
     const fa_tiling *t = &pl->t;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_q_first(p, b), end = first + S1;
-    const int64_t S1p = (S1 + FA_BQ - 1) / FA_BQ * FA_BQ; /* this batch's rows only (TND batches are shorter) */
+    const int64_t S1p = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ * FA_BWD_BQ; /* this batch's rows only (TND batches are shorter) */
     if (t->bf16) {
-        for (int64_t q0 = 0; q0 < S1p; q0 += FA_BQ) {
-            pack_cols(PACK_BF16, &p->q, b, h, first + q0, FA_BQ, end, p->D, (uint16_t *)qs->qt + q0 * p->D, FA_BQ);
-            pack_cols(PACK_BF16, &p->dy, b, h, first + q0, FA_BQ, end, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, FA_BQ);
+        for (int64_t q0 = 0; q0 < S1p; q0 += FA_BWD_BQ) {
+            pack_cols(PACK_BF16, &p->q, b, h, first + q0, FA_BWD_BQ, end, p->D, (uint16_t *)qs->qt + q0 * p->D, FA_BWD_BQ);
+            pack_cols(PACK_BF16, &p->dy, b, h, first + q0, FA_BWD_BQ, end, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, FA_BWD_BQ);
         }
     }
     if (!pl->q_zero_copy) pack_rows(t->elem, &p->q, b, h, first, S1p, end, p->D, (void *)qs->q, t->Dp);
     if (!pl->dy_zero_copy) pack_rows(t->elem, &p->dy, b, h, first, S1p, end, p->Dv, (void *)qs->dy, t->Dvp);
     const fa_band band = fa_band_of(p, b, S1, S2);
-    for (int64_t q0 = 0; q0 < S1p; q0 += FA_BQ)
-        qs->attend[q0 / FA_BQ] = q0 >= S1 || fa_rows_attend(p, &band, b, h, q0, q0 + FA_BQ < S1 ? q0 + FA_BQ : S1, S2);
+    for (int64_t q0 = 0; q0 < S1p; q0 += FA_BWD_BQ)
+        qs->attend[q0 / FA_BWD_BQ] = q0 >= S1 || fa_rows_attend(p, &band, b, h, q0, q0 + FA_BWD_BQ < S1 ? q0 + FA_BWD_BQ : S1, S2);
     for (int64_t i = 0; i < S1p; i++) {
         /* Padding rows, rows carrying the invalid-row sentinel, and TND rows
          * with every key masked (their P is forced to 0): m = +inf makes
@@ -209,19 +209,19 @@ static bwd_gemms make_gemms(const fa_problem *p, const bwd_plan *pl)
     if (t->bf16) {
         const tile_gemm_kind k = TILE_GEMM_BF16_NN_VNNI;
         return (bwd_gemms){
-            tile_gemm_make(k, FA_BQ, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
-            tile_gemm_make(k, FA_BQ, FA_BK, (int)t->Dvp, (int)t->Dvp, FA_BK, FA_BK, false),
-            tile_gemm_make(k, Dv, FA_BK, FA_BQ, FA_BQ, FA_BK, FA_BK, true),
-            tile_gemm_make(k, D, FA_BK, FA_BQ, FA_BQ, FA_BK, FA_BK, true),
-            tile_gemm_make(k, FA_BQ, D, FA_BK, FA_BK, D, D, true)};
+            tile_gemm_make(k, FA_BWD_BQ, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
+            tile_gemm_make(k, FA_BWD_BQ, FA_BK, (int)t->Dvp, (int)t->Dvp, FA_BK, FA_BK, false),
+            tile_gemm_make(k, Dv, FA_BK, FA_BWD_BQ, FA_BWD_BQ, FA_BK, FA_BK, true),
+            tile_gemm_make(k, D, FA_BK, FA_BWD_BQ, FA_BWD_BQ, FA_BK, FA_BK, true),
+            tile_gemm_make(k, FA_BWD_BQ, D, FA_BK, FA_BK, D, D, true)};
     }
     const int ldq = pl->q_zero_copy ? (int)p->q.ss : D, lddy = pl->dy_zero_copy ? (int)p->dy.ss : Dv;
     return (bwd_gemms){
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, FA_BK, D, ldq, FA_BK, FA_BK, false),
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, FA_BK, Dv, lddy, FA_BK, FA_BK, false),
-        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, Dv, FA_BQ, FA_BK, lddy, Dv, true),
-        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, D, FA_BQ, FA_BK, ldq, D, true),
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, D, FA_BK, FA_BK, D, D, true)};
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_BWD_BQ, FA_BK, D, ldq, FA_BK, FA_BK, false),
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_BWD_BQ, FA_BK, Dv, lddy, FA_BK, FA_BK, false),
+        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, Dv, FA_BWD_BQ, FA_BK, lddy, Dv, true),
+        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, D, FA_BWD_BQ, FA_BK, ldq, D, true),
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_BWD_BQ, D, FA_BK, FA_BK, D, D, true)};
 }
 
 typedef struct bwd_ctx {
@@ -262,7 +262,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
                                   : FA_TILE_FULL;
     /* An empty tile adds nothing unless one of its rows attends to nothing
      * and has uniform weights over every key (no sentinel behaviour). */
-    if (cls == FA_TILE_EMPTY && (p->mask.skip_invalid_rows || qs->attend[q0 / FA_BQ])) return;
+    if (cls == FA_TILE_EMPTY && (p->mask.skip_invalid_rows || qs->attend[q0 / FA_BWD_BQ])) return;
     float *S = (float *)th[TH_S], *dP = (float *)th[TH_DP];
     fa_scores_prefetch(p, pos);
     const char *q_i = (const char *)qs->q + (size_t)(q0 * qs->ldq) * (bf16 ? 2 : 4);
@@ -274,13 +274,13 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
         fa_scores_apply(p, band, pos, cls, S, FA_BK, (float *)th[TH_BIAS], (uint8_t *)th[TH_MASKED]);
         scale = 1.0f;
     }
-    c->kern->softmax_bwd(S, dP, FA_BQ, FA_BK, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
+    c->kern->softmax_bwd(S, dP, FA_BWD_BQ, FA_BK, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
     float *dq_i = dq_part + q0 * p->D;
     if (bf16) {
         const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
-        c->kern->to_bf16(S, FA_BQ, FA_BK, (uint16_t *)th[TH_PV], FA_BK, true);
-        c->kern->to_bf16(dP, FA_BQ, FA_BK, (uint16_t *)th[TH_DSV], FA_BK, true);
-        c->kern->to_bf16(dP, FA_BQ, FA_BK, (uint16_t *)th[TH_DSN], FA_BK, false);
+        c->kern->to_bf16(S, FA_BWD_BQ, FA_BK, (uint16_t *)th[TH_PV], FA_BK, true);
+        c->kern->to_bf16(dP, FA_BWD_BQ, FA_BK, (uint16_t *)th[TH_DSV], FA_BK, true);
+        c->kern->to_bf16(dP, FA_BWD_BQ, FA_BK, (uint16_t *)th[TH_DSN], FA_BK, false);
         tile_gemm_run(&gm->dv, dyt_i, th[TH_PV], (float *)th[TH_DV]);
         tile_gemm_run(&gm->dk, qt_i, th[TH_DSV], (float *)th[TH_DK]);
         tile_gemm_run(&gm->dq, th[TH_DSN], th[TH_KN], dq_i);
@@ -314,7 +314,7 @@ static void split_range(const bwd_ctx *c, const fa_band *band, int64_t S1, int64
                         int64_t *kt1)
 {
     const fa_problem *p = c->p;
-    const int64_t nsplit = c->pl->nsplit, nq = (S1 + FA_BQ - 1) / FA_BQ, nk = (S2 + FA_BK - 1) / FA_BK;
+    const int64_t nsplit = c->pl->nsplit, nq = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ, nk = (S2 + FA_BK - 1) / FA_BK;
     fa_band shape = *band;
     shape.elements = false; /* the estimate reads no mask elements */
     int64_t total = 0;
@@ -331,8 +331,8 @@ static void split_range(const bwd_ctx *c, const fa_band *band, int64_t S1, int64
             }
             const int64_t k1 = (kt + 1) * FA_BK < S2 ? (kt + 1) * FA_BK : S2;
             for (int64_t qt = 0; qt < nq; qt++) {
-                const int64_t q1 = (qt + 1) * FA_BQ < S1 ? (qt + 1) * FA_BQ : S1;
-                cum += !p->mask.active || fa_classify_tile(p, &shape, 0, 0, qt * FA_BQ, q1, kt * FA_BK, k1) !=
+                const int64_t q1 = (qt + 1) * FA_BWD_BQ < S1 ? (qt + 1) * FA_BWD_BQ : S1;
+                cum += !p->mask.active || fa_classify_tile(p, &shape, 0, 0, qt * FA_BWD_BQ, q1, kt * FA_BK, k1) !=
                                               FA_TILE_EMPTY;
             }
         }
@@ -351,7 +351,7 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
     const fa_band band = fa_band_of(p, b, S1, S2);
     int64_t kt0, kt1;
     split_range(c, &band, S1, S2, s, &kt0, &kt1);
-    const int64_t S1p = (S1 + FA_BQ - 1) / FA_BQ * FA_BQ;
+    const int64_t S1p = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ * FA_BWD_BQ;
     for (int64_t g = 0; g < p->G; g++) memset(wave_part(c, w, i, g, s), 0, (size_t)(S1p * p->D) * sizeof(float));
     for (int64_t kt = kt0; kt < kt1; kt++) {
         const int64_t k0 = kt * FA_BK;
@@ -359,14 +359,14 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
         pack_kv_tile(c, b, n2, first + k0, end, th);
         memset(th[TH_DK], 0, (size_t)(FA_BK * p->D) * sizeof(float));
         memset(th[TH_DV], 0, (size_t)(FA_BK * p->Dv) * sizeof(float));
-        const int64_t nq_b = (S1 + FA_BQ - 1) / FA_BQ;
+        const int64_t nq_b = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ;
         const int64_t nq = c->broken ? nq_b - 1 : nq_b; /* the test-only fault: skip a query tile */
         for (int64_t g = 0; g < p->G; g++) {
             const qside qs = wave_qside(c, w, i, g, b, n2 * p->G + g);
             float *part = wave_part(c, w, i, g, s);
             for (int64_t qt = 0; qt < nq; qt++) {
-                const int64_t q0 = qt * FA_BQ;
-                const fa_tile_pos pos = {b, n2 * p->G + g, q0, k0, (int)(S1 - q0 < FA_BQ ? S1 - q0 : FA_BQ), valid, S1, S2};
+                const int64_t q0 = qt * FA_BWD_BQ;
+                const fa_tile_pos pos = {b, n2 * p->G + g, q0, k0, (int)(S1 - q0 < FA_BWD_BQ ? S1 - q0 : FA_BWD_BQ), valid, S1, S2};
                 step(c, &qs, &band, &pos, th, part);
             }
         }
@@ -414,16 +414,16 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
             /* dq = scale * (sum of the split partials, in split order). */
 #pragma omp for schedule(dynamic, 4)
             for (int64_t x = 0; x < nw * G * t->nq; x++) {
-                const int64_t i = x / (G * t->nq), g = (x / t->nq) % G, q0 = (x % t->nq) * FA_BQ;
+                const int64_t i = x / (G * t->nq), g = (x / t->nq) % G, q0 = (x % t->nq) * FA_BWD_BQ;
                 const int64_t b = (w0 + i) / p->N2, h = ((w0 + i) % p->N2) * G + g;
                 if (q0 >= fa_q_len(p, b)) continue; /* past a short TND batch */
                 float *acc = wave_part(&c, &w, i, g, 0) + q0 * p->D;
                 for (int64_t s = 1; s < pl.nsplit; s++) {
                     const float *add = wave_part(&c, &w, i, g, s) + q0 * p->D;
-                    for (int64_t e = 0; e < FA_BQ * p->D; e++) acc[e] += add[e];
+                    for (int64_t e = 0; e < FA_BWD_BQ * p->D; e++) acc[e] += add[e];
                 }
                 const int64_t qf = fa_q_first(p, b);
-                unpack_rows(acc, p->D, (float)p->scale, &p->dq, b, h, qf + q0, FA_BQ, qf + fa_q_len(p, b), p->D);
+                unpack_rows(acc, p->D, (float)p->scale, &p->dq, b, h, qf + q0, FA_BWD_BQ, qf + fa_q_len(p, b), p->D);
             }
         }
     }

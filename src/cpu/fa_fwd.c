@@ -38,17 +38,17 @@ typedef struct fwd_plan {
 static fwd_plan make_plan(const fa_problem *p)
 {
     fwd_plan pl;
-    pl.t = fa_tiling_make(p);
+    pl.t = fa_tiling_make(p, FA_FWD_BQ);
     const fa_tiling *t = &pl.t;
     const size_t e = t->bf16 ? 2 : 4;
     pl.k_bytes = ao_align_up((size_t)(t->Dp * t->S2p) * e, 64);
     pl.v_bytes = ao_align_up((size_t)(t->S2p * p->Dv) * e, 64);
-    pl.thread_bytes = ao_align_up((size_t)(FA_BQ * t->Dp) * e, 64)            /* Q tile   */
-                      + ao_align_up((size_t)(FA_BQ * FA_BK) * 4, 64)          /* S / P    */
-                      + ao_align_up((size_t)(FA_BQ * FA_BK) * 2, 64)          /* P bf16   */
-                      + ao_align_up((size_t)(FA_BQ * p->Dv) * 4, 64)          /* O        */
-                      + 3 * ao_align_up((size_t)FA_BQ * 4, 64)                /* m, l, a  */
-                      + ao_align_up((size_t)(FA_BQ * FA_BK) * 4, 64)          /* bias     */
+    pl.thread_bytes = ao_align_up((size_t)(FA_FWD_BQ * t->Dp) * e, 64)            /* Q tile   */
+                      + ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 4, 64)          /* S / P    */
+                      + ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 2, 64)          /* P bf16   */
+                      + ao_align_up((size_t)(FA_FWD_BQ * p->Dv) * 4, 64)          /* O        */
+                      + 3 * ao_align_up((size_t)FA_FWD_BQ * 4, 64)                /* m, l, a  */
+                      + ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 4, 64)          /* bias     */
                       + ao_align_up((size_t)FA_BK, 64);                       /* mask row */
     pl.wave = fa_wave_heads(p->B * p->N2, pl.k_bytes + pl.v_bytes, p->threads);
     pl.total = (size_t)pl.wave * (pl.k_bytes + pl.v_bytes) + (size_t)p->threads * pl.thread_bytes;
@@ -70,14 +70,14 @@ static fwd_scratch thread_scratch(const fwd_plan *pl, const fa_problem *p, char 
     const size_t e = pl->t.bf16 ? 2 : 4;
     fwd_scratch s;
     char *c = base;
-    s.q = c, c += ao_align_up((size_t)(FA_BQ * pl->t.Dp) * e, 64);
-    s.s = (float *)c, c += ao_align_up((size_t)(FA_BQ * FA_BK) * 4, 64);
-    s.pb = (uint16_t *)c, c += ao_align_up((size_t)(FA_BQ * FA_BK) * 2, 64);
-    s.o = (float *)c, c += ao_align_up((size_t)(FA_BQ * p->Dv) * 4, 64);
-    s.m = (float *)c, c += ao_align_up((size_t)FA_BQ * 4, 64);
-    s.l = (float *)c, c += ao_align_up((size_t)FA_BQ * 4, 64);
-    s.alpha = (float *)c, c += ao_align_up((size_t)FA_BQ * 4, 64);
-    s.bias = (float *)c, c += ao_align_up((size_t)(FA_BQ * FA_BK) * 4, 64);
+    s.q = c, c += ao_align_up((size_t)(FA_FWD_BQ * pl->t.Dp) * e, 64);
+    s.s = (float *)c, c += ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 4, 64);
+    s.pb = (uint16_t *)c, c += ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 2, 64);
+    s.o = (float *)c, c += ao_align_up((size_t)(FA_FWD_BQ * p->Dv) * 4, 64);
+    s.m = (float *)c, c += ao_align_up((size_t)FA_FWD_BQ * 4, 64);
+    s.l = (float *)c, c += ao_align_up((size_t)FA_FWD_BQ * 4, 64);
+    s.alpha = (float *)c, c += ao_align_up((size_t)FA_FWD_BQ * 4, 64);
+    s.bias = (float *)c, c += ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 4, 64);
     s.masked = (uint8_t *)c;
     return s;
 }
@@ -92,11 +92,11 @@ static fwd_gemms make_gemms(const fa_problem *p, const fa_tiling *t)
 {
     if (t->bf16)
         return (fwd_gemms){
-            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_BQ, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
-            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
+            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_FWD_BQ, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
+            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_FWD_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
     return (fwd_gemms){
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, FA_BK, (int)p->D, (int)p->D, FA_BK, FA_BK, false),
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_FWD_BQ, FA_BK, (int)p->D, (int)p->D, FA_BK, FA_BK, false),
+        tile_gemm_make(TILE_GEMM_F32_NN, FA_FWD_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
 }
 
 /* K^T and V of kv head (b, n2) into their packed forms (batch b's keys:
@@ -121,10 +121,10 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
     const size_t e = t->bf16 ? 2 : 4;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_q_first(p, b);
     if (q0 >= S1) return; /* a short batch in TND */
-    pack_rows(t->elem, &p->q, b, h, first + q0, FA_BQ, first + S1, p->D, sc->q, t->Dp);
-    for (int r = 0; r < FA_BQ; r++) sc->m[r] = -INFINITY, sc->l[r] = 0.0f;
-    memset(sc->o, 0, (size_t)(FA_BQ * p->Dv) * sizeof(float));
-    const int rows = (int)(S1 - q0 < FA_BQ ? S1 - q0 : FA_BQ);
+    pack_rows(t->elem, &p->q, b, h, first + q0, FA_FWD_BQ, first + S1, p->D, sc->q, t->Dp);
+    for (int r = 0; r < FA_FWD_BQ; r++) sc->m[r] = -INFINITY, sc->l[r] = 0.0f;
+    memset(sc->o, 0, (size_t)(FA_FWD_BQ * p->Dv) * sizeof(float));
+    const int rows = (int)(S1 - q0 < FA_FWD_BQ ? S1 - q0 : FA_FWD_BQ);
     const fa_band band = fa_band_of(p, b, S1, S2);
     /* Empty tiles may be skipped unless a row of this tile attends to
      * nothing and must still see every key's -40000 (uniform weights). */
@@ -145,10 +145,10 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
             fa_scores_apply(p, &band, &pos, cls, sc->s, FA_BK, sc->bias, sc->masked);
             scale = 1.0f;
         }
-        kern->softmax_fwd(sc->s, FA_BQ, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
-        kern->scale_rows(sc->o, FA_BQ, (int)p->Dv, sc->alpha);
+        kern->softmax_fwd(sc->s, FA_FWD_BQ, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
+        kern->scale_rows(sc->o, FA_FWD_BQ, (int)p->Dv, sc->alpha);
         if (t->bf16) {
-            kern->to_bf16(sc->s, FA_BQ, FA_BK, sc->pb, FA_BK, false);
+            kern->to_bf16(sc->s, FA_FWD_BQ, FA_BK, sc->pb, FA_BK, false);
             tile_gemm_run(&gm->pv, sc->pb, vt, sc->o);
         } else {
             tile_gemm_run(&gm->pv, sc->s, vt, sc->o);
@@ -171,7 +171,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         for (int k = 0; k < 8; k++) m_out[k * p->smax.sd] = mx, l_out[k * p->ssum.sd] = sum;
     }
     kern->scale_rows(sc->o, rows, (int)p->Dv, sc->alpha);
-    unpack_rows(sc->o, p->Dv, 1.0f, &p->o, b, h, first + q0, FA_BQ, first + S1, p->Dv);
+    unpack_rows(sc->o, p->Dv, 1.0f, &p->o, b, h, first + q0, FA_FWD_BQ, first + S1, p->Dv);
 }
 
 void fa_cpu_fwd(const fa_problem *p, void *ws)
@@ -199,7 +199,7 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
                 const int64_t i = it / items_per_head, rest = it % items_per_head;
                 const int64_t b = (w0 + i) / p->N2, n2 = (w0 + i) % p->N2;
                 /* Last query tiles first: under causal masks they carry the most work. */
-                const int64_t h = n2 * p->G + rest / t->nq, q0 = (t->nq - 1 - rest % t->nq) * FA_BQ;
+                const int64_t h = n2 * p->G + rest / t->nq, q0 = (t->nq - 1 - rest % t->nq) * FA_FWD_BQ;
                 const char *kb = packs + (size_t)i * (pl.k_bytes + pl.v_bytes);
                 fwd_item(p, t, &gm, kern, &sc, b, h, q0, kb, kb + pl.k_bytes);
             }
