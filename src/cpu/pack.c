@@ -107,22 +107,38 @@ static void put_col_vnni(void *c, int64_t r, int64_t c0, int64_t m, const void *
 void pack_rows(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S,
                int64_t cols, void *dst, int64_t ld)
 {
+    const size_t e = elem_size(elem);
+    if (v->sd == 1 && ((elem == PACK_F32 && v->dtype == ATTNOPS_DTYPE_F32) ||
+                       (elem == PACK_BF16 && v->dtype == ATTNOPS_DTYPE_BF16))) { /* a plain row copy */
+        const int64_t nv = valid_rows(s0, rows, S);
+        for (int64_t r = 0; r < rows; r++) {
+            char *out = (char *)dst + (size_t)(r * ld) * e;
+            if (r < nv) memcpy(out, fa_at(v, b, n, s0 + r, 0), (size_t)cols * e);
+            else memset(out, 0, (size_t)cols * e);
+            memset(out + (size_t)cols * e, 0, (size_t)(ld - cols) * e);
+        }
+        return;
+    }
     put_ctx ctx = {elem, dst, ld};
     for_each_chunk(elem, v, b, n, s0, rows, S, cols, put_row, &ctx);
-    const size_t e = elem_size(elem);
     for (int64_t r = 0; r < rows && ld > cols; r++) memset((char *)dst + (size_t)(r * ld + cols) * e, 0, (size_t)(ld - cols) * e);
 }
 
 void pack_cols(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S,
                int64_t cols, void *dst, int64_t ld)
 {
-    if (elem == PACK_F32 && v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1) { /* transpose in place, no chunks */
+    if (elem == PACK_F32 && v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1) {
+        /* transpose in 16 x 16 blocks, so the scattered writes stay in a few lines */
         const int64_t nv = valid_rows(s0, rows, S);
         float *out = dst;
-        for (int64_t r = 0; r < rows; r++) {
-            const float *row = r < nv ? (const float *)fa_at(v, b, n, s0 + r, 0) : NULL;
-            for (int64_t c = 0; c < cols; c++) out[c * ld + r] = row ? row[c] : 0.0f;
-        }
+        for (int64_t r0 = 0; r0 < rows; r0 += 16)
+            for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+                const int64_t r1 = r0 + 16 < rows ? r0 + 16 : rows, c1 = c0 + 16 < cols ? c0 + 16 : cols;
+                for (int64_t r = r0; r < r1; r++) {
+                    const float *row = r < nv ? (const float *)fa_at(v, b, n, s0 + r, 0) : NULL;
+                    for (int64_t c = c0; c < c1; c++) out[c * ld + r] = row ? row[c] : 0.0f;
+                }
+            }
         return;
     }
     put_ctx ctx = {elem, dst, ld};
