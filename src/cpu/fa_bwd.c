@@ -86,19 +86,6 @@ static void thread_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[TH_C
     sz[TH_MASKED] = FA_BK;
 }
 
-static size_t sum_aligned(const size_t *sz, int n)
-{
-    size_t s = 0;
-    for (int i = 0; i < n; i++) s += ao_align_up(sz[i], 64);
-    return s;
-}
-
-/* Pointers to the pieces starting at base. */
-static void carve(char *base, const size_t *sz, int n, char **out)
-{
-    for (int i = 0; i < n; i++) out[i] = base, base += ao_align_up(sz[i], 64);
-}
-
 /* fp32 rows stored densely (BNSD-like) can feed the GEMMs in place.  Rows
  * further apart would map a tile's rows onto the same cache sets, so those
  * are packed instead. */
@@ -119,9 +106,9 @@ static bwd_plan make_plan(const fa_problem *p)
     size_t qs[QS_COUNT], th[TH_COUNT];
     qside_sizes(p, &pl, qs);
     thread_sizes(p, t, th);
-    pl.qside_bytes = sum_aligned(qs, QS_COUNT);
+    pl.qside_bytes = fa_pieces_bytes(qs, QS_COUNT);
     pl.part_bytes = ao_align_up((size_t)(t->S1p * p->D) * 4, 64);
-    pl.thread_bytes = sum_aligned(th, TH_COUNT);
+    pl.thread_bytes = fa_pieces_bytes(th, TH_COUNT);
 
     /* Two items per unit of parallelism when there are too few kv heads,
      * within the pack budget and never more splits than kv tiles. */
@@ -153,7 +140,7 @@ static qside qside_at(const fa_problem *p, const bwd_plan *pl, char *base, int64
     size_t sz[QS_COUNT];
     char *ptr[QS_COUNT];
     qside_sizes(p, pl, sz);
-    carve(base, sz, QS_COUNT, ptr);
+    fa_pieces_carve(base, sz, QS_COUNT, ptr);
     qside qs = {ptr[QS_Q], ptr[QS_QT], ptr[QS_DY], ptr[QS_DYT], pl->t.bf16 ? pl->t.Dp : p->D,
                 pl->t.bf16 ? pl->t.Dvp : p->Dv, (float *)ptr[QS_DROW], (float *)ptr[QS_M], (float *)ptr[QS_L],
                 (uint8_t *)ptr[QS_ATTEND]};
@@ -396,7 +383,7 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
         size_t th_sz[TH_COUNT];
         char *th[TH_COUNT];
         thread_sizes(p, t, th_sz);
-        carve(threads_base + (size_t)omp_get_thread_num() * pl.thread_bytes, th_sz, TH_COUNT, th);
+        fa_pieces_carve(threads_base + (size_t)omp_get_thread_num() * pl.thread_bytes, th_sz, TH_COUNT, th);
 
         for (int64_t w0 = 0; w0 < heads; w0 += pl.wave) {
             const int64_t nw = heads - w0 < pl.wave ? heads - w0 : pl.wave;

@@ -1,5 +1,8 @@
 /* Fast FlashAttention forward: the flash algorithm (online softmax) over
- * BQ x BK tiles; S1 x S2 is never materialised.
+ * BQ x BK tiles; S1 x S2 is never materialised.  Each (query tile, key tile)
+ * is classified by the mask once: empty tiles are skipped, full ones go
+ * straight to the softmax, partial ones (and any with a bias) through
+ * fa_scores_apply.  In TND each batch's own lengths bound its tiles.
  *
  * Shapes per kv head (b, n2), packed once per wave and shared by threads:
  *   K^T  fp32 [nk][D][BK]         or bf16 VNNI [nk][Dp/2][BK][2]
@@ -35,21 +38,32 @@ typedef struct fwd_plan {
     size_t total;
 } fwd_plan;
 
+/* Per-thread scratch pieces, in carve order. */
+enum { SC_Q, SC_S, SC_PB, SC_O, SC_M, SC_L, SC_ALPHA, SC_BIAS, SC_MASKED, SC_COUNT };
+
+static void scratch_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[SC_COUNT])
+{
+    const size_t e = t->bf16 ? 2 : 4, tile = (size_t)FA_FWD_BQ * FA_BK;
+    sz[SC_Q] = (size_t)(FA_FWD_BQ * t->Dp) * e;
+    sz[SC_S] = tile * 4;
+    sz[SC_PB] = tile * 2;
+    sz[SC_O] = (size_t)(FA_FWD_BQ * p->Dv) * 4;
+    sz[SC_M] = sz[SC_L] = sz[SC_ALPHA] = (size_t)FA_FWD_BQ * 4;
+    sz[SC_BIAS] = tile * 4;
+    sz[SC_MASKED] = FA_BK;
+}
+
 static fwd_plan make_plan(const fa_problem *p)
 {
     fwd_plan pl;
     pl.t = fa_tiling_make(p, FA_FWD_BQ);
     const fa_tiling *t = &pl.t;
     const size_t e = t->bf16 ? 2 : 4;
+    size_t sz[SC_COUNT];
+    scratch_sizes(p, t, sz);
     pl.k_bytes = ao_align_up((size_t)(t->Dp * t->S2p) * e, 64);
     pl.v_bytes = ao_align_up((size_t)(t->S2p * p->Dv) * e, 64);
-    pl.thread_bytes = ao_align_up((size_t)(FA_FWD_BQ * t->Dp) * e, 64)            /* Q tile   */
-                      + ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 4, 64)          /* S / P    */
-                      + ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 2, 64)          /* P bf16   */
-                      + ao_align_up((size_t)(FA_FWD_BQ * p->Dv) * 4, 64)          /* O        */
-                      + 3 * ao_align_up((size_t)FA_FWD_BQ * 4, 64)                /* m, l, a  */
-                      + ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 4, 64)          /* bias     */
-                      + ao_align_up((size_t)FA_BK, 64);                       /* mask row */
+    pl.thread_bytes = fa_pieces_bytes(sz, SC_COUNT);
     pl.wave = fa_wave_heads(p->B * p->N2, pl.k_bytes + pl.v_bytes, p->threads);
     pl.total = (size_t)pl.wave * (pl.k_bytes + pl.v_bytes) + (size_t)p->threads * pl.thread_bytes;
     return pl;
@@ -67,19 +81,12 @@ typedef struct fwd_scratch {
 
 static fwd_scratch thread_scratch(const fwd_plan *pl, const fa_problem *p, char *base)
 {
-    const size_t e = pl->t.bf16 ? 2 : 4;
-    fwd_scratch s;
-    char *c = base;
-    s.q = c, c += ao_align_up((size_t)(FA_FWD_BQ * pl->t.Dp) * e, 64);
-    s.s = (float *)c, c += ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 4, 64);
-    s.pb = (uint16_t *)c, c += ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 2, 64);
-    s.o = (float *)c, c += ao_align_up((size_t)(FA_FWD_BQ * p->Dv) * 4, 64);
-    s.m = (float *)c, c += ao_align_up((size_t)FA_FWD_BQ * 4, 64);
-    s.l = (float *)c, c += ao_align_up((size_t)FA_FWD_BQ * 4, 64);
-    s.alpha = (float *)c, c += ao_align_up((size_t)FA_FWD_BQ * 4, 64);
-    s.bias = (float *)c, c += ao_align_up((size_t)(FA_FWD_BQ * FA_BK) * 4, 64);
-    s.masked = (uint8_t *)c;
-    return s;
+    size_t sz[SC_COUNT];
+    char *c[SC_COUNT];
+    scratch_sizes(p, &pl->t, sz);
+    fa_pieces_carve(base, sz, SC_COUNT, c);
+    return (fwd_scratch){c[SC_Q], (float *)c[SC_S], (uint16_t *)c[SC_PB], (float *)c[SC_O], (float *)c[SC_M],
+                         (float *)c[SC_L], (float *)c[SC_ALPHA], (float *)c[SC_BIAS], (uint8_t *)c[SC_MASKED]};
 }
 
 /* The GEMMs of one kv tile step, dispatched once per call. */

@@ -56,4 +56,18 @@ static inline int64_t fa_wave_heads(int64_t heads, size_t bytes_per_head, int th
     return w < 1 ? 1 : w;
 }
 
+/* Scratch laid out as consecutive 64-byte-aligned pieces: the size of all
+ * of them, and each one's address from a base. */
+static inline size_t fa_pieces_bytes(const size_t *sizes, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += ao_align_up(sizes[i], 64);
+    return total;
+}
+
+static inline void fa_pieces_carve(char *base, const size_t *sizes, int n, char **out)
+{
+    for (int i = 0; i < n; i++) out[i] = base, base += ao_align_up(sizes[i], 64);
+}
+
 #endif
