@@ -71,6 +71,18 @@ done:
     passed += tu_failures == before;
 }
 
+/* Builds the case of `spec` and validates it into `p`; false (and a
+ * failure) when it does not validate.  The case must be freed either way. */
+static bool case_problem(const char *spec, uint64_t seed, fa_case *c, fa_problem *p)
+{
+    fa_case_shape s;
+    TU_CHECK(fa_case_parse(spec, &s), "bad spec %s", spec);
+    fa_case_init(c, &s, seed);
+    attnops_status st = fa_validate_fwd(&c->fwd, "FlashAttentionScore", p);
+    TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] %s", spec, attnops_last_error());
+    return st == ATTNOPS_SUCCESS;
+}
+
 /* TND: per batch, the golden rebuilds the mask with that batch's lengths;
  * modes 7/8 use the band formula (mode 4) for the band batch, mode 3 / 2 for
  * the others.  The band batch is the last (7) / first (8) with S1_b != 0. */
@@ -87,14 +99,11 @@ static void tnd_predicate_suite(void)
     const int64_t band_batch[] = {3, 1, -1, -1, -1, -1};
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         const int before = tu_failures;
-        fa_case_shape s;
-        TU_CHECK(fa_case_parse(specs[k], &s), "bad spec %s", specs[k]);
         fa_case c;
-        fa_case_init(&c, &s, 11 + k);
         fa_problem p;
-        attnops_status st = fa_validate_fwd(&c.fwd, "FlashAttentionScore", &p);
-        TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] %s", specs[k], attnops_last_error());
-        if (st == ATTNOPS_SUCCESS) {
+        const bool ok = case_problem(specs[k], 11 + k, &c, &p);
+        const fa_case_shape s = c.shape;
+        if (ok) {
             if (band_batch[k] >= 0)
                 TU_CHECK(p.mask.band_batch == band_batch[k], "[%s] band batch %lld, want %lld", specs[k],
                          (long long)p.mask.band_batch, (long long)band_batch[k]);
@@ -281,17 +290,14 @@ static void tnd_alibi_suite(void)
     };
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         const int before = tu_failures;
-        fa_case_shape s;
-        TU_CHECK(fa_case_parse(specs[k], &s), "bad spec %s", specs[k]);
         fa_case c;
-        fa_case_init(&c, &s, 21 + k);
         fa_problem p;
-        attnops_status st = fa_validate_fwd(&c.fwd, "FlashAttentionScore", &p);
-        TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] %s", specs[k], attnops_last_error());
+        const bool ok = case_problem(specs[k], 21 + k, &c, &p);
+        const fa_case_shape s = c.shape;
         float slopes[8];
         attnops_alibi_slopes(s.N1, slopes);
         const int64_t st_rows = c.shape.S1 > 1024 ? c.shape.S1 : 1024, sk_cols = c.shape.S2;
-        for (int64_t b = 0; st == ATTNOPS_SUCCESS && b < p.B; b++) {
+        for (int64_t b = 0; ok && b < p.B; b++) {
             const int64_t S1 = c.shape.seq_q[b], S2 = c.shape.seq_kv[b];
             for (int64_t h = 0; h < s.N1; h++)
                 for (int64_t i = 0; i < S1; i++)
