@@ -127,16 +127,20 @@ void pack_rows(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s
 void pack_cols(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S,
                int64_t cols, void *dst, int64_t ld)
 {
-    if (elem == PACK_F32 && v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1) {
+    const bool same_type = (elem == PACK_F32 && v->dtype == ATTNOPS_DTYPE_F32) ||
+                           (elem == PACK_BF16 && v->dtype == ATTNOPS_DTYPE_BF16);
+    if (same_type && v->sd == 1) {
         /* transpose in 16 x 16 blocks, so the scattered writes stay in a few lines */
         const int64_t nv = valid_rows(s0, rows, S);
-        float *out = dst;
         for (int64_t r0 = 0; r0 < rows; r0 += 16)
             for (int64_t c0 = 0; c0 < cols; c0 += 16) {
                 const int64_t r1 = r0 + 16 < rows ? r0 + 16 : rows, c1 = c0 + 16 < cols ? c0 + 16 : cols;
                 for (int64_t r = r0; r < r1; r++) {
-                    const float *row = r < nv ? (const float *)fa_at(v, b, n, s0 + r, 0) : NULL;
-                    for (int64_t c = c0; c < c1; c++) out[c * ld + r] = row ? row[c] : 0.0f;
+                    const char *row = r < nv ? fa_at(v, b, n, s0 + r, 0) : NULL;
+                    if (elem == PACK_F32)
+                        for (int64_t c = c0; c < c1; c++) ((float *)dst)[c * ld + r] = row ? ((const float *)row)[c] : 0.0f;
+                    else
+                        for (int64_t c = c0; c < c1; c++) ((uint16_t *)dst)[c * ld + r] = row ? ((const uint16_t *)row)[c] : 0;
                 }
             }
         return;
