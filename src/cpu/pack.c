@@ -1,5 +1,7 @@
 #include "cpu/pack.h"
 
+#include "cpu/isa.h"
+
 #include <string.h>
 
 /* Rows are converted in chunks of this many elements through a stack buffer. */
@@ -208,6 +210,15 @@ void pack_cols_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t 
 /* One output row of `cols` values, scaled and rounded to the view's dtype. */
 static void store_row(const float *in, float value, const fa_view *v, char *out, int64_t cols)
 {
+    if (v->dtype == ATTNOPS_DTYPE_BF16 && v->sd == 1) { /* the vector kernel rounds contiguous rows */
+        float tmp[CHUNK];
+        for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
+            const int m = (int)(cols - c0 < CHUNK ? cols - c0 : CHUNK);
+            for (int c = 0; c < m; c++) tmp[c] = value * in[c0 + c];
+            fa_tile_kernels_get()->to_bf16(tmp, 1, m, (uint16_t *)out + c0, m, false);
+        }
+        return;
+    }
     switch (v->dtype) {
     case ATTNOPS_DTYPE_F32:
         for (int64_t c = 0; c < cols; c++) ((float *)out)[c * v->sd] = value * in[c];

@@ -80,14 +80,16 @@ static void softmax_bwd(float *s, float *dp, int rows, int cols, int valid_cols,
     }
 }
 
-/* Round to nearest even on the integer bits (NaN never reaches here: tiles
- * hold finite probabilities and gradients). */
+/* Round to nearest even on the integer bits, NaN -> 0x7FC0: bit for bit
+ * attnops_f32_to_bf16 (outputs can carry a caller's NaN). */
 static inline __m256i bf16_round(__m512 x)
 {
     __m512i u = _mm512_castps_si512(x);
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     u = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16));
+    u = _mm512_srli_epi32(u, 16);
+    u = _mm512_mask_mov_epi32(u, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm512_set1_epi32(0x7fc0));
+    return _mm512_cvtepi32_epi16(u);
 }
 
 static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni)
