@@ -9,7 +9,11 @@
  * result never depends on scheduling.  The split count comes from the
  * parallelism (the thread count, or a fixed value when `deterministic`), not
  * from B*N: with B*N2 smaller than the thread count the kv range is split
- * and every core works (PyTorch's CPU backward idles there).
+ * and every core works (PyTorch's CPU backward idles there).  Under a mask
+ * the splits are cut so that each gets about the same number of non-empty
+ * (query tile, kv tile) pairs, and each pair is classified once: empty pairs
+ * are skipped, partial ones go through fa_scores_apply.  In TND every batch
+ * uses its own lengths; buffers are sized for the longest.
  *
  * Per query head, shared by the items of a wave ("q side"):
  *   fp32: Q [S1p][D], dY [S1p][Dv] (read in place when the input is fp32
