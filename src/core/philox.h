@@ -1,0 +1,22 @@
+/* The dropout random stream of the Ascend 950 kernel (spec 5.1): Philox-4x32
+ * with 7 rounds.  Stream element e (one byte) for (seed, offset) is byte e % 16
+ * of block ceil(offset / 16) + e / 16; a block is the 4 output words, each
+ * little-endian.  Bit-exact with the golden and the device. */
+#ifndef ATTNOPS_PHILOX_H
+#define ATTNOPS_PHILOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ao_philox {
+    uint32_t key[2];  /* seed low, high 32 bits */
+    uint32_t base[4]; /* ceil(offset / 16) as a 128-bit little-word-first counter */
+} ao_philox;
+
+ao_philox ao_philox_make(uint64_t seed, uint64_t offset);
+/* The 4 words of block base + n. */
+void ao_philox_block(const ao_philox *g, uint64_t n, uint32_t out[4]);
+/* Stream elements [first, first + count). */
+void ao_philox_bytes(const ao_philox *g, uint64_t first, size_t count, uint8_t *out);
+
+#endif
