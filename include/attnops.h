@@ -189,7 +189,7 @@ typedef struct attnops_fa_params {
 
     /* optional inputs (NULL = absent) */
     const attnops_tensor *pse;             /* real_shift / pse_shift, or ALiBi slopes (pse_type 2/3) */
-    const attnops_tensor *drop_mask;       /* u8, bit-packed keep mask                                 */
+    const attnops_tensor *drop_mask;       /* u8, bit-packed keep mask (not supported yet: 161003)     */
     const attnops_tensor *padding_mask;    /* reserved by CANN, must be NULL                           */
     const attnops_tensor *atten_mask;      /* bool/u8, 1 = masked out (does not participate); see below */
     const attnops_tensor *prefix;          /* i64 (or i32) [B], sparse modes 5/6                       */
@@ -207,7 +207,8 @@ typedef struct attnops_fa_params {
 
     /* attributes (CANN defaults set by attnops_fa_params_init) */
     double scale_value;    /* 1.0                                       */
-    double keep_prob;      /* 1.0                                       */
+    double keep_prob;      /* 1.0; < 1: dropout with the Ascend 950      */
+                           /* in-kernel Philox mask (docs/NUMERICS.md)  */
     int64_t pre_tokens;    /* INT32_MAX ("pre_tockens" in CANN)         */
     int64_t next_tokens;   /* INT32_MAX                                 */
     int64_t head_num;      /* N1; required, no default                  */

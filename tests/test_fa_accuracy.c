@@ -205,6 +205,13 @@ int main(int argc, char **argv)
         /* TND with the compressed ALiBi (S1_b = S2_b), max S above and below 1024 */
         "N1=2,N2=1,D=16,Dv=16,dtype=bf16,layout=TND,seqs=300:700:1100,mode=3,mask=compressed,pse=bnhs,pse_type=1",
         "N1=2,N2=2,D=16,Dv=16,dtype=f32,layout=TND,seqs=100:300,mode=2,mask=compressed,pse=1nhs,pse_type=0",
+        /* dropout: every layout, TND, with masks and pse, keep 0.9 / 0.5 / 0.1 */
+        "B=2,N1=2,N2=1,S1=70,S2=90,D=32,Dv=32,dtype=f32,layout=BNSD,keep=0.9,seed=2,offset=0",
+        "B=1,N1=4,N2=2,S1=129,S2=65,D=64,Dv=48,dtype=bf16,layout=BSND,keep=0.5,seed=1234,offset=32",
+        "B=2,N1=2,N2=2,S1=63,S2=130,D=16,Dv=16,dtype=f16,layout=BSH,keep=0.1,seed=7,offset=5",
+        "B=1,N1=2,N2=1,S1=100,S2=100,D=32,Dv=32,dtype=f32,layout=SBH,keep=0.5,seed=3,offset=16,mode=2,mask=compressed,pse=slopes_n,pse_type=2",
+        "N1=4,N2=4,D=32,Dv=32,dtype=f16,layout=TND,seqs=114:132:14:287,mode=3,mask=compressed,keep=0.9,seed=2,offset=0",
+        "N1=2,N2=1,D=32,Dv=32,dtype=bf16,layout=TND,seqs=0:5:0:3,keep=0.5,seed=9,offset=48",
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         fa_case_shape s;

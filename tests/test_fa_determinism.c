@@ -66,6 +66,8 @@ int main(void)
         "B=2,N1=4,N2=2,S1=97,S2=129,D=128,Dv=128,dtype=f16,layout=SBH,pad=3",
         /* causal: kv splits are cut by work, not by tile count */
         "B=1,N1=1,N2=1,S1=600,S2=600,D=64,Dv=64,dtype=f32,layout=BNSD,mode=2,mask=compressed,pse=slopes_n,pse_type=2",
+        /* dropout: the mask depends on element positions only */
+        "B=1,N1=2,N2=1,S1=300,S2=400,D=32,Dv=32,dtype=bf16,layout=BSND,keep=0.5,seed=3,offset=16",
     };
     int passed = 0;
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {

@@ -59,6 +59,7 @@ static void state_init(state *s, const shape_case *c, tu_rng *r)
     p->S1 = c->S1, p->S2 = c->S2, p->D = c->D, p->Dv = c->Dv;
     p->T1 = c->B * c->S1, p->T2 = c->B * c->S2; /* canonical arrays: every batch's rows stacked */
     p->scale = c->scale;
+    p->keep_prob = 1.0; /* no dropout */
     p->dtype = ATTNOPS_DTYPE_F32; /* unused by the double cores */
     p->impl = ATTNOPS_IMPL_REFERENCE;
     p->threads = 1;
@@ -80,7 +81,7 @@ static void state_init(state *s, const shape_case *c, tu_rng *r)
     s->dq = alloc_randn(s->nq, NULL);
     s->dk = alloc_randn(s->nk, NULL);
     s->dv = alloc_randn(s->nv, NULL);
-    s->scratch = alloc_randn(2 * p->threads * p->S2, NULL);
+    s->scratch = alloc_randn(3 * p->threads * p->S2, NULL); /* the size fa_ref.h asks for */
 }
 
 static void state_free(state *s)

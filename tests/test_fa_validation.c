@@ -547,7 +547,7 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
     X(PREFIX_ABOVE_RANGE) X(PSE_DTYPE_TYPE0) X(PSE_DTYPE_TYPE1) X(PSE_SHAPE_RANK3) X(PSE_SHAPE_B1SS)               \
     X(PSE_SHAPE_1N1S) X(PSE_SHAPE_S2) X(PSE_SHAPE_1024_ROWS) X(PSE_SLOPES_F16) X(PSE_SLOPES_LENGTH)                \
     X(Q_START_IDX_LENGTH) X(Q_START_IDX_F32) X(KV_START_IDX_LENGTH) X(PSE_ALIBI_NO_MASK)                           \
-    X(UNSUPPORTED_DROP_MASK) X(UNSUPPORTED_KEEP_PROB) X(UNSUPPORTED_ROPE) X(UNSUPPORTED_FP8)                       \
+    X(UNSUPPORTED_DROP_MASK) X(UNSUPPORTED_ROPE) X(UNSUPPORTED_FP8)                       \
     X(ACTUAL_SEQ_QLEN_NOT_TND) X(VARLEN_LAYOUT_BSND)                                                               \
     /* from here on layout TND only (TND_FIRST_CASE) */                                                            \
     X(TND_NULL_SEQ_QLEN) X(TND_NULL_SEQ_KVLEN) X(TND_SEQ_COUNTS_DIFFER) X(TND_SEQ_DECREASING) X(TND_SEQ_QLEN_END)  \
@@ -938,10 +938,6 @@ static bool apply_case(fixture *fx, int c, expect *e)
         *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "drop_mask", CALL_BOTH, NULL};
         return true;
     }
-    case C_UNSUPPORTED_KEEP_PROB:
-        p->keep_prob = 0.5;
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "keep_prob", CALL_BOTH, NULL};
-        return true;
     case C_UNSUPPORTED_ROPE: {
         int64_t sh[4];
         int r = layout_shape(fx->layout, d.B, d.S1, d.N1, 4, sh);
@@ -1292,11 +1288,11 @@ static int run_checker_self_test(void)
     X(PLAIN) X(MASK_MODE1_B1SS_U8) X(MASK_MODE2_COMPRESSED_BOOL) X(MASK_MODE6_PREFIX) X(PSE_TYPE0_BNSS)            \
     X(PSE_TYPE2_SLOPES_START_IDX) X(MASK_MODE5_BNSS_I32_PREFIX) X(MASK_MODE4_BAND) X(MASK_MODE0_SS_TOKENS)          \
     X(PSE_TYPE1_1NSS) X(PSE_TYPE1_BN1S_MODE3) X(PSE_TYPE3_BN_SLOPES_EMPTY_Q_START) X(NO_MASK_MODE0_PRE_BEYOND_S2)   \
-    X(NO_MASK_MODE0_NO_BAND) X(NO_MASK_MODE4_CORRECTED) X(NO_MASK_MODE6_NO_PREFIX)                                 \
+    X(NO_MASK_MODE0_NO_BAND) X(NO_MASK_MODE4_CORRECTED) X(NO_MASK_MODE6_NO_PREFIX) X(DROPOUT_KEEP_HALF)            \
     /* from here on layout TND only (TND_FIRST_VALID) */                                                           \
     X(TND_PLAIN) X(TND_I32_LISTS) X(TND_TRAILING_EMPTY_BATCHES) X(TND_STATS_SAME_AS_INPUT) X(TND_MODE0_SS_TOKENS)  \
     X(TND_MODE1_SS) X(TND_MODE3_COMPRESSED) X(TND_MODE7_BAND) X(TND_MODE8_BAND) X(TND_PSE2_SLOPES)                 \
-    X(TND_PSE2_BN_SLOPES_MODE8_SQUARE) X(TND_NO_MASK_NO_BAND)
+    X(TND_PSE2_BN_SLOPES_MODE8_SQUARE) X(TND_NO_MASK_NO_BAND) X(TND_DROPOUT)
 
 #define AS_VALID_ENUM(c) V_##c,
 enum { SUCCESS_VARIANTS(AS_VALID_ENUM) N_VALID };
@@ -1311,6 +1307,8 @@ static void apply_valid(fixture *fx, int v)
     int64_t full[4] = {d.B, d.N1, d.S1, d.S2}, comp[2] = {2048, 2048};
     switch (v) {
     case V_PLAIN: break;
+    case V_DROPOUT_KEEP_HALF: p->keep_prob = 0.5, p->seed = 5, p->offset = 16; break;
+    case V_TND_DROPOUT: p->keep_prob = 0.9, p->seed = 2, p->offset = 0; break;
     case V_MASK_MODE1_B1SS_U8: full[1] = 1, fx_mask(fx, u8, 4, full), p->sparse_mode = 1; break;
     case V_MASK_MODE2_COMPRESSED_BOOL: fx_mask(fx, b8, 2, comp), p->sparse_mode = 2; break;
     case V_MASK_MODE6_PREFIX:

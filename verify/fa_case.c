@@ -176,6 +176,7 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
     p->scale_value = s->scale > 0 ? s->scale : 1.0 / sqrt((double)s->D);
     p->sparse_mode = s->sparse_mode;
     p->inner_precise = s->inner_precise;
+    if (s->keep_prob > 0.0) p->keep_prob = s->keep_prob, p->seed = s->seed, p->offset = s->offset;
     if (s->mask != FA_CASE_MASK_NONE) {
         p->pre_tokens = s->pre, p->next_tokens = s->next;
         int64_t prefix[64] = {0};
@@ -276,6 +277,9 @@ void fa_case_describe(const fa_case_shape *s, char *buf, size_t n)
     if (s->mask != FA_CASE_MASK_NONE && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ",mode=%lld,mask=%s,pre=%lld,next=%lld", (long long)s->sparse_mode,
                          mask_names[s->mask], (long long)s->pre, (long long)s->next);
+    if (s->keep_prob > 0.0 && used > 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, ",keep=%.17g,seed=%lld,offset=%lld", s->keep_prob,
+                         (long long)s->seed, (long long)s->offset);
     if (s->inner_precise && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ",inner_precise=%lld", (long long)s->inner_precise);
     if (s->pse != FA_CASE_PSE_NONE && used > 0 && (size_t)used < n)
@@ -320,6 +324,9 @@ bool fa_case_parse(const char *spec, fa_case_shape *s)
         else if (!strcmp(k, "Dv")) s->Dv = x;
         else if (!strcmp(k, "pad")) s->pad = x;
         else if (!strcmp(k, "scale")) s->scale = atof(v);
+        else if (!strcmp(k, "keep")) s->keep_prob = atof(v);
+        else if (!strcmp(k, "seed")) s->seed = x;
+        else if (!strcmp(k, "offset")) s->offset = x;
         else if (!strcmp(k, "mode")) s->sparse_mode = x;
         else if (!strcmp(k, "pre")) s->pre = x;
         else if (!strcmp(k, "next")) s->next = x;

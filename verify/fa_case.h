@@ -39,6 +39,9 @@ typedef struct fa_case_shape {
     fa_case_pse pse;
     int64_t pse_type;      /* ignored without pse */
     int64_t q_start, kv_start;
+    /* dropout (spec 5): keep_prob 0 means 1 (none) */
+    double keep_prob;
+    int64_t seed, offset;
     /* TND: per-batch lengths (not cumulative, as the seed's tables give
      * them); B = nseq, S1/S2 are set to the longest.  kv lengths default to
      * the query lengths. */

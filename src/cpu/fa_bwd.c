@@ -44,6 +44,7 @@
 #include "cpu/isa.h"
 #include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
+#include "fa/fa_dropout.h"
 
 typedef struct bwd_plan {
     fa_tiling t;
@@ -57,7 +58,7 @@ typedef struct bwd_plan {
 
 /* Byte sizes of the pieces, in carve order (shared by planning and carving). */
 enum { QS_Q, QS_QT, QS_DY, QS_DYT, QS_DROW, QS_M, QS_L, QS_ATTEND, QS_COUNT };
-enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PV, TH_DSV, TH_DSN, TH_DK, TH_DV, TH_BIAS, TH_MASKED, TH_COUNT };
+enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PV, TH_DSV, TH_DSN, TH_DK, TH_DV, TH_BIAS, TH_MASKED, TH_KEEP, TH_COUNT };
 
 static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_COUNT])
 {
@@ -88,6 +89,7 @@ static void thread_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[TH_C
     sz[TH_DV] = (size_t)FA_BK * (size_t)p->Dv * 4;
     sz[TH_BIAS] = tile * 4;
     sz[TH_MASKED] = FA_BK;
+    sz[TH_KEEP] = p->keep_prob < 1.0 ? tile : 0;
 }
 
 /* fp32 rows stored densely (BNSD-like) can feed the GEMMs in place.  Rows
@@ -220,6 +222,7 @@ typedef struct bwd_ctx {
     const bwd_plan *pl;
     const bwd_gemms *gm;
     const fa_tile_kernels *kern;
+    fa_dropout drop;
     bool broken; /* test-only: ATTNOPS_TEST_BREAK_KERNEL */
 } bwd_ctx;
 
@@ -240,8 +243,8 @@ static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, in
 }
 
 /* One (query tile, kv tile) step of head (b, h); pos gives the tile. */
-static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const fa_tile_pos *pos, char **th,
-                 float *dq_part)
+static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const fa_tile_pos *pos,
+                 uint64_t drop_base, char **th, float *dq_part)
 {
     const fa_problem *p = c->p;
     const bwd_gemms *gm = c->gm;
@@ -265,7 +268,22 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
         fa_scores_apply(p, band, pos, cls, S, FA_BK, (float *)th[TH_BIAS], (uint8_t *)th[TH_MASKED]);
         scale = 1.0f;
     }
+    uint8_t *keep = (uint8_t *)th[TH_KEEP];
+    if (c->drop.active) { /* dS takes dP * keep / keep_prob; dV takes P * keep / keep_prob */
+        for (int r = 0; r < pos->rows; r++) {
+            uint8_t *kr = keep + (size_t)r * FA_BK;
+            fa_dropout_row(&c->drop, fa_dropout_row_start(p, pos->b, drop_base, pos->h, q0 + r), pos->k0, pos->cols, kr);
+            float *row = dP + (size_t)r * FA_BK;
+            for (int x = 0; x < pos->cols; x++) row[x] *= kr[x] ? c->drop.scale : 0.0f;
+        }
+    }
     c->kern->softmax_bwd(S, dP, FA_BWD_BQ, FA_BK, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
+    if (c->drop.active)
+        for (int r = 0; r < pos->rows; r++) {
+            const uint8_t *kr = keep + (size_t)r * FA_BK;
+            float *row = S + (size_t)r * FA_BK;
+            for (int x = 0; x < pos->cols; x++) row[x] *= kr[x] ? c->drop.scale : 0.0f;
+        }
     float *dq_i = dq_part + q0 * p->D;
     if (bf16) {
         const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
@@ -340,6 +358,7 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
     const fa_tiling *t = &c->pl->t;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_kv_first(p, b), end = first + S2;
     const fa_band band = fa_band_of(p, b, S1, S2);
+    const uint64_t drop_base = c->drop.active ? fa_dropout_batch_base(p, b) : 0;
     int64_t kt0, kt1;
     split_range(c, &band, S1, S2, s, &kt0, &kt1);
     const int64_t S1p = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ * FA_BWD_BQ;
@@ -358,7 +377,7 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
             for (int64_t qt = 0; qt < nq; qt++) {
                 const int64_t q0 = qt * FA_BWD_BQ;
                 const fa_tile_pos pos = {b, n2 * p->G + g, q0, k0, (int)(S1 - q0 < FA_BWD_BQ ? S1 - q0 : FA_BWD_BQ), valid, S1, S2};
-                step(c, &qs, &band, &pos, th, part);
+                step(c, &qs, &band, &pos, drop_base, th, part);
             }
         }
         if (t->bf16) { /* accumulated transposed: [D][BK], [Dv][BK] */
@@ -376,7 +395,8 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     const bwd_plan pl = make_plan(p);
     const bwd_gemms gm = make_gemms(p, &pl);
     const char *broken = getenv("ATTNOPS_TEST_BREAK_KERNEL");
-    const bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), broken && *broken == '1'};
+    const bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), fa_dropout_make(p->seed, p->offset, p->keep_prob),
+                       broken && *broken == '1'};
     const fa_tiling *t = &pl.t;
     const int64_t heads = p->B * p->N2, G = p->G;
     const wave_store w = {ws, (char *)ws + (size_t)pl.wave * (size_t)G * pl.qside_bytes};

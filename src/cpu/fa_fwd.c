@@ -29,6 +29,7 @@
 #include "cpu/isa.h"
 #include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
+#include "fa/fa_dropout.h"
 
 typedef struct fwd_plan {
     fa_tiling t;
@@ -39,7 +40,7 @@ typedef struct fwd_plan {
 } fwd_plan;
 
 /* Per-thread scratch pieces, in carve order. */
-enum { SC_Q, SC_S, SC_PB, SC_O, SC_M, SC_L, SC_ALPHA, SC_BIAS, SC_MASKED, SC_COUNT };
+enum { SC_Q, SC_S, SC_PB, SC_O, SC_M, SC_L, SC_ALPHA, SC_BIAS, SC_MASKED, SC_KEEP, SC_COUNT };
 
 static void scratch_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[SC_COUNT])
 {
@@ -51,6 +52,7 @@ static void scratch_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[SC_
     sz[SC_M] = sz[SC_L] = sz[SC_ALPHA] = (size_t)FA_FWD_BQ * 4;
     sz[SC_BIAS] = tile * 4;
     sz[SC_MASKED] = FA_BK;
+    sz[SC_KEEP] = FA_BK;
 }
 
 static fwd_plan make_plan(const fa_problem *p)
@@ -76,7 +78,7 @@ typedef struct fwd_scratch {
     float *s;
     uint16_t *pb;
     float *o, *m, *l, *alpha, *bias;
-    uint8_t *masked;
+    uint8_t *masked, *keep;
 } fwd_scratch;
 
 static fwd_scratch thread_scratch(const fwd_plan *pl, const fa_problem *p, char *base)
@@ -86,7 +88,8 @@ static fwd_scratch thread_scratch(const fwd_plan *pl, const fa_problem *p, char 
     scratch_sizes(p, &pl->t, sz);
     fa_pieces_carve(base, sz, SC_COUNT, c);
     return (fwd_scratch){c[SC_Q], (float *)c[SC_S], (uint16_t *)c[SC_PB], (float *)c[SC_O], (float *)c[SC_M],
-                         (float *)c[SC_L], (float *)c[SC_ALPHA], (float *)c[SC_BIAS], (uint8_t *)c[SC_MASKED]};
+                         (float *)c[SC_L], (float *)c[SC_ALPHA], (float *)c[SC_BIAS], (uint8_t *)c[SC_MASKED],
+                         (uint8_t *)c[SC_KEEP]};
 }
 
 /* The GEMMs of one kv tile step, dispatched once per call. */
@@ -123,8 +126,10 @@ static void pack_kv_head(const fa_problem *p, const fa_tiling *t, int64_t b, int
 
 /* One q tile of one query head against every kv tile. */
 static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *gm, const fa_tile_kernels *kern,
-                     const fwd_scratch *sc, int64_t b, int64_t h, int64_t q0, const char *kbuf, const char *vbuf)
+                     const fa_dropout *drop, const fwd_scratch *sc, int64_t b, int64_t h, int64_t q0, const char *kbuf,
+                     const char *vbuf)
 {
+    const uint64_t drop_base = drop->active ? fa_dropout_batch_base(p, b) : 0;
     const size_t e = t->bf16 ? 2 : 4;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_q_first(p, b);
     if (q0 >= S1) return; /* a short batch in TND */
@@ -153,6 +158,12 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
             scale = 1.0f;
         }
         kern->softmax_fwd(sc->s, FA_FWD_BQ, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
+        if (drop->active) /* l summed the undropped P; O takes P * keep / keep_prob */
+            for (int r = 0; r < rows; r++) {
+                fa_dropout_row(drop, fa_dropout_row_start(p, b, drop_base, h, q0 + r), k0, valid, sc->keep);
+                float *row = sc->s + (size_t)r * FA_BK;
+                for (int c = 0; c < valid; c++) row[c] *= sc->keep[c] ? drop->scale : 0.0f;
+            }
         kern->scale_rows(sc->o, FA_FWD_BQ, (int)p->Dv, sc->alpha);
         if (t->bf16) {
             kern->to_bf16(sc->s, FA_FWD_BQ, FA_BK, sc->pb, FA_BK, false);
@@ -187,6 +198,7 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
     const fa_tiling *t = &pl.t;
     const fwd_gemms gm = make_gemms(p, t);
     const fa_tile_kernels *kern = fa_tile_kernels_get();
+    const fa_dropout drop = fa_dropout_make(p->seed, p->offset, p->keep_prob);
     char *packs = ws, *threads_base = packs + (size_t)pl.wave * (pl.k_bytes + pl.v_bytes);
     const int64_t heads = p->B * p->N2, items_per_head = p->G * t->nq;
 
@@ -208,7 +220,7 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
                 /* Last query tiles first: under causal masks they carry the most work. */
                 const int64_t h = n2 * p->G + rest / t->nq, q0 = (t->nq - 1 - rest % t->nq) * FA_FWD_BQ;
                 const char *kb = packs + (size_t)i * (pl.k_bytes + pl.v_bytes);
-                fwd_item(p, t, &gm, kern, &sc, b, h, q0, kb, kb + pl.k_bytes);
+                fwd_item(p, t, &gm, kern, &drop, &sc, b, h, q0, kb, kb + pl.k_bytes);
             }
         }
     }

@@ -86,6 +86,8 @@ typedef struct fa_problem {
     fa_view dy, dq, dk, dv;          /* backward only */
     fa_mask_cfg mask;
     fa_pse_cfg pse;
+    int64_t seed, offset;            /* dropout stream (spec 5) */
+    double keep_prob;                /* 1: no dropout */
     attnops_impl impl;
     bool deterministic;
     int threads;                     /* resolved thread count (>= 1) */

@@ -235,7 +235,6 @@ static attnops_status check_attributes(const char *op, const attnops_fa_params *
     };
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (optional[i].t) return ao_fail(UNSUPPORTED, "%s: input '%s' %s.", op, optional[i].name, later);
-    if (p->keep_prob < 1.0) return ao_fail(UNSUPPORTED, "%s: dropout (keep_prob %g < 1) %s.", op, p->keep_prob, later);
     return ATTNOPS_SUCCESS;
 }
 
@@ -630,6 +629,7 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->v = view_of(p->value, layout, pr->Dv);
     pr->impl = p->impl;
     pr->deterministic = p->deterministic != 0;
+    pr->seed = p->seed, pr->offset = p->offset, pr->keep_prob = p->keep_prob;
     pr->T1 = pr->B * pr->S1, pr->T2 = pr->B * pr->S2;
     if (layout == ATTNOPS_LAYOUT_TND) TRY(derive_varlen(op, p, pr));
     else if (p->actual_seq_qlen || p->actual_seq_kvlen)

@@ -5,7 +5,8 @@
  *         =  q[i].k[j] * scale + pse       (pse_type 0, 2, 3)
  *   s[j]  = -40000                          where masked(i, j)  (the golden's masked_fill)
  *   m     = max_j s[j];   l = sum_j exp(s[j] - m)
- *   P[j]  = exp(s[j] - m) / l;   o[i] = sum_j P[j] v[j]
+ *   P[j]  = exp(s[j] - m) / l;   o[i] = sum_j P[j] keep[j]/kp v[j]
+ *   (keep = the dropout mask of spec 5, all ones when keep_prob = 1)
  *
  * A fully masked row therefore gets uniform weights, unless the call uses
  * the sentinel behaviour (fa_mask_cfg.skip_invalid_rows): then a row whose
@@ -16,9 +17,9 @@
  * Backward, from the given statistics m, l and attention_in o (as the CANN
  * kernel does); a row carrying the sentinel m contributes nothing:
  *
- *   P[j]  = exp(s[j] - m) / l;   dP[j] = dy[i].v[j];   Drow = dy[i].o[i]
+ *   P[j]  = exp(s[j] - m) / l;   dP[j] = dy[i].v[j] keep[j]/kp;   Drow = dy[i].o[i]
  *   dS[j] = P[j] (dP[j] - Drow)
- *   dq[i] = scale sum_j dS[j] k[j];  dk[j] += scale dS[j] q[i];  dv[j] += P[j] dy[i]
+ *   dq[i] = scale sum_j dS[j] k[j];  dk[j] += scale dS[j] q[i];  dv[j] += P[j] keep[j]/kp dy[i]
  *
  * A row with no keys (S2 = 0) gets the sentinels.
  *
@@ -33,6 +34,7 @@
 #include <omp.h>
 #endif
 
+#include "fa/fa_dropout.h"
 #include "fa/fa_mask.h"
 #include "fa/fa_pse.h"
 #include "ref/fa_ref.h"
@@ -72,9 +74,12 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t h = 0; h < p->N1; h++) {
-            double *s = scratch + (size_t)thread_id() * (size_t)p->S2;
+            double *s = scratch + (size_t)thread_id() * 2 * (size_t)p->S2;
+            uint8_t *keep = (uint8_t *)(s + p->S2);
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t qrow = h * T1 + canonical_q(p, b), kvrow = (h / p->G) * T2 + canonical_kv(p, b);
+            const fa_dropout drop = fa_dropout_make(p->seed, p->offset, p->keep_prob);
+            const uint64_t drop_base = fa_dropout_batch_base(p, b);
             const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
             const fa_band band = fa_band_of(p, b, S1, S2);
             for (int64_t i = 0; i < S1; i++) {
@@ -95,8 +100,10 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                 m[qrow + i] = mx;
                 l[qrow + i] = sum;
                 if (p->varlen && mx == FA_MASK_FILL) continue; /* TND: masked P forced to 0 */
+                if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, b, drop_base, h, i), 0, S2, keep);
                 for (int64_t j = 0; j < S2; j++) {
                     double pj = exp(s[j] - mx) / sum;
+                    if (drop.active) pj *= keep[j] ? drop.scale_f64 : 0.0;
                     for (int64_t e = 0; e < Dv; e++) oi[e] += pj * vh[j * Dv + e];
                 }
             }
@@ -113,7 +120,10 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
-            double *P = scratch + (size_t)thread_id() * 2 * (size_t)p->S2, *dS = P + p->S2;
+            double *P = scratch + (size_t)thread_id() * 3 * (size_t)p->S2, *dS = P + p->S2;
+            uint8_t *keep = (uint8_t *)(dS + p->S2);
+            const fa_dropout drop = fa_dropout_make(p->seed, p->offset, p->keep_prob);
+            const uint64_t drop_base = fa_dropout_batch_base(p, b);
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t kvrow = n2 * T2 + canonical_kv(p, b);
             const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
@@ -130,10 +140,13 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
                     const double drow = dot(dyi, o + row * Dv, Dv);
                     /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
                     const bool no_p = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
+                    if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, b, drop_base, h, i), 0, S2, keep);
                     for (int64_t j = 0; j < S2; j++) {
                         double s = score(p, &band, b, h, i, j, S1, S2, dot(qi, kh + j * D, D));
+                        const double kept = drop.active ? (keep[j] ? drop.scale_f64 : 0.0) : 1.0;
                         P[j] = no_p ? 0.0 : exp(s - m[row]) / l[row];
-                        dS[j] = P[j] * (dot(dyi, vh + j * Dv, Dv) - drow);
+                        dS[j] = P[j] * (dot(dyi, vh + j * Dv, Dv) * kept - drow);
+                        P[j] *= kept; /* dv takes the dropped P */
                     }
                     memset(dqi, 0, (size_t)D * sizeof *dqi);
                     for (int64_t j = 0; j < S2; j++) {
@@ -197,7 +210,7 @@ static size_t carve(const fa_problem *p, bool backward, void *ws, ref_buffers *b
     const size_t sizes[] = {
         nq * p->D, nk * p->D, nk * p->Dv, nq * p->Dv, backward ? nq * p->Dv : 0, nq, nq,
         backward ? nq * p->D : 0, backward ? nk * p->D : 0, backward ? nk * p->Dv : 0,
-        (size_t)p->threads * (size_t)p->S2 * (backward ? 2 : 1),
+        (size_t)p->threads * (size_t)p->S2 * (backward ? 3 : 2),
     };
     double **slots[] = {&b->q, &b->k, &b->v, &b->o, &b->dy, &b->m, &b->l, &b->dq, &b->dk, &b->dv, &b->scratch};
     size_t off = 0;

@@ -15,7 +15,7 @@ void fa_ref_bwd(const fa_problem *p, void *workspace);
  * finite-difference test): q [N1][T1][D], k [N2][T2][D], v [N2][T2][Dv],
  * o/dy [N1][T1][Dv], m/l [N1][T1], dq/dk/dv like q/k/v, where T = B*S for
  * the padded layouts (set p->T1, p->T2) and batch b's rows start at b*S.
- * scratch: p->threads * S2 doubles (forward), twice that (backward). */
+ * scratch: p->threads * 2 * S2 doubles (forward), 3 * S2 (backward). */
 void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, const double *v, double *o, double *m,
                         double *l, double *scratch);
 void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
