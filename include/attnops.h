@@ -303,6 +303,28 @@ ATTNOPS_API attnops_status attnops_flash_attention_unpadding_score_grad_workspac
 ATTNOPS_API attnops_status attnops_flash_attention_unpadding_score_grad(const attnops_fa_bwd_args *args,
                                                                         void *workspace, size_t workspace_bytes);
 
+/* The dropout keep mask FlashAttentionScore(Grad) applies for keep_prob < 1
+ * (the Ascend 950 in-kernel Philox mask, spec 5), so a device's mask can be
+ * diffed with ours.  Elements are in the order [B, N1, S1, S2] (padded
+ * layouts: give batch, head_num, seq_q, seq_kv) or, in TND, per batch
+ * [N1, S1_b, S2_b] blocks (give head_num and the cumulative
+ * actual_seq_qlen / actual_seq_kvlen as for the TND operators); count =
+ * B*N1*S1*S2 or N1 * sum S1_b*S2_b.  Outputs (at least one):
+ *   byte_mask  u8 [count], 1 = kept
+ *   bit_mask   u8 [>= ceil(count/8)], element e in bit e % 8 (LSB first) of
+ *              byte e / 8 -- the packed form CANN's drop_mask input takes;
+ *              bytes past the last element are zeroed. */
+typedef struct attnops_dropout_mask_args {
+    int64_t seed, offset;   /* CANN defaults 2 and 0 */
+    double keep_prob;       /* (0, 1] */
+    int64_t batch, head_num, seq_q, seq_kv;
+    const attnops_tensor *actual_seq_qlen, *actual_seq_kvlen; /* TND instead of batch/seq_q/seq_kv */
+    const attnops_tensor *byte_mask;
+    const attnops_tensor *bit_mask;
+} attnops_dropout_mask_args;
+
+ATTNOPS_API attnops_status attnops_dropout_mask(const attnops_dropout_mask_args *args);
+
 /* The standard ALiBi slopes for n heads (get_slopes of spec 4.2): with
  * p = 2^floor(log2 n), base = 2^(-8/p): base^1 .. base^p, then, if p < n,
  * (2^(-4/p))^k for k = 1, 3, 5, ...; in float, as the golden computes them.

@@ -134,6 +134,11 @@ static inline bool fa_problem_is_empty(const fa_problem *p) { return p->B == 0 |
 attnops_status fa_validate_fwd(const attnops_fa_fwd_args *args, const char *op, fa_problem *out);
 attnops_status fa_validate_bwd(const attnops_fa_bwd_args *args, const char *op, fa_problem *out);
 
+/* TND's cumulative lengths into pr (B, S1/S2 = the longest, T1/T2, the
+ * lists); T1/T2 < 0: the lists' last values define them. */
+attnops_status fa_derive_varlen(const char *op, const attnops_tensor *qlen, const attnops_tensor *kvlen, int64_t T1,
+                                int64_t T2, fa_problem *pr);
+
 /* Sentinels CANN writes for a row that attends to nothing (spec 1.1). */
 #define FA_INVALID_ROW_MAX (-3.4028234663852886e38)
 #define FA_INVALID_ROW_SUM (3.4028234663852886e38)

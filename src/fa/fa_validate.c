@@ -528,19 +528,21 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
 
 /* TND: the cumulative lengths (spec 3.4).  They hold no leading 0; trailing
  * batches whose query and key lengths are both 0 are dropped. */
-static attnops_status derive_varlen(const char *op, const attnops_fa_params *p, fa_problem *pr)
+attnops_status fa_derive_varlen(const char *op, const attnops_tensor *qlen, const attnops_tensor *kvlen,
+                                int64_t T1, int64_t T2, fa_problem *pr)
 {
-    if (!p->actual_seq_qlen) return ao_fail(NULLPTR, "%s: layout TND needs 'actual_seq_qlen'.", op);
-    if (!p->actual_seq_kvlen) return ao_fail(NULLPTR, "%s: layout TND needs 'actual_seq_kvlen'.", op);
-    TRY(check_list(op, "actual_seq_qlen", p->actual_seq_qlen, 1, INT64_C(1) << 21));
-    TRY(check_list(op, "actual_seq_kvlen", p->actual_seq_kvlen, 1, INT64_C(1) << 21));
-    const int64_t n = p->actual_seq_qlen->shape[0];
-    if (p->actual_seq_kvlen->shape[0] != n)
+    if (!qlen) return ao_fail(NULLPTR, "%s: layout TND needs 'actual_seq_qlen'.", op);
+    if (!kvlen) return ao_fail(NULLPTR, "%s: layout TND needs 'actual_seq_kvlen'.", op);
+    TRY(check_list(op, "actual_seq_qlen", qlen, 1, INT64_C(1) << 21));
+    TRY(check_list(op, "actual_seq_kvlen", kvlen, 1, INT64_C(1) << 21));
+    const int64_t n = qlen->shape[0];
+    if (kvlen->shape[0] != n)
         return ao_fail(INVALID, "%s: actual_seq_qlen has %lld entries but actual_seq_kvlen has %lld; they must be "
-                       "equal.", op, (long long)n, (long long)p->actual_seq_kvlen->shape[0]);
-    const int64_t T1 = pr->S1, T2 = pr->S2; /* read_dims put T in S */
+                       "equal.", op, (long long)n, (long long)kvlen->shape[0]);
+    if (T1 < 0) T1 = list_at(qlen, n - 1);  /* no tensor to check against: the lists define T */
+    if (T2 < 0) T2 = list_at(kvlen, n - 1);
     const struct { const attnops_tensor *t; const char *name; int64_t total; const char *what; } lists[2] = {
-        {p->actual_seq_qlen, "actual_seq_qlen", T1, "query"}, {p->actual_seq_kvlen, "actual_seq_kvlen", T2, "key"}};
+        {qlen, "actual_seq_qlen", T1, "query"}, {kvlen, "actual_seq_kvlen", T2, "key"}};
     int64_t max_len[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
         int64_t prev = 0;
@@ -558,15 +560,15 @@ static attnops_status derive_varlen(const char *op, const attnops_fa_params *p, 
                            "T.", op, lists[k].name, (long long)prev, lists[k].what, (long long)lists[k].total);
     }
     int64_t B = n;
-    while (B > 0 && list_at(p->actual_seq_qlen, B - 1) == (B > 1 ? list_at(p->actual_seq_qlen, B - 2) : 0) &&
-           list_at(p->actual_seq_kvlen, B - 1) == (B > 1 ? list_at(p->actual_seq_kvlen, B - 2) : 0))
+    while (B > 0 && list_at(qlen, B - 1) == (B > 1 ? list_at(qlen, B - 2) : 0) &&
+           list_at(kvlen, B - 1) == (B > 1 ? list_at(kvlen, B - 2) : 0))
         B--;
     pr->varlen = true;
     pr->B = B;
     pr->T1 = T1, pr->T2 = T2;
     pr->S1 = max_len[0], pr->S2 = max_len[1];
-    pr->cu_q = (fa_list){p->actual_seq_qlen->data, p->actual_seq_qlen->dtype, p->actual_seq_qlen->strides[0]};
-    pr->cu_kv = (fa_list){p->actual_seq_kvlen->data, p->actual_seq_kvlen->dtype, p->actual_seq_kvlen->strides[0]};
+    pr->cu_q = (fa_list){qlen->data, qlen->dtype, qlen->strides[0]};
+    pr->cu_kv = (fa_list){kvlen->data, kvlen->dtype, kvlen->strides[0]};
     return ATTNOPS_SUCCESS;
 }
 
@@ -631,7 +633,8 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->deterministic = p->deterministic != 0;
     pr->seed = p->seed, pr->offset = p->offset, pr->keep_prob = p->keep_prob;
     pr->T1 = pr->B * pr->S1, pr->T2 = pr->B * pr->S2;
-    if (layout == ATTNOPS_LAYOUT_TND) TRY(derive_varlen(op, p, pr));
+    if (layout == ATTNOPS_LAYOUT_TND) /* read_dims put T in S */
+        TRY(fa_derive_varlen(op, p->actual_seq_qlen, p->actual_seq_kvlen, pr->S1, pr->S2, pr));
     else if (p->actual_seq_qlen || p->actual_seq_kvlen)
         return ao_fail(INVALID, "%s: actual_seq_qlen / actual_seq_kvlen are given but input_layout is %s; they "
                        "describe TND batches only.", op, attnops_layout_name(layout));

@@ -1,0 +1,83 @@
+/* attnops_dropout_mask: the keep mask the FlashAttention operators apply,
+ * written out for comparison with a device's (spec 5). */
+#include <string.h>
+
+#include "fa/fa_dropout.h"
+#include "fa/fa_problem.h"
+
+static const char OP[] = "DropoutMask";
+
+/* A rank-1 u8 output of at least `need` elements (exactly, when `exact`). */
+static attnops_status check_output(const char *name, const attnops_tensor *t, int64_t need, bool exact)
+{
+    if (t->dtype != ATTNOPS_DTYPE_U8 || t->rank != 1 || t->strides[0] < 0)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: '%s' must be a 1-D u8 tensor with a non-negative stride.", OP,
+                       name);
+    if (exact ? t->shape[0] != need : t->shape[0] < need)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: '%s' has %lld elements; it needs %s%lld.", OP, name,
+                       (long long)t->shape[0], exact ? "" : "at least ", (long long)need);
+    if (!t->data && t->shape[0] > 0) return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: '%s' has a NULL data pointer.", OP, name);
+    if (t->shape[0] > 1 && t->strides[0] == 0)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: '%s' has stride 0, so its elements overlap.", OP, name);
+    return ATTNOPS_SUCCESS;
+}
+
+attnops_status attnops_dropout_mask(const attnops_dropout_mask_args *a)
+{
+    ao_clear_error();
+    if (!a) return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: args is NULL.", OP);
+    if (!a->byte_mask && !a->bit_mask)
+        return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: give byte_mask, bit_mask or both; both are NULL.", OP);
+    if (!(a->keep_prob > 0.0 && a->keep_prob <= 1.0))
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: keep_prob is %g; it must lie in (0, 1].", OP, a->keep_prob);
+    if (a->head_num <= 0)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: head_num is %lld; it must be >= 1.", OP, (long long)a->head_num);
+    fa_problem p;
+    memset(&p, 0, sizeof p);
+    p.N1 = a->head_num;
+    int64_t count;
+    if (a->actual_seq_qlen || a->actual_seq_kvlen) {
+        attnops_status st = fa_derive_varlen(OP, a->actual_seq_qlen, a->actual_seq_kvlen, -1, -1, &p);
+        if (st != ATTNOPS_SUCCESS) return st;
+        count = 0;
+        for (int64_t b = 0; b < p.B; b++) count += p.N1 * fa_q_len(&p, b) * fa_kv_len(&p, b);
+    } else {
+        if (a->batch < 0 || a->seq_q < 0 || a->seq_kv < 0)
+            return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: batch %lld, seq_q %lld, seq_kv %lld must not be negative.",
+                           OP, (long long)a->batch, (long long)a->seq_q, (long long)a->seq_kv);
+        p.B = a->batch, p.S1 = a->seq_q, p.S2 = a->seq_kv;
+        count = p.B * p.N1 * p.S1 * p.S2;
+    }
+    if (a->byte_mask) {
+        attnops_status st = check_output("byte_mask", a->byte_mask, count, true);
+        if (st != ATTNOPS_SUCCESS) return st;
+    }
+    if (a->bit_mask) {
+        attnops_status st = check_output("bit_mask", a->bit_mask, (count + 7) / 8, false);
+        if (st != ATTNOPS_SUCCESS) return st;
+    }
+
+    const fa_dropout d = fa_dropout_make(a->seed, a->offset, a->keep_prob);
+    uint8_t *bytes = a->byte_mask ? a->byte_mask->data : NULL, *bits = a->bit_mask ? a->bit_mask->data : NULL;
+    const int64_t bs = a->byte_mask ? a->byte_mask->strides[0] : 0, ts = a->bit_mask ? a->bit_mask->strides[0] : 0;
+    if (bits)
+        for (int64_t i = 0; i < a->bit_mask->shape[0]; i++) bits[i * ts] = 0;
+    uint8_t keep[1024];
+    int64_t e = 0; /* element index in the unaligned output order */
+    for (int64_t b = 0; b < p.B; b++) {
+        const uint64_t base = fa_dropout_batch_base(&p, b);
+        const int64_t s1 = fa_q_len(&p, b), s2 = fa_kv_len(&p, b);
+        for (int64_t h = 0; h < p.N1; h++)
+            for (int64_t i = 0; i < s1; i++)
+                for (int64_t j0 = 0; j0 < s2; j0 += 1024) {
+                    const int64_t m = s2 - j0 < 1024 ? s2 - j0 : 1024;
+                    if (d.active) fa_dropout_row(&d, fa_dropout_row_start(&p, b, base, h, i), j0, m, keep);
+                    else memset(keep, 1, (size_t)m);
+                    for (int64_t c = 0; c < m; c++, e++) {
+                        if (bytes) bytes[e * bs] = keep[c];
+                        if (bits && keep[c]) bits[(e / 8) * ts] |= (uint8_t)(1u << (e % 8));
+                    }
+                }
+    }
+    return ATTNOPS_SUCCESS;
+}
