@@ -7,6 +7,14 @@
  *       implementations (the double reference and the fast CPU kernel):
  *       an error table judged by the shared comparator, and timings.
  *       Exit status 0 when every output is within tolerance, 1 otherwise.
+ *   attnops dropout-mask --keep P [--seed S] [--offset O] --heads N
+ *                        (--shape B,S1,S2 | --seqs L0:L1:.. [--kvseqs L0:L1:..])
+ *                        [--bits] --out FILE.npy
+ *       Writes the dropout keep mask the FlashAttention operators apply (the
+ *       Ascend 950 in-kernel mask): u8, 1 = kept, shaped [B, N1, S1, S2]
+ *       (or [count] in TND, per-batch [N1, S1_b, S2_b] blocks); with --bits
+ *       the packed form instead (LSB first, [ceil(count / 8)]).  TND lengths
+ *       are per batch (not cumulative), as in the seed's tables.
  *   attnops version
  */
 #include <math.h>
@@ -27,8 +35,120 @@ static int usage(void)
 {
     fprintf(stderr, "usage: attnops demo [--B n] [--N1 n] [--N2 n] [--S1 n] [--S2 n] [--D n] [--Dv n]\n"
                     "                    [--dtype f32|f16|bf16] [--layout BNSD|BSND|BSH|SBH] [--threads n] [--seed n]\n"
+                    "       attnops dropout-mask --keep P [--seed S] [--offset O] --heads N\n"
+                    "                    (--shape B,S1,S2 | --seqs L0:L1:.. [--kvseqs L0:L1:..]) [--bits] --out FILE.npy\n"
                     "       attnops version\n");
     return 2;
+}
+
+/* A .npy file (format 1.0) of u8 data with the given shape. */
+static int write_npy_u8(const char *path, const uint8_t *data, const int64_t *shape, int rank)
+{
+    char dims[160] = "";
+    size_t used = 0;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        used += (size_t)snprintf(dims + used, sizeof dims - used, "%lld,%s", (long long)shape[i],
+                                 i + 1 < rank ? " " : "");
+        n *= shape[i];
+    }
+    char header[256];
+    int len = snprintf(header, sizeof header, "{'descr': '|u1', 'fortran_order': False, 'shape': (%s), }", dims);
+    const int total = ((10 + len + 1 + 63) / 64) * 64; /* magic + header + newline, padded to 64 */
+    while (10 + len + 1 < total) header[len++] = ' ';
+    header[len++] = '\n';
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "attnops: cannot write '%s'\n", path);
+        return 1;
+    }
+    const unsigned char magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+    const unsigned char hlen[2] = {(unsigned char)(len & 0xff), (unsigned char)(len >> 8)};
+    int ok = fwrite(magic, 1, 8, f) == 8 && fwrite(hlen, 1, 2, f) == 2 && fwrite(header, 1, (size_t)len, f) == (size_t)len &&
+             fwrite(data, 1, (size_t)n, f) == (size_t)n;
+    ok &= fclose(f) == 0;
+    if (!ok) fprintf(stderr, "attnops: writing '%s' failed\n", path);
+    return ok ? 0 : 1;
+}
+
+/* "7:0:33" -> lengths; returns the count or -1. */
+static int parse_lengths(const char *v, int64_t *out, int max)
+{
+    int n = 0;
+    for (const char *c = v; *c && n < max;) {
+        char *end;
+        out[n++] = strtoll(c, &end, 10);
+        if (end == c || out[n - 1] < 0) return -1;
+        c = *end == ':' ? end + 1 : end;
+        if (*end && *end != ':') return -1;
+    }
+    return n;
+}
+
+static int dropout_mask(int argc, char **argv)
+{
+    attnops_dropout_mask_args a = {.seed = 2, .offset = 0, .keep_prob = 0.0};
+    const char *out = NULL;
+    bool bits = false, tnd = false;
+    int64_t q[256], kv[256];
+    int nq = 0, nkv = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--bits")) { bits = true; continue; }
+        if (!v) return usage();
+        i++;
+        if (!strcmp(k, "--keep")) a.keep_prob = atof(v);
+        else if (!strcmp(k, "--seed")) a.seed = atoll(v);
+        else if (!strcmp(k, "--offset")) a.offset = atoll(v);
+        else if (!strcmp(k, "--heads")) a.head_num = atoll(v);
+        else if (!strcmp(k, "--out")) out = v;
+        else if (!strcmp(k, "--shape")) {
+            long long b, s1, s2;
+            if (sscanf(v, "%lld,%lld,%lld", &b, &s1, &s2) != 3) return usage();
+            a.batch = b, a.seq_q = s1, a.seq_kv = s2;
+        } else if (!strcmp(k, "--seqs")) {
+            if ((nq = parse_lengths(v, q, 256)) < 1) return usage();
+            tnd = true;
+        } else if (!strcmp(k, "--kvseqs")) {
+            if ((nkv = parse_lengths(v, kv, 256)) < 1) return usage();
+        } else return usage();
+    }
+    if (!out) return usage();
+    if (tnd && nkv == 0) memcpy(kv, q, sizeof(int64_t) * (size_t)nq), nkv = nq;
+    if (tnd && nkv != nq) {
+        fprintf(stderr, "attnops: --seqs and --kvseqs need the same number of batches\n");
+        return 2;
+    }
+    int64_t count = a.batch * a.head_num * a.seq_q * a.seq_kv, n = nq;
+    tu_tensor cq = {0}, ckv = {0};
+    if (tnd) { /* cumulative lists, as the operators take them */
+        cq = tu_tensor_new(ATTNOPS_DTYPE_I64, 1, &n, 0), ckv = tu_tensor_new(ATTNOPS_DTYPE_I64, 1, &n, 0);
+        int64_t sq = 0, skv = 0;
+        count = 0;
+        for (int b = 0; b < nq; b++) {
+            sq += q[b], skv += kv[b], count += a.head_num * q[b] * kv[b];
+            ((int64_t *)cq.view.data)[b] = sq, ((int64_t *)ckv.view.data)[b] = skv;
+        }
+        a.actual_seq_qlen = &cq.view, a.actual_seq_kvlen = &ckv.view;
+    }
+    if (count < 0) count = 0;
+    const int64_t nbytes = bits ? (count + 7) / 8 : count;
+    tu_tensor mask = tu_tensor_new(ATTNOPS_DTYPE_U8, 1, &nbytes, 0);
+    if (bits) a.bit_mask = &mask.view;
+    else a.byte_mask = &mask.view;
+    attnops_status st = attnops_dropout_mask(&a);
+    int rc = 1;
+    if (st != ATTNOPS_SUCCESS) {
+        fprintf(stderr, "attnops: %s (%s)\n", attnops_last_error(), attnops_status_string(st));
+    } else {
+        const int64_t shape4[4] = {a.batch, a.head_num, a.seq_q, a.seq_kv};
+        rc = (bits || tnd) ? write_npy_u8(out, mask.view.data, &nbytes, 1) : write_npy_u8(out, mask.view.data, shape4, 4);
+        if (!rc) printf("attnops: wrote %s (%lld %s)\n", out, (long long)nbytes, bits ? "bytes of packed bits" : "elements");
+    }
+    tu_tensor_free(&mask);
+    tu_tensor_free(&cq);
+    tu_tensor_free(&ckv);
+    return rc;
 }
 
 static int demo(int argc, char **argv)
@@ -119,6 +239,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2) return usage();
     if (!strcmp(argv[1], "demo")) return demo(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "dropout-mask")) return dropout_mask(argc - 2, argv + 2);
     if (!strcmp(argv[1], "version")) {
         printf("attnops %s\n", attnops_version());
         return 0;
