@@ -189,7 +189,8 @@ typedef struct attnops_fa_params {
 
     /* optional inputs (NULL = absent) */
     const attnops_tensor *pse;             /* real_shift / pse_shift, or ALiBi slopes (pse_type 2/3) */
-    const attnops_tensor *drop_mask;       /* u8, bit-packed keep mask (not supported yet: 161003)     */
+    const attnops_tensor *drop_mask;       /* u8 [>= ceil(count/8)]: packed keep bits, LSB first, used */
+                                           /* instead of the generated mask (keep_prob < 1 required)  */
     const attnops_tensor *padding_mask;    /* reserved by CANN, must be NULL                           */
     const attnops_tensor *atten_mask;      /* bool/u8, 1 = masked out (does not participate); see below */
     const attnops_tensor *prefix;          /* i64 (or i32) [B], sparse modes 5/6                       */

@@ -2,7 +2,9 @@
  * the spec's index (formula computed here), padded and TND; the bit mask
  * packs the byte mask LSB first with a zero tail; and the FlashAttention
  * operators apply exactly this mask (V = identity makes attention_out show
- * P * keep / keep_prob element by element), in both implementations. */
+ * P * keep / keep_prob element by element), in both implementations; and
+ * the same mask given as an explicit drop_mask (spec 5.6) reproduces the
+ * generated one bit for bit, forward and backward, padded and TND. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,45 @@ static void check_applied(attnops_impl impl)
     passed += tu_failures == before;
 }
 
+static bool same_bits(const tu_tensor *a, const tu_tensor *b) { return !memcmp(a->view.data, b->view.data, a->data_bytes); }
+
+static void check_explicit(const char *spec, attnops_impl impl)
+{
+    const int before = tu_failures;
+    fa_case_shape s;
+    fa_case_parse(spec, &s);
+    fa_case gen, ext;
+    fa_case_init(&gen, &s, 6);
+    fa_case_init(&ext, &s, 6);
+    /* the generated mask as packed bits */
+    const attnops_fa_params *p = &gen.fwd.p;
+    int64_t count = 0;
+    for (int64_t b = 0; b < gen.shape.B; b++)
+        count += s.N1 * (s.layout == ATTNOPS_LAYOUT_TND ? gen.shape.seq_q[b] * gen.shape.seq_kv[b] : s.S1 * s.S2);
+    const int64_t nbytes = (count + 7) / 8;
+    tu_tensor bits = tu_tensor_new(ATTNOPS_DTYPE_U8, 1, &nbytes, 0);
+    attnops_dropout_mask_args a = {.seed = p->seed, .offset = p->offset, .keep_prob = p->keep_prob,
+                                   .batch = s.B, .head_num = s.N1, .seq_q = s.S1, .seq_kv = s.S2,
+                                   .actual_seq_qlen = p->actual_seq_qlen, .actual_seq_kvlen = p->actual_seq_kvlen,
+                                   .bit_mask = &bits.view};
+    TU_CHECK(attnops_dropout_mask(&a) == ATTNOPS_SUCCESS, "%s: %s", spec, attnops_last_error());
+    ext.fwd.p.drop_mask = &bits.view, ext.bwd.p.drop_mask = &bits.view;
+    ext.fwd.p.seed = ext.bwd.p.seed = 999; /* the explicit mask, not the stream, must decide */
+    fa_case *cases[2] = {&gen, &ext};
+    for (int k = 0; k < 2; k++) {
+        TU_CHECK(fa_case_forward(cases[k], impl, 2, 0) == ATTNOPS_SUCCESS, "%s fwd: %s", spec, attnops_last_error());
+        TU_CHECK(fa_case_backward(cases[k], impl, 2, 0) == ATTNOPS_SUCCESS, "%s bwd: %s", spec, attnops_last_error());
+    }
+    const struct { const char *n; tu_tensor *x, *y; } outs[] = {
+        {"attention_out", &gen.out, &ext.out}, {"dq", &gen.dq, &ext.dq}, {"dk", &gen.dk, &ext.dk}, {"dv", &gen.dv, &ext.dv}};
+    for (int i = 0; i < 4; i++)
+        TU_CHECK(same_bits(outs[i].x, outs[i].y), "%s impl %d: explicit drop_mask differs in %s", spec, impl, outs[i].n);
+    tu_tensor_free(&bits);
+    fa_case_free(&gen);
+    fa_case_free(&ext);
+    passed += tu_failures == before;
+}
+
 static void check_errors(void)
 {
     const int before = tu_failures;
@@ -141,6 +182,14 @@ int main(void)
     tu_tensor_free(&lkv);
     check_applied(ATTNOPS_IMPL_REFERENCE);
     check_applied(ATTNOPS_IMPL_CPU);
+    const char *explicit_specs[] = {
+        "B=2,N1=2,N2=1,S1=33,S2=70,D=32,Dv=32,dtype=f32,layout=BSND,keep=0.7,seed=4,offset=16",
+        "N1=2,N2=2,D=16,Dv=16,dtype=bf16,layout=TND,seqs=20:0:45,kvseqs=30:7:33,keep=0.5,seed=8,offset=0",
+    };
+    for (int i = 0; i < 2; i++) {
+        check_explicit(explicit_specs[i], ATTNOPS_IMPL_REFERENCE);
+        check_explicit(explicit_specs[i], ATTNOPS_IMPL_CPU);
+    }
     check_errors();
     return tu_finish("test_dropout_mask", passed);
 }

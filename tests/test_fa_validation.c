@@ -547,7 +547,7 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
     X(PREFIX_ABOVE_RANGE) X(PSE_DTYPE_TYPE0) X(PSE_DTYPE_TYPE1) X(PSE_SHAPE_RANK3) X(PSE_SHAPE_B1SS)               \
     X(PSE_SHAPE_1N1S) X(PSE_SHAPE_S2) X(PSE_SHAPE_1024_ROWS) X(PSE_SLOPES_F16) X(PSE_SLOPES_LENGTH)                \
     X(Q_START_IDX_LENGTH) X(Q_START_IDX_F32) X(KV_START_IDX_LENGTH) X(PSE_ALIBI_NO_MASK)                           \
-    X(UNSUPPORTED_DROP_MASK) X(UNSUPPORTED_ROPE) X(UNSUPPORTED_FP8)                       \
+    X(DROP_MASK_KEEP_ONE) X(DROP_MASK_TOO_SMALL) X(DROP_MASK_DTYPE) X(UNSUPPORTED_ROPE) X(UNSUPPORTED_FP8)                       \
     X(ACTUAL_SEQ_QLEN_NOT_TND) X(VARLEN_LAYOUT_BSND)                                                               \
     /* from here on layout TND only (TND_FIRST_CASE) */                                                            \
     X(TND_NULL_SEQ_QLEN) X(TND_NULL_SEQ_KVLEN) X(TND_SEQ_COUNTS_DIFFER) X(TND_SEQ_DECREASING) X(TND_SEQ_QLEN_END)  \
@@ -931,11 +931,14 @@ static bool apply_case(fixture *fx, int c, expect *e)
     }
 
     /* well-formed requests this version refuses: 161003 */
-    case C_UNSUPPORTED_DROP_MASK: {
-        int64_t sh[1] = {(d.B * d.N1 * d.S1 * d.S2 + 7) / 8};
-        fx_extra(fx, DROP, ATTNOPS_DTYPE_U8, 1, sh);
-        p->keep_prob = 0.9;
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "drop_mask", CALL_BOTH, NULL};
+    /* drop_mask (spec 5.6): packed bits over [B, N1, S1, S2], only with keep_prob < 1 */
+    case C_DROP_MASK_KEEP_ONE:
+    case C_DROP_MASK_TOO_SMALL:
+    case C_DROP_MASK_DTYPE: {
+        int64_t sh[1] = {(d.B * d.N1 * d.S1 * d.S2 + 7) / 8 - (c == C_DROP_MASK_TOO_SMALL)};
+        fx_extra(fx, DROP, c == C_DROP_MASK_DTYPE ? ATTNOPS_DTYPE_I32 : ATTNOPS_DTYPE_U8, 1, sh);
+        p->keep_prob = c == C_DROP_MASK_KEEP_ONE ? 1.0 : 0.9;
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "drop_mask", CALL_BOTH, NULL};
         return true;
     }
     case C_UNSUPPORTED_ROPE: {
@@ -1288,7 +1291,7 @@ static int run_checker_self_test(void)
     X(PLAIN) X(MASK_MODE1_B1SS_U8) X(MASK_MODE2_COMPRESSED_BOOL) X(MASK_MODE6_PREFIX) X(PSE_TYPE0_BNSS)            \
     X(PSE_TYPE2_SLOPES_START_IDX) X(MASK_MODE5_BNSS_I32_PREFIX) X(MASK_MODE4_BAND) X(MASK_MODE0_SS_TOKENS)          \
     X(PSE_TYPE1_1NSS) X(PSE_TYPE1_BN1S_MODE3) X(PSE_TYPE3_BN_SLOPES_EMPTY_Q_START) X(NO_MASK_MODE0_PRE_BEYOND_S2)   \
-    X(NO_MASK_MODE0_NO_BAND) X(NO_MASK_MODE4_CORRECTED) X(NO_MASK_MODE6_NO_PREFIX) X(DROPOUT_KEEP_HALF)            \
+    X(NO_MASK_MODE0_NO_BAND) X(NO_MASK_MODE4_CORRECTED) X(NO_MASK_MODE6_NO_PREFIX) X(DROPOUT_KEEP_HALF) X(DROP_MASK_BITS)            \
     /* from here on layout TND only (TND_FIRST_VALID) */                                                           \
     X(TND_PLAIN) X(TND_I32_LISTS) X(TND_TRAILING_EMPTY_BATCHES) X(TND_STATS_SAME_AS_INPUT) X(TND_MODE0_SS_TOKENS)  \
     X(TND_MODE1_SS) X(TND_MODE3_COMPRESSED) X(TND_MODE7_BAND) X(TND_MODE8_BAND) X(TND_PSE2_SLOPES)                 \
@@ -1308,6 +1311,12 @@ static void apply_valid(fixture *fx, int v)
     switch (v) {
     case V_PLAIN: break;
     case V_DROPOUT_KEEP_HALF: p->keep_prob = 0.5, p->seed = 5, p->offset = 16; break;
+    case V_DROP_MASK_BITS: {
+        int64_t sh[1] = {(d.B * d.N1 * d.S1 * d.S2 + 7) / 8};
+        fx_extra(fx, DROP, u8, 1, sh);
+        p->keep_prob = 0.8;
+        break;
+    }
     case V_TND_DROPOUT: p->keep_prob = 0.9, p->seed = 2, p->offset = 0; break;
     case V_MASK_MODE1_B1SS_U8: full[1] = 1, fx_mask(fx, u8, 4, full), p->sparse_mode = 1; break;
     case V_MASK_MODE2_COMPRESSED_BOOL: fx_mask(fx, b8, 2, comp), p->sparse_mode = 2; break;

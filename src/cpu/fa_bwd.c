@@ -272,7 +272,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     if (c->drop.active) { /* dS takes dP * keep / keep_prob; dV takes P * keep / keep_prob */
         for (int r = 0; r < pos->rows; r++) {
             uint8_t *kr = keep + (size_t)r * FA_BK;
-            fa_dropout_row(&c->drop, fa_dropout_row_start(p, pos->b, drop_base, pos->h, q0 + r), pos->k0, pos->cols, kr);
+            fa_dropout_row(&c->drop, fa_dropout_row_start(p, &c->drop, pos->b, drop_base, pos->h, q0 + r), pos->k0, pos->cols, kr);
             float *row = dP + (size_t)r * FA_BK;
             for (int x = 0; x < pos->cols; x++) row[x] *= kr[x] ? c->drop.scale : 0.0f;
         }
@@ -358,7 +358,7 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
     const fa_tiling *t = &c->pl->t;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_kv_first(p, b), end = first + S2;
     const fa_band band = fa_band_of(p, b, S1, S2);
-    const uint64_t drop_base = c->drop.active ? fa_dropout_batch_base(p, b) : 0;
+    const uint64_t drop_base = c->drop.active ? fa_dropout_batch_base(p, &c->drop, b) : 0;
     int64_t kt0, kt1;
     split_range(c, &band, S1, S2, s, &kt0, &kt1);
     const int64_t S1p = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ * FA_BWD_BQ;
@@ -395,7 +395,7 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     const bwd_plan pl = make_plan(p);
     const bwd_gemms gm = make_gemms(p, &pl);
     const char *broken = getenv("ATTNOPS_TEST_BREAK_KERNEL");
-    const bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), fa_dropout_make(p->seed, p->offset, p->keep_prob),
+    const bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), fa_dropout_for(p),
                        broken && *broken == '1'};
     const fa_tiling *t = &pl.t;
     const int64_t heads = p->B * p->N2, G = p->G;

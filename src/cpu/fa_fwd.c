@@ -129,7 +129,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
                      const fa_dropout *drop, const fwd_scratch *sc, int64_t b, int64_t h, int64_t q0, const char *kbuf,
                      const char *vbuf)
 {
-    const uint64_t drop_base = drop->active ? fa_dropout_batch_base(p, b) : 0;
+    const uint64_t drop_base = drop->active ? fa_dropout_batch_base(p, drop, b) : 0;
     const size_t e = t->bf16 ? 2 : 4;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_q_first(p, b);
     if (q0 >= S1) return; /* a short batch in TND */
@@ -160,7 +160,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         kern->softmax_fwd(sc->s, FA_FWD_BQ, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
         if (drop->active) /* l summed the undropped P; O takes P * keep / keep_prob */
             for (int r = 0; r < rows; r++) {
-                fa_dropout_row(drop, fa_dropout_row_start(p, b, drop_base, h, q0 + r), k0, valid, sc->keep);
+                fa_dropout_row(drop, fa_dropout_row_start(p, drop, b, drop_base, h, q0 + r), k0, valid, sc->keep);
                 float *row = sc->s + (size_t)r * FA_BK;
                 for (int c = 0; c < valid; c++) row[c] *= sc->keep[c] ? drop->scale : 0.0f;
             }
@@ -198,7 +198,7 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
     const fa_tiling *t = &pl.t;
     const fwd_gemms gm = make_gemms(p, t);
     const fa_tile_kernels *kern = fa_tile_kernels_get();
-    const fa_dropout drop = fa_dropout_make(p->seed, p->offset, p->keep_prob);
+    const fa_dropout drop = fa_dropout_for(p);
     char *packs = ws, *threads_base = packs + (size_t)pl.wave * (pl.k_bytes + pl.v_bytes);
     const int64_t heads = p->B * p->N2, items_per_head = p->G * t->nq;
 

@@ -6,7 +6,11 @@
  *   padded layouts: ((b*N1 + h)*S1 + i)*S2a + j,   S2a = ceil(S2 / 16) * 16
  *   TND:            N1*qk[b] + (h*S1_b + i)*S2a_b + j,   qk[b] = sum_{k<b} S1_k * S2a_k
  * and is kept iff u <= floor((float)keep_prob * 255) (kept values are
- * scaled by 1 / keep_prob in the forward P and the backward dP). */
+ * scaled by 1 / keep_prob in the forward P and the backward dP).
+ *
+ * With an explicit drop_mask (spec 5.6) the keep bit of (b, h, i, j) is bit
+ * e % 8 (LSB first) of byte e / 8 at the unaligned index
+ *   padded: ((b*N1 + h)*S1 + i)*S2 + j;   TND: N1*sum_{k<b} S1_k*S2_k + (h*S1_b + i)*S2_b + j. */
 #ifndef ATTNOPS_FA_DROPOUT_H
 #define ATTNOPS_FA_DROPOUT_H
 
@@ -16,21 +20,27 @@
 typedef struct fa_dropout {
     bool active;        /* keep_prob < 1 */
     ao_philox gen;
+    const uint8_t *bits; /* explicit drop_mask, or NULL for the generated stream */
+    int64_t bit_stride;
     uint8_t threshold;  /* keep iff byte <= threshold */
     float scale;        /* 1 / keep_prob, in fp32 as the kernel multiplies */
     double scale_f64;   /* the same for the reference */
 } fa_dropout;
 
+/* The generated stream for (seed, offset, keep_prob). */
 fa_dropout fa_dropout_make(int64_t seed, int64_t offset, double keep_prob);
+/* The dropout of a call: its explicit drop_mask if given, else the stream. */
+fa_dropout fa_dropout_for(const fa_problem *p);
 
-/* Stream index of (b, h, i, 0): batch b's base plus the row's position.
+/* Index of (b, h, i, 0): batch b's base plus the row's position (aligned
+ * rows for the stream, unaligned for an explicit mask).
  * fa_dropout_batch_base is O(B) in TND; call it once per batch. */
-uint64_t fa_dropout_batch_base(const fa_problem *p, int64_t b);
-static inline uint64_t fa_dropout_row_start(const fa_problem *p, int64_t b, uint64_t batch_base, int64_t h,
-                                            int64_t i)
+uint64_t fa_dropout_batch_base(const fa_problem *p, const fa_dropout *d, int64_t b);
+static inline uint64_t fa_dropout_row_start(const fa_problem *p, const fa_dropout *d, int64_t b, uint64_t batch_base,
+                                            int64_t h, int64_t i)
 {
-    const int64_t s1 = fa_q_len(p, b), s2a = (fa_kv_len(p, b) + 15) / 16 * 16;
-    return batch_base + (uint64_t)((h * s1 + i) * s2a);
+    const int64_t s1 = fa_q_len(p, b), s2 = fa_kv_len(p, b), width = d->bits ? s2 : (s2 + 15) / 16 * 16;
+    return batch_base + (uint64_t)((h * s1 + i) * width);
 }
 
 /* keep[c] = 1 for the kept elements (b, h, i, j0 + c), c < cols, of one row. */

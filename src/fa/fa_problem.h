@@ -88,6 +88,8 @@ typedef struct fa_problem {
     fa_pse_cfg pse;
     int64_t seed, offset;            /* dropout stream (spec 5) */
     double keep_prob;                /* 1: no dropout */
+    const uint8_t *drop_bits;        /* explicit drop_mask (spec 5.6), or NULL */
+    int64_t drop_bits_stride;
     attnops_impl impl;
     bool deterministic;
     int threads;                     /* resolved thread count (>= 1) */

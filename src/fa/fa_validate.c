@@ -229,7 +229,7 @@ static attnops_status check_attributes(const char *op, const attnops_fa_params *
     /* Features that arrive with later versions: refuse rather than ignore. */
     static const char *const later = "is not supported by this version of attnops yet";
     const struct { const attnops_tensor *t; const char *name; } optional[] = {
-        {p->drop_mask, "drop_mask"}, {p->query_rope, "query_rope"}, {p->key_rope, "key_rope"},
+        {p->query_rope, "query_rope"}, {p->key_rope, "key_rope"},
         {p->d_scale_q, "d_scale_q"}, {p->d_scale_k, "d_scale_k"}, {p->d_scale_v, "d_scale_v"},
         {p->d_scale_dy, "d_scale_dy"}, {p->d_scale_o, "d_scale_o"},
     };
@@ -572,6 +572,29 @@ attnops_status fa_derive_varlen(const char *op, const attnops_tensor *qlen, cons
     return ATTNOPS_SUCCESS;
 }
 
+/* drop_mask (spec 5.6): a packed keep mask used instead of the generated
+ * stream, one bit per element (LSB first) over the unaligned
+ * [B, N1, S1, S2], or in TND N1 * sum S1_b * S2_b elements. */
+static attnops_status derive_drop_mask(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    const attnops_tensor *t = p->drop_mask;
+    if (!t) return ATTNOPS_SUCCESS;
+    TRY(check_view(op, "drop_mask", t));
+    if (p->keep_prob >= 1.0)
+        return ao_fail(INVALID, "%s: drop_mask is given but keep_prob is 1; pass keep_prob < 1 or no drop_mask.", op);
+    int64_t count = 0;
+    for (int64_t b = 0; b < pr->B; b++) count += pr->N1 * fa_q_len(pr, b) * fa_kv_len(pr, b);
+    if (t->dtype != ATTNOPS_DTYPE_U8 || t->rank != 1)
+        return ao_fail(INVALID, "%s: drop_mask must be a 1-D u8 tensor of packed bits, got %s with rank %d.", op,
+                       attnops_dtype_name(t->dtype), (int)t->rank);
+    if (t->shape[0] < (count + 7) / 8)
+        return ao_fail(INVALID, "%s: drop_mask has %lld bytes; %lld elements need at least %lld.", op,
+                       (long long)t->shape[0], (long long)count, (long long)((count + 7) / 8));
+    pr->drop_bits = t->data;
+    pr->drop_bits_stride = t->strides[0];
+    return ATTNOPS_SUCCESS;
+}
+
 /* q, k, v: dtypes, ranks and the derived sizes. */
 static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_problem *pr)
 {
@@ -644,7 +667,8 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->threads = 1;
 #endif
     TRY(derive_mask(op, p, pr));
-    return derive_pse(op, p, pr);
+    TRY(derive_pse(op, p, pr));
+    return derive_drop_mask(op, p, pr);
 }
 
 /* A q-like tensor with head dim Dv (attention_out, dy, attention_in). */

@@ -78,8 +78,8 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
             uint8_t *keep = (uint8_t *)(s + p->S2);
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t qrow = h * T1 + canonical_q(p, b), kvrow = (h / p->G) * T2 + canonical_kv(p, b);
-            const fa_dropout drop = fa_dropout_make(p->seed, p->offset, p->keep_prob);
-            const uint64_t drop_base = fa_dropout_batch_base(p, b);
+            const fa_dropout drop = fa_dropout_for(p);
+            const uint64_t drop_base = fa_dropout_batch_base(p, &drop, b);
             const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
             const fa_band band = fa_band_of(p, b, S1, S2);
             for (int64_t i = 0; i < S1; i++) {
@@ -100,7 +100,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                 m[qrow + i] = mx;
                 l[qrow + i] = sum;
                 if (p->varlen && mx == FA_MASK_FILL) continue; /* TND: masked P forced to 0 */
-                if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, b, drop_base, h, i), 0, S2, keep);
+                if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
                 for (int64_t j = 0; j < S2; j++) {
                     double pj = exp(s[j] - mx) / sum;
                     if (drop.active) pj *= keep[j] ? drop.scale_f64 : 0.0;
@@ -122,8 +122,8 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
             double *P = scratch + (size_t)thread_id() * 3 * (size_t)p->S2, *dS = P + p->S2;
             uint8_t *keep = (uint8_t *)(dS + p->S2);
-            const fa_dropout drop = fa_dropout_make(p->seed, p->offset, p->keep_prob);
-            const uint64_t drop_base = fa_dropout_batch_base(p, b);
+            const fa_dropout drop = fa_dropout_for(p);
+            const uint64_t drop_base = fa_dropout_batch_base(p, &drop, b);
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t kvrow = n2 * T2 + canonical_kv(p, b);
             const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
@@ -140,7 +140,7 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
                     const double drow = dot(dyi, o + row * Dv, Dv);
                     /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
                     const bool no_p = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
-                    if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, b, drop_base, h, i), 0, S2, keep);
+                    if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
                     for (int64_t j = 0; j < S2; j++) {
                         double s = score(p, &band, b, h, i, j, S1, S2, dot(qi, kh + j * D, D));
                         const double kept = drop.active ? (keep[j] ? drop.scale_f64 : 0.0) : 1.0;
