@@ -1,7 +1,9 @@
 /* The element-wise tile kernels of every ISA against their specification:
  * bf16 rounding bit for bit equal to attnops_f32_to_bf16 over a sweep of
  * float bit patterns (NaN, inf, subnormals included), in the plain and the
- * VNNI layouts; the AVX-512 table only where the CPU has it. */
+ * VNNI layouts; the dropout stream bit for bit equal to ao_philox_bytes
+ * (unaligned starts, odd lengths, counter carries); the AVX-512 table only
+ * where the CPU has it. */
 #include <string.h>
 
 #include "cpu/isa.h"
@@ -33,14 +35,35 @@ static void check_to_bf16(const fa_tile_kernels *k, const char *name)
     }
 }
 
+static void check_philox(const fa_tile_kernels *k, const char *name)
+{
+    static uint8_t got[5000], want[5000];
+    tu_rng r = tu_rng_make(31);
+    for (int t = 0; t < 200; t++) {
+        const uint64_t seed = tu_next(&r), offset = (t % 3 == 0) ? (UINT64_C(0xFFFFFFFF) * 16 - 7) : tu_next(&r) >> 8;
+        const uint64_t first = tu_next(&r) % 100000;
+        const size_t count = 1 + (size_t)(tu_next(&r) % 4999);
+        const ao_philox g = ao_philox_make(seed, offset);
+        k->philox_bytes(&g, first, count, got);
+        ao_philox_bytes(&g, first, count, want);
+        if (memcmp(got, want, count) != 0) {
+            TU_CHECK(false, "%s philox_bytes(seed %llu, offset %llu, first %llu, count %zu) differs", name,
+                     (unsigned long long)seed, (unsigned long long)offset, (unsigned long long)first, count);
+            return;
+        }
+    }
+}
+
 int main(void)
 {
     int passed = 0, before = tu_failures;
     check_to_bf16(&fa_tile_kernels_portable, "portable");
+    check_philox(&fa_tile_kernels_portable, "portable");
     passed += tu_failures == before;
     if (cpu_isa_get() == CPU_ISA_AVX512) {
         before = tu_failures;
         check_to_bf16(&fa_tile_kernels_avx512, "avx512");
+        check_philox(&fa_tile_kernels_avx512, "avx512");
         passed += tu_failures == before;
     }
     return tu_finish("test_tile_kernels", passed);

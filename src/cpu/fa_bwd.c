@@ -242,6 +242,17 @@ static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, in
     }
 }
 
+/* x[r][c] *= keep[r][c] * scale over a BK-wide tile: branch-free, as the
+ * keep bits are random and a branch per element mispredicts half the time. */
+static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, float scale)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = x + (size_t)r * FA_BK;
+        const uint8_t *kr = keep + (size_t)r * FA_BK;
+        for (int c = 0; c < cols; c++) row[c] *= (float)kr[c] * scale;
+    }
+}
+
 /* One (query tile, kv tile) step of head (b, h); pos gives the tile. */
 static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const fa_tile_pos *pos,
                  uint64_t drop_base, char **th, float *dq_part)
@@ -270,20 +281,11 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     }
     uint8_t *keep = (uint8_t *)th[TH_KEEP];
     if (c->drop.active) { /* dS takes dP * keep / keep_prob; dV takes P * keep / keep_prob */
-        for (int r = 0; r < pos->rows; r++) {
-            uint8_t *kr = keep + (size_t)r * FA_BK;
-            fa_dropout_row(&c->drop, fa_dropout_row_start(p, &c->drop, pos->b, drop_base, pos->h, q0 + r), pos->k0, pos->cols, kr);
-            float *row = dP + (size_t)r * FA_BK;
-            for (int x = 0; x < pos->cols; x++) row[x] *= kr[x] ? c->drop.scale : 0.0f;
-        }
+        fa_dropout_tile(&c->drop, p, pos->b, drop_base, pos->h, q0, pos->rows, pos->k0, pos->cols, keep, FA_BK);
+        apply_keep(dP, keep, pos->rows, pos->cols, c->drop.scale);
     }
     c->kern->softmax_bwd(S, dP, FA_BWD_BQ, FA_BK, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
-    if (c->drop.active)
-        for (int r = 0; r < pos->rows; r++) {
-            const uint8_t *kr = keep + (size_t)r * FA_BK;
-            float *row = S + (size_t)r * FA_BK;
-            for (int x = 0; x < pos->cols; x++) row[x] *= kr[x] ? c->drop.scale : 0.0f;
-        }
+    if (c->drop.active) apply_keep(S, keep, pos->rows, pos->cols, c->drop.scale);
     float *dq_i = dq_part + q0 * p->D;
     if (bf16) {
         const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
@@ -395,8 +397,8 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     const bwd_plan pl = make_plan(p);
     const bwd_gemms gm = make_gemms(p, &pl);
     const char *broken = getenv("ATTNOPS_TEST_BREAK_KERNEL");
-    const bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), fa_dropout_for(p),
-                       broken && *broken == '1'};
+    bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), fa_dropout_for(p), broken && *broken == '1'};
+    c.drop.stream = c.kern->philox_bytes, c.drop.blocks = c.kern->philox_blocks;
     const fa_tiling *t = &pl.t;
     const int64_t heads = p->B * p->N2, G = p->G;
     const wave_store w = {ws, (char *)ws + (size_t)pl.wave * (size_t)G * pl.qside_bytes};

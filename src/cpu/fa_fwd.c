@@ -52,7 +52,7 @@ static void scratch_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[SC_
     sz[SC_M] = sz[SC_L] = sz[SC_ALPHA] = (size_t)FA_FWD_BQ * 4;
     sz[SC_BIAS] = tile * 4;
     sz[SC_MASKED] = FA_BK;
-    sz[SC_KEEP] = FA_BK;
+    sz[SC_KEEP] = tile;
 }
 
 static fwd_plan make_plan(const fa_problem *p)
@@ -158,12 +158,15 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
             scale = 1.0f;
         }
         kern->softmax_fwd(sc->s, FA_FWD_BQ, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
-        if (drop->active) /* l summed the undropped P; O takes P * keep / keep_prob */
+        if (drop->active) { /* l summed the undropped P; O takes P * keep / keep_prob */
+            fa_dropout_tile(drop, p, b, drop_base, h, q0, rows, k0, valid, sc->keep, FA_BK);
+            const float ds = drop->scale; /* branch-free: the keep bits are random */
             for (int r = 0; r < rows; r++) {
-                fa_dropout_row(drop, fa_dropout_row_start(p, drop, b, drop_base, h, q0 + r), k0, valid, sc->keep);
                 float *row = sc->s + (size_t)r * FA_BK;
-                for (int c = 0; c < valid; c++) row[c] *= sc->keep[c] ? drop->scale : 0.0f;
+                const uint8_t *kr = sc->keep + (size_t)r * FA_BK;
+                for (int c = 0; c < valid; c++) row[c] *= (float)kr[c] * ds;
             }
+        }
         kern->scale_rows(sc->o, FA_FWD_BQ, (int)p->Dv, sc->alpha);
         if (t->bf16) {
             kern->to_bf16(sc->s, FA_FWD_BQ, FA_BK, sc->pb, FA_BK, false);
@@ -198,7 +201,8 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
     const fa_tiling *t = &pl.t;
     const fwd_gemms gm = make_gemms(p, t);
     const fa_tile_kernels *kern = fa_tile_kernels_get();
-    const fa_dropout drop = fa_dropout_for(p);
+    fa_dropout drop = fa_dropout_for(p);
+    drop.stream = kern->philox_bytes, drop.blocks = kern->philox_blocks;
     char *packs = ws, *threads_base = packs + (size_t)pl.wave * (pl.k_bytes + pl.v_bytes);
     const int64_t heads = p->B * p->N2, items_per_head = p->G * t->nq;
 

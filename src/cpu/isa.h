@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "attnops.h"
+#include "core/philox.h"
 
 typedef enum cpu_isa { CPU_ISA_PORTABLE = 0, CPU_ISA_AVX512 = 1 } cpu_isa;
 
@@ -41,6 +42,12 @@ typedef struct fa_tile_kernels {
     /* Scores with the generated ALiBi: s = s * scale - slope * g(|d0 - r + c|),
      * g = sqrt when sqrt_dist (pse_type 3), identity otherwise. */
     void (*add_alibi)(float *s, int rows, int cols, int ld_s, float scale, float slope, float d0, bool sqrt_dist);
+    /* Dropout stream elements [first, first + count): ao_philox_bytes, bit
+     * for bit (the AVX-512 form runs 16 Philox blocks at once). */
+    void (*philox_bytes)(const ao_philox *g, uint64_t first, size_t count, uint8_t *out);
+    /* Blocks blocks[0..n) (n <= 16, any indices) into out[16 * i]: the tile
+     * form, which gathers the few blocks of many rows into one pass. */
+    void (*philox_blocks)(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out);
 } fa_tile_kernels;
 
 const fa_tile_kernels *fa_tile_kernels_get(void);

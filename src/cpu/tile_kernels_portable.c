@@ -80,4 +80,10 @@ static void add_alibi(float *s, int rows, int cols, int ld_s, float scale, float
     }
 }
 
-const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd, softmax_bwd, to_bf16, scale_rows, add_bias, add_alibi};
+static void philox_blocks(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out)
+{
+    for (int i = 0; i < n; i++) ao_philox_bytes(g, blocks[i] * 16, 16, out + 16 * i);
+}
+
+const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd, softmax_bwd, to_bf16,         scale_rows,
+                                                  add_bias,    add_alibi,   ao_philox_bytes, philox_blocks};

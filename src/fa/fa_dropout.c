@@ -7,6 +7,7 @@ fa_dropout fa_dropout_make(int64_t seed, int64_t offset, double keep_prob)
     fa_dropout d = {0};
     d.active = keep_prob < 1.0;
     d.gen = ao_philox_make((uint64_t)seed, (uint64_t)offset);
+    d.stream = ao_philox_bytes;
     /* the kernel truncates the float32 product (spec 5.1) */
     d.threshold = (uint8_t)floorf((float)keep_prob * 255.0f);
     d.scale = 1.0f / (float)keep_prob;
@@ -41,6 +42,52 @@ void fa_dropout_row(const fa_dropout *d, uint64_t row_start, int64_t j0, int64_t
         }
         return;
     }
-    ao_philox_bytes(&d->gen, row_start + (uint64_t)j0, (size_t)cols, keep);
+    d->stream(&d->gen, row_start + (uint64_t)j0, (size_t)cols, keep);
     for (int64_t c = 0; c < cols; c++) keep[c] = keep[c] <= d->threshold;
+}
+
+/* Blocks gathered for one generator pass, and where their bytes go. */
+typedef struct block_batch {
+    uint64_t index[16];
+    int row[16];
+    int64_t col[16]; /* tile column of the block's first byte (may be < 0) */
+    int n;
+} block_batch;
+
+static void emit(const fa_dropout *d, block_batch *bb, int cols, uint8_t *keep, int ld)
+{
+    uint8_t bytes[256];
+    d->blocks(&d->gen, bb->index, bb->n, bytes);
+    const uint8_t thr = d->threshold;
+    for (int k = 0; k < bb->n; k++) {
+        uint8_t *row = keep + (size_t)bb->row[k] * ld;
+        const uint8_t *src = bytes + 16 * k;
+        const int64_t c0 = bb->col[k];
+        if (c0 >= 0 && c0 + 16 <= cols) { /* a whole block inside the tile: a straight (vectorised) loop */
+            for (int x = 0; x < 16; x++) row[c0 + x] = src[x] <= thr;
+            continue;
+        }
+        for (int x = 0; x < 16; x++)
+            if (c0 + x >= 0 && c0 + x < cols) row[c0 + x] = src[x] <= thr;
+    }
+    bb->n = 0;
+}
+
+void fa_dropout_tile(const fa_dropout *d, const fa_problem *p, int64_t b, uint64_t batch_base, int64_t h, int64_t i0,
+                     int rows, int64_t j0, int cols, uint8_t *keep, int ld)
+{
+    if (d->bits || !d->blocks) {
+        for (int r = 0; r < rows; r++)
+            fa_dropout_row(d, fa_dropout_row_start(p, d, b, batch_base, h, i0 + r), j0, cols, keep + (size_t)r * ld);
+        return;
+    }
+    block_batch bb = {.n = 0};
+    for (int r = 0; r < rows; r++) {
+        const uint64_t e0 = fa_dropout_row_start(p, d, b, batch_base, h, i0 + r) + (uint64_t)j0, e1 = e0 + (uint64_t)cols;
+        for (uint64_t blk = e0 / 16; blk * 16 < e1; blk++) {
+            bb.index[bb.n] = blk, bb.row[bb.n] = r, bb.col[bb.n] = (int64_t)(blk * 16) - (int64_t)e0;
+            if (++bb.n == 16) emit(d, &bb, cols, keep, ld);
+        }
+    }
+    if (bb.n) emit(d, &bb, cols, keep, ld);
 }

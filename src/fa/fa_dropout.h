@@ -22,6 +22,10 @@ typedef struct fa_dropout {
     ao_philox gen;
     const uint8_t *bits; /* explicit drop_mask, or NULL for the generated stream */
     int64_t bit_stride;
+    /* the stream generator: ao_philox_bytes, or a vector form of it, and a
+     * generator of up to 16 arbitrary blocks (NULL: use `stream`) */
+    void (*stream)(const ao_philox *g, uint64_t first, size_t count, uint8_t *out);
+    void (*blocks)(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out);
     uint8_t threshold;  /* keep iff byte <= threshold */
     float scale;        /* 1 / keep_prob, in fp32 as the kernel multiplies */
     double scale_f64;   /* the same for the reference */
@@ -45,5 +49,10 @@ static inline uint64_t fa_dropout_row_start(const fa_problem *p, const fa_dropou
 
 /* keep[c] = 1 for the kept elements (b, h, i, j0 + c), c < cols, of one row. */
 void fa_dropout_row(const fa_dropout *d, uint64_t row_start, int64_t j0, int64_t cols, uint8_t *keep);
+
+/* The same for rows i0 .. i0 + rows - 1 of head (b, h): keep[r * ld + c].
+ * Gathers the blocks of all rows into full passes of the block generator. */
+void fa_dropout_tile(const fa_dropout *d, const fa_problem *p, int64_t b, uint64_t batch_base, int64_t h, int64_t i0,
+                     int rows, int64_t j0, int cols, uint8_t *keep, int ld);
 
 #endif
