@@ -206,6 +206,28 @@ tu_compare_result tu_compare(const char *label, const double *actual, const doub
     return r;
 }
 
+tu_compare_result tu_compare_dual(const char *label, const double *actual, const double *expected, int64_t n)
+{
+    const double floor_abs = attnops_f16_to_f32(attnops_f32_to_f16(0.000025f)); /* 2.5033950805664062e-05 */
+    tu_compare_result r = {.pass = true, .n = n, .worst = -1};
+    for (int64_t i = 0; i < n; i++) {
+        const double a = actual[i], e = expected[i];
+        if (isnan(a) || isnan(e)) {
+            if (!(isnan(a) && isnan(e))) r.n_nan++, r.n_fail++;
+            continue;
+        }
+        const double diff = fabs(a - e), limit = fmax(0.005 * fmax(fabs(a), fabs(e)), floor_abs);
+        if (diff > r.max_abs) r.max_abs = diff, r.worst = i;
+        if (diff > limit) r.n_fail++;
+    }
+    r.pass = r.n_nan == 0 && (double)r.n_fail <= 0.005 * (double)n && r.max_abs <= 0.1;
+    if (!r.pass)
+        fprintf(stderr, "DUAL FAIL %s: %lld of %lld elements over max(0.005|x|, 2.5e-5) (limit 0.5 %%), %lld NaN, "
+                        "max abs diff %.3g (limit 0.1) at flat %lld\n", label, (long long)r.n_fail, (long long)n,
+                (long long)r.n_nan, r.max_abs, (long long)r.worst);
+    return r;
+}
+
 double tu_unit_roundoff(attnops_dtype dtype)
 {
     switch (dtype) {
