@@ -35,19 +35,16 @@ attnops_status attnops_dropout_mask(const attnops_dropout_mask_args *a)
     fa_problem p;
     memset(&p, 0, sizeof p);
     p.N1 = a->head_num;
-    int64_t count;
     if (a->actual_seq_qlen || a->actual_seq_kvlen) {
         attnops_status st = fa_derive_varlen(OP, a->actual_seq_qlen, a->actual_seq_kvlen, -1, -1, &p);
         if (st != ATTNOPS_SUCCESS) return st;
-        count = 0;
-        for (int64_t b = 0; b < p.B; b++) count += p.N1 * fa_q_len(&p, b) * fa_kv_len(&p, b);
     } else {
         if (a->batch < 0 || a->seq_q < 0 || a->seq_kv < 0)
             return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: batch %lld, seq_q %lld, seq_kv %lld must not be negative.",
                            OP, (long long)a->batch, (long long)a->seq_q, (long long)a->seq_kv);
         p.B = a->batch, p.S1 = a->seq_q, p.S2 = a->seq_kv;
-        count = p.B * p.N1 * p.S1 * p.S2;
     }
+    const int64_t count = fa_score_count(&p);
     if (a->byte_mask) {
         attnops_status st = check_output("byte_mask", a->byte_mask, count, true);
         if (st != ATTNOPS_SUCCESS) return st;

@@ -17,10 +17,9 @@ static fa_impl_ops pick(const fa_problem *p, bool backward)
     return backward ? (fa_impl_ops){fa_cpu_bwd_workspace, fa_cpu_bwd} : (fa_impl_ops){fa_cpu_fwd_workspace, fa_cpu_fwd};
 }
 
-static attnops_status workspace_size(const fa_problem *p, bool backward, size_t *bytes)
+static size_t workspace_size(const fa_problem *p, bool backward)
 {
-    *bytes = fa_problem_is_empty(p) ? 0 : pick(p, backward).workspace(p);
-    return ATTNOPS_SUCCESS;
+    return fa_problem_is_empty(p) ? 0 : pick(p, backward).workspace(p);
 }
 
 /* A backward with no query rows still has kv rows: their gradients are 0. */
@@ -36,8 +35,7 @@ static void zero_kv_grads(const fa_problem *p)
 
 static attnops_status run(const fa_problem *p, bool backward, void *ws, size_t bytes)
 {
-    size_t need = 0;
-    workspace_size(p, backward, &need);
+    const size_t need = workspace_size(p, backward);
     if (bytes < need)
         return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: workspace is %zu bytes but this call needs %zu bytes.", p->op,
                        bytes, need);
@@ -78,7 +76,8 @@ static attnops_status entry_workspace_size(const fa_entry *e, const void *args, 
     if (!bytes) return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: workspace_bytes is NULL.", e->op);
     fa_problem p;
     attnops_status st = validate(e, args, &p);
-    return st != ATTNOPS_SUCCESS ? st : workspace_size(&p, e->backward, bytes);
+    if (st == ATTNOPS_SUCCESS) *bytes = workspace_size(&p, e->backward);
+    return st;
 }
 
 static attnops_status entry_run(const fa_entry *e, const void *args, void *ws, size_t bytes)

@@ -19,9 +19,7 @@
 #include <math.h>
 #include <string.h>
 
-#ifdef _OPENMP
 #include <omp.h>
-#endif
 
 #include "cpu/fa_cpu.h"
 #include "cpu/fa_scores.h"

@@ -116,6 +116,14 @@ static inline int64_t fa_kv_first(const fa_problem *p, int64_t b)
     return p->varlen && b ? fa_list_at(&p->cu_kv, b - 1) : 0;
 }
 
+/* Number of (b, h, i, j) score elements: B*N1*S1*S2, or N1 * sum S1_b*S2_b in TND. */
+static inline int64_t fa_score_count(const fa_problem *p)
+{
+    int64_t n = 0;
+    for (int64_t b = 0; b < p->B; b++) n += p->N1 * fa_q_len(p, b) * fa_kv_len(p, b);
+    return n;
+}
+
 /* The 8 replicas of softmax_max / softmax_sum for query row i of (b, h).
  * TND's default layout packs each batch as an [N1][S_b][8] block (spec 1.1);
  * that tensor is required to be contiguous. */

@@ -582,8 +582,7 @@ static attnops_status derive_drop_mask(const char *op, const attnops_fa_params *
     TRY(check_view(op, "drop_mask", t));
     if (p->keep_prob >= 1.0)
         return ao_fail(INVALID, "%s: drop_mask is given but keep_prob is 1; pass keep_prob < 1 or no drop_mask.", op);
-    int64_t count = 0;
-    for (int64_t b = 0; b < pr->B; b++) count += pr->N1 * fa_q_len(pr, b) * fa_kv_len(pr, b);
+    const int64_t count = fa_score_count(pr);
     if (t->dtype != ATTNOPS_DTYPE_U8 || t->rank != 1)
         return ao_fail(INVALID, "%s: drop_mask must be a 1-D u8 tensor of packed bits, got %s with rank %d.", op,
                        attnops_dtype_name(t->dtype), (int)t->rank);
