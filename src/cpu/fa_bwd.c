@@ -11,7 +11,9 @@
  * from B*N: with B*N2 smaller than the thread count the kv range is split
  * and every core works (PyTorch's CPU backward idles there).  Under a mask
  * the splits are cut so that each gets about the same number of non-empty
- * (query tile, kv tile) pairs, and each pair is classified once: empty pairs
+ * (query tile, kv tile) pairs (counted once per batch from the effective
+ * mask, which also picks 128- or 64-row query tiles, BQ below), and each
+ * pair is classified once: empty pairs
  * are skipped, partial ones go through fa_scores_apply.  In TND every batch
  * uses its own lengths; buffers are sized for the longest.
  *
@@ -49,10 +51,12 @@
 typedef struct bwd_plan {
     fa_tiling t;
     bool q_zero_copy, dy_zero_copy; /* fp32 inputs read in place */
+    int bq;             /* query tile rows: FA_BWD_BQ, or FA_BWD_BQ_NARROW (see narrow_tiles_pay) */
     int64_t nsplit, wave;
     size_t qside_bytes; /* per query head */
     size_t part_bytes;  /* per (query head, split) */
     size_t thread_bytes;
+    size_t work_bytes;  /* count_tile_work's two arrays, [B][nk + 1] each */
     size_t total;
 } bwd_plan;
 
@@ -73,12 +77,12 @@ static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_CO
         sz[QS_DY] = pl->dy_zero_copy ? 0 : S1p * (size_t)p->Dv * 4;
     }
     sz[QS_DROW] = sz[QS_M] = sz[QS_L] = S1p * 4;
-    sz[QS_ATTEND] = (size_t)t->nq;
+    sz[QS_ATTEND] = (size_t)(t->S1p / FA_BWD_BQ_NARROW);
 }
 
 static void thread_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[TH_COUNT])
 {
-    const size_t e = t->bf16 ? 2 : 4, tile = (size_t)FA_BWD_BQ * FA_BK;
+    const size_t e = t->bf16 ? 2 : 4, tile = (size_t)FA_BWD_BQ * FA_BK; /* sized for the larger tile */
     memset(sz, 0, sizeof(size_t) * TH_COUNT);
     sz[TH_KT] = (size_t)t->Dp * FA_BK * e;
     sz[TH_VT] = (size_t)t->Dvp * FA_BK * e;
@@ -100,11 +104,54 @@ static bool can_read_in_place(const fa_view *v, const fa_problem *p, int64_t col
     return !p->varlen && v->dtype == ATTNOPS_DTYPE_F32 && v->sd == 1 && v->ss == cols && p->S1 % FA_BWD_BQ == 0;
 }
 
+/* Per batch b and kv tile kt, how many query tiles meet a non-empty part
+ * of the effective mask, cumulated over kt: work[kt] for kt in [0, nk],
+ * once for 64-row and once for 128-row query tiles (in 64-row units).  It
+ * reads the mask elements of head 0, so a mode and the same mask given
+ * explicitly in mode 1 plan alike (tile size and splits) and give identical
+ * bits. */
+static void count_tile_work(const fa_problem *p, int64_t b, int64_t *work64, int64_t *work128)
+{
+    const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), nk = (S2 + FA_BK - 1) / FA_BK;
+    const fa_band band = fa_band_of(p, b, S1, S2);
+    work64[0] = work128[0] = 0;
+    for (int64_t kt = 0; kt < nk; kt++) {
+        const int64_t k0 = kt * FA_BK, k1 = k0 + FA_BK < S2 ? k0 + FA_BK : S2;
+        int64_t w64 = 0, w128 = 0;
+        for (int64_t q0 = 0; q0 < S1; q0 += FA_BWD_BQ) {
+            int live = 0;
+            for (int64_t h0 = q0; h0 < q0 + FA_BWD_BQ && h0 < S1; h0 += FA_BWD_BQ_NARROW) {
+                const int64_t h1 = h0 + FA_BWD_BQ_NARROW < S1 ? h0 + FA_BWD_BQ_NARROW : S1;
+                live += !p->mask.active || fa_classify_tile(p, &band, b, 0, h0, h1, k0, k1) != FA_TILE_EMPTY;
+            }
+            w64 += live, w128 += live ? FA_BWD_BQ / FA_BWD_BQ_NARROW : 0;
+        }
+        work64[kt + 1] = work64[kt] + w64, work128[kt + 1] = work128[kt] + w128;
+    }
+}
+
+/* 128-row query tiles run the GEMMs faster, but under a narrow band each
+ * one spans 128 rows' worth of extra key columns.  Switch to 64 rows when
+ * that waste exceeds 8 % of the 64-row tiling's work (a band of 512 keys:
+ * ~10 %; 1024: ~6 %; causal: ~2 %). */
+static bool narrow_tiles_pay(const fa_problem *p, const int64_t *work64, const int64_t *work128, int64_t stride)
+{
+    int64_t w64 = 0, w128 = 0;
+    for (int64_t b = 0; b < p->B; b++) {
+        const int64_t nk = (fa_kv_len(p, b) + FA_BK - 1) / FA_BK;
+        w64 += work64[b * stride + nk], w128 += work128[b * stride + nk];
+    }
+    return w128 * 100 > w64 * 108;
+}
+
+/* Sizes are planned for the larger query tile, so the workspace size never
+ * depends on the mask's contents. */
 static bwd_plan make_plan(const fa_problem *p)
 {
     bwd_plan pl;
     memset(&pl, 0, sizeof pl);
     pl.t = fa_tiling_make(p, FA_BWD_BQ);
+    pl.bq = FA_BWD_BQ; /* until fa_cpu_bwd has counted the work */
     const fa_tiling *t = &pl.t;
     pl.q_zero_copy = !t->bf16 && can_read_in_place(&p->q, p, p->D);
     pl.dy_zero_copy = !t->bf16 && can_read_in_place(&p->dy, p, p->Dv);
@@ -127,7 +174,8 @@ static bwd_plan make_plan(const fa_problem *p)
 
     const size_t per_kv_head = (size_t)p->G * (pl.qside_bytes + (size_t)pl.nsplit * pl.part_bytes);
     pl.wave = fa_wave_heads(heads, per_kv_head, p->threads);
-    pl.total = (size_t)pl.wave * per_kv_head + (size_t)p->threads * pl.thread_bytes;
+    pl.work_bytes = ao_align_up((size_t)(p->B * (t->nk + 1)) * sizeof(int64_t), 64);
+    pl.total = (size_t)pl.wave * per_kv_head + (size_t)p->threads * pl.thread_bytes + 2 * pl.work_bytes;
     return pl;
 }
 
@@ -159,19 +207,20 @@ static void pack_qside(const fa_problem *p, const bwd_plan *pl, const qside *qs,
                        float *row_a, float *row_b)
 {
     const fa_tiling *t = &pl->t;
+    const int bq = pl->bq;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_q_first(p, b), end = first + S1;
-    const int64_t S1p = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ * FA_BWD_BQ; /* this batch's rows only (TND batches are shorter) */
+    const int64_t S1p = (S1 + bq - 1) / bq * bq; /* this batch's rows only (TND batches are shorter) */
     if (t->bf16) {
-        for (int64_t q0 = 0; q0 < S1p; q0 += FA_BWD_BQ) {
-            pack_cols(PACK_BF16, &p->q, b, h, first + q0, FA_BWD_BQ, end, p->D, (uint16_t *)qs->qt + q0 * p->D, FA_BWD_BQ);
-            pack_cols(PACK_BF16, &p->dy, b, h, first + q0, FA_BWD_BQ, end, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, FA_BWD_BQ);
+        for (int64_t q0 = 0; q0 < S1p; q0 += bq) {
+            pack_cols(PACK_BF16, &p->q, b, h, first + q0, bq, end, p->D, (uint16_t *)qs->qt + q0 * p->D, bq);
+            pack_cols(PACK_BF16, &p->dy, b, h, first + q0, bq, end, p->Dv, (uint16_t *)qs->dyt + q0 * p->Dv, bq);
         }
     }
     if (!pl->q_zero_copy) pack_rows(t->elem, &p->q, b, h, first, S1p, end, p->D, (void *)qs->q, t->Dp);
     if (!pl->dy_zero_copy) pack_rows(t->elem, &p->dy, b, h, first, S1p, end, p->Dv, (void *)qs->dy, t->Dvp);
     const fa_band band = fa_band_of(p, b, S1, S2);
-    for (int64_t q0 = 0; q0 < S1p; q0 += FA_BWD_BQ)
-        qs->attend[q0 / FA_BWD_BQ] = q0 >= S1 || fa_rows_attend(p, &band, b, h, q0, q0 + FA_BWD_BQ < S1 ? q0 + FA_BWD_BQ : S1, S2);
+    for (int64_t q0 = 0; q0 < S1p; q0 += bq)
+        qs->attend[q0 / bq] = q0 >= S1 || fa_rows_attend(p, &band, b, h, q0, q0 + bq < S1 ? q0 + bq : S1, S2);
     for (int64_t i = 0; i < S1p; i++) {
         /* Padding rows, rows carrying the invalid-row sentinel, and TND rows
          * with every key masked (their P is forced to 0): m = +inf makes
@@ -198,23 +247,23 @@ typedef struct bwd_gemms {
 static bwd_gemms make_gemms(const fa_problem *p, const bwd_plan *pl)
 {
     const fa_tiling *t = &pl->t;
-    const int D = (int)p->D, Dv = (int)p->Dv;
+    const int D = (int)p->D, Dv = (int)p->Dv, bq = pl->bq;
     if (t->bf16) {
         const tile_gemm_kind k = TILE_GEMM_BF16_NN_VNNI;
         return (bwd_gemms){
-            tile_gemm_make(k, FA_BWD_BQ, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
-            tile_gemm_make(k, FA_BWD_BQ, FA_BK, (int)t->Dvp, (int)t->Dvp, FA_BK, FA_BK, false),
-            tile_gemm_make(k, Dv, FA_BK, FA_BWD_BQ, FA_BWD_BQ, FA_BK, FA_BK, true),
-            tile_gemm_make(k, D, FA_BK, FA_BWD_BQ, FA_BWD_BQ, FA_BK, FA_BK, true),
-            tile_gemm_make(k, FA_BWD_BQ, D, FA_BK, FA_BK, D, D, true)};
+            tile_gemm_make(k, bq, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
+            tile_gemm_make(k, bq, FA_BK, (int)t->Dvp, (int)t->Dvp, FA_BK, FA_BK, false),
+            tile_gemm_make(k, Dv, FA_BK, bq, bq, FA_BK, FA_BK, true),
+            tile_gemm_make(k, D, FA_BK, bq, bq, FA_BK, FA_BK, true),
+            tile_gemm_make(k, bq, D, FA_BK, FA_BK, D, D, true)};
     }
     const int ldq = pl->q_zero_copy ? (int)p->q.ss : D, lddy = pl->dy_zero_copy ? (int)p->dy.ss : Dv;
     return (bwd_gemms){
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_BWD_BQ, FA_BK, D, ldq, FA_BK, FA_BK, false),
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_BWD_BQ, FA_BK, Dv, lddy, FA_BK, FA_BK, false),
-        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, Dv, FA_BWD_BQ, FA_BK, lddy, Dv, true),
-        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, D, FA_BWD_BQ, FA_BK, ldq, D, true),
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_BWD_BQ, D, FA_BK, FA_BK, D, D, true)};
+        tile_gemm_make(TILE_GEMM_F32_NN, bq, FA_BK, D, ldq, FA_BK, FA_BK, false),
+        tile_gemm_make(TILE_GEMM_F32_NN, bq, FA_BK, Dv, lddy, FA_BK, FA_BK, false),
+        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, Dv, bq, FA_BK, lddy, Dv, true),
+        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, D, bq, FA_BK, ldq, D, true),
+        tile_gemm_make(TILE_GEMM_F32_NN, bq, D, FA_BK, FA_BK, D, D, true)};
 }
 
 typedef struct bwd_ctx {
@@ -223,6 +272,7 @@ typedef struct bwd_ctx {
     const bwd_gemms *gm;
     const fa_tile_kernels *kern;
     fa_dropout drop;
+    const int64_t *work; /* the chosen tiling's cumulative tile work, [B][nk + 1] */
     bool broken; /* test-only: ATTNOPS_TEST_BREAK_KERNEL */
 } bwd_ctx;
 
@@ -260,6 +310,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     const fa_problem *p = c->p;
     const bwd_gemms *gm = c->gm;
     const bool bf16 = c->pl->t.bf16;
+    const int bq = c->pl->bq;
     const int64_t q0 = pos->q0;
     const fa_tile_class cls = p->mask.active
                                   ? fa_classify_tile(p, band, pos->b, pos->h, q0, q0 + pos->rows, pos->k0,
@@ -267,7 +318,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
                                   : FA_TILE_FULL;
     /* An empty tile adds nothing unless one of its rows attends to nothing
      * and has uniform weights over every key (no sentinel behaviour). */
-    if (cls == FA_TILE_EMPTY && (p->mask.skip_invalid_rows || qs->attend[q0 / FA_BWD_BQ])) return;
+    if (cls == FA_TILE_EMPTY && (p->mask.skip_invalid_rows || qs->attend[q0 / bq])) return;
     float *S = (float *)th[TH_S], *dP = (float *)th[TH_DP];
     fa_scores_prefetch(p, pos);
     const char *q_i = (const char *)qs->q + (size_t)(q0 * qs->ldq) * (bf16 ? 2 : 4);
@@ -284,14 +335,14 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
         fa_dropout_tile(&c->drop, p, pos->b, drop_base, pos->h, q0, pos->rows, pos->k0, pos->cols, keep, FA_BK);
         apply_keep(dP, keep, pos->rows, pos->cols, c->drop.scale);
     }
-    c->kern->softmax_bwd(S, dP, FA_BWD_BQ, FA_BK, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
+    c->kern->softmax_bwd(S, dP, bq, FA_BK, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
     if (c->drop.active) apply_keep(S, keep, pos->rows, pos->cols, c->drop.scale);
     float *dq_i = dq_part + q0 * p->D;
     if (bf16) {
         const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
-        c->kern->to_bf16(S, FA_BWD_BQ, FA_BK, (uint16_t *)th[TH_PV], FA_BK, true);
-        c->kern->to_bf16(dP, FA_BWD_BQ, FA_BK, (uint16_t *)th[TH_DSV], FA_BK, true);
-        c->kern->to_bf16(dP, FA_BWD_BQ, FA_BK, (uint16_t *)th[TH_DSN], FA_BK, false);
+        c->kern->to_bf16(S, bq, FA_BK, (uint16_t *)th[TH_PV], FA_BK, true);
+        c->kern->to_bf16(dP, bq, FA_BK, (uint16_t *)th[TH_DSV], FA_BK, true);
+        c->kern->to_bf16(dP, bq, FA_BK, (uint16_t *)th[TH_DSN], FA_BK, false);
         tile_gemm_run(&gm->dv, dyt_i, th[TH_PV], (float *)th[TH_DV]);
         tile_gemm_run(&gm->dk, qt_i, th[TH_DSV], (float *)th[TH_DK]);
         tile_gemm_run(&gm->dq, th[TH_DSN], th[TH_KN], dq_i);
@@ -318,39 +369,18 @@ static float *wave_part(const bwd_ctx *c, const wave_store *w, int64_t i, int64_
     return (float *)(w->parts + k * c->pl->part_bytes);
 }
 
-/* Split s of batch b's kv tiles: [*kt0, *kt1), cut so that every split gets
- * about the same number of non-empty (query tile, kv tile) pairs under the
- * band (causal and band masks leave some kv tiles little work). */
-static void split_range(const bwd_ctx *c, const fa_band *band, int64_t S1, int64_t S2, int64_t s, int64_t *kt0,
-                        int64_t *kt1)
+/* Split s of a batch's kv tiles: [*kt0, *kt1), cut so that every split
+ * gets about the same number of non-empty (query tile, kv tile) pairs
+ * (causal and band masks leave some kv tiles little work); work is the
+ * batch's cumulative count from count_tile_work. */
+static void split_range(int64_t nsplit, const int64_t *work, int64_t nk, int64_t s, int64_t *kt0, int64_t *kt1)
 {
-    const fa_problem *p = c->p;
-    const int64_t nsplit = c->pl->nsplit, nq = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ, nk = (S2 + FA_BK - 1) / FA_BK;
-    fa_band shape = *band;
-    shape.elements = false; /* the estimate reads no mask elements */
-    int64_t total = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t cum = 0;
-        *kt0 = s == 0 ? 0 : -1, *kt1 = nk;
-        for (int64_t kt = 0; kt < nk; kt++) {
-            if (pass == 1) {
-                if (*kt0 < 0 && cum * nsplit >= total * s) *kt0 = kt;
-                if (cum * nsplit >= total * (s + 1) && s + 1 < nsplit) {
-                    *kt1 = kt;
-                    break;
-                }
-            }
-            const int64_t k1 = (kt + 1) * FA_BK < S2 ? (kt + 1) * FA_BK : S2;
-            for (int64_t qt = 0; qt < nq; qt++) {
-                const int64_t q1 = (qt + 1) * FA_BWD_BQ < S1 ? (qt + 1) * FA_BWD_BQ : S1;
-                cum += !p->mask.active || fa_classify_tile(p, &shape, 0, 0, qt * FA_BWD_BQ, q1, kt * FA_BK, k1) !=
-                                              FA_TILE_EMPTY;
-            }
-        }
-        total = cum;
-        if (*kt0 < 0) *kt0 = nk;
-    }
-    if (*kt1 < *kt0) *kt1 = *kt0;
+    const int64_t total = work[nk];
+    *kt0 = 0;
+    if (s > 0) while (*kt0 < nk && work[*kt0] * nsplit < total * s) ++*kt0;
+    *kt1 = *kt0;
+    if (s + 1 < nsplit) while (*kt1 < nk && work[*kt1] * nsplit < total * (s + 1)) ++*kt1;
+    else *kt1 = nk;
 }
 
 /* Wave slot i = kv head (b, n2), split s of nsplit. */
@@ -358,12 +388,13 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
 {
     const fa_problem *p = c->p;
     const fa_tiling *t = &c->pl->t;
+    const int bq = c->pl->bq;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_kv_first(p, b), end = first + S2;
     const fa_band band = fa_band_of(p, b, S1, S2);
     const uint64_t drop_base = c->drop.active ? fa_dropout_batch_base(p, &c->drop, b) : 0;
     int64_t kt0, kt1;
-    split_range(c, &band, S1, S2, s, &kt0, &kt1);
-    const int64_t S1p = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ * FA_BWD_BQ;
+    split_range(c->pl->nsplit, c->work + b * (t->nk + 1), (S2 + FA_BK - 1) / FA_BK, s, &kt0, &kt1);
+    const int64_t S1p = (S1 + bq - 1) / bq * bq;
     for (int64_t g = 0; g < p->G; g++) memset(wave_part(c, w, i, g, s), 0, (size_t)(S1p * p->D) * sizeof(float));
     for (int64_t kt = kt0; kt < kt1; kt++) {
         const int64_t k0 = kt * FA_BK;
@@ -371,14 +402,14 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
         pack_kv_tile(c, b, n2, first + k0, end, th);
         memset(th[TH_DK], 0, (size_t)(FA_BK * p->D) * sizeof(float));
         memset(th[TH_DV], 0, (size_t)(FA_BK * p->Dv) * sizeof(float));
-        const int64_t nq_b = (S1 + FA_BWD_BQ - 1) / FA_BWD_BQ;
+        const int64_t nq_b = (S1 + bq - 1) / bq;
         const int64_t nq = c->broken ? nq_b - 1 : nq_b; /* the test-only fault: skip a query tile */
         for (int64_t g = 0; g < p->G; g++) {
             const qside qs = wave_qside(c, w, i, g, b, n2 * p->G + g);
             float *part = wave_part(c, w, i, g, s);
             for (int64_t qt = 0; qt < nq; qt++) {
-                const int64_t q0 = qt * FA_BWD_BQ;
-                const fa_tile_pos pos = {b, n2 * p->G + g, q0, k0, (int)(S1 - q0 < FA_BWD_BQ ? S1 - q0 : FA_BWD_BQ), valid, S1, S2};
+                const int64_t q0 = qt * bq;
+                const fa_tile_pos pos = {b, n2 * p->G + g, q0, k0, (int)(S1 - q0 < bq ? S1 - q0 : bq), valid, S1, S2};
                 step(c, &qs, &band, &pos, drop_base, th, part);
             }
         }
@@ -394,13 +425,21 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
 
 void fa_cpu_bwd(const fa_problem *p, void *ws)
 {
-    const bwd_plan pl = make_plan(p);
+    bwd_plan pl = make_plan(p);
+    const int64_t stride = pl.t.nk + 1;
+    int64_t *work64 = (int64_t *)((char *)ws + pl.total - 2 * pl.work_bytes);
+    int64_t *work128 = (int64_t *)((char *)work64 + pl.work_bytes);
+#pragma omp parallel for num_threads(p->threads) schedule(dynamic)
+    for (int64_t b = 0; b < p->B; b++) count_tile_work(p, b, work64 + b * stride, work128 + b * stride);
+    const bool narrow = narrow_tiles_pay(p, work64, work128, stride);
+    pl.bq = narrow ? FA_BWD_BQ_NARROW : FA_BWD_BQ;
     const bwd_gemms gm = make_gemms(p, &pl);
     const char *broken = getenv("ATTNOPS_TEST_BREAK_KERNEL");
-    bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), fa_dropout_for(p), broken && *broken == '1'};
+    bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), fa_dropout_for(p), narrow ? work64 : work128,
+                 broken && *broken == '1'};
     c.drop.stream = c.kern->philox_bytes, c.drop.blocks = c.kern->philox_blocks;
     const fa_tiling *t = &pl.t;
-    const int64_t heads = p->B * p->N2, G = p->G;
+    const int64_t heads = p->B * p->N2, G = p->G, bq = pl.bq, nq = t->S1p / bq;
     const wave_store w = {ws, (char *)ws + (size_t)pl.wave * (size_t)G * pl.qside_bytes};
     char *threads_base = w.parts + (size_t)pl.wave * (size_t)G * (size_t)pl.nsplit * pl.part_bytes;
 
@@ -426,17 +465,17 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
             }
             /* dq = scale * (sum of the split partials, in split order). */
 #pragma omp for schedule(dynamic, 4)
-            for (int64_t x = 0; x < nw * G * t->nq; x++) {
-                const int64_t i = x / (G * t->nq), g = (x / t->nq) % G, q0 = (x % t->nq) * FA_BWD_BQ;
+            for (int64_t x = 0; x < nw * G * nq; x++) {
+                const int64_t i = x / (G * nq), g = (x / nq) % G, q0 = (x % nq) * bq;
                 const int64_t b = (w0 + i) / p->N2, h = ((w0 + i) % p->N2) * G + g;
                 if (q0 >= fa_q_len(p, b)) continue; /* past a short TND batch */
                 float *acc = wave_part(&c, &w, i, g, 0) + q0 * p->D;
                 for (int64_t s = 1; s < pl.nsplit; s++) {
                     const float *add = wave_part(&c, &w, i, g, s) + q0 * p->D;
-                    for (int64_t e = 0; e < FA_BWD_BQ * p->D; e++) acc[e] += add[e];
+                    for (int64_t e = 0; e < bq * p->D; e++) acc[e] += add[e];
                 }
                 const int64_t qf = fa_q_first(p, b);
-                unpack_rows(acc, p->D, (float)p->scale, &p->dq, b, h, qf + q0, FA_BWD_BQ, qf + fa_q_len(p, b), p->D);
+                unpack_rows(acc, p->D, (float)p->scale, &p->dq, b, h, qf + q0, bq, qf + fa_q_len(p, b), p->D);
             }
         }
     }
