@@ -90,21 +90,30 @@ static fwd_scratch thread_scratch(const fwd_plan *pl, const fa_problem *p, char 
                          (uint8_t *)c[SC_KEEP]};
 }
 
-/* The GEMMs of one kv tile step, dispatched once per call. */
+/* The GEMMs of one kv tile step, dispatched once per call, in a full and a
+ * half size per side: a sequence's last query tile with at most BQ/2 rows,
+ * or its last kv tile with at most BK/2 keys, runs the half-size GEMM.  Many
+ * short (varlen) sequences would otherwise spend ~6 % per side on padding.
+ * Per output element the products and their order are those of the full
+ * tile (the keys left out would add P = 0 times a zero row), so results do
+ * not change with the choice. */
 typedef struct fwd_gemms {
-    tile_gemm qk; /* S = Q . K^T[:, tile]  (M=BQ, N=BK, K=D) */
-    tile_gemm pv; /* O += P . V[tile, :]   (M=BQ, N=Dv, K=BK) */
+    tile_gemm qk[2][2]; /* S = Q . K^T[:, tile]  (M=BQ, N=BK, K=D), [half rows][half keys] */
+    tile_gemm pv[2][2]; /* O += P . V[tile, :]   (M=BQ, N=Dv, K=BK) */
 } fwd_gemms;
 
 static fwd_gemms make_gemms(const fa_problem *p, const fa_tiling *t)
 {
-    if (t->bf16)
-        return (fwd_gemms){
-            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_FWD_BQ, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
-            tile_gemm_make(TILE_GEMM_BF16_NN_VNNI, FA_FWD_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
-    return (fwd_gemms){
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_FWD_BQ, FA_BK, (int)p->D, (int)p->D, FA_BK, FA_BK, false),
-        tile_gemm_make(TILE_GEMM_F32_NN, FA_FWD_BQ, (int)p->Dv, FA_BK, FA_BK, (int)p->Dv, (int)p->Dv, true)};
+    const tile_gemm_kind kind = t->bf16 ? TILE_GEMM_BF16_NN_VNNI : TILE_GEMM_F32_NN;
+    const int Dk = (int)t->Dp, Dv = (int)p->Dv; /* Dp = D for fp32 tiles */
+    fwd_gemms gm;
+    for (int hr = 0; hr < 2; hr++)
+        for (int hk = 0; hk < 2; hk++) {
+            const int M = hr ? FA_FWD_BQ / 2 : FA_FWD_BQ, N = hk ? FA_BK / 2 : FA_BK;
+            gm.qk[hr][hk] = tile_gemm_make(kind, M, N, Dk, Dk, FA_BK, FA_BK, false);
+            gm.pv[hr][hk] = tile_gemm_make(kind, M, Dv, N, FA_BK, Dv, Dv, true);
+        }
+    return gm;
 }
 
 /* K^T and V of kv head (b, n2) into their packed forms (batch b's keys:
@@ -135,13 +144,14 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
     for (int r = 0; r < FA_FWD_BQ; r++) sc->m[r] = -INFINITY, sc->l[r] = 0.0f;
     memset(sc->o, 0, (size_t)(FA_FWD_BQ * p->Dv) * sizeof(float));
     const int rows = (int)(S1 - q0 < FA_FWD_BQ ? S1 - q0 : FA_FWD_BQ);
+    const int half_rows = rows <= FA_FWD_BQ / 2, trows = half_rows ? FA_FWD_BQ / 2 : FA_FWD_BQ;
     const fa_band band = fa_band_of(p, b, S1, S2);
     /* Empty tiles may be skipped unless a row of this tile attends to
      * nothing and must still see every key's -40000 (uniform weights). */
     const bool may_skip = p->mask.skip_invalid_rows || fa_rows_attend(p, &band, b, h, q0, q0 + rows, S2);
 
     for (int64_t k0 = 0; k0 < S2; k0 += FA_BK) {
-        const int valid = (int)(S2 - k0 < FA_BK ? S2 - k0 : FA_BK);
+        const int valid = (int)(S2 - k0 < FA_BK ? S2 - k0 : FA_BK), half_keys = valid <= FA_BK / 2;
         const fa_tile_class cls =
             p->mask.active ? fa_classify_tile(p, &band, b, h, q0, q0 + rows, k0, k0 + valid) : FA_TILE_FULL;
         if (cls == FA_TILE_EMPTY && may_skip) continue;
@@ -149,13 +159,13 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         const char *vt = vbuf + (size_t)(k0 * p->Dv) * e;                  /* row k0 of V      */
         const fa_tile_pos pos = {b, h, q0, k0, rows, valid, S1, S2};
         fa_scores_prefetch(p, &pos);
-        tile_gemm_run(&gm->qk, sc->q, kt, sc->s);
+        tile_gemm_run(&gm->qk[half_rows][half_keys], sc->q, kt, sc->s);
         float scale = (float)p->scale;
         if (fa_scores_needed(p, cls)) {
             fa_scores_apply(p, &band, &pos, cls, sc->s, FA_BK, sc->bias, sc->masked);
             scale = 1.0f;
         }
-        kern->softmax_fwd(sc->s, FA_FWD_BQ, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
+        kern->softmax_fwd(sc->s, trows, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
         if (drop->active) { /* l summed the undropped P; O takes P * keep / keep_prob */
             fa_dropout_tile(drop, p, b, drop_base, h, q0, rows, k0, valid, sc->keep, FA_BK);
             const float ds = drop->scale; /* branch-free: the keep bits are random */
@@ -165,12 +175,13 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
                 for (int c = 0; c < valid; c++) row[c] *= (float)kr[c] * ds;
             }
         }
-        kern->scale_rows(sc->o, FA_FWD_BQ, (int)p->Dv, sc->alpha);
+        kern->scale_rows(sc->o, trows, (int)p->Dv, sc->alpha);
+        const tile_gemm *pv = &gm->pv[half_rows][half_keys];
         if (t->bf16) {
-            kern->to_bf16(sc->s, FA_FWD_BQ, FA_BK, sc->pb, FA_BK, false);
-            tile_gemm_run(&gm->pv, sc->pb, vt, sc->o);
+            kern->to_bf16(sc->s, trows, FA_BK, sc->pb, FA_BK, false);
+            tile_gemm_run(pv, sc->pb, vt, sc->o);
         } else {
-            tile_gemm_run(&gm->pv, sc->s, vt, sc->o);
+            tile_gemm_run(pv, sc->s, vt, sc->o);
         }
     }
 

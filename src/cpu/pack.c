@@ -169,10 +169,10 @@ void pack_rows_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t 
             const uint16_t *a = r < nv ? bf16_row(v, b, n, s0 + r) : NULL;
             const uint16_t *c1 = r + 1 < nv ? bf16_row(v, b, n, s0 + r + 1) : NULL;
             uint16_t *out = dst + (r / 2) * ld * 2;
-            for (int64_t c = 0; c < cols; c++) {
-                out[2 * c] = a ? a[c] : 0;
-                out[2 * c + 1] = c1 ? c1[c] : 0;
-            }
+            if (c1) /* both rows present: the common case, kept branch-free */
+                for (int64_t c = 0; c < cols; c++) out[2 * c] = a[c], out[2 * c + 1] = c1[c];
+            else
+                for (int64_t c = 0; c < cols; c++) out[2 * c] = a ? a[c] : 0, out[2 * c + 1] = 0;
             for (int64_t c = cols; c < ld; c++) out[2 * c] = out[2 * c + 1] = 0;
         }
         return;
@@ -188,15 +188,25 @@ void pack_cols_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t 
 {
     if (bf16_in_place(v)) {
         /* Columns (c, c+1) of a row are adjacent in the source and in the
-         * destination: a transpose of 32-bit pairs, [rows][cols/2] -> [cols/2][ld]. */
-        const int64_t nv = valid_rows(s0, rows, S), pairs = cols_pad / 2;
+         * destination: a transpose of 32-bit pairs, [rows][cols/2] -> [cols/2][ld],
+         * in blocks of 16 rows so the scattered writes stay in a few lines. */
+        const int64_t nv = valid_rows(s0, rows, S), pairs = cols_pad / 2, whole = cols / 2;
         uint32_t *out = (uint32_t *)dst;
-        for (int64_t r = 0; r < rows; r++) {
-            const uint16_t *row = r < nv ? bf16_row(v, b, n, s0 + r) : NULL;
-            for (int64_t k = 0; k < pairs; k++) {
-                const int64_t c = 2 * k;
-                uint32_t lo = row && c < cols ? row[c] : 0, hi = row && c + 1 < cols ? row[c + 1] : 0;
-                out[k * ld + r] = lo | hi << 16;
+        for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+            const int64_t r1 = r0 + 16 < rows ? r0 + 16 : rows;
+            for (int64_t r = r0; r < r1; r++) {
+                if (r >= nv) {
+                    for (int64_t k = 0; k < pairs; k++) out[k * ld + r] = 0;
+                    continue;
+                }
+                const uint16_t *row = bf16_row(v, b, n, s0 + r);
+                for (int64_t k = 0; k < whole; k++) {
+                    uint32_t pair;
+                    memcpy(&pair, row + 2 * k, sizeof pair); /* little-endian: column 2k in the low half */
+                    out[k * ld + r] = pair;
+                }
+                if (whole < pairs) out[whole * ld + r] = cols & 1 ? row[cols - 1] : 0; /* odd cols: pad half zero */
+                for (int64_t k = whole + 1; k < pairs; k++) out[k * ld + r] = 0;
             }
         }
         return;
@@ -239,6 +249,11 @@ void unpack_rows(const float *src, int64_t ld, float value, const fa_view *v, in
                  int64_t rows, int64_t S, int64_t cols)
 {
     const int64_t nv = valid_rows(s0, rows, S);
+    if (v->dtype == ATTNOPS_DTYPE_BF16 && v->sd == 1 && value == 1.0f && ld == cols && nv > 0 && cols <= INT32_MAX &&
+        v->ss <= INT32_MAX) { /* the forward's output tile: one vector pass, no scaling copy */
+        fa_tile_kernels_get()->to_bf16(src, (int)nv, (int)cols, (uint16_t *)fa_at(v, b, n, s0, 0), (int)v->ss, false);
+        return;
+    }
     for (int64_t r = 0; r < nv; r++) store_row(src + r * ld, value, v, fa_at(v, b, n, s0 + r, 0), cols);
 }
 
