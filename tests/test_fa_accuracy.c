@@ -25,7 +25,7 @@ static bool run_case(const fa_case_shape *s, uint64_t seed)
     fa_case ref, fast;
     fa_case_init(&ref, s, seed);
     fa_case_init(&fast, s, seed);
-    fa_output_check rows[3];
+    fa_output_check rows[FA_CASE_MAX_BWD_OUTPUTS];
 
     attnops_status st = fa_case_forward(&ref, ATTNOPS_IMPL_REFERENCE, threads, 0);
     TU_CHECK(st == ATTNOPS_SUCCESS, "%s: reference forward failed: %s", desc, attnops_last_error());

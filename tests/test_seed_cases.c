@@ -32,7 +32,8 @@ int main(void)
     /* Field values from the seed's table; "drop_out_possibility" is the keep probability. */
     const seed_case cases[] = {
         {"GQA_01", "B=1,N1=2,N2=1,S1=128,S2=128,D=177,Dv=177,dtype=f16,layout=BNSD", NULL},
-        {"MLA_02", NULL, "query_rope/key_rope (issue 4)"},
+        /* D = 192 split at column 128 (query | query_rope), scale 1/sqrt(192) as the golden */
+        {"MLA_02", "B=1,N1=2,N2=1,S1=128,S2=128,D=128,rope=64,Dv=128,dtype=f16,layout=BNSD", NULL},
         {"FP8E5_03", NULL, "FP8 inputs (issue 4)"},
         {"FP8E4_04", NULL, "FP8 inputs (issue 4)"},
         {"FP32_05", "B=9,N1=8,N2=2,S1=80,S2=80,D=167,Dv=167,dtype=f32,layout=BSND,mode=0,mask=b1ss,pre=-26,"
@@ -60,13 +61,14 @@ int main(void)
                  attnops_last_error());
         TU_CHECK(fa_case_backward(&fast, ATTNOPS_IMPL_CPU, 2, 0) == ATTNOPS_SUCCESS, "%s cpu bwd: %s", c->name,
                  attnops_last_error());
-        fa_output_check rows[3];
+        fa_output_check rows[FA_CASE_MAX_BWD_OUTPUTS];
         char label[64];
         snprintf(label, sizeof label, "%s backward", c->name);
         TU_CHECK(fa_case_check_backward(&fast, &ref, label, NULL, rows), "%s: dtype-derived tolerance", c->name);
         const struct { const char *n; tu_tensor *a, *e; } grads[] = {
-            {"dq", &fast.dq, &ref.dq}, {"dk", &fast.dk, &ref.dk}, {"dv", &fast.dv, &ref.dv}};
-        for (int g = 0; g < 3; g++) {
+            {"dq", &fast.dq, &ref.dq}, {"dk", &fast.dk, &ref.dk}, {"dv", &fast.dv, &ref.dv},
+            {"dq_rope", &fast.dqr, &ref.dqr}, {"dk_rope", &fast.dkr, &ref.dkr}};
+        for (int g = 0; g < fa_case_backward_outputs(&ref); g++) {
             snprintf(label, sizeof label, "%s %s", c->name, grads[g].n);
             TU_CHECK(dual_check(label, grads[g].a, grads[g].e), "%s: the seed's criterion", label);
         }

@@ -155,6 +155,10 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
     c->dq = qlike(s, rq, s->N1, s->D);
     c->dk = qlike(s, rkv, s->N2, s->D);
     c->dv = qlike(s, rkv, s->N2, s->Dv);
+    if (s->Dr > 0) {
+        c->qr = qlike(s, rq, s->N1, s->Dr), c->kr = qlike(s, rkv, s->N2, s->Dr);
+        c->dqr = qlike(s, rq, s->N1, s->Dr), c->dkr = qlike(s, rkv, s->N2, s->Dr);
+    }
     int64_t st[4] = {s->B, s->N1, s->S1, 8}, st_tnd[3] = {c->T1, s->N1, 8};
     /* TND statistics hold packed per-batch blocks: contiguous, no padding */
     c->smax = tnd ? tu_tensor_new(ATTNOPS_DTYPE_F32, 3, st_tnd, 0) : tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, s->pad);
@@ -165,15 +169,21 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
     tu_tensor_randn(&c->k, &r, 1.0);
     tu_tensor_randn(&c->v, &r, 1.0);
     tu_tensor_randn(&c->dy, &r, 1.0);
-    tu_tensor *outs[] = {&c->out, &c->smax, &c->ssum, &c->dq, &c->dk, &c->dv};
-    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) tu_tensor_poison(outs[i], 0);
+    if (s->Dr > 0) { /* drawn after the others, so a case's other inputs do not depend on Dr */
+        tu_tensor_randn(&c->qr, &r, 1.0);
+        tu_tensor_randn(&c->kr, &r, 1.0);
+    }
+    tu_tensor *outs[] = {&c->out, &c->smax, &c->ssum, &c->dq, &c->dk, &c->dv, &c->dqr, &c->dkr};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+        if (outs[i]->view.data) tu_tensor_poison(outs[i], 0);
 
     attnops_fa_fwd_args_init(&c->fwd);
     attnops_fa_params *p = &c->fwd.p;
     p->query = &c->q.view, p->key = &c->k.view, p->value = &c->v.view;
     p->head_num = s->N1;
     p->input_layout = s->layout;
-    p->scale_value = s->scale > 0 ? s->scale : 1.0 / sqrt((double)s->D);
+    p->scale_value = s->scale > 0 ? s->scale : 1.0 / sqrt((double)(s->D + s->Dr));
+    if (s->Dr > 0) p->query_rope = &c->qr.view, p->key_rope = &c->kr.view;
     p->sparse_mode = s->sparse_mode;
     p->inner_precise = s->inner_precise;
     if (s->keep_prob > 0.0) p->keep_prob = s->keep_prob, p->seed = s->seed, p->offset = s->offset;
@@ -214,13 +224,14 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
     c->bwd.softmax_max = &c->smax.view;
     c->bwd.softmax_sum = &c->ssum.view;
     c->bwd.dq = &c->dq.view, c->bwd.dk = &c->dk.view, c->bwd.dv = &c->dv.view;
+    if (s->Dr > 0) c->bwd.dq_rope = &c->dqr.view, c->bwd.dk_rope = &c->dkr.view;
 }
 
 void fa_case_free(fa_case *c)
 {
     tu_tensor *all[] = {&c->q,  &c->k,  &c->v,  &c->dy,   &c->out,    &c->smax,   &c->ssum, &c->dq,
                         &c->dk, &c->dv, &c->mask, &c->pse, &c->prefix, &c->q_start, &c->kv_start,
-                        &c->cu_q, &c->cu_kv};
+                        &c->cu_q, &c->cu_kv, &c->qr, &c->kr, &c->dqr, &c->dkr};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_tensor_free(all[i]);
 }
 
@@ -273,6 +284,7 @@ void fa_case_describe(const fa_case_shape *s, char *buf, size_t n)
                               (long long)s->B, (long long)s->N1, (long long)s->N2, (long long)s->S1, (long long)s->S2,
                               (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype),
                               attnops_layout_name(s->layout), (long long)s->pad);
+    if (s->Dr > 0 && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, ",rope=%lld", (long long)s->Dr);
     if (s->scale > 0 && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, ",scale=%.17g", s->scale);
     if (s->mask != FA_CASE_MASK_NONE && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ",mode=%lld,mask=%s,pre=%lld,next=%lld", (long long)s->sparse_mode,
@@ -323,6 +335,7 @@ bool fa_case_parse(const char *spec, fa_case_shape *s)
         else if (!strcmp(k, "D")) s->D = x;
         else if (!strcmp(k, "Dv")) s->Dv = x;
         else if (!strcmp(k, "pad")) s->pad = x;
+        else if (!strcmp(k, "rope")) s->Dr = x;
         else if (!strcmp(k, "scale")) s->scale = atof(v);
         else if (!strcmp(k, "keep")) s->keep_prob = atof(v);
         else if (!strcmp(k, "seed")) s->seed = x;
@@ -406,7 +419,7 @@ bool fa_case_check_forward(const fa_case *fast, const fa_case *ref, const char *
                            fa_output_check rows[3])
 {
     const fa_case_shape *s = &ref->shape;
-    const int64_t k = max3(s->S2, s->D, 1);
+    const int64_t k = max3(s->S2, s->D + s->Dr, 1);
     rows[0] = check_one("attention_out", label, &fast->out, &ref->out, operand_dtype(s), k, -1.0, repro);
     /* The statistics use no rounded operand (q.k of bf16 inputs is exact in fp32). */
     rows[1] = check_one("softmax_max", label, &fast->smax, &ref->smax, ATTNOPS_DTYPE_F32, k, -1.0, repro);
@@ -414,19 +427,28 @@ bool fa_case_check_forward(const fa_case *fast, const fa_case *ref, const char *
     return rows[0].result.pass && rows[1].result.pass && rows[2].result.pass;
 }
 
+int fa_case_backward_outputs(const fa_case *c) { return c->shape.Dr > 0 ? 5 : 3; }
+
 bool fa_case_check_backward(const fa_case *fast, const fa_case *ref, const char *label, const char *repro,
-                            fa_output_check rows[3])
+                            fa_output_check rows[FA_CASE_MAX_BWD_OUTPUTS])
 {
     const fa_case_shape *s = &ref->shape;
-    const int64_t k = max3(s->S1, s->S2, s->D);
+    const int64_t k = max3(s->S1, s->S2, s->D + s->Dr);
+    const struct { const char *name; const tu_tensor *a, *e; } outs[FA_CASE_MAX_BWD_OUTPUTS] = {
+        {"dq", &fast->dq, &ref->dq}, {"dk", &fast->dk, &ref->dk}, {"dv", &fast->dv, &ref->dv},
+        {"dq_rope", &fast->dqr, &ref->dqr}, {"dk_rope", &fast->dkr, &ref->dkr}};
+    const int n = fa_case_backward_outputs(ref);
     /* dS = P (dP - Drow) cancels: a gradient's error follows the size of the
      * terms, not of its result (with S2 = 1, dq and dk are exactly 0).  The
      * problem's largest gradient is that size. */
-    double scale = fmax(tensor_max_abs(&ref->dq), fmax(tensor_max_abs(&ref->dk), tensor_max_abs(&ref->dv)));
-    rows[0] = check_one("dq", label, &fast->dq, &ref->dq, operand_dtype(s), k, scale, repro);
-    rows[1] = check_one("dk", label, &fast->dk, &ref->dk, operand_dtype(s), k, scale, repro);
-    rows[2] = check_one("dv", label, &fast->dv, &ref->dv, operand_dtype(s), k, scale, repro);
-    return rows[0].result.pass && rows[1].result.pass && rows[2].result.pass;
+    double scale = 0.0;
+    for (int i = 0; i < n; i++) scale = fmax(scale, tensor_max_abs(outs[i].e));
+    bool pass = true;
+    for (int i = 0; i < n; i++) {
+        rows[i] = check_one(outs[i].name, label, outs[i].a, outs[i].e, operand_dtype(s), k, scale, repro);
+        pass &= rows[i].result.pass;
+    }
+    return pass;
 }
 
 static void copy_tensor(tu_tensor *dst, const tu_tensor *src)

@@ -29,7 +29,8 @@ typedef struct fa_case_shape {
     attnops_dtype dtype;
     attnops_layout layout;
     int64_t pad;  /* > 0: every tensor gets row padding (non-contiguous views) */
-    double scale; /* 0: 1/sqrt(D) */
+    int64_t Dr;   /* > 0: MLA, query_rope/key_rope with head dim Dr after D */
+    double scale; /* 0: 1/sqrt(D + Dr) */
     /* masks (spec 3); mode 1 draws a random mask with some fully masked rows */
     int64_t sparse_mode;
     fa_case_mask mask;
@@ -60,6 +61,7 @@ typedef struct fa_case {
     tu_tensor q, k, v, dy;            /* inputs                               */
     tu_tensor out, smax, ssum;        /* forward outputs (also backward input) */
     tu_tensor dq, dk, dv;             /* backward outputs                     */
+    tu_tensor qr, kr, dqr, dkr;       /* MLA rope inputs and their gradients  */
     tu_tensor mask, pse, prefix, q_start, kv_start; /* optional inputs      */
     tu_tensor cu_q, cu_kv;            /* TND cumulative lengths               */
     int64_t T1, T2;                   /* TND total rows                       */
@@ -90,9 +92,12 @@ typedef struct fa_output_check {
  * three pass. */
 bool fa_case_check_forward(const fa_case *fast, const fa_case *ref, const char *label, const char *repro,
                            fa_output_check rows[3]);
-/* dq, dk, dv likewise. */
+/* dq, dk, dv (and dq_rope, dk_rope with rope) likewise: fills
+ * fa_case_backward_outputs(fast) rows. */
+#define FA_CASE_MAX_BWD_OUTPUTS 5
+int fa_case_backward_outputs(const fa_case *c);
 bool fa_case_check_backward(const fa_case *fast, const fa_case *ref, const char *label, const char *repro,
-                            fa_output_check rows[3]);
+                            fa_output_check rows[FA_CASE_MAX_BWD_OUTPUTS]);
 /* Gives `dst` the forward outputs of `src`, so that two backward chains
  * consume one forward (as a harness feeds a device the golden's). */
 void fa_case_copy_forward(fa_case *dst, const fa_case *src);

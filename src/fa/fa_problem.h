@@ -84,6 +84,12 @@ typedef struct fa_problem {
     fa_view o;                       /* forward: attention_out; backward: attention_in */
     fa_view smax, ssum;              /* f32, [B][N1][S1][8] */
     fa_view dy, dq, dk, dv;          /* backward only */
+    /* MLA (spec 1.3): Q = [q | qr], K = [k | kr] on the head dim, Dr > 0
+     * columns after D; dqr, dkr are their gradients (backward).  The API
+     * gathers both parts into one head dim (fa_api.c) before an
+     * implementation runs, so implementations always see Dr = 0. */
+    int64_t Dr;
+    fa_view qr, kr, dqr, dkr;
     fa_mask_cfg mask;
     fa_pse_cfg pse;
     int64_t seed, offset;            /* dropout stream (spec 5) */

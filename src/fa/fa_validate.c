@@ -229,7 +229,6 @@ static attnops_status check_attributes(const char *op, const attnops_fa_params *
     /* Features that arrive with later versions: refuse rather than ignore. */
     static const char *const later = "is not supported by this version of attnops yet";
     const struct { const attnops_tensor *t; const char *name; } optional[] = {
-        {p->query_rope, "query_rope"}, {p->key_rope, "key_rope"},
         {p->d_scale_q, "d_scale_q"}, {p->d_scale_k, "d_scale_k"}, {p->d_scale_v, "d_scale_v"},
         {p->d_scale_dy, "d_scale_dy"}, {p->d_scale_o, "d_scale_o"},
     };
@@ -595,6 +594,42 @@ static attnops_status derive_drop_mask(const char *op, const attnops_fa_params *
 }
 
 /* q, k, v: dtypes, ranks and the derived sizes. */
+/* MLA rope inputs (spec 1.3): both or neither, query's dtype, query's / key's
+ * shape with a head dim Dr <= D.  The aclnn entry adds device limits (bf16
+ * only, TND only, a mask required, no pse or dropout, not mode 6) that the
+ * seed's own MLA case (fp16, BNSD, no mask) does not follow; here rope is
+ * what it means, a concatenation, and combines with everything else. */
+static attnops_status derive_rope(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    if (!p->query_rope && !p->key_rope) return ATTNOPS_SUCCESS;
+    if (!p->query_rope || !p->key_rope)
+        return ao_fail(NULLPTR, "%s: %s is given but %s is NULL; MLA takes query_rope and key_rope together.", op,
+                       p->query_rope ? "query_rope" : "key_rope", p->query_rope ? "key_rope" : "query_rope");
+    TRY(check_view(op, "query_rope", p->query_rope));
+    TRY(check_view(op, "key_rope", p->key_rope));
+    TRY(check_dtype(op, "query_rope", p->query_rope, pr->dtype, "it shares query's dtype"));
+    TRY(check_dtype(op, "key_rope", p->key_rope, pr->dtype, "it shares query's dtype"));
+    const attnops_layout layout = p->input_layout;
+    const bool hidden = layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH;
+    layout_dims r;
+    TRY(read_dims(op, "query_rope", p->query_rope, layout, hidden ? pr->N1 : 0, 0, &r));
+    if (r.d == 0) return ao_fail(INVALID, "%s: the head dimension of query_rope is zero.", op);
+    if (r.d > pr->D)
+        return ao_fail(INVALID, "%s: query_rope head dim %lld exceeds query head dim D = %lld; the rope dim must be "
+                       "<= D.", op, (long long)r.d, (long long)pr->D);
+    int64_t shape[4];
+    int rank;
+    const int64_t rows_q = pr->varlen ? pr->T1 : pr->S1, rows_kv = pr->varlen ? pr->T2 : pr->S2;
+    layout_shape(layout, pr->B, rows_q, pr->N1, r.d, shape, &rank);
+    TRY(check_shape(op, "query_rope", p->query_rope, shape, rank, "query's shape with its own head dim"));
+    layout_shape(layout, pr->B, rows_kv, pr->N2, r.d, shape, &rank);
+    TRY(check_shape(op, "key_rope", p->key_rope, shape, rank, "key's shape with query_rope's head dim"));
+    pr->Dr = r.d;
+    pr->qr = view_of(p->query_rope, layout, r.d);
+    pr->kr = view_of(p->key_rope, layout, r.d);
+    return ATTNOPS_SUCCESS;
+}
+
 static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_problem *pr)
 {
     TRY(check_present(op, "query", p->query));
@@ -665,6 +700,7 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
 #else
     pr->threads = 1;
 #endif
+    TRY(derive_rope(op, p, pr));
     TRY(derive_mask(op, p, pr));
     TRY(derive_pse(op, p, pr));
     return derive_drop_mask(op, p, pr);
@@ -757,12 +793,24 @@ attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, const char *op, fa_
     pr->dv = view_of(a->dv, a->p.input_layout, pr->Dv);
     if (a->softmax_in)
         return ao_fail(INVALID, "%s: softmax_in is reserved by CANN and must be NULL.", op);
-    if (a->dq_rope || a->dk_rope)
+    if (!pr->Dr && (a->dq_rope || a->dk_rope))
         return ao_fail(INVALID, "%s: dq_rope/dk_rope are given but query_rope/key_rope are not.", op);
+    if (pr->Dr) {
+        TRY(check_present(op, "dq_rope", a->dq_rope));
+        TRY(check_present(op, "dk_rope", a->dk_rope));
+        TRY(check_view(op, "dq_rope", a->dq_rope));
+        TRY(check_view(op, "dk_rope", a->dk_rope));
+        TRY(check_dtype(op, "dq_rope", a->dq_rope, pr->dtype, "it shares query_rope's dtype"));
+        TRY(check_dtype(op, "dk_rope", a->dk_rope, pr->dtype, "it shares key_rope's dtype"));
+        TRY(check_shape(op, "dq_rope", a->dq_rope, a->p.query_rope->shape, a->p.query_rope->rank, "query_rope's shape"));
+        TRY(check_shape(op, "dk_rope", a->dk_rope, a->p.key_rope->shape, a->p.key_rope->rank, "key_rope's shape"));
+        pr->dqr = view_of(a->dq_rope, a->p.input_layout, pr->Dr);
+        pr->dkr = view_of(a->dk_rope, a->p.input_layout, pr->Dr);
+    }
 
-    const attnops_tensor *outs[] = {a->dq, a->dk, a->dv};
-    const char *names[] = {"dq", "dk", "dv"};
-    return check_disjoint(op, outs, names, 3);
+    const attnops_tensor *outs[] = {a->dq, a->dk, a->dv, a->dq_rope, a->dk_rope};
+    const char *names[] = {"dq", "dk", "dv", "dq_rope", "dk_rope"};
+    return check_disjoint(op, outs, names, 5);
 }
 
 /* ---- small public helpers that belong with the argument structs ---- */
