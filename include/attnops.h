@@ -180,7 +180,17 @@ typedef enum attnops_softmax_layout {
  * [B,N1,1,S2], or the compressed ALiBi [B|1,N1,1024,S2] (S1 = S2 > 1024,
  * causal mask).  pse_type 2/3 generate ALiBi from f32 slopes [N1] or
  * [B,N1]: bias = -slope * |delta| (2) or -slope * sqrt|delta| (3) with
- * delta = (j + kv_start_idx) - (i + q_start_idx). */
+ * delta = (j + kv_start_idx) - (i + q_start_idx).
+ *
+ * MLA rope: query_rope and key_rope (both or neither) extend the head dim,
+ * Q = [query | query_rope], K = [key | key_rope]; they have query's / key's
+ * layout and dtype with their own head dim Dr <= D (for the seed's D = 192
+ * split at 128: D = 128, Dr = 64).  The scores use all D + Dr columns, and
+ * scale_value is whatever you pass (the FAG golden uses 1/sqrt(D + Dr)).
+ * The backward then writes dq_rope / dk_rope (required, shapes of
+ * query_rope / key_rope).  Rope combines with every layout, mask, pse and
+ * dropout (the aclnn entry's bf16/TND-only limits are device limits); the
+ * workspace holds a joined copy of Q and K (and of dq, dk). */
 typedef struct attnops_fa_params {
     /* required inputs */
     const attnops_tensor *query;

@@ -17,8 +17,8 @@
  * lists (spec 3.1, 3.2, 4.1) get one failure case per rule, and valid calls
  * with each accepted form must succeed: status 0, every output element
  * written, inputs and canaries intact (SUCCESS_VARIANTS).  Requests for
- * features not implemented yet (dropout, rope, FP8, a pse tensor in TND)
- * expect 161003.
+ * features not implemented yet (FP8, the 1-D pse forms in TND) expect
+ * 161003.  MLA rope inputs get one case per rule of spec 1.3 (ROPE_*).
  *
  * The variable-length layout TND (spec 1.1, 3.2, 3.4, 4.1, 8.1) has its own
  * base problem (q [T1,N1,D] and k/v [T2,N2,D|Dv] with cumulative
@@ -284,6 +284,23 @@ static void fx_extra(fixture *fx, int i, attnops_dtype dtype, int rank, const in
     }
 }
 
+/* MLA rope inputs of head dim dr in the fixture's layout and dtype, and
+ * with `grads` the matching dq_rope / dk_rope outputs. */
+static void fx_rope(fixture *fx, int64_t dr, bool grads)
+{
+    const dims d = fx->d;
+    const bool tnd = fx->layout == ATTNOPS_LAYOUT_TND;
+    const int64_t b = tnd ? 1 : d.B, s1 = tnd ? fx->T1 : d.S1, s2 = tnd ? fx->T2 : d.S2;
+    const attnops_dtype dt = fx->t[Q].view.dtype;
+    int64_t sh[4];
+    int r = layout_shape(fx->layout, b, s1, d.N1, dr, sh);
+    fx_extra(fx, QROPE, dt, r, sh);
+    if (grads) fx_extra(fx, DQROPE, dt, r, sh);
+    r = layout_shape(fx->layout, b, s2, d.N2, dr, sh);
+    fx_extra(fx, KROPE, dt, r, sh);
+    if (grads) fx_extra(fx, DKROPE, dt, r, sh);
+}
+
 /* An atten_mask (CANN polarity, 1 = masked out).  A one-byte dtype gets
  * content: the compressed shapes (last dims 2048 wide) their documented
  * structure (triu(k=1) on 2048 rows, then zeros | ones on the 1024 rows of
@@ -547,7 +564,9 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
     X(PREFIX_ABOVE_RANGE) X(PSE_DTYPE_TYPE0) X(PSE_DTYPE_TYPE1) X(PSE_SHAPE_RANK3) X(PSE_SHAPE_B1SS)               \
     X(PSE_SHAPE_1N1S) X(PSE_SHAPE_S2) X(PSE_SHAPE_1024_ROWS) X(PSE_SLOPES_F16) X(PSE_SLOPES_LENGTH)                \
     X(Q_START_IDX_LENGTH) X(Q_START_IDX_F32) X(KV_START_IDX_LENGTH) X(PSE_ALIBI_NO_MASK)                           \
-    X(DROP_MASK_KEEP_ONE) X(DROP_MASK_TOO_SMALL) X(DROP_MASK_DTYPE) X(UNSUPPORTED_ROPE) X(UNSUPPORTED_FP8)                       \
+    X(DROP_MASK_KEEP_ONE) X(DROP_MASK_TOO_SMALL) X(DROP_MASK_DTYPE) X(UNSUPPORTED_FP8)                                            \
+    X(ROPE_QUERY_ONLY) X(ROPE_KEY_ONLY) X(ROPE_DTYPE) X(ROPE_WIDER_THAN_D) X(ROPE_KEY_SHAPE) X(ROPE_NO_DQ_ROPE)    \
+    X(ROPE_DK_ROPE_SHAPE) X(ROPE_DQ_ROPE_OVERLAPS_DQ) X(ROPE_GRADS_WITHOUT_INPUTS)                                \
     X(ACTUAL_SEQ_QLEN_NOT_TND) X(VARLEN_LAYOUT_BSND)                                                               \
     /* from here on layout TND only (TND_FIRST_CASE) */                                                            \
     X(TND_NULL_SEQ_QLEN) X(TND_NULL_SEQ_KVLEN) X(TND_SEQ_COUNTS_DIFFER) X(TND_SEQ_DECREASING) X(TND_SEQ_QLEN_END)  \
@@ -941,21 +960,65 @@ static bool apply_case(fixture *fx, int c, expect *e)
         *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "drop_mask", CALL_BOTH, NULL};
         return true;
     }
-    case C_UNSUPPORTED_ROPE: {
+    /* MLA rope (spec 1.3): fx_rope adds query_rope/key_rope of head dim 4
+     * (and, in the backward, dq_rope/dk_rope); each case breaks one rule. */
+    case C_ROPE_QUERY_ONLY:
+        fx_rope(fx, 4, bwd);
+        p->key_rope = NULL;
+        *e = (expect){ATTNOPS_ERR_NULLPTR, "key_rope", CALL_BOTH, NULL};
+        return true;
+    case C_ROPE_KEY_ONLY:
+        fx_rope(fx, 4, bwd);
+        p->query_rope = NULL;
+        *e = (expect){ATTNOPS_ERR_NULLPTR, "query_rope", CALL_BOTH, NULL};
+        return true;
+    case C_ROPE_DTYPE: {
+        fx_rope(fx, 4, bwd);
         int64_t sh[4];
-        int r = layout_shape(fx->layout, d.B, d.S1, d.N1, 4, sh);
-        fx_extra(fx, QROPE, f32, r, sh);
-        r = layout_shape(fx->layout, d.B, d.S2, d.N2, 4, sh);
-        fx_extra(fx, KROPE, f32, r, sh);
-        if (bwd) { /* the matching outputs, so that the request is complete */
-            r = layout_shape(fx->layout, d.B, d.S1, d.N1, 4, sh);
-            fx_extra(fx, DQROPE, f32, r, sh);
-            r = layout_shape(fx->layout, d.B, d.S2, d.N2, 4, sh);
-            fx_extra(fx, DKROPE, f32, r, sh);
-        }
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "query_rope", CALL_BOTH, NULL};
+        const int r = layout_shape(fx->layout, d.B, d.S1, d.N1, 4, sh);
+        fx_extra(fx, QROPE, ATTNOPS_DTYPE_F16, r, sh);
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "query_rope", CALL_BOTH, "f16"};
         return true;
     }
+    case C_ROPE_WIDER_THAN_D:
+        fx_rope(fx, d.D + 2, bwd);
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "query_rope", CALL_BOTH, "10"};
+        return true;
+    case C_ROPE_KEY_SHAPE: {
+        fx_rope(fx, 4, bwd);
+        int64_t sh[4];
+        const int r = layout_shape(fx->layout, d.B, d.S2 + 1, d.N2, 4, sh);
+        fx_extra(fx, KROPE, f32, r, sh);
+        e->name = "key_rope";
+        return true;
+    }
+    case C_ROPE_NO_DQ_ROPE:
+        if (fwd) return false;
+        fx_rope(fx, 4, true);
+        fx->ba.dq_rope = NULL;
+        *e = (expect){ATTNOPS_ERR_NULLPTR, "dq_rope", CALL_BOTH, NULL};
+        return true;
+    case C_ROPE_DK_ROPE_SHAPE: {
+        if (fwd) return false;
+        fx_rope(fx, 4, true);
+        int64_t sh[4];
+        const int r = layout_shape(fx->layout, d.B, d.S2, d.N2, 5, sh);
+        fx_extra(fx, DKROPE, f32, r, sh);
+        e->name = "dk_rope";
+        return true;
+    }
+    case C_ROPE_DQ_ROPE_OVERLAPS_DQ: /* dq_rope (80 floats) at the start of dq (320 floats) */
+        if (fwd) return false;
+        fx_rope(fx, 4, true);
+        fx->t[DQROPE].view.data = storage(&fx->t[DQ]);
+        e->name = "dq_rope";
+        return true;
+    case C_ROPE_GRADS_WITHOUT_INPUTS:
+        if (fwd) return false;
+        fx_rope(fx, 4, true);
+        p->query_rope = p->key_rope = NULL;
+        e->name = "dq_rope";
+        return true;
     case C_UNSUPPORTED_FP8: {
         const attnops_dtype f8 = ATTNOPS_DTYPE_F8_E4M3FN, f16 = ATTNOPS_DTYPE_F16;
         fx_qkv(fx, Q, f8, d.B, d.S1, d.N1, d.D);
@@ -1292,10 +1355,11 @@ static int run_checker_self_test(void)
     X(PSE_TYPE2_SLOPES_START_IDX) X(MASK_MODE5_BNSS_I32_PREFIX) X(MASK_MODE4_BAND) X(MASK_MODE0_SS_TOKENS)          \
     X(PSE_TYPE1_1NSS) X(PSE_TYPE1_BN1S_MODE3) X(PSE_TYPE3_BN_SLOPES_EMPTY_Q_START) X(NO_MASK_MODE0_PRE_BEYOND_S2)   \
     X(NO_MASK_MODE0_NO_BAND) X(NO_MASK_MODE4_CORRECTED) X(NO_MASK_MODE6_NO_PREFIX) X(DROPOUT_KEEP_HALF) X(DROP_MASK_BITS)            \
+    X(ROPE) X(ROPE_MASK_PSE_DROPOUT)                                                                                \
     /* from here on layout TND only (TND_FIRST_VALID) */                                                           \
     X(TND_PLAIN) X(TND_I32_LISTS) X(TND_TRAILING_EMPTY_BATCHES) X(TND_STATS_SAME_AS_INPUT) X(TND_MODE0_SS_TOKENS)  \
     X(TND_MODE1_SS) X(TND_MODE3_COMPRESSED) X(TND_MODE7_BAND) X(TND_MODE8_BAND) X(TND_PSE2_SLOPES)                 \
-    X(TND_PSE2_BN_SLOPES_MODE8_SQUARE) X(TND_NO_MASK_NO_BAND) X(TND_DROPOUT)
+    X(TND_PSE2_BN_SLOPES_MODE8_SQUARE) X(TND_NO_MASK_NO_BAND) X(TND_DROPOUT) X(TND_ROPE)
 
 #define AS_VALID_ENUM(c) V_##c,
 enum { SUCCESS_VARIANTS(AS_VALID_ENUM) N_VALID };
@@ -1318,6 +1382,14 @@ static void apply_valid(fixture *fx, int v)
         break;
     }
     case V_TND_DROPOUT: p->keep_prob = 0.9, p->seed = 2, p->offset = 0; break;
+    case V_ROPE:
+    case V_TND_ROPE: fx_rope(fx, 3, fx->op == BWD); break;
+    case V_ROPE_MASK_PSE_DROPOUT: /* rope combines with everything (the aclnn entry's limits are not ours) */
+        fx_rope(fx, d.D, fx->op == BWD);
+        fx_mask(fx, b8, 2, comp), p->sparse_mode = 3;
+        fx_slopes(fx, false), p->pse_type = 2;
+        p->keep_prob = 0.9;
+        break;
     case V_MASK_MODE1_B1SS_U8: full[1] = 1, fx_mask(fx, u8, 4, full), p->sparse_mode = 1; break;
     case V_MASK_MODE2_COMPRESSED_BOOL: fx_mask(fx, b8, 2, comp), p->sparse_mode = 2; break;
     case V_MASK_MODE6_PREFIX:
