@@ -342,6 +342,22 @@ ATTNOPS_API attnops_status attnops_dropout_mask(const attnops_dropout_mask_args 
  * Writes n floats. */
 ATTNOPS_API attnops_status attnops_alibi_slopes(int64_t n, float *slopes);
 
+/* FP8 block quantisation the way the golden prepares device inputs (spec 6):
+ * for every head of every batch and every block of 128 rows along S (the
+ * last may be shorter), over all head-dim columns,
+ *   scale = FP8_MAX / max|x|  (448 for f8_e4m3fn, 57344 for f8_e5m2)
+ *   out   = f8(x * scale)     (round to nearest even, computed in double)
+ *   d_scale = (float)(1 / scale)
+ * so x ~ out * d_scale, and out / d_scale are the FlashAttention FP8 inputs
+ * (query with d_scale_q, ...).  src: f32, f16 or bf16 in `layout` (BNSD,
+ * BSND, BSH or SBH; head_num splits BSH/SBH hidden sizes); out: src's shape
+ * in f8_e4m3fn or f8_e5m2; d_scale: f32 [B, N, ceil(S/128), 1].  A block of
+ * zeros gets zeros and d_scale 1 (the golden would divide by zero); a
+ * non-finite src value is an error.  Nothing is written on failure. */
+ATTNOPS_API attnops_status attnops_fp8_quantize_blocks(const attnops_tensor *src, attnops_layout layout,
+                                                       int64_t head_num, const attnops_tensor *out,
+                                                       const attnops_tensor *d_scale);
+
 /* Which instruction set the fast kernels run on: "avx512" or "portable".
  * Chosen once from CPUID; ATTNOPS_ISA=portable in the environment forces the
  * portable path (plain C, no JIT GEMMs). */

@@ -62,12 +62,13 @@ static const char *const VARLEN_OP_NAME[2] = {"FlashAttentionVarLenScore", "Flas
 /* Tensors of one call; the ones after T_ROPE_OUT_END are optional extras. */
 enum {
     Q, K, V, O, SMAX, SSUM, DY, AIN, DQ, DK, DV, /* main */
-    MASK, PSE, DROP, PREFIX, SEQQ, SEQKV, QSTART, KVSTART, QROPE, KROPE, DQROPE, DKROPE, NT
+    MASK, PSE, DROP, PREFIX, SEQQ, SEQKV, QSTART, KVSTART, QROPE, KROPE, DQROPE, DKROPE, DSQ, DSK, DSV, DSDY, DSO, NT
 };
 static const char *const TNAME[NT] = {"query", "key", "value", "attention_out", "softmax_max", "softmax_sum", "dy",
                                       "attention_in", "dq", "dk", "dv", "atten_mask", "pse", "drop_mask", "prefix",
                                       "actual_seq_qlen", "actual_seq_kvlen", "q_start_idx", "kv_start_idx",
-                                      "query_rope", "key_rope", "dq_rope", "dk_rope"};
+                                      "query_rope", "key_rope", "dq_rope", "dk_rope", "d_scale_q", "d_scale_k",
+                                      "d_scale_v", "d_scale_dy", "d_scale_o"};
 
 typedef struct fixture {
     op_kind op;
@@ -281,6 +282,11 @@ static void fx_extra(fixture *fx, int i, attnops_dtype dtype, int rank, const in
     case KROPE: p->key_rope = v; break;
     case DQROPE: fx->ba.dq_rope = v; break;
     case DKROPE: fx->ba.dk_rope = v; break;
+    case DSQ: p->d_scale_q = v; break;
+    case DSK: p->d_scale_k = v; break;
+    case DSV: p->d_scale_v = v; break;
+    case DSDY: p->d_scale_dy = v; break;
+    case DSO: p->d_scale_o = v; break;
     }
 }
 
@@ -299,6 +305,35 @@ static void fx_rope(fixture *fx, int64_t dr, bool grads)
     r = layout_shape(fx->layout, b, s2, d.N2, dr, sh);
     fx_extra(fx, KROPE, dt, r, sh);
     if (grads) fx_extra(fx, DKROPE, dt, r, sh);
+}
+
+/* FP8 inputs (spec 6): q, k, v (and dy) in f8, outputs (and attention_in)
+ * in `out` (f16 or bf16, with the matching out_dtype), and every d_scale
+ * the operator takes, f32 [B, N, ceil(S/128), 1]. */
+static void fx_fp8(fixture *fx, attnops_dtype f8, attnops_dtype out)
+{
+    const dims d = fx->d;
+    const bool fwd = fx->op == FWD, tnd = fx->layout == ATTNOPS_LAYOUT_TND;
+    const int64_t b = tnd ? 1 : d.B, s1 = tnd ? fx->T1 : d.S1, s2 = tnd ? fx->T2 : d.S2; /* TND: [T, N, D] */
+    fx_qkv(fx, Q, f8, b, s1, d.N1, d.D);
+    fx_qkv(fx, K, f8, b, s2, d.N2, d.D);
+    fx_qkv(fx, V, f8, b, s2, d.N2, d.Dv);
+    if (fwd) {
+        fx_qkv(fx, O, out, b, s1, d.N1, d.Dv);
+    } else {
+        fx_qkv(fx, DY, f8, b, s1, d.N1, d.Dv);
+        fx_qkv(fx, AIN, out, b, s1, d.N1, d.Dv);
+        fx_qkv(fx, DQ, out, b, s1, d.N1, d.D);
+        fx_qkv(fx, DK, out, b, s2, d.N2, d.D);
+        fx_qkv(fx, DV, out, b, s2, d.N2, d.Dv);
+    }
+    int64_t q_side[4] = {d.B, d.N1, (d.S1 + 127) / 128, 1}, kv_side[4] = {d.B, d.N2, (d.S2 + 127) / 128, 1};
+    const attnops_dtype f32 = ATTNOPS_DTYPE_F32;
+    fx_extra(fx, DSQ, f32, 4, q_side);
+    fx_extra(fx, DSK, f32, 4, kv_side);
+    fx_extra(fx, DSV, f32, 4, kv_side);
+    if (!fwd) fx_extra(fx, DSDY, f32, 4, q_side), fx_extra(fx, DSO, f32, 4, q_side);
+    P(fx)->out_dtype = out == ATTNOPS_DTYPE_BF16 ? 1 : 0;
 }
 
 /* An atten_mask (CANN polarity, 1 = masked out).  A one-byte dtype gets
@@ -564,7 +599,8 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
     X(PREFIX_ABOVE_RANGE) X(PSE_DTYPE_TYPE0) X(PSE_DTYPE_TYPE1) X(PSE_SHAPE_RANK3) X(PSE_SHAPE_B1SS)               \
     X(PSE_SHAPE_1N1S) X(PSE_SHAPE_S2) X(PSE_SHAPE_1024_ROWS) X(PSE_SLOPES_F16) X(PSE_SLOPES_LENGTH)                \
     X(Q_START_IDX_LENGTH) X(Q_START_IDX_F32) X(KV_START_IDX_LENGTH) X(PSE_ALIBI_NO_MASK)                           \
-    X(DROP_MASK_KEEP_ONE) X(DROP_MASK_TOO_SMALL) X(DROP_MASK_DTYPE) X(UNSUPPORTED_FP8)                                            \
+    X(DROP_MASK_KEEP_ONE) X(DROP_MASK_TOO_SMALL) X(DROP_MASK_DTYPE) X(FP8_NO_D_SCALE_Q) X(FP8_D_SCALE_K_SHAPE) X(FP8_D_SCALE_V_DTYPE) X(FP8_NO_D_SCALE_DY) X(FP8_NO_D_SCALE_O)   \
+    X(FP8_OUT_DTYPE_MISMATCH) X(FP8_KEY_E5M2) X(FP8_IMPL_CPU_FORWARD) X(FP8_ROPE) X(D_SCALE_WITHOUT_FP8)          \
     X(ROPE_QUERY_ONLY) X(ROPE_KEY_ONLY) X(ROPE_DTYPE) X(ROPE_WIDER_THAN_D) X(ROPE_KEY_SHAPE) X(ROPE_NO_DQ_ROPE)    \
     X(ROPE_DK_ROPE_SHAPE) X(ROPE_DQ_ROPE_OVERLAPS_DQ) X(ROPE_GRADS_WITHOUT_INPUTS)                                \
     X(ACTUAL_SEQ_QLEN_NOT_TND) X(VARLEN_LAYOUT_BSND)                                                               \
@@ -573,7 +609,7 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
     X(TND_SEQ_KVLEN_END) X(TND_SEQ_DTYPE_F32) X(TND_STATS_BNS8) X(TND_STATS_STRIDED)                               \
     X(TND_STATS_SAME_AS_INPUT_TN8) X(TND_ATTENTION_OUT_T) X(TND_DQ_T) X(TND_DK_T) X(TND_MODE5)                     \
     X(TND_MASK_MODE1_B1SS) X(TND_TOKENS_MODE0) X(TND_TOKENS_MODE7_BAND) X(TND_PSE_TYPE1) X(TND_PSE_1D) X(TND_PSE2_EMPTY_BATCH)   \
-    X(TND_PSE2_MODE7) X(TND_PSE2_MODE8_S1_NE_S2) X(TND_PSE2_MODE8_START_IDX)
+    X(TND_PSE2_MODE7) X(TND_PSE2_MODE8_S1_NE_S2) X(TND_PSE2_MODE8_START_IDX) X(TND_FP8)
 
 #define AS_ENUM(c) C_##c,
 #define AS_NAME(c) #c,
@@ -1019,23 +1055,66 @@ static bool apply_case(fixture *fx, int c, expect *e)
         p->query_rope = p->key_rope = NULL;
         e->name = "dq_rope";
         return true;
-    case C_UNSUPPORTED_FP8: {
-        const attnops_dtype f8 = ATTNOPS_DTYPE_F8_E4M3FN, f16 = ATTNOPS_DTYPE_F16;
-        fx_qkv(fx, Q, f8, d.B, d.S1, d.N1, d.D);
-        fx_qkv(fx, K, f8, d.B, d.S2, d.N2, d.D);
-        fx_qkv(fx, V, f8, d.B, d.S2, d.N2, d.Dv);
-        if (fwd) {
-            fx_qkv(fx, O, f16, d.B, d.S1, d.N1, d.Dv); /* out_dtype 0: fp16 outputs */
-        } else {
-            fx_qkv(fx, DY, f8, d.B, d.S1, d.N1, d.Dv);
-            fx_qkv(fx, AIN, f16, d.B, d.S1, d.N1, d.Dv);
-            fx_qkv(fx, DQ, f16, d.B, d.S1, d.N1, d.D);
-            fx_qkv(fx, DK, f16, d.B, d.S2, d.N2, d.D);
-            fx_qkv(fx, DV, f16, d.B, d.S2, d.N2, d.Dv);
-        }
-        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "query", CALL_BOTH, NULL};
+    /* FP8 (spec 6): fx_fp8 builds a complete valid FP8 call; each case breaks one rule. */
+    case C_FP8_NO_D_SCALE_Q:
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        NULLPTR_CASE(p->d_scale_q, "d_scale_q");
+        return true;
+    case C_FP8_D_SCALE_K_SHAPE: {
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        int64_t sh[4] = {d.B, d.N2, 2, 1}; /* S2 = 7 has one 128-row block */
+        fx_extra(fx, DSK, f32, 4, sh);
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "d_scale_k", CALL_BOTH, "128"};
         return true;
     }
+    case C_FP8_D_SCALE_V_DTYPE: {
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E5M2, ATTNOPS_DTYPE_BF16);
+        int64_t sh[4] = {d.B, d.N2, 1, 1};
+        fx_extra(fx, DSV, ATTNOPS_DTYPE_F16, 4, sh);
+        e->name = "d_scale_v";
+        return true;
+    }
+    case C_FP8_NO_D_SCALE_DY:
+        if (fwd) return false;
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_BF16);
+        NULLPTR_CASE(p->d_scale_dy, "d_scale_dy");
+        return true;
+    case C_FP8_NO_D_SCALE_O:
+        if (fwd) return false;
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        NULLPTR_CASE(p->d_scale_o, "d_scale_o");
+        return true;
+    case C_FP8_OUT_DTYPE_MISMATCH: /* f16 outputs, out_dtype says bf16 */
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        p->out_dtype = 1;
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, fwd ? "attention_out" : "attention_in", CALL_BOTH, "out_dtype"};
+        return true;
+    case C_FP8_KEY_E5M2:
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        fx_qkv(fx, K, ATTNOPS_DTYPE_F8_E5M2, d.B, d.S2, d.N2, d.D);
+        e->name = "key";
+        return true;
+    case C_FP8_IMPL_CPU_FORWARD:
+        if (!fwd) return false;
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        p->impl = ATTNOPS_IMPL_CPU;
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "impl", CALL_BOTH, "REFERENCE"};
+        return true;
+    case C_FP8_ROPE:
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        fx_rope(fx, 4, bwd);
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "query_rope", CALL_BOTH, NULL};
+        return true;
+    case C_D_SCALE_WITHOUT_FP8: {
+        int64_t sh[4] = {d.B, d.N1, 1, 1};
+        fx_extra(fx, DSQ, f32, 4, sh);
+        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "d_scale_q", CALL_BOTH, "f32"};
+        return true;
+    }
+    case C_TND_FP8:
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "TND", CALL_BOTH, NULL};
+        return true;
 
     /* actual_seq_qlen / actual_seq_kvlen describe TND batches only (spec 3.4) */
     case C_ACTUAL_SEQ_QLEN_NOT_TND: {
@@ -1355,7 +1434,7 @@ static int run_checker_self_test(void)
     X(PSE_TYPE2_SLOPES_START_IDX) X(MASK_MODE5_BNSS_I32_PREFIX) X(MASK_MODE4_BAND) X(MASK_MODE0_SS_TOKENS)          \
     X(PSE_TYPE1_1NSS) X(PSE_TYPE1_BN1S_MODE3) X(PSE_TYPE3_BN_SLOPES_EMPTY_Q_START) X(NO_MASK_MODE0_PRE_BEYOND_S2)   \
     X(NO_MASK_MODE0_NO_BAND) X(NO_MASK_MODE4_CORRECTED) X(NO_MASK_MODE6_NO_PREFIX) X(DROPOUT_KEEP_HALF) X(DROP_MASK_BITS)            \
-    X(ROPE) X(ROPE_MASK_PSE_DROPOUT)                                                                                \
+    X(ROPE) X(ROPE_MASK_PSE_DROPOUT) X(FP8_E4M3_F16_OUT) X(FP8_E5M2_BF16_OUT_MASK_PSE_DROPOUT)                       \
     /* from here on layout TND only (TND_FIRST_VALID) */                                                           \
     X(TND_PLAIN) X(TND_I32_LISTS) X(TND_TRAILING_EMPTY_BATCHES) X(TND_STATS_SAME_AS_INPUT) X(TND_MODE0_SS_TOKENS)  \
     X(TND_MODE1_SS) X(TND_MODE3_COMPRESSED) X(TND_MODE7_BAND) X(TND_MODE8_BAND) X(TND_PSE2_SLOPES)                 \
@@ -1384,6 +1463,13 @@ static void apply_valid(fixture *fx, int v)
     case V_TND_DROPOUT: p->keep_prob = 0.9, p->seed = 2, p->offset = 0; break;
     case V_ROPE:
     case V_TND_ROPE: fx_rope(fx, 3, fx->op == BWD); break;
+    case V_FP8_E4M3_F16_OUT: fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16); break;
+    case V_FP8_E5M2_BF16_OUT_MASK_PSE_DROPOUT: /* pse of the output dtype under FP8 */
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E5M2, ATTNOPS_DTYPE_BF16);
+        fx_mask(fx, b8, 2, comp), p->sparse_mode = 2;
+        fx_extra(fx, PSE, ATTNOPS_DTYPE_BF16, 4, full), p->pse_type = 0;
+        p->keep_prob = 0.8;
+        break;
     case V_ROPE_MASK_PSE_DROPOUT: /* rope combines with everything (the aclnn entry's limits are not ours) */
         fx_rope(fx, d.D, fx->op == BWD);
         fx_mask(fx, b8, 2, comp), p->sparse_mode = 3;

@@ -34,8 +34,9 @@ int main(void)
         {"GQA_01", "B=1,N1=2,N2=1,S1=128,S2=128,D=177,Dv=177,dtype=f16,layout=BNSD", NULL},
         /* D = 192 split at column 128 (query | query_rope), scale 1/sqrt(192) as the golden */
         {"MLA_02", "B=1,N1=2,N2=1,S1=128,S2=128,D=128,rope=64,Dv=128,dtype=f16,layout=BNSD", NULL},
-        {"FP8E5_03", NULL, "FP8 inputs (issue 4)"},
-        {"FP8E4_04", NULL, "FP8 inputs (issue 4)"},
+        /* inputs block-quantised by attnops_fp8_quantize_blocks; FP8E4_04's out_dtype "bp16" read as bf16 */
+        {"FP8E5_03", "B=2,N1=2,N2=1,S1=125,S2=125,D=128,Dv=128,dtype=f8_e5m2,out=f16,layout=BSND", NULL},
+        {"FP8E4_04", "B=2,N1=2,N2=1,S1=129,S2=125,D=128,Dv=128,dtype=f8_e4m3fn,out=bf16,layout=SBH", NULL},
         {"FP32_05", "B=9,N1=8,N2=2,S1=80,S2=80,D=167,Dv=167,dtype=f32,layout=BSND,mode=0,mask=b1ss,pre=-26,"
                     "next=65536,pse=slopes_bn,pse_type=3", NULL},
         {"TND_06", "N1=16,N2=16,D=128,Dv=128,dtype=f16,layout=TND,seqs=114:132:14:287,mode=3,mask=compressed,"

@@ -26,7 +26,8 @@ typedef enum fa_case_pse {
 
 typedef struct fa_case_shape {
     int64_t B, N1, N2, S1, S2, D, Dv;
-    attnops_dtype dtype;
+    attnops_dtype dtype;      /* q, k, v, dy; f8_e4m3fn / f8_e5m2: FP8 inputs (spec 6) */
+    attnops_dtype out_dtype;  /* FP8: attention_out, dq, dk, dv, pse (f16 or bf16); else = dtype */
     attnops_layout layout;
     int64_t pad;  /* > 0: every tensor gets row padding (non-contiguous views) */
     int64_t Dr;   /* > 0: MLA, query_rope/key_rope with head dim Dr after D */
@@ -62,6 +63,7 @@ typedef struct fa_case {
     tu_tensor out, smax, ssum;        /* forward outputs (also backward input) */
     tu_tensor dq, dk, dv;             /* backward outputs                     */
     tu_tensor qr, kr, dqr, dkr;       /* MLA rope inputs and their gradients  */
+    tu_tensor dsq, dsk, dsv, dsdy, dso; /* FP8 de-quantisation scales        */
     tu_tensor mask, pse, prefix, q_start, kv_start; /* optional inputs      */
     tu_tensor cu_q, cu_kv;            /* TND cumulative lengths               */
     int64_t T1, T2;                   /* TND total rows                       */

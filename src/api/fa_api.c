@@ -12,9 +12,11 @@ typedef struct fa_impl_ops {
     void (*run)(const fa_problem *, void *);
 } fa_impl_ops;
 
+/* The FP8 forward exists in the reference only (the fast kernel's online
+ * softmax cannot quantise the final P the golden quantises); AUTO takes it. */
 static fa_impl_ops pick(const fa_problem *p, bool backward)
 {
-    if (p->impl == ATTNOPS_IMPL_REFERENCE)
+    if (p->impl == ATTNOPS_IMPL_REFERENCE || (p->fp8 && !backward))
         return backward ? (fa_impl_ops){fa_ref_bwd_workspace, fa_ref_bwd} : (fa_impl_ops){fa_ref_fwd_workspace, fa_ref_fwd};
     return backward ? (fa_impl_ops){fa_cpu_bwd_workspace, fa_cpu_bwd} : (fa_impl_ops){fa_cpu_fwd_workspace, fa_cpu_fwd};
 }
@@ -113,8 +115,8 @@ static void zero_kv_grads(const fa_problem *p)
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t n = 0; n < p->N2; n++)
             for (int64_t s = fa_kv_first(p, b); s < fa_kv_first(p, b) + fa_kv_len(p, b); s++) {
-                for (int64_t d = 0; d < p->D; d++) ao_store_f64(fa_at(&p->dk, b, n, s, d), p->dtype, 0.0);
-                for (int64_t d = 0; d < p->Dv; d++) ao_store_f64(fa_at(&p->dv, b, n, s, d), p->dtype, 0.0);
+                for (int64_t d = 0; d < p->D; d++) ao_store_f64(fa_at(&p->dk, b, n, s, d), p->out_dtype, 0.0);
+                for (int64_t d = 0; d < p->Dv; d++) ao_store_f64(fa_at(&p->dv, b, n, s, d), p->out_dtype, 0.0);
             }
 }
 
@@ -165,7 +167,11 @@ static attnops_status validate(const fa_entry *e, const void *args, fa_problem *
     if (e->tnd_only && params->input_layout != ATTNOPS_LAYOUT_TND)
         return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: input_layout %s is not TND.", e->op,
                        attnops_layout_name(params->input_layout));
-    return e->backward ? fa_validate_bwd(args, e->op, p) : fa_validate_fwd(args, e->op, p);
+    const attnops_status st = e->backward ? fa_validate_bwd(args, e->op, p) : fa_validate_fwd(args, e->op, p);
+    if (st == ATTNOPS_SUCCESS && p->fp8 && !e->backward && p->impl == ATTNOPS_IMPL_CPU)
+        return ao_fail(ATTNOPS_ERR_UNSUPPORTED, "%s: impl CPU has no FP8 forward; use impl AUTO or REFERENCE (the "
+                       "reference computes it).", e->op);
+    return st;
 }
 
 static attnops_status entry_workspace_size(const fa_entry *e, const void *args, size_t *bytes)

@@ -47,11 +47,13 @@
 #include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
 #include "fa/fa_dropout.h"
+#include "fa/fa_fp8.h"
 
 typedef struct bwd_plan {
     fa_tiling t;
     bool q_zero_copy, dy_zero_copy; /* fp32 inputs read in place */
     int bq;             /* query tile rows: FA_BWD_BQ, or FA_BWD_BQ_NARROW (see narrow_tiles_pay) */
+    int bk;             /* kv tile rows: FA_BK, or FA_FP8_BLOCK under FP8 (dS is quantised per 128 keys) */
     int64_t nsplit, wave;
     size_t qside_bytes; /* per query head */
     size_t part_bytes;  /* per (query head, split) */
@@ -62,7 +64,7 @@ typedef struct bwd_plan {
 
 /* Byte sizes of the pieces, in carve order (shared by planning and carving). */
 enum { QS_Q, QS_QT, QS_DY, QS_DYT, QS_DROW, QS_M, QS_L, QS_ATTEND, QS_COUNT };
-enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PV, TH_DSV, TH_DSN, TH_DK, TH_DV, TH_BIAS, TH_MASKED, TH_KEEP, TH_COUNT };
+enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PV, TH_DSV, TH_DSN, TH_DK, TH_DV, TH_BIAS, TH_MASKED, TH_KEEP, TH_FP8, TH_COUNT };
 
 static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_COUNT])
 {
@@ -80,20 +82,25 @@ static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_CO
     sz[QS_ATTEND] = (size_t)(t->S1p / FA_BWD_BQ_NARROW);
 }
 
-static void thread_sizes(const fa_problem *p, const fa_tiling *t, size_t sz[TH_COUNT])
+static void thread_sizes(const fa_problem *p, const fa_tiling *t, int bk, size_t sz[TH_COUNT])
 {
-    const size_t e = t->bf16 ? 2 : 4, tile = (size_t)FA_BWD_BQ * FA_BK; /* sized for the larger tile */
+    const size_t e = t->bf16 ? 2 : 4, tile = (size_t)FA_BWD_BQ * bk; /* sized for the larger tile */
     memset(sz, 0, sizeof(size_t) * TH_COUNT);
-    sz[TH_KT] = (size_t)t->Dp * FA_BK * e;
-    sz[TH_VT] = (size_t)t->Dvp * FA_BK * e;
-    sz[TH_KN] = (size_t)FA_BK * (size_t)p->D * e;
+    sz[TH_KT] = (size_t)t->Dp * bk * e;
+    sz[TH_VT] = (size_t)t->Dvp * bk * e;
+    sz[TH_KN] = (size_t)bk * (size_t)p->D * e;
     sz[TH_S] = sz[TH_DP] = tile * 4;
     if (t->bf16) sz[TH_PV] = sz[TH_DSV] = sz[TH_DSN] = tile * 2;
-    sz[TH_DK] = (size_t)FA_BK * (size_t)p->D * 4;
-    sz[TH_DV] = (size_t)FA_BK * (size_t)p->Dv * 4;
+    sz[TH_DK] = (size_t)bk * (size_t)p->D * 4;
+    sz[TH_DV] = (size_t)bk * (size_t)p->Dv * 4;
     sz[TH_BIAS] = tile * 4;
-    sz[TH_MASKED] = FA_BK;
+    sz[TH_MASKED] = bk;
     sz[TH_KEEP] = p->keep_prob < 1.0 ? tile : 0;
+    if (p->fp8) { /* a block product before its scales: [Dv][bk], [D][bk] or [bq][D] */
+        size_t most = (size_t)bk * (size_t)(p->D > p->Dv ? p->D : p->Dv);
+        if ((size_t)FA_BWD_BQ * (size_t)p->D > most) most = (size_t)FA_BWD_BQ * (size_t)p->D;
+        sz[TH_FP8] = most * 4;
+    }
 }
 
 /* fp32 rows stored densely (BNSD-like) can feed the GEMMs in place.  Rows
@@ -110,13 +117,13 @@ static bool can_read_in_place(const fa_view *v, const fa_problem *p, int64_t col
  * reads the mask elements of head 0, so a mode and the same mask given
  * explicitly in mode 1 plan alike (tile size and splits) and give identical
  * bits. */
-static void count_tile_work(const fa_problem *p, int64_t b, int64_t *work64, int64_t *work128)
+static void count_tile_work(const fa_problem *p, int64_t b, int bk, int64_t *work64, int64_t *work128)
 {
-    const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), nk = (S2 + FA_BK - 1) / FA_BK;
+    const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), nk = (S2 + bk - 1) / bk;
     const fa_band band = fa_band_of(p, b, S1, S2);
     work64[0] = work128[0] = 0;
     for (int64_t kt = 0; kt < nk; kt++) {
-        const int64_t k0 = kt * FA_BK, k1 = k0 + FA_BK < S2 ? k0 + FA_BK : S2;
+        const int64_t k0 = kt * bk, k1 = k0 + bk < S2 ? k0 + bk : S2;
         int64_t w64 = 0, w128 = 0;
         for (int64_t q0 = 0; q0 < S1; q0 += FA_BWD_BQ) {
             int live = 0;
@@ -136,6 +143,7 @@ static void count_tile_work(const fa_problem *p, int64_t b, int64_t *work64, int
  * ~10 %; 1024: ~6 %; causal: ~2 %). */
 static bool narrow_tiles_pay(const fa_problem *p, const int64_t *work64, const int64_t *work128, int64_t stride)
 {
+    if (p->fp8) return false; /* dS is quantised per 128 x 128 tile: the query tile must be 128 */
     int64_t w64 = 0, w128 = 0;
     for (int64_t b = 0; b < p->B; b++) {
         const int64_t nk = (fa_kv_len(p, b) + FA_BK - 1) / FA_BK;
@@ -152,13 +160,14 @@ static bwd_plan make_plan(const fa_problem *p)
     memset(&pl, 0, sizeof pl);
     pl.t = fa_tiling_make(p, FA_BWD_BQ);
     pl.bq = FA_BWD_BQ; /* until fa_cpu_bwd has counted the work */
+    pl.bk = p->fp8 ? FA_FP8_BLOCK : FA_BK;
     const fa_tiling *t = &pl.t;
     pl.q_zero_copy = !t->bf16 && can_read_in_place(&p->q, p, p->D);
     pl.dy_zero_copy = !t->bf16 && can_read_in_place(&p->dy, p, p->Dv);
 
     size_t qs[QS_COUNT], th[TH_COUNT];
     qside_sizes(p, &pl, qs);
-    thread_sizes(p, t, th);
+    thread_sizes(p, t, pl.bk, th);
     pl.qside_bytes = fa_pieces_bytes(qs, QS_COUNT);
     pl.part_bytes = ao_align_up((size_t)(t->S1p * p->D) * 4, 64);
     pl.thread_bytes = fa_pieces_bytes(th, TH_COUNT);
@@ -232,8 +241,10 @@ static void pack_qside(const fa_problem *p, const bwd_plan *pl, const qside *qs,
         }
         pack_rows(PACK_F32, &p->dy, b, h, first + i, 1, end, p->Dv, row_a, p->Dv);
         pack_rows(PACK_F32, &p->o, b, h, first + i, 1, end, p->Dv, row_b, p->Dv);
+        /* FP8: dy de-quantised first, Drow = sum o (dyf dsdy), the golden's order */
+        const float dsdy = p->fp8 ? (float)fa_fp8_dscale(&p->dsdy, b, h, i) : 1.0f;
         float d = 0.0f;
-        for (int64_t e = 0; e < p->Dv; e++) d += row_a[e] * row_b[e];
+        for (int64_t e = 0; e < p->Dv; e++) d += row_b[e] * (row_a[e] * dsdy);
         qs->drow[i] = d;
         qs->m[i] = m;
         qs->l[i] = *fa_stat(p, &p->ssum, b, h, i);
@@ -247,23 +258,23 @@ typedef struct bwd_gemms {
 static bwd_gemms make_gemms(const fa_problem *p, const bwd_plan *pl)
 {
     const fa_tiling *t = &pl->t;
-    const int D = (int)p->D, Dv = (int)p->Dv, bq = pl->bq;
+    const int D = (int)p->D, Dv = (int)p->Dv, bq = pl->bq, bk = pl->bk;
     if (t->bf16) {
         const tile_gemm_kind k = TILE_GEMM_BF16_NN_VNNI;
         return (bwd_gemms){
-            tile_gemm_make(k, bq, FA_BK, (int)t->Dp, (int)t->Dp, FA_BK, FA_BK, false),
-            tile_gemm_make(k, bq, FA_BK, (int)t->Dvp, (int)t->Dvp, FA_BK, FA_BK, false),
-            tile_gemm_make(k, Dv, FA_BK, bq, bq, FA_BK, FA_BK, true),
-            tile_gemm_make(k, D, FA_BK, bq, bq, FA_BK, FA_BK, true),
-            tile_gemm_make(k, bq, D, FA_BK, FA_BK, D, D, true)};
+            tile_gemm_make(k, bq, bk, (int)t->Dp, (int)t->Dp, bk, bk, false),
+            tile_gemm_make(k, bq, bk, (int)t->Dvp, (int)t->Dvp, bk, bk, false),
+            tile_gemm_make(k, Dv, bk, bq, bq, bk, bk, !p->fp8), /* FP8: into a temporary, then scaled */
+            tile_gemm_make(k, D, bk, bq, bq, bk, bk, !p->fp8),
+            tile_gemm_make(k, bq, D, bk, bk, D, D, !p->fp8)};
     }
     const int ldq = pl->q_zero_copy ? (int)p->q.ss : D, lddy = pl->dy_zero_copy ? (int)p->dy.ss : Dv;
     return (bwd_gemms){
-        tile_gemm_make(TILE_GEMM_F32_NN, bq, FA_BK, D, ldq, FA_BK, FA_BK, false),
-        tile_gemm_make(TILE_GEMM_F32_NN, bq, FA_BK, Dv, lddy, FA_BK, FA_BK, false),
-        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, Dv, bq, FA_BK, lddy, Dv, true),
-        tile_gemm_make(TILE_GEMM_F32_TN, FA_BK, D, bq, FA_BK, ldq, D, true),
-        tile_gemm_make(TILE_GEMM_F32_NN, bq, D, FA_BK, FA_BK, D, D, true)};
+        tile_gemm_make(TILE_GEMM_F32_NN, bq, bk, D, ldq, bk, bk, false),
+        tile_gemm_make(TILE_GEMM_F32_NN, bq, bk, Dv, lddy, bk, bk, false),
+        tile_gemm_make(TILE_GEMM_F32_TN, bk, Dv, bq, bk, lddy, Dv, true),
+        tile_gemm_make(TILE_GEMM_F32_TN, bk, D, bq, bk, ldq, D, true),
+        tile_gemm_make(TILE_GEMM_F32_NN, bq, D, bk, bk, D, D, true)};
 }
 
 typedef struct bwd_ctx {
@@ -281,26 +292,60 @@ static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, in
 {
     const fa_problem *p = c->p;
     const fa_tiling *t = &c->pl->t;
+    const int bk = c->pl->bk;
     if (t->bf16) {
-        pack_cols_vnni(&p->k, b, n2, k0, FA_BK, end, p->D, t->Dp, (uint16_t *)th[TH_KT], FA_BK);
-        pack_cols_vnni(&p->v, b, n2, k0, FA_BK, end, p->Dv, t->Dvp, (uint16_t *)th[TH_VT], FA_BK);
-        pack_rows_vnni(&p->k, b, n2, k0, FA_BK, end, p->D, (uint16_t *)th[TH_KN], p->D);
+        pack_cols_vnni(&p->k, b, n2, k0, bk, end, p->D, t->Dp, (uint16_t *)th[TH_KT], bk);
+        pack_cols_vnni(&p->v, b, n2, k0, bk, end, p->Dv, t->Dvp, (uint16_t *)th[TH_VT], bk);
+        pack_rows_vnni(&p->k, b, n2, k0, bk, end, p->D, (uint16_t *)th[TH_KN], p->D);
     } else {
-        pack_cols(PACK_F32, &p->k, b, n2, k0, FA_BK, end, p->D, th[TH_KT], FA_BK);
-        pack_cols(PACK_F32, &p->v, b, n2, k0, FA_BK, end, p->Dv, th[TH_VT], FA_BK);
-        pack_rows(PACK_F32, &p->k, b, n2, k0, FA_BK, end, p->D, th[TH_KN], p->D);
+        pack_cols(PACK_F32, &p->k, b, n2, k0, bk, end, p->D, th[TH_KT], bk);
+        pack_cols(PACK_F32, &p->v, b, n2, k0, bk, end, p->Dv, th[TH_VT], bk);
+        pack_rows(PACK_F32, &p->k, b, n2, k0, bk, end, p->D, th[TH_KN], p->D);
     }
 }
 
-/* x[r][c] *= keep[r][c] * scale over a BK-wide tile: branch-free, as the
- * keep bits are random and a branch per element mispredicts half the time. */
-static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, float scale)
+/* x[r][c] *= keep[r][c] * scale over a tile with rows ld apart: branch-free,
+ * as the keep bits are random and a branch per element mispredicts half the time. */
+static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int bk, float scale)
 {
     for (int r = 0; r < rows; r++) {
-        float *row = x + (size_t)r * FA_BK;
-        const uint8_t *kr = keep + (size_t)r * FA_BK;
+        float *row = x + (size_t)r * bk;
+        const uint8_t *kr = keep + (size_t)r * bk;
         for (int c = 0; c < cols; c++) row[c] *= (float)kr[c] * scale;
     }
+}
+
+/* ---- FP8 (spec 6) ---- */
+
+/* x = (x a) b over a tile: de-quantisation by a row block's and a column
+ * block's scale, in the golden's order. */
+static void scale_tile(float *x, int n, float a, float b)
+{
+    for (int i = 0; i < n; i++) x[i] = x[i] * a * b;
+}
+
+static void round_tile_fp8(float *x, int n, const fa_fp8_format *f)
+{
+    for (int i = 0; i < n; i++) x[i] = fa_fp8_round_f32(x[i], f);
+}
+
+/* dS of one 128 x 128 tile quantised in place, dS = fp8(dS sds) with
+ * sds = FP8_MAX / max|dS| (0 below FA_FP8_EPSILON); returns ids = 1 / sds
+ * (0 when sds is 0).  Rows and columns past S are 0 and do not change the max. */
+static float quantise_ds(float *ds, int n, attnops_dtype fp8)
+{
+    const fa_fp8_format f = fa_fp8_format_of(fp8);
+    float mx = 0.0f;
+    for (int i = 0; i < n; i++) mx = fmaxf(mx, fabsf(ds[i]));
+    const float sds = mx < (float)FA_FP8_EPSILON ? 0.0f : (float)fa_fp8_max(fp8) / mx;
+    for (int i = 0; i < n; i++) ds[i] = fa_fp8_round_f32(ds[i] * sds, &f);
+    return sds == 0.0f ? 0.0f : 1.0f / sds;
+}
+
+/* acc += (x a) b over n values. */
+static void add_scaled(float *acc, const float *x, int n, float a, float b)
+{
+    for (int i = 0; i < n; i++) acc[i] += x[i] * a * b;
 }
 
 /* One (query tile, kv tile) step of head (b, h); pos gives the tile. */
@@ -310,7 +355,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     const fa_problem *p = c->p;
     const bwd_gemms *gm = c->gm;
     const bool bf16 = c->pl->t.bf16;
-    const int bq = c->pl->bq;
+    const int bq = c->pl->bq, bk = c->pl->bk;
     const int64_t q0 = pos->q0;
     const fa_tile_class cls = p->mask.active
                                   ? fa_classify_tile(p, band, pos->b, pos->h, q0, q0 + pos->rows, pos->k0,
@@ -325,24 +370,47 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     const char *dy_i = (const char *)qs->dy + (size_t)(q0 * qs->lddy) * (bf16 ? 2 : 4);
     tile_gemm_run(&gm->qk, q_i, th[TH_KT], S);
     tile_gemm_run(&gm->dov, dy_i, th[TH_VT], dP);
+    float dsq = 1.0f, dsk = 1.0f, dsdy = 1.0f; /* FP8 block de-quantisation factors */
+    if (p->fp8) {
+        const int64_t n2 = pos->h / p->G;
+        dsq = (float)fa_fp8_dscale(&p->dsq, pos->b, pos->h, q0), dsk = (float)fa_fp8_dscale(&p->dsk, pos->b, n2, pos->k0);
+        dsdy = (float)fa_fp8_dscale(&p->dsdy, pos->b, pos->h, q0);
+        scale_tile(S, bq * bk, dsq, dsk);
+        scale_tile(dP, bq * bk, dsdy, (float)fa_fp8_dscale(&p->dsv, pos->b, n2, pos->k0));
+    }
     float scale = (float)p->scale;
     if (fa_scores_needed(p, cls)) {
-        fa_scores_apply(p, band, pos, cls, S, FA_BK, (float *)th[TH_BIAS], (uint8_t *)th[TH_MASKED]);
+        fa_scores_apply(p, band, pos, cls, S, bk, (float *)th[TH_BIAS], (uint8_t *)th[TH_MASKED]);
         scale = 1.0f;
     }
     uint8_t *keep = (uint8_t *)th[TH_KEEP];
     if (c->drop.active) { /* dS takes dP * keep / keep_prob; dV takes P * keep / keep_prob */
-        fa_dropout_tile(&c->drop, p, pos->b, drop_base, pos->h, q0, pos->rows, pos->k0, pos->cols, keep, FA_BK);
-        apply_keep(dP, keep, pos->rows, pos->cols, c->drop.scale);
+        fa_dropout_tile(&c->drop, p, pos->b, drop_base, pos->h, q0, pos->rows, pos->k0, pos->cols, keep, bk);
+        apply_keep(dP, keep, pos->rows, pos->cols, bk, c->drop.scale);
     }
-    c->kern->softmax_bwd(S, dP, bq, FA_BK, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
-    if (c->drop.active) apply_keep(S, keep, pos->rows, pos->cols, c->drop.scale);
+    c->kern->softmax_bwd(S, dP, bq, bk, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
+    if (c->drop.active) apply_keep(S, keep, pos->rows, pos->cols, bk, c->drop.scale);
     float *dq_i = dq_part + q0 * p->D;
-    if (bf16) {
+    if (p->fp8) { /* Pq = fp8(P keep / kp); dSq = fp8(dS sds); every product scaled after its GEMM */
+        const fa_fp8_format f = fa_fp8_format_of(p->dtype);
+        round_tile_fp8(S, bq * bk, &f);
+        const float ids = quantise_ds(dP, bq * bk, p->dtype);
         const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
-        c->kern->to_bf16(S, bq, FA_BK, (uint16_t *)th[TH_PV], FA_BK, true);
-        c->kern->to_bf16(dP, bq, FA_BK, (uint16_t *)th[TH_DSV], FA_BK, true);
-        c->kern->to_bf16(dP, bq, FA_BK, (uint16_t *)th[TH_DSN], FA_BK, false);
+        float *tmp = (float *)th[TH_FP8];
+        c->kern->to_bf16(S, bq, bk, (uint16_t *)th[TH_PV], bk, true); /* f8 values are exact in bf16 */
+        c->kern->to_bf16(dP, bq, bk, (uint16_t *)th[TH_DSV], bk, true);
+        c->kern->to_bf16(dP, bq, bk, (uint16_t *)th[TH_DSN], bk, false);
+        tile_gemm_run(&gm->dv, dyt_i, th[TH_PV], tmp);
+        add_scaled((float *)th[TH_DV], tmp, (int)p->Dv * bk, dsdy, 1.0f);
+        tile_gemm_run(&gm->dk, qt_i, th[TH_DSV], tmp);
+        add_scaled((float *)th[TH_DK], tmp, (int)p->D * bk, ids, dsq);
+        tile_gemm_run(&gm->dq, th[TH_DSN], th[TH_KN], tmp);
+        add_scaled(dq_i, tmp, bq * (int)p->D, ids, dsk);
+    } else if (bf16) {
+        const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
+        c->kern->to_bf16(S, bq, bk, (uint16_t *)th[TH_PV], bk, true);
+        c->kern->to_bf16(dP, bq, bk, (uint16_t *)th[TH_DSV], bk, true);
+        c->kern->to_bf16(dP, bq, bk, (uint16_t *)th[TH_DSN], bk, false);
         tile_gemm_run(&gm->dv, dyt_i, th[TH_PV], (float *)th[TH_DV]);
         tile_gemm_run(&gm->dk, qt_i, th[TH_DSV], (float *)th[TH_DK]);
         tile_gemm_run(&gm->dq, th[TH_DSN], th[TH_KN], dq_i);
@@ -388,20 +456,20 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
 {
     const fa_problem *p = c->p;
     const fa_tiling *t = &c->pl->t;
-    const int bq = c->pl->bq;
+    const int bq = c->pl->bq, bk = c->pl->bk;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_kv_first(p, b), end = first + S2;
     const fa_band band = fa_band_of(p, b, S1, S2);
     const uint64_t drop_base = c->drop.active ? fa_dropout_batch_base(p, &c->drop, b) : 0;
     int64_t kt0, kt1;
-    split_range(c->pl->nsplit, c->work + b * (t->nk + 1), (S2 + FA_BK - 1) / FA_BK, s, &kt0, &kt1);
+    split_range(c->pl->nsplit, c->work + b * (t->nk + 1), (S2 + bk - 1) / bk, s, &kt0, &kt1);
     const int64_t S1p = (S1 + bq - 1) / bq * bq;
     for (int64_t g = 0; g < p->G; g++) memset(wave_part(c, w, i, g, s), 0, (size_t)(S1p * p->D) * sizeof(float));
     for (int64_t kt = kt0; kt < kt1; kt++) {
-        const int64_t k0 = kt * FA_BK;
-        const int valid = (int)(S2 - k0 < FA_BK ? S2 - k0 : FA_BK);
+        const int64_t k0 = kt * bk;
+        const int valid = (int)(S2 - k0 < bk ? S2 - k0 : bk);
         pack_kv_tile(c, b, n2, first + k0, end, th);
-        memset(th[TH_DK], 0, (size_t)(FA_BK * p->D) * sizeof(float));
-        memset(th[TH_DV], 0, (size_t)(FA_BK * p->Dv) * sizeof(float));
+        memset(th[TH_DK], 0, (size_t)(bk * p->D) * sizeof(float));
+        memset(th[TH_DV], 0, (size_t)(bk * p->Dv) * sizeof(float));
         const int64_t nq_b = (S1 + bq - 1) / bq;
         const int64_t nq = c->broken ? nq_b - 1 : nq_b; /* the test-only fault: skip a query tile */
         for (int64_t g = 0; g < p->G; g++) {
@@ -414,11 +482,11 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
             }
         }
         if (t->bf16) { /* accumulated transposed: [D][BK], [Dv][BK] */
-            unpack_cols((float *)th[TH_DK], FA_BK, (float)p->scale, &p->dk, b, n2, first + k0, FA_BK, end, p->D);
-            unpack_cols((float *)th[TH_DV], FA_BK, 1.0f, &p->dv, b, n2, first + k0, FA_BK, end, p->Dv);
+            unpack_cols((float *)th[TH_DK], bk, (float)p->scale, &p->dk, b, n2, first + k0, bk, end, p->D);
+            unpack_cols((float *)th[TH_DV], bk, 1.0f, &p->dv, b, n2, first + k0, bk, end, p->Dv);
         } else {
-            unpack_rows((float *)th[TH_DK], p->D, (float)p->scale, &p->dk, b, n2, first + k0, FA_BK, end, p->D);
-            unpack_rows((float *)th[TH_DV], p->Dv, 1.0f, &p->dv, b, n2, first + k0, FA_BK, end, p->Dv);
+            unpack_rows((float *)th[TH_DK], p->D, (float)p->scale, &p->dk, b, n2, first + k0, bk, end, p->D);
+            unpack_rows((float *)th[TH_DV], p->Dv, 1.0f, &p->dv, b, n2, first + k0, bk, end, p->Dv);
         }
     }
 }
@@ -430,7 +498,7 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     int64_t *work64 = (int64_t *)((char *)ws + pl.total - 2 * pl.work_bytes);
     int64_t *work128 = (int64_t *)((char *)work64 + pl.work_bytes);
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic)
-    for (int64_t b = 0; b < p->B; b++) count_tile_work(p, b, work64 + b * stride, work128 + b * stride);
+    for (int64_t b = 0; b < p->B; b++) count_tile_work(p, b, pl.bk, work64 + b * stride, work128 + b * stride);
     const bool narrow = narrow_tiles_pay(p, work64, work128, stride);
     pl.bq = narrow ? FA_BWD_BQ_NARROW : FA_BWD_BQ;
     const bwd_gemms gm = make_gemms(p, &pl);
@@ -447,7 +515,7 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     {
         size_t th_sz[TH_COUNT];
         char *th[TH_COUNT];
-        thread_sizes(p, t, th_sz);
+        thread_sizes(p, t, pl.bk, th_sz);
         fa_pieces_carve(threads_base + (size_t)omp_get_thread_num() * pl.thread_bytes, th_sz, TH_COUNT, th);
 
         for (int64_t w0 = 0; w0 < heads; w0 += pl.wave) {

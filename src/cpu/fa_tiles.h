@@ -27,7 +27,7 @@
 #define FA_DETERMINISTIC_PARALLELISM 4
 
 typedef struct fa_tiling {
-    bool bf16;            /* bf16 GEMM operands (bf16 inputs); fp32 otherwise */
+    bool bf16;            /* bf16 GEMM operands (bf16 or f8 inputs); fp32 otherwise */
     pack_elem elem;       /* the matching tile element type                   */
     int64_t Dp, Dvp;      /* head dims rounded up to even for bf16 pairs      */
     int64_t S1p, S2p;     /* sequence lengths rounded up to the tile          */
@@ -37,7 +37,7 @@ typedef struct fa_tiling {
 static inline fa_tiling fa_tiling_make(const fa_problem *p, int64_t bq)
 {
     fa_tiling t;
-    t.bf16 = p->dtype == ATTNOPS_DTYPE_BF16;
+    t.bf16 = p->dtype == ATTNOPS_DTYPE_BF16 || p->fp8; /* f8 values are exact in bf16 */
     t.elem = t.bf16 ? PACK_BF16 : PACK_F32;
     t.Dp = t.bf16 ? (p->D + 1) / 2 * 2 : p->D;
     t.Dvp = t.bf16 ? (p->Dv + 1) / 2 * 2 : p->Dv;

@@ -78,7 +78,13 @@ typedef struct fa_problem {
     fa_list cu_q, cu_kv;
     int64_t T1, T2;
     bool stats_packed;               /* TND default stats layout: per batch [N1][S_b][8] blocks */
-    attnops_dtype dtype;             /* q, k, v (and dy, outputs) */
+    attnops_dtype dtype;             /* q, k, v and dy */
+    attnops_dtype out_dtype;         /* attention_out/in, dq, dk, dv, a pse tensor: dtype, or out_dtype under FP8 */
+    /* FP8 (spec 6): q, k, v, dy hold f8 values quantised per 128-row block;
+     * dsq/dsdy [b][n1][block], dsk/dsv [b][n2][block] (f32, read as
+     * fa_at(v, b, n, block, 0)) are the de-quantisation factors. */
+    bool fp8;
+    fa_view dsq, dsk, dsv, dsdy;
     double scale;
     fa_view q, k, v;
     fa_view o;                       /* forward: attention_out; backward: attention_in */
@@ -149,6 +155,12 @@ static inline bool fa_problem_is_empty(const fa_problem *p) { return p->B == 0 |
  * `out` is unspecified. */
 attnops_status fa_validate_fwd(const attnops_fa_fwd_args *args, const char *op, fa_problem *out);
 attnops_status fa_validate_bwd(const attnops_fa_bwd_args *args, const char *op, fa_problem *out);
+
+/* A q/k/v-like tensor in a padded layout: checks its view and rank, and
+ * gives (B, S, N, D) and its [b][n][s][d] view; `heads` splits the hidden
+ * size of BSH/SBH. */
+attnops_status fa_layout_view(const char *op, const char *name, const attnops_tensor *t, attnops_layout layout,
+                              int64_t heads, int64_t dims[4], fa_view *view);
 
 /* TND's cumulative lengths into pr (B, S1/S2 = the longest, T1/T2, the
  * lists); T1/T2 < 0: the lists' last values define them. */

@@ -12,6 +12,7 @@
 #include <omp.h>
 #endif
 
+#include "fa/fa_fp8.h"
 #include "fa/fa_problem.h"
 
 #define NULLPTR ATTNOPS_ERR_NULLPTR
@@ -226,14 +227,6 @@ static attnops_status check_attributes(const char *op, const attnops_fa_params *
         return ao_fail(INVALID, "%s: input_layout is %d; it must be one of BNSD, BSND, BSH, SBH, TND.", op,
                        (int)p->input_layout);
 
-    /* Features that arrive with later versions: refuse rather than ignore. */
-    static const char *const later = "is not supported by this version of attnops yet";
-    const struct { const attnops_tensor *t; const char *name; } optional[] = {
-        {p->d_scale_q, "d_scale_q"}, {p->d_scale_k, "d_scale_k"}, {p->d_scale_v, "d_scale_v"},
-        {p->d_scale_dy, "d_scale_dy"}, {p->d_scale_o, "d_scale_o"},
-    };
-    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
-        if (optional[i].t) return ao_fail(UNSUPPORTED, "%s: input '%s' %s.", op, optional[i].name, later);
     return ATTNOPS_SUCCESS;
 }
 
@@ -415,9 +408,9 @@ static attnops_status derive_tnd_alibi(const char *op, const attnops_fa_params *
 {
     const attnops_tensor *t = p->pse;
     char buf[96];
-    if (t->dtype != pr->dtype)
+    if (t->dtype != pr->out_dtype)
         return ao_fail(INVALID, "%s: pse has dtype %s but must have query's dtype %s.", op,
-                       attnops_dtype_name(t->dtype), attnops_dtype_name(pr->dtype));
+                       attnops_dtype_name(t->dtype), attnops_dtype_name(pr->out_dtype));
     if (t->rank != 4)
         return ao_fail(UNSUPPORTED, "%s: pse of shape %s with layout TND: only the compressed ALiBi form [B or 1, N1, "
                        "1024, max S2] is supported (the 1-D TND forms have no documented packing).", op,
@@ -496,9 +489,10 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
                            (long long)c->kv_start);
         return ATTNOPS_SUCCESS;
     }
-    if (t->dtype != pr->dtype)
-        return ao_fail(INVALID, "%s: pse has dtype %s but must have query's dtype %s.", op,
-                       attnops_dtype_name(t->dtype), attnops_dtype_name(pr->dtype));
+    if (t->dtype != pr->out_dtype)
+        return ao_fail(INVALID, "%s: pse has dtype %s but must have %s %s.", op, attnops_dtype_name(t->dtype),
+                       pr->fp8 ? "the output dtype (out_dtype) under FP8," : "query's dtype",
+                       attnops_dtype_name(pr->out_dtype));
     const int64_t B = pr->B, N1 = pr->N1, S1 = pr->S1, S2 = pr->S2;
     const int64_t *sh = t->shape;
     if (t->rank == 4 && sh[1] == N1 && sh[3] == S2) {
@@ -630,6 +624,44 @@ static attnops_status derive_rope(const char *op, const attnops_fa_params *p, fa
     return ATTNOPS_SUCCESS;
 }
 
+/* One d_scale tensor: f32 [B, N, ceil(S/128), 1] (spec 6). */
+static attnops_status check_dscale(const char *op, const char *name, const attnops_tensor *t, const fa_problem *pr,
+                                   int64_t heads, int64_t rows, fa_view *view)
+{
+    TRY(check_present(op, name, t));
+    TRY(check_view(op, name, t));
+    TRY(check_dtype(op, name, t, ATTNOPS_DTYPE_F32, "FP8 de-quantisation scales are f32"));
+    const int64_t shape[4] = {pr->B, heads, (rows + FA_FP8_BLOCK - 1) / FA_FP8_BLOCK, 1};
+    TRY(check_shape(op, name, t, shape, 4, "[B, N, ceil(S / 128), 1]: one scale per 128-row block"));
+    *view = (fa_view){(char *)t->data, t->dtype, 4, t->strides[0], t->strides[1], t->strides[2], t->strides[3]};
+    return ATTNOPS_SUCCESS;
+}
+
+/* FP8 inputs (spec 6): the d_scale tensors, out_dtype, and the combinations
+ * left out (TND, as on the device; rope). */
+static attnops_status derive_fp8(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    if (!pr->fp8) {
+        const struct { const attnops_tensor *t; const char *name; } scales[] = {
+            {p->d_scale_q, "d_scale_q"}, {p->d_scale_k, "d_scale_k"}, {p->d_scale_v, "d_scale_v"},
+            {p->d_scale_dy, "d_scale_dy"}, {p->d_scale_o, "d_scale_o"}};
+        for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
+            if (scales[i].t)
+                return ao_fail(INVALID, "%s: %s is given but query has dtype %s; d_scale inputs go with FP8 inputs "
+                               "only.", op, scales[i].name, attnops_dtype_name(pr->dtype));
+        return ATTNOPS_SUCCESS;
+    }
+    if (pr->varlen)
+        return ao_fail(UNSUPPORTED, "%s: FP8 inputs with layout TND are not supported (the device rejects them "
+                       "too).", op);
+    if (pr->Dr)
+        return ao_fail(UNSUPPORTED, "%s: FP8 inputs with query_rope/key_rope are not supported.", op);
+    TRY(check_dscale(op, "d_scale_q", p->d_scale_q, pr, pr->N1, pr->S1, &pr->dsq));
+    TRY(check_dscale(op, "d_scale_k", p->d_scale_k, pr, pr->N2, pr->S2, &pr->dsk));
+    TRY(check_dscale(op, "d_scale_v", p->d_scale_v, pr, pr->N2, pr->S2, &pr->dsv));
+    return ATTNOPS_SUCCESS;
+}
+
 static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_problem *pr)
 {
     TRY(check_present(op, "query", p->query));
@@ -641,11 +673,10 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     TRY(check_attributes(op, p));
 
     attnops_dtype dt = p->query->dtype;
-    if (dt == ATTNOPS_DTYPE_F8_E4M3FN || dt == ATTNOPS_DTYPE_F8_E5M2)
-        return ao_fail(UNSUPPORTED, "%s: query dtype %s (FP8) is not supported by this version of attnops yet.", op,
+    const bool fp8 = dt == ATTNOPS_DTYPE_F8_E4M3FN || dt == ATTNOPS_DTYPE_F8_E5M2;
+    if (!is_io_dtype(dt) && !fp8)
+        return ao_fail(INVALID, "%s: query has dtype %s; it must be f16, bf16, f32, f8_e4m3fn or f8_e5m2.", op,
                        attnops_dtype_name(dt));
-    if (!is_io_dtype(dt))
-        return ao_fail(INVALID, "%s: query has dtype %s; it must be f16, bf16 or f32.", op, attnops_dtype_name(dt));
     TRY(check_dtype(op, "key", p->key, dt, "q, k, v and dy share one dtype"));
     TRY(check_dtype(op, "value", p->value, dt, "q, k, v and dy share one dtype"));
 
@@ -682,6 +713,8 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->B = q.b, pr->N1 = q.n, pr->N2 = k.n, pr->G = q.n / k.n;
     pr->S1 = q.s, pr->S2 = k.s, pr->D = q.d, pr->Dv = v.d;
     pr->dtype = dt;
+    pr->fp8 = fp8;
+    pr->out_dtype = !fp8 ? dt : (p->out_dtype == 1 ? ATTNOPS_DTYPE_BF16 : ATTNOPS_DTYPE_F16);
     pr->scale = p->scale_value;
     pr->q = view_of(p->query, layout, pr->D);
     pr->k = view_of(p->key, layout, pr->D);
@@ -701,18 +734,25 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->threads = 1;
 #endif
     TRY(derive_rope(op, p, pr));
+    TRY(derive_fp8(op, p, pr));
     TRY(derive_mask(op, p, pr));
     TRY(derive_pse(op, p, pr));
     return derive_drop_mask(op, p, pr);
 }
 
 /* A q-like tensor with head dim Dv (attention_out, dy, attention_in). */
+/* A tensor of query's layout and sizes with head dim d; an output (or
+ * attention_in) has the output dtype, dy query's. */
 static attnops_status check_q_like(const char *op, const char *name, const attnops_tensor *t,
-                                   const attnops_fa_params *p, const fa_problem *pr, int64_t d, fa_view *view)
+                                   const attnops_fa_params *p, const fa_problem *pr, int64_t d, bool output_dtype,
+                                   fa_view *view)
 {
     TRY(check_present(op, name, t));
     TRY(check_view(op, name, t));
-    TRY(check_dtype(op, name, t, pr->dtype, "it shares query's dtype"));
+    if (output_dtype && pr->fp8)
+        TRY(check_dtype(op, name, t, pr->out_dtype, "FP8 inputs give outputs of out_dtype (0: f16, 1: bf16)"));
+    else
+        TRY(check_dtype(op, name, t, pr->dtype, "it shares query's dtype"));
     int64_t shape[4];
     int rank;
     layout_shape(p->input_layout, pr->B, pr->varlen ? pr->T1 : pr->S1, pr->N1, d, shape, &rank);
@@ -757,7 +797,7 @@ attnops_status fa_validate_fwd(const attnops_fa_fwd_args *a, const char *op, fa_
     TRY(derive_qkv(op, &a->p, pr));
     TRY(check_stats(op, "softmax_max", a->softmax_max, &a->p, pr, &pr->smax));
     TRY(check_stats(op, "softmax_sum", a->softmax_sum, &a->p, pr, &pr->ssum));
-    TRY(check_q_like(op, "attention_out", a->attention_out, &a->p, pr, pr->Dv, &pr->o));
+    TRY(check_q_like(op, "attention_out", a->attention_out, &a->p, pr, pr->Dv, true, &pr->o));
     const attnops_tensor *outs[] = {a->attention_out, a->softmax_max, a->softmax_sum};
     const char *names[] = {"attention_out", "softmax_max", "softmax_sum"};
     return check_disjoint(op, outs, names, 3);
@@ -773,21 +813,26 @@ attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, const char *op, fa_
     TRY(check_present(op, "dk", a->dk));
     TRY(check_present(op, "dv", a->dv));
     TRY(derive_qkv(op, &a->p, pr));
-    TRY(check_q_like(op, "dy", a->dy, &a->p, pr, pr->Dv, &pr->dy));
-    TRY(check_q_like(op, "attention_in", a->attention_in, &a->p, pr, pr->Dv, &pr->o));
+    TRY(check_q_like(op, "dy", a->dy, &a->p, pr, pr->Dv, false, &pr->dy));
+    TRY(check_q_like(op, "attention_in", a->attention_in, &a->p, pr, pr->Dv, true, &pr->o));
     TRY(check_stats(op, "softmax_max", a->softmax_max, &a->p, pr, &pr->smax));
     TRY(check_stats(op, "softmax_sum", a->softmax_sum, &a->p, pr, &pr->ssum));
-    TRY(check_q_like(op, "dq", a->dq, &a->p, pr, pr->D, &pr->dq));
+    TRY(check_q_like(op, "dq", a->dq, &a->p, pr, pr->D, true, &pr->dq));
+    if (pr->fp8) {
+        TRY(check_dscale(op, "d_scale_dy", a->p.d_scale_dy, pr, pr->N1, pr->S1, &pr->dsdy));
+        fa_view unused; /* d_scale_o: checked like the device does; attention_in is not quantised */
+        TRY(check_dscale(op, "d_scale_o", a->p.d_scale_o, pr, pr->N1, pr->S1, &unused));
+    }
 
     int64_t shape[4];
     int rank;
     TRY(check_view(op, "dk", a->dk));
-    TRY(check_dtype(op, "dk", a->dk, pr->dtype, "it shares key's dtype"));
+    TRY(check_dtype(op, "dk", a->dk, pr->out_dtype, pr->fp8 ? "FP8 inputs give outputs of out_dtype" : "it shares key's dtype"));
     layout_shape(a->p.input_layout, pr->B, pr->varlen ? pr->T2 : pr->S2, pr->N2, pr->D, shape, &rank);
     TRY(check_shape(op, "dk", a->dk, shape, rank, "key's shape"));
     pr->dk = view_of(a->dk, a->p.input_layout, pr->D);
     TRY(check_view(op, "dv", a->dv));
-    TRY(check_dtype(op, "dv", a->dv, pr->dtype, "it shares value's dtype"));
+    TRY(check_dtype(op, "dv", a->dv, pr->out_dtype, pr->fp8 ? "FP8 inputs give outputs of out_dtype" : "it shares value's dtype"));
     layout_shape(a->p.input_layout, pr->B, pr->varlen ? pr->T2 : pr->S2, pr->N2, pr->Dv, shape, &rank);
     TRY(check_shape(op, "dv", a->dv, shape, rank, "value's shape"));
     pr->dv = view_of(a->dv, a->p.input_layout, pr->Dv);
@@ -811,6 +856,18 @@ attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, const char *op, fa_
     const attnops_tensor *outs[] = {a->dq, a->dk, a->dv, a->dq_rope, a->dk_rope};
     const char *names[] = {"dq", "dk", "dv", "dq_rope", "dk_rope"};
     return check_disjoint(op, outs, names, 5);
+}
+
+attnops_status fa_layout_view(const char *op, const char *name, const attnops_tensor *t, attnops_layout layout,
+                              int64_t heads, int64_t dims[4], fa_view *view)
+{
+    TRY(check_present(op, name, t));
+    TRY(check_view(op, name, t));
+    layout_dims d;
+    TRY(read_dims(op, name, t, layout, heads, 0, &d));
+    dims[0] = d.b, dims[1] = d.s, dims[2] = d.n, dims[3] = d.d;
+    *view = view_of(t, layout, d.d);
+    return ATTNOPS_SUCCESS;
 }
 
 /* ---- small public helpers that belong with the argument structs ---- */

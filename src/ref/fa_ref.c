@@ -23,6 +23,12 @@
  *
  * A row with no keys (S2 = 0) gets the sentinels.
  *
+ * FP8 inputs (spec 6) follow the golden's block structure, in double apart
+ * from its quantisation points: q.k is de-quantised per (128-row, 128-key)
+ * block, raw = (qf.kf) dsq[i] dsk[j]; the forward takes Pq = fp8(P keep/kp)
+ * and o = sum_j Pq[j] vf[j] dsv[j]; the backward (fa_ref_backward_fp8_f64)
+ * works on 128-row blocks so it can quantise dS per 128 x 128 tile.
+ *
  * The double cores work on canonical arrays with every batch's rows stacked:
  * q [N1][T1][D], k [N2][T2][D], v [N2][T2][Dv], o, dy [N1][T1][Dv],
  * m, l [N1][T1]; batch b's rows start at canonical_q(b) / canonical_kv(b)
@@ -35,6 +41,7 @@
 #endif
 
 #include "fa/fa_dropout.h"
+#include "fa/fa_fp8.h"
 #include "fa/fa_mask.h"
 #include "fa/fa_pse.h"
 #include "ref/fa_ref.h"
@@ -67,6 +74,15 @@ static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t
     return p->pse.type == 1 ? (raw + bias) * p->scale : raw * p->scale + bias;
 }
 
+/* q.k of query row i (head h) and key j, de-quantised under FP8. */
+static double raw_score(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j, const double *qi,
+                        const double *kj)
+{
+    const double r = dot(qi, kj, p->D);
+    if (!p->fp8) return r;
+    return r * fa_fp8_dscale(&p->dsq, b, h, i) * fa_fp8_dscale(&p->dsk, b, h / p->G, j);
+}
+
 void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, const double *v, double *o, double *m,
                         double *l, double *scratch)
 {
@@ -87,7 +103,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                 double *oi = o + (qrow + i) * Dv;
                 double mx = -INFINITY, sum = 0.0;
                 for (int64_t j = 0; j < S2; j++) {
-                    s[j] = score(p, &band, b, h, i, j, S1, S2, dot(qi, kh + j * D, D));
+                    s[j] = score(p, &band, b, h, i, j, S1, S2, raw_score(p, b, h, i, j, qi, kh + j * D));
                     if (s[j] > mx) mx = s[j];
                 }
                 memset(oi, 0, (size_t)Dv * sizeof *oi);
@@ -104,6 +120,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                 for (int64_t j = 0; j < S2; j++) {
                     double pj = exp(s[j] - mx) / sum;
                     if (drop.active) pj *= keep[j] ? drop.scale_f64 : 0.0;
+                    if (p->fp8) pj = fa_fp8_round(pj, p->dtype) * fa_fp8_dscale(&p->dsv, b, h / p->G, j);
                     for (int64_t e = 0; e < Dv; e++) oi[e] += pj * vh[j * Dv + e];
                 }
             }
@@ -162,6 +179,87 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
     }
 }
 
+/* The FP8 backward (spec 6, the golden's is_flash branch), per 128-row
+ * block r of one query head, with Pq = fp8(P keep/kp) and the tile scales
+ * sds(r, t) = FP8_MAX / max|dS| over the block's rows and key block t:
+ *   dv[j] += sum_i Pq[i][j] dyf[i] dsdy[i]
+ *   dP    = (dyf[i].vf[j]) dsdy[i] dsv[j] keep/kp;  Drow = sum_d o[i][d] dyf[i][d] dsdy[i]
+ *   dS    = P (dP - Drow);  dSq = fp8(dS sds);  ids = 1 / sds (0 when sds = 0)
+ *   dq[i] += scale dSq ids dsk[j] kf[j];  dk[j] += scale dSq ids dsq[i] qf[i]
+ * scratch per thread: P and dS of a block, 2 * 128 * S2 doubles, + S2 bytes. */
+void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
+                             const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
+                             double *scratch)
+{
+    const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, T2 = p->T2, R = FA_FP8_BLOCK;
+    const double fp8_max = fa_fp8_max(p->dtype);
+#pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
+    for (int64_t b = 0; b < p->B; b++) {
+        for (int64_t n2 = 0; n2 < p->N2; n2++) {
+            double *P = scratch + (size_t)thread_id() * (2 * (size_t)R + 1) * (size_t)p->S2, *dS = P + R * p->S2;
+            uint8_t *keep = (uint8_t *)(dS + R * p->S2);
+            const fa_dropout drop = fa_dropout_for(p);
+            const uint64_t drop_base = fa_dropout_batch_base(p, &drop, b);
+            const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
+            const int64_t kvrow = n2 * T2 + canonical_kv(p, b);
+            const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
+            double *dkh = dk + kvrow * D, *dvh = dv + kvrow * Dv;
+            memset(dkh, 0, (size_t)(S2 * D) * sizeof *dkh);
+            memset(dvh, 0, (size_t)(S2 * Dv) * sizeof *dvh);
+            const fa_band band = fa_band_of(p, b, S1, S2);
+            for (int64_t g = 0; g < p->G; g++) {
+                const int64_t h = n2 * p->G + g, qrow = h * T1 + canonical_q(p, b);
+                for (int64_t i0 = 0; i0 < S1; i0 += R) {
+                    const int64_t rows = S1 - i0 < R ? S1 - i0 : R;
+                    const double dsq = fa_fp8_dscale(&p->dsq, b, h, i0), dsdy = fa_fp8_dscale(&p->dsdy, b, h, i0);
+                    for (int64_t r = 0; r < rows; r++) { /* P, dS and dv of the block's rows */
+                        const int64_t i = i0 + r, row = qrow + i;
+                        const double *qi = q + row * D, *dyi = dy + row * Dv;
+                        double drow = 0.0;
+                        for (int64_t e = 0; e < Dv; e++) drow += o[row * Dv + e] * (dyi[e] * dsdy);
+                        const bool no_p = m[row] == FA_INVALID_ROW_MAX;
+                        if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
+                        for (int64_t j = 0; j < S2; j++) {
+                            const double s = score(p, &band, b, h, i, j, S1, S2, raw_score(p, b, h, i, j, qi, kh + j * D));
+                            const double kept = drop.active ? (keep[j] ? drop.scale_f64 : 0.0) : 1.0;
+                            const double pj = no_p ? 0.0 : exp(s - m[row]) / l[row];
+                            const double dp = dot(dyi, vh + j * Dv, Dv) * dsdy * fa_fp8_dscale(&p->dsv, b, n2, j) * kept;
+                            P[r * S2 + j] = pj;
+                            dS[r * S2 + j] = pj * (dp - drow);
+                            const double pq = fa_fp8_round(pj * kept, p->dtype) * dsdy;
+                            for (int64_t e = 0; e < Dv; e++) dvh[j * Dv + e] += pq * dyi[e];
+                        }
+                    }
+                    for (int64_t j0 = 0; j0 < S2; j0 += R) { /* one 128 x 128 tile of dS */
+                        const int64_t cols = S2 - j0 < R ? S2 - j0 : R;
+                        double mx = 0.0;
+                        for (int64_t r = 0; r < rows; r++)
+                            for (int64_t c = 0; c < cols; c++) mx = fmax(mx, fabs(dS[r * S2 + j0 + c]));
+                        const double sds = mx < FA_FP8_EPSILON ? 0.0 : fp8_max / mx, ids = sds == 0.0 ? 0.0 : 1.0 / sds;
+                        const double dsk = fa_fp8_dscale(&p->dsk, b, n2, j0);
+                        for (int64_t r = 0; r < rows; r++) {
+                            const int64_t row = qrow + i0 + r;
+                            const double *qi = q + row * D;
+                            double *dqi = dq + row * D;
+                            if (j0 == 0) memset(dqi, 0, (size_t)D * sizeof *dqi);
+                            for (int64_t c = 0; c < cols; c++) {
+                                const int64_t j = j0 + c;
+                                const double dsq_ = fa_fp8_round(dS[r * S2 + j] * sds, p->dtype) * ids * p->scale;
+                                for (int64_t d = 0; d < D; d++) {
+                                    dqi[d] += dsq_ * dsk * kh[j * D + d];
+                                    dkh[j * D + d] += dsq_ * dsq * qi[d];
+                                }
+                            }
+                        }
+                    }
+                    if (S2 == 0)
+                        for (int64_t r = 0; r < rows; r++) memset(dq + (qrow + i0 + r) * D, 0, (size_t)D * sizeof(double));
+                }
+            }
+        }
+    }
+}
+
 /* ---- glue between strided views and the canonical double arrays ---- */
 
 typedef enum side { SIDE_Q, SIDE_KV } side;
@@ -210,7 +308,7 @@ static size_t carve(const fa_problem *p, bool backward, void *ws, ref_buffers *b
     const size_t sizes[] = {
         nq * p->D, nk * p->D, nk * p->Dv, nq * p->Dv, backward ? nq * p->Dv : 0, nq, nq,
         backward ? nq * p->D : 0, backward ? nk * p->D : 0, backward ? nk * p->Dv : 0,
-        (size_t)p->threads * (size_t)p->S2 * (backward ? 3 : 2),
+        (size_t)p->threads * (size_t)p->S2 * (backward ? (p->fp8 ? 2 * FA_FP8_BLOCK + 1 : 3) : 2),
     };
     double **slots[] = {&b->q, &b->k, &b->v, &b->o, &b->dy, &b->m, &b->l, &b->dq, &b->dk, &b->dv, &b->scratch};
     size_t off = 0;
@@ -257,7 +355,8 @@ void fa_ref_bwd(const fa_problem *p, void *ws)
     transfer(p, &p->dy, SIDE_Q, p->N1, p->Dv, b.dy, true);
     transfer_stats(p, &p->smax, b.m, true);
     transfer_stats(p, &p->ssum, b.l, true);
-    fa_ref_backward_f64(p, b.q, b.k, b.v, b.o, b.dy, b.m, b.l, b.dq, b.dk, b.dv, b.scratch);
+    (p->fp8 ? fa_ref_backward_fp8_f64 : fa_ref_backward_f64)(p, b.q, b.k, b.v, b.o, b.dy, b.m, b.l, b.dq, b.dk, b.dv,
+                                                             b.scratch);
     transfer(p, &p->dq, SIDE_Q, p->N1, p->D, b.dq, false);
     transfer(p, &p->dk, SIDE_KV, p->N2, p->D, b.dk, false);
     transfer(p, &p->dv, SIDE_KV, p->N2, p->Dv, b.dv, false);

@@ -21,5 +21,10 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
 void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
                          const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
                          double *scratch);
+/* FP8 inputs (spec 6): the same arrays hold the f8 values; scratch
+ * p->threads * (2 * 128 + 1) * S2 doubles. */
+void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
+                             const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
+                             double *scratch);
 
 #endif
