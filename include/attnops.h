@@ -190,7 +190,23 @@ typedef enum attnops_softmax_layout {
  * The backward then writes dq_rope / dk_rope (required, shapes of
  * query_rope / key_rope).  Rope combines with every layout, mask, pse and
  * dropout (the aclnn entry's bf16/TND-only limits are device limits); the
- * workspace holds a joined copy of Q and K (and of dq, dk). */
+ * workspace holds a joined copy of Q and K (and of dq, dk).
+ *
+ * FP8 (spec 6): query, key, value (and dy) of dtype f8_e4m3fn or f8_e5m2,
+ * all the same, hold values quantised per block of 128 rows of a head (see
+ * attnops_fp8_quantize_blocks); d_scale_q, d_scale_dy and d_scale_o are f32
+ * [B,N1,ceil(S1/128),1], d_scale_k and d_scale_v f32 [B,N2,ceil(S2/128),1]:
+ * the de-quantisation factors (1 / scale).  All five are required by the
+ * backward, q/k/v's by the forward; d_scale_o is checked but not used
+ * (attention_in is not quantised; the golden passes d_scale_q there).
+ * attention_out / attention_in, dq, dk, dv and a pse tensor then have
+ * out_dtype's dtype (0: f16, 1: bf16).  Computation follows the golden's
+ * blocks: scores de-quantised per (128-row, 128-key) block, P quantised to
+ * f8 before P.V and dV, dS quantised per 128 x 128 tile with its own scale
+ * before dQ and dK (docs/NUMERICS.md).  Not with layout TND (the device
+ * rejects it too, 161003) nor with rope inputs (161003).  The forward runs
+ * in the reference (impl AUTO or REFERENCE; CPU gives 161003); the backward
+ * in both. */
 typedef struct attnops_fa_params {
     /* required inputs */
     const attnops_tensor *query;
@@ -224,12 +240,14 @@ typedef struct attnops_fa_params {
     int64_t next_tokens;   /* INT32_MAX                                 */
     int64_t head_num;      /* N1; required, no default                  */
     attnops_layout input_layout; /* required, no default                */
-    int64_t inner_precise; /* 0                                         */
+    int64_t inner_precise; /* 0; 0 and 1 (CANN: high precision / high  */
+                           /* performance) compute the same here; 2     */
+                           /* forces the invalid-row sentinels (above)  */
     int64_t sparse_mode;   /* 0                                         */
     int64_t pse_type;      /* 1                                         */
     int64_t seed;          /* 2                                         */
     int64_t offset;        /* 0                                         */
-    int64_t out_dtype;     /* 0 (FP8 only: 0 = fp16 outputs, 1 = bf16)  */
+    int64_t out_dtype;     /* 0; FP8 inputs: 0 = f16 outputs, 1 = bf16  */
     attnops_softmax_layout softmax_in_layout; /* DEFAULT                */
 
     /* execution options */

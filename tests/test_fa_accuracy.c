@@ -220,6 +220,12 @@ int main(int argc, char **argv)
         "B=2,N1=2,N2=2,S1=97,S2=65,D=32,rope=7,Dv=24,dtype=f32,layout=BSH,pad=3,mode=2,mask=compressed",
         "B=1,N1=2,N2=1,S1=70,S2=90,D=48,rope=16,Dv=48,dtype=f16,layout=SBH,keep=0.5,seed=3,offset=0,pse=slopes_n,pse_type=3",
         "N1=2,N2=2,D=64,rope=32,Dv=64,dtype=bf16,layout=TND,seqs=40:0:100,mode=3,mask=compressed",
+        /* FP8 (spec 6): both formats and output dtypes, ragged 128-blocks, GQA, masks, pse, dropout */
+        "B=1,N1=4,N2=2,S1=200,S2=150,D=64,Dv=64,dtype=f8_e4m3fn,out=f16,layout=BNSD",
+        "B=2,N1=2,N2=1,S1=129,S2=257,D=128,Dv=96,dtype=f8_e5m2,out=bf16,layout=BSND,pad=3",
+        "B=1,N1=2,N2=2,S1=300,S2=300,D=32,Dv=32,dtype=f8_e4m3fn,out=bf16,layout=BSH,mode=3,mask=compressed,pse=slopes_n,pse_type=2",
+        "B=1,N1=2,N2=1,S1=140,S2=140,D=48,Dv=48,dtype=f8_e5m2,out=f16,layout=SBH,keep=0.5,seed=4,offset=16,pse=bnss,pse_type=1",
+        "B=1,N1=2,N2=1,S1=100,S2=90,D=32,Dv=32,dtype=f8_e4m3fn,out=f16,layout=BNSD,mode=1,mask=bnss,inner_precise=2",
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         fa_case_shape s;

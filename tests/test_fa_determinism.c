@@ -12,7 +12,8 @@ static bool same_bits(const tu_tensor *a, const tu_tensor *b) { return memcmp(a-
 /* Forward then backward of `c` with the given thread count and flag. */
 static void run(fa_case *c, int threads, int deterministic)
 {
-    TU_CHECK(fa_case_forward(c, ATTNOPS_IMPL_CPU, threads, deterministic) == ATTNOPS_SUCCESS, "forward: %s",
+    /* AUTO is the fast kernel, except for the FP8 forward (reference only) */
+    TU_CHECK(fa_case_forward(c, ATTNOPS_IMPL_AUTO, threads, deterministic) == ATTNOPS_SUCCESS, "forward: %s",
              attnops_last_error());
     TU_CHECK(fa_case_backward(c, ATTNOPS_IMPL_CPU, threads, deterministic) == ATTNOPS_SUCCESS, "backward: %s",
              attnops_last_error());
@@ -68,6 +69,7 @@ int main(void)
         "B=1,N1=1,N2=1,S1=600,S2=600,D=64,Dv=64,dtype=f32,layout=BNSD,mode=2,mask=compressed,pse=slopes_n,pse_type=2",
         /* dropout: the mask depends on element positions only */
         "B=1,N1=2,N2=1,S1=300,S2=400,D=32,Dv=32,dtype=bf16,layout=BSND,keep=0.5,seed=3,offset=16",
+        "B=1,N1=2,N2=1,S1=300,S2=400,D=64,Dv=64,dtype=f8_e4m3fn,out=bf16,layout=BSND,keep=0.9,seed=2,offset=0",
     };
     int passed = 0;
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {

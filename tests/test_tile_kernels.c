@@ -3,10 +3,14 @@
  * float bit patterns (NaN, inf, subnormals included), in the plain and the
  * VNNI layouts; the dropout stream bit for bit equal to ao_philox_bytes
  * (unaligned starts, odd lengths, counter carries); the AVX-512 table only
- * where the CPU has it. */
+ * where the CPU has it.  Also the fast kernel's float -> f8 rounding
+ * (fa_fp8_round_f32) against the exact conversions over a float sweep and
+ * every f8 rounding midpoint +-2 ulps. */
+#include <math.h>
 #include <string.h>
 
 #include "cpu/isa.h"
+#include "fa/fa_fp8.h"
 #include "testutil.h"
 
 static void check_to_bf16(const fa_tile_kernels *k, const char *name)
@@ -54,9 +58,49 @@ static void check_philox(const fa_tile_kernels *k, const char *name)
     }
 }
 
+/* fa_fp8_round_f32(x) must equal decode(encode(x)) of the exact
+ * conversion, for every finite x and the overflow / NaN cases. */
+static void check_fp8_round(attnops_dtype fp8)
+{
+    const fa_fp8_format f = fa_fp8_format_of(fp8);
+    const bool e4m3 = fp8 == ATTNOPS_DTYPE_F8_E4M3FN;
+    long bad = 0;
+    const char *name = attnops_dtype_name(fp8);
+#define CHECK_ONE(x)                                                                                               \
+    do {                                                                                                           \
+        const float x_ = (x), got = fa_fp8_round_f32(x_, &f);                                                      \
+        const uint8_t bits = e4m3 ? attnops_f32_to_f8_e4m3fn(x_) : attnops_f32_to_f8_e5m2(x_);                     \
+        const float want = e4m3 ? attnops_f8_e4m3fn_to_f32(bits) : attnops_f8_e5m2_to_f32(bits);                   \
+        if (!(got == want && signbit(got) == signbit(want)) && !(isnan(got) && isnan(want)) && bad++ < 5)           \
+            TU_CHECK(false, "%s round(%a) = %a, want %a", name, (double)x_, (double)got, (double)want);           \
+    } while (0)
+    for (uint64_t u = 0; u < (UINT64_C(1) << 32); u += 4099) {
+        float x;
+        const uint32_t w = (uint32_t)u;
+        memcpy(&x, &w, 4);
+        CHECK_ONE(x);
+    }
+    for (int code = 0; code < 256; code++) { /* midpoints between neighbours, and their float neighbours */
+        const float a = e4m3 ? attnops_f8_e4m3fn_to_f32((uint8_t)code) : attnops_f8_e5m2_to_f32((uint8_t)code);
+        const float b = e4m3 ? attnops_f8_e4m3fn_to_f32((uint8_t)(code + 1)) : attnops_f8_e5m2_to_f32((uint8_t)(code + 1));
+        if (!isfinite(a) || !isfinite(b) || code == 127 || code == 255) continue;
+        float mid = (a + b) / 2;
+        for (int k = 0; k < 2; k++) mid = nextafterf(mid, -INFINITY);
+        for (int k = 0; k < 5; k++, mid = nextafterf(mid, INFINITY)) CHECK_ONE(mid);
+    }
+    CHECK_ONE(INFINITY);
+    CHECK_ONE(-INFINITY);
+    CHECK_ONE(NAN);
+#undef CHECK_ONE
+}
+
 int main(void)
 {
     int passed = 0, before = tu_failures;
+    check_fp8_round(ATTNOPS_DTYPE_F8_E4M3FN);
+    check_fp8_round(ATTNOPS_DTYPE_F8_E5M2);
+    passed += tu_failures == before;
+    before = tu_failures;
     check_to_bf16(&fa_tile_kernels_portable, "portable");
     check_philox(&fa_tile_kernels_portable, "portable");
     passed += tu_failures == before;
