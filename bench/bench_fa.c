@@ -22,6 +22,13 @@
  *   pse=bnss      pse_type 1: an external [B,N1,S1,S2] tensor of q's dtype,
  *                 uniform in [-1, 1)
  *   peer=no       bench/peer_torch.py skips the case (bench_fa ignores it)
+ *   keep=P        dropout with keep probability P in (0, 1) (seed 2, offset 0,
+ *                 the in-kernel Philox mask); the peer runs SDPA with
+ *                 dropout_p = 1 - P (PyTorch's unfused path)
+ *   det=1         deterministic = 1 (bitwise identical for any thread count)
+ * dtype f8_e4m3fn / f8_e5m2: FP8 inputs (block-quantised, d_scales 1) with bf16
+ * outputs; the backward's statistics are synthetic (the FP8 forward is the
+ * reference only), like --rss.
  *   varlen=K      variable length, layout TND (and only there), B = 1,
  *                 S1 = S2 = T: K sequences whose lengths are drawn once from a
  *                 fixed seed, uniform in [128, 896), and scaled (cumulative
@@ -44,6 +51,10 @@
  * base time; a band also gets ratio_vs_proportional = time / (base time *
  * unmasked fraction), the fraction counted exactly from the mask's rule); a
  * case with a pse is compared with the same case without pse (ratio_vs_plain).
+ * A keep=P case is compared with the same case without dropout
+ * (ratio_vs_no_dropout), a det=1 case with the same case without it
+ * (ratio_vs_default), an FP8 case with the same case in bf16 (ratio_vs_bf16);
+ * all time ratios.
  * A plain varlen=K case is compared with its varlen_dense=K case (same T,
  * heads, head dims, dtype, direction): ratio_vs_dense_rate = varlen GFLOP/s /
  * dense GFLOP/s (both at their own real FLOPs; the dense case's are within
@@ -323,7 +334,14 @@ typedef struct fa_case {
     int64_t varlen;  /* varlen=K (layout TND): K sequences drawn for total T = S1 = S2 */
     int64_t vl_dense;/* varlen_dense=K: one dense sequence of L_eq(K, T) (S1 = S2 = L_eq) */
     int64_t T;       /* varlen / varlen_dense: the total length the K lengths are drawn for */
+    double keep;     /* keep=P: dropout keep probability; 0 = no dropout */
+    int det;         /* det=1: deterministic */
 } fa_case;
+
+static int is_fp8(attnops_dtype d) { return d == ATTNOPS_DTYPE_F8_E4M3FN || d == ATTNOPS_DTYPE_F8_E5M2; }
+
+/* The dtype of outputs (and of a pse tensor): bf16 for FP8 inputs. */
+static attnops_dtype out_dtype_of(const fa_case *c) { return is_fp8(c->dtype) ? ATTNOPS_DTYPE_BF16 : c->dtype; }
 
 /* ------------------------------------------------------------------------ */
 /* variable-length draws                                                     */
@@ -413,7 +431,9 @@ static void tags_suffix(const fa_case *c, char *out, size_t n)
     mask_tag(c, m, sizeof m);
     if (c->varlen) snprintf(v, sizeof v, "_varlen%lld", (long long)c->varlen);
     else if (c->vl_dense) snprintf(v, sizeof v, "_varlen%llddense", (long long)c->vl_dense);
-    snprintf(out, n, "%s%s%s%s%s", v, m[0] ? "_" : "", m, c->pse ? "_" : "", pse_tag(c));
+    char k[24] = "";
+    if (c->keep > 0) snprintf(k, sizeof k, "_keep%d", (int)lround(c->keep * 100)); /* names hold no '.' */
+    snprintf(out, n, "%s%s%s%s%s%s%s", v, m[0] ? "_" : "", m, c->pse ? "_" : "", pse_tag(c), k, c->det ? "_det" : "");
 }
 
 static int64_t sparse_mode_of(const fa_case *c)
@@ -481,6 +501,8 @@ static attnops_dtype parse_dtype(const char *s)
     if (!strcmp(s, "f32") || !strcmp(s, "fp32") || !strcmp(s, "float32")) return ATTNOPS_DTYPE_F32;
     if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16")) return ATTNOPS_DTYPE_BF16;
     if (!strcmp(s, "f16") || !strcmp(s, "fp16") || !strcmp(s, "float16")) return ATTNOPS_DTYPE_F16;
+    if (!strcmp(s, "f8_e4m3fn") || !strcmp(s, "fp8_e4m3fn")) return ATTNOPS_DTYPE_F8_E4M3FN;
+    if (!strcmp(s, "f8_e5m2") || !strcmp(s, "fp8_e5m2")) return ATTNOPS_DTYPE_F8_E5M2;
     return 0;
 }
 
@@ -502,7 +524,7 @@ static void canonical_name(const fa_case *c, char *out, size_t n)
 static void parse_option(const char *opt, fa_case *c, const char *spec)
 {
     const char *eq = strchr(opt, '=');
-    if (!eq) die("optional case fields are key=value (mask=, pse=, peer=, varlen=, varlen_dense=); got '%s'", spec);
+    if (!eq) die("optional case fields are key=value (mask=, pse=, peer=, varlen=, varlen_dense=, keep=, det=); got '%s'", spec);
     const char *v = eq + 1;
     size_t klen = (size_t)(eq - opt);
     if (klen == 4 && !strncmp(opt, "mask", 4)) {
@@ -535,8 +557,18 @@ static void parse_option(const char *opt, fa_case *c, const char *spec)
             die("varlen=K / varlen_dense=K need a positive integer K in '%s'", spec);
         if (klen == 6) c->varlen = k;
         else c->vl_dense = k;
+    } else if (klen == 4 && !strncmp(opt, "keep", 4)) {
+        char *end;
+        errno = 0;
+        double p = strtod(v, &end);
+        if (errno || *end || !*v || !(p > 0.0 && p < 1.0)) die("keep=P needs 0 < P < 1 in '%s'", spec);
+        c->keep = p;
+    } else if (klen == 3 && !strncmp(opt, "det", 3)) {
+        if (!strcmp(v, "1")) c->det = 1;
+        else if (!strcmp(v, "0")) c->det = 0;
+        else die("det must be 0 or 1 in case '%s'", spec);
     } else {
-        die("unknown optional case field in '%s' (known: mask=, pse=, peer=, varlen=, varlen_dense=)", spec);
+        die("unknown optional case field in '%s' (known: mask=, pse=, peer=, varlen=, varlen_dense=, keep=, det=)", spec);
     }
 }
 
@@ -573,7 +605,7 @@ static void parse_case(const char *spec, fa_case *c)
         *dims[i] = v;
     }
     c->dtype = parse_dtype(f[7]);
-    if (!c->dtype) die("dtype must be f32, bf16 or f16 in case '%s'", spec);
+    if (!c->dtype) die("dtype must be f32, bf16, f16, f8_e4m3fn or f8_e5m2 in case '%s'", spec);
     c->layout = attnops_layout_from_string(f[8]);
     if (c->layout == ATTNOPS_LAYOUT_UNSET) die("layout must be BNSD, BSND, BSH, SBH or TND in case '%s'", spec);
     if (!strcmp(f[9], "fwd")) c->bwd = 0;
@@ -590,6 +622,8 @@ static void parse_case(const char *spec, fa_case *c)
         if (c->vl_dense && c->mask) die("a varlen_dense= case takes no mask in '%s'", spec);
         c->T = c->S1;
     }
+    if (is_fp8(c->dtype) && (c->varlen || c->vl_dense || !c->bwd))
+        die("FP8 cases are backward cases in a padded layout (no fast FP8 forward, no FP8 TND) in '%s'", spec);
     if (name[0]) {
         for (const char *p = name; *p; p++)
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
@@ -632,6 +666,8 @@ static void print_case_spec(FILE *f, const fa_case *c)
     if (c->vl_dense) fprintf(f, ",varlen_dense=%lld", (long long)c->vl_dense);
     if (c->mask) fprintf(f, ",mask=%s", m);
     if (c->pse) fprintf(f, ",pse=%s", pse_tag(c));
+    if (c->keep > 0) fprintf(f, ",keep=%g", c->keep);
+    if (c->det) fprintf(f, ",det=1");
     if (c->no_peer) fprintf(f, ",peer=no");
     fputc('\n', f);
 }
@@ -681,6 +717,15 @@ static const char *const default_cases[] = {
     ":1,8,8,16384,16384,128,128,bf16,BSND,fwd,varlen_dense=32,peer=no",
     ":1,8,8,16384,16384,128,128,bf16,TND,bwd,varlen=32,peer=no",
     ":1,8,8,16384,16384,128,128,bf16,BSND,bwd,varlen_dense=32,peer=no",
+    /* dropout (keep 0.9) against the same backward without it; torch runs
+     * SDPA with dropout_p = 0.1 (its unfused path) */
+    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,keep=0.9",
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,keep=0.9",
+    /* deterministic against default: N1 = 8 and B*N1 = 1 (key-range splits) */
+    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,det=1,peer=no",
+    ":1,1,1,8192,8192,128,128,bf16,BNSD,bwd,det=1,peer=no",
+    /* FP8 backward against bf16 on the same shape */
+    ":1,8,8,4096,4096,128,128,f8_e4m3fn,BNSD,bwd,peer=no",
 };
 
 /* Dense-equivalent FLOPs: forward 2*B*N1*S1*S2*(D+Dv); a varlen case counts
@@ -713,11 +758,12 @@ static attnops_tensor make_tensor(void *data, attnops_dtype dt, attnops_layout l
 
 typedef struct case_data {
     fa_case c;
-    size_t es;
+    size_t es, oes; /* element sizes of the inputs and of the outputs (they differ under FP8) */
     /* tensors */
     attnops_tensor q, k, v, o, smax, ssum, dy, dq, dk, dv;
     attnops_tensor mask, pse; /* data NULL when the case has none */
     attnops_tensor cumlen;    /* varlen: i64 [K] cumulative lengths (q and kv alike) */
+    attnops_tensor dsq, dsk, dsv, dsdy; /* FP8: f32 de-quantisation scales, all 1 */
     int64_t *len;             /* varlen: the K lengths */
     void *ws;
     size_t ws_bytes;
@@ -735,6 +781,8 @@ static void fill_random(void *p, attnops_dtype dt, int64_t n)
         float x = urand();
         if (dt == ATTNOPS_DTYPE_F32) ((float *)p)[i] = x;
         else if (dt == ATTNOPS_DTYPE_BF16) ((uint16_t *)p)[i] = attnops_f32_to_bf16(x);
+        else if (dt == ATTNOPS_DTYPE_F8_E4M3FN) ((uint8_t *)p)[i] = attnops_f32_to_f8_e4m3fn(x);
+        else if (dt == ATTNOPS_DTYPE_F8_E5M2) ((uint8_t *)p)[i] = attnops_f32_to_f8_e5m2(x);
         else ((uint16_t *)p)[i] = attnops_f32_to_f16(x);
     }
 }
@@ -774,6 +822,13 @@ static void fill_params(attnops_fa_params *p, const case_data *d, attnops_impl i
         p->pse_type = d->c.pse == PSE_ALIBI2 ? 2 : 1;
     }
     if (d->cumlen.data) p->actual_seq_qlen = p->actual_seq_kvlen = &d->cumlen;
+    if (d->c.keep > 0) p->keep_prob = d->c.keep, p->seed = 2, p->offset = 0;
+    p->deterministic = d->c.det;
+    if (is_fp8(d->c.dtype)) {
+        p->d_scale_q = &d->dsq, p->d_scale_k = &d->dsk, p->d_scale_v = &d->dsv;
+        p->d_scale_dy = p->d_scale_o = &d->dsdy;
+        p->out_dtype = 1; /* bf16 */
+    }
 }
 
 /* The calls: TND goes through the varlen entry points
@@ -832,10 +887,10 @@ static size_t make_mask_pse(case_data *d)
     } else if (c->pse == PSE_BNSS) {
         const int64_t shape[4] = {c->B, c->N1, c->S1, c->S2};
         const size_t n = (size_t)(c->B * c->N1 * c->S1 * c->S2);
-        void *b = xmalloc(n * d->es);
-        fill_random(b, c->dtype, (int64_t)n);
-        d->pse = attnops_tensor_contiguous(b, c->dtype, 4, shape);
-        bytes += n * d->es;
+        void *b = xmalloc(n * d->oes);
+        fill_random(b, out_dtype_of(c), (int64_t)n);
+        d->pse = attnops_tensor_contiguous(b, out_dtype_of(c), 4, shape);
+        bytes += n * d->oes;
     }
     return bytes;
 }
@@ -848,8 +903,10 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
     memset(d, 0, sizeof *d);
     d->c = *c;
     d->es = attnops_dtype_size(c->dtype);
+    d->oes = attnops_dtype_size(out_dtype_of(c));
     d->flop = case_flop(c);
-    const attnops_dtype dt = c->dtype;
+    const attnops_dtype dt = c->dtype, odt = out_dtype_of(c);
+    if (is_fp8(dt)) synthetic_stats = 1; /* no fast FP8 forward to produce them */
     const int64_t B = c->B, N1 = c->N1, N2 = c->N2, S1 = c->S1, S2 = c->S2, D = c->D, Dv = c->Dv;
     const size_t nq = (size_t)(B * N1 * S1 * D), nk = (size_t)(B * N2 * S2 * D), nv = (size_t)(B * N2 * S2 * Dv);
     const size_t no = (size_t)(B * N1 * S1 * Dv), ns = (size_t)(B * N1 * S1 * 8);
@@ -867,7 +924,18 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
     d->q = make_tensor(xmalloc(nq * d->es), dt, c->layout, B, S1, N1, D);
     d->k = make_tensor(xmalloc(nk * d->es), dt, c->layout, B, S2, N2, D);
     d->v = make_tensor(xmalloc(nv * d->es), dt, c->layout, B, S2, N2, Dv);
-    d->o = make_tensor(xmalloc(no * d->es), dt, c->layout, B, S1, N1, Dv);
+    d->o = make_tensor(xmalloc(no * d->oes), odt, c->layout, B, S1, N1, Dv);
+    if (is_fp8(dt)) {
+        const int64_t qs[4] = {B, N1, (S1 + 127) / 128, 1}, ks[4] = {B, N2, (S2 + 127) / 128, 1};
+        const size_t nqs = (size_t)(qs[0] * qs[1] * qs[2]), nks = (size_t)(ks[0] * ks[1] * ks[2]);
+        float *a = xmalloc(nqs * 4), *b = xmalloc(nks * 4), *e = xmalloc(nks * 4), *g = xmalloc(nqs * 4);
+        for (size_t i = 0; i < nqs; i++) a[i] = g[i] = 1.0f;
+        for (size_t i = 0; i < nks; i++) b[i] = e[i] = 1.0f;
+        d->dsq = attnops_tensor_contiguous(a, ATTNOPS_DTYPE_F32, 4, qs);
+        d->dsk = attnops_tensor_contiguous(b, ATTNOPS_DTYPE_F32, 4, ks);
+        d->dsv = attnops_tensor_contiguous(e, ATTNOPS_DTYPE_F32, 4, ks);
+        d->dsdy = attnops_tensor_contiguous(g, ATTNOPS_DTYPE_F32, 4, qs);
+    }
     const int64_t sshape[4] = {B, N1, S1, 8}, tshape[3] = {S1, N1, 8}; /* TND: declared [T, N1, 8] */
     const int srank = c->varlen ? 3 : 4;
     const int64_t *sdims = c->varlen ? tshape : sshape;
@@ -893,21 +961,21 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
         d->ws_bytes = fws;
         d->ws = xmalloc(fws);
         d->in_bytes = (nq + nk + nv) * d->es + extra_in;
-        d->out_bytes = no * d->es + 2 * ns * 4;
+        d->out_bytes = no * d->oes + 2 * ns * 4;
         return;
     }
 
     d->dy = make_tensor(xmalloc(no * d->es), dt, c->layout, B, S1, N1, Dv);
-    d->dq = make_tensor(xmalloc(nq * d->es), dt, c->layout, B, S1, N1, D);
-    d->dk = make_tensor(xmalloc(nk * d->es), dt, c->layout, B, S2, N2, D);
-    d->dv = make_tensor(xmalloc(nv * d->es), dt, c->layout, B, S2, N2, Dv);
+    d->dq = make_tensor(xmalloc(nq * d->oes), odt, c->layout, B, S1, N1, D);
+    d->dk = make_tensor(xmalloc(nk * d->oes), odt, c->layout, B, S2, N2, D);
+    d->dv = make_tensor(xmalloc(nv * d->oes), odt, c->layout, B, S2, N2, Dv);
     fill_random(d->dy.data, dt, (int64_t)no);
 
     if (synthetic_stats) {
         /* |q.k| * scale <= sqrt(D) for entries in [-1,1]: max = sqrt(D) keeps
          * every exp(s - max) in (0, 1]; sum = S2 keeps P a valid-looking
          * distribution.  attention_in: random. */
-        fill_random(d->o.data, dt, (int64_t)no);
+        fill_random(d->o.data, odt, (int64_t)no);
         float mx = (float)sqrt((double)D), sm = (float)S2;
         for (size_t i = 0; i < ns; i++) {
             ((float *)d->smax.data)[i] = mx;
@@ -933,15 +1001,15 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
     d->ba.dv = &d->dv;
     check_status(bwd_ws(d, &d->ws_bytes), "backward workspace query", c);
     d->ws = xmalloc(d->ws_bytes);
-    d->in_bytes = (nq + nk + nv + 2 * no) * d->es + 2 * ns * 4 + extra_in;
-    d->out_bytes = (nq + nk + nv) * d->es;
+    d->in_bytes = (nq + nk + nv + no) * d->es + no * d->oes + 2 * ns * 4 + extra_in;
+    d->out_bytes = (nq + nk + nv) * d->oes;
 }
 
 static void case_free(case_data *d)
 {
     void *ps[] = {d->q.data, d->k.data, d->v.data, d->o.data, d->smax.data, d->ssum.data,
                   d->dy.data, d->dq.data, d->dk.data, d->dv.data, d->mask.data, d->pse.data, d->ws,
-                  d->cumlen.data, d->len};
+                  d->cumlen.data, d->len, d->dsq.data, d->dsk.data, d->dsv.data, d->dsdy.data};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
 }
 
@@ -984,9 +1052,10 @@ static void case_sanity(const case_data *d)
     for (int i = 0; i < n; i++) {
         int64_t m = numel(outs[i]);
         for (int64_t j = 0; j < m; j++) {
-            float x = d->c.dtype == ATTNOPS_DTYPE_F32    ? ((const float *)outs[i]->data)[j]
-                      : d->c.dtype == ATTNOPS_DTYPE_BF16 ? attnops_bf16_to_f32(((const uint16_t *)outs[i]->data)[j])
-                                                         : attnops_f16_to_f32(((const uint16_t *)outs[i]->data)[j]);
+            const attnops_dtype odt = out_dtype_of(&d->c);
+            float x = odt == ATTNOPS_DTYPE_F32    ? ((const float *)outs[i]->data)[j]
+                      : odt == ATTNOPS_DTYPE_BF16 ? attnops_bf16_to_f32(((const uint16_t *)outs[i]->data)[j])
+                                                  : attnops_f16_to_f32(((const uint16_t *)outs[i]->data)[j]);
             bad += !isfinite(x);
         }
     }
@@ -1022,14 +1091,35 @@ static int dense_of(const fa_case *cases, int n, int i)
 /* The case cases[i] is compared with: for a pse case the same case without
  * pse (mask kept), for a masked case the same case without mask; -1 when
  * there is none (or cases[i] is plain). */
+static int is_variant(const fa_case *c) { return c->keep > 0 || c->det || is_fp8(c->dtype); }
+
 static int base_of(const fa_case *cases, int n, int i)
 {
     const fa_case *c = &cases[i];
-    if (!c->mask && !c->pse) return -1;
+    if ((!c->mask && !c->pse) || is_variant(c)) return -1;
     for (int k = 0; k < n; k++) {
         const fa_case *b = &cases[k];
-        if (k == i || !same_shape(c, b) || b->pse) continue;
+        if (k == i || !same_shape(c, b) || b->pse || is_variant(b)) continue;
         if (c->pse ? b->mask == c->mask && (b->mask != MASK_BAND || b->band_w == c->band_w) : !b->mask) return k;
+    }
+    return -1;
+}
+
+/* A keep=P, det=1 or FP8 case against the same case without that one
+ * feature (an FP8 case against bf16); -1 when absent.  *kind names the ratio. */
+static int variant_base(const fa_case *cases, int n, int i, const char **kind)
+{
+    const fa_case *c = &cases[i];
+    if (!is_variant(c)) return -1;
+    for (int k = 0; k < n; k++) {
+        fa_case b = cases[k];
+        if (k == i || b.mask != c->mask || b.band_w != c->band_w || b.pse != c->pse) continue;
+        if (c->keep > 0 && b.keep == 0 && b.det == c->det && b.dtype == c->dtype) *kind = "ratio_vs_no_dropout";
+        else if (c->keep == 0 && c->det && !b.det && b.keep == 0 && b.dtype == c->dtype) *kind = "ratio_vs_default";
+        else if (c->keep == 0 && !c->det && is_fp8(c->dtype) && b.dtype == ATTNOPS_DTYPE_BF16 && b.keep == 0 && !b.det)
+            *kind = "ratio_vs_bf16", b.dtype = c->dtype;
+        else continue;
+        if (same_shape(c, &b)) return k;
     }
     return -1;
 }
@@ -1120,6 +1210,8 @@ static void usage(FILE *f)
             "         compressed 2048x2048 mask\n"
             "  pse:   none | alibi2 (pse_type 2, f32 slopes [N1]) | bnss (pse_type 1, [B,N1,S1,S2] tensor)\n"
             "  peer=no: bench/peer_torch.py skips the case\n"
+            "  keep=P: dropout, keep probability P (ratio_vs_no_dropout); det=1: deterministic (ratio_vs_default);\n"
+            "  dtype f8_e4m3fn/f8_e5m2: FP8 backward, bf16 outputs (ratio_vs_bf16)\n"
             "  varlen=K: layout TND, B=1, S1=S2=T: K sequences, lengths uniform in [128,896) (fixed seed)\n"
             "         scaled to sum to T; FLOPs sum_i 2*N1*L_i^2*(D+Dv) (bwd 2.5x)\n"
             "  varlen_dense=K: spec S1=S2=T, runs one dense sequence of L_eq = round(sqrt(sum L_i^2)) of\n"
@@ -1313,7 +1405,7 @@ int main(int argc, char **argv)
         case_data *d = &cd[i];
         double ms = median(d->ms, d->nrep);
         double gf = d->flop / (ms * 1e-3) * 1e-9;
-        int pk = d->c.dtype == ATTNOPS_DTYPE_BF16;
+        int pk = d->c.dtype == ATTNOPS_DTYPE_BF16 || is_fp8(d->c.dtype); /* FP8 runs bf16 GEMMs */
         double pct = 100.0 * gf / peak[pk];
         printf("%-44s %10.2f %10.2f %10.1f %9.1f %10s\n", d->c.name, ms, vmin(d->ms, d->nrep), gf, pct, pname[pk]);
         json_numf(&j, ms, "%s_ms_median", d->c.name, "");
@@ -1345,8 +1437,9 @@ int main(int argc, char **argv)
     /* ratios between cases, within each round, then the median */
     int header = 0;
     for (int i = 0; i < ncases; i++) {
-        int b = base_of(cases, ncases, i), vd = dense_of(cases, ncases, i);
-        if (b < 0 && vd < 0) continue;
+        const char *vkind = NULL;
+        int b = base_of(cases, ncases, i), vd = dense_of(cases, ncases, i), vb = variant_base(cases, ncases, i, &vkind);
+        if (b < 0 && vd < 0 && vb < 0) continue;
         if (!header) {
             printf("\n%-30s %-24s %10s %10s %s\n", "ratio", "kind", "median", "unmasked", "base case");
             header = 1;
@@ -1363,6 +1456,16 @@ int main(int argc, char **argv)
             json_num(&j, key, median(rr, n));
             printf("%-30s %-24s %10.3f %10.4f %s\n", label, "ratio_vs_dense_rate", median(rr, n), 1.0,
                    cases[vd].name);
+            continue;
+        }
+        if (vb >= 0) { /* time / time of the same case without the feature */
+            const case_data *d = &cd[i], *e = &cd[vb];
+            double rr[256];
+            int n = d->nrep < e->nrep ? d->nrep : e->nrep;
+            for (int r = 0; r < n; r++) rr[r] = d->ms[r] / e->ms[r];
+            snprintf(key, sizeof key, "%s_%s", label, vkind);
+            json_num(&j, key, median(rr, n));
+            printf("%-30s %-24s %10.3f %10.4f %s\n", label, vkind, median(rr, n), 1.0, cases[vb].name);
             continue;
         }
         const double frac = unmasked_fraction(&cases[i]);

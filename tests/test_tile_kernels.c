@@ -3,9 +3,9 @@
  * float bit patterns (NaN, inf, subnormals included), in the plain and the
  * VNNI layouts; the dropout stream bit for bit equal to ao_philox_bytes
  * (unaligned starts, odd lengths, counter carries); the AVX-512 table only
- * where the CPU has it.  Also the fast kernel's float -> f8 rounding
- * (fa_fp8_round_f32) against the exact conversions over a float sweep and
- * every f8 rounding midpoint +-2 ulps. */
+ * where the CPU has it; the f8 rounding and abs max of the FP8 backward
+ * against the exact conversions (a float sweep, every f8 rounding midpoint
+ * +-2 ulps, infinities, NaN). */
 #include <math.h>
 #include <string.h>
 
@@ -58,56 +58,92 @@ static void check_philox(const fa_tile_kernels *k, const char *name)
     }
 }
 
-/* fa_fp8_round_f32(x) must equal decode(encode(x)) of the exact
- * conversion, for every finite x and the overflow / NaN cases. */
-static void check_fp8_round(attnops_dtype fp8)
+/* The kernel's f8 rounding (fp8_round, scale 1) must equal decode(encode(x))
+ * of the exact conversion for every value of a float sweep, every f8
+ * rounding midpoint +-2 ulps, infinities and NaN; abs_max the plain max. */
+static void check_fp8(const fa_tile_kernels *k, const char *isa, attnops_dtype fp8)
 {
+    enum { N = 4096 };
+    static float in[N], out[N];
     const fa_fp8_format f = fa_fp8_format_of(fp8);
     const bool e4m3 = fp8 == ATTNOPS_DTYPE_F8_E4M3FN;
     long bad = 0;
-    const char *name = attnops_dtype_name(fp8);
-#define CHECK_ONE(x)                                                                                               \
-    do {                                                                                                           \
-        const float x_ = (x), got = fa_fp8_round_f32(x_, &f);                                                      \
-        const uint8_t bits = e4m3 ? attnops_f32_to_f8_e4m3fn(x_) : attnops_f32_to_f8_e5m2(x_);                     \
-        const float want = e4m3 ? attnops_f8_e4m3fn_to_f32(bits) : attnops_f8_e5m2_to_f32(bits);                   \
-        if (!(got == want && signbit(got) == signbit(want)) && !(isnan(got) && isnan(want)) && bad++ < 5)           \
-            TU_CHECK(false, "%s round(%a) = %a, want %a", name, (double)x_, (double)got, (double)want);           \
-    } while (0)
-    for (uint64_t u = 0; u < (UINT64_C(1) << 32); u += 4099) {
-        float x;
-        const uint32_t w = (uint32_t)u;
-        memcpy(&x, &w, 4);
-        CHECK_ONE(x);
+    int n = 0;
+    uint64_t u = 0;
+    int code = 0, special = 0;
+    for (;;) { /* fill a batch: the sweep, then the midpoints, then the specials */
+        n = 0;
+        while (n < N && u < (UINT64_C(1) << 32)) {
+            const uint32_t w = (uint32_t)u;
+            memcpy(&in[n++], &w, 4);
+            u += 4099;
+        }
+        while (n + 5 <= N && u >= (UINT64_C(1) << 32) && code < 255) {
+            const float a = e4m3 ? attnops_f8_e4m3fn_to_f32((uint8_t)code) : attnops_f8_e5m2_to_f32((uint8_t)code);
+            const float b = e4m3 ? attnops_f8_e4m3fn_to_f32((uint8_t)(code + 1)) : attnops_f8_e5m2_to_f32((uint8_t)(code + 1));
+            code++;
+            if (!isfinite(a) || !isfinite(b) || code == 128) continue; /* code 127 -> 128 crosses the sign */
+            float mid = nextafterf(nextafterf((a + b) / 2, -INFINITY), -INFINITY);
+            for (int t = 0; t < 5; t++, mid = nextafterf(mid, INFINITY)) in[n++] = mid;
+        }
+        if (n == 0 && !special) {
+            const float sp[] = {INFINITY, -INFINITY, NAN, -0.0f, 0.0f, 1e30f, -1e30f, 1e-30f};
+            for (size_t t = 0; t < sizeof sp / sizeof sp[0]; t++) in[n++] = sp[t];
+            special = 1;
+        }
+        if (n == 0) break;
+        memcpy(out, in, sizeof(float) * (size_t)n);
+        k->fp8_round(out, n, 1.0f, &f);
+        float want_max = 0.0f;
+        for (int i = 0; i < n; i++) {
+            const uint8_t bits = e4m3 ? attnops_f32_to_f8_e4m3fn(in[i]) : attnops_f32_to_f8_e5m2(in[i]);
+            const float want = e4m3 ? attnops_f8_e4m3fn_to_f32(bits) : attnops_f8_e5m2_to_f32(bits);
+            const bool same = (out[i] == want && signbit(out[i]) == signbit(want)) || (isnan(out[i]) && isnan(want));
+            if (!same && bad++ < 5)
+                TU_CHECK(false, "%s %s fp8_round(%a) = %a, want %a", isa, attnops_dtype_name(fp8), (double)in[i],
+                         (double)out[i], (double)want);
+            if (fabsf(in[i]) > want_max) want_max = fabsf(in[i]); /* NaNs ignored */
+        }
+        const float got_max = k->abs_max(in, n);
+        TU_CHECK(got_max == want_max, "%s abs_max = %a, want %a (n %d)", isa, (double)got_max, (double)want_max, n);
     }
-    for (int code = 0; code < 256; code++) { /* midpoints between neighbours, and their float neighbours */
-        const float a = e4m3 ? attnops_f8_e4m3fn_to_f32((uint8_t)code) : attnops_f8_e5m2_to_f32((uint8_t)code);
-        const float b = e4m3 ? attnops_f8_e4m3fn_to_f32((uint8_t)(code + 1)) : attnops_f8_e5m2_to_f32((uint8_t)(code + 1));
-        if (!isfinite(a) || !isfinite(b) || code == 127 || code == 255) continue;
-        float mid = (a + b) / 2;
-        for (int k = 0; k < 2; k++) mid = nextafterf(mid, -INFINITY);
-        for (int k = 0; k < 5; k++, mid = nextafterf(mid, INFINITY)) CHECK_ONE(mid);
+}
+
+/* scale2 = (x a) b (+ y), bit for bit the plain-C statement, odd lengths. */
+static void check_scale2(const fa_tile_kernels *k, const char *isa)
+{
+    enum { N = 999 };
+    static float x[N], y[N], got[N];
+    tu_rng r = tu_rng_make(5);
+    for (int i = 0; i < N; i++) x[i] = (float)tu_randn(&r), y[i] = (float)tu_randn(&r);
+    for (int acc = 0; acc < 2; acc++) {
+        memcpy(got, y, sizeof y);
+        k->scale2(got, x, N, 0.37f, 3.1e-3f, acc);
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            const float want = acc ? y[i] + x[i] * 0.37f * 3.1e-3f : x[i] * 0.37f * 3.1e-3f;
+            bad += memcmp(&want, &got[i], 4) != 0;
+        }
+        TU_CHECK(bad == 0, "%s scale2 (accumulate %d): %d of %d values differ", isa, acc, bad, N);
     }
-    CHECK_ONE(INFINITY);
-    CHECK_ONE(-INFINITY);
-    CHECK_ONE(NAN);
-#undef CHECK_ONE
 }
 
 int main(void)
 {
     int passed = 0, before = tu_failures;
-    check_fp8_round(ATTNOPS_DTYPE_F8_E4M3FN);
-    check_fp8_round(ATTNOPS_DTYPE_F8_E5M2);
-    passed += tu_failures == before;
-    before = tu_failures;
     check_to_bf16(&fa_tile_kernels_portable, "portable");
+    check_fp8(&fa_tile_kernels_portable, "portable", ATTNOPS_DTYPE_F8_E4M3FN);
+    check_fp8(&fa_tile_kernels_portable, "portable", ATTNOPS_DTYPE_F8_E5M2);
+    check_scale2(&fa_tile_kernels_portable, "portable");
     check_philox(&fa_tile_kernels_portable, "portable");
     passed += tu_failures == before;
     if (cpu_isa_get() == CPU_ISA_AVX512) {
         before = tu_failures;
         check_to_bf16(&fa_tile_kernels_avx512, "avx512");
         check_philox(&fa_tile_kernels_avx512, "avx512");
+        check_fp8(&fa_tile_kernels_avx512, "avx512", ATTNOPS_DTYPE_F8_E4M3FN);
+        check_fp8(&fa_tile_kernels_avx512, "avx512", ATTNOPS_DTYPE_F8_E5M2);
+        check_scale2(&fa_tile_kernels_avx512, "avx512");
         passed += tu_failures == before;
     }
     return tu_finish("test_tile_kernels", passed);

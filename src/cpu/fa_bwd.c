@@ -317,35 +317,16 @@ static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int bk
 
 /* ---- FP8 (spec 6) ---- */
 
-/* x = (x a) b over a tile: de-quantisation by a row block's and a column
- * block's scale, in the golden's order. */
-static void scale_tile(float *x, int n, float a, float b)
-{
-    for (int i = 0; i < n; i++) x[i] = x[i] * a * b;
-}
-
-static void round_tile_fp8(float *x, int n, const fa_fp8_format *f)
-{
-    for (int i = 0; i < n; i++) x[i] = fa_fp8_round_f32(x[i], f);
-}
-
 /* dS of one 128 x 128 tile quantised in place, dS = fp8(dS sds) with
  * sds = FP8_MAX / max|dS| (0 below FA_FP8_EPSILON); returns ids = 1 / sds
  * (0 when sds is 0).  Rows and columns past S are 0 and do not change the max. */
-static float quantise_ds(float *ds, int n, attnops_dtype fp8)
+static float quantise_ds(const fa_tile_kernels *kern, float *ds, int n, attnops_dtype fp8)
 {
     const fa_fp8_format f = fa_fp8_format_of(fp8);
-    float mx = 0.0f;
-    for (int i = 0; i < n; i++) mx = fmaxf(mx, fabsf(ds[i]));
+    const float mx = kern->abs_max(ds, n);
     const float sds = mx < (float)FA_FP8_EPSILON ? 0.0f : (float)fa_fp8_max(fp8) / mx;
-    for (int i = 0; i < n; i++) ds[i] = fa_fp8_round_f32(ds[i] * sds, &f);
+    kern->fp8_round(ds, n, sds, &f);
     return sds == 0.0f ? 0.0f : 1.0f / sds;
-}
-
-/* acc += (x a) b over n values. */
-static void add_scaled(float *acc, const float *x, int n, float a, float b)
-{
-    for (int i = 0; i < n; i++) acc[i] += x[i] * a * b;
 }
 
 /* One (query tile, kv tile) step of head (b, h); pos gives the tile. */
@@ -375,8 +356,9 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
         const int64_t n2 = pos->h / p->G;
         dsq = (float)fa_fp8_dscale(&p->dsq, pos->b, pos->h, q0), dsk = (float)fa_fp8_dscale(&p->dsk, pos->b, n2, pos->k0);
         dsdy = (float)fa_fp8_dscale(&p->dsdy, pos->b, pos->h, q0);
-        scale_tile(S, bq * bk, dsq, dsk);
-        scale_tile(dP, bq * bk, dsdy, (float)fa_fp8_dscale(&p->dsv, pos->b, n2, pos->k0));
+        /* de-quantised per (row block, column block), in the golden's order (x a) b */
+        c->kern->scale2(S, S, bq * bk, dsq, dsk, false);
+        c->kern->scale2(dP, dP, bq * bk, dsdy, (float)fa_fp8_dscale(&p->dsv, pos->b, n2, pos->k0), false);
     }
     float scale = (float)p->scale;
     if (fa_scores_needed(p, cls)) {
@@ -393,19 +375,19 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     float *dq_i = dq_part + q0 * p->D;
     if (p->fp8) { /* Pq = fp8(P keep / kp); dSq = fp8(dS sds); every product scaled after its GEMM */
         const fa_fp8_format f = fa_fp8_format_of(p->dtype);
-        round_tile_fp8(S, bq * bk, &f);
-        const float ids = quantise_ds(dP, bq * bk, p->dtype);
+        c->kern->fp8_round(S, bq * bk, 1.0f, &f);
+        const float ids = quantise_ds(c->kern, dP, bq * bk, p->dtype);
         const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
         float *tmp = (float *)th[TH_FP8];
         c->kern->to_bf16(S, bq, bk, (uint16_t *)th[TH_PV], bk, true); /* f8 values are exact in bf16 */
         c->kern->to_bf16(dP, bq, bk, (uint16_t *)th[TH_DSV], bk, true);
         c->kern->to_bf16(dP, bq, bk, (uint16_t *)th[TH_DSN], bk, false);
         tile_gemm_run(&gm->dv, dyt_i, th[TH_PV], tmp);
-        add_scaled((float *)th[TH_DV], tmp, (int)p->Dv * bk, dsdy, 1.0f);
+        c->kern->scale2((float *)th[TH_DV], tmp, (int)p->Dv * bk, dsdy, 1.0f, true);
         tile_gemm_run(&gm->dk, qt_i, th[TH_DSV], tmp);
-        add_scaled((float *)th[TH_DK], tmp, (int)p->D * bk, ids, dsq);
+        c->kern->scale2((float *)th[TH_DK], tmp, (int)p->D * bk, ids, dsq, true);
         tile_gemm_run(&gm->dq, th[TH_DSN], th[TH_KN], tmp);
-        add_scaled(dq_i, tmp, bq * (int)p->D, ids, dsk);
+        c->kern->scale2(dq_i, tmp, bq * (int)p->D, ids, dsk, true);
     } else if (bf16) {
         const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
         c->kern->to_bf16(S, bq, bk, (uint16_t *)th[TH_PV], bk, true);

@@ -9,6 +9,7 @@
 
 #include "attnops.h"
 #include "core/philox.h"
+#include "fa/fa_fp8.h"
 
 typedef enum cpu_isa { CPU_ISA_PORTABLE = 0, CPU_ISA_AVX512 = 1 } cpu_isa;
 
@@ -48,6 +49,14 @@ typedef struct fa_tile_kernels {
     /* Blocks blocks[0..n) (n <= 16, any indices) into out[16 * i]: the tile
      * form, which gathers the few blocks of many rows into one pass. */
     void (*philox_blocks)(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out);
+    /* FP8 (spec 6): x[i] = f8(x[i] * scale) as a float, rounded to nearest
+     * even, bit for bit fa_fp8_round_f32 of the float product. */
+    void (*fp8_round)(float *x, int n, float scale, const fa_fp8_format *f);
+    /* max |x[i]| over n values (0 for n = 0; NaNs, quiet or signalling, are ignored). */
+    float (*abs_max)(const float *x, int n);
+    /* y[i] = x[i] * a * b (in that order), plus y[i] first when accumulate;
+     * y may be x.  The FP8 block scales applied around its GEMMs. */
+    void (*scale2)(float *y, const float *x, int n, float a, float b, bool accumulate);
 } fa_tile_kernels;
 
 const fa_tile_kernels *fa_tile_kernels_get(void);

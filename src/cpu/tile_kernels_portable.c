@@ -85,5 +85,24 @@ static void philox_blocks(const ao_philox *g, const uint64_t *blocks, int n, uin
     for (int i = 0; i < n; i++) ao_philox_bytes(g, blocks[i] * 16, 16, out + 16 * i);
 }
 
-const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd, softmax_bwd, to_bf16,         scale_rows,
-                                                  add_bias,    add_alibi,   ao_philox_bytes, philox_blocks};
+static void fp8_round(float *x, int n, float scale, const fa_fp8_format *f)
+{
+    for (int i = 0; i < n; i++) x[i] = fa_fp8_round_f32(x[i] * scale, f);
+}
+
+static float abs_max(const float *x, int n)
+{
+    float m = 0.0f;
+    for (int i = 0; i < n; i++) /* a comparison, not fmaxf: glibc's fmaxf turns a signalling NaN into NaN */
+        if (fabsf(x[i]) > m) m = fabsf(x[i]);
+    return m;
+}
+
+static void scale2(float *y, const float *x, int n, float a, float b, bool accumulate)
+{
+    for (int i = 0; i < n; i++) y[i] = accumulate ? y[i] + x[i] * a * b : x[i] * a * b;
+}
+
+const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd,     softmax_bwd,   to_bf16,   scale_rows, add_bias,
+                                                  add_alibi,       ao_philox_bytes, philox_blocks, fp8_round, abs_max,
+                                                  scale2};

@@ -8,6 +8,9 @@
 # per check; the first failure prints "check_install: FAIL: ..." and exits 1.
 # KEEP_TMP=1 keeps the temporary directory.
 set -euo pipefail
+# `cmd | grep -q` would fail under pipefail whenever grep exits at its first
+# match and cmd dies of SIGPIPE; match on captured output instead.
+has() { grep -q -- "$2" <<<"$1"; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${1:?usage: check_install.sh BUILD_DIR [CMAKE] [CC]}
@@ -62,9 +65,9 @@ say "SONAME libattnops.so.0"
 # shellcheck disable=SC2046
 "$cc" -std=c11 -Wall -Wextra -Werror -o "$tmp/hello" "$src" $(pkg-config --cflags --libs attnops) \
     >"$tmp/cc.log" 2>&1 || { show_log "$tmp/cc.log"; fail "cc hello_attnops.c \$(pkg-config --cflags --libs attnops) failed"; }
-readelf -d "$tmp/hello" | grep -q 'NEEDED.*\[libattnops\.so\.0\]' \
+has "$(readelf -d "$tmp/hello")" 'NEEDED.*\[libattnops\.so\.0\]' \
     || fail "the pkg-config consumer does not record NEEDED libattnops.so.0"
-LD_LIBRARY_PATH=$libdir ldd "$tmp/hello" | grep -q "libattnops.so.0 => $libdir/" \
+has "$(LD_LIBRARY_PATH=$libdir ldd "$tmp/hello")" "libattnops.so.0 => $libdir/" \
     || fail "with LD_LIBRARY_PATH=$libdir the consumer does not resolve libattnops.so.0 there"
 out=$(LD_LIBRARY_PATH=$libdir "$tmp/hello" 2>&1) || { echo "$out" >&2; fail "the pkg-config consumer (shared) failed"; }
 say "pkg-config shared: $out"
@@ -75,7 +78,7 @@ static_libs=$(pkg-config --static --libs attnops | sed 's/-lattnops\b/-l:libattn
 "$cc" -std=c11 -o "$tmp/hello_static" "$src" $(pkg-config --cflags attnops) $static_libs \
     >"$tmp/cc_static.log" 2>&1 \
     || { show_log "$tmp/cc_static.log"; fail "static link with \$(pkg-config --static --libs attnops) failed: Libs.private incomplete?"; }
-if readelf -d "$tmp/hello_static" | grep -q 'NEEDED.*libattnops'; then
+if has "$(readelf -d "$tmp/hello_static")" 'NEEDED.*libattnops'; then
     fail "the static consumer still needs libattnops.so"
 fi
 out=$(env -u LD_LIBRARY_PATH "$tmp/hello_static" 2>&1) || { echo "$out" >&2; fail "the pkg-config consumer (static) failed"; }
@@ -104,7 +107,7 @@ case "$found" in
 esac
 "$cmake_bin" --build "$tmp/consumer/build" >>"$tmp/consumer.log" 2>&1 \
     || { show_log "$tmp/consumer.log"; fail "building against attnops::attnops / attnops::attnops_static failed"; }
-readelf -d "$tmp/consumer/build/hello" | grep -q 'NEEDED.*\[libattnops\.so\.0\]' \
+has "$(readelf -d "$tmp/consumer/build/hello")" 'NEEDED.*\[libattnops\.so\.0\]' \
     || fail "the CMake consumer of attnops::attnops does not record NEEDED libattnops.so.0"
 out=$(LD_LIBRARY_PATH=$libdir "$tmp/consumer/build/hello" 2>&1) \
     || { echo "$out" >&2; fail "the CMake consumer of attnops::attnops failed"; }

@@ -238,5 +238,52 @@ static void philox_bytes(const ao_philox *g, uint64_t first, size_t count, uint8
     }
 }
 
-const fa_tile_kernels fa_tile_kernels_avx512 = {softmax_fwd, softmax_bwd, to_bf16,      scale_rows,
-                                                add_bias,    add_alibi,   philox_bytes, philox_blocks};
+/* fa_fp8_round_f32 on 16 lanes: quantum = 2^(max(exponent, emin) - mantissa
+ * bits) built from the exponent field, y = |x| / quantum (multiplying by the
+ * exact power of two 1 / quantum), rounded to nearest even by roundscale. */
+static void fp8_round(float *x, int n, float scale, const fa_fp8_format *f)
+{
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff), inf_bits = _mm512_set1_epi32(0x7f800000);
+    const __m512i emin = _mm512_set1_epi32(f->emin + 127), man = _mm512_set1_epi32(f->man_bits);
+    const __m512i two_bias = _mm512_set1_epi32(254);
+    const __m512 sc = _mm512_set1_ps(scale), max_finite = _mm512_set1_ps(f->max_finite);
+    const __m512 overflow = _mm512_set1_ps(f->overflow);
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), sc);
+        const __m512i u = _mm512_castps_si512(v), a = _mm512_and_si512(u, absmask);
+        const __m512i qexp = _mm512_sub_epi32(_mm512_max_epi32(_mm512_srli_epi32(a, 23), emin), man);
+        const __m512 quantum = _mm512_castsi512_ps(_mm512_slli_epi32(qexp, 23));
+        const __m512 inv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(two_bias, qexp), 23));
+        __m512 r = _mm512_mul_ps(_mm512_castsi512_ps(a), inv);
+        r = _mm512_mul_ps(_mm512_roundscale_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), quantum);
+        r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, max_finite, _CMP_GT_OQ), overflow);
+        r = _mm512_mask_mov_ps(r, _mm512_cmpeq_epi32_mask(a, inf_bits), overflow);              /* +-inf */
+        r = _mm512_mask_mov_ps(r, _mm512_cmpgt_epu32_mask(a, inf_bits), _mm512_castsi512_ps(a)); /* NaN */
+        const __m512i sign = _mm512_andnot_si512(absmask, u);
+        _mm512_mask_storeu_ps(x + i, k, _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign)));
+    }
+}
+
+static float abs_max(const float *x, int n)
+{
+    __m512 m = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) /* max(|x|, m): a NaN lane keeps m, as fmaxf ignores NaN */
+        m = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(tail_mask(n - i), x + i)), m);
+    return _mm512_reduce_max_ps(m);
+}
+
+static void scale2(float *y, const float *x, int n, float a, float b, bool accumulate)
+{
+    const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), va), vb);
+        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, y + i), v);
+        _mm512_mask_storeu_ps(y + i, k, v);
+    }
+}
+
+const fa_tile_kernels fa_tile_kernels_avx512 = {softmax_fwd, softmax_bwd,  to_bf16,       scale_rows, add_bias,
+                                                add_alibi,   philox_bytes, philox_blocks, fp8_round,  abs_max,
+                                                scale2};
