@@ -19,8 +19,9 @@ boolean attn_mask is True = takes part, so the peer passes ~mask):
   mask=bandW     boolean attn_mask [S1, S2] of the mode-4 band (pre = next =
                  W/2, right-down origin)
   mask=mask1     boolean attn_mask [S1, S2], ~(j > i)
-Cases with a pse (alibi2, bnss) and cases marked peer=no are skipped (listed
-as skipped, no numbers).
+keep=P runs SDPA with dropout_p = 1 - P (PyTorch's CPU SDPA then takes its
+unfused math path).  Cases with a pse (alibi2, bnss), FP8 cases, det=1 cases
+and cases marked peer=no are skipped (listed as skipped, no numbers).
 
 Forward: SDPA under torch.no_grad().  Backward: each repetition builds a fresh
 forward graph (untimed) and times torch.autograd.grad(out, (q, k, v), dy)
@@ -45,8 +46,10 @@ import time
 
 DTYPES = {"f32": "float32", "fp32": "float32", "float32": "float32",
           "bf16": "bfloat16", "bfloat16": "bfloat16",
-          "f16": "float16", "fp16": "float16", "float16": "float16"}
-DTYPE_NAME = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+          "f16": "float16", "fp16": "float16", "float16": "float16",
+          "f8_e4m3fn": "float8_e4m3fn", "fp8_e4m3fn": "float8_e4m3fn", "f8_e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2"}
+DTYPE_NAME = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float8_e4m3fn": "f8_e4m3fn",
+              "float8_e5m2": "f8_e5m2"}
 LAYOUTS = ("BNSD", "BSND", "BSH", "SBH")
 
 
@@ -62,13 +65,15 @@ def canonical_name(c):
     lay = f"_{c['layout']}" if c["layout"] != "BNSD" else ""
     m = f"_{mask_tag(c)}" if c["mask"] != "none" else ""
     p = f"_{c['pse']}" if c["pse"] != "none" else ""
+    k = f"_keep{round(c['keep'] * 100)}" if c["keep"] else ""
+    det = "_det" if c["det"] else ""
     return (f"{c['dir']}_{DTYPE_NAME[c['dtype']]}_B{c['B']}_N{c['N1']}{g}"
-            f"_S{c['S1']}{s2}_D{c['D']}{dv}{lay}{m}{p}")
+            f"_S{c['S1']}{s2}_D{c['D']}{dv}{lay}{m}{p}{k}{det}")
 
 
 def parse_options(c, opts, spec):
     """The optional key=value fields of bench_fa.c parse_option()."""
-    c.update(mask="none", band_w=0, pse="none", peer=True)
+    c.update(mask="none", band_w=0, pse="none", peer=True, keep=0.0, det=0)
     for o in opts:
         key, eq, v = o.partition("=")
         if not eq:
@@ -89,8 +94,19 @@ def parse_options(c, opts, spec):
             if v not in ("yes", "no"):
                 sys.exit(f"peer_torch: peer must be yes or no in case '{spec}'")
             c["peer"] = v == "yes"
+        elif key == "keep":
+            try:
+                c["keep"] = float(v)
+            except ValueError:
+                sys.exit(f"peer_torch: keep=P needs a number in '{spec}'")
+            if not 0.0 < c["keep"] < 1.0:
+                sys.exit(f"peer_torch: keep=P needs 0 < P < 1 in '{spec}'")
+        elif key == "det":
+            if v not in ("0", "1"):
+                sys.exit(f"peer_torch: det must be 0 or 1 in case '{spec}'")
+            c["det"] = int(v)
         else:
-            sys.exit(f"peer_torch: unknown optional case field in '{spec}' (known: mask=, pse=, peer=)")
+            sys.exit(f"peer_torch: unknown optional case field in '{spec}' (known: mask=, pse=, peer=, keep=, det=)")
 
 
 def parse_case(spec, quick):
@@ -127,6 +143,10 @@ def skip_reason(c):
         return "peer=no"
     if c["pse"] != "none":
         return f"pse={c['pse']}: no SDPA equivalent"
+    if c["dtype"].startswith("float8"):
+        return "FP8: no SDPA equivalent"
+    if c["det"]:
+        return "det=1: no SDPA equivalent"
     return None
 
 
@@ -187,6 +207,8 @@ class Case:
             kw["is_causal"] = True
         if self.attn_mask is not None:
             kw["attn_mask"] = self.attn_mask
+        if self.c["keep"]:
+            kw["dropout_p"] = 1.0 - self.c["keep"]
         return F.scaled_dot_product_attention(q, k, v, scale=self.scale, **kw)
 
     def run(self):

@@ -14,7 +14,8 @@
 #   4. merges everything into build/bench/results.json (medians over rounds,
 #      GFLOP/s, % of peak, speedups vs torch, and the ratios between cases:
 #      masked vs dense, band vs proportional, pse vs plain, varlen vs the
-#      dense sequence of the same total work), prints two
+#      dense sequence of the same total work, dropout vs none, deterministic
+#      vs default, FP8 vs bf16), prints two
 #      markdown tables (cases; ratios with their targets) and writes them to
 #      build/bench/results.md.  It checks nothing: no pass/fail.
 #
@@ -157,7 +158,7 @@ for line in os.environ["BENCH_CASE_LIST"].splitlines():
     f = body.split(",")
     c = dict(zip(("B", "N1", "N2", "S1", "S2", "D", "Dv"), map(int, f[:7])))
     c.update(name=name, dtype=f[7], layout=f[8], dir=f[9], mask="none", pse="none", peer=True, varlen=0,
-             varlen_dense=0)
+             varlen_dense=0, keep=0.0, det=0)
     # optional fields, as `bench_fa --list-cases` prints them (already checked by it)
     for o in f[10:]:
         k, _, v = o.partition("=")
@@ -165,8 +166,10 @@ for line in os.environ["BENCH_CASE_LIST"].splitlines():
             c["peer"] = v != "no"
         elif k in ("mask", "pse"):
             c[k] = v
-        elif k in ("varlen", "varlen_dense"):
+        elif k in ("varlen", "varlen_dense", "det"):
             c[k] = int(v)
+        elif k == "keep":
+            c[k] = float(v)
     # FLOPs as bench_fa counts them (it writes them): a varlen case's real work
     # sum_i L_i^2, a varlen_dense case's L_eq^2 (its S1, S2 here are T)
     gfs = [a[f"{name}_gflop"] for a in A if isinstance(a.get(f"{name}_gflop"), (int, float))]
@@ -177,7 +180,8 @@ for line in os.environ["BENCH_CASE_LIST"].splitlines():
         c["gflop"] = (2.5 * fl if c["dir"] == "bwd" else fl) * 1e-9
     vtag = (f"_varlen{c['varlen']}" if c["varlen"] else
             f"_varlen{c['varlen_dense']}dense" if c["varlen_dense"] else "")
-    c["tags"] = vtag + "".join(f"_{c[k]}" for k in ("mask", "pse") if c[k] != "none")
+    c["tags"] = (vtag + "".join(f"_{c[k]}" for k in ("mask", "pse") if c[k] != "none")
+                 + (f"_keep{round(c['keep'] * 100)}" if c["keep"] else "") + ("_det" if c["det"] else ""))
     cases.append(c)
 
 res = {
@@ -228,7 +232,7 @@ rows = []
 for c in cases:
     n = c["name"]
     ms = med(A, f"{n}_ms_median")
-    pk = "bf16" if c["dtype"] == "bf16" else "f32"
+    pk = "bf16" if c["dtype"] in ("bf16", "f8_e4m3fn", "f8_e5m2") else "f32"  # FP8 runs bf16 GEMMs
     gf = c["gflop"] / (ms * 1e-3) if ms else None
     # Ratios are taken within each round (side by side), then the median:
     # % of peak against that round's peak, speedup against that round's torch.
@@ -267,17 +271,43 @@ def dense_of(c):
     return None
 
 
+def is_variant(c):
+    return bool(c["keep"] or c["det"] or c["dtype"].startswith("f8"))
+
+
 def base_of(c):
     """A pse case against the same case without pse (mask kept); a masked case
     against the same case without mask.  None when there is no such case."""
-    if c["mask"] == "none" and c["pse"] == "none":
+    if (c["mask"] == "none" and c["pse"] == "none") or is_variant(c):
         return None
     for b in cases:
-        if b is c or not same_shape(c, b) or b["pse"] != "none":
+        if b is c or not same_shape(c, b) or b["pse"] != "none" or is_variant(b):
             continue
         if (b["mask"] == c["mask"]) if c["pse"] != "none" else (b["mask"] == "none"):
             return b
     return None
+
+
+def variant_base(c):
+    """A keep=P, det=1 or FP8 case against the same case without that one
+    feature (FP8 against bf16), as bench_fa.c variant_base: (case, kind) or
+    (None, None)."""
+    if not is_variant(c):
+        return None, None
+    for b in cases:
+        if b is c or b["mask"] != c["mask"] or b["pse"] != c["pse"]:
+            continue
+        if not all(b[k] == c[k] for k in ("B", "N1", "N2", "S1", "S2", "D", "Dv", "layout", "dir", "varlen",
+                                          "varlen_dense")):
+            continue
+        if c["keep"] and not b["keep"] and b["det"] == c["det"] and b["dtype"] == c["dtype"]:
+            return b, "ratio_vs_no_dropout"
+        if not c["keep"] and c["det"] and not b["det"] and not b["keep"] and b["dtype"] == c["dtype"]:
+            return b, "ratio_vs_default"
+        if (not c["keep"] and not c["det"] and c["dtype"].startswith("f8") and b["dtype"] == "bf16"
+                and not b["keep"] and not b["det"]):
+            return b, "ratio_vs_bf16"
+    return None, None
 
 
 def short(c):
@@ -294,6 +324,14 @@ def ratio_target(c, kind):
     if kind == "ratio_vs_dense_rate":
         return "≥ 0.8" if (c["varlen"] == 32 and c["S1"] == 16384 and c["D"] == c["Dv"] == 128
                            and c["N1"] == c["N2"]) else ""
+    if kind == "ratio_vs_no_dropout":
+        return "≤ 1.25" if c["keep"] == 0.9 and c["dir"] == "bwd" else ""
+    if kind == "ratio_vs_default":
+        return "≤ 1.10" if c["dir"] == "bwd" else ""
+    if kind == "ratio_vs_bf16":
+        return "reported (time ratio)"
+    if kind == "speedup_vs_torch" and c["keep"]:
+        return "≥ 2× (torch's unfused dropout path)"
     if (c["layout"] != "BNSD" or c["D"] != 128 or c["Dv"] != 128 or c["N1"] != c["N2"] or c["B"] != 1
             or c["S1"] != 4096 or c["S2"] != 4096):
         return ""
@@ -311,6 +349,8 @@ def ratio_target(c, kind):
 
 
 def torch_call(c):
+    if c["keep"] and c["mask"] == "none":
+        return f"SDPA dropout_p={1 - c['keep']:g}"
     if c["mask"] == "causal2" or (c["mask"] == "causal3" and c["S1"] == c["S2"]):
         return "SDPA is_causal=True"
     return "SDPA boolean attn_mask (~mask)"
@@ -332,6 +372,15 @@ for c in cases:
         ratio_rows.append(f"| `{lab}_ratio_vs_dense_rate` | {fmt(v, '.3f')} | GFLOP/s / GFLOP/s of `{dn}` "
                           f"(one sequence of the same Σ L², {c['varlen']} sequences in T = {c['S1']}) "
                           f"| {ratio_target(c, 'ratio_vs_dense_rate')} |")
+    vb, vkind = variant_base(c)
+    if vb is not None:
+        rs = [a[f"{n}_ms_median"] / a[f"{vb['name']}_ms_median"] for a in A
+              if a.get(f"{n}_ms_median") and a.get(f"{vb['name']}_ms_median")]
+        v = statistics.median(rs) if rs else None
+        if v is not None:
+            res[f"{lab}_{vkind}"] = v
+        ratio_rows.append(f"| `{lab}_{vkind}` | {fmt(v, '.3f')} | time / time of `{vb['name']}` "
+                          f"| {ratio_target(c, vkind)} |")
     fracs = [a[f"{n}_unmasked_fraction"] for a in A if isinstance(a.get(f"{n}_unmasked_fraction"), (int, float))]
     frac = fracs[0] if fracs else 1.0
     if c["mask"] != "none":

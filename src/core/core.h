@@ -40,6 +40,34 @@ static inline float ao_bf16_to_f32(uint16_t b)
     union { uint32_t u; float f; } x = {(uint32_t)b << 16};
     return x.f;
 }
+/* f8 -> f32, inline for the packers (attnops_f8_*_to_f32 call these):
+ * built from bits, every NaN decoded to the canonical one as ml_dtypes does. */
+static inline float ao_bits_f32(uint32_t u)
+{
+    union { uint32_t u; float f; } x = {u};
+    return x.f;
+}
+static inline float ao_f8_e4m3fn_to_f32(uint8_t b)
+{
+    const uint32_t sign = (uint32_t)(b & 0x80u) << 24, exp = (b >> 3) & 0xfu, man = b & 7u;
+    if ((b & 0x7fu) == 0x7fu) return ao_bits_f32(sign | 0x7fc00000u); /* the format's only NaN, no infinity */
+    if (exp == 0) { /* subnormal or zero, exact */
+        union { float f; uint32_t u; } m = {(float)man * 0x1p-9f};
+        return ao_bits_f32(sign | m.u);
+    }
+    return ao_bits_f32(sign | ((exp + 120u) << 23) | (man << 20)); /* re-bias 7 -> 127 */
+}
+static inline float ao_f8_e5m2_to_f32(uint8_t b)
+{
+    const uint32_t sign = (uint32_t)(b & 0x80u) << 24, exp = (b >> 2) & 0x1fu, man = b & 3u;
+    if (exp == 31) return ao_bits_f32(sign | (man ? 0x7fc00000u : 0x7f800000u)); /* NaN (canonical) or inf */
+    if (exp == 0) { /* subnormal or zero, exact */
+        union { float f; uint32_t u; } m = {(float)man * 0x1p-16f};
+        return ao_bits_f32(sign | m.u);
+    }
+    return ao_bits_f32(sign | ((exp + 112u) << 23) | (man << 21)); /* re-bias 15 -> 127 */
+}
+
 static inline uint16_t ao_f32_to_bf16(float f)
 {
     union { float f; uint32_t u; } x = {f};

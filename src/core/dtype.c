@@ -85,23 +85,10 @@ float attnops_f16_to_f32(uint16_t h)
 
 float attnops_bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
 
-/* e5m2 is the top byte of an f16, except that ml_dtypes decodes every NaN
- * payload to the one canonical NaN. */
-float attnops_f8_e5m2_to_f32(uint8_t b)
-{
-    if ((b & 0x7fu) > 0x7cu) return bits_f32(((uint32_t)(b & 0x80u) << 24) | 0x7fc00000u);
-    return attnops_f16_to_f32((uint16_t)(b << 8));
-}
-
-/* Built from bits: a float multiply by -1 would not set the sign of a NaN. */
-float attnops_f8_e4m3fn_to_f32(uint8_t b)
-{
-    uint32_t sign = (uint32_t)(b & 0x80u) << 24;
-    uint32_t exp = (b >> 3) & 0xfu, man = b & 7u;
-    if ((b & 0x7fu) == 0x7fu) return bits_f32(sign | 0x7fc00000u); /* the format's only NaN, no infinity */
-    if (exp == 0) return bits_f32(sign | f32_bits((float)man * 0x1p-9f)); /* subnormal or zero, exact */
-    return bits_f32(sign | ((exp + 120u) << 23) | (man << 20));       /* re-bias 7 -> 127 */
-}
+/* Built from bits (core.h): a float multiply by -1 would not set the sign
+ * of a NaN; ml_dtypes decodes every NaN payload to the one canonical NaN. */
+float attnops_f8_e5m2_to_f32(uint8_t b) { return ao_f8_e5m2_to_f32(b); }
+float attnops_f8_e4m3fn_to_f32(uint8_t b) { return ao_f8_e4m3fn_to_f32(b); }
 
 /* ---- encoding ---- */
 

@@ -19,6 +19,11 @@ static void load_row(pack_elem elem, const char *src, attnops_dtype dtype, int64
         if (dtype == ATTNOPS_DTYPE_BF16) {
             if (stride == 1) memcpy(out, src, (size_t)n * 2);
             else for (int64_t i = 0; i < n; i++) out[i] = ((const uint16_t *)src)[i * stride];
+        } else if (dtype == ATTNOPS_DTYPE_F8_E4M3FN || dtype == ATTNOPS_DTYPE_F8_E5M2) { /* exact in bf16 */
+            const uint8_t *f8 = (const uint8_t *)src;
+            for (int64_t i = 0; i < n; i++)
+                out[i] = ao_f32_to_bf16(dtype == ATTNOPS_DTYPE_F8_E4M3FN ? ao_f8_e4m3fn_to_f32(f8[i * stride])
+                                                                      : ao_f8_e5m2_to_f32(f8[i * stride]));
         } else {
             for (int64_t i = 0; i < n; i++)
                 out[i] = attnops_f32_to_bf16(ao_load_f32(src + i * stride * (int64_t)attnops_dtype_size(dtype), dtype));
@@ -36,6 +41,12 @@ static void load_row(pack_elem elem, const char *src, attnops_dtype dtype, int64
         break;
     case ATTNOPS_DTYPE_BF16:
         for (int64_t i = 0; i < n; i++) out[i] = ao_bf16_to_f32(((const uint16_t *)src)[i * stride]);
+        break;
+    case ATTNOPS_DTYPE_F8_E4M3FN:
+        for (int64_t i = 0; i < n; i++) out[i] = ao_f8_e4m3fn_to_f32(((const uint8_t *)src)[i * stride]);
+        break;
+    case ATTNOPS_DTYPE_F8_E5M2:
+        for (int64_t i = 0; i < n; i++) out[i] = ao_f8_e5m2_to_f32(((const uint8_t *)src)[i * stride]);
         break;
     default:
         for (int64_t i = 0; i < n; i++)
@@ -151,23 +162,38 @@ void pack_cols(pack_elem elem, const fa_view *v, int64_t b, int64_t n, int64_t s
     for_each_chunk(elem, v, b, n, s0, rows, S, cols, put_col, &ctx);
 }
 
-/* bf16 rows read in place (no conversion needed): the common case, which
- * the packers below take without the per-element chunk path. */
-static const uint16_t *bf16_row(const fa_view *v, int64_t b, int64_t n, int64_t s)
+/* The VNNI packers below take contiguous rows of bf16 (read in place) or
+ * of f8 (converted a row at a time: f8 values are exact in bf16) without
+ * the per-element chunk path; row conversions go through `buf`. */
+static bool bf16_rows(const fa_view *v, int64_t cols)
 {
-    return (const uint16_t *)fa_at(v, b, n, s, 0);
+    const bool f8 = v->dtype == ATTNOPS_DTYPE_F8_E4M3FN || v->dtype == ATTNOPS_DTYPE_F8_E5M2;
+    return v->sd == 1 && (v->dtype == ATTNOPS_DTYPE_BF16 || (f8 && cols <= CHUNK));
 }
 
-static bool bf16_in_place(const fa_view *v) { return v->dtype == ATTNOPS_DTYPE_BF16 && v->sd == 1; }
+static const uint16_t *bf16_row(const fa_view *v, int64_t b, int64_t n, int64_t s, int64_t cols, uint16_t *buf)
+{
+    const char *at = fa_at(v, b, n, s, 0);
+    if (v->dtype == ATTNOPS_DTYPE_BF16) return (const uint16_t *)at;
+    const uint8_t *f8 = (const uint8_t *)at;
+    for (int64_t c = 0; c < cols; c++) { /* the f32 bits of an f8 value have 16 zero low bits */
+        const float x = v->dtype == ATTNOPS_DTYPE_F8_E4M3FN ? ao_f8_e4m3fn_to_f32(f8[c]) : ao_f8_e5m2_to_f32(f8[c]);
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        buf[c] = (uint16_t)(u >> 16);
+    }
+    return buf;
+}
 
 void pack_rows_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
                     uint16_t *dst, int64_t ld)
 {
-    if (bf16_in_place(v)) { /* interleave row pairs: out[c] = (row r, row r+1) */
+    if (bf16_rows(v, cols)) { /* interleave row pairs: out[c] = (row r, row r+1) */
+        uint16_t buf_a[CHUNK], buf_b[CHUNK];
         const int64_t nv = valid_rows(s0, rows, S);
         for (int64_t r = 0; r < rows; r += 2) {
-            const uint16_t *a = r < nv ? bf16_row(v, b, n, s0 + r) : NULL;
-            const uint16_t *c1 = r + 1 < nv ? bf16_row(v, b, n, s0 + r + 1) : NULL;
+            const uint16_t *a = r < nv ? bf16_row(v, b, n, s0 + r, cols, buf_a) : NULL;
+            const uint16_t *c1 = r + 1 < nv ? bf16_row(v, b, n, s0 + r + 1, cols, buf_b) : NULL;
             uint16_t *out = dst + (r / 2) * ld * 2;
             if (c1) /* both rows present: the common case, kept branch-free */
                 for (int64_t c = 0; c < cols; c++) out[2 * c] = a[c], out[2 * c + 1] = c1[c];
@@ -186,7 +212,7 @@ void pack_rows_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t 
 void pack_cols_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t rows, int64_t S, int64_t cols,
                     int64_t cols_pad, uint16_t *dst, int64_t ld)
 {
-    if (bf16_in_place(v)) {
+    if (bf16_rows(v, cols)) {
         /* Columns (c, c+1) of a row are adjacent in the source and in the
          * destination: a transpose of 32-bit pairs, [rows][cols/2] -> [cols/2][ld],
          * in blocks of 16 rows so the scattered writes stay in a few lines. */
@@ -199,7 +225,8 @@ void pack_cols_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t 
                     for (int64_t k = 0; k < pairs; k++) out[k * ld + r] = 0;
                     continue;
                 }
-                const uint16_t *row = bf16_row(v, b, n, s0 + r);
+                uint16_t buf[CHUNK];
+                const uint16_t *row = bf16_row(v, b, n, s0 + r, cols, buf);
                 for (int64_t k = 0; k < whole; k++) {
                     uint32_t pair;
                     memcpy(&pair, row + 2 * k, sizeof pair); /* little-endian: column 2k in the low half */
