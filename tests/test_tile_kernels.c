@@ -128,6 +128,24 @@ static void check_scale2(const fa_tile_kernels *k, const char *isa)
     }
 }
 
+/* apply_keep, bit for bit the plain-C statement, ragged tiles. */
+static void check_apply_keep(const fa_tile_kernels *k, const char *isa)
+{
+    enum { R = 7, LD = 70 };
+    static float x[R * LD], got[R * LD];
+    static uint8_t keep[R * LD];
+    tu_rng r = tu_rng_make(9);
+    for (int i = 0; i < R * LD; i++) x[i] = (float)tu_randn(&r), keep[i] = (uint8_t)(tu_next(&r) & 1);
+    memcpy(got, x, sizeof x);
+    k->apply_keep(got, keep, R, 67, LD, 1.0f / 0.9f);
+    int bad = 0;
+    for (int i = 0; i < R * LD; i++) {
+        const float want = i % LD < 67 ? x[i] * ((float)keep[i] * (1.0f / 0.9f)) : x[i];
+        bad += memcmp(&want, &got[i], 4) != 0;
+    }
+    TU_CHECK(bad == 0, "%s apply_keep: %d values differ", isa, bad);
+}
+
 int main(void)
 {
     int passed = 0, before = tu_failures;
@@ -135,6 +153,7 @@ int main(void)
     check_fp8(&fa_tile_kernels_portable, "portable", ATTNOPS_DTYPE_F8_E4M3FN);
     check_fp8(&fa_tile_kernels_portable, "portable", ATTNOPS_DTYPE_F8_E5M2);
     check_scale2(&fa_tile_kernels_portable, "portable");
+    check_apply_keep(&fa_tile_kernels_portable, "portable");
     check_philox(&fa_tile_kernels_portable, "portable");
     passed += tu_failures == before;
     if (cpu_isa_get() == CPU_ISA_AVX512) {
@@ -144,6 +163,7 @@ int main(void)
         check_fp8(&fa_tile_kernels_avx512, "avx512", ATTNOPS_DTYPE_F8_E4M3FN);
         check_fp8(&fa_tile_kernels_avx512, "avx512", ATTNOPS_DTYPE_F8_E5M2);
         check_scale2(&fa_tile_kernels_avx512, "avx512");
+        check_apply_keep(&fa_tile_kernels_avx512, "avx512");
         passed += tu_failures == before;
     }
     return tu_finish("test_tile_kernels", passed);

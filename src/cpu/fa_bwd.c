@@ -138,9 +138,12 @@ static void count_tile_work(const fa_problem *p, int64_t b, int bk, int64_t *wor
 }
 
 /* 128-row query tiles run the GEMMs faster, but under a narrow band each
- * one spans 128 rows' worth of extra key columns.  Switch to 64 rows when
- * that waste exceeds 8 % of the 64-row tiling's work (a band of 512 keys:
- * ~10 %; 1024: ~6 %; causal: ~2 %). */
+ * one spans 128 rows' worth of extra key columns, and short (varlen)
+ * sequences pad to 128 rows.  Switch to 64 rows when that waste exceeds 4 %
+ * of the 64-row tiling's work: band 512: ~10 %, band 1024: ~6 %, the bench's
+ * 32 varlen sequences of 160..861: ~6 % (measured here: 64-row tiles were
+ * as fast or faster on all three, bf16 varlen 0.76 -> 0.82 of the dense
+ * rate); causal (~2 %) and band 2048 (~3 %) keep 128. */
 static bool narrow_tiles_pay(const fa_problem *p, const int64_t *work64, const int64_t *work128, int64_t stride)
 {
     if (p->fp8) return false; /* dS is quantised per 128 x 128 tile: the query tile must be 128 */
@@ -149,7 +152,7 @@ static bool narrow_tiles_pay(const fa_problem *p, const int64_t *work64, const i
         const int64_t nk = (fa_kv_len(p, b) + FA_BK - 1) / FA_BK;
         w64 += work64[b * stride + nk], w128 += work128[b * stride + nk];
     }
-    return w128 * 100 > w64 * 108;
+    return w128 * 100 > w64 * 104;
 }
 
 /* Sizes are planned for the larger query tile, so the workspace size never
@@ -304,17 +307,6 @@ static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, in
     }
 }
 
-/* x[r][c] *= keep[r][c] * scale over a tile with rows ld apart: branch-free,
- * as the keep bits are random and a branch per element mispredicts half the time. */
-static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int bk, float scale)
-{
-    for (int r = 0; r < rows; r++) {
-        float *row = x + (size_t)r * bk;
-        const uint8_t *kr = keep + (size_t)r * bk;
-        for (int c = 0; c < cols; c++) row[c] *= (float)kr[c] * scale;
-    }
-}
-
 /* ---- FP8 (spec 6) ---- */
 
 /* dS of one 128 x 128 tile quantised in place, dS = fp8(dS sds) with
@@ -368,10 +360,10 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     uint8_t *keep = (uint8_t *)th[TH_KEEP];
     if (c->drop.active) { /* dS takes dP * keep / keep_prob; dV takes P * keep / keep_prob */
         fa_dropout_tile(&c->drop, p, pos->b, drop_base, pos->h, q0, pos->rows, pos->k0, pos->cols, keep, bk);
-        apply_keep(dP, keep, pos->rows, pos->cols, bk, c->drop.scale);
+        c->kern->apply_keep(dP, keep, pos->rows, pos->cols, bk, c->drop.scale);
     }
     c->kern->softmax_bwd(S, dP, bq, bk, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
-    if (c->drop.active) apply_keep(S, keep, pos->rows, pos->cols, bk, c->drop.scale);
+    if (c->drop.active) c->kern->apply_keep(S, keep, pos->rows, pos->cols, bk, c->drop.scale);
     float *dq_i = dq_part + q0 * p->D;
     if (p->fp8) { /* Pq = fp8(P keep / kp); dSq = fp8(dS sds); every product scaled after its GEMM */
         const fa_fp8_format f = fa_fp8_format_of(p->dtype);

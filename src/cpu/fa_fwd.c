@@ -168,12 +168,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         kern->softmax_fwd(sc->s, trows, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
         if (drop->active) { /* l summed the undropped P; O takes P * keep / keep_prob */
             fa_dropout_tile(drop, p, b, drop_base, h, q0, rows, k0, valid, sc->keep, FA_BK);
-            const float ds = drop->scale; /* branch-free: the keep bits are random */
-            for (int r = 0; r < rows; r++) {
-                float *row = sc->s + (size_t)r * FA_BK;
-                const uint8_t *kr = sc->keep + (size_t)r * FA_BK;
-                for (int c = 0; c < valid; c++) row[c] *= (float)kr[c] * ds;
-            }
+            kern->apply_keep(sc->s, sc->keep, rows, valid, FA_BK, drop->scale);
         }
         kern->scale_rows(sc->o, trows, (int)p->Dv, sc->alpha);
         const tile_gemm *pv = &gm->pv[half_rows][half_keys];

@@ -12,8 +12,8 @@
  * gains nothing more; 128 keys lose ~15 % (the S and dP tiles leave L1).
  * The forward reduces only over keys and is as fast with 64 rows, which pad
  * short (varlen) sequences and narrow bands half as much; the backward drops
- * to 64 rows when a narrow band makes the padding cost more than the GEMMs
- * gain (fa_bwd.c, narrow_tiles_pay). */
+ * to 64 rows when narrow bands or short sequences make the padding cost
+ * more than the GEMMs gain (fa_bwd.c, narrow_tiles_pay). */
 #define FA_BWD_BQ 128
 #define FA_BWD_BQ_NARROW 64 /* the backward's choice under narrow bands */
 #define FA_FWD_BQ 64

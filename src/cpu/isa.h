@@ -57,6 +57,9 @@ typedef struct fa_tile_kernels {
     /* y[i] = x[i] * a * b (in that order), plus y[i] first when accumulate;
      * y may be x.  The FP8 block scales applied around its GEMMs. */
     void (*scale2)(float *y, const float *x, int n, float a, float b, bool accumulate);
+    /* Dropout: x[r][c] *= (float)keep[r][c] * scale (keep bytes 0/1) over
+     * rows x cols of tiles whose rows are ld apart (x and keep alike). */
+    void (*apply_keep)(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale);
 } fa_tile_kernels;
 
 const fa_tile_kernels *fa_tile_kernels_get(void);

@@ -103,6 +103,16 @@ static void scale2(float *y, const float *x, int n, float a, float b, bool accum
     for (int i = 0; i < n; i++) y[i] = accumulate ? y[i] + x[i] * a * b : x[i] * a * b;
 }
 
+/* Branch-free: the keep bits are random, a branch per element would mispredict half the time. */
+static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = x + (size_t)r * (size_t)ld;
+        const uint8_t *kr = keep + (size_t)r * (size_t)ld;
+        for (int c = 0; c < cols; c++) row[c] *= (float)kr[c] * scale;
+    }
+}
+
 const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd,     softmax_bwd,   to_bf16,   scale_rows, add_bias,
                                                   add_alibi,       ao_philox_bytes, philox_blocks, fp8_round, abs_max,
-                                                  scale2};
+                                                  scale2,          apply_keep};

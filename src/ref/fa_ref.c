@@ -128,26 +128,51 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
     }
 }
 
+/* One task of the backward: kv head n2 of batch b, which owns dk/dv of that
+ * head (zeroed here) and dq of its G query heads. */
+typedef struct kv_task {
+    int64_t S1, S2;
+    const double *kh, *vh;
+    double *dkh, *dvh;
+    fa_band band;
+    fa_dropout drop;
+    uint64_t drop_base;
+} kv_task;
+
+static kv_task kv_task_begin(const fa_problem *p, const double *k, const double *v, double *dk, double *dv,
+                             int64_t b, int64_t n2)
+{
+    kv_task t;
+    t.drop = fa_dropout_for(p);
+    t.drop_base = fa_dropout_batch_base(p, &t.drop, b);
+    t.S1 = fa_q_len(p, b), t.S2 = fa_kv_len(p, b);
+    const int64_t kvrow = n2 * p->T2 + canonical_kv(p, b);
+    t.kh = k + kvrow * p->D, t.vh = v + kvrow * p->Dv;
+    t.dkh = dk + kvrow * p->D, t.dvh = dv + kvrow * p->Dv;
+    memset(t.dkh, 0, (size_t)(t.S2 * p->D) * sizeof(double));
+    memset(t.dvh, 0, (size_t)(t.S2 * p->Dv) * sizeof(double));
+    t.band = fa_band_of(p, b, t.S1, t.S2);
+    return t;
+}
+
 void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
                          const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
                          double *scratch)
 {
-    const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, T2 = p->T2;
+    const int64_t D = p->D, Dv = p->Dv, T1 = p->T1;
     /* One task per kv head: it owns dk/dv of that head and dq of its G query heads. */
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
             double *P = scratch + (size_t)thread_id() * 3 * (size_t)p->S2, *dS = P + p->S2;
             uint8_t *keep = (uint8_t *)(dS + p->S2);
-            const fa_dropout drop = fa_dropout_for(p);
-            const uint64_t drop_base = fa_dropout_batch_base(p, &drop, b);
-            const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
-            const int64_t kvrow = n2 * T2 + canonical_kv(p, b);
-            const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
-            double *dkh = dk + kvrow * D, *dvh = dv + kvrow * Dv;
-            memset(dkh, 0, (size_t)(S2 * D) * sizeof *dkh);
-            memset(dvh, 0, (size_t)(S2 * Dv) * sizeof *dvh);
-            const fa_band band = fa_band_of(p, b, S1, S2);
+            const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
+            const fa_dropout drop = t.drop;
+            const uint64_t drop_base = t.drop_base;
+            const int64_t S1 = t.S1, S2 = t.S2;
+            const double *kh = t.kh, *vh = t.vh;
+            double *dkh = t.dkh, *dvh = t.dvh;
+            const fa_band band = t.band;
             for (int64_t g = 0; g < p->G; g++) {
                 const int64_t h = n2 * p->G + g, qrow = h * T1 + canonical_q(p, b);
                 for (int64_t i = 0; i < S1; i++) {
@@ -191,22 +216,20 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
                              const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
                              double *scratch)
 {
-    const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, T2 = p->T2, R = FA_FP8_BLOCK;
+    const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, R = FA_FP8_BLOCK;
     const double fp8_max = fa_fp8_max(p->dtype);
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
             double *P = scratch + (size_t)thread_id() * (2 * (size_t)R + 1) * (size_t)p->S2, *dS = P + R * p->S2;
             uint8_t *keep = (uint8_t *)(dS + R * p->S2);
-            const fa_dropout drop = fa_dropout_for(p);
-            const uint64_t drop_base = fa_dropout_batch_base(p, &drop, b);
-            const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
-            const int64_t kvrow = n2 * T2 + canonical_kv(p, b);
-            const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
-            double *dkh = dk + kvrow * D, *dvh = dv + kvrow * Dv;
-            memset(dkh, 0, (size_t)(S2 * D) * sizeof *dkh);
-            memset(dvh, 0, (size_t)(S2 * Dv) * sizeof *dvh);
-            const fa_band band = fa_band_of(p, b, S1, S2);
+            const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
+            const fa_dropout drop = t.drop;
+            const uint64_t drop_base = t.drop_base;
+            const int64_t S1 = t.S1, S2 = t.S2;
+            const double *kh = t.kh, *vh = t.vh;
+            double *dkh = t.dkh, *dvh = t.dvh;
+            const fa_band band = t.band;
             for (int64_t g = 0; g < p->G; g++) {
                 const int64_t h = n2 * p->G + g, qrow = h * T1 + canonical_q(p, b);
                 for (int64_t i0 = 0; i0 < S1; i0 += R) {

@@ -284,6 +284,20 @@ static void scale2(float *y, const float *x, int n, float a, float b, bool accum
     }
 }
 
+static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale)
+{
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int r = 0; r < rows; r++) {
+        float *row = x + (size_t)r * (size_t)ld;
+        const uint8_t *kr = keep + (size_t)r * (size_t)ld;
+        for (int c = 0; c < cols; c += 16) {
+            const __mmask16 k = tail_mask(cols - c);
+            const __m512 kf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, kr + c)));
+            _mm512_mask_storeu_ps(row + c, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), _mm512_mul_ps(kf, sc)));
+        }
+    }
+}
+
 const fa_tile_kernels fa_tile_kernels_avx512 = {softmax_fwd, softmax_bwd,  to_bf16,       scale_rows, add_bias,
                                                 add_alibi,   philox_bytes, philox_blocks, fp8_round,  abs_max,
-                                                scale2};
+                                                scale2,      apply_keep};
