@@ -218,7 +218,7 @@ def target(c):
         return ""
     if c["dir"] == "fwd":
         return "≥ 70 % of f32 peak" if c["dtype"] == "f32" and std else ""
-    if c["dtype"] == "f16":
+    if c["dtype"] not in ("f32", "bf16"):
         return ""
     pct = "≥ 60 % of f32 peak" if c["dtype"] == "f32" else "≥ 45 % of bf16 peak"
     return f"{pct}; ≥ {'1.8' if big else '1.5'}× torch"
