@@ -155,6 +155,13 @@ static kv_task kv_task_begin(const fa_problem *p, const double *k, const double 
     return t;
 }
 
+/* The dropout keep bytes of query row i of head h against the task's keys. */
+static void task_keep_row(const fa_problem *p, const kv_task *t, int64_t b, int64_t h, int64_t i, uint8_t *keep)
+{
+    if (t->drop.active)
+        fa_dropout_row(&t->drop, fa_dropout_row_start(p, &t->drop, b, t->drop_base, h, i), 0, t->S2, keep);
+}
+
 void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
                          const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
                          double *scratch)
@@ -167,36 +174,30 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
             double *P = scratch + (size_t)thread_id() * 3 * (size_t)p->S2, *dS = P + p->S2;
             uint8_t *keep = (uint8_t *)(dS + p->S2);
             const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
-            const fa_dropout drop = t.drop;
-            const uint64_t drop_base = t.drop_base;
-            const int64_t S1 = t.S1, S2 = t.S2;
-            const double *kh = t.kh, *vh = t.vh;
-            double *dkh = t.dkh, *dvh = t.dvh;
-            const fa_band band = t.band;
             for (int64_t g = 0; g < p->G; g++) {
                 const int64_t h = n2 * p->G + g, qrow = h * T1 + canonical_q(p, b);
-                for (int64_t i = 0; i < S1; i++) {
+                for (int64_t i = 0; i < t.S1; i++) {
                     const int64_t row = qrow + i;
                     const double *qi = q + row * D, *dyi = dy + row * Dv;
                     double *dqi = dq + row * D;
                     const double drow = dot(dyi, o + row * Dv, Dv);
                     /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
                     const bool no_p = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
-                    if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
-                    for (int64_t j = 0; j < S2; j++) {
-                        double s = score(p, &band, b, h, i, j, S1, S2, dot(qi, kh + j * D, D));
-                        const double kept = drop.active ? (keep[j] ? drop.scale_f64 : 0.0) : 1.0;
+                    task_keep_row(p, &t, b, h, i, keep);
+                    for (int64_t j = 0; j < t.S2; j++) {
+                        double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, dot(qi, t.kh + j * D, D));
+                        const double kept = t.drop.active ? (keep[j] ? t.drop.scale_f64 : 0.0) : 1.0;
                         P[j] = no_p ? 0.0 : exp(s - m[row]) / l[row];
-                        dS[j] = P[j] * (dot(dyi, vh + j * Dv, Dv) * kept - drow);
+                        dS[j] = P[j] * (dot(dyi, t.vh + j * Dv, Dv) * kept - drow);
                         P[j] *= kept; /* dv takes the dropped P */
                     }
                     memset(dqi, 0, (size_t)D * sizeof *dqi);
-                    for (int64_t j = 0; j < S2; j++) {
+                    for (int64_t j = 0; j < t.S2; j++) {
                         for (int64_t d = 0; d < D; d++) {
-                            dqi[d] += p->scale * dS[j] * kh[j * D + d];
-                            dkh[j * D + d] += p->scale * dS[j] * qi[d];
+                            dqi[d] += p->scale * dS[j] * t.kh[j * D + d];
+                            t.dkh[j * D + d] += p->scale * dS[j] * qi[d];
                         }
-                        for (int64_t e = 0; e < Dv; e++) dvh[j * Dv + e] += P[j] * dyi[e];
+                        for (int64_t e = 0; e < Dv; e++) t.dvh[j * Dv + e] += P[j] * dyi[e];
                     }
                 }
             }
@@ -224,16 +225,10 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
             double *P = scratch + (size_t)thread_id() * (2 * (size_t)R + 1) * (size_t)p->S2, *dS = P + R * p->S2;
             uint8_t *keep = (uint8_t *)(dS + R * p->S2);
             const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
-            const fa_dropout drop = t.drop;
-            const uint64_t drop_base = t.drop_base;
-            const int64_t S1 = t.S1, S2 = t.S2;
-            const double *kh = t.kh, *vh = t.vh;
-            double *dkh = t.dkh, *dvh = t.dvh;
-            const fa_band band = t.band;
             for (int64_t g = 0; g < p->G; g++) {
                 const int64_t h = n2 * p->G + g, qrow = h * T1 + canonical_q(p, b);
-                for (int64_t i0 = 0; i0 < S1; i0 += R) {
-                    const int64_t rows = S1 - i0 < R ? S1 - i0 : R;
+                for (int64_t i0 = 0; i0 < t.S1; i0 += R) {
+                    const int64_t rows = t.S1 - i0 < R ? t.S1 - i0 : R;
                     const double dsq = fa_fp8_dscale(&p->dsq, b, h, i0), dsdy = fa_fp8_dscale(&p->dsdy, b, h, i0);
                     for (int64_t r = 0; r < rows; r++) { /* P, dS and dv of the block's rows */
                         const int64_t i = i0 + r, row = qrow + i;
@@ -241,23 +236,25 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
                         double drow = 0.0;
                         for (int64_t e = 0; e < Dv; e++) drow += o[row * Dv + e] * (dyi[e] * dsdy);
                         const bool no_p = m[row] == FA_INVALID_ROW_MAX;
-                        if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
-                        for (int64_t j = 0; j < S2; j++) {
-                            const double s = score(p, &band, b, h, i, j, S1, S2, raw_score(p, b, h, i, j, qi, kh + j * D));
-                            const double kept = drop.active ? (keep[j] ? drop.scale_f64 : 0.0) : 1.0;
+                        task_keep_row(p, &t, b, h, i, keep);
+                        for (int64_t j = 0; j < t.S2; j++) {
+                            const double raw = raw_score(p, b, h, i, j, qi, t.kh + j * D);
+                            const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, raw);
+                            const double kept = t.drop.active ? (keep[j] ? t.drop.scale_f64 : 0.0) : 1.0;
                             const double pj = no_p ? 0.0 : exp(s - m[row]) / l[row];
-                            const double dp = dot(dyi, vh + j * Dv, Dv) * dsdy * fa_fp8_dscale(&p->dsv, b, n2, j) * kept;
-                            P[r * S2 + j] = pj;
-                            dS[r * S2 + j] = pj * (dp - drow);
+                            const double dsv = fa_fp8_dscale(&p->dsv, b, n2, j);
+                            const double dp = dot(dyi, t.vh + j * Dv, Dv) * dsdy * dsv * kept;
+                            P[r * t.S2 + j] = pj;
+                            dS[r * t.S2 + j] = pj * (dp - drow);
                             const double pq = fa_fp8_round(pj * kept, p->dtype) * dsdy;
-                            for (int64_t e = 0; e < Dv; e++) dvh[j * Dv + e] += pq * dyi[e];
+                            for (int64_t e = 0; e < Dv; e++) t.dvh[j * Dv + e] += pq * dyi[e];
                         }
                     }
-                    for (int64_t j0 = 0; j0 < S2; j0 += R) { /* one 128 x 128 tile of dS */
-                        const int64_t cols = S2 - j0 < R ? S2 - j0 : R;
+                    for (int64_t j0 = 0; j0 < t.S2; j0 += R) { /* one 128 x 128 tile of dS */
+                        const int64_t cols = t.S2 - j0 < R ? t.S2 - j0 : R;
                         double mx = 0.0;
                         for (int64_t r = 0; r < rows; r++)
-                            for (int64_t c = 0; c < cols; c++) mx = fmax(mx, fabs(dS[r * S2 + j0 + c]));
+                            for (int64_t c = 0; c < cols; c++) mx = fmax(mx, fabs(dS[r * t.S2 + j0 + c]));
                         const double sds = mx < FA_FP8_EPSILON ? 0.0 : fp8_max / mx, ids = sds == 0.0 ? 0.0 : 1.0 / sds;
                         const double dsk = fa_fp8_dscale(&p->dsk, b, n2, j0);
                         for (int64_t r = 0; r < rows; r++) {
@@ -267,16 +264,16 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
                             if (j0 == 0) memset(dqi, 0, (size_t)D * sizeof *dqi);
                             for (int64_t c = 0; c < cols; c++) {
                                 const int64_t j = j0 + c;
-                                const double dsq_ = fa_fp8_round(dS[r * S2 + j] * sds, p->dtype) * ids * p->scale;
+                                const double dsq_ = fa_fp8_round(dS[r * t.S2 + j] * sds, p->dtype) * ids * p->scale;
                                 for (int64_t d = 0; d < D; d++) {
-                                    dqi[d] += dsq_ * dsk * kh[j * D + d];
-                                    dkh[j * D + d] += dsq_ * dsq * qi[d];
+                                    dqi[d] += dsq_ * dsk * t.kh[j * D + d];
+                                    t.dkh[j * D + d] += dsq_ * dsq * qi[d];
                                 }
                             }
                         }
                     }
-                    if (S2 == 0)
-                        for (int64_t r = 0; r < rows; r++) memset(dq + (qrow + i0 + r) * D, 0, (size_t)D * sizeof(double));
+                    if (t.S2 == 0)
+                        memset(dq + (qrow + i0) * D, 0, (size_t)(rows * D) * sizeof(double)); /* adjacent rows */
                 }
             }
         }
