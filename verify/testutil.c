@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compare.h"
 #include "core/core.h"
 
 int tu_failures = 0;
@@ -208,23 +209,11 @@ tu_compare_result tu_compare(const char *label, const double *actual, const doub
 
 tu_compare_result tu_compare_dual(const char *label, const double *actual, const double *expected, int64_t n)
 {
-    const double floor_abs = attnops_f16_to_f32(attnops_f32_to_f16(0.000025f)); /* 2.5033950805664062e-05 */
-    tu_compare_result r = {.pass = true, .n = n, .worst = -1};
-    for (int64_t i = 0; i < n; i++) {
-        const double a = actual[i], e = expected[i];
-        if (isnan(a) || isnan(e)) {
-            if (!(isnan(a) && isnan(e))) r.n_nan++, r.n_fail++;
-            continue;
-        }
-        const double diff = fabs(a - e), limit = fmax(0.005 * fmax(fabs(a), fabs(e)), floor_abs);
-        if (diff > r.max_abs) r.max_abs = diff, r.worst = i;
-        if (diff > limit) r.n_fail++;
-    }
-    r.pass = r.n_nan == 0 && (double)r.n_fail <= 0.005 * (double)n && r.max_abs <= 0.1;
-    if (!r.pass)
-        fprintf(stderr, "DUAL FAIL %s: %lld of %lld elements over max(0.005|x|, 2.5e-5) (limit 0.5 %%), %lld NaN, "
-                        "max abs diff %.3g (limit 0.1) at flat %lld\n", label, (long long)r.n_fail, (long long)n,
-                (long long)r.n_nan, r.max_abs, (long long)r.worst);
+    const cmp_options o = {.rule = CMP_DUAL};
+    const cmp_verdict v = cmp_compare(&o, actual, expected, NULL, n);
+    tu_compare_result r = {.pass = v.pass, .n = n, .n_fail = v.n_fail, .n_nan = v.n_nan, .worst = v.worst,
+                           .max_abs = v.max_abs, .max_rel = v.max_rel};
+    if (!v.pass) cmp_print(stderr, label, &v, actual, expected, NULL, 0);
     return r;
 }
 

@@ -69,10 +69,10 @@ typedef struct tu_compare_result {
 tu_compare_result tu_compare(const char *label, const double *actual, const double *expected, int64_t n,
                              tu_tolerance tol, const int64_t *shape, int rank, const char *repro);
 
-/* The seed's FAG verdict (spec 7.3, made a real pass/fail): element i fails
- * when |a - e| > max(0.005 * max(|a|, |e|), 2.5e-5 rounded to fp16); the
- * tensor passes when at most 0.5 % of its elements fail and max |a - e| <=
- * 0.1.  Prints one line on failure, like tu_compare. */
+/* The seed's FAG verdict (rule `dual` of verify/compare.h): the tensor
+ * passes when at most 0.5 % of its elements are off by more than
+ * max(0.005 max(|a|, |e|), 2.5e-5 in fp16) and max |a - e| <= 0.1.  Prints
+ * one line on failure. */
 tu_compare_result tu_compare_dual(const char *label, const double *actual, const double *expected, int64_t n);
 
 /* Unit roundoff of a floating dtype: 2^-24 f32, 2^-11 f16, 2^-8 bf16. */
