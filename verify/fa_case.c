@@ -93,8 +93,8 @@ static void make_mask(fa_case *c, tu_rng *r, const int64_t *prefix)
     }
     if (rank == 2) shape[0] = s->S1, shape[1] = s->S2;
     else shape[0] = nb, shape[1] = nn, shape[2] = s->S1, shape[3] = s->S2;
-    c->mask = tu_tensor_new(s->dtype == ATTNOPS_DTYPE_F16 ? ATTNOPS_DTYPE_U8 : ATTNOPS_DTYPE_BOOL, (int)rank, shape,
-                            s->pad);
+    const attnops_dtype auto_dtype = s->dtype == ATTNOPS_DTYPE_F16 ? ATTNOPS_DTYPE_U8 : ATTNOPS_DTYPE_BOOL;
+    c->mask = tu_tensor_new(s->mask_dtype ? s->mask_dtype : auto_dtype, (int)rank, shape, s->pad);
     for (int64_t b = 0; b < nb; b++)
         for (int64_t n = 0; n < nn; n++)
             for (int64_t i = 0; i < s->S1; i++)
@@ -236,6 +236,7 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
                 const int64_t s1 = tnd ? s->seq_q[b] : s->S1, s2 = tnd ? s->seq_kv[b] : s->S2;
                 const int64_t lo = s1 > s2 ? 0 : s2 - s1;
                 prefix[b] = lo + (int64_t)(tu_next(&r) % (uint64_t)(s2 - lo + 1));
+                if (b < s->nprefix) prefix[b] = s->prefix[b]; /* given: drawn all the same, so the data match */
             }
             make_list(&c->prefix, s->B, prefix);
             p->prefix = &c->prefix.view;

@@ -35,7 +35,10 @@ typedef struct fa_case_shape {
     /* masks (spec 3); mode 1 draws a random mask with some fully masked rows */
     int64_t sparse_mode;
     fa_case_mask mask;
+    attnops_dtype mask_dtype; /* bool or u8; 0: u8 for f16 inputs, bool otherwise */
     int64_t pre, next;     /* as given; modes 0 and 4 */
+    int nprefix;           /* modes 5/6: > 0 gives prefix[b]; 0 draws them */
+    int64_t prefix[32];
     int64_t inner_precise;
     /* position bias (spec 4) */
     fa_case_pse pse;

@@ -1,0 +1,110 @@
+/* Harness case files (verify/harness_case.h): the seed's field names map to
+ * the case a test runs, the three document forms parse, and every bad
+ * field is an error that names the case and the field. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness_case.h"
+
+static int parse(const char *json, harness_case **cases, char *err, size_t n)
+{
+    return harness_parse_cases(json, "test.json", cases, err, n);
+}
+
+/* The document must fail with a message naming `field` (and the case). */
+static void expect_error(const char *json, const char *field)
+{
+    harness_case *cases = NULL;
+    char err[512] = "";
+    const int n = parse(json, &cases, err, sizeof err);
+    TU_CHECK(n < 0 && cases == NULL, "accepted: %s", json);
+    TU_CHECK(strstr(err, field) != NULL && strncmp(err, "test.json: ", 11) == 0 && err[strlen(err) - 1] == '.',
+             "message for %s does not name '%s' as one sentence: \"%s\"", json, field, err);
+    free(cases);
+}
+
+#define BASE "\"N1\": 2, \"N2\": 1, \"D\": 64, \"dtype\": \"fp16\", \"input_layout\": \"BSND\""
+
+int main(void)
+{
+    int passed = 0, before = tu_failures;
+    harness_case *c = NULL;
+    char err[512];
+
+    /* one case; a list with names; a named dictionary */
+    TU_CHECK(parse("{\"B\": 2, \"S1\": 7, \"S2\": 9, " BASE "}", &c, err, sizeof err) == 1, "single: %s", err);
+    TU_CHECK(c && c[0].shape.B == 2 && c[0].shape.S2 == 9 && c[0].shape.Dv == 64 && c[0].rule == CMP_DUAL &&
+                 c[0].data_seed == 1 && c[0].shape.mask == FA_CASE_MASK_NONE && c[0].shape.keep_prob == 0.0,
+             "single case fields");
+    free(c);
+    TU_CHECK(parse("[{\"name\": \"a\", \"B\": 1, \"S1\": 3, \"S2\": 3, " BASE "}, {\"B\": 1, \"S1\": 4, \"S2\": 4, "
+                   "\"compare\": \"isclose\", \"pre_tokens\": 5, \"next_tokens\": 1, " BASE "}]",
+                   &c, err, sizeof err) == 2, "list: %s", err);
+    TU_CHECK(c && !strcmp(c[0].name, "a") && !strcmp(c[1].name, "case1") && c[1].rule == CMP_ISCLOSE &&
+                 c[1].shape.pre == 5 && c[1].shape.next == 1, "list case fields");
+    free(c);
+    TU_CHECK(parse("{\"x\": {\"B\": 1, \"S1\": 3, \"S2\": 3, " BASE "}}", &c, err, sizeof err) == 1 && c &&
+                 !strcmp(c[0].name, "x"), "dictionary: %s", err);
+    free(c);
+    passed += tu_failures == before;
+
+    /* the seed's quirks, read as documented */
+    before = tu_failures;
+    TU_CHECK(parse("{\"M\": {\"B\": 1, \"S1\": 128, \"S2\": 128, \"N1\": 2, \"N2\": 1, \"D\": 192, \"D_V\": 128, "
+                   "\"dtype\": \"fp16\", \"out_dtype\": \"fp16\", \"input_layout\": \"BNSD\", \"rope\": 1, "
+                   "\"is_deter\": \"FLASE\", \"inner_drop\": 1}, "
+                   "\"F\": {\"B\": 2, \"S1\": 129, \"S2\": 125, \"N1\": 2, \"N2\": 1, \"D\": 128, "
+                   "\"dtype\": \"fp8_e4m3fn\", \"out_dtype\": \"bp16\", \"input_layout\": \"SBH\"}, "
+                   "\"P\": {\"B\": 9, \"S1\": 80, \"S2\": 80, \"N1\": 8, \"N2\": 2, \"D\": 167, \"dtype\": \"fp32\", "
+                   "\"input_layout\": \"BSND\", \"pre_tockens_input\": -26, \"pse_type\": 3, \"pse_shape\": \"BN\", "
+                   "\"atten_mask_dtype\": \"uint8\", \"atten_mask_shape\": \"B1SS\"}, "
+                   "\"T\": {\"B\": 4, \"S1\": 287, \"S2\": 287, \"N1\": 16, \"N2\": 16, \"D\": 128, \"dtype\": \"fp16\", "
+                   "\"input_layout\": \"TND\", \"sparse_mode\": 3, \"atten_mask_dtype\": \"BOOL\", "
+                   "\"atten_mask_shape\": \"SS\", \"pse_shape\": \"1NHS\", \"drop_out_possibility\": 0.9, "
+                   "\"actual_seq_qlen\": [114, 132, 14, 287], \"prefix\": [1, 2, 3, 4]}}",
+                   &c, err, sizeof err) == 4, "seed quirks: %s", err);
+    if (c) {
+        TU_CHECK(c[0].shape.D == 128 && c[0].shape.Dr == 64 && c[0].shape.Dv == 128, "rope 1 splits D at 128");
+        TU_CHECK(c[1].shape.out_dtype == ATTNOPS_DTYPE_BF16 && strstr(c[1].note, "bp16"), "bp16 read as bf16, noted");
+        TU_CHECK(c[2].shape.pse == FA_CASE_PSE_SLOPES_BN && c[2].shape.pse_type == 3 &&
+                     c[2].shape.mask == FA_CASE_MASK_B1SS && c[2].shape.mask_dtype == ATTNOPS_DTYPE_U8 &&
+                     c[2].shape.pre == -26 && c[2].shape.next == 2147483647, "pse BN slopes, u8 B1SS mask, tokens");
+        TU_CHECK(c[3].shape.nseq == 4 && c[3].shape.seq_q[1] == 132 && c[3].shape.seq_kv[3] == 287 &&
+                     c[3].shape.mask == FA_CASE_MASK_COMPRESSED && c[3].shape.keep_prob == 0.9 &&
+                     c[3].shape.seed == 2 && c[3].shape.pse == FA_CASE_PSE_1NHS && c[3].shape.nprefix == 4 &&
+                     c[3].shape.prefix[3] == 4, "TND lengths, mode 3 compressed mask, keep, 1NHS, prefix");
+    }
+    free(c);
+    passed += tu_failures == before;
+
+    /* every bad field is an error naming it */
+    before = tu_failures;
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"foo\": 1, " BASE "}", "'foo'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"N1\": 2, \"N2\": 1, \"D\": 64, \"dtype\": \"fp64\", "
+                 "\"input_layout\": \"BSND\"}", "'dtype'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"N2\": 1, \"D\": 64, \"dtype\": \"fp16\", \"input_layout\": \"BSND\"}",
+                 "'N1'");
+    expect_error("{\"N1\": 2, \"S1\": 3, \"S2\": 3, \"N2\": 1, \"D\": 64, \"dtype\": \"fp16\", \"input_layout\": \"BSND\"}",
+                 "'B'");
+    expect_error("{\"B\": 1.5, \"S1\": 3, \"S2\": 3, " BASE "}", "'B'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"rope\": 1, " BASE "}", "'rope'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"out_dtype\": \"bf16\", " BASE "}", "'out_dtype'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"pse_type\": 3, \"pse_shape\": \"BNSS\", " BASE "}", "'pse_shape'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"atten_mask_shape\": \"S1S\", " BASE "}", "'atten_mask_shape'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"atten_mask_shape\": \"SS\", \"atten_mask_dtype\": \"fp16\", " BASE
+                 "}", "'atten_mask_dtype'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"actual_seq_qlen\": [3], " BASE "}", "'actual_seq_qlen'");
+    expect_error("{\"N1\": 2, \"N2\": 1, \"D\": 64, \"dtype\": \"fp16\", \"input_layout\": \"TND\"}", "'actual_seq_qlen'");
+    expect_error("{\"B\": 3, \"N1\": 2, \"N2\": 1, \"D\": 64, \"dtype\": \"fp16\", \"input_layout\": \"TND\", "
+                 "\"actual_seq_qlen\": [3, 4]}", "'B'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"drop_out_possibility\": 0, " BASE "}", "'drop_out_possibility'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"compare\": \"nearly\", " BASE "}", "'compare'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"pre_tokens\": 1, \"pre_tockens_input\": 2, " BASE "}", "given twice");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"input_layout\": \"NSD\", \"N1\": 2, \"N2\": 1, \"D\": 64, "
+                 "\"dtype\": \"fp16\"}", "'input_layout'");
+    expect_error("{\"B\": 1, ", "not valid JSON");
+    expect_error("[1, 2]", "not a JSON object");
+    expect_error("\"just a string\"", "expected a case object");
+    passed += tu_failures == before;
+    return tu_finish("test_harness_case", passed);
+}

@@ -1,0 +1,313 @@
+#include "harness_case.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct parse_ctx {
+    const char *origin, *name;
+    char *err;
+    size_t errlen;
+} parse_ctx;
+
+static bool fail(parse_ctx *c, const char *field, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (field) snprintf(c->err, c->errlen, "%s: case '%s': field '%s' %s.", c->origin, c->name, field, what);
+    else snprintf(c->err, c->errlen, "%s: case '%s': %s.", c->origin, c->name, what);
+    return false;
+}
+
+static bool get_int(parse_ctx *c, const cJSON *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    const double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(x == floor(x)) || x < (double)lo || x > (double)hi)
+        return fail(c, v->string, "must be an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+    *out = (int64_t)x;
+    return true;
+}
+
+static bool get_str(parse_ctx *c, const cJSON *v, const char **out)
+{
+    if (!cJSON_IsString(v)) return fail(c, v->string, "must be a string");
+    *out = v->valuestring;
+    return true;
+}
+
+/* A list of at most 32 non-negative integers. */
+static bool get_list(parse_ctx *c, const cJSON *v, int64_t *out, int *n)
+{
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > 32 || cJSON_GetArraySize(v) < 1)
+        return fail(c, v->string, "must be a list of 1 to 32 integers");
+    *n = 0;
+    for (const cJSON *e = v->child; e; e = e->next) {
+        const double x = cJSON_IsNumber(e) ? e->valuedouble : NAN;
+        if (!(x == floor(x)) || x < 0 || x > 1e9) return fail(c, v->string, "must hold non-negative integers");
+        out[(*n)++] = (int64_t)x;
+    }
+    return true;
+}
+
+static bool get_dtype(parse_ctx *c, const cJSON *v, bool allow_bp16, attnops_dtype *out, bool *was_bp16)
+{
+    static const struct { const char *name; attnops_dtype d; } names[] = {
+        {"fp16", ATTNOPS_DTYPE_F16}, {"bf16", ATTNOPS_DTYPE_BF16}, {"fp32", ATTNOPS_DTYPE_F32},
+        {"fp8_e5m2", ATTNOPS_DTYPE_F8_E5M2}, {"fp8_e4m3fn", ATTNOPS_DTYPE_F8_E4M3FN}};
+    const char *s = NULL;
+    if (!get_str(c, v, &s)) return false;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(s, names[i].name)) return *out = names[i].d, true;
+    if (allow_bp16 && !strcmp(s, "bp16")) return *out = ATTNOPS_DTYPE_BF16, *was_bp16 = true, true;
+    return fail(c, v->string, "is '%s'; it must be fp16, bf16, fp32, fp8_e5m2 or fp8_e4m3fn", s);
+}
+
+static bool is_fp8(attnops_dtype d) { return d == ATTNOPS_DTYPE_F8_E4M3FN || d == ATTNOPS_DTYPE_F8_E5M2; }
+
+/* The raw fields of one case before they are combined. */
+typedef struct raw_case {
+    bool has[32];
+    int64_t B, N1, N2, S1, S2, D, Dv, sparse_mode, pre, next, pse_type, seed, offset, rope, inner_precise, data_seed;
+    attnops_dtype dtype, out_dtype;
+    bool bp16;
+    const char *layout, *pse_shape, *mask_dtype, *mask_shape, *compare;
+    double keep, scale;
+    int nq, nkv, nprefix;
+    int64_t q[32], kv[32], prefix[32];
+} raw_case;
+
+enum {
+    F_B, F_N1, F_N2, F_S1, F_S2, F_D, F_DV, F_DTYPE, F_OUT, F_LAYOUT, F_MODE, F_PRE, F_NEXT, F_PSE_TYPE, F_PSE_SHAPE,
+    F_MASK_DTYPE, F_MASK_SHAPE, F_KEEP, F_SEED, F_OFFSET, F_ROPE, F_SEQQ, F_SEQKV, F_PREFIX, F_SCALE, F_DATA_SEED,
+    F_COMPARE, F_INNER, F_IGNORED, F_NAME, F_COUNT
+};
+
+static int field_of(const char *k)
+{
+    static const struct { const char *name; int f; } fields[] = {
+        {"B", F_B}, {"N1", F_N1}, {"N2", F_N2}, {"S1", F_S1}, {"S2", F_S2}, {"D", F_D}, {"D_V", F_DV},
+        {"dtype", F_DTYPE}, {"out_dtype", F_OUT}, {"input_layout", F_LAYOUT}, {"sparse_mode", F_MODE},
+        {"pre_tockens_input", F_PRE}, {"pre_tokens", F_PRE}, {"pre_tockens", F_PRE},
+        {"next_tockens_input", F_NEXT}, {"next_tokens", F_NEXT}, {"next_tockens", F_NEXT},
+        {"pse_type", F_PSE_TYPE}, {"pse_shape", F_PSE_SHAPE}, {"atten_mask_dtype", F_MASK_DTYPE},
+        {"atten_mask_shape", F_MASK_SHAPE}, {"drop_out_possibility", F_KEEP}, {"seed", F_SEED},
+        {"offset", F_OFFSET}, {"rope", F_ROPE}, {"actual_seq_qlen", F_SEQQ}, {"actual_seq_kvlen", F_SEQKV},
+        {"prefix", F_PREFIX}, {"scale", F_SCALE}, {"data_seed", F_DATA_SEED}, {"compare", F_COMPARE},
+        {"inner_precise", F_INNER}, {"is_deter", F_IGNORED}, {"sparse", F_IGNORED}, {"padding_mask", F_IGNORED},
+        {"inner_drop", F_IGNORED}, {"name", F_NAME}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (!strcmp(k, fields[i].name)) return fields[i].f;
+    return -1;
+}
+
+static bool read_fields(parse_ctx *c, const cJSON *obj, raw_case *r)
+{
+    const int64_t big = (int64_t)1 << 40, tok = 2147483647;
+    for (const cJSON *v = obj->child; v; v = v->next) {
+        const int f = field_of(v->string);
+        if (f < 0) return fail(c, v->string, "is not a known case field");
+        if (f == F_IGNORED || f == F_NAME) continue;
+        if (r->has[f]) return fail(c, v->string, "is given twice (or with its alias)");
+        r->has[f] = true;
+        bool ok = true;
+        switch (f) {
+        case F_B: ok = get_int(c, v, 1, big, &r->B); break;
+        case F_N1: ok = get_int(c, v, 1, big, &r->N1); break;
+        case F_N2: ok = get_int(c, v, 1, big, &r->N2); break;
+        case F_S1: ok = get_int(c, v, 1, big, &r->S1); break;
+        case F_S2: ok = get_int(c, v, 1, big, &r->S2); break;
+        case F_D: ok = get_int(c, v, 1, big, &r->D); break;
+        case F_DV: ok = get_int(c, v, 1, big, &r->Dv); break;
+        case F_DTYPE: ok = get_dtype(c, v, false, &r->dtype, &r->bp16); break;
+        case F_OUT: ok = get_dtype(c, v, true, &r->out_dtype, &r->bp16); break;
+        case F_LAYOUT: ok = get_str(c, v, &r->layout); break;
+        case F_MODE: ok = get_int(c, v, 0, 8, &r->sparse_mode); break;
+        case F_PRE: ok = get_int(c, v, -tok, tok, &r->pre); break;
+        case F_NEXT: ok = get_int(c, v, -tok, tok, &r->next); break;
+        case F_PSE_TYPE: ok = get_int(c, v, 0, 3, &r->pse_type); break;
+        case F_PSE_SHAPE: ok = get_str(c, v, &r->pse_shape); break;
+        case F_MASK_DTYPE: ok = get_str(c, v, &r->mask_dtype); break;
+        case F_MASK_SHAPE: ok = get_str(c, v, &r->mask_shape); break;
+        case F_KEEP:
+            r->keep = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+            if (!(r->keep > 0.0 && r->keep <= 1.0)) ok = fail(c, v->string, "is the keep probability; it must lie in (0, 1]");
+            break;
+        case F_SEED: ok = get_int(c, v, 0, big, &r->seed); break;
+        case F_OFFSET: ok = get_int(c, v, 0, big, &r->offset); break;
+        case F_ROPE: ok = get_int(c, v, 0, 1, &r->rope); break;
+        case F_SEQQ: ok = get_list(c, v, r->q, &r->nq); break;
+        case F_SEQKV: ok = get_list(c, v, r->kv, &r->nkv); break;
+        case F_PREFIX: ok = get_list(c, v, r->prefix, &r->nprefix); break;
+        case F_SCALE:
+            r->scale = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+            if (!(r->scale > 0.0 && isfinite(r->scale))) ok = fail(c, v->string, "must be a positive number");
+            break;
+        case F_DATA_SEED: ok = get_int(c, v, 0, big, &r->data_seed); break;
+        case F_COMPARE: ok = get_str(c, v, &r->compare); break;
+        case F_INNER: ok = get_int(c, v, 0, 2, &r->inner_precise); break;
+        default: break;
+        }
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static bool map_mask(parse_ctx *c, const raw_case *r, fa_case_shape *s)
+{
+    const char *shape = r->has[F_MASK_SHAPE] ? r->mask_shape : "NONE";
+    if (!strcmp(shape, "NONE")) return true; /* no mask: the op computes full attention whatever the mode */
+    static const struct { const char *name; fa_case_mask m; } shapes[] = {
+        {"SS", FA_CASE_MASK_SS}, {"11SS", FA_CASE_MASK_11SS}, {"B1SS", FA_CASE_MASK_B1SS}, {"BNSS", FA_CASE_MASK_BNSS}};
+    s->mask = FA_CASE_MASK_NONE;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (!strcmp(shape, shapes[i].name)) s->mask = shapes[i].m;
+    if (s->mask == FA_CASE_MASK_NONE)
+        return fail(c, "atten_mask_shape", "is '%s'; it must be NONE, SS, 11SS, B1SS or BNSS", shape);
+    const int64_t m = s->sparse_mode;
+    if (m == 2 || m == 3 || m == 4 || m == 6 || m == 7 || m == 8) s->mask = FA_CASE_MASK_COMPRESSED; /* what the op takes */
+    const char *dt = r->has[F_MASK_DTYPE] ? r->mask_dtype : "BOOL";
+    if (!strcmp(dt, "BOOL") || !strcmp(dt, "bool")) s->mask_dtype = ATTNOPS_DTYPE_BOOL;
+    else if (!strcmp(dt, "uint8") || !strcmp(dt, "UINT8")) s->mask_dtype = ATTNOPS_DTYPE_U8;
+    else return fail(c, "atten_mask_dtype", "is '%s'; a mask must be BOOL or uint8", dt);
+    return true;
+}
+
+static bool map_pse(parse_ctx *c, const raw_case *r, fa_case_shape *s)
+{
+    const char *shape = r->has[F_PSE_SHAPE] ? r->pse_shape : "NONE";
+    s->pse_type = r->has[F_PSE_TYPE] ? r->pse_type : 1;
+    if (!strcmp(shape, "NONE")) {
+        if (s->pse_type != 1) return fail(c, "pse_type", "is %lld but pse_shape is NONE", (long long)s->pse_type);
+        return true;
+    }
+    static const struct { const char *name; fa_case_pse p; bool slopes; } shapes[] = {
+        {"BNSS", FA_CASE_PSE_BNSS, false}, {"BN1S", FA_CASE_PSE_BN1S, false}, {"1NSS", FA_CASE_PSE_1NSS, false},
+        {"BNHS", FA_CASE_PSE_BNHS, false}, {"1NHS", FA_CASE_PSE_1NHS, false},
+        {"BN", FA_CASE_PSE_SLOPES_BN, true}, {"N", FA_CASE_PSE_SLOPES_N, true}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        if (strcmp(shape, shapes[i].name)) continue;
+        if (shapes[i].slopes != (s->pse_type >= 2))
+            return fail(c, "pse_shape", "%s goes with pse_type %s, not %lld", shape, shapes[i].slopes ? "2 or 3" : "0 or 1",
+                        (long long)s->pse_type);
+        s->pse = shapes[i].p;
+        return true;
+    }
+    return fail(c, "pse_shape", "is '%s'; it must be NONE, BNSS, BN1S, 1NSS, BNHS, 1NHS, BN or N", shape);
+}
+
+static bool parse_one(parse_ctx *c, const cJSON *obj, harness_case *h)
+{
+    if (!cJSON_IsObject(obj)) return fail(c, NULL, "is not a JSON object");
+    raw_case r;
+    memset(&r, 0, sizeof r);
+    if (!read_fields(c, obj, &r)) return false;
+    static const int required[] = {F_N1, F_N2, F_D, F_DTYPE, F_LAYOUT};
+    static const char *const required_names[] = {"N1", "N2", "D", "dtype", "input_layout"};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!r.has[required[i]]) return fail(c, required_names[i], "is missing");
+
+    fa_case_shape *s = &h->shape;
+    const char *spec = "B=1"; /* fa_case_parse's defaults, then the fields */
+    fa_case_parse(spec, s);
+    s->N1 = r.N1, s->N2 = r.N2, s->D = r.D, s->Dv = r.has[F_DV] ? r.Dv : r.D, s->dtype = r.dtype;
+    s->layout = attnops_layout_from_string(r.layout);
+    if (s->layout == ATTNOPS_LAYOUT_UNSET)
+        return fail(c, "input_layout", "is '%s'; it must be BNSD, BSND, BSH, SBH or TND", r.layout);
+    if (is_fp8(s->dtype)) {
+        if (!r.has[F_OUT] || (r.out_dtype != ATTNOPS_DTYPE_F16 && r.out_dtype != ATTNOPS_DTYPE_BF16))
+            return fail(c, "out_dtype", "must be fp16 or bf16 with FP8 inputs");
+        s->out_dtype = r.out_dtype;
+        if (r.bp16) snprintf(h->note, sizeof h->note, "out_dtype \"bp16\" read as bf16 (the seed's typo)");
+    } else if (r.has[F_OUT] && (r.out_dtype != s->dtype || r.bp16)) {
+        return fail(c, "out_dtype", "must equal dtype except for FP8 inputs");
+    }
+    if (r.rope) {
+        if (s->D <= 128) return fail(c, "rope", "is 1 but D = %lld; the golden splits D at column 128", (long long)s->D);
+        s->Dr = s->D - 128, s->D = 128;
+    }
+    const bool tnd = s->layout == ATTNOPS_LAYOUT_TND;
+    if (tnd) {
+        if (!r.has[F_SEQQ]) return fail(c, "actual_seq_qlen", "is missing; layout TND takes per-batch lengths");
+        if (r.has[F_SEQKV] && r.nkv != r.nq)
+            return fail(c, "actual_seq_kvlen", "has %d lengths but actual_seq_qlen %d", r.nkv, r.nq);
+        s->nseq = r.nq;
+        int64_t m1 = 0, m2 = 0;
+        for (int b = 0; b < r.nq; b++) {
+            s->seq_q[b] = r.q[b], s->seq_kv[b] = r.has[F_SEQKV] ? r.kv[b] : r.q[b];
+            m1 = s->seq_q[b] > m1 ? s->seq_q[b] : m1, m2 = s->seq_kv[b] > m2 ? s->seq_kv[b] : m2;
+        }
+        if (r.has[F_B] && r.B != r.nq) return fail(c, "B", "is %lld but actual_seq_qlen has %d batches", (long long)r.B, r.nq);
+        if (r.has[F_S1] && r.S1 != m1) return fail(c, "S1", "is %lld but the longest query batch is %lld", (long long)r.S1, (long long)m1);
+        if (r.has[F_S2] && r.S2 != m2) return fail(c, "S2", "is %lld but the longest key batch is %lld", (long long)r.S2, (long long)m2);
+    } else {
+        if (r.has[F_SEQQ] || r.has[F_SEQKV]) return fail(c, "actual_seq_qlen", "describes TND batches only");
+        static const int dims[] = {F_B, F_S1, F_S2};
+        static const char *const dim_names[] = {"B", "S1", "S2"};
+        for (int i = 0; i < 3; i++)
+            if (!r.has[dims[i]]) return fail(c, dim_names[i], "is missing");
+        s->B = r.B, s->S1 = r.S1, s->S2 = r.S2;
+    }
+    s->sparse_mode = r.sparse_mode;
+    s->pre = r.has[F_PRE] ? r.pre : 2147483647;
+    s->next = r.has[F_NEXT] ? r.next : 2147483647;
+    s->inner_precise = r.inner_precise;
+    if (!map_mask(c, &r, s) || !map_pse(c, &r, s)) return false;
+    if (r.has[F_PREFIX]) {
+        s->nprefix = r.nprefix;
+        memcpy(s->prefix, r.prefix, sizeof r.prefix);
+    }
+    if (r.has[F_KEEP] && r.keep < 1.0) {
+        s->keep_prob = r.keep;
+        s->seed = r.has[F_SEED] ? r.seed : 2;
+        s->offset = r.offset;
+    }
+    s->scale = r.has[F_SCALE] ? r.scale : 0.0;
+    h->data_seed = r.has[F_DATA_SEED] ? (uint64_t)r.data_seed : 1;
+    h->rule = CMP_DUAL;
+    if (r.has[F_COMPARE] && !cmp_rule_parse(r.compare, &h->rule))
+        return fail(c, "compare", "is '%s'; it must be dual, triple, isclose, allclose, thousandth or ten-thousandth",
+                    r.compare);
+    return true;
+}
+
+int harness_parse_cases(const char *json, const char *origin, harness_case **cases, char *err, size_t errlen)
+{
+    *cases = NULL;
+    parse_ctx c = {origin, "", err, errlen};
+    cJSON *root = cJSON_Parse(json);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        snprintf(err, errlen, "%s: not valid JSON near '%.20s'.", origin, at ? at : "");
+        return -1;
+    }
+    /* one case, a list, or a named dictionary */
+    const bool single = cJSON_IsObject(root) && (cJSON_HasObjectItem(root, "N1") || cJSON_HasObjectItem(root, "B"));
+    const int n = single ? 1 : (cJSON_IsArray(root) || cJSON_IsObject(root) ? cJSON_GetArraySize(root) : -1);
+    if (n < 0) {
+        snprintf(err, errlen, "%s: expected a case object, a list of cases or a dictionary of named cases.", origin);
+        cJSON_Delete(root);
+        return -1;
+    }
+    harness_case *out = calloc((size_t)(n ? n : 1), sizeof *out);
+    int k = 0;
+    for (const cJSON *item = single ? root : root->child; k < n; item = item->next, k++) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(item, "name");
+        if (cJSON_IsObject(root) && !single) snprintf(out[k].name, sizeof out[k].name, "%s", item->string);
+        else if (cJSON_IsString(nm)) snprintf(out[k].name, sizeof out[k].name, "%s", nm->valuestring);
+        else snprintf(out[k].name, sizeof out[k].name, "case%d", k);
+        c.name = out[k].name;
+        if (!parse_one(&c, item, &out[k])) {
+            free(out);
+            cJSON_Delete(root);
+            return -1;
+        }
+    }
+    cJSON_Delete(root);
+    *cases = out;
+    return n;
+}
