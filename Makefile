@@ -1,7 +1,8 @@
 # Thin front end; the build itself is CMake (see CMakeLists.txt).
 #
 #   make test      install what is missing, build, run the whole ctest suite
-#   make run       install what is missing, build, run the demo
+#   make run       install what is missing, build, run the built-in seed suites
+#                  (attnops run fag-seed pypto-fag; run_log.txt in the build dir)
 #   make bench     ... plus PyTorch in .venv, then bench/run.sh
 #   make build     configure + build into $(BUILD_DIR) (nothing installed)
 #   make install   build, then install into $(PREFIX) (default /usr/local)
@@ -44,7 +45,7 @@ test:
 run:
 	bash scripts/setup.sh
 	$(do_build)
-	./$(BUILD_DIR)/tools/attnops demo
+	cd $(BUILD_DIR) && ./tools/attnops run fag-seed pypto-fag
 
 bench:
 	bash scripts/setup.sh --bench

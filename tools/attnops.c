@@ -15,6 +15,11 @@
  *       (or [count] in TND, per-batch [N1, S1_b, S2_b] blocks); with --bits
  *       the packed form instead (LSB first, [ceil(count / 8)]).  TND lengths
  *       are per batch (not cumulative), as in the seed's tables.
+ *   attnops list
+ *   attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]
+ *               [--mode only_grad|auto_grad] [--log FILE]
+ *       The verification harness (tools/cmd_run.c): case suites through the
+ *       golden and the kernel chain, one verdict line per output.
  *   attnops version
  */
 #include <math.h>
@@ -22,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cmd.h"
 #include "fa_case.h"
 
 static double now_ms(void)
@@ -37,6 +43,9 @@ static int usage(void)
                     "                    [--dtype f32|f16|bf16] [--layout BNSD|BSND|BSH|SBH] [--threads n] [--seed n]\n"
                     "       attnops dropout-mask --keep P [--seed S] [--offset O] --heads N\n"
                     "                    (--shape B,S1,S2 | --seqs L0:L1:.. [--kvseqs L0:L1:..]) [--bits] --out FILE.npy\n"
+                    "       attnops list\n"
+                    "       attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]\n"
+                    "                   [--mode only_grad|auto_grad] [--log FILE]\n"
                     "       attnops version\n");
     return 2;
 }
@@ -239,6 +248,8 @@ int main(int argc, char **argv)
 {
     if (argc < 2) return usage();
     if (!strcmp(argv[1], "demo")) return demo(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "list")) return cmd_list(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(argv[1], "dropout-mask")) return dropout_mask(argc - 2, argv + 2);
     if (!strcmp(argv[1], "version")) {
         printf("attnops %s\n", attnops_version());

@@ -51,7 +51,7 @@ static cmp_verdict scan(const cmp_options *o, const element_rule *r, const doubl
                         int64_t n, int64_t *nonfinite)
 {
     cmp_verdict v = {.rule = o->rule, .pass = true, .n = n, .worst = -1};
-    double worst_diff = -1.0;
+    double worst_diff = 0.0; /* equal tensors have no worst element */
     *nonfinite = 0;
     for (int64_t i = 0; i < n; i++) {
         if (o->counted && !o->counted[i]) continue;

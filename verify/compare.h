@@ -65,7 +65,7 @@ typedef struct cmp_verdict {
     bool pass;
     int64_t n, counted, n_fail, n_nan; /* n_fail: counted elements outside the rule's element test */
     double max_abs, max_rel;           /* over counted, comparable elements */
-    int64_t worst;                     /* flat index of the largest |a - e| (a NaN mismatch first); -1: none */
+    int64_t worst;                     /* flat index of the largest |a - e| (a NaN mismatch first); -1: all equal */
     int n_metrics;
     cmp_metric metric[CMP_MAX_METRICS];
 } cmp_verdict;

@@ -1,0 +1,245 @@
+/* attnops list / attnops run: the verification harness over case suites.
+ *
+ *   attnops list
+ *   attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]
+ *               [--mode only_grad|auto_grad] [--log FILE]
+ *
+ * For every case: the golden chain (the reference) and the kernel chain
+ * (--impl, default the fast CPU kernel) run on the same inputs, generated
+ * from the case's data_seed.  only_grad (the seed's default): both
+ * backwards consume the golden forward's outputs and dq, dk, dv (and
+ * dq_rope, dk_rope) are compared; auto_grad: the kernel chain runs its own
+ * forward, whose outputs are compared too.  Each output is judged by the
+ * case's rule (verify/compare.h) and printed as one line; run_log.txt gets
+ * the seed's lines ("<datetime>  <case> <output> diff_max : ..."), appended.
+ * Exit status: 0 all pass, 1 a case failed, 2 bad arguments or files. */
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "harness_case.h"
+#include "suites.h"
+
+int cmd_list(int argc, char **argv)
+{
+    (void)argv;
+    if (argc != 0) {
+        fprintf(stderr, "attnops list: takes no arguments\n");
+        return 2;
+    }
+    for (const builtin_suite *s = builtin_suites; s->name; s++) {
+        harness_case *cases = NULL;
+        char err[512];
+        const int n = harness_parse_cases(s->json, s->name, &cases, err, sizeof err);
+        if (n < 0) {
+            fprintf(stderr, "attnops list: built-in suite %s: %s\n", s->name, err);
+            return 2;
+        }
+        printf("%-12s %3d cases:", s->name, n);
+        for (int i = 0; i < n; i++) printf(" %s", cases[i].name);
+        printf("\n");
+        free(cases);
+    }
+    return 0;
+}
+
+typedef struct run_options {
+    const char *filter, *log_path;
+    attnops_impl impl;
+    int threads;
+    bool auto_grad;
+} run_options;
+
+/* The seed's log line: str(datetime.now()) + "  " + text. */
+static void log_line(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_line(FILE *log, const char *fmt, ...)
+{
+    if (!log) return;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    localtime_r(&tv.tv_sec, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+    fprintf(log, "%s.%06ld  ", stamp, (long)tv.tv_usec);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(log, fmt, ap);
+    va_end(ap);
+    fputc('\n', log);
+}
+
+static double *to_f64(const tu_tensor *t, int64_t *n)
+{
+    *n = tu_numel(&t->view);
+    double *x = malloc(sizeof(double) * (size_t)(*n ? *n : 1));
+    tu_tensor_to_f64(t, x);
+    return x;
+}
+
+/* One output of one case: the verdict line, the log lines; true on PASS. */
+static bool judge(const harness_case *hc, const char *output, const tu_tensor *kernel, const tu_tensor *golden,
+                  FILE *log)
+{
+    int64_t n;
+    double *a = to_f64(kernel, &n), *e = to_f64(golden, &n);
+    const cmp_options o = {.rule = hc->rule, .dtype = kernel->view.dtype};
+    const cmp_verdict v = cmp_compare(&o, a, e, NULL, n);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += fabs(a[i] - e[i]);
+    char label[128];
+    snprintf(label, sizeof label, "%s %s", hc->name, output);
+    cmp_print(stdout, label, &v, a, e, kernel->view.shape, kernel->view.rank);
+    log_line(log, "%s %s diff_max : %.8f", hc->name, output, v.max_abs);
+    log_line(log, "%s %s diff_sum : %.6f", hc->name, output, sum);
+    log_line(log, "%s %s ratio : %.6f %s", hc->name, output, v.counted ? 1.0 - (double)v.n_fail / (double)v.counted : 1.0,
+             v.pass ? "pass" : "case failed");
+    free(a);
+    free(e);
+    return v.pass;
+}
+
+static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
+{
+    fa_case gold, kern;
+    fa_case_init(&gold, &hc->shape, hc->data_seed);
+    fa_case_init(&kern, &hc->shape, hc->data_seed);
+    bool ok = true;
+    attnops_status st = fa_case_forward(&gold, ATTNOPS_IMPL_REFERENCE, ro->threads, 0);
+    if (st == ATTNOPS_SUCCESS) {
+        if (ro->auto_grad) {
+            const bool fp8 = hc->shape.dtype == ATTNOPS_DTYPE_F8_E4M3FN || hc->shape.dtype == ATTNOPS_DTYPE_F8_E5M2;
+            st = fa_case_forward(&kern, fp8 && ro->impl == ATTNOPS_IMPL_CPU ? ATTNOPS_IMPL_AUTO : ro->impl, ro->threads, 0);
+        } else {
+            fa_case_copy_forward(&kern, &gold);
+        }
+    }
+    if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&gold, ATTNOPS_IMPL_REFERENCE, ro->threads, 0);
+    if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&kern, ro->impl, ro->threads, 0);
+    if (st != ATTNOPS_SUCCESS) {
+        printf("FAIL %s: %s (%s)\n", hc->name, attnops_last_error(), attnops_status_string(st));
+        log_line(log, "%s error: %s", hc->name, attnops_last_error());
+        ok = false;
+    } else {
+        if (ro->auto_grad) {
+            ok &= judge(hc, "attention_out", &kern.out, &gold.out, log);
+            ok &= judge(hc, "softmax_max", &kern.smax, &gold.smax, log);
+            ok &= judge(hc, "softmax_sum", &kern.ssum, &gold.ssum, log);
+        }
+        const struct { const char *name; const tu_tensor *k, *g; } grads[] = {
+            {"dq", &kern.dq, &gold.dq}, {"dk", &kern.dk, &gold.dk}, {"dv", &kern.dv, &gold.dv},
+            {"dq_rope", &kern.dqr, &gold.dqr}, {"dk_rope", &kern.dkr, &gold.dkr}};
+        for (int i = 0; i < fa_case_backward_outputs(&gold); i++) ok &= judge(hc, grads[i].name, grads[i].k, grads[i].g, log);
+    }
+    fa_case_free(&gold);
+    fa_case_free(&kern);
+    return ok;
+}
+
+static char *read_file_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (int ch; (ch = fgetc(f)) != EOF;) {
+        if (len + 1 >= cap) text = realloc(text, cap = cap ? 2 * cap : 4096);
+        text[len++] = (char)ch;
+    }
+    fclose(f);
+    if (!text) text = calloc(1, 1);
+    text[len] = '\0';
+    return text;
+}
+
+/* The cases of a built-in suite name or a file; -1 with a message. */
+static int load(const char *what, harness_case **cases)
+{
+    char err[512];
+    for (const builtin_suite *s = builtin_suites; s->name; s++)
+        if (!strcmp(what, s->name)) {
+            const int n = harness_parse_cases(s->json, s->name, cases, err, sizeof err);
+            if (n < 0) fprintf(stderr, "attnops run: %s\n", err);
+            return n;
+        }
+    char *text = read_file_text(what);
+    if (!text) {
+        fprintf(stderr, "attnops run: '%s' is neither a built-in suite (attnops list) nor a readable file\n", what);
+        return -1;
+    }
+    const int n = harness_parse_cases(text, what, cases, err, sizeof err);
+    free(text);
+    if (n < 0) fprintf(stderr, "attnops run: %s\n", err);
+    return n;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_options ro = {NULL, "run_log.txt", ATTNOPS_IMPL_CPU, 2, false};
+    const char *sources[64];
+    int nsources = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--filter") && v) ro.filter = v, i++;
+        else if (!strcmp(a, "--log") && v) ro.log_path = v, i++;
+        else if (!strcmp(a, "--threads") && v) ro.threads = atoi(v), i++;
+        else if (!strcmp(a, "--impl") && v) {
+            if (!strcmp(v, "cpu")) ro.impl = ATTNOPS_IMPL_CPU;
+            else if (!strcmp(v, "reference")) ro.impl = ATTNOPS_IMPL_REFERENCE;
+            else return fprintf(stderr, "attnops run: --impl is '%s'; it must be cpu or reference\n", v), 2;
+            i++;
+        } else if (!strcmp(a, "--mode") && v) {
+            if (!strcmp(v, "only_grad")) ro.auto_grad = false;
+            else if (!strcmp(v, "auto_grad")) ro.auto_grad = true;
+            else return fprintf(stderr, "attnops run: --mode is '%s'; it must be only_grad or auto_grad\n", v), 2;
+            i++;
+        } else if (a[0] == '-') {
+            return fprintf(stderr, "attnops run: unknown or incomplete option '%s'\n", a), 2;
+        } else if (nsources < 64) {
+            sources[nsources++] = a;
+        }
+    }
+    if (nsources == 0) return fprintf(stderr, "attnops run: give a suite (attnops list) or a case file\n"), 2;
+    if (ro.threads < 1) return fprintf(stderr, "attnops run: --threads must be >= 1\n"), 2;
+    regex_t re;
+    if (ro.filter && regcomp(&re, ro.filter, REG_EXTENDED | REG_NOSUB) != 0)
+        return fprintf(stderr, "attnops run: --filter '%s' is not a valid regular expression\n", ro.filter), 2;
+
+    harness_case *all = NULL;
+    int total = 0;
+    for (int s = 0; s < nsources; s++) {
+        harness_case *cases = NULL;
+        const int n = load(sources[s], &cases);
+        if (n < 0) {
+            free(all);
+            if (ro.filter) regfree(&re);
+            return 2;
+        }
+        all = realloc(all, sizeof *all * (size_t)(total + n + 1));
+        for (int i = 0; i < n; i++)
+            if (!ro.filter || regexec(&re, cases[i].name, 0, NULL, 0) == 0) all[total++] = cases[i];
+        free(cases);
+    }
+    if (ro.filter) regfree(&re);
+    FILE *log = strcmp(ro.log_path, "-") ? fopen(ro.log_path, "a") : NULL;
+    if (!log && strcmp(ro.log_path, "-")) fprintf(stderr, "attnops run: cannot append to %s; no log\n", ro.log_path);
+
+    const bool tty = isatty(STDERR_FILENO);
+    int failed = 0;
+    for (int k = 0; k < total; k++) {
+        if (tty) fprintf(stderr, "\r[%d/%d] %-24s", k + 1, total, all[k].name);
+        if (all[k].note[0]) printf("note %s: %s\n", all[k].name, all[k].note);
+        failed += !run_case(&all[k], &ro, log);
+        fflush(stdout);
+    }
+    if (tty) fprintf(stderr, "\r%60s\r", "");
+    printf("%d of %d cases passed (%s chain vs the reference, %s)\n", total - failed, total,
+           ro.impl == ATTNOPS_IMPL_CPU ? "cpu" : "reference", ro.auto_grad ? "auto_grad" : "only_grad");
+    if (log) fclose(log);
+    free(all);
+    return failed ? 1 : 0;
+}
