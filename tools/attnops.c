@@ -29,6 +29,7 @@
 
 #include "cmd.h"
 #include "fa_case.h"
+#include "npy.h"
 
 static double now_ms(void)
 {
@@ -50,34 +51,13 @@ static int usage(void)
     return 2;
 }
 
-/* A .npy file (format 1.0) of u8 data with the given shape. */
+/* A u8 .npy file; 0, or 1 with a message. */
 static int write_npy_u8(const char *path, const uint8_t *data, const int64_t *shape, int rank)
 {
-    char dims[160] = "";
-    size_t used = 0;
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) {
-        used += (size_t)snprintf(dims + used, sizeof dims - used, "%lld,%s", (long long)shape[i],
-                                 i + 1 < rank ? " " : "");
-        n *= shape[i];
-    }
-    char header[256];
-    int len = snprintf(header, sizeof header, "{'descr': '|u1', 'fortran_order': False, 'shape': (%s), }", dims);
-    const int total = ((10 + len + 1 + 63) / 64) * 64; /* magic + header + newline, padded to 64 */
-    while (10 + len + 1 < total) header[len++] = ' ';
-    header[len++] = '\n';
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        fprintf(stderr, "attnops: cannot write '%s'\n", path);
-        return 1;
-    }
-    const unsigned char magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
-    const unsigned char hlen[2] = {(unsigned char)(len & 0xff), (unsigned char)(len >> 8)};
-    int ok = fwrite(magic, 1, 8, f) == 8 && fwrite(hlen, 1, 2, f) == 2 && fwrite(header, 1, (size_t)len, f) == (size_t)len &&
-             fwrite(data, 1, (size_t)n, f) == (size_t)n;
-    ok &= fclose(f) == 0;
-    if (!ok) fprintf(stderr, "attnops: writing '%s' failed\n", path);
-    return ok ? 0 : 1;
+    char err[600];
+    if (npy_write(path, ATTNOPS_DTYPE_U8, rank, shape, data, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "attnops: %s\n", err);
+    return 1;
 }
 
 /* "7:0:33" -> lengths; returns the count or -1. */
