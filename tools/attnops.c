@@ -20,6 +20,9 @@
  *               [--mode only_grad|auto_grad] [--log FILE]
  *       The verification harness (tools/cmd_run.c): case suites through the
  *       golden and the kernel chain, one verdict line per output.
+ *   attnops golden SUITE|FILE... --out DIR / attnops compare --golden DIR --actual DIR
+ *       Golden export for a device elsewhere and the judgement of its
+ *       outputs (tools/cmd_golden.c).
  *   attnops version
  */
 #include <math.h>
@@ -47,6 +50,8 @@ static int usage(void)
                     "       attnops list\n"
                     "       attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]\n"
                     "                   [--mode only_grad|auto_grad] [--log FILE]\n"
+                    "       attnops golden SUITE|FILE... --out DIR [--filter REGEX] [--threads N]\n"
+                    "       attnops compare --golden DIR --actual DIR [--rule RULE]\n"
                     "       attnops version\n");
     return 2;
 }
@@ -230,6 +235,8 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "demo")) return demo(argc - 2, argv + 2);
     if (!strcmp(argv[1], "list")) return cmd_list(argc - 2, argv + 2);
     if (!strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "golden")) return cmd_golden(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "dropout-mask")) return dropout_mask(argc - 2, argv + 2);
     if (!strcmp(argv[1], "version")) {
         printf("attnops %s\n", attnops_version());

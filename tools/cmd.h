@@ -7,7 +7,17 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "harness_case.h"
+
 int cmd_list(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_golden(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+
+/* The cases of built-in suites and case files, in order, those whose name
+ * matches the filter (NULL: all); -1 after printing why. */
+int harness_load_all(const char *const *sources, int nsources, const char *filter, harness_case **cases);
+/* A whole file as a string (free() it); NULL when unreadable. */
+char *harness_read_text(const char *path);
 
 #endif

@@ -140,7 +140,7 @@ static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
     return ok;
 }
 
-static char *read_file_text(const char *path)
+char *harness_read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -163,18 +163,46 @@ static int load(const char *what, harness_case **cases)
     for (const builtin_suite *s = builtin_suites; s->name; s++)
         if (!strcmp(what, s->name)) {
             const int n = harness_parse_cases(s->json, s->name, cases, err, sizeof err);
-            if (n < 0) fprintf(stderr, "attnops run: %s\n", err);
+            if (n < 0) fprintf(stderr, "attnops: %s\n", err);
             return n;
         }
-    char *text = read_file_text(what);
+    char *text = harness_read_text(what);
     if (!text) {
-        fprintf(stderr, "attnops run: '%s' is neither a built-in suite (attnops list) nor a readable file\n", what);
+        fprintf(stderr, "attnops: '%s' is neither a built-in suite (attnops list) nor a readable file\n", what);
         return -1;
     }
     const int n = harness_parse_cases(text, what, cases, err, sizeof err);
     free(text);
-    if (n < 0) fprintf(stderr, "attnops run: %s\n", err);
+    if (n < 0) fprintf(stderr, "attnops: %s\n", err);
     return n;
+}
+
+int harness_load_all(const char *const *sources, int nsources, const char *filter, harness_case **out)
+{
+    *out = NULL;
+    regex_t re;
+    if (filter && regcomp(&re, filter, REG_EXTENDED | REG_NOSUB) != 0) {
+        fprintf(stderr, "attnops: --filter '%s' is not a valid regular expression\n", filter);
+        return -1;
+    }
+    harness_case *all = NULL;
+    int total = 0;
+    for (int s = 0; s < nsources; s++) {
+        harness_case *cases = NULL;
+        const int n = load(sources[s], &cases);
+        if (n < 0) {
+            free(all);
+            total = -1;
+            break;
+        }
+        all = realloc(all, sizeof *all * (size_t)(total + n + 1));
+        for (int i = 0; i < n; i++)
+            if (!filter || regexec(&re, cases[i].name, 0, NULL, 0) == 0) all[total++] = cases[i];
+        free(cases);
+    }
+    if (filter) regfree(&re);
+    *out = all;
+    return total;
 }
 
 int cmd_run(int argc, char **argv)
@@ -205,26 +233,9 @@ int cmd_run(int argc, char **argv)
     }
     if (nsources == 0) return fprintf(stderr, "attnops run: give a suite (attnops list) or a case file\n"), 2;
     if (ro.threads < 1) return fprintf(stderr, "attnops run: --threads must be >= 1\n"), 2;
-    regex_t re;
-    if (ro.filter && regcomp(&re, ro.filter, REG_EXTENDED | REG_NOSUB) != 0)
-        return fprintf(stderr, "attnops run: --filter '%s' is not a valid regular expression\n", ro.filter), 2;
-
     harness_case *all = NULL;
-    int total = 0;
-    for (int s = 0; s < nsources; s++) {
-        harness_case *cases = NULL;
-        const int n = load(sources[s], &cases);
-        if (n < 0) {
-            free(all);
-            if (ro.filter) regfree(&re);
-            return 2;
-        }
-        all = realloc(all, sizeof *all * (size_t)(total + n + 1));
-        for (int i = 0; i < n; i++)
-            if (!ro.filter || regexec(&re, cases[i].name, 0, NULL, 0) == 0) all[total++] = cases[i];
-        free(cases);
-    }
-    if (ro.filter) regfree(&re);
+    const int total = harness_load_all(sources, nsources, ro.filter, &all);
+    if (total < 0) return 2;
     FILE *log = strcmp(ro.log_path, "-") ? fopen(ro.log_path, "a") : NULL;
     if (!log && strcmp(ro.log_path, "-")) fprintf(stderr, "attnops run: cannot append to %s; no log\n", ro.log_path);
 

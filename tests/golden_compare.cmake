@@ -1,0 +1,3 @@
+# attnops golden / compare as a device developer uses them (numpy + ml_dtypes).
+add_test(NAME cli_golden_compare COMMAND ${PROJECT_SOURCE_DIR}/.venv/bin/python
+         ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_golden_compare.py $<TARGET_FILE:attnops_cli>)

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""`attnops golden` and `attnops compare` as a device developer uses them:
+the export loads in numpy + ml_dtypes with the shapes and dtypes the
+manifest records; GQA_01's exported gradients agree with a float64 numpy
+backward computed here from the exported inputs; a "device" that returns
+the golden passes `compare` (exit 0), one whose dq is 1 % off fails it
+(exit 1, FAIL line for that output), a missing output file gives exit 2.
+Usage: check_golden_compare.py ATTNOPS_BINARY"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import ml_dtypes
+import numpy as np
+
+DT = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f8_e4m3fn": ml_dtypes.float8_e4m3fn,
+      "f8_e5m2": ml_dtypes.float8_e5m2, "u8": np.uint8, "bool": np.bool_, "i32": np.int32, "i64": np.int64}
+fails = 0
+
+
+def check(ok, what):
+    global fails
+    print(("ok   " if ok else "FAIL ") + what)
+    fails += not ok
+
+
+def load(root, t):
+    a = np.load(os.path.join(root, t["file"]))
+    return a.view(DT[t["dtype"]]) if a.dtype.kind == "V" else a
+
+
+def main(binary):
+    tmp = tempfile.mkdtemp()
+    try:
+        g, dev = os.path.join(tmp, "golden"), os.path.join(tmp, "device")
+        r = subprocess.run([binary, "golden", "fag-seed", "--out", g], capture_output=True, text=True)
+        check(r.returncode == 0, f"attnops golden fag-seed exits 0 ({r.stderr.strip()[:200]})")
+        m = json.load(open(os.path.join(g, "manifest.json")))
+        names = [c["name"] for c in m["cases"]]
+        check(names == ["GQA_01", "MLA_02", "FP8E5_03", "FP8E4_04", "FP32_05", "TND_06"], f"manifest cases {names}")
+        good = True
+        for c in m["cases"]:
+            for name, t in c["tensors"].items():
+                a = load(g, t)
+                good &= list(a.shape) == t["shape"] and a.dtype == np.dtype(DT[t["dtype"]])
+        check(good, "every exported tensor loads with its manifest shape and dtype")
+
+        # GQA_01 (BNSD, fp16, N1 = 2, N2 = 1, no mask): an independent float64 backward
+        c = next(c for c in m["cases"] if c["name"] == "GQA_01")
+        T = {k: load(g, t).astype(np.float64) for k, t in c["tensors"].items()}
+        scale = c["attributes"]["scale_value"]
+        q, k, v, dy, o = T["query"][0], T["key"][0], T["value"][0], T["dy"][0], T["attention_in"][0]
+        dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+        for h in range(q.shape[0]):
+            s = scale * q[h] @ k[0].T
+            p = np.exp(s - s.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            dp = dy[h] @ v[0].T
+            ds = p * (dp - np.sum(dy[h] * o[h], axis=1, keepdims=True))
+            dq[h] = scale * ds @ k[0]
+            dk[0] += scale * ds.T @ q[h]
+            dv[0] += p.T @ dy[h]
+        for name, mine in (("dq", dq), ("dk", dk), ("dv", dv)):
+            err = np.max(np.abs(T[name][0] - mine)) / np.max(np.abs(mine))
+            check(err < 2e-3, f"GQA_01 {name} matches a float64 numpy backward (max error {err:.2e} of max |{name}|)")
+
+        shutil.copytree(g, dev)
+        r = subprocess.run([binary, "compare", "--golden", g, "--actual", dev], capture_output=True, text=True)
+        check(r.returncode == 0 and "20 of 20 outputs passed" in r.stdout, "a device returning the golden passes")
+        t = next(c for c in m["cases"] if c["name"] == "GQA_01")["tensors"]["dq"]
+        a = load(dev, t)
+        np.save(os.path.join(dev, t["file"]), (a.astype(np.float32) * 1.01).astype(a.dtype))
+        r = subprocess.run([binary, "compare", "--golden", g, "--actual", dev], capture_output=True, text=True)
+        check(r.returncode == 1 and "FAIL GQA_01 dq [dual]" in r.stdout and "19 of 20 outputs passed" in r.stdout,
+              "a device whose dq is 1 % off fails on GQA_01 dq, exit 1")
+        os.remove(os.path.join(dev, t["file"]))
+        r = subprocess.run([binary, "compare", "--golden", g, "--actual", dev], capture_output=True, text=True)
+        check(r.returncode == 2 and "dq.npy" in r.stderr, "a missing device output gives exit 2 and names the file")
+        r = subprocess.run([binary, "compare", "--golden", tmp, "--actual", dev], capture_output=True, text=True)
+        check(r.returncode == 2 and "manifest" in r.stderr, "a directory without a manifest gives exit 2")
+    finally:
+        shutil.rmtree(tmp)
+    print("check_golden_compare: all passed" if not fails else f"check_golden_compare: {fails} failed")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

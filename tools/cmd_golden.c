@@ -1,0 +1,271 @@
+/* attnops golden / attnops compare: the harness for devices elsewhere.
+ *
+ *   attnops golden SUITE|FILE... --out DIR [--filter REGEX] [--threads N]
+ *       Every case's inputs and the reference's outputs as .npy files
+ *       (DIR/<case>/<tensor>.npy) with DIR/manifest.json: per case its
+ *       attributes, data seed and rule, and per tensor its file, dtype, shape
+ *       and role -- "input" (feed the device), "forward" (the golden
+ *       forward's outputs, which the device's backward consumes, as the
+ *       seed's only_grad mode does) or "output" (what the device must
+ *       produce; `compare` judges these).
+ *   attnops compare --golden DIR --actual DIR [--rule RULE] [--log FILE]
+ *       Reads DIR/<case>/<output>.npy of the device (as numpy and ml_dtypes
+ *       write them) and judges each against the golden by the case's rule
+ *       (or RULE): one verdict line per output, exit 0 all pass, 1 a
+ *       failure, 2 missing or malformed files. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmd.h"
+#include "core/core.h"
+#include "harness_case.h"
+#include "npy.h"
+
+typedef struct export_tensor {
+    const char *name, *role;
+    const tu_tensor *t;
+} export_tensor;
+
+/* The tensors of a case the manifest lists, present ones only. */
+static int case_tensors(const fa_case *c, export_tensor *out)
+{
+    const export_tensor all[] = {
+        {"query", "input", &c->q},           {"key", "input", &c->k},
+        {"value", "input", &c->v},           {"dy", "input", &c->dy},
+        {"query_rope", "input", &c->qr},     {"key_rope", "input", &c->kr},
+        {"atten_mask", "input", &c->mask},   {"pse", "input", &c->pse},
+        {"prefix", "input", &c->prefix},     {"q_start_idx", "input", &c->q_start},
+        {"kv_start_idx", "input", &c->kv_start}, {"actual_seq_qlen", "input", &c->cu_q},
+        {"actual_seq_kvlen", "input", &c->cu_kv}, {"d_scale_q", "input", &c->dsq},
+        {"d_scale_k", "input", &c->dsk},     {"d_scale_v", "input", &c->dsv},
+        {"d_scale_dy", "input", &c->dsdy},   {"d_scale_o", "input", &c->dso},
+        {"attention_in", "forward", &c->out}, {"softmax_max", "forward", &c->smax},
+        {"softmax_sum", "forward", &c->ssum}, {"dq", "output", &c->dq},
+        {"dk", "output", &c->dk},            {"dv", "output", &c->dv},
+        {"dq_rope", "output", &c->dqr},      {"dk_rope", "output", &c->dkr}};
+    int n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i].t->block) out[n++] = all[i];
+    return n;
+}
+
+/* A case tensor's elements in C order (its view may have row padding). */
+static void *contiguous(const tu_tensor *t)
+{
+    const attnops_tensor *v = &t->view;
+    const size_t es = attnops_dtype_size(v->dtype);
+    const int64_t n = tu_numel(v);
+    char *out = malloc((size_t)(n ? n : 1) * es);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rem = i, off = 0;
+        for (int d = v->rank - 1; d >= 0; d--) off += (rem % v->shape[d]) * v->strides[d], rem /= v->shape[d];
+        memcpy(out + (size_t)i * es, (const char *)v->data + off * (int64_t)es, es);
+    }
+    return out;
+}
+
+static cJSON *case_attributes(const harness_case *hc, const fa_case *c)
+{
+    const attnops_fa_params *p = &c->bwd.p;
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "input_layout", attnops_layout_name(p->input_layout));
+    cJSON_AddNumberToObject(a, "head_num", (double)p->head_num);
+    cJSON_AddNumberToObject(a, "scale_value", p->scale_value);
+    cJSON_AddNumberToObject(a, "keep_prob", p->keep_prob);
+    cJSON_AddNumberToObject(a, "seed", (double)p->seed);
+    cJSON_AddNumberToObject(a, "offset", (double)p->offset);
+    cJSON_AddNumberToObject(a, "pre_tokens", (double)p->pre_tokens);
+    cJSON_AddNumberToObject(a, "next_tokens", (double)p->next_tokens);
+    cJSON_AddNumberToObject(a, "sparse_mode", (double)p->sparse_mode);
+    cJSON_AddNumberToObject(a, "pse_type", (double)p->pse_type);
+    cJSON_AddNumberToObject(a, "inner_precise", (double)p->inner_precise);
+    cJSON_AddNumberToObject(a, "out_dtype", (double)p->out_dtype);
+    cJSON_AddNumberToObject(a, "data_seed", (double)hc->data_seed);
+    return a;
+}
+
+static int make_dir(const char *path)
+{
+    if (mkdir(path, 0777) == 0 || errno == EEXIST) return 0;
+    fprintf(stderr, "attnops: cannot create directory %s: %s\n", path, strerror(errno));
+    return -1;
+}
+
+int cmd_golden(int argc, char **argv)
+{
+    const char *out_dir = NULL, *filter = NULL, *sources[64];
+    int nsources = 0, threads = 2;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--out") && v) out_dir = v, i++;
+        else if (!strcmp(a, "--filter") && v) filter = v, i++;
+        else if (!strcmp(a, "--threads") && v) threads = atoi(v), i++;
+        else if (a[0] == '-') return fprintf(stderr, "attnops golden: unknown or incomplete option '%s'\n", a), 2;
+        else if (nsources < 64) sources[nsources++] = a;
+    }
+    if (!out_dir || nsources == 0) return fprintf(stderr, "attnops golden: give SUITE|FILE... and --out DIR\n"), 2;
+    harness_case *cases = NULL;
+    const int n = harness_load_all(sources, nsources, filter, &cases);
+    if (n < 0 || make_dir(out_dir) != 0) return free(cases), 2;
+    cJSON *manifest = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(manifest, "cases");
+    cJSON_AddStringToObject(manifest, "attnops_version", attnops_version());
+    int rc = 0;
+    for (int k = 0; k < n && rc == 0; k++) {
+        const harness_case *hc = &cases[k];
+        fa_case c;
+        fa_case_init(&c, &hc->shape, hc->data_seed);
+        attnops_status st = fa_case_forward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
+        if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
+        if (st != ATTNOPS_SUCCESS) {
+            fprintf(stderr, "attnops golden: case %s: %s\n", hc->name, attnops_last_error());
+            rc = 1;
+        }
+        char dir[1024], path[1200], err[1400];
+        snprintf(dir, sizeof dir, "%s/%s", out_dir, hc->name);
+        if (rc == 0 && make_dir(dir) != 0) rc = 2;
+        cJSON *entry = cJSON_CreateObject(), *tensors = NULL;
+        cJSON_AddStringToObject(entry, "name", hc->name);
+        cJSON_AddStringToObject(entry, "compare", cmp_rule_name(hc->rule));
+        cJSON_AddItemToObject(entry, "attributes", case_attributes(hc, &c));
+        tensors = cJSON_AddObjectToObject(entry, "tensors");
+        export_tensor ts[32];
+        const int nt = case_tensors(&c, ts);
+        for (int i = 0; i < nt && rc == 0; i++) {
+            const attnops_tensor *v = &ts[i].t->view;
+            snprintf(path, sizeof path, "%s/%s.npy", dir, ts[i].name);
+            void *data = contiguous(ts[i].t);
+            if (npy_write(path, v->dtype, v->rank, v->shape, data, err, sizeof err) != 0) {
+                fprintf(stderr, "attnops golden: %s\n", err);
+                rc = 2;
+            }
+            free(data);
+            cJSON *t = cJSON_AddObjectToObject(tensors, ts[i].name);
+            snprintf(path, sizeof path, "%s/%s.npy", hc->name, ts[i].name);
+            cJSON_AddStringToObject(t, "file", path);
+            cJSON_AddStringToObject(t, "dtype", attnops_dtype_name(v->dtype));
+            cJSON_AddStringToObject(t, "role", ts[i].role);
+            double dims[ATTNOPS_MAX_RANK];
+            for (int d = 0; d < v->rank; d++) dims[d] = (double)v->shape[d];
+            cJSON_AddItemToObject(t, "shape", cJSON_CreateDoubleArray(dims, v->rank));
+        }
+        cJSON_AddItemToArray(list, entry);
+        fa_case_free(&c);
+        if (rc == 0) printf("golden %s: %d tensors in %s\n", hc->name, nt, dir);
+    }
+    if (rc == 0) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+        char *text = cJSON_Print(manifest);
+        FILE *f = fopen(path, "w");
+        if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "attnops golden: cannot write %s\n", path);
+            rc = 2;
+        }
+        free(text);
+    }
+    cJSON_Delete(manifest);
+    free(cases);
+    return rc;
+}
+
+static attnops_dtype dtype_named(const char *name)
+{
+    static const attnops_dtype all[] = {ATTNOPS_DTYPE_F32,        ATTNOPS_DTYPE_F16,       ATTNOPS_DTYPE_BF16,
+                                        ATTNOPS_DTYPE_F8_E4M3FN,  ATTNOPS_DTYPE_F8_E5M2,   ATTNOPS_DTYPE_U8,
+                                        ATTNOPS_DTYPE_BOOL,       ATTNOPS_DTYPE_I32,       ATTNOPS_DTYPE_I64};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (name && !strcmp(name, attnops_dtype_name(all[i]))) return all[i];
+    return 0;
+}
+
+/* A .npy as doubles; NULL with a message. */
+static double *load_values(const char *path, attnops_dtype hint, npy_array *a)
+{
+    char err[1400];
+    if (npy_read(path, hint, a, err, sizeof err) != 0) {
+        fprintf(stderr, "attnops compare: %s\n", err);
+        return NULL;
+    }
+    int64_t n = 1;
+    for (int d = 0; d < a->rank; d++) n *= a->shape[d];
+    double *x = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    const size_t es = attnops_dtype_size(a->dtype);
+    for (int64_t i = 0; i < n; i++) x[i] = ao_load_f64((const char *)a->data + (size_t)i * es, a->dtype);
+    return x;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    const char *golden = NULL, *actual = NULL, *rule_name = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--golden") && v) golden = v, i++;
+        else if (!strcmp(a, "--actual") && v) actual = v, i++;
+        else if (!strcmp(a, "--rule") && v) rule_name = v, i++;
+        else return fprintf(stderr, "attnops compare: unknown or incomplete argument '%s'\n", a), 2;
+    }
+    cmp_rule forced = CMP_DUAL;
+    if (!golden || !actual) return fprintf(stderr, "attnops compare: give --golden DIR and --actual DIR\n"), 2;
+    if (rule_name && !cmp_rule_parse(rule_name, &forced))
+        return fprintf(stderr, "attnops compare: --rule '%s' is not a rule (dual, triple, isclose, allclose, "
+                               "thousandth, ten-thousandth)\n", rule_name), 2;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/manifest.json", golden);
+    char *text = harness_read_text(path);
+    cJSON *m = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(m, "cases");
+    if (!cJSON_IsArray(cases)) {
+        fprintf(stderr, "attnops compare: %s is missing or not a manifest written by attnops golden\n", path);
+        cJSON_Delete(m);
+        return 2;
+    }
+    int total = 0, failed = 0, rc = 0;
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, cases) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(entry, "name");
+        const cJSON *cmp = cJSON_GetObjectItemCaseSensitive(entry, "compare");
+        const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(entry, "tensors"), *t;
+        cmp_rule rule = forced;
+        if (!rule_name && !(cJSON_IsString(cmp) && cmp_rule_parse(cmp->valuestring, &rule))) rule = CMP_DUAL;
+        cJSON_ArrayForEach(t, tensors) {
+            const cJSON *role = cJSON_GetObjectItemCaseSensitive(t, "role");
+            const cJSON *file = cJSON_GetObjectItemCaseSensitive(t, "file");
+            const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+            if (!cJSON_IsString(role) || strcmp(role->valuestring, "output") || !cJSON_IsString(file)) continue;
+            const attnops_dtype hint = dtype_named(cJSON_IsString(dt) ? dt->valuestring : NULL);
+            npy_array ga, aa;
+            snprintf(path, sizeof path, "%s/%s", golden, file->valuestring);
+            double *e = load_values(path, hint, &ga);
+            snprintf(path, sizeof path, "%s/%s", actual, file->valuestring);
+            double *a = e ? load_values(path, hint, &aa) : NULL;
+            char label[256];
+            snprintf(label, sizeof label, "%s %s", cJSON_IsString(name) ? name->valuestring : "?", t->string);
+            if (!e || !a) {
+                rc = 2;
+            } else if (aa.rank != ga.rank || memcmp(aa.shape, ga.shape, sizeof(int64_t) * (size_t)ga.rank)) {
+                printf("FAIL %s: shape differs from the golden's\n", label);
+                failed++;
+            } else {
+                int64_t n = 1;
+                for (int d = 0; d < ga.rank; d++) n *= ga.shape[d];
+                const cmp_options o = {.rule = rule, .dtype = ga.dtype};
+                const cmp_verdict v = cmp_compare(&o, a, e, NULL, n);
+                cmp_print(stdout, label, &v, a, e, ga.shape, ga.rank);
+                failed += !v.pass;
+            }
+            total++;
+            if (e) free(ga.data);
+            if (a) free(aa.data);
+            free(e);
+            free(a);
+        }
+    }
+    cJSON_Delete(m);
+    if (rc) return rc;
+    printf("%d of %d outputs passed\n", total - failed, total);
+    return failed ? 1 : 0;
+}
