@@ -49,7 +49,7 @@ static int usage(void)
                     "                    (--shape B,S1,S2 | --seqs L0:L1:.. [--kvseqs L0:L1:..]) [--bits] --out FILE.npy\n"
                     "       attnops list\n"
                     "       attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]\n"
-                    "                   [--mode only_grad|auto_grad] [--log FILE]\n"
+                    "                   [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html]\n"
                     "       attnops golden SUITE|FILE... --out DIR [--filter REGEX] [--threads N]\n"
                     "       attnops compare --golden DIR --actual DIR [--rule RULE]\n"
                     "       attnops version\n");

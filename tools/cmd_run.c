@@ -2,7 +2,7 @@
  *
  *   attnops list
  *   attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]
- *               [--mode only_grad|auto_grad] [--log FILE]
+ *               [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html]
  *
  * For every case: the golden chain (the reference) and the kernel chain
  * (--impl, default the fast CPU kernel) run on the same inputs, generated
@@ -12,7 +12,10 @@
  * forward, whose outputs are compared too.  Each output is judged by the
  * case's rule (verify/compare.h) and printed as one line; run_log.txt gets
  * the seed's lines ("<datetime>  <case> <output> diff_max : ..."), appended.
- * Exit status: 0 all pass, 1 a case failed, 2 bad arguments or files. */
+ * --rows prints, under a failing output, the rows (every leading index of
+ * the tensor) with the most failing elements; --report writes the HTML
+ * page of tools/report.h.  Exit status: 0 all pass, 1 a case failed, 2 bad
+ * arguments or files. */
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,8 @@
 
 #include "cmd.h"
 #include "harness_case.h"
+#include "localise.h"
+#include "report.h"
 #include "suites.h"
 
 int cmd_list(int argc, char **argv)
@@ -48,10 +53,11 @@ int cmd_list(int argc, char **argv)
 }
 
 typedef struct run_options {
-    const char *filter, *log_path;
+    const char *filter, *log_path, *report_path;
     attnops_impl impl;
     int threads;
-    bool auto_grad;
+    bool auto_grad, rows;
+    report *rep;
 } run_options;
 
 /* The seed's log line: str(datetime.now()) + "  " + text. */
@@ -81,9 +87,28 @@ static double *to_f64(const tu_tensor *t, int64_t *n)
     return x;
 }
 
-/* One output of one case: the verdict line, the log lines; true on PASS. */
-static bool judge(const harness_case *hc, const char *output, const tu_tensor *kernel, const tu_tensor *golden,
-                  FILE *log)
+/* The rows (leading indices) of a failing output with the most failing
+ * elements, with their coordinates. */
+static void print_rows(const localisation *l, const tu_tensor *t)
+{
+    int64_t rows[5];
+    const int n = loc_worst_rows(l, rows, 5);
+    const attnops_tensor *v = &t->view;
+    printf("     rows with most failures (of %lld rows of %lld):", (long long)l->rows, (long long)l->row_len);
+    for (int i = 0; i < n; i++) {
+        int64_t idx[ATTNOPS_MAX_RANK], rem = rows[i];
+        for (int d = v->rank - 2; d >= 0; d--) idx[d] = rem % v->shape[d], rem /= v->shape[d];
+        printf(" [");
+        for (int d = 0; d + 1 < v->rank; d++) printf(d ? ",%lld" : "%lld", (long long)idx[d]);
+        printf("] %lld", (long long)l->row_fail[rows[i]]);
+    }
+    printf("\n");
+}
+
+/* One output of one case: the verdict line, the log lines, the report
+ * entry; true on PASS. */
+static bool judge(const harness_case *hc, const run_options *ro, const char *output, const tu_tensor *kernel,
+                  const tu_tensor *golden, FILE *log)
 {
     int64_t n;
     double *a = to_f64(kernel, &n), *e = to_f64(golden, &n);
@@ -94,6 +119,13 @@ static bool judge(const harness_case *hc, const char *output, const tu_tensor *k
     char label[128];
     snprintf(label, sizeof label, "%s %s", hc->name, output);
     cmp_print(stdout, label, &v, a, e, kernel->view.shape, kernel->view.rank);
+    if (ro->rep || (ro->rows && !v.pass)) {
+        const int64_t row_len = kernel->view.rank ? kernel->view.shape[kernel->view.rank - 1] : 1;
+        localisation l = loc_analyse(&o, a, e, n, row_len);
+        if (ro->rows && !v.pass) print_rows(&l, kernel);
+        if (ro->rep) report_add(ro->rep, hc->name, output, &v, &l);
+        loc_free(&l);
+    }
     log_line(log, "%s %s diff_max : %.8f", hc->name, output, v.max_abs);
     log_line(log, "%s %s diff_sum : %.6f", hc->name, output, sum);
     log_line(log, "%s %s ratio : %.6f %s", hc->name, output, v.counted ? 1.0 - (double)v.n_fail / (double)v.counted : 1.0,
@@ -126,14 +158,14 @@ static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
         ok = false;
     } else {
         if (ro->auto_grad) {
-            ok &= judge(hc, "attention_out", &kern.out, &gold.out, log);
-            ok &= judge(hc, "softmax_max", &kern.smax, &gold.smax, log);
-            ok &= judge(hc, "softmax_sum", &kern.ssum, &gold.ssum, log);
+            ok &= judge(hc, ro, "attention_out", &kern.out, &gold.out, log);
+            ok &= judge(hc, ro, "softmax_max", &kern.smax, &gold.smax, log);
+            ok &= judge(hc, ro, "softmax_sum", &kern.ssum, &gold.ssum, log);
         }
         const struct { const char *name; const tu_tensor *k, *g; } grads[] = {
             {"dq", &kern.dq, &gold.dq}, {"dk", &kern.dk, &gold.dk}, {"dv", &kern.dv, &gold.dv},
             {"dq_rope", &kern.dqr, &gold.dqr}, {"dk_rope", &kern.dkr, &gold.dkr}};
-        for (int i = 0; i < fa_case_backward_outputs(&gold); i++) ok &= judge(hc, grads[i].name, grads[i].k, grads[i].g, log);
+        for (int i = 0; i < fa_case_backward_outputs(&gold); i++) ok &= judge(hc, ro, grads[i].name, grads[i].k, grads[i].g, log);
     }
     fa_case_free(&gold);
     fa_case_free(&kern);
@@ -207,13 +239,15 @@ int harness_load_all(const char *const *sources, int nsources, const char *filte
 
 int cmd_run(int argc, char **argv)
 {
-    run_options ro = {NULL, "run_log.txt", ATTNOPS_IMPL_CPU, 2, false};
+    run_options ro = {NULL, "run_log.txt", NULL, ATTNOPS_IMPL_CPU, 2, false, false, NULL};
     const char *sources[64];
     int nsources = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--filter") && v) ro.filter = v, i++;
         else if (!strcmp(a, "--log") && v) ro.log_path = v, i++;
+        else if (!strcmp(a, "--report") && v) ro.report_path = v, i++;
+        else if (!strcmp(a, "--rows")) ro.rows = true;
         else if (!strcmp(a, "--threads") && v) ro.threads = atoi(v), i++;
         else if (!strcmp(a, "--impl") && v) {
             if (!strcmp(v, "cpu")) ro.impl = ATTNOPS_IMPL_CPU;
@@ -236,6 +270,7 @@ int cmd_run(int argc, char **argv)
     harness_case *all = NULL;
     const int total = harness_load_all(sources, nsources, ro.filter, &all);
     if (total < 0) return 2;
+    if (ro.report_path && !(ro.rep = report_open(ro.report_path))) return free(all), 2;
     FILE *log = strcmp(ro.log_path, "-") ? fopen(ro.log_path, "a") : NULL;
     if (!log && strcmp(ro.log_path, "-")) fprintf(stderr, "attnops run: cannot append to %s; no log\n", ro.log_path);
 
@@ -251,6 +286,13 @@ int cmd_run(int argc, char **argv)
     printf("%d of %d cases passed (%s chain vs the reference, %s)\n", total - failed, total,
            ro.impl == ATTNOPS_IMPL_CPU ? "cpu" : "reference", ro.auto_grad ? "auto_grad" : "only_grad");
     if (log) fclose(log);
+    if (ro.rep) {
+        char title[256];
+        snprintf(title, sizeof title, "%d of %d cases passed: the %s chain against the reference (%s)", total - failed,
+                 total, ro.impl == ATTNOPS_IMPL_CPU ? "cpu" : "reference", ro.auto_grad ? "auto_grad" : "only_grad");
+        if (report_close(ro.rep, title) != 0) failed = failed ? failed : -1;
+        else printf("report: %s\n", ro.report_path);
+    }
     free(all);
-    return failed ? 1 : 0;
+    return failed > 0 ? 1 : (failed < 0 ? 2 : 0);
 }

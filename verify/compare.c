@@ -35,13 +35,16 @@ typedef struct element_rule {
     double rtol, atol, floor_abs;
 } element_rule;
 
-static bool within(const element_rule *r, double a, double e, double diff)
+/* The largest |a - e| a per-element rule allows at (a, e). */
+static double element_limit(const element_rule *r, double a, double e)
 {
     switch (r->rule) {
-    case CMP_DUAL: return diff <= fmax(0.005 * fmax(fabs(a), fabs(e)), r->floor_abs);
+    case CMP_DUAL: return fmax(0.005 * fmax(fabs(a), fabs(e)), r->floor_abs);
     case CMP_ISCLOSE:
-    case CMP_ALLCLOSE: return diff <= r->atol + r->rtol * fabs(e);
-    default: return diff <= r->rtol * fabs(e); /* thousandth, ten-thousandth */
+    case CMP_ALLCLOSE: return r->atol + r->rtol * fabs(e);
+    case CMP_THOUSANDTH:
+    case CMP_TEN_THOUSANDTH: return r->rtol * fabs(e);
+    default: return NAN; /* triple judges whole tensors */
     }
 }
 
@@ -68,7 +71,7 @@ static cmp_verdict scan(const cmp_options *o, const element_rule *r, const doubl
         if (diff > v.max_abs) v.max_abs = diff;
         if (e != 0.0 && diff / fabs(e) > v.max_rel) v.max_rel = diff / fabs(e);
         if (diff > worst_diff) worst_diff = diff, v.worst = i;
-        if (r && !within(r, a, e, diff)) v.n_fail++;
+        if (r && !(diff <= element_limit(r, a, e))) v.n_fail++;
     }
     return v;
 }
@@ -117,12 +120,13 @@ static void triple_thresholds(attnops_dtype d, double *small_thr, double *small_
     }
 }
 
-cmp_verdict cmp_compare(const cmp_options *o, const double *actual, const double *expected, const double *bench,
-                        int64_t n)
+/* The rule's element test with its defaults filled in; *share_needed: the
+ * share of passing elements a share rule requires. */
+static element_rule rule_of(const cmp_options *o, double *share_needed)
 {
     element_rule r = {o->rule, o->rtol, o->atol, 0.0};
     const bool defaults = o->rtol == 0.0 && o->atol == 0.0;
-    double share_needed = 0.0;
+    *share_needed = 0.0;
     switch (o->rule) {
     case CMP_DUAL: /* 2.5e-5 in fp16 = 419 * 2^-24 = 2.4974346160888672e-05 (numpy agrees; spec 7.3's
                     * 2.5033950805664062e-05 is 420 * 2^-24, a slip) */
@@ -130,15 +134,30 @@ cmp_verdict cmp_compare(const cmp_options *o, const double *actual, const double
         break;
     case CMP_ISCLOSE:
         if (defaults) r.rtol = 0.0078125, r.atol = 1e-4;
-        share_needed = o->min_share > 0.0 ? o->min_share : 0.995;
+        *share_needed = o->min_share > 0.0 ? o->min_share : 0.995;
         break;
     case CMP_ALLCLOSE:
         if (defaults) r.rtol = 1e-2, r.atol = 2e-2;
         break;
-    case CMP_THOUSANDTH: r.rtol = 1e-3, share_needed = 0.999; break;
-    case CMP_TEN_THOUSANDTH: r.rtol = 1e-4, share_needed = 0.9999; break;
+    case CMP_THOUSANDTH: r.rtol = 1e-3, *share_needed = 0.999; break;
+    case CMP_TEN_THOUSANDTH: r.rtol = 1e-4, *share_needed = 0.9999; break;
     default: break;
     }
+    return r;
+}
+
+double cmp_element_limit(const cmp_options *o, double a, double e)
+{
+    double share;
+    const element_rule r = rule_of(o, &share);
+    return element_limit(&r, a, e);
+}
+
+cmp_verdict cmp_compare(const cmp_options *o, const double *actual, const double *expected, const double *bench,
+                        int64_t n)
+{
+    double share_needed;
+    const element_rule r = rule_of(o, &share_needed);
     int64_t nonfinite;
     cmp_verdict v = scan(o, o->rule == CMP_TRIPLE ? NULL : &r, actual, expected, n, &nonfinite);
     const double counted = v.counted > 0 ? (double)v.counted : 1.0;

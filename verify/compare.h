@@ -74,6 +74,10 @@ typedef struct cmp_verdict {
 cmp_verdict cmp_compare(const cmp_options *o, const double *actual, const double *expected, const double *bench,
                         int64_t n);
 
+/* The largest |a - e| the rule's element test allows at (a, e); NaN for
+ * triple, which judges whole tensors. */
+double cmp_element_limit(const cmp_options *o, double a, double e);
+
 /* One line: label, rule, verdict, metrics, fail count, max errors and the
  * worst element with its coordinates in `shape` (row-major; rank 0: flat). */
 void cmp_print(FILE *f, const char *label, const cmp_verdict *v, const double *actual, const double *expected,
