@@ -23,12 +23,15 @@
  *   attnops golden SUITE|FILE... --out DIR / attnops compare --golden DIR --actual DIR
  *       Golden export for a device elsewhere and the judgement of its
  *       outputs (tools/cmd_golden.c).
- *   attnops version
+ *   attnops bench [bench_fa options]
+ *       Runs build/bench/bench_fa (the benchmark program of make bench).
+ *   attnops version | --version | help
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "fa_case.h"
@@ -41,18 +44,38 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static int usage(void)
+static int usage_to(FILE *out, int status)
 {
-    fprintf(stderr, "usage: attnops demo [--B n] [--N1 n] [--N2 n] [--S1 n] [--S2 n] [--D n] [--Dv n]\n"
+    fprintf(out, "usage: attnops demo [--B n] [--N1 n] [--N2 n] [--S1 n] [--S2 n] [--D n] [--Dv n]\n"
                     "                    [--dtype f32|f16|bf16] [--layout BNSD|BSND|BSH|SBH] [--threads n] [--seed n]\n"
                     "       attnops dropout-mask --keep P [--seed S] [--offset O] --heads N\n"
                     "                    (--shape B,S1,S2 | --seqs L0:L1:.. [--kvseqs L0:L1:..]) [--bits] --out FILE.npy\n"
                     "       attnops list\n"
                     "       attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]\n"
                     "                   [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html]\n"
+                    "                   [--save DIR]\n"
                     "       attnops golden SUITE|FILE... --out DIR [--filter REGEX] [--threads N]\n"
                     "       attnops compare --golden DIR --actual DIR [--rule RULE]\n"
-                    "       attnops version\n");
+                    "       attnops bench [bench_fa options]   (the benchmark program of make bench)\n"
+                    "       attnops version | --version | help\n");
+    return status;
+}
+
+static int usage(void) { return usage_to(stderr, 2); }
+
+/* attnops bench: the bench_fa program built next to this one (build/bench). */
+static int bench(char **argv)
+{
+    char self[4096], path[4200];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return fprintf(stderr, "attnops bench: cannot locate this program\n"), 2;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = '\0';
+    snprintf(path, sizeof path, "%s/../bench/bench_fa", self);
+    argv[0] = path;
+    execv(path, argv);
+    fprintf(stderr, "attnops bench: cannot run %s (build it: make bench, or cmake --build build)\n", path);
     return 2;
 }
 
@@ -238,7 +261,9 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "golden")) return cmd_golden(argc - 2, argv + 2);
     if (!strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "dropout-mask")) return dropout_mask(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "version")) {
+    if (!strcmp(argv[1], "bench")) return bench(argv + 1);
+    if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return usage_to(stdout, 0);
+    if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
         printf("attnops %s\n", attnops_version());
         return 0;
     }

@@ -12,7 +12,9 @@
  *       Reads DIR/<case>/<output>.npy of the device (as numpy and ml_dtypes
  *       write them) and judges each against the golden by the case's rule
  *       (or RULE): one verdict line per output, exit 0 all pass, 1 a
- *       failure, 2 missing or malformed files. */
+ *       failure, 2 missing or malformed files.
+ * The export is shared with `attnops run --save DIR`, which adds the kernel
+ * chain's outputs (role "kernel", files <case>/kernel_<tensor>.npy). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -94,6 +96,80 @@ static int make_dir(const char *path)
     return -1;
 }
 
+struct export_set {
+    char dir[1024];
+    cJSON *manifest, *cases;
+};
+
+export_set *export_open(const char *dir)
+{
+    if (make_dir(dir) != 0) return NULL;
+    export_set *x = calloc(1, sizeof *x);
+    snprintf(x->dir, sizeof x->dir, "%s", dir);
+    x->manifest = cJSON_CreateObject();
+    cJSON_AddStringToObject(x->manifest, "attnops_version", attnops_version());
+    x->cases = cJSON_AddArrayToObject(x->manifest, "cases");
+    return x;
+}
+
+/* Writes the tensors of one chain: files <case>/<prefix><tensor>.npy. */
+static int export_tensors(export_set *x, const harness_case *hc, const fa_case *c, const char *prefix, bool outputs_only,
+                          cJSON *tensors)
+{
+    export_tensor ts[32];
+    const int nt = case_tensors(c, ts);
+    char rel[600], path[1700], err[1800];
+    for (int i = 0; i < nt; i++) {
+        if (outputs_only && strcmp(ts[i].role, "input") == 0) continue;
+        const attnops_tensor *v = &ts[i].t->view;
+        snprintf(rel, sizeof rel, "%s/%s%s.npy", hc->name, prefix, ts[i].name);
+        snprintf(path, sizeof path, "%s/%s", x->dir, rel);
+        void *data = contiguous(ts[i].t);
+        const int rc = npy_write(path, v->dtype, v->rank, v->shape, data, err, sizeof err);
+        free(data);
+        if (rc != 0) return fprintf(stderr, "attnops: %s\n", err), -1;
+        char key[64];
+        snprintf(key, sizeof key, "%s%s", outputs_only ? "kernel_" : "", ts[i].name);
+        cJSON *t = cJSON_AddObjectToObject(tensors, key);
+        cJSON_AddStringToObject(t, "file", rel);
+        cJSON_AddStringToObject(t, "dtype", attnops_dtype_name(v->dtype));
+        cJSON_AddStringToObject(t, "role", outputs_only ? "kernel" : ts[i].role);
+        double dims[ATTNOPS_MAX_RANK];
+        for (int d = 0; d < v->rank; d++) dims[d] = (double)v->shape[d];
+        cJSON_AddItemToObject(t, "shape", cJSON_CreateDoubleArray(dims, v->rank));
+    }
+    return 0;
+}
+
+int export_case(export_set *x, const harness_case *hc, const fa_case *golden, const fa_case *kernel)
+{
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/%s", x->dir, hc->name);
+    if (make_dir(dir) != 0) return -1;
+    cJSON *entry = cJSON_CreateObject();
+    cJSON_AddItemToArray(x->cases, entry);
+    cJSON_AddStringToObject(entry, "name", hc->name);
+    cJSON_AddStringToObject(entry, "compare", cmp_rule_name(hc->rule));
+    cJSON_AddItemToObject(entry, "attributes", case_attributes(hc, golden));
+    cJSON *tensors = cJSON_AddObjectToObject(entry, "tensors");
+    if (export_tensors(x, hc, golden, "", false, tensors) != 0) return -1;
+    return kernel ? export_tensors(x, hc, kernel, "kernel_", true, tensors) : 0;
+}
+
+int export_close(export_set *x)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/manifest.json", x->dir);
+    char *text = cJSON_Print(x->manifest);
+    FILE *f = fopen(path, "w");
+    const bool ok = f && fputs(text, f) >= 0 && fclose(f) == 0;
+    if (!ok) fprintf(stderr, "attnops: cannot write %s\n", path);
+    free(text);
+    cJSON_Delete(x->manifest);
+    free(x);
+    return ok ? 0 : -1;
+}
+
 int cmd_golden(int argc, char **argv)
 {
     const char *out_dir = NULL, *filter = NULL, *sources[64];
@@ -109,9 +185,8 @@ int cmd_golden(int argc, char **argv)
     if (!out_dir || nsources == 0) return fprintf(stderr, "attnops golden: give SUITE|FILE... and --out DIR\n"), 2;
     harness_case *cases = NULL;
     const int n = harness_load_all(sources, nsources, filter, &cases);
-    if (n < 0 || make_dir(out_dir) != 0) return free(cases), 2;
-    cJSON *manifest = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(manifest, "cases");
-    cJSON_AddStringToObject(manifest, "attnops_version", attnops_version());
+    export_set *x = n >= 0 ? export_open(out_dir) : NULL;
+    if (!x) return free(cases), 2;
     int rc = 0;
     for (int k = 0; k < n && rc == 0; k++) {
         const harness_case *hc = &cases[k];
@@ -122,51 +197,14 @@ int cmd_golden(int argc, char **argv)
         if (st != ATTNOPS_SUCCESS) {
             fprintf(stderr, "attnops golden: case %s: %s\n", hc->name, attnops_last_error());
             rc = 1;
-        }
-        char dir[1024], path[1200], err[1400];
-        snprintf(dir, sizeof dir, "%s/%s", out_dir, hc->name);
-        if (rc == 0 && make_dir(dir) != 0) rc = 2;
-        cJSON *entry = cJSON_CreateObject(), *tensors = NULL;
-        cJSON_AddStringToObject(entry, "name", hc->name);
-        cJSON_AddStringToObject(entry, "compare", cmp_rule_name(hc->rule));
-        cJSON_AddItemToObject(entry, "attributes", case_attributes(hc, &c));
-        tensors = cJSON_AddObjectToObject(entry, "tensors");
-        export_tensor ts[32];
-        const int nt = case_tensors(&c, ts);
-        for (int i = 0; i < nt && rc == 0; i++) {
-            const attnops_tensor *v = &ts[i].t->view;
-            snprintf(path, sizeof path, "%s/%s.npy", dir, ts[i].name);
-            void *data = contiguous(ts[i].t);
-            if (npy_write(path, v->dtype, v->rank, v->shape, data, err, sizeof err) != 0) {
-                fprintf(stderr, "attnops golden: %s\n", err);
-                rc = 2;
-            }
-            free(data);
-            cJSON *t = cJSON_AddObjectToObject(tensors, ts[i].name);
-            snprintf(path, sizeof path, "%s/%s.npy", hc->name, ts[i].name);
-            cJSON_AddStringToObject(t, "file", path);
-            cJSON_AddStringToObject(t, "dtype", attnops_dtype_name(v->dtype));
-            cJSON_AddStringToObject(t, "role", ts[i].role);
-            double dims[ATTNOPS_MAX_RANK];
-            for (int d = 0; d < v->rank; d++) dims[d] = (double)v->shape[d];
-            cJSON_AddItemToObject(t, "shape", cJSON_CreateDoubleArray(dims, v->rank));
-        }
-        cJSON_AddItemToArray(list, entry);
-        fa_case_free(&c);
-        if (rc == 0) printf("golden %s: %d tensors in %s\n", hc->name, nt, dir);
-    }
-    if (rc == 0) {
-        char path[1200];
-        snprintf(path, sizeof path, "%s/manifest.json", out_dir);
-        char *text = cJSON_Print(manifest);
-        FILE *f = fopen(path, "w");
-        if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-            fprintf(stderr, "attnops golden: cannot write %s\n", path);
+        } else if (export_case(x, hc, &c, NULL) != 0) {
             rc = 2;
+        } else {
+            printf("golden %s: %s/%s\n", hc->name, out_dir, hc->name);
         }
-        free(text);
+        fa_case_free(&c);
     }
-    cJSON_Delete(manifest);
+    if (export_close(x) != 0 && rc == 0) rc = 2;
     free(cases);
     return rc;
 }

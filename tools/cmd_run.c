@@ -2,7 +2,7 @@
  *
  *   attnops list
  *   attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]
- *               [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html]
+ *               [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html] [--save DIR]
  *
  * For every case: the golden chain (the reference) and the kernel chain
  * (--impl, default the fast CPU kernel) run on the same inputs, generated
@@ -14,7 +14,9 @@
  * the seed's lines ("<datetime>  <case> <output> diff_max : ..."), appended.
  * --rows prints, under a failing output, the rows (every leading index of
  * the tensor) with the most failing elements; --report writes the HTML
- * page of tools/report.h.  Exit status: 0 all pass, 1 a case failed, 2 bad
+ * page of tools/report.h; --save writes every case's inputs and both
+ * chains' outputs as .npy with a manifest (the export of attnops golden).
+ * Exit status: 0 all pass, 1 a case failed, 2 bad
  * arguments or files. */
 #include <regex.h>
 #include <stdlib.h>
@@ -53,11 +55,12 @@ int cmd_list(int argc, char **argv)
 }
 
 typedef struct run_options {
-    const char *filter, *log_path, *report_path;
+    const char *filter, *log_path, *report_path, *save_dir;
     attnops_impl impl;
     int threads;
     bool auto_grad, rows;
     report *rep;
+    export_set *save;
 } run_options;
 
 /* The seed's log line: str(datetime.now()) + "  " + text. */
@@ -166,6 +169,7 @@ static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
             {"dq", &kern.dq, &gold.dq}, {"dk", &kern.dk, &gold.dk}, {"dv", &kern.dv, &gold.dv},
             {"dq_rope", &kern.dqr, &gold.dqr}, {"dk_rope", &kern.dkr, &gold.dkr}};
         for (int i = 0; i < fa_case_backward_outputs(&gold); i++) ok &= judge(hc, ro, grads[i].name, grads[i].k, grads[i].g, log);
+        if (ro->save && export_case(ro->save, hc, &gold, &kern) != 0) ok = false;
     }
     fa_case_free(&gold);
     fa_case_free(&kern);
@@ -239,7 +243,7 @@ int harness_load_all(const char *const *sources, int nsources, const char *filte
 
 int cmd_run(int argc, char **argv)
 {
-    run_options ro = {NULL, "run_log.txt", NULL, ATTNOPS_IMPL_CPU, 2, false, false, NULL};
+    run_options ro = {NULL, "run_log.txt", NULL, NULL, ATTNOPS_IMPL_CPU, 2, false, false, NULL, NULL};
     const char *sources[64];
     int nsources = 0;
     for (int i = 0; i < argc; i++) {
@@ -248,6 +252,7 @@ int cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--log") && v) ro.log_path = v, i++;
         else if (!strcmp(a, "--report") && v) ro.report_path = v, i++;
         else if (!strcmp(a, "--rows")) ro.rows = true;
+        else if (!strcmp(a, "--save") && v) ro.save_dir = v, i++;
         else if (!strcmp(a, "--threads") && v) ro.threads = atoi(v), i++;
         else if (!strcmp(a, "--impl") && v) {
             if (!strcmp(v, "cpu")) ro.impl = ATTNOPS_IMPL_CPU;
@@ -271,6 +276,7 @@ int cmd_run(int argc, char **argv)
     const int total = harness_load_all(sources, nsources, ro.filter, &all);
     if (total < 0) return 2;
     if (ro.report_path && !(ro.rep = report_open(ro.report_path))) return free(all), 2;
+    if (ro.save_dir && !(ro.save = export_open(ro.save_dir))) return free(all), 2;
     FILE *log = strcmp(ro.log_path, "-") ? fopen(ro.log_path, "a") : NULL;
     if (!log && strcmp(ro.log_path, "-")) fprintf(stderr, "attnops run: cannot append to %s; no log\n", ro.log_path);
 
@@ -286,6 +292,7 @@ int cmd_run(int argc, char **argv)
     printf("%d of %d cases passed (%s chain vs the reference, %s)\n", total - failed, total,
            ro.impl == ATTNOPS_IMPL_CPU ? "cpu" : "reference", ro.auto_grad ? "auto_grad" : "only_grad");
     if (log) fclose(log);
+    if (ro.save && export_close(ro.save) != 0) failed = failed ? failed : -1;
     if (ro.rep) {
         char title[256];
         snprintf(title, sizeof title, "%d of %d cases passed: the %s chain against the reference (%s)", total - failed,

@@ -42,6 +42,12 @@ check "bad JSON" 2 "not valid JSON" -- "$bin" run "$tmp/bad.json"
 printf '{"B": 1, "S1": 3, "S2": 3, "N1": 1, "N2": 1, "D": 8, "dtype": "fp16", "input_layout": "BSND", "colour": 1}' \
     >"$tmp/field.json"
 check "unknown field" 2 "field 'colour' is not a known case field" -- "$bin" run "$tmp/field.json"
+check "save" 0 "^1 of 1 cases passed" -- "$bin" run fag-seed --filter '^GQA' --log - --save "$tmp/saved"
+[ -s "$tmp/saved/GQA_01/kernel_dq.npy" ] && grep -q '"role":[[:space:]]*"kernel"' "$tmp/saved/manifest.json" \
+    && echo "ok   --save writes both chains and a manifest" || { echo "FAIL --save files"; fails=$((fails + 1)); }
+check "help" 0 "attnops run SUITE" -- "$bin" help
+check "version" 0 "^attnops [0-9]+\.[0-9]+\.[0-9]+" -- "$bin" --version
+check "bench wrapper" 0 "bench_fa: layout TND|bwd_f32_B1" -- "$bin" bench --list-cases
 check "no source" 2 "give a suite" -- "$bin" run
 check "bad impl" 2 "--impl is 'gpu'" -- "$bin" run fag-seed --impl gpu
 [ "$fails" = 0 ] && echo "check_cli_run: all passed" || echo "check_cli_run: $fails failed"
