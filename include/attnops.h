@@ -125,7 +125,11 @@ ATTNOPS_API attnops_tensor attnops_tensor_contiguous(void *data, attnops_dtype d
 typedef enum attnops_impl {
     ATTNOPS_IMPL_AUTO = 0,
     ATTNOPS_IMPL_REFERENCE = 1,
-    ATTNOPS_IMPL_CPU = 2
+    ATTNOPS_IMPL_CPU = 2,
+    /* The benchmark chain of the triple rule: the reference's computation
+     * with every intermediate rounded to the I/O dtype, as unfused small
+     * operators (PyTorch ops on a device) compute it.  Not for FP8. */
+    ATTNOPS_IMPL_BENCHMARK = 3
 } attnops_impl;
 
 /* input_layout.  0 is "not set" and is rejected, so a forgotten field is an

@@ -589,7 +589,7 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
     X(SOFTMAX_SUM_DTYPE) X(DQ_SHAPE) X(DQ_DTYPE) X(DK_SHAPE) X(DK_DTYPE) X(DV_SHAPE) X(DV_DTYPE) X(DY_SHAPE)       \
     X(DY_DTYPE) X(ATTENTION_IN_SHAPE) X(ATTENTION_IN_DTYPE) X(OVERLAP_SUM_MAX) X(OVERLAP_OUT_SUM) X(OVERLAP_DQ_DK) \
     X(OVERLAP_DK_DV) X(KEEP_PROB_ZERO) X(KEEP_PROB_1_5) X(KEEP_PROB_NAN) X(SPARSE_MODE_9) X(SPARSE_MODE_NEGATIVE)   \
-    X(SPARSE_MODE_7_NOT_TND) X(PSE_TYPE_4) X(PSE_TYPE_2_WITHOUT_PSE) X(INNER_PRECISE_3) X(OUT_DTYPE_2)              \
+    X(SPARSE_MODE_7_NOT_TND) X(PSE_TYPE_4) X(PSE_TYPE_2_WITHOUT_PSE) X(INNER_PRECISE_3) X(OUT_DTYPE_2) X(IMPL_4)              \
     X(NEGATIVE_STRIDE_INPUT) X(NEGATIVE_STRIDE_OUTPUT) X(ZERO_STRIDE_OUTPUT) X(SCALE_NAN)           \
     X(PADDING_MASK) X(SOFTMAX_IN) X(MASK_DTYPE_F32) X(MASK_RANK_3) X(MASK_MODE0_S1) X(MASK_MODE0_S2)               \
     X(MASK_MODE1_S1) X(MASK_MODE1_S2) X(MASK_MODE5_S1) X(MASK_MODE5_S2) X(MASK_MODE1_1NSS) X(MASK_MODE5_SS)        \
@@ -600,7 +600,7 @@ static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
     X(PSE_SHAPE_1N1S) X(PSE_SHAPE_S2) X(PSE_SHAPE_1024_ROWS) X(PSE_SLOPES_F16) X(PSE_SLOPES_LENGTH)                \
     X(Q_START_IDX_LENGTH) X(Q_START_IDX_F32) X(KV_START_IDX_LENGTH) X(PSE_ALIBI_NO_MASK)                           \
     X(DROP_MASK_KEEP_ONE) X(DROP_MASK_TOO_SMALL) X(DROP_MASK_DTYPE) X(FP8_NO_D_SCALE_Q) X(FP8_D_SCALE_K_SHAPE) X(FP8_D_SCALE_V_DTYPE) X(FP8_NO_D_SCALE_DY) X(FP8_NO_D_SCALE_O)   \
-    X(FP8_OUT_DTYPE_MISMATCH) X(FP8_KEY_E5M2) X(FP8_IMPL_CPU_FORWARD) X(FP8_ROPE) X(D_SCALE_WITHOUT_FP8)          \
+    X(FP8_OUT_DTYPE_MISMATCH) X(FP8_KEY_E5M2) X(FP8_IMPL_CPU_FORWARD) X(FP8_IMPL_BENCHMARK) X(FP8_ROPE) X(D_SCALE_WITHOUT_FP8)          \
     X(ROPE_QUERY_ONLY) X(ROPE_KEY_ONLY) X(ROPE_DTYPE) X(ROPE_WIDER_THAN_D) X(ROPE_KEY_SHAPE) X(ROPE_NO_DQ_ROPE)    \
     X(ROPE_DK_ROPE_SHAPE) X(ROPE_DQ_ROPE_OVERLAPS_DQ) X(ROPE_GRADS_WITHOUT_INPUTS)                                \
     X(ACTUAL_SEQ_QLEN_NOT_TND) X(VARLEN_LAYOUT_BSND)                                                               \
@@ -791,6 +791,7 @@ static bool apply_case(fixture *fx, int c, expect *e)
     case C_PSE_TYPE_2_WITHOUT_PSE: p->pse_type = 2; e->name = "pse_type"; return true;
     case C_INNER_PRECISE_3: p->inner_precise = 3; e->name = "inner_precise"; return true;
     case C_OUT_DTYPE_2: p->out_dtype = 2; e->name = "out_dtype"; return true;
+    case C_IMPL_4: p->impl = (attnops_impl)4; *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "impl", CALL_BOTH, "4"}; return true;
     case C_NEGATIVE_STRIDE_INPUT: fx->t[K].view.strides[0] = -1; e->name = "key"; return true;
     case C_NEGATIVE_STRIDE_OUTPUT: {
         int i = fwd ? O : DK;
@@ -1099,6 +1100,11 @@ static bool apply_case(fixture *fx, int c, expect *e)
         fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
         p->impl = ATTNOPS_IMPL_CPU;
         *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "impl", CALL_BOTH, "REFERENCE"};
+        return true;
+    case C_FP8_IMPL_BENCHMARK: /* the triple rule's benchmark chain has no FP8 form */
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        p->impl = ATTNOPS_IMPL_BENCHMARK;
+        *e = (expect){ATTNOPS_ERR_UNSUPPORTED, "BENCHMARK", CALL_BOTH, NULL};
         return true;
     case C_FP8_ROPE:
         fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);

@@ -55,7 +55,7 @@ static int usage_to(FILE *out, int status)
                     "                   [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html]\n"
                     "                   [--save DIR]\n"
                     "       attnops golden SUITE|FILE... --out DIR [--filter REGEX] [--threads N]\n"
-                    "       attnops compare --golden DIR --actual DIR [--rule RULE]\n"
+                    "       attnops compare --golden DIR --actual DIR [--bench DIR] [--rule RULE]\n"
                     "       attnops bench [bench_fa options]   (the benchmark program of make bench)\n"
                     "       attnops version | --version | help\n");
     return status;

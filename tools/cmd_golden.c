@@ -8,11 +8,12 @@
  *       forward's outputs, which the device's backward consumes, as the
  *       seed's only_grad mode does) or "output" (what the device must
  *       produce; `compare` judges these).
- *   attnops compare --golden DIR --actual DIR [--rule RULE] [--log FILE]
+ *   attnops compare --golden DIR --actual DIR [--bench DIR] [--rule RULE]
  *       Reads DIR/<case>/<output>.npy of the device (as numpy and ml_dtypes
  *       write them) and judges each against the golden by the case's rule
  *       (or RULE): one verdict line per output, exit 0 all pass, 1 a
- *       failure, 2 missing or malformed files.
+ *       failure, 2 missing or malformed files.  --bench gives the triple
+ *       rule its benchmark chain's outputs (same relative paths).
  * The export is shared with `attnops run --save DIR`, which adds the kernel
  * chain's outputs (role "kernel", files <case>/kernel_<tensor>.npy). */
 #include <cjson/cJSON.h>
@@ -237,11 +238,12 @@ static double *load_values(const char *path, attnops_dtype hint, npy_array *a)
 
 int cmd_compare(int argc, char **argv)
 {
-    const char *golden = NULL, *actual = NULL, *rule_name = NULL;
+    const char *golden = NULL, *actual = NULL, *bench = NULL, *rule_name = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--golden") && v) golden = v, i++;
         else if (!strcmp(a, "--actual") && v) actual = v, i++;
+        else if (!strcmp(a, "--bench") && v) bench = v, i++;
         else if (!strcmp(a, "--rule") && v) rule_name = v, i++;
         else return fprintf(stderr, "attnops compare: unknown or incomplete argument '%s'\n", a), 2;
     }
@@ -279,7 +281,12 @@ int cmd_compare(int argc, char **argv)
             snprintf(path, sizeof path, "%s/%s", golden, file->valuestring);
             double *e = load_values(path, hint, &ga);
             snprintf(path, sizeof path, "%s/%s", actual, file->valuestring);
-            double *a = e ? load_values(path, hint, &aa) : NULL;
+            double *a = e ? load_values(path, hint, &aa) : NULL, *bm = NULL;
+            npy_array ba = {0};
+            if (a && bench) { /* the triple rule's benchmark chain, same relative paths */
+                snprintf(path, sizeof path, "%s/%s", bench, file->valuestring);
+                if (!(bm = load_values(path, hint, &ba))) free(a), a = NULL;
+            }
             char label[256];
             snprintf(label, sizeof label, "%s %s", cJSON_IsString(name) ? name->valuestring : "?", t->string);
             if (!e || !a) {
@@ -291,13 +298,15 @@ int cmd_compare(int argc, char **argv)
                 int64_t n = 1;
                 for (int d = 0; d < ga.rank; d++) n *= ga.shape[d];
                 const cmp_options o = {.rule = rule, .dtype = ga.dtype};
-                const cmp_verdict v = cmp_compare(&o, a, e, NULL, n);
+                const cmp_verdict v = cmp_compare(&o, a, e, bm, n);
                 cmp_print(stdout, label, &v, a, e, ga.shape, ga.rank);
                 failed += !v.pass;
             }
             total++;
             if (e) free(ga.data);
             if (a) free(aa.data);
+            free(ba.data);
+            free(bm);
             free(e);
             free(a);
         }

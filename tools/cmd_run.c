@@ -111,12 +111,13 @@ static void print_rows(const localisation *l, const tu_tensor *t)
 /* One output of one case: the verdict line, the log lines, the report
  * entry; true on PASS. */
 static bool judge(const harness_case *hc, const run_options *ro, const char *output, const tu_tensor *kernel,
-                  const tu_tensor *golden, FILE *log)
+                  const tu_tensor *golden, const tu_tensor *bench, FILE *log)
 {
     int64_t n;
-    double *a = to_f64(kernel, &n), *e = to_f64(golden, &n);
+    double *a = to_f64(kernel, &n), *e = to_f64(golden, &n), *bm = bench ? to_f64(bench, &n) : NULL;
     const cmp_options o = {.rule = hc->rule, .dtype = kernel->view.dtype};
-    const cmp_verdict v = cmp_compare(&o, a, e, NULL, n);
+    const cmp_verdict v = cmp_compare(&o, a, e, bm, n);
+    free(bm);
     double sum = 0.0;
     for (int64_t i = 0; i < n; i++) sum += fabs(a[i] - e[i]);
     char label[128];
@@ -138,9 +139,21 @@ static bool judge(const harness_case *hc, const run_options *ro, const char *out
     return v.pass;
 }
 
+/* The triple rule's third chain: the benchmark (ATTNOPS_IMPL_BENCHMARK),
+ * fed the golden forward in only_grad mode like the kernel chain. */
+static attnops_status run_bench(const harness_case *hc, const run_options *ro, const fa_case *gold, fa_case *bench)
+{
+    fa_case_init(bench, &hc->shape, hc->data_seed);
+    attnops_status st = ATTNOPS_SUCCESS;
+    if (ro->auto_grad) st = fa_case_forward(bench, ATTNOPS_IMPL_BENCHMARK, ro->threads, 0);
+    else fa_case_copy_forward(bench, gold);
+    return st == ATTNOPS_SUCCESS ? fa_case_backward(bench, ATTNOPS_IMPL_BENCHMARK, ro->threads, 0) : st;
+}
+
 static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
 {
-    fa_case gold, kern;
+    fa_case gold, kern, bench;
+    const bool triple = hc->rule == CMP_TRIPLE;
     fa_case_init(&gold, &hc->shape, hc->data_seed);
     fa_case_init(&kern, &hc->shape, hc->data_seed);
     bool ok = true;
@@ -155,24 +168,28 @@ static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
     }
     if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&gold, ATTNOPS_IMPL_REFERENCE, ro->threads, 0);
     if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&kern, ro->impl, ro->threads, 0);
+    if (st == ATTNOPS_SUCCESS && triple) st = run_bench(hc, ro, &gold, &bench);
     if (st != ATTNOPS_SUCCESS) {
         printf("FAIL %s: %s (%s)\n", hc->name, attnops_last_error(), attnops_status_string(st));
         log_line(log, "%s error: %s", hc->name, attnops_last_error());
         ok = false;
     } else {
         if (ro->auto_grad) {
-            ok &= judge(hc, ro, "attention_out", &kern.out, &gold.out, log);
-            ok &= judge(hc, ro, "softmax_max", &kern.smax, &gold.smax, log);
-            ok &= judge(hc, ro, "softmax_sum", &kern.ssum, &gold.ssum, log);
+            ok &= judge(hc, ro, "attention_out", &kern.out, &gold.out, triple ? &bench.out : NULL, log);
+            ok &= judge(hc, ro, "softmax_max", &kern.smax, &gold.smax, triple ? &bench.smax : NULL, log);
+            ok &= judge(hc, ro, "softmax_sum", &kern.ssum, &gold.ssum, triple ? &bench.ssum : NULL, log);
         }
-        const struct { const char *name; const tu_tensor *k, *g; } grads[] = {
-            {"dq", &kern.dq, &gold.dq}, {"dk", &kern.dk, &gold.dk}, {"dv", &kern.dv, &gold.dv},
-            {"dq_rope", &kern.dqr, &gold.dqr}, {"dk_rope", &kern.dkr, &gold.dkr}};
-        for (int i = 0; i < fa_case_backward_outputs(&gold); i++) ok &= judge(hc, ro, grads[i].name, grads[i].k, grads[i].g, log);
+        const struct { const char *name; const tu_tensor *k, *g, *b; } grads[] = {
+            {"dq", &kern.dq, &gold.dq, &bench.dq}, {"dk", &kern.dk, &gold.dk, &bench.dk},
+            {"dv", &kern.dv, &gold.dv, &bench.dv}, {"dq_rope", &kern.dqr, &gold.dqr, &bench.dqr},
+            {"dk_rope", &kern.dkr, &gold.dkr, &bench.dkr}};
+        for (int i = 0; i < fa_case_backward_outputs(&gold); i++)
+            ok &= judge(hc, ro, grads[i].name, grads[i].k, grads[i].g, triple ? grads[i].b : NULL, log);
         if (ro->save && export_case(ro->save, hc, &gold, &kern) != 0) ok = false;
     }
     fa_case_free(&gold);
     fa_case_free(&kern);
+    if (triple) fa_case_free(&bench);
     return ok;
 }
 

@@ -16,7 +16,7 @@ typedef struct fa_impl_ops {
  * softmax cannot quantise the final P the golden quantises); AUTO takes it. */
 static fa_impl_ops pick(const fa_problem *p, bool backward)
 {
-    if (p->impl == ATTNOPS_IMPL_REFERENCE || (p->fp8 && !backward))
+    if (p->impl == ATTNOPS_IMPL_REFERENCE || p->impl == ATTNOPS_IMPL_BENCHMARK || (p->fp8 && !backward))
         return backward ? (fa_impl_ops){fa_ref_bwd_workspace, fa_ref_bwd} : (fa_impl_ops){fa_ref_fwd_workspace, fa_ref_fwd};
     return backward ? (fa_impl_ops){fa_cpu_bwd_workspace, fa_cpu_bwd} : (fa_impl_ops){fa_cpu_fwd_workspace, fa_cpu_fwd};
 }

@@ -103,6 +103,7 @@ typedef struct fa_problem {
     const uint8_t *drop_bits;        /* explicit drop_mask (spec 5.6), or NULL */
     int64_t drop_bits_stride;
     attnops_impl impl;
+    attnops_dtype chain_round;       /* impl BENCHMARK: every intermediate rounded to this dtype; 0: the golden */
     bool deterministic;
     int threads;                     /* resolved thread count (>= 1) */
 } fa_problem;

@@ -219,8 +219,8 @@ static attnops_status check_attributes(const char *op, const attnops_fa_params *
     if (p->out_dtype != 0 && p->out_dtype != 1)
         return ao_fail(INVALID, "%s: out_dtype is %lld; it must be 0 (fp16) or 1 (bf16).", op,
                        (long long)p->out_dtype);
-    if (p->impl != ATTNOPS_IMPL_AUTO && p->impl != ATTNOPS_IMPL_REFERENCE && p->impl != ATTNOPS_IMPL_CPU)
-        return ao_fail(INVALID, "%s: impl is %d; it must be AUTO, REFERENCE or CPU.", op, (int)p->impl);
+    if (p->impl < ATTNOPS_IMPL_AUTO || p->impl > ATTNOPS_IMPL_BENCHMARK)
+        return ao_fail(INVALID, "%s: impl is %d; it must be AUTO, REFERENCE, CPU or BENCHMARK.", op, (int)p->impl);
     if (p->num_threads < 0)
         return ao_fail(INVALID, "%s: num_threads is %d; use 0 for the OpenMP default.", op, (int)p->num_threads);
     if (p->input_layout < ATTNOPS_LAYOUT_BNSD || p->input_layout > ATTNOPS_LAYOUT_TND)
@@ -656,6 +656,8 @@ static attnops_status derive_fp8(const char *op, const attnops_fa_params *p, fa_
                        "too).", op);
     if (pr->Dr)
         return ao_fail(UNSUPPORTED, "%s: FP8 inputs with query_rope/key_rope are not supported.", op);
+    if (p->impl == ATTNOPS_IMPL_BENCHMARK)
+        return ao_fail(UNSUPPORTED, "%s: impl BENCHMARK (the unfused chain of the triple rule) has no FP8 form.", op);
     TRY(check_dscale(op, "d_scale_q", p->d_scale_q, pr, pr->N1, pr->S1, &pr->dsq));
     TRY(check_dscale(op, "d_scale_k", p->d_scale_k, pr, pr->N2, pr->S2, &pr->dsk));
     TRY(check_dscale(op, "d_scale_v", p->d_scale_v, pr, pr->N2, pr->S2, &pr->dsv));
@@ -720,6 +722,7 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->k = view_of(p->key, layout, pr->D);
     pr->v = view_of(p->value, layout, pr->Dv);
     pr->impl = p->impl;
+    pr->chain_round = p->impl == ATTNOPS_IMPL_BENCHMARK ? dt : 0;
     pr->deterministic = p->deterministic != 0;
     pr->seed = p->seed, pr->offset = p->offset, pr->keep_prob = p->keep_prob;
     pr->T1 = pr->B * pr->S1, pr->T2 = pr->B * pr->S2;

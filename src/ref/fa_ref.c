@@ -23,6 +23,13 @@
  *
  * A row with no keys (S2 = 0) gets the sentinels.
  *
+ * impl BENCHMARK (p->chain_round) is the triple rule's benchmark chain: the
+ * same computation with each small operator's result rounded to the I/O
+ * dtype -- q.k, the biased and scaled score, s - m, exp, the row sum, P,
+ * the dropped P, o, dy.v, Drow, dP - Drow, dS, scale dS and the summed
+ * gradients -- as unfused operators in that dtype produce them.  R() is the
+ * identity for the golden, so the golden's bits do not depend on it.
+ *
  * FP8 inputs (spec 6) follow the golden's block structure, in double apart
  * from its quantisation points: q.k is de-quantised per (128-row, 128-key)
  * block, raw = (qf.kf) dsq[i] dsk[j]; the forward takes Pq = fp8(P keep/kp)
@@ -82,6 +89,16 @@ REF_CLONES static void axpy(double *restrict y, double a, const double *restrict
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+/* An intermediate of the benchmark chain rounded to the I/O dtype; the
+ * golden keeps it exact. */
+static double R(const fa_problem *p, double x)
+{
+    if (!p->chain_round) return x;
+    uint64_t bits;
+    ao_store_f64(&bits, p->chain_round, x);
+    return ao_load_f64(&bits, p->chain_round);
+}
+
 static int64_t canonical_q(const fa_problem *p, int64_t b) { return p->varlen ? fa_q_first(p, b) : b * p->S1; }
 static int64_t canonical_kv(const fa_problem *p, int64_t b) { return p->varlen ? fa_kv_first(p, b) : b * p->S2; }
 
@@ -90,8 +107,9 @@ static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t
                     int64_t S1, int64_t S2, double raw)
 {
     if (fa_is_masked(p, band, b, h, i, j)) return FA_MASK_FILL;
-    double bias = fa_pse_value(p, b, h, i, j, S1, S2);
-    return p->pse.type == 1 ? (raw + bias) * p->scale : raw * p->scale + bias;
+    double bias = R(p, fa_pse_value(p, b, h, i, j, S1, S2));
+    raw = R(p, raw);
+    return p->pse.type == 1 ? R(p, R(p, raw + bias) * p->scale) : R(p, R(p, raw * p->scale) + bias);
 }
 
 /* q.k of query row i (head h) and key j, de-quantised under FP8. */
@@ -132,17 +150,19 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                     l[qrow + i] = FA_INVALID_ROW_SUM;
                     continue;
                 }
-                for (int64_t j = 0; j < S2; j++) sum += exp(s[j] - mx);
+                for (int64_t j = 0; j < S2; j++) sum += R(p, exp(R(p, s[j] - mx)));
+                sum = R(p, sum);
                 m[qrow + i] = mx;
                 l[qrow + i] = sum;
                 if (p->varlen && mx == FA_MASK_FILL) continue; /* TND: masked P forced to 0 */
                 if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
                 for (int64_t j = 0; j < S2; j++) {
-                    double pj = exp(s[j] - mx) / sum;
-                    if (drop.active) pj *= keep[j] ? drop.scale_f64 : 0.0;
+                    double pj = R(p, R(p, exp(R(p, s[j] - mx))) / sum);
+                    if (drop.active) pj = R(p, pj * (keep[j] ? drop.scale_f64 : 0.0));
                     if (p->fp8) pj = fa_fp8_round(pj, p->dtype) * fa_fp8_dscale(&p->dsv, b, h / p->G, j);
                     for (int64_t e = 0; e < Dv; e++) oi[e] += pj * vh[j * Dv + e];
                 }
+                for (int64_t e = 0; p->chain_round && e < Dv; e++) oi[e] = R(p, oi[e]);
             }
         }
     }
@@ -200,26 +220,30 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
                     const int64_t row = qrow + i;
                     const double *qi = q + row * D, *dyi = dy + row * Dv;
                     double *dqi = dq + row * D;
-                    const double drow = dot(dyi, o + row * Dv, Dv);
+                    const double drow = R(p, dot(dyi, o + row * Dv, Dv));
                     /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
                     const bool no_p = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
                     task_keep_row(p, &t, b, h, i, keep);
                     for (int64_t j = 0; j < t.S2; j++) {
                         double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, dot(qi, t.kh + j * D, D));
                         const double kept = t.drop.active ? (keep[j] ? t.drop.scale_f64 : 0.0) : 1.0;
-                        P[j] = no_p ? 0.0 : exp(s - m[row]) / l[row];
-                        dS[j] = P[j] * (dot(dyi, t.vh + j * Dv, Dv) * kept - drow);
-                        P[j] *= kept; /* dv takes the dropped P */
+                        P[j] = no_p ? 0.0 : R(p, R(p, exp(R(p, s - m[row]))) / l[row]);
+                        const double dp = R(p, R(p, dot(dyi, t.vh + j * Dv, Dv)) * kept);
+                        dS[j] = R(p, P[j] * R(p, dp - drow));
+                        P[j] = R(p, P[j] * kept); /* dv takes the dropped P */
                     }
                     memset(dqi, 0, (size_t)D * sizeof *dqi);
                     for (int64_t j = 0; j < t.S2; j++) {
-                        const double g = p->scale * dS[j];
+                        const double g = R(p, p->scale * dS[j]);
                         axpy(dqi, g, t.kh + j * D, D);
                         axpy(t.dkh + j * D, g, qi, D);
                         axpy(t.dvh + j * Dv, P[j], dyi, Dv);
                     }
+                    for (int64_t d = 0; p->chain_round && d < D; d++) dqi[d] = R(p, dqi[d]);
                 }
             }
+            for (int64_t x = 0; p->chain_round && x < t.S2 * D; x++) t.dkh[x] = R(p, t.dkh[x]);
+            for (int64_t x = 0; p->chain_round && x < t.S2 * Dv; x++) t.dvh[x] = R(p, t.dvh[x]);
         }
     }
 }

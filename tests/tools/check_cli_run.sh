@@ -36,6 +36,15 @@ check "a rule the kernel cannot meet fails" 1 "^FAIL strict dq \[ten-thousandth\
     "$bin" run "$tmp/strict.json" --log -
 check "the broken kernel fails with coordinates" 1 "^FAIL GQA_01 dq \[dual\].*worst at \[0,[0-9]+,[0-9]+,[0-9]+\]" -- \
     env ATTNOPS_TEST_BREAK_KERNEL=1 "$bin" run fag-seed --filter GQA --log -
+cat >"$tmp/triple.json" <<'JSON'
+{"t16": {"B": 1, "N1": 2, "N2": 1, "S1": 130, "S2": 97, "D": 64, "dtype": "fp16", "input_layout": "BSND",
+         "compare": "triple", "sparse_mode": 2, "atten_mask_shape": "SS", "atten_mask_dtype": "BOOL"},
+ "tbf": {"B": 2, "N1": 2, "N2": 2, "S1": 64, "S2": 128, "D": 32, "dtype": "bf16", "input_layout": "BNSD",
+         "compare": "triple", "drop_out_possibility": 0.9}}
+JSON
+check "triple against the benchmark chain" 0 "^2 of 2 cases passed" -- "$bin" run "$tmp/triple.json" --log -
+check "triple sees the broken kernel" 1 "^FAIL t16 dq \[triple\] mare_ratio" -- \
+    env ATTNOPS_TEST_BREAK_KERNEL=1 "$bin" run "$tmp/triple.json" --log -
 check "missing file" 2 "neither a built-in suite .* nor a readable file" -- "$bin" run "$tmp/none.json"
 printf '{"B": 1,' >"$tmp/bad.json"
 check "bad JSON" 2 "not valid JSON" -- "$bin" run "$tmp/bad.json"
