@@ -83,11 +83,48 @@ REF_CLONES static double dot(const double *a, const double *b, int64_t n)
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-/* y += a x */
-REF_CLONES static void axpy(double *restrict y, double a, const double *restrict x, int64_t n)
+
+/* The block forms, one call per key (a call per element would cost as much
+ * as the arithmetic): out[r] = a_r . b for rows a_r = a + r lda. */
+REF_CLONES static void dot_rows(const double *a, int64_t lda, int64_t rows, const double *b, int64_t n, double *out)
 {
-    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+    for (int64_t r = 0; r < rows; r++) {
+        const double *x = a + r * lda;
+        double acc[8] = {0};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++) acc[k] += x[i + k] * b[i + k];
+        for (; i < n; i++) acc[i & 7] += x[i] * b[i];
+        out[r] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    }
 }
+
+/* y_r += c[r] x for rows y_r = y + r ldy (rows in order). */
+REF_CLONES static void axpy_rows(double *y, int64_t ldy, int64_t rows, const double *c, const double *restrict x,
+                                 int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double *restrict yr = y + r * ldy;
+        for (int64_t i = 0; i < n; i++) yr[i] += c[r] * x[i];
+    }
+}
+
+/* y += sum_r c[r] x_r, rows x_r = x + r ldx added in order. */
+REF_CLONES static void axpy_sum(double *restrict y, int64_t rows, const double *c, const double *x, int64_t ldx,
+                                int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < n; i++) y[i] += c[r] * x[r * ldx + i];
+}
+
+/* Query rows processed together, so each key and value row is read once per
+ * block instead of once per row (the per-element sums keep their order, so
+ * the result is the same as row by row).  Scratch per thread, in doubles
+ * times S2: scores (and keep bytes) for the forward, P and dS (and keep
+ * bytes) for the backward. */
+#define REF_ROWS 32
+#define REF_SCRATCH_FWD (REF_ROWS + REF_ROWS / 8 + 1)
+#define REF_SCRATCH_BWD (2 * REF_ROWS + REF_ROWS / 8 + 1)
 
 /* An intermediate of the benchmark chain rounded to the I/O dtype; the
  * golden keeps it exact. */
@@ -113,12 +150,10 @@ static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t
 }
 
 /* q.k of query row i (head h) and key j, de-quantised under FP8. */
-static double raw_score(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j, const double *qi,
-                        const double *kj)
+static double dequant(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j, double qk)
 {
-    const double r = dot(qi, kj, p->D);
-    if (!p->fp8) return r;
-    return r * fa_fp8_dscale(&p->dsq, b, h, i) * fa_fp8_dscale(&p->dsk, b, h / p->G, j);
+    if (!p->fp8) return qk;
+    return qk * fa_fp8_dscale(&p->dsq, b, h, i) * fa_fp8_dscale(&p->dsk, b, h / p->G, j);
 }
 
 void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, const double *v, double *o, double *m,
@@ -128,41 +163,53 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t h = 0; h < p->N1; h++) {
-            double *s = scratch + (size_t)thread_id() * 2 * (size_t)p->S2;
-            uint8_t *keep = (uint8_t *)(s + p->S2);
+            double *s = scratch + (size_t)thread_id() * REF_SCRATCH_FWD * (size_t)p->S2;
+            uint8_t *keep = (uint8_t *)(s + REF_ROWS * p->S2);
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t qrow = h * T1 + canonical_q(p, b), kvrow = (h / p->G) * T2 + canonical_kv(p, b);
             const fa_dropout drop = fa_dropout_for(p);
             const uint64_t drop_base = fa_dropout_batch_base(p, &drop, b);
             const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
             const fa_band band = fa_band_of(p, b, S1, S2);
-            for (int64_t i = 0; i < S1; i++) {
-                const double *qi = q + (qrow + i) * D;
-                double *oi = o + (qrow + i) * Dv;
-                double mx = -INFINITY, sum = 0.0;
-                for (int64_t j = 0; j < S2; j++) {
-                    s[j] = score(p, &band, b, h, i, j, S1, S2, raw_score(p, b, h, i, j, qi, kh + j * D));
-                    if (s[j] > mx) mx = s[j];
+            for (int64_t i0 = 0; i0 < S1; i0 += REF_ROWS) {
+                const int64_t rows = S1 - i0 < REF_ROWS ? S1 - i0 : REF_ROWS;
+                for (int64_t j = 0; j < S2; j++) { /* key j once for the block's rows */
+                    double raw[REF_ROWS];
+                    dot_rows(q + (qrow + i0) * D, D, rows, kh + j * D, D, raw);
+                    for (int64_t r = 0; r < rows; r++)
+                        s[r * S2 + j] = score(p, &band, b, h, i0 + r, j, S1, S2, dequant(p, b, h, i0 + r, j, raw[r]));
                 }
-                memset(oi, 0, (size_t)Dv * sizeof *oi);
-                if (S2 == 0 || (p->mask.skip_invalid_rows && mx == FA_MASK_FILL)) { /* attends to nothing */
-                    m[qrow + i] = FA_INVALID_ROW_MAX;
-                    l[qrow + i] = FA_INVALID_ROW_SUM;
-                    continue;
+                bool live[REF_ROWS];
+                for (int64_t r = 0; r < rows; r++) { /* each row's softmax; s becomes P (dropped) */
+                    const int64_t i = i0 + r, row = qrow + i;
+                    double *sr = s + r * S2, mx = -INFINITY, sum = 0.0;
+                    for (int64_t j = 0; j < S2; j++) mx = sr[j] > mx ? sr[j] : mx;
+                    memset(o + row * Dv, 0, (size_t)Dv * sizeof(double));
+                    live[r] = false;
+                    if (S2 == 0 || (p->mask.skip_invalid_rows && mx == FA_MASK_FILL)) { /* attends to nothing */
+                        m[row] = FA_INVALID_ROW_MAX, l[row] = FA_INVALID_ROW_SUM;
+                        continue;
+                    }
+                    for (int64_t j = 0; j < S2; j++) sum += R(p, exp(R(p, sr[j] - mx)));
+                    sum = R(p, sum);
+                    m[row] = mx, l[row] = sum;
+                    if (p->varlen && mx == FA_MASK_FILL) continue; /* TND: masked P forced to 0 */
+                    live[r] = true;
+                    if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
+                    for (int64_t j = 0; j < S2; j++) {
+                        double pj = R(p, R(p, exp(R(p, sr[j] - mx))) / sum);
+                        if (drop.active) pj = R(p, pj * (keep[j] ? drop.scale_f64 : 0.0));
+                        if (p->fp8) pj = fa_fp8_round(pj, p->dtype) * fa_fp8_dscale(&p->dsv, b, h / p->G, j);
+                        sr[j] = pj;
+                    }
                 }
-                for (int64_t j = 0; j < S2; j++) sum += R(p, exp(R(p, s[j] - mx)));
-                sum = R(p, sum);
-                m[qrow + i] = mx;
-                l[qrow + i] = sum;
-                if (p->varlen && mx == FA_MASK_FILL) continue; /* TND: masked P forced to 0 */
-                if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
-                for (int64_t j = 0; j < S2; j++) {
-                    double pj = R(p, R(p, exp(R(p, s[j] - mx))) / sum);
-                    if (drop.active) pj = R(p, pj * (keep[j] ? drop.scale_f64 : 0.0));
-                    if (p->fp8) pj = fa_fp8_round(pj, p->dtype) * fa_fp8_dscale(&p->dsv, b, h / p->G, j);
-                    for (int64_t e = 0; e < Dv; e++) oi[e] += pj * vh[j * Dv + e];
+                for (int64_t j = 0; j < S2; j++) { /* value j once for the block's rows */
+                    double c[REF_ROWS];
+                    for (int64_t r = 0; r < rows; r++) c[r] = live[r] ? s[r * S2 + j] : 0.0;
+                    axpy_rows(o + (qrow + i0) * Dv, Dv, rows, c, vh + j * Dv, Dv);
                 }
-                for (int64_t e = 0; p->chain_round && e < Dv; e++) oi[e] = R(p, oi[e]);
+                for (int64_t r = 0; p->chain_round && r < rows; r++)
+                    for (int64_t e = 0; e < Dv; e++) o[(qrow + i0 + r) * Dv + e] = R(p, o[(qrow + i0 + r) * Dv + e]);
             }
         }
     }
@@ -211,35 +258,46 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
-            double *P = scratch + (size_t)thread_id() * 3 * (size_t)p->S2, *dS = P + p->S2;
-            uint8_t *keep = (uint8_t *)(dS + p->S2);
+            double *P = scratch + (size_t)thread_id() * REF_SCRATCH_BWD * (size_t)p->S2, *dS = P + REF_ROWS * p->S2;
+            uint8_t *keep = (uint8_t *)(dS + REF_ROWS * p->S2);
             const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
             for (int64_t g = 0; g < p->G; g++) {
                 const int64_t h = n2 * p->G + g, qrow = h * T1 + canonical_q(p, b);
-                for (int64_t i = 0; i < t.S1; i++) {
-                    const int64_t row = qrow + i;
-                    const double *qi = q + row * D, *dyi = dy + row * Dv;
-                    double *dqi = dq + row * D;
-                    const double drow = R(p, dot(dyi, o + row * Dv, Dv));
-                    /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
-                    const bool no_p = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
-                    task_keep_row(p, &t, b, h, i, keep);
-                    for (int64_t j = 0; j < t.S2; j++) {
-                        double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, dot(qi, t.kh + j * D, D));
-                        const double kept = t.drop.active ? (keep[j] ? t.drop.scale_f64 : 0.0) : 1.0;
-                        P[j] = no_p ? 0.0 : R(p, R(p, exp(R(p, s - m[row]))) / l[row]);
-                        const double dp = R(p, R(p, dot(dyi, t.vh + j * Dv, Dv)) * kept);
-                        dS[j] = R(p, P[j] * R(p, dp - drow));
-                        P[j] = R(p, P[j] * kept); /* dv takes the dropped P */
+                for (int64_t i0 = 0; i0 < t.S1; i0 += REF_ROWS) {
+                    const int64_t rows = t.S1 - i0 < REF_ROWS ? t.S1 - i0 : REF_ROWS;
+                    double drow[REF_ROWS];
+                    bool no_p[REF_ROWS];
+                    for (int64_t r = 0; r < rows; r++) {
+                        const int64_t row = qrow + i0 + r;
+                        drow[r] = R(p, dot(dy + row * Dv, o + row * Dv, Dv));
+                        /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
+                        no_p[r] = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
+                        task_keep_row(p, &t, b, h, i0 + r, keep + r * t.S2);
+                        memset(dq + row * D, 0, (size_t)D * sizeof(double));
                     }
-                    memset(dqi, 0, (size_t)D * sizeof *dqi);
-                    for (int64_t j = 0; j < t.S2; j++) {
-                        const double g = R(p, p->scale * dS[j]);
-                        axpy(dqi, g, t.kh + j * D, D);
-                        axpy(t.dkh + j * D, g, qi, D);
-                        axpy(t.dvh + j * Dv, P[j], dyi, Dv);
+                    for (int64_t j = 0; j < t.S2; j++) { /* key and value j once for the block's rows */
+                        double qk[REF_ROWS], dyv[REF_ROWS];
+                        dot_rows(q + (qrow + i0) * D, D, rows, t.kh + j * D, D, qk);
+                        dot_rows(dy + (qrow + i0) * Dv, Dv, rows, t.vh + j * Dv, Dv, dyv);
+                        for (int64_t r = 0; r < rows; r++) {
+                            const int64_t i = i0 + r, row = qrow + i;
+                            const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, qk[r]);
+                            const double kept = t.drop.active ? (keep[r * t.S2 + j] ? t.drop.scale_f64 : 0.0) : 1.0;
+                            const double pj = no_p[r] ? 0.0 : R(p, R(p, exp(R(p, s - m[row]))) / l[row]);
+                            const double dp = R(p, R(p, dyv[r]) * kept);
+                            dS[r * t.S2 + j] = R(p, pj * R(p, dp - drow[r]));
+                            P[r * t.S2 + j] = R(p, pj * kept); /* dv takes the dropped P */
+                        }
                     }
-                    for (int64_t d = 0; p->chain_round && d < D; d++) dqi[d] = R(p, dqi[d]);
+                    for (int64_t j = 0; j < t.S2; j++) { /* per key, rows in order: dk/dv sum as row by row */
+                        double gj[REF_ROWS], pj[REF_ROWS];
+                        for (int64_t r = 0; r < rows; r++)
+                            gj[r] = R(p, p->scale * dS[r * t.S2 + j]), pj[r] = P[r * t.S2 + j];
+                        axpy_rows(dq + (qrow + i0) * D, D, rows, gj, t.kh + j * D, D);
+                        axpy_sum(t.dkh + j * D, rows, gj, q + (qrow + i0) * D, D, D);
+                        axpy_sum(t.dvh + j * Dv, rows, pj, dy + (qrow + i0) * Dv, Dv, Dv);
+                    }
+                    for (int64_t x = 0; p->chain_round && x < rows * D; x++) dq[(qrow + i0) * D + x] = R(p, dq[(qrow + i0) * D + x]);
                 }
             }
             for (int64_t x = 0; p->chain_round && x < t.S2 * D; x++) t.dkh[x] = R(p, t.dkh[x]);
@@ -281,7 +339,7 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
                         const bool no_p = m[row] == FA_INVALID_ROW_MAX;
                         task_keep_row(p, &t, b, h, i, keep);
                         for (int64_t j = 0; j < t.S2; j++) {
-                            const double raw = raw_score(p, b, h, i, j, qi, t.kh + j * D);
+                            const double raw = dequant(p, b, h, i, j, dot(qi, t.kh + j * D, D));
                             const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, raw);
                             const double kept = t.drop.active ? (keep[j] ? t.drop.scale_f64 : 0.0) : 1.0;
                             const double pj = no_p ? 0.0 : exp(s - m[row]) / l[row];
@@ -371,7 +429,8 @@ static size_t carve(const fa_problem *p, bool backward, void *ws, ref_buffers *b
     const size_t sizes[] = {
         nq * p->D, nk * p->D, nk * p->Dv, nq * p->Dv, backward ? nq * p->Dv : 0, nq, nq,
         backward ? nq * p->D : 0, backward ? nk * p->D : 0, backward ? nk * p->Dv : 0,
-        (size_t)p->threads * (size_t)p->S2 * (backward ? (p->fp8 ? 2 * FA_FP8_BLOCK + 1 : 3) : 2),
+        (size_t)p->threads * (size_t)p->S2 *
+            (backward ? (p->fp8 ? 2 * FA_FP8_BLOCK + 1 : REF_SCRATCH_BWD) : REF_SCRATCH_FWD),
     };
     double **slots[] = {&b->q, &b->k, &b->v, &b->o, &b->dy, &b->m, &b->l, &b->dq, &b->dk, &b->dv, &b->scratch};
     size_t off = 0;
