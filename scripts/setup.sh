@@ -36,8 +36,9 @@ fi
 # ---- (a) Debian packages ----------------------------------------------------
 # libc6-dev is listed because gcc only *recommends* it and we install without
 # recommends; binutils (readelf) comes with gcc.  chromium renders the
-# harness's HTML report in a test (headless screenshot).
-apt_packages=(cmake make gcc libc6-dev pkg-config libxsmm-dev libcjson-dev python3-venv chromium)
+# harness's HTML report in a test (headless screenshot), with a font so the
+# page's text shows.
+apt_packages=(cmake make gcc libc6-dev pkg-config libxsmm-dev libcjson-dev python3-venv chromium fonts-dejavu-core)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
