@@ -16,9 +16,11 @@
  * The masks, sparse modes 0-6, PSE types 0-3 and the prefix / start-index
  * lists (spec 3.1, 3.2, 4.1) get one failure case per rule, and valid calls
  * with each accepted form must succeed: status 0, every output element
- * written, inputs and canaries intact (SUCCESS_VARIANTS).  Requests for
- * features not implemented yet (FP8, the 1-D pse forms in TND) expect
- * 161003.  MLA rope inputs get one case per rule of spec 1.3 (ROPE_*).
+ * written, inputs and canaries intact (SUCCESS_VARIANTS).  Requests the
+ * library does not serve (the 1-D pse forms in TND; FP8 with TND, rope,
+ * impl CPU forward or impl BENCHMARK) expect 161003.  MLA rope inputs get
+ * one case per rule of spec 1.3 (ROPE_*), FP8 inputs per rule of spec 6
+ * (FP8_*).
  *
  * The variable-length layout TND (spec 1.1, 3.2, 3.4, 4.1, 8.1) has its own
  * base problem (q [T1,N1,D] and k/v [T2,N2,D|Dv] with cumulative
