@@ -90,11 +90,27 @@ static cJSON *case_attributes(const harness_case *hc, const fa_case *c)
     return a;
 }
 
+/* mkdir -p: an output directory's parents are created as well. */
 static int make_dir(const char *path)
 {
-    if (mkdir(path, 0777) == 0 || errno == EEXIST) return 0;
-    fprintf(stderr, "attnops: cannot create directory %s: %s\n", path, strerror(errno));
-    return -1;
+    char partial[1024];
+    const size_t n = strlen(path);
+    if (n >= sizeof partial) {
+        fprintf(stderr, "attnops: directory path too long: %s\n", path);
+        return -1;
+    }
+    memcpy(partial, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (partial[i] != '/' && partial[i] != '\0') continue;
+        const char kept = partial[i];
+        partial[i] = '\0';
+        if (mkdir(partial, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "attnops: cannot create directory %s: %s\n", partial, strerror(errno));
+            return -1;
+        }
+        partial[i] = kept;
+    }
+    return 0;
 }
 
 struct export_set {

@@ -26,7 +26,7 @@ check() { # check NAME EXPECTED_RC PATTERN -- command...
 check "built-in suites pass" 0 "^9 of 9 cases passed" -- "$bin" run fag-seed pypto-fag --log "$tmp/run_log.txt"
 grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+  GQA_01 dq diff_max : [0-9.]+$' "$tmp/run_log.txt" \
     && echo "ok   run_log.txt in the seed's format" || { echo "FAIL run_log.txt lines"; fails=$((fails + 1)); }
-check "list" 0 "^fag-matrix +207 cases" -- "$bin" list
+check "list" 0 "^fag-matrix +222 cases" -- "$bin" list
 check "filter" 0 "^1 of 1 cases passed" -- "$bin" run fag-seed --filter '^GQA' --log -
 cat >"$tmp/strict.json" <<'JSON'
 {"strict": {"B": 1, "N1": 2, "N2": 1, "S1": 130, "S2": 70, "D": 64, "dtype": "bf16", "input_layout": "BSND",

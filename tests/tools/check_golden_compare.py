@@ -35,7 +35,8 @@ def load(root, t):
 def main(binary):
     tmp = tempfile.mkdtemp()
     try:
-        g, dev = os.path.join(tmp, "golden"), os.path.join(tmp, "device")
+        # A nested --out is created with its parents, as mkdir -p would.
+        g, dev = os.path.join(tmp, "exports", "golden"), os.path.join(tmp, "device")
         r = subprocess.run([binary, "golden", "fag-seed", "--out", g], capture_output=True, text=True)
         check(r.returncode == 0, f"attnops golden fag-seed exits 0 ({r.stderr.strip()[:200]})")
         m = json.load(open(os.path.join(g, "manifest.json")))
