@@ -13,49 +13,12 @@
 #endif
 
 #include "fa/fa_fp8.h"
+#include "core/validate.h"
 #include "fa/fa_problem.h"
 
 #define NULLPTR ATTNOPS_ERR_NULLPTR
 #define INVALID ATTNOPS_ERR_PARAM_INVALID
 #define UNSUPPORTED ATTNOPS_ERR_UNSUPPORTED
-
-/* Shape as "[2, 8, 128, 64]" for messages. */
-static const char *shape_str(const attnops_tensor *t, char *buf, size_t n)
-{
-    size_t used = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < t->rank && used < n; i++)
-        used += (size_t)snprintf(buf + used, n - used, i ? ", %lld" : "%lld", (long long)t->shape[i]);
-    if (used < n) snprintf(buf + used, n - used, "]");
-    return buf;
-}
-
-static attnops_status check_present(const char *op, const char *name, const attnops_tensor *t)
-{
-    if (!t) return ao_fail(NULLPTR, "%s: required tensor '%s' is NULL.", op, name);
-    return ATTNOPS_SUCCESS;
-}
-
-/* Rank, strides and data pointer of any tensor that is present. */
-static attnops_status check_view(const char *op, const char *name, const attnops_tensor *t)
-{
-    if (t->rank < 1 || t->rank > ATTNOPS_MAX_RANK)
-        return ao_fail(INVALID, "%s: tensor '%s' has rank %d; ranks 1..%d are supported.", op, name, (int)t->rank,
-                       ATTNOPS_MAX_RANK);
-    if (attnops_dtype_size(t->dtype) == 0)
-        return ao_fail(INVALID, "%s: tensor '%s' has unknown dtype code %d.", op, name, (int)t->dtype);
-    for (int i = 0; i < t->rank; i++) {
-        if (t->shape[i] < 0)
-            return ao_fail(INVALID, "%s: tensor '%s' has negative extent %lld in dimension %d.", op, name,
-                           (long long)t->shape[i], i);
-        if (t->strides[i] < 0)
-            return ao_fail(INVALID, "%s: tensor '%s' has negative stride %lld in dimension %d.", op, name,
-                           (long long)t->strides[i], i);
-    }
-    if (!t->data && ao_tensor_numel(t) > 0)
-        return ao_fail(NULLPTR, "%s: tensor '%s' has %lld elements but a NULL data pointer.", op, name,
-                       (long long)ao_tensor_numel(t));
-    return ATTNOPS_SUCCESS;
-}
 
 static bool is_io_dtype(attnops_dtype d)
 {
@@ -76,7 +39,7 @@ static attnops_status read_dims(const char *op, const char *name, const attnops_
     int want_rank = (layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH || layout == ATTNOPS_LAYOUT_TND) ? 3 : 4;
     if (t->rank != want_rank)
         return ao_fail(INVALID, "%s: tensor '%s' has shape %s but layout %s needs rank %d.", op, name,
-                       shape_str(t, buf, sizeof buf), attnops_layout_name(layout), want_rank);
+                       ao_shape_str(t, buf, sizeof buf), attnops_layout_name(layout), want_rank);
     switch (layout) {
     case ATTNOPS_LAYOUT_BNSD: *out = (layout_dims){t->shape[0], t->shape[2], t->shape[1], t->shape[3]}; break;
     case ATTNOPS_LAYOUT_BSND: *out = (layout_dims){t->shape[0], t->shape[1], t->shape[2], t->shape[3]}; break;
@@ -117,28 +80,6 @@ static void layout_shape(attnops_layout layout, int64_t b, int64_t s, int64_t n,
     }
 }
 
-static attnops_status check_shape(const char *op, const char *name, const attnops_tensor *t, const int64_t *shape,
-                                  int rank, const char *why)
-{
-    bool same = t->rank == rank;
-    for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
-    if (same) return ATTNOPS_SUCCESS;
-    attnops_tensor want = {0};
-    want.rank = rank;
-    for (int i = 0; i < rank; i++) want.shape[i] = shape[i];
-    char got_buf[96], want_buf[96];
-    return ao_fail(INVALID, "%s: tensor '%s' has shape %s but must be %s (%s).", op, name,
-                   shape_str(t, got_buf, sizeof got_buf), shape_str(&want, want_buf, sizeof want_buf), why);
-}
-
-static attnops_status check_dtype(const char *op, const char *name, const attnops_tensor *t, attnops_dtype want,
-                                  const char *why)
-{
-    if (t->dtype == want) return ATTNOPS_SUCCESS;
-    return ao_fail(INVALID, "%s: tensor '%s' has dtype %s but must be %s (%s).", op, name,
-                   attnops_dtype_name(t->dtype), attnops_dtype_name(want), why);
-}
-
 /* The [b][n][s][d] view of a q/k/v-like tensor whose head dim is `d`. */
 static fa_view view_of(const attnops_tensor *t, attnops_layout layout, int64_t d)
 {
@@ -158,37 +99,6 @@ static fa_view stats_view(const attnops_tensor *t)
 {
     return (fa_view){(char *)t->data, t->dtype, 4, t->strides[0], t->strides[1], t->strides[2], t->strides[3]};
 }
-
-/* Outputs must not share bytes: a later write would clobber an earlier one.
- * Within one output, a zero stride over an extent > 1 would alias elements. */
-static attnops_status check_disjoint(const char *op, const attnops_tensor *const *outs, const char *const *names,
-                                     int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (!outs[i]) continue;
-        for (int d = 0; d < outs[i]->rank; d++)
-            if (outs[i]->strides[d] == 0 && outs[i]->shape[d] > 1)
-                return ao_fail(INVALID, "%s: output tensor '%s' has stride 0 in dimension %d of extent %lld, so its "
-                               "elements overlap.", op, names[i], d, (long long)outs[i]->shape[d]);
-        const char *lo_i, *hi_i;
-        ao_tensor_extent(outs[i], &lo_i, &hi_i);
-        for (int j = i + 1; j < n; j++) {
-            if (!outs[j]) continue;
-            const char *lo_j, *hi_j;
-            ao_tensor_extent(outs[j], &lo_j, &hi_j);
-            if (lo_i < hi_j && lo_j < hi_i)
-                return ao_fail(INVALID, "%s: output tensors '%s' and '%s' overlap in memory.", op, names[i],
-                               names[j]);
-        }
-    }
-    return ATTNOPS_SUCCESS;
-}
-
-#define TRY(expr)                                                                                                  \
-    do {                                                                                                           \
-        attnops_status st_ = (expr);                                                                               \
-        if (st_ != ATTNOPS_SUCCESS) return st_;                                                                    \
-    } while (0)
 
 /* Attributes and optional inputs: range checks first (161002), then the
  * features later versions add (161003), so a bad value is never reported as
@@ -240,7 +150,7 @@ static int64_t list_at(const attnops_tensor *t, int64_t i)
 static attnops_status check_list(const char *op, const char *name, const attnops_tensor *t, int64_t min_len,
                                  int64_t max_len)
 {
-    TRY(check_view(op, name, t));
+    AO_TRY(ao_check_view(op, name, t));
     if (t->dtype != ATTNOPS_DTYPE_I64 && t->dtype != ATTNOPS_DTYPE_I32)
         return ao_fail(INVALID, "%s: '%s' has dtype %s; it must be i64 (or i32).", op, name,
                        attnops_dtype_name(t->dtype));
@@ -318,12 +228,12 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
         return ATTNOPS_SUCCESS;
     }
     char buf[96];
-    TRY(check_view(op, "atten_mask", t));
+    AO_TRY(ao_check_view(op, "atten_mask", t));
     if (t->dtype != ATTNOPS_DTYPE_BOOL && t->dtype != ATTNOPS_DTYPE_U8)
         return ao_fail(INVALID, "%s: atten_mask has dtype %s; it must be bool or u8 (1 = masked out).", op,
                        attnops_dtype_name(t->dtype));
     if (t->rank != 2 && t->rank != 4)
-        return ao_fail(INVALID, "%s: atten_mask has shape %s; it must be 2-D or 4-D.", op, shape_str(t, buf, sizeof buf));
+        return ao_fail(INVALID, "%s: atten_mask has shape %s; it must be 2-D or 4-D.", op, ao_shape_str(t, buf, sizeof buf));
     const int64_t rows = t->shape[t->rank - 2], cols = t->shape[t->rank - 1];
     const int64_t mode = p->sparse_mode, S1 = pr->S1, S2 = pr->S2;
     m->active = true;
@@ -338,29 +248,29 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
         if (pr->varlen && (mode == 5 || (t->rank == 4 && (t->shape[0] != 1 || t->shape[1] != 1))))
             return ao_fail(INVALID, "%s: layout TND takes sparse_mode %lld with one [max S1, max S2] atten_mask; got %s "
                            "(per-batch masks and sparse_mode 5 are not defined for TND).", op, (long long)mode,
-                           shape_str(t, buf, sizeof buf));
+                           ao_shape_str(t, buf, sizeof buf));
         /* Mode 5's prefix differs per batch, so its mask must too (the golden rejects SS there). */
         if (mode == 5 && (t->rank != 4 || t->shape[0] != pr->B))
             return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode 5 needs a per-batch mask [B, 1, S1, S2] "
-                           "or [B, N1, S1, S2] with B = %lld.", op, shape_str(t, buf, sizeof buf), (long long)pr->B);
+                           "or [B, N1, S1, S2] with B = %lld.", op, ao_shape_str(t, buf, sizeof buf), (long long)pr->B);
         if (rows != S1 || cols != S2 || !lead_ok)
             return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode %lld needs [S1, S2], [1, 1, S1, S2], "
                            "[B, 1, S1, S2] or [B, N1, S1, S2] with S1 = %lld, S2 = %lld.", op,
-                           shape_str(t, buf, sizeof buf), (long long)mode, (long long)S1, (long long)S2);
+                           ao_shape_str(t, buf, sizeof buf), (long long)mode, (long long)S1, (long long)S2);
         m->has_elements = true;
         m->elements = broadcast_view(t);
     } else {
         const int64_t want_rows = mode == 6 ? 3072 : 2048;
         if (rows != want_rows || cols != 2048)
             return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode %lld takes the compressed mask, try "
-                           "setting it to [%lld, 2048].", op, shape_str(t, buf, sizeof buf), (long long)mode,
+                           "setting it to [%lld, 2048].", op, ao_shape_str(t, buf, sizeof buf), (long long)mode,
                            (long long)want_rows);
     }
-    TRY(check_tokens(op, p, pr));
+    AO_TRY(check_tokens(op, p, pr));
     bool zero_prefix = false;
     if (mode == 5 || mode == 6) {
         if (!p->prefix) return ao_fail(NULLPTR, "%s: sparse_mode %lld needs the 'prefix' list.", op, (long long)mode);
-        TRY(check_list(op, "prefix", p->prefix, pr->B, pr->B));
+        AO_TRY(check_list(op, "prefix", p->prefix, pr->B, pr->B));
         for (int64_t b = 0; b < pr->B; b++) {
             const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b), lo = s1 > s2 ? 0 : s2 - s1;
             int64_t v = list_at(p->prefix, b);
@@ -414,11 +324,11 @@ static attnops_status derive_tnd_alibi(const char *op, const attnops_fa_params *
     if (t->rank != 4)
         return ao_fail(UNSUPPORTED, "%s: pse of shape %s with layout TND: only the compressed ALiBi form [B or 1, N1, "
                        "1024, max S2] is supported (the 1-D TND forms have no documented packing).", op,
-                       shape_str(t, buf, sizeof buf));
+                       ao_shape_str(t, buf, sizeof buf));
     const int64_t *sh = t->shape;
     if ((sh[0] != pr->B && sh[0] != 1) || sh[1] != pr->N1 || sh[2] != 1024 || sh[3] != pr->S2)
         return ao_fail(INVALID, "%s: pse has shape %s; with layout TND it must be [B or 1, N1, 1024, max S2] = [%lld, "
-                       "%lld, 1024, %lld].", op, shape_str(t, buf, sizeof buf), (long long)pr->B, (long long)pr->N1,
+                       "%lld, 1024, %lld].", op, ao_shape_str(t, buf, sizeof buf), (long long)pr->B, (long long)pr->N1,
                        (long long)pr->S2);
     const fa_mask_cfg *m = &pr->mask;
     bool causal = m->active && (m->mode == 2 || m->mode == 3 || ((m->mode == 0 || m->mode == 4) && m->next == 0 &&
@@ -447,13 +357,13 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
     int64_t start_values[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
         if (!starts[k]) continue;
-        TRY(check_list(op, names[k], starts[k], 0, 1));
+        AO_TRY(check_list(op, names[k], starts[k], 0, 1));
         start_values[k] = starts[k]->shape[0] ? list_at(starts[k], 0) : 0;
     }
     const attnops_tensor *t = p->pse;
     if (!t) return ATTNOPS_SUCCESS;
     char buf[96];
-    TRY(check_view(op, "pse", t));
+    AO_TRY(ao_check_view(op, "pse", t));
     if (pr->varlen) {
         if (p->pse_type == 0 || p->pse_type == 1) return derive_tnd_alibi(op, p, pr);
         if (pr->mask.active && pr->mask.mode == 7)
@@ -477,7 +387,7 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
         if (!n_form && !bn_form)
             return ao_fail(INVALID, "%s: pse_type %lld takes slopes of shape [N1] or [B, N1] (N1 = %lld, B = %lld), "
                            "got %s.", op, (long long)p->pse_type, (long long)pr->N1, (long long)pr->B,
-                           shape_str(t, buf, sizeof buf));
+                           ao_shape_str(t, buf, sizeof buf));
         c->kind = FA_PSE_SLOPES;
         c->slopes = t->data;
         c->slope_sb = bn_form ? t->strides[0] : 0;
@@ -504,7 +414,7 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
             if (!mask_is_causal_square(pr))
                 return ao_fail(INVALID, "%s: pse of shape %s is the compressed ALiBi form (last 1024 rows), which "
                                "needs S1 = S2 (got %lld, %lld) and a causal mask (sparse_mode 2/3, or 0/4 with "
-                               "pre_tokens >= S1 and next_tokens = 0).", op, shape_str(t, buf, sizeof buf),
+                               "pre_tokens >= S1 and next_tokens = 0).", op, ao_shape_str(t, buf, sizeof buf),
                                (long long)S1, (long long)S2);
             c->kind = FA_PSE_ALIBI_1024;
             c->alibi_rows = 1024;
@@ -513,7 +423,7 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
     if (c->kind == FA_PSE_NONE)
         return ao_fail(INVALID, "%s: pse has shape %s; pse_type %lld takes [B, N1, S1, S2], [1, N1, S1, S2], "
                        "[B, N1, 1, S2], or [B|1, N1, 1024, S2] when S1 = S2 > 1024 (B = %lld, N1 = %lld, S1 = %lld, "
-                       "S2 = %lld).", op, shape_str(t, buf, sizeof buf), (long long)p->pse_type, (long long)B,
+                       "S2 = %lld).", op, ao_shape_str(t, buf, sizeof buf), (long long)p->pse_type, (long long)B,
                        (long long)N1, (long long)S1, (long long)S2);
     c->bias = broadcast_view(t);
     return ATTNOPS_SUCCESS;
@@ -526,8 +436,8 @@ attnops_status fa_derive_varlen(const char *op, const attnops_tensor *qlen, cons
 {
     if (!qlen) return ao_fail(NULLPTR, "%s: layout TND needs 'actual_seq_qlen'.", op);
     if (!kvlen) return ao_fail(NULLPTR, "%s: layout TND needs 'actual_seq_kvlen'.", op);
-    TRY(check_list(op, "actual_seq_qlen", qlen, 1, INT64_C(1) << 21));
-    TRY(check_list(op, "actual_seq_kvlen", kvlen, 1, INT64_C(1) << 21));
+    AO_TRY(check_list(op, "actual_seq_qlen", qlen, 1, INT64_C(1) << 21));
+    AO_TRY(check_list(op, "actual_seq_kvlen", kvlen, 1, INT64_C(1) << 21));
     const int64_t n = qlen->shape[0];
     if (kvlen->shape[0] != n)
         return ao_fail(INVALID, "%s: actual_seq_qlen has %lld entries but actual_seq_kvlen has %lld; they must be "
@@ -572,7 +482,7 @@ static attnops_status derive_drop_mask(const char *op, const attnops_fa_params *
 {
     const attnops_tensor *t = p->drop_mask;
     if (!t) return ATTNOPS_SUCCESS;
-    TRY(check_view(op, "drop_mask", t));
+    AO_TRY(ao_check_view(op, "drop_mask", t));
     if (p->keep_prob >= 1.0)
         return ao_fail(INVALID, "%s: drop_mask is given but keep_prob is 1; pass keep_prob < 1 or no drop_mask.", op);
     const int64_t count = fa_score_count(pr);
@@ -599,14 +509,14 @@ static attnops_status derive_rope(const char *op, const attnops_fa_params *p, fa
     if (!p->query_rope || !p->key_rope)
         return ao_fail(NULLPTR, "%s: %s is given but %s is NULL; MLA takes query_rope and key_rope together.", op,
                        p->query_rope ? "query_rope" : "key_rope", p->query_rope ? "key_rope" : "query_rope");
-    TRY(check_view(op, "query_rope", p->query_rope));
-    TRY(check_view(op, "key_rope", p->key_rope));
-    TRY(check_dtype(op, "query_rope", p->query_rope, pr->dtype, "it shares query's dtype"));
-    TRY(check_dtype(op, "key_rope", p->key_rope, pr->dtype, "it shares query's dtype"));
+    AO_TRY(ao_check_view(op, "query_rope", p->query_rope));
+    AO_TRY(ao_check_view(op, "key_rope", p->key_rope));
+    AO_TRY(ao_check_dtype(op, "query_rope", p->query_rope, pr->dtype, "it shares query's dtype"));
+    AO_TRY(ao_check_dtype(op, "key_rope", p->key_rope, pr->dtype, "it shares query's dtype"));
     const attnops_layout layout = p->input_layout;
     const bool hidden = layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH;
     layout_dims r;
-    TRY(read_dims(op, "query_rope", p->query_rope, layout, hidden ? pr->N1 : 0, 0, &r));
+    AO_TRY(read_dims(op, "query_rope", p->query_rope, layout, hidden ? pr->N1 : 0, 0, &r));
     if (r.d == 0) return ao_fail(INVALID, "%s: the head dimension of query_rope is zero.", op);
     if (r.d > pr->D)
         return ao_fail(INVALID, "%s: query_rope head dim %lld exceeds query head dim D = %lld; the rope dim must be "
@@ -615,9 +525,9 @@ static attnops_status derive_rope(const char *op, const attnops_fa_params *p, fa
     int rank;
     const int64_t rows_q = pr->varlen ? pr->T1 : pr->S1, rows_kv = pr->varlen ? pr->T2 : pr->S2;
     layout_shape(layout, pr->B, rows_q, pr->N1, r.d, shape, &rank);
-    TRY(check_shape(op, "query_rope", p->query_rope, shape, rank, "query's shape with its own head dim"));
+    AO_TRY(ao_check_shape(op, "query_rope", p->query_rope, shape, rank, "query's shape with its own head dim"));
     layout_shape(layout, pr->B, rows_kv, pr->N2, r.d, shape, &rank);
-    TRY(check_shape(op, "key_rope", p->key_rope, shape, rank, "key's shape with query_rope's head dim"));
+    AO_TRY(ao_check_shape(op, "key_rope", p->key_rope, shape, rank, "key's shape with query_rope's head dim"));
     pr->Dr = r.d;
     pr->qr = view_of(p->query_rope, layout, r.d);
     pr->kr = view_of(p->key_rope, layout, r.d);
@@ -628,11 +538,11 @@ static attnops_status derive_rope(const char *op, const attnops_fa_params *p, fa
 static attnops_status check_dscale(const char *op, const char *name, const attnops_tensor *t, const fa_problem *pr,
                                    int64_t heads, int64_t rows, fa_view *view)
 {
-    TRY(check_present(op, name, t));
-    TRY(check_view(op, name, t));
-    TRY(check_dtype(op, name, t, ATTNOPS_DTYPE_F32, "FP8 de-quantisation scales are f32"));
+    AO_TRY(ao_check_present(op, name, t));
+    AO_TRY(ao_check_view(op, name, t));
+    AO_TRY(ao_check_dtype(op, name, t, ATTNOPS_DTYPE_F32, "FP8 de-quantisation scales are f32"));
     const int64_t shape[4] = {pr->B, heads, (rows + FA_FP8_BLOCK - 1) / FA_FP8_BLOCK, 1};
-    TRY(check_shape(op, name, t, shape, 4, "[B, N, ceil(S / 128), 1]: one scale per 128-row block"));
+    AO_TRY(ao_check_shape(op, name, t, shape, 4, "[B, N, ceil(S / 128), 1]: one scale per 128-row block"));
     *view = (fa_view){(char *)t->data, t->dtype, 4, t->strides[0], t->strides[1], t->strides[2], t->strides[3]};
     return ATTNOPS_SUCCESS;
 }
@@ -658,39 +568,39 @@ static attnops_status derive_fp8(const char *op, const attnops_fa_params *p, fa_
         return ao_fail(UNSUPPORTED, "%s: FP8 inputs with query_rope/key_rope are not supported.", op);
     if (p->impl == ATTNOPS_IMPL_BENCHMARK)
         return ao_fail(UNSUPPORTED, "%s: impl BENCHMARK (the unfused chain of the triple rule) has no FP8 form.", op);
-    TRY(check_dscale(op, "d_scale_q", p->d_scale_q, pr, pr->N1, pr->S1, &pr->dsq));
-    TRY(check_dscale(op, "d_scale_k", p->d_scale_k, pr, pr->N2, pr->S2, &pr->dsk));
-    TRY(check_dscale(op, "d_scale_v", p->d_scale_v, pr, pr->N2, pr->S2, &pr->dsv));
+    AO_TRY(check_dscale(op, "d_scale_q", p->d_scale_q, pr, pr->N1, pr->S1, &pr->dsq));
+    AO_TRY(check_dscale(op, "d_scale_k", p->d_scale_k, pr, pr->N2, pr->S2, &pr->dsk));
+    AO_TRY(check_dscale(op, "d_scale_v", p->d_scale_v, pr, pr->N2, pr->S2, &pr->dsv));
     return ATTNOPS_SUCCESS;
 }
 
 static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_problem *pr)
 {
-    TRY(check_present(op, "query", p->query));
-    TRY(check_present(op, "key", p->key));
-    TRY(check_present(op, "value", p->value));
-    TRY(check_view(op, "query", p->query));
-    TRY(check_view(op, "key", p->key));
-    TRY(check_view(op, "value", p->value));
-    TRY(check_attributes(op, p));
+    AO_TRY(ao_check_present(op, "query", p->query));
+    AO_TRY(ao_check_present(op, "key", p->key));
+    AO_TRY(ao_check_present(op, "value", p->value));
+    AO_TRY(ao_check_view(op, "query", p->query));
+    AO_TRY(ao_check_view(op, "key", p->key));
+    AO_TRY(ao_check_view(op, "value", p->value));
+    AO_TRY(check_attributes(op, p));
 
     attnops_dtype dt = p->query->dtype;
     const bool fp8 = dt == ATTNOPS_DTYPE_F8_E4M3FN || dt == ATTNOPS_DTYPE_F8_E5M2;
     if (!is_io_dtype(dt) && !fp8)
         return ao_fail(INVALID, "%s: query has dtype %s; it must be f16, bf16, f32, f8_e4m3fn or f8_e5m2.", op,
                        attnops_dtype_name(dt));
-    TRY(check_dtype(op, "key", p->key, dt, "q, k, v and dy share one dtype"));
-    TRY(check_dtype(op, "value", p->value, dt, "q, k, v and dy share one dtype"));
+    AO_TRY(ao_check_dtype(op, "key", p->key, dt, "q, k, v and dy share one dtype"));
+    AO_TRY(ao_check_dtype(op, "value", p->value, dt, "q, k, v and dy share one dtype"));
 
     attnops_layout layout = p->input_layout;
     bool hidden = layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH;
     layout_dims q, k, v;
-    TRY(read_dims(op, "query", p->query, layout, hidden ? p->head_num : 0, 0, &q));
+    AO_TRY(read_dims(op, "query", p->query, layout, hidden ? p->head_num : 0, 0, &q));
     if (q.d == 0) return ao_fail(INVALID, "%s: the head dimension D of query is zero.", op);
     if (q.n != p->head_num)
         return ao_fail(INVALID, "%s: head_num is %lld but query has %lld heads.", op, (long long)p->head_num,
                        (long long)q.n);
-    TRY(read_dims(op, "key", p->key, layout, 0, q.d, &k));
+    AO_TRY(read_dims(op, "key", p->key, layout, 0, q.d, &k));
     if (k.d != q.d)
         return ao_fail(INVALID, "%s: key head dim %lld differs from query head dim %lld; they must be equal.", op,
                        (long long)k.d, (long long)q.d);
@@ -701,7 +611,7 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     if (k.b != q.b)
         return ao_fail(INVALID, "%s: key batch %lld differs from query batch %lld.", op, (long long)k.b,
                        (long long)q.b);
-    TRY(read_dims(op, "value", p->value, layout, hidden ? k.n : 0, 0, &v));
+    AO_TRY(read_dims(op, "value", p->value, layout, hidden ? k.n : 0, 0, &v));
     if (v.b != k.b || v.s != k.s || v.n != k.n)
         return ao_fail(INVALID, "%s: value (B %lld, S %lld, N %lld) must match key (B %lld, S %lld, N %lld) except "
                        "in the head dim.", op, (long long)v.b, (long long)v.s, (long long)v.n, (long long)k.b,
@@ -727,7 +637,7 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->seed = p->seed, pr->offset = p->offset, pr->keep_prob = p->keep_prob;
     pr->T1 = pr->B * pr->S1, pr->T2 = pr->B * pr->S2;
     if (layout == ATTNOPS_LAYOUT_TND) /* read_dims put T in S */
-        TRY(fa_derive_varlen(op, p->actual_seq_qlen, p->actual_seq_kvlen, pr->S1, pr->S2, pr));
+        AO_TRY(fa_derive_varlen(op, p->actual_seq_qlen, p->actual_seq_kvlen, pr->S1, pr->S2, pr));
     else if (p->actual_seq_qlen || p->actual_seq_kvlen)
         return ao_fail(INVALID, "%s: actual_seq_qlen / actual_seq_kvlen are given but input_layout is %s; they "
                        "describe TND batches only.", op, attnops_layout_name(layout));
@@ -736,10 +646,10 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
 #else
     pr->threads = 1;
 #endif
-    TRY(derive_rope(op, p, pr));
-    TRY(derive_fp8(op, p, pr));
-    TRY(derive_mask(op, p, pr));
-    TRY(derive_pse(op, p, pr));
+    AO_TRY(derive_rope(op, p, pr));
+    AO_TRY(derive_fp8(op, p, pr));
+    AO_TRY(derive_mask(op, p, pr));
+    AO_TRY(derive_pse(op, p, pr));
     return derive_drop_mask(op, p, pr);
 }
 
@@ -750,16 +660,16 @@ static attnops_status check_q_like(const char *op, const char *name, const attno
                                    const attnops_fa_params *p, const fa_problem *pr, int64_t d, bool output_dtype,
                                    fa_view *view)
 {
-    TRY(check_present(op, name, t));
-    TRY(check_view(op, name, t));
+    AO_TRY(ao_check_present(op, name, t));
+    AO_TRY(ao_check_view(op, name, t));
     if (output_dtype && pr->fp8)
-        TRY(check_dtype(op, name, t, pr->out_dtype, "FP8 inputs give outputs of out_dtype (0: f16, 1: bf16)"));
+        AO_TRY(ao_check_dtype(op, name, t, pr->out_dtype, "FP8 inputs give outputs of out_dtype (0: f16, 1: bf16)"));
     else
-        TRY(check_dtype(op, name, t, pr->dtype, "it shares query's dtype"));
+        AO_TRY(ao_check_dtype(op, name, t, pr->dtype, "it shares query's dtype"));
     int64_t shape[4];
     int rank;
     layout_shape(p->input_layout, pr->B, pr->varlen ? pr->T1 : pr->S1, pr->N1, d, shape, &rank);
-    TRY(check_shape(op, name, t, shape, rank, d == pr->D ? "query's shape" : "query's shape with D -> Dv"));
+    AO_TRY(ao_check_shape(op, name, t, shape, rank, d == pr->D ? "query's shape" : "query's shape with D -> Dv"));
     *view = view_of(t, p->input_layout, d);
     return ATTNOPS_SUCCESS;
 }
@@ -770,18 +680,18 @@ static attnops_status check_q_like(const char *op, const char *name, const attno
 static attnops_status check_stats(const char *op, const char *name, const attnops_tensor *t,
                                   const attnops_fa_params *p, fa_problem *pr, fa_view *view)
 {
-    TRY(check_present(op, name, t));
-    TRY(check_view(op, name, t));
-    TRY(check_dtype(op, name, t, ATTNOPS_DTYPE_F32, "softmax statistics are f32"));
+    AO_TRY(ao_check_present(op, name, t));
+    AO_TRY(ao_check_view(op, name, t));
+    AO_TRY(ao_check_dtype(op, name, t, ATTNOPS_DTYPE_F32, "softmax statistics are f32"));
     if (!pr->varlen) {
         int64_t shape[4] = {pr->B, pr->N1, pr->S1, 8};
-        TRY(check_shape(op, name, t, shape, 4, "[B, N1 = head_num, S1, 8]"));
+        AO_TRY(ao_check_shape(op, name, t, shape, 4, "[B, N1 = head_num, S1, 8]"));
         *view = stats_view(t);
         return ATTNOPS_SUCCESS;
     }
     const bool same_as_input = p->softmax_in_layout == ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
     int64_t shape[3] = {same_as_input ? pr->N1 : pr->T1, same_as_input ? pr->T1 : pr->N1, 8};
-    TRY(check_shape(op, name, t, shape, 3, same_as_input ? "[N1, T1, 8] (same_as_input)" : "[T1, N1, 8]"));
+    AO_TRY(ao_check_shape(op, name, t, shape, 3, same_as_input ? "[N1, T1, 8] (same_as_input)" : "[T1, N1, 8]"));
     if (same_as_input) {
         *view = (fa_view){(char *)t->data, t->dtype, 4, 0, t->strides[0], t->strides[1], t->strides[2]};
         return ATTNOPS_SUCCESS;
@@ -797,77 +707,77 @@ static attnops_status check_stats(const char *op, const char *name, const attnop
 attnops_status fa_validate_fwd(const attnops_fa_fwd_args *a, const char *op, fa_problem *pr)
 {
     memset(pr, 0, sizeof *pr);
-    TRY(derive_qkv(op, &a->p, pr));
-    TRY(check_stats(op, "softmax_max", a->softmax_max, &a->p, pr, &pr->smax));
-    TRY(check_stats(op, "softmax_sum", a->softmax_sum, &a->p, pr, &pr->ssum));
-    TRY(check_q_like(op, "attention_out", a->attention_out, &a->p, pr, pr->Dv, true, &pr->o));
+    AO_TRY(derive_qkv(op, &a->p, pr));
+    AO_TRY(check_stats(op, "softmax_max", a->softmax_max, &a->p, pr, &pr->smax));
+    AO_TRY(check_stats(op, "softmax_sum", a->softmax_sum, &a->p, pr, &pr->ssum));
+    AO_TRY(check_q_like(op, "attention_out", a->attention_out, &a->p, pr, pr->Dv, true, &pr->o));
     const attnops_tensor *outs[] = {a->attention_out, a->softmax_max, a->softmax_sum};
     const char *names[] = {"attention_out", "softmax_max", "softmax_sum"};
-    return check_disjoint(op, outs, names, 3);
+    return ao_check_disjoint(op, outs, names, 3);
 }
 
 attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, const char *op, fa_problem *pr)
 {
     memset(pr, 0, sizeof *pr);
     /* aclnn order: every required pointer first, then shapes. */
-    TRY(check_present(op, "dy", a->dy));
-    TRY(check_present(op, "attention_in", a->attention_in));
-    TRY(check_present(op, "dq", a->dq));
-    TRY(check_present(op, "dk", a->dk));
-    TRY(check_present(op, "dv", a->dv));
-    TRY(derive_qkv(op, &a->p, pr));
-    TRY(check_q_like(op, "dy", a->dy, &a->p, pr, pr->Dv, false, &pr->dy));
-    TRY(check_q_like(op, "attention_in", a->attention_in, &a->p, pr, pr->Dv, true, &pr->o));
-    TRY(check_stats(op, "softmax_max", a->softmax_max, &a->p, pr, &pr->smax));
-    TRY(check_stats(op, "softmax_sum", a->softmax_sum, &a->p, pr, &pr->ssum));
-    TRY(check_q_like(op, "dq", a->dq, &a->p, pr, pr->D, true, &pr->dq));
+    AO_TRY(ao_check_present(op, "dy", a->dy));
+    AO_TRY(ao_check_present(op, "attention_in", a->attention_in));
+    AO_TRY(ao_check_present(op, "dq", a->dq));
+    AO_TRY(ao_check_present(op, "dk", a->dk));
+    AO_TRY(ao_check_present(op, "dv", a->dv));
+    AO_TRY(derive_qkv(op, &a->p, pr));
+    AO_TRY(check_q_like(op, "dy", a->dy, &a->p, pr, pr->Dv, false, &pr->dy));
+    AO_TRY(check_q_like(op, "attention_in", a->attention_in, &a->p, pr, pr->Dv, true, &pr->o));
+    AO_TRY(check_stats(op, "softmax_max", a->softmax_max, &a->p, pr, &pr->smax));
+    AO_TRY(check_stats(op, "softmax_sum", a->softmax_sum, &a->p, pr, &pr->ssum));
+    AO_TRY(check_q_like(op, "dq", a->dq, &a->p, pr, pr->D, true, &pr->dq));
     if (pr->fp8) {
-        TRY(check_dscale(op, "d_scale_dy", a->p.d_scale_dy, pr, pr->N1, pr->S1, &pr->dsdy));
+        AO_TRY(check_dscale(op, "d_scale_dy", a->p.d_scale_dy, pr, pr->N1, pr->S1, &pr->dsdy));
         fa_view unused; /* d_scale_o: checked like the device does; attention_in is not quantised */
-        TRY(check_dscale(op, "d_scale_o", a->p.d_scale_o, pr, pr->N1, pr->S1, &unused));
+        AO_TRY(check_dscale(op, "d_scale_o", a->p.d_scale_o, pr, pr->N1, pr->S1, &unused));
     }
 
     int64_t shape[4];
     int rank;
-    TRY(check_view(op, "dk", a->dk));
-    TRY(check_dtype(op, "dk", a->dk, pr->out_dtype, pr->fp8 ? "FP8 inputs give outputs of out_dtype" : "it shares key's dtype"));
+    AO_TRY(ao_check_view(op, "dk", a->dk));
+    AO_TRY(ao_check_dtype(op, "dk", a->dk, pr->out_dtype, pr->fp8 ? "FP8 inputs give outputs of out_dtype" : "it shares key's dtype"));
     layout_shape(a->p.input_layout, pr->B, pr->varlen ? pr->T2 : pr->S2, pr->N2, pr->D, shape, &rank);
-    TRY(check_shape(op, "dk", a->dk, shape, rank, "key's shape"));
+    AO_TRY(ao_check_shape(op, "dk", a->dk, shape, rank, "key's shape"));
     pr->dk = view_of(a->dk, a->p.input_layout, pr->D);
-    TRY(check_view(op, "dv", a->dv));
-    TRY(check_dtype(op, "dv", a->dv, pr->out_dtype, pr->fp8 ? "FP8 inputs give outputs of out_dtype" : "it shares value's dtype"));
+    AO_TRY(ao_check_view(op, "dv", a->dv));
+    AO_TRY(ao_check_dtype(op, "dv", a->dv, pr->out_dtype, pr->fp8 ? "FP8 inputs give outputs of out_dtype" : "it shares value's dtype"));
     layout_shape(a->p.input_layout, pr->B, pr->varlen ? pr->T2 : pr->S2, pr->N2, pr->Dv, shape, &rank);
-    TRY(check_shape(op, "dv", a->dv, shape, rank, "value's shape"));
+    AO_TRY(ao_check_shape(op, "dv", a->dv, shape, rank, "value's shape"));
     pr->dv = view_of(a->dv, a->p.input_layout, pr->Dv);
     if (a->softmax_in)
         return ao_fail(INVALID, "%s: softmax_in is reserved by CANN and must be NULL.", op);
     if (!pr->Dr && (a->dq_rope || a->dk_rope))
         return ao_fail(INVALID, "%s: dq_rope/dk_rope are given but query_rope/key_rope are not.", op);
     if (pr->Dr) {
-        TRY(check_present(op, "dq_rope", a->dq_rope));
-        TRY(check_present(op, "dk_rope", a->dk_rope));
-        TRY(check_view(op, "dq_rope", a->dq_rope));
-        TRY(check_view(op, "dk_rope", a->dk_rope));
-        TRY(check_dtype(op, "dq_rope", a->dq_rope, pr->dtype, "it shares query_rope's dtype"));
-        TRY(check_dtype(op, "dk_rope", a->dk_rope, pr->dtype, "it shares key_rope's dtype"));
-        TRY(check_shape(op, "dq_rope", a->dq_rope, a->p.query_rope->shape, a->p.query_rope->rank, "query_rope's shape"));
-        TRY(check_shape(op, "dk_rope", a->dk_rope, a->p.key_rope->shape, a->p.key_rope->rank, "key_rope's shape"));
+        AO_TRY(ao_check_present(op, "dq_rope", a->dq_rope));
+        AO_TRY(ao_check_present(op, "dk_rope", a->dk_rope));
+        AO_TRY(ao_check_view(op, "dq_rope", a->dq_rope));
+        AO_TRY(ao_check_view(op, "dk_rope", a->dk_rope));
+        AO_TRY(ao_check_dtype(op, "dq_rope", a->dq_rope, pr->dtype, "it shares query_rope's dtype"));
+        AO_TRY(ao_check_dtype(op, "dk_rope", a->dk_rope, pr->dtype, "it shares key_rope's dtype"));
+        AO_TRY(ao_check_shape(op, "dq_rope", a->dq_rope, a->p.query_rope->shape, a->p.query_rope->rank, "query_rope's shape"));
+        AO_TRY(ao_check_shape(op, "dk_rope", a->dk_rope, a->p.key_rope->shape, a->p.key_rope->rank, "key_rope's shape"));
         pr->dqr = view_of(a->dq_rope, a->p.input_layout, pr->Dr);
         pr->dkr = view_of(a->dk_rope, a->p.input_layout, pr->Dr);
     }
 
     const attnops_tensor *outs[] = {a->dq, a->dk, a->dv, a->dq_rope, a->dk_rope};
     const char *names[] = {"dq", "dk", "dv", "dq_rope", "dk_rope"};
-    return check_disjoint(op, outs, names, 5);
+    return ao_check_disjoint(op, outs, names, 5);
 }
 
 attnops_status fa_layout_view(const char *op, const char *name, const attnops_tensor *t, attnops_layout layout,
                               int64_t heads, int64_t dims[4], fa_view *view)
 {
-    TRY(check_present(op, name, t));
-    TRY(check_view(op, name, t));
+    AO_TRY(ao_check_present(op, name, t));
+    AO_TRY(ao_check_view(op, name, t));
     layout_dims d;
-    TRY(read_dims(op, name, t, layout, heads, 0, &d));
+    AO_TRY(read_dims(op, name, t, layout, heads, 0, &d));
     dims[0] = d.b, dims[1] = d.s, dims[2] = d.n, dims[3] = d.d;
     *view = view_of(t, layout, d.d);
     return ATTNOPS_SUCCESS;

@@ -1,0 +1,95 @@
+/* Argument checks every operator's validation shares: presence, view
+ * sanity, exact shape, dtype and output disjointness, each failing with one
+ * sentence that names the operator and the argument. */
+#include <stdio.h>
+
+#include "validate.h"
+
+#define NULLPTR ATTNOPS_ERR_NULLPTR
+#define INVALID ATTNOPS_ERR_PARAM_INVALID
+
+/* Shape as "[2, 8, 128, 64]" for messages. */
+const char *ao_shape_str(const attnops_tensor *t, char *buf, size_t n)
+{
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < t->rank && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, i ? ", %lld" : "%lld", (long long)t->shape[i]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+    return buf;
+}
+
+attnops_status ao_check_present(const char *op, const char *name, const attnops_tensor *t)
+{
+    if (!t) return ao_fail(NULLPTR, "%s: required tensor '%s' is NULL.", op, name);
+    return ATTNOPS_SUCCESS;
+}
+
+/* Rank, strides and data pointer of any tensor that is present. */
+attnops_status ao_check_view(const char *op, const char *name, const attnops_tensor *t)
+{
+    if (t->rank < 1 || t->rank > ATTNOPS_MAX_RANK)
+        return ao_fail(INVALID, "%s: tensor '%s' has rank %d; ranks 1..%d are supported.", op, name, (int)t->rank,
+                       ATTNOPS_MAX_RANK);
+    if (attnops_dtype_size(t->dtype) == 0)
+        return ao_fail(INVALID, "%s: tensor '%s' has unknown dtype code %d.", op, name, (int)t->dtype);
+    for (int i = 0; i < t->rank; i++) {
+        if (t->shape[i] < 0)
+            return ao_fail(INVALID, "%s: tensor '%s' has negative extent %lld in dimension %d.", op, name,
+                           (long long)t->shape[i], i);
+        if (t->strides[i] < 0)
+            return ao_fail(INVALID, "%s: tensor '%s' has negative stride %lld in dimension %d.", op, name,
+                           (long long)t->strides[i], i);
+    }
+    if (!t->data && ao_tensor_numel(t) > 0)
+        return ao_fail(NULLPTR, "%s: tensor '%s' has %lld elements but a NULL data pointer.", op, name,
+                       (long long)ao_tensor_numel(t));
+    return ATTNOPS_SUCCESS;
+}
+
+attnops_status ao_check_shape(const char *op, const char *name, const attnops_tensor *t, const int64_t *shape,
+                                  int rank, const char *why)
+{
+    bool same = t->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
+    if (same) return ATTNOPS_SUCCESS;
+    attnops_tensor want = {0};
+    want.rank = rank;
+    for (int i = 0; i < rank; i++) want.shape[i] = shape[i];
+    char got_buf[96], want_buf[96];
+    return ao_fail(INVALID, "%s: tensor '%s' has shape %s but must be %s (%s).", op, name,
+                   ao_shape_str(t, got_buf, sizeof got_buf), ao_shape_str(&want, want_buf, sizeof want_buf), why);
+}
+
+attnops_status ao_check_dtype(const char *op, const char *name, const attnops_tensor *t, attnops_dtype want,
+                                  const char *why)
+{
+    if (t->dtype == want) return ATTNOPS_SUCCESS;
+    return ao_fail(INVALID, "%s: tensor '%s' has dtype %s but must be %s (%s).", op, name,
+                   attnops_dtype_name(t->dtype), attnops_dtype_name(want), why);
+}
+
+/* Outputs must not share bytes: a later write would clobber an earlier one.
+ * Within one output, a zero stride over an extent > 1 would alias elements. */
+attnops_status ao_check_disjoint(const char *op, const attnops_tensor *const *outs, const char *const *names,
+                                     int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!outs[i]) continue;
+        for (int d = 0; d < outs[i]->rank; d++)
+            if (outs[i]->strides[d] == 0 && outs[i]->shape[d] > 1)
+                return ao_fail(INVALID, "%s: output tensor '%s' has stride 0 in dimension %d of extent %lld, so its "
+                               "elements overlap.", op, names[i], d, (long long)outs[i]->shape[d]);
+        const char *lo_i, *hi_i;
+        ao_tensor_extent(outs[i], &lo_i, &hi_i);
+        for (int j = i + 1; j < n; j++) {
+            if (!outs[j]) continue;
+            const char *lo_j, *hi_j;
+            ao_tensor_extent(outs[j], &lo_j, &hi_j);
+            if (lo_i < hi_j && lo_j < hi_i)
+                return ao_fail(INVALID, "%s: output tensors '%s' and '%s' overlap in memory.", op, names[i],
+                               names[j]);
+        }
+    }
+    return ATTNOPS_SUCCESS;
+}
+

@@ -1,0 +1,30 @@
+/* Argument checks shared by every operator's validation (see validate.c).
+ * `op` is the operator's name as it starts each error sentence. */
+#ifndef ATTNOPS_CORE_VALIDATE_H
+#define ATTNOPS_CORE_VALIDATE_H
+
+#include "core.h"
+
+/* Return the status of `expr` from the calling function unless it succeeded. */
+#define AO_TRY(expr)                                                                                               \
+    do {                                                                                                           \
+        attnops_status st_ = (expr);                                                                               \
+        if (st_ != ATTNOPS_SUCCESS) return st_;                                                                    \
+    } while (0)
+
+/* "[2, 8, 128, 64]" into buf (for messages); returns buf. */
+const char *ao_shape_str(const attnops_tensor *t, char *buf, size_t n);
+/* 161001 when a required tensor is NULL. */
+attnops_status ao_check_present(const char *op, const char *name, const attnops_tensor *t);
+/* Rank 1..8, known dtype, non-negative extents and strides, data unless empty. */
+attnops_status ao_check_view(const char *op, const char *name, const attnops_tensor *t);
+/* Exactly `shape` (rank `rank`); `why` ends the sentence. */
+attnops_status ao_check_shape(const char *op, const char *name, const attnops_tensor *t, const int64_t *shape,
+                              int rank, const char *why);
+attnops_status ao_check_dtype(const char *op, const char *name, const attnops_tensor *t, attnops_dtype want,
+                              const char *why);
+/* No output aliases itself (stride 0 over an extent > 1) or another output;
+ * NULL entries are skipped. */
+attnops_status ao_check_disjoint(const char *op, const attnops_tensor *const *outs, const char *const *names, int n);
+
+#endif
