@@ -380,6 +380,80 @@ ATTNOPS_API attnops_status attnops_fp8_quantize_blocks(const attnops_tensor *src
                                                        int64_t head_num, const attnops_tensor *out,
                                                        const attnops_tensor *d_scale);
 
+/* ------------------------------------------------------------------------ */
+/* KeyPool: key compression into a paged state cache (inference)             */
+/* ------------------------------------------------------------------------ */
+
+/* Per batch b, tokens x_0 .. x_{len-1} at logical positions st = start_pos[b]
+ * .. end - 1, R = cmp_ratio (docs/KEYPOOL.md has the full contract):
+ *   K_t = round(x_t . wk^T), G_t = round(x_t . gate_weight^T)   (D each)
+ *   K_t = LayerNorm(K_t) in f32 when norm_weight / norm_bias are given
+ *   the current tokens of the trailing incomplete group (end % R of them)
+ *     are written to the state cache: columns [0,D) K, [D,2D) G (no ape)
+ *   for every group q in [floor(st/R), floor(end/R)): rows p = qR .. qR+R-1
+ *     come from this call (st <= p) or from the cache (p < st); per channel d
+ *     w = round(softmax_r(G[r][d] + ape[r][d])), out = round(sum_r w K)
+ * where round() is to the activation dtype (bf16 or f16).  The cache is
+ * written (all batches) before any group is pooled, as the golden does.
+ * Cache row of logical position p: state_cache[table[b][p / block_size]]
+ * [p % block_size]; physical block 0 is reserved.  Any stride is accepted
+ * for every tensor, so the CANN attribute state_cache_stride_dim0 is simply
+ * state_cache's strides[0]. */
+typedef enum attnops_key_pool_capacity {
+    /* CANN today: BSH [B, ceil(S/R), D], batch b's n[b] valid rows first;
+     * TH [min(T, floor(T/R) + B), D], valid rows of all batches packed back to
+     * back.  Rows past the valid ones are not written (left as they were). */
+    ATTNOPS_KEY_POOL_CAPACITY_CURRENT = 0,
+    /* The legacy fixed capacity of the stored golden: [B, ceil(L*block_size/R),
+     * D] for both layouts, batch b's valid rows first, every other row zero. */
+    ATTNOPS_KEY_POOL_CAPACITY_FIXED = 1
+} attnops_key_pool_capacity;
+
+typedef struct attnops_key_pool_args {
+    /* required inputs */
+    const attnops_tensor *hidden_states;     /* bf16 or f16: BSH [B,S,H] or TH [T,H]     */
+    const attnops_tensor *wk;                /* [D,H], hidden's dtype                     */
+    const attnops_tensor *gate_weight;       /* [D,H], hidden's dtype                     */
+    const attnops_tensor *ape;               /* f32 [cmp_ratio, D], added to the gate     */
+    const attnops_tensor *state_cache;       /* f32 [block_num, block_size, 2D], in place */
+    const attnops_tensor *cache_block_table; /* i32 [B, L]: logical -> physical block     */
+    const attnops_tensor *start_pos;         /* i32 [B]: position of the first token      */
+    /* optional inputs (NULL = absent) */
+    const attnops_tensor *norm_weight;       /* f32 [D]; with norm_bias: LayerNorm on K   */
+    const attnops_tensor *norm_bias;         /* f32 [D]                                   */
+    const attnops_tensor *cos, *sin;         /* RoPE: reserved, must be NULL (161003)     */
+    const attnops_tensor *cu_seqlens;        /* i32 [B+1]: TH only, 0 .. T non-decreasing */
+    const attnops_tensor *seqused;           /* reserved, must be NULL                    */
+    /* attributes (CANN defaults set by attnops_key_pool_args_init) */
+    int64_t cmp_ratio;                       /* 4; one of 2, 4, 8, ..., 128               */
+    double norm_eps;                         /* 1e-6; > 0                                 */
+    int64_t rotary_mode;                     /* 1; 0 or 1, no effect (RoPE is reserved)   */
+    attnops_key_pool_capacity capacity;      /* CURRENT                                   */
+    /* output */
+    const attnops_tensor *pooled_key;        /* hidden's dtype; shape by `capacity`       */
+    /* execution options */
+    attnops_impl impl;                       /* AUTO (BENCHMARK is refused)               */
+    int32_t num_threads;                     /* 0 = OpenMP's default                      */
+} attnops_key_pool_args;
+
+/* Zero the struct, then cmp_ratio 4, norm_eps 1e-6, rotary_mode 1. */
+ATTNOPS_API void attnops_key_pool_args_init(attnops_key_pool_args *args);
+
+/* The shape pooled_key must have for these inputs and args->capacity
+ * (pooled_key itself may be NULL here): rank 3 [B, rows, D] or, TH with
+ * CURRENT capacity, rank 2 [rows, D]. */
+ATTNOPS_API attnops_status attnops_key_pool_output_shape(const attnops_key_pool_args *args, int32_t *rank,
+                                                         int64_t shape[3]);
+/* n[b] = floor((start_pos[b] + len[b]) / R) - floor(start_pos[b] / R), the
+ * valid output rows of each batch (writes B values; pooled_key may be NULL). */
+ATTNOPS_API attnops_status attnops_key_pool_valid_rows(const attnops_key_pool_args *args, int64_t *valid_rows);
+
+ATTNOPS_API attnops_status attnops_key_pool_workspace_size(const attnops_key_pool_args *args,
+                                                           size_t *workspace_bytes);
+/* On failure neither pooled_key nor state_cache has been modified. */
+ATTNOPS_API attnops_status attnops_key_pool(const attnops_key_pool_args *args, void *workspace,
+                                            size_t workspace_bytes);
+
 /* Which instruction set the fast kernels run on: "avx512" or "portable".
  * Chosen once from CPUID; ATTNOPS_ISA=portable in the environment forces the
  * portable path (plain C, no JIT GEMMs). */

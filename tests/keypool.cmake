@@ -1,0 +1,3 @@
+# KeyPool: reference vs an independent oracle bit for bit, the fast kernel
+# by the seed's rule, cache writes, capacities, decode (spec A.3-A.7).
+add_attnops_test(keypool test_keypool.c)
