@@ -1,6 +1,7 @@
 /* Public KeyPool entry points: validate once, size the chosen
  * implementation's workspace, run it.  pooled_key and state_cache are
  * written only after every check has passed. */
+#include "cpu/kp_cpu.h"
 #include "keypool/kp_problem.h"
 #include "ref/kp_ref.h"
 
@@ -13,8 +14,8 @@ typedef struct kp_impl_ops {
 
 static kp_impl_ops pick(const kp_problem *p)
 {
-    (void)p;
-    return (kp_impl_ops){kp_ref_workspace, kp_ref_run};
+    if (p->impl == ATTNOPS_IMPL_REFERENCE) return (kp_impl_ops){kp_ref_workspace, kp_ref_run};
+    return (kp_impl_ops){kp_cpu_workspace, kp_cpu_run};
 }
 
 attnops_status attnops_key_pool_output_shape(const attnops_key_pool_args *args, int32_t *rank, int64_t shape[3])
