@@ -59,9 +59,11 @@ attnops_status attnops_key_pool(const attnops_key_pool_args *args, void *workspa
     if (st != ATTNOPS_SUCCESS) return st;
     const kp_impl_ops ops = pick(&p);
     const size_t need = ops.workspace(&p);
-    if (workspace_bytes < need || (need && !workspace))
-        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: the workspace has %zu bytes at %p; this call needs %zu "
-                       "(attnops_key_pool_workspace_size).", OP, workspace_bytes, workspace, need);
+    if (need && !workspace)
+        return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: workspace is NULL but this call needs %zu bytes.", OP, need);
+    if (workspace_bytes < need)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: the workspace has %zu bytes; this call needs %zu "
+                       "(attnops_key_pool_workspace_size).", OP, workspace_bytes, need);
     ops.run(&p, workspace);
     return ATTNOPS_SUCCESS;
 }

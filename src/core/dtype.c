@@ -147,8 +147,6 @@ typedef struct small_format {
     uint32_t sign_bit;
 } small_format;
 
-static const small_format FMT_F16 = {10, 15, 0x7bffu, 0x7c00u, 0x7e00u, 0x8000u};
-static const small_format FMT_BF16 = {7, 127, 0x7f7fu, 0x7f80u, 0x7fc0u, 0x8000u};
 static const small_format FMT_E5M2 = {2, 15, 0x7bu, 0x7cu, 0x7eu, 0x80u};
 static const small_format FMT_E4M3FN = {3, 7, 0x7eu, 0x7fu, 0x7fu, 0x80u}; /* no inf: overflow is NaN */
 
@@ -162,13 +160,23 @@ static uint32_t encode_small(double x, const small_format *f)
     return sign | mag;
 }
 
-uint16_t ao_f64_to_f16(double value) { return (uint16_t)encode_small(value, &FMT_F16); }
-
-uint16_t ao_f64_to_bf16(double value)
+/* value rounded to float "to odd": truncated toward zero, the last bit set
+ * when anything was cut.  Rounding that float (ties to even) to a format of
+ * at most 22 significant bits, f16 and bf16 included, gives value correctly
+ * rounded in one step: the odd bit stands for every bit cut, so no tie is
+ * invented or lost.  Far cheaper than encode_small, which the golden's
+ * per-element stores would otherwise spend most of their time in. */
+static float f64_to_f32_odd(double value)
 {
-    if (isnan(value)) return 0x7fc0u; /* same canonical NaN as the f32 path */
-    return (uint16_t)encode_small(value, &FMT_BF16);
+    float f = (float)value;
+    if (!isfinite(value) || (double)f == value) return f;
+    if (fabs((double)f) > fabs(value)) f = nextafterf(f, 0.0f); /* also inf -> FLT_MAX */
+    return bits_f32(f32_bits(f) | 1u);
 }
+
+uint16_t ao_f64_to_f16(double value) { return attnops_f32_to_f16(f64_to_f32_odd(value)); }
+
+uint16_t ao_f64_to_bf16(double value) { return attnops_f32_to_bf16(f64_to_f32_odd(value)); }
 
 uint8_t attnops_f32_to_f8_e4m3fn(float value) { return (uint8_t)encode_small(value, &FMT_E4M3FN); }
 uint8_t attnops_f32_to_f8_e5m2(float value) { return (uint8_t)encode_small(value, &FMT_E5M2); }

@@ -60,6 +60,12 @@ typedef struct fa_tile_kernels {
     /* Dropout: x[r][c] *= (float)keep[r][c] * scale (keep bytes 0/1) over
      * rows x cols of tiles whose rows are ld apart (x and keep alike). */
     void (*apply_keep)(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale);
+    /* KeyPool, one group of R rows (key[r], gate[r]: D floats, unit stride;
+     * ape [R][D]): per channel d, w_r = softmax_r(gate[r][d] + ape[r][d]) in
+     * f32 (max subtracted, e_r / sum), rounded to bf16 (f16 when !bf16);
+     * out[d] = sum_r w_r key[r][d] in f32, r in order, no FMA contraction. */
+    void (*group_pool)(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
+                       float *out);
 } fa_tile_kernels;
 
 const fa_tile_kernels *fa_tile_kernels_get(void);

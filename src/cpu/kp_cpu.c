@@ -1,67 +1,87 @@
 /* KeyPool fast kernel.
  *
  * The projections are the op's cost (4 T H D flops against O(T D) for the
- * rest), so they run as tile GEMMs over all tokens of the call:
- *   C[m][t] = sum_h W[m][h] X[t][h]       W = wk or gate_weight [D][H]
- * with W as the row-major operand (read in place when it is dense bf16 with
- * an even H, else packed once) and a tile of NT tokens as the packed
- * operand X^T [H][NT] (bf16 VNNI-2; f32 for f16 activations, whose products
- * are exact in f32 as bf16's are).  Shapes per GEMM: M = D, N = NT, K = H.
- * Each C is rounded to the activation dtype into the workspace rows
- * key/gate [T][D], exactly the reference's rounding point; only the f32
- * accumulation order differs from the reference's exact sum, so a
- * projection can land one ulp of the dtype away from the reference's when
- * its sum lies that close to a rounding midpoint.  LayerNorm and the group
- * pooling then run the reference's own per-token and per-channel
- * functions (double between the rounding points): given the same
- * projections the fast kernel's outputs and cache are the reference's bit
- * for bit.  Parallel: token tiles (split over D rows when there are fewer
- * tiles than threads, as in decode), then tokens, then groups. */
+ * rest), so they run as tile GEMMs over all tokens of the call,
+ *   key/gate[t][m] = sum_h X[t][h] W[m][h]     X [T][H], W = wk | gate [D][H],
+ * packing whichever operand is smaller (plan_of): with more tokens than 2D
+ * (prefill) W^T is packed once, [H][2D] (bf16 VNNI-2, or f32 for f16
+ * activations, whose products are as exact in f32), and tiles of NT token
+ * rows are read in place: GEMMs M = NT, N = 2D, K = H; with few tokens
+ * (decode) each tile of tokens is packed as X^T [H][tokens] and the W rows
+ * are read in place: M = W rows, N = tokens, K = H.  K runs in chunks of KC.
+ *
+ * Numerics.  Each projection is rounded to the activation dtype at the
+ * reference's rounding point; only the f32 accumulation order differs from
+ * the reference's exact sum, so a projection lands one ulp away when its
+ * sum lies that close to a midpoint.  LayerNorm is the reference's own
+ * per-token function (double).  Pooling is the golden's f32 softmax,
+ * vectorised (tile kernel group_pool), whose weights can likewise round
+ * differently from the reference's exact ones near a midpoint.  Measured
+ * over the KeyPool tests: 99.9 % of the outputs bit-identical to the
+ * reference (tests/test_keypool.c asserts >= 99 %).
+ *
+ * Parallel: token tiles (split over W rows when there are fewer tiles than
+ * threads, as in decode), then tokens (LayerNorm), then groups. */
 #include <omp.h>
 
+#include "cpu/isa.h"
 #include "cpu/kp_cpu.h"
 #include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
 #include "keypool/kp_problem.h"
 #include "ref/kp_ref.h"
 
-enum { NT = 64, M_CHUNK = 64 };
+enum { NT = 64, M_CHUNK = 64, KC = 256, W_ROWS = 16 };
 
 typedef struct kp_plan {
-    bool bf16;         /* VNNI bf16 GEMMs; else f32 (f16 activations) */
-    bool pack_w;       /* W is copied into the workspace */
-    int64_t Hp;        /* K, padded to even for VNNI */
-    int64_t tiles;     /* token tiles */
-    int64_t split;     /* work items per tile (M chunks per weight when tiles are few) */
-    size_t rows_bytes, row0_bytes, w_bytes, xt_bytes, c_bytes;
+    bool bf16;            /* VNNI bf16 GEMMs; else f32 (f16 activations) */
+    bool weights_packed;  /* many tokens: W^T packed once, token rows the row-major operand */
+    bool copy_operand;    /* the row-major operand (W or token rows) cannot be read in place */
+    int64_t Hp;           /* K, padded to even for VNNI */
+    int64_t tiles;        /* token tiles of NT */
+    int64_t split;        /* work items per tile: W row ranges when tiles are fewer than threads */
+    size_t rows_bytes, row0_bytes, w_bytes, ape_bytes, x_bytes, c_bytes, pool_bytes;
 } kp_plan;
 
-static int64_t tile_batches(const kp_problem *p) { return p->th ? 1 : p->B; }
-static int64_t tile_seq(const kp_problem *p) { return p->th ? p->T : p->S; }
+/* Tokens are tiled as one sequence of T rows when consecutive batches'
+ * rows are evenly spaced (TH, or BSH with batches back to back), so that
+ * decode's one token per batch still fills a tile; else per batch. */
+static bool flat_tokens(const kp_problem *p) { return p->th || p->B <= 1 || p->hidden_sb == p->S * p->hidden.sr; }
+static int64_t tile_batches(const kp_problem *p) { return flat_tokens(p) ? 1 : p->B; }
+static int64_t tile_seq(const kp_problem *p) { return flat_tokens(p) ? p->T : p->S; }
 
+static bool dense_rows(const kp_matrix *m, int64_t H) { return m->sc == 1 && m->sr >= H; }
+
+/* Pack whichever operand is smaller: the weights (2D x H) when the call has
+ * more tokens than 2D (prefill), else each tile of tokens (decode). */
 static kp_plan plan_of(const kp_problem *p)
 {
     kp_plan q = {0};
     q.bf16 = p->dtype == ATTNOPS_DTYPE_BF16;
     q.Hp = q.bf16 ? (p->H + 1) / 2 * 2 : p->H;
-    q.pack_w = !q.bf16 || (p->H & 1) || p->wk.sc != 1 || p->gate.sc != 1 || p->wk.sr < p->H || p->gate.sr < p->H;
-    const int64_t per_batch = (tile_seq(p) + NT - 1) / NT;
-    q.tiles = tile_batches(p) * per_batch;
-    const int64_t chunks = 2 * ((p->D + M_CHUNK - 1) / M_CHUNK);
-    q.split = q.tiles >= p->threads ? 1 : chunks;
+    q.weights_packed = p->T > 2 * p->D;
+    const bool in_place_ok = q.bf16 && !(p->H & 1);
+    q.copy_operand = !in_place_ok || (q.weights_packed ? !dense_rows(&p->hidden, p->H)
+                                                       : !dense_rows(&p->wk, p->H) || !dense_rows(&p->gate, p->H));
+    q.tiles = tile_batches(p) * ((tile_seq(p) + NT - 1) / NT);
+    q.split = q.weights_packed || q.tiles >= p->threads ? 1 : 2 * ((p->D + M_CHUNK - 1) / M_CHUNK);
     const size_t es = q.bf16 ? 2 : 4;
     q.rows_bytes = ao_align_up((size_t)(p->T * p->D) * sizeof(float), 64);
     q.row0_bytes = ao_align_up((size_t)(p->B + 1) * sizeof(int64_t), 64);
-    q.w_bytes = q.pack_w ? ao_align_up((size_t)(2 * p->D * q.Hp) * es, 64) : 0;
-    q.xt_bytes = ao_align_up((size_t)(q.Hp * NT) * es, 64);
-    q.c_bytes = ao_align_up((size_t)(p->D * NT) * sizeof(float), 64);
+    q.w_bytes = q.weights_packed || q.copy_operand ? ao_align_up((size_t)(2 * p->D * q.Hp) * es, 64) : 0;
+    q.x_bytes = q.weights_packed && !q.copy_operand ? 0 : ao_align_up((size_t)(q.Hp * NT) * es, 64);
+    q.c_bytes = ao_align_up((size_t)(2 * p->D * NT) * sizeof(float), 64);
+    q.ape_bytes = ao_align_up((size_t)(p->R * p->D) * sizeof(float), 64);
+    /* a group's pooled row, and its cache rows when their columns are strided */
+    q.pool_bytes = ao_align_up((size_t)(p->D + (p->cache_sc != 1 ? p->R * 2 * p->D : 0)) * sizeof(float), 64);
     return q;
 }
 
 size_t kp_cpu_workspace(const kp_problem *p)
 {
     const kp_plan q = plan_of(p);
-    return 2 * q.rows_bytes + 2 * q.row0_bytes + q.w_bytes + (size_t)p->threads * (q.xt_bytes + q.c_bytes);
+    return 2 * q.rows_bytes + 2 * q.row0_bytes + q.w_bytes + q.ape_bytes +
+           (size_t)p->threads * (q.x_bytes + q.c_bytes + q.pool_bytes);
 }
 
 /* W as an [s][d] = [m][h] view for the packers. */
@@ -70,39 +90,105 @@ static fa_view weight_view(const kp_matrix *w)
     return (fa_view){w->data, w->dtype, w->esize, 0, 0, w->sr, w->sc};
 }
 
-/* Token rows as [b][s][h] views: BSH per batch, TH one sequence of T. */
+/* Token rows as [b][s][h] views (see flat_tokens). */
 static fa_view hidden_view(const kp_problem *p)
 {
-    return (fa_view){p->hidden.data, p->dtype, p->hidden.esize, p->hidden_sb, 0, p->hidden.sr, p->hidden.sc};
+    return (fa_view){p->hidden.data, p->dtype, p->hidden.esize, flat_tokens(p) ? 0 : p->hidden_sb, 0, p->hidden.sr,
+                     p->hidden.sc};
 }
 
-/* One work item: token tile `tile`, weight rows [m0, m1) of the 2D
- * stacked rows (wk rows, then gate rows). */
-static void project(const kp_problem *p, const kp_plan *q, int64_t tile, int64_t m0, int64_t m1, const void *wpack,
-                    void *xt, float *c, float *key_ws, float *gate_ws)
+/* The dtype rounding of an f32 projection (the same value the reference
+ * rounds, when the sums agree). */
+static inline float round_to_dtype(attnops_dtype dt, float v)
 {
-    const int64_t per_batch = (tile_seq(p) + NT - 1) / NT, b = tile / per_batch, s0 = tile % per_batch * NT;
-    const int64_t S = tile_seq(p), rows = S - s0 < NT ? S - s0 : NT;
+    return dt == ATTNOPS_DTYPE_BF16 ? ao_bf16_to_f32(ao_f32_to_bf16(v)) : attnops_f16_to_f32(attnops_f32_to_f16(v));
+}
+
+/* C[M][N] = A[M][K] . B[K][N]: A row-major (lda), B the packed operand
+ * (bf16 VNNI-2 [K/2][ldb][2] or f32 [K][ldb]); K in chunks of KC so both
+ * chunks stay in L1/L2 (one K = 4096 pass would stream B from L2 for every
+ * few rows of A). */
+static void gemm_chunked_k(bool bf16, int64_t M, int64_t N, int64_t K, const char *A, int64_t lda, const char *B,
+                           int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = bf16 ? 2 : 4;
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+        const int64_t kc = K - k0 < KC ? K - k0 : KC;
+        const tile_gemm g = tile_gemm_make(bf16 ? TILE_GEMM_BF16_NN_VNNI : TILE_GEMM_F32_NN, (int)M, (int)N, (int)kc,
+                                           (int)lda, (int)ldb, (int)ldc, k0 > 0);
+        tile_gemm_run(&g, A + (size_t)k0 * es, B + (size_t)(k0 * ldb) * es, C);
+    }
+}
+
+/* Weights W = [wk; gate] as the packed operand W^T [Hp][2D] (rows
+ * [r0, r0 + rows) of one weight per call), for the weights_packed plan. */
+static void pack_weights_t(const kp_problem *p, const kp_plan *q, bool gate, int64_t r0, int64_t rows, char *dst)
+{
+    const fa_view w = weight_view(gate ? &p->gate : &p->wk);
+    const int64_t col = (gate ? p->D : 0) + r0;
+    if (q->bf16) pack_cols_vnni(&w, 0, 0, r0, rows, p->D, p->H, q->Hp, (uint16_t *)dst + 2 * col, 2 * p->D);
+    else pack_cols(PACK_F32, &w, 0, 0, r0, rows, p->D, p->H, (float *)dst + col, 2 * p->D);
+}
+
+/* Weights as the row-major operand [2D][Hp], for the token-packed plan. */
+static void pack_weights(const kp_problem *p, const kp_plan *q, bool gate, int64_t r0, int64_t rows, char *dst)
+{
+    const fa_view w = weight_view(gate ? &p->gate : &p->wk);
+    const size_t es = q->bf16 ? 2 : 4;
+    pack_rows(q->bf16 ? PACK_BF16 : PACK_F32, &w, 0, 0, r0, rows, p->D, p->H,
+              dst + (size_t)((gate ? p->D : 0) + r0) * (size_t)q->Hp * es, q->Hp);
+}
+
+static void tile_of(const kp_problem *p, int64_t tile, int64_t *b, int64_t *s0, int64_t *rows, int64_t *t0)
+{
+    const int64_t per_batch = (tile_seq(p) + NT - 1) / NT, S = tile_seq(p);
+    *b = tile / per_batch, *s0 = tile % per_batch * NT;
+    *rows = S - *s0 < NT ? S - *s0 : NT;
+    *t0 = (flat_tokens(p) ? 0 : *b * p->S) + *s0;
+}
+
+/* Weights packed: C[t][0..2D) = X[t] . W^T for one tile of tokens. */
+static void project_rows(const kp_problem *p, const kp_plan *q, int64_t tile, const char *wt, char *xbuf, float *c,
+                         float *key_ws, float *gate_ws)
+{
+    int64_t b, s0, rows, t0;
+    tile_of(p, tile, &b, &s0, &rows, &t0);
     const fa_view x = hidden_view(p);
-    if (q->bf16) pack_cols_vnni(&x, b, 0, s0, NT, S, p->H, q->Hp, xt, NT);
-    else pack_cols(PACK_F32, &x, b, 0, s0, NT, S, p->H, xt, NT);
+    const char *A = xbuf;
+    int64_t lda = q->Hp;
+    if (q->copy_operand) pack_rows(q->bf16 ? PACK_BF16 : PACK_F32, &x, b, 0, s0, rows, tile_seq(p), p->H, xbuf, q->Hp);
+    else A = fa_at(&x, b, 0, s0, 0), lda = p->hidden.sr;
+    const int64_t D = p->D;
+    gemm_chunked_k(q->bf16, rows, 2 * D, q->Hp, A, lda, wt, 2 * D, c, 2 * D);
+    for (int64_t t = 0; t < rows; t++)
+        for (int64_t d = 0; d < D; d++) {
+            key_ws[(t0 + t) * D + d] = round_to_dtype(p->dtype, c[t * 2 * D + d]);
+            gate_ws[(t0 + t) * D + d] = round_to_dtype(p->dtype, c[t * 2 * D + D + d]);
+        }
+}
+
+/* Tokens packed: C[m][t] = W[m] . X[t] for W rows [m0, m1) of [wk; gate]
+ * (in place or packed in wrows) and one tile of tokens. */
+static void project_cols(const kp_problem *p, const kp_plan *q, int64_t tile, int64_t m0, int64_t m1,
+                         const char *wrows, char *xt, float *c, float *key_ws, float *gate_ws)
+{
+    int64_t b, s0, rows, t0;
+    tile_of(p, tile, &b, &s0, &rows, &t0);
+    const fa_view x = hidden_view(p);
+    /* N = the tile's tokens, no padding: decode's 32 tokens are not 64 */
+    if (q->bf16) pack_cols_vnni(&x, b, 0, s0, rows, tile_seq(p), p->H, q->Hp, (uint16_t *)xt, rows);
+    else pack_cols(PACK_F32, &x, b, 0, s0, rows, tile_seq(p), p->H, xt, rows);
     const size_t es = q->bf16 ? 2 : 4;
     for (int64_t m = m0; m < m1;) {
         const bool is_gate = m >= p->D;
-        const int64_t row = is_gate ? m - p->D : m, end = is_gate ? m1 : (m1 < p->D ? m1 : p->D);
-        const int64_t M = end - m;
+        const int64_t row = is_gate ? m - p->D : m, end = is_gate ? m1 : (m1 < p->D ? m1 : p->D), M = end - m;
         const kp_matrix *w = is_gate ? &p->gate : &p->wk;
-        const char *A = q->pack_w ? (const char *)wpack + (size_t)((is_gate ? p->D : 0) + row) * (size_t)q->Hp * es
-                                  : kp_at(w, row, 0);
-        const int64_t lda = q->pack_w ? q->Hp : w->sr;
-        const tile_gemm g = tile_gemm_make(q->bf16 ? TILE_GEMM_BF16_NN_VNNI : TILE_GEMM_F32_NN, (int)M, NT,
-                                           (int)q->Hp, (int)lda, NT, NT, false);
-        tile_gemm_run(&g, A, xt, c);
+        const char *A = q->copy_operand ? wrows + (size_t)m * (size_t)q->Hp * es : kp_at(w, row, 0);
+        gemm_chunked_k(q->bf16, M, rows, q->Hp, A, q->copy_operand ? q->Hp : w->sr, xt, rows, c, rows);
         float *dst = is_gate ? gate_ws : key_ws;
-        const int64_t t0 = (p->th ? 0 : b * p->S) + s0;
         for (int64_t i = 0; i < M; i++)
             for (int64_t t = 0; t < rows; t++)
-                dst[(t0 + t) * p->D + row + i] = kp_round_to_dtype(p->dtype, c[i * NT + t]);
+                dst[(t0 + t) * p->D + row + i] = round_to_dtype(p->dtype, c[i * rows + t]);
         m = end;
     }
 }
@@ -113,26 +199,35 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
     char *ws = workspace;
     float *key_ws = (float *)ws, *gate_ws = (float *)(ws + q.rows_bytes);
     int64_t *row0 = (int64_t *)(ws + 2 * q.rows_bytes), *groups = (int64_t *)(ws + 2 * q.rows_bytes + q.row0_bytes);
-    char *wpack = ws + 2 * q.rows_bytes + 2 * q.row0_bytes, *scratch = wpack + q.w_bytes;
+    char *wpack = ws + 2 * q.rows_bytes + 2 * q.row0_bytes;
+    float *ape = (float *)(wpack + q.w_bytes);
+    char *scratch = (char *)ape + q.ape_bytes;
+    const fa_tile_kernels *kern = fa_tile_kernels_get();
     const int64_t D = p->D, items = q.tiles * q.split, span = (2 * D + q.split - 1) / q.split;
+    const int64_t w_pieces = 2 * ((D + W_ROWS - 1) / W_ROWS);
 
 #pragma omp parallel num_threads(p->threads)
     {
         const int tid = omp_get_thread_num();
-        void *xt = scratch + (size_t)tid * (q.xt_bytes + q.c_bytes);
-        float *c = (float *)((char *)xt + q.xt_bytes);
-        if (q.pack_w) {
-            const fa_view wk = weight_view(&p->wk), gate = weight_view(&p->gate);
-            const size_t es = q.bf16 ? 2 : 4;
+        char *xbuf = scratch + (size_t)tid * (q.x_bytes + q.c_bytes + q.pool_bytes);
+        float *c = (float *)(xbuf + q.x_bytes), *pooled = (float *)((char *)c + q.c_bytes), *rows = pooled + D;
+        if (q.w_bytes) {
 #pragma omp for schedule(static)
-            for (int64_t m = 0; m < 2 * D; m++)
-                pack_rows(q.bf16 ? PACK_BF16 : PACK_F32, m < D ? &wk : &gate, 0, 0, m % D, 1, D, p->H,
-                          wpack + (size_t)m * (size_t)q.Hp * es, q.Hp);
+            for (int64_t piece = 0; piece < w_pieces; piece++) {
+                const bool gate = piece >= w_pieces / 2;
+                const int64_t r0 = piece % (w_pieces / 2) * W_ROWS, rows = D - r0 < W_ROWS ? D - r0 : W_ROWS;
+                if (q.weights_packed) pack_weights_t(p, &q, gate, r0, rows, wpack);
+                else pack_weights(p, &q, gate, r0, rows, wpack);
+            }
         }
 #pragma omp for schedule(dynamic)
         for (int64_t item = 0; item < items; item++) {
+            if (q.weights_packed) {
+                project_rows(p, &q, item, wpack, xbuf, c, key_ws, gate_ws);
+                continue;
+            }
             const int64_t m0 = item % q.split * span, m1 = m0 + span < 2 * D ? m0 + span : 2 * D;
-            if (m0 < m1) project(p, &q, item / q.split, m0, m1, wpack, xt, c, key_ws, gate_ws);
+            if (m0 < m1) project_cols(p, &q, item / q.split, m0, m1, wpack, xbuf, c, key_ws, gate_ws);
         }
         if (p->layer_norm) {
 #pragma omp for schedule(static)
@@ -140,6 +235,8 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
         }
 #pragma omp single
         {
+            for (int64_t r = 0; r < p->R; r++)
+                for (int64_t d = 0; d < D; d++) ape[r * D + d] = *(const float *)kp_at(&p->ape, r, d);
             kp_write_tails(p, key_ws, gate_ws);
             kp_zero_unused_rows(p);
             kp_out_row0(p, row0);
@@ -153,13 +250,16 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
             while (groups[b + 1] <= idx) b++;
             const int64_t g = idx - groups[b], first = kp_first_group(p, b);
             const float *key[128], *gate[128];
-            int64_t stride[128];
             for (int64_t r = 0; r < p->R; r++)
-                stride[r] = kp_group_row(p, b, (first + g) * p->R + r, key_ws, gate_ws, &key[r], &gate[r]);
+                if (kp_group_row(p, b, (first + g) * p->R + r, key_ws, gate_ws, &key[r], &gate[r]) != 1) {
+                    float *dense = rows + r * 2 * D; /* a cache row with strided columns */
+                    for (int64_t d = 0; d < D; d++)
+                        dense[d] = key[r][d * p->cache_sc], dense[D + d] = gate[r][d * p->cache_sc];
+                    key[r] = dense, gate[r] = dense + D;
+                }
+            kern->group_pool(key, gate, ape, (int)p->R, (int)D, p->dtype == ATTNOPS_DTYPE_BF16, pooled);
             char *out = kp_out_row(p, b, row0[b], g);
-            for (int64_t d = 0; d < D; d++)
-                ao_store_f64(out + d * p->out.sc * p->out.esize, p->dtype,
-                             kp_ref_pool_channel(p, d, key, gate, stride));
+            for (int64_t d = 0; d < D; d++) ao_store_f32(out + d * p->out.sc * p->out.esize, p->dtype, pooled[d]);
         }
     }
 }

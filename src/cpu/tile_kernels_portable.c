@@ -113,6 +113,26 @@ static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld
     }
 }
 
+static void group_pool(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
+                       float *out)
+{
+    float e[128];
+    for (int d = 0; d < D; d++) {
+        float m = -INFINITY, sum = 0.0f, acc = 0.0f;
+        for (int r = 0; r < R; r++) {
+            e[r] = gate[r][d] + ape[r * D + d];
+            m = e[r] > m ? e[r] : m;
+        }
+        for (int r = 0; r < R; r++) sum += (e[r] = expf(e[r] - m));
+        for (int r = 0; r < R; r++) {
+            const float w = e[r] / sum;
+            const float wr = bf16 ? attnops_bf16_to_f32(attnops_f32_to_bf16(w)) : attnops_f16_to_f32(attnops_f32_to_f16(w));
+            acc += wr * key[r][d];
+        }
+        out[d] = acc;
+    }
+}
+
 const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd,     softmax_bwd,   to_bf16,   scale_rows, add_bias,
                                                   add_alibi,       ao_philox_bytes, philox_blocks, fp8_round, abs_max,
-                                                  scale2,          apply_keep};
+                                                  scale2,          apply_keep,    group_pool};

@@ -298,6 +298,36 @@ static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld
     }
 }
 
+/* Round 16 floats to bf16 or f16 (nearest even) and widen back. */
+static inline __m512 round_weights(__m512 w, bool bf16)
+{
+    if (!bf16) return _mm512_cvtph_ps(_mm512_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m512i u = _mm512_castps_si512(w);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u))); /* weights are finite */
+}
+
+static void group_pool(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
+                       float *out)
+{
+    __m512 e[128];
+    for (int d = 0; d < D; d += 16) {
+        const __mmask16 k = tail_mask(D - d);
+        __m512 m = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps(), acc = _mm512_setzero_ps();
+        for (int r = 0; r < R; r++) {
+            e[r] = _mm512_add_ps(_mm512_maskz_loadu_ps(k, gate[r] + d), _mm512_maskz_loadu_ps(k, ape + r * D + d));
+            m = _mm512_max_ps(m, e[r]);
+        }
+        for (int r = 0; r < R; r++) sum = _mm512_add_ps(sum, e[r] = exp16(_mm512_sub_ps(e[r], m)));
+        for (int r = 0; r < R; r++) {
+            const __m512 w = round_weights(_mm512_div_ps(e[r], sum), bf16);
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(w, _mm512_maskz_loadu_ps(k, key[r] + d)));
+        }
+        _mm512_mask_storeu_ps(out + d, k, acc);
+    }
+}
+
 const fa_tile_kernels fa_tile_kernels_avx512 = {softmax_fwd, softmax_bwd,  to_bf16,       scale_rows, add_bias,
                                                 add_alibi,   philox_bytes, philox_blocks, fp8_round,  abs_max,
-                                                scale2,      apply_keep};
+                                                scale2,      apply_keep,   group_pool};
