@@ -146,6 +146,44 @@ static void check_apply_keep(const fa_tile_kernels *k, const char *isa)
     TU_CHECK(bad == 0, "%s apply_keep: %d values differ", isa, bad);
 }
 
+/* group_pool against the exact statement: per channel, the softmax weights
+ * in double, each allowed to round one ulp of the weight dtype the other way
+ * (f32 exp and division are that close to a midpoint now and then), the sum
+ * within f32 accumulation.  R in {2, 5, 128}, ragged D, logits spread wide. */
+static void check_group_pool(const fa_tile_kernels *k, const char *isa)
+{
+    static const int Rs[] = {2, 5, 128}, Ds[] = {1, 17, 128};
+    tu_rng r = tu_rng_make(11);
+    for (int bf = 0; bf < 2; bf++)
+        for (int ri = 0; ri < 3; ri++)
+            for (int di = 0; di < 3; di++) {
+                const int R = Rs[ri], D = Ds[di];
+                static float keys[128][128], gates[128][128], ape[128 * 128], out[128];
+                const float *kp[128], *gp[128];
+                for (int i = 0; i < R; i++) {
+                    for (int d = 0; d < D; d++)
+                        keys[i][d] = (float)tu_randn(&r), gates[i][d] = (float)(8 * tu_randn(&r)),
+                        ape[i * D + d] = (float)(0.1 * tu_randn(&r));
+                    kp[i] = keys[i], gp[i] = gates[i];
+                }
+                k->group_pool(kp, gp, ape, R, D, bf, out);
+                int bad = 0;
+                for (int d = 0; d < D; d++) {
+                    double m = -INFINITY, sum = 0, want = 0, bound = 0, e[128];
+                    for (int i = 0; i < R; i++) m = fmax(m, (double)(gates[i][d] + ape[i * D + d]));
+                    for (int i = 0; i < R; i++) sum += e[i] = exp((double)(gates[i][d] + ape[i * D + d]) - m);
+                    for (int i = 0; i < R; i++) {
+                        const double w = e[i] / sum;
+                        want += w * keys[i][d];
+                        bound += fabs(keys[i][d]) * (w * (bf ? 0x1p-8 : 0x1p-11) * 2 + 1e-6 * w);
+                    }
+                    bad += !(fabs(out[d] - want) <= bound + 1e-7);
+                }
+                TU_CHECK(bad == 0, "%s group_pool (R %d, D %d, %s): %d of %d channels off", isa, R, D,
+                         bf ? "bf16" : "f16", bad, D);
+            }
+}
+
 int main(void)
 {
     int passed = 0, before = tu_failures;
@@ -155,6 +193,7 @@ int main(void)
     check_scale2(&fa_tile_kernels_portable, "portable");
     check_apply_keep(&fa_tile_kernels_portable, "portable");
     check_philox(&fa_tile_kernels_portable, "portable");
+    check_group_pool(&fa_tile_kernels_portable, "portable");
     passed += tu_failures == before;
     if (cpu_isa_get() == CPU_ISA_AVX512) {
         before = tu_failures;
@@ -164,6 +203,7 @@ int main(void)
         check_fp8(&fa_tile_kernels_avx512, "avx512", ATTNOPS_DTYPE_F8_E5M2);
         check_scale2(&fa_tile_kernels_avx512, "avx512");
         check_apply_keep(&fa_tile_kernels_avx512, "avx512");
+        check_group_pool(&fa_tile_kernels_avx512, "avx512");
         passed += tu_failures == before;
     }
     return tu_finish("test_tile_kernels", passed);
