@@ -11,6 +11,8 @@
 #      with the same thread count;
 #   3. runs the peak-RSS cases (S=32768, N1=1, D=128, fp32, fwd and bwd), one
 #      fresh process each;
+#   3b. each round also runs bench_keypool and peer_keypool.py (KeyPool
+#      prefill and decode), in the same alternating order;
 #   4. merges everything into build/bench/results.json (medians over rounds,
 #      GFLOP/s, % of peak, speedups vs torch, and the ratios between cases:
 #      masked vs dense, band vs proportional, pse vs plain, varlen vs the
@@ -82,6 +84,13 @@ if [[ ${BENCH_TORCH:-1} != 0 ]]; then
     fi
 fi
 
+run_kp_attnops() {
+    "$BUILD_DIR/bench/bench_keypool" --threads "$THREADS" --json "$OUT/rounds/kp_attnops.$1.json" "${quick_flag[@]}"
+}
+run_kp_torch() {
+    "$PY" -u "$ROOT/bench/peer_keypool.py" --threads "$THREADS" --json "$OUT/rounds/kp_torch.$1.json" \
+        "${quick_flag[@]}"
+}
 run_attnops() {
     "$BENCH" --threads "$THREADS" --reps 1 --json "$OUT/rounds/attnops.$1.json" "${case_args[@]}"
 }
@@ -97,9 +106,13 @@ for ((r = 1; r <= REPS; r++)); do
     if ((r % 2 == 1)) || ((have_torch == 0)); then
         run_attnops "$r"
         ((have_torch)) && run_torch "$r"
+        run_kp_attnops "$r"
+        ((have_torch)) && run_kp_torch "$r"
     else
         run_torch "$r"
         run_attnops "$r"
+        run_kp_torch "$r"
+        run_kp_attnops "$r"
     fi
 done
 
@@ -410,6 +423,32 @@ for c in cases:
         ratio_rows.append(f"| `{lab}_speedup_vs_torch` | {sp:.2f}× | torch ms / attnops ms, {torch_call(c)} "
                           f"| {ratio_target(c, 'speedup_vs_torch')} |")
 
+# ---- KeyPool (bench_keypool / peer_keypool.py), per-round ratios then medians ----
+KA, KT = load("rounds/kp_attnops.*.json"), load("rounds/kp_torch.*.json")
+kp_rows = []
+for case, what in (("prefill", "B=1, S=4096 (512 quick), H=4096, D=128, R=4, bf16, LayerNorm"),
+                   ("decode", "B=32, one token each after a history of 4096")):
+    ms, tms = med(KA, f"kp_{case}_ms_median"), med(KT, f"torch_kp_{case}_ms_median")
+    sps = [t[f"torch_kp_{case}_ms_median"] / a[f"kp_{case}_ms_median"] for a, t in zip(KA, KT)
+           if t.get(f"torch_kp_{case}_ms_median") and a.get(f"kp_{case}_ms_median")]
+    sp = statistics.median(sps) if sps else None
+    for key, v in ((f"keypool_{case}_ms_median", ms), (f"keypool_{case}_ms_min", lo(KA, f"kp_{case}_ms_min")),
+                   (f"torch_keypool_{case}_ms_median", tms), (f"keypool_{case}_speedup_vs_torch", sp)):
+        if v is not None:
+            res[key] = v
+    if case == "prefill":
+        pct = med(KA, "kp_prefill_pct_peak")
+        res["keypool_prefill_pct_bf16_peak"] = pct
+        measure, target = f"{fmt(pct, '.1f')} % of the bf16 peak", "≥ 60 % of the bf16 peak"
+    else:
+        bw, calls = med(KA, "kp_decode_pct_copy_bw"), med(KA, "kp_decode_calls_per_s")
+        res["keypool_decode_pct_copy_bw"], res["keypool_decode_calls_per_s"] = bw, calls
+        res["copy_gbps"] = med(KA, "copy_gbps")
+        measure = f"{fmt(calls, '.0f')} calls/s, {fmt(bw, '.1f')} % of copy bandwidth ({fmt(res['copy_gbps'], '.1f')} GB/s)"
+        target = "≥ 50 % of copy bandwidth"
+    kp_rows.append(f"| {case} | {what} | {fmt(ms, '.3f')} | {measure} | {target} | {fmt(tms, '.3f')} "
+                   f"| {fmt(sp, '.2f') + ('×' if sp else '')} | ≥ 3× |")
+
 rss_rows = []
 for p in sorted(glob.glob(os.path.join(out_dir, "rss_*.json"))):
     with open(p) as f:
@@ -446,6 +485,11 @@ if ratio_rows:
     md.append("| ratio | median | definition | target |")
     md.append("| --- | ---: | --- | --- |")
     md += ratio_rows
+if kp_rows:
+    md.append("")
+    md.append("| KeyPool | case | attnops ms | measure | target | torch ms | speedup vs torch | target |")
+    md.append("| --- | --- | ---: | --- | --- | ---: | ---: | --- |")
+    md += kp_rows
 if rss_rows:
     md.append("")
     md.append("| peak RSS case | inputs MiB | outputs MiB | workspace MiB | peak RSS MiB | RSS − (in+out) MiB | budget MiB |")
