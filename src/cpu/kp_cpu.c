@@ -40,7 +40,7 @@ typedef struct kp_plan {
     int64_t Hp;           /* K, padded to even for VNNI */
     int64_t tiles;        /* token tiles of NT */
     int64_t split;        /* work items per tile: W row ranges when tiles are fewer than threads */
-    size_t rows_bytes, row0_bytes, w_bytes, ape_bytes, x_bytes, c_bytes, pool_bytes;
+    size_t rows_bytes, row0_bytes, w_bytes, ape_bytes, xt_tile_bytes, x_bytes, c_bytes, pool_bytes;
 } kp_plan;
 
 /* Tokens are tiled as one sequence of T rows when consecutive batches'
@@ -69,7 +69,10 @@ static kp_plan plan_of(const kp_problem *p)
     q.rows_bytes = ao_align_up((size_t)(p->T * p->D) * sizeof(float), 64);
     q.row0_bytes = ao_align_up((size_t)(p->B + 1) * sizeof(int64_t), 64);
     q.w_bytes = q.weights_packed || q.copy_operand ? ao_align_up((size_t)(2 * p->D * q.Hp) * es, 64) : 0;
-    q.x_bytes = q.weights_packed && !q.copy_operand ? 0 : ao_align_up((size_t)(q.Hp * NT) * es, 64);
+    /* token tiles: packed once for every W row range (tokens-packed plan), or
+     * one tile per thread when the rows cannot be read in place */
+    q.xt_tile_bytes = q.weights_packed ? 0 : ao_align_up((size_t)(q.Hp * NT) * es, 64);
+    q.x_bytes = q.weights_packed && q.copy_operand ? ao_align_up((size_t)(q.Hp * NT) * es, 64) : 0;
     q.c_bytes = ao_align_up((size_t)(2 * p->D * NT) * sizeof(float), 64);
     q.ape_bytes = ao_align_up((size_t)(p->R * p->D) * sizeof(float), 64);
     /* a group's pooled row, and its cache rows when their columns are strided */
@@ -80,7 +83,7 @@ static kp_plan plan_of(const kp_problem *p)
 size_t kp_cpu_workspace(const kp_problem *p)
 {
     const kp_plan q = plan_of(p);
-    return 2 * q.rows_bytes + 2 * q.row0_bytes + q.w_bytes + q.ape_bytes +
+    return 2 * q.rows_bytes + 2 * q.row0_bytes + q.w_bytes + q.ape_bytes + (size_t)q.tiles * q.xt_tile_bytes +
            (size_t)p->threads * (q.x_bytes + q.c_bytes + q.pool_bytes);
 }
 
@@ -167,17 +170,24 @@ static void project_rows(const kp_problem *p, const kp_plan *q, int64_t tile, co
         }
 }
 
-/* Tokens packed: C[m][t] = W[m] . X[t] for W rows [m0, m1) of [wk; gate]
- * (in place or packed in wrows) and one tile of tokens. */
-static void project_cols(const kp_problem *p, const kp_plan *q, int64_t tile, int64_t m0, int64_t m1,
-                         const char *wrows, char *xt, float *c, float *key_ws, float *gate_ws)
+/* Tokens packed: one tile as X^T [Hp][rows] (N = the tile's tokens, no
+ * padding: decode's 32 tokens are not 64). */
+static void pack_tokens_t(const kp_problem *p, const kp_plan *q, int64_t tile, char *xt)
 {
     int64_t b, s0, rows, t0;
     tile_of(p, tile, &b, &s0, &rows, &t0);
     const fa_view x = hidden_view(p);
-    /* N = the tile's tokens, no padding: decode's 32 tokens are not 64 */
     if (q->bf16) pack_cols_vnni(&x, b, 0, s0, rows, tile_seq(p), p->H, q->Hp, (uint16_t *)xt, rows);
     else pack_cols(PACK_F32, &x, b, 0, s0, rows, tile_seq(p), p->H, xt, rows);
+}
+
+/* Tokens packed: C[m][t] = W[m] . X[t] for W rows [m0, m1) of [wk; gate]
+ * (in place or packed in wrows) and one packed tile of tokens. */
+static void project_cols(const kp_problem *p, const kp_plan *q, int64_t tile, int64_t m0, int64_t m1,
+                         const char *wrows, const char *xt, float *c, float *key_ws, float *gate_ws)
+{
+    int64_t b, s0, rows, t0;
+    tile_of(p, tile, &b, &s0, &rows, &t0);
     const size_t es = q->bf16 ? 2 : 4;
     for (int64_t m = m0; m < m1;) {
         const bool is_gate = m >= p->D;
@@ -201,7 +211,7 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
     int64_t *row0 = (int64_t *)(ws + 2 * q.rows_bytes), *groups = (int64_t *)(ws + 2 * q.rows_bytes + q.row0_bytes);
     char *wpack = ws + 2 * q.rows_bytes + 2 * q.row0_bytes;
     float *ape = (float *)(wpack + q.w_bytes);
-    char *scratch = (char *)ape + q.ape_bytes;
+    char *xt_tiles = (char *)ape + q.ape_bytes, *scratch = xt_tiles + (size_t)q.tiles * q.xt_tile_bytes;
     const fa_tile_kernels *kern = fa_tile_kernels_get();
     const int64_t D = p->D, items = q.tiles * q.split, span = (2 * D + q.split - 1) / q.split;
     const int64_t w_pieces = 2 * ((D + W_ROWS - 1) / W_ROWS);
@@ -210,7 +220,7 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
     {
         const int tid = omp_get_thread_num();
         char *xbuf = scratch + (size_t)tid * (q.x_bytes + q.c_bytes + q.pool_bytes);
-        float *c = (float *)(xbuf + q.x_bytes), *pooled = (float *)((char *)c + q.c_bytes), *rows = pooled + D;
+        float *c = (float *)(xbuf + q.x_bytes), *pooled = (float *)((char *)c + q.c_bytes), *dense_rows = pooled + D;
         if (q.w_bytes) {
 #pragma omp for schedule(static)
             for (int64_t piece = 0; piece < w_pieces; piece++) {
@@ -220,6 +230,11 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
                 else pack_weights(p, &q, gate, r0, rows, wpack);
             }
         }
+        if (!q.weights_packed) {
+#pragma omp for schedule(static)
+            for (int64_t tile = 0; tile < q.tiles; tile++)
+                pack_tokens_t(p, &q, tile, xt_tiles + tile * q.xt_tile_bytes);
+        }
 #pragma omp for schedule(dynamic)
         for (int64_t item = 0; item < items; item++) {
             if (q.weights_packed) {
@@ -227,7 +242,9 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
                 continue;
             }
             const int64_t m0 = item % q.split * span, m1 = m0 + span < 2 * D ? m0 + span : 2 * D;
-            if (m0 < m1) project_cols(p, &q, item / q.split, m0, m1, wpack, xbuf, c, key_ws, gate_ws);
+            const int64_t tile = item / q.split;
+            const char *xt = xt_tiles + tile * q.xt_tile_bytes;
+            if (m0 < m1) project_cols(p, &q, tile, m0, m1, wpack, xt, c, key_ws, gate_ws);
         }
         if (p->layer_norm) {
 #pragma omp for schedule(static)
@@ -252,7 +269,7 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
             const float *key[128], *gate[128];
             for (int64_t r = 0; r < p->R; r++)
                 if (kp_group_row(p, b, (first + g) * p->R + r, key_ws, gate_ws, &key[r], &gate[r]) != 1) {
-                    float *dense = rows + r * 2 * D; /* a cache row with strided columns */
+                    float *dense = dense_rows + r * 2 * D; /* a cache row with strided columns */
                     for (int64_t d = 0; d < D; d++)
                         dense[d] = key[r][d * p->cache_sc], dense[D + d] = gate[r][d * p->cache_sc];
                     key[r] = dense, gate[r] = dense + D;

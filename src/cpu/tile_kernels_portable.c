@@ -126,7 +126,8 @@ static void group_pool(const float *const *key, const float *const *gate, const 
         for (int r = 0; r < R; r++) sum += (e[r] = expf(e[r] - m));
         for (int r = 0; r < R; r++) {
             const float w = e[r] / sum;
-            const float wr = bf16 ? attnops_bf16_to_f32(attnops_f32_to_bf16(w)) : attnops_f16_to_f32(attnops_f32_to_f16(w));
+            const float wr =
+                bf16 ? attnops_bf16_to_f32(attnops_f32_to_bf16(w)) : attnops_f16_to_f32(attnops_f32_to_f16(w));
             acc += wr * key[r][d];
         }
         out[d] = acc;

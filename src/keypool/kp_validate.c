@@ -26,7 +26,8 @@ static kp_matrix matrix_of(const attnops_tensor *t, int row_dim)
 
 static int32_t i32_at(const attnops_tensor *t, int64_t i0, int64_t i1)
 {
-    return *(const int32_t *)((const char *)t->data + (i0 * t->strides[0] + i1 * (t->rank > 1 ? t->strides[1] : 0)) * 4);
+    const int64_t at = i0 * t->strides[0] + i1 * (t->rank > 1 ? t->strides[1] : 0);
+    return *(const int32_t *)((const char *)t->data + at * 4);
 }
 
 static attnops_status check_attributes(const char *op, const attnops_key_pool_args *a)
