@@ -454,6 +454,77 @@ ATTNOPS_API attnops_status attnops_key_pool_workspace_size(const attnops_key_poo
 ATTNOPS_API attnops_status attnops_key_pool(const attnops_key_pool_args *args, void *workspace,
                                             size_t workspace_bytes);
 
+/* ------------------------------------------------------------------------ */
+/* Block Attention Residuals (PyPTO ai_infra_block_attn_res, fwd and bwd)    */
+/* ------------------------------------------------------------------------ */
+
+/* A learned softmax over depth replacing the residual sum (docs/ATTNRES.md).
+ * For each token (b, t), with V[l] = blocks[l][b][t] (l < N) and, when
+ * given, V[N] = partial_block[b][t] (L = N or N + 1 rows of D):
+ *   r_l   = sqrt(sum_d V[l][d]^2 / D + eps)        (enable_rmsnorm)
+ *   K[l]  = V[l] / r_l * gamma                      (else K = V)
+ *   z_l   = scale * sum_d w[d] K[l][d]              (w = proj_weight)
+ *   alpha = softmax_l(z)
+ *   h     = sum_l alpha_l V[l]                      (rounded once to the dtype)
+ * Activations (blocks, partial_block, h, grad_h, the gradients) are bf16,
+ * f16 or f32, all one dtype; proj_weight and rmsnorm_gamma [D] have that
+ * dtype too; the caches are f32: rms [B,T,L,1] holds r_l (eps included) and
+ * alpha [B,T,L] the softmax weights.  1 <= N <= 127 (so L <= 128), any
+ * D >= 1.  Each block is its own view and may live anywhere in memory. */
+typedef struct attnops_attn_res_fwd_args {
+    const attnops_tensor *const *blocks;  /* N views [B,T,D] */
+    int64_t num_blocks;                   /* N */
+    const attnops_tensor *partial_block;  /* optional [B,T,D] */
+    const attnops_tensor *proj_weight;    /* [D] */
+    const attnops_tensor *rmsnorm_gamma;  /* [D]; required when enable_rmsnorm */
+    double scale;                         /* 1.0 */
+    double rmsnorm_eps;                   /* 1e-6 */
+    int32_t enable_rmsnorm;               /* 1 */
+    const attnops_tensor *h;              /* output [B,T,D] */
+    const attnops_tensor *rms;            /* optional output f32 [B,T,L,1]; needs enable_rmsnorm */
+    const attnops_tensor *alpha;          /* optional output f32 [B,T,L] */
+    attnops_impl impl;                    /* AUTO; BENCHMARK = every intermediate rounded to the dtype */
+    int32_t num_threads;                  /* 0 = OpenMP's default */
+} attnops_attn_res_fwd_args;
+
+/* The backward consumes the forward's alpha (required; the softmax is never
+ * recomputed) and, with RMSNorm, its rms (required); it returns the gradient
+ * of every block, of the partial block (required when partial_block is
+ * given), of proj_weight and (with RMSNorm, required then) of rmsnorm_gamma.
+ * grad_proj_weight and grad_rmsnorm_gamma are sums over all tokens, reduced
+ * in f32 in an order that does not depend on the thread count. */
+typedef struct attnops_attn_res_bwd_args {
+    const attnops_tensor *grad_h;              /* [B,T,D] */
+    const attnops_tensor *const *blocks;       /* N views [B,T,D] */
+    int64_t num_blocks;
+    const attnops_tensor *partial_block;       /* optional */
+    const attnops_tensor *proj_weight;         /* [D] */
+    const attnops_tensor *rmsnorm_gamma;       /* [D]; required when enable_rmsnorm */
+    const attnops_tensor *alpha;               /* f32 [B,T,L], required */
+    const attnops_tensor *rms;                 /* f32 [B,T,L,1], required when enable_rmsnorm */
+    double scale;                              /* 1.0 */
+    int32_t enable_rmsnorm;                    /* 1 */
+    const attnops_tensor *const *grad_blocks;  /* N output views [B,T,D] */
+    const attnops_tensor *grad_partial_block;  /* output [B,T,D] when partial_block is given */
+    const attnops_tensor *grad_proj_weight;    /* output [D] */
+    const attnops_tensor *grad_rmsnorm_gamma;  /* output [D] when enable_rmsnorm */
+    attnops_impl impl;
+    int32_t num_threads;
+} attnops_attn_res_bwd_args;
+
+/* Zero the struct, then scale 1, rmsnorm_eps 1e-6, enable_rmsnorm 1. */
+ATTNOPS_API void attnops_attn_res_fwd_args_init(attnops_attn_res_fwd_args *args);
+ATTNOPS_API void attnops_attn_res_bwd_args_init(attnops_attn_res_bwd_args *args);
+
+ATTNOPS_API attnops_status attnops_attn_res_workspace_size(const attnops_attn_res_fwd_args *args,
+                                                           size_t *workspace_bytes);
+ATTNOPS_API attnops_status attnops_attn_res(const attnops_attn_res_fwd_args *args, void *workspace,
+                                            size_t workspace_bytes);
+ATTNOPS_API attnops_status attnops_attn_res_grad_workspace_size(const attnops_attn_res_bwd_args *args,
+                                                                size_t *workspace_bytes);
+ATTNOPS_API attnops_status attnops_attn_res_grad(const attnops_attn_res_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes);
+
 /* Which instruction set the fast kernels run on: "avx512" or "portable".
  * Chosen once from CPUID; ATTNOPS_ISA=portable in the environment forces the
  * portable path (plain C, no JIT GEMMs). */
