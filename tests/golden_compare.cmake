@@ -1,3 +1,7 @@
 # attnops golden / compare as a device developer uses them (numpy + ml_dtypes).
 add_test(NAME cli_golden_compare COMMAND ${PROJECT_SOURCE_DIR}/.venv/bin/python
          ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_golden_compare.py $<TARGET_FILE:attnops_cli>)
+# The same for KeyPool: keypool-seed's export against a numpy KeyPool, the
+# seed's rule in compare (valid rows of pooled_key only, the whole cache).
+add_test(NAME cli_golden_compare_keypool COMMAND ${PROJECT_SOURCE_DIR}/.venv/bin/python
+         ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_keypool_golden.py $<TARGET_FILE:attnops_cli>)

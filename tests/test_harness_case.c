@@ -1,6 +1,7 @@
 /* Harness case files (verify/harness_case.h): the seed's field names map to
- * the case a test runs, the three document forms parse, and every bad
- * field is an error that names the case and the field. */
+ * the case a test runs, the three document forms parse, KeyPool cases
+ * ("op": "keypool") map to their spec with the documented defaults, and
+ * every bad field is an error that names the case and the field. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,66 @@ int main(void)
     expect_error("{\"B\": 1, ", "not valid JSON");
     expect_error("[1, 2]", "not a JSON object");
     expect_error("\"just a string\"", "expected a case object");
+    passed += tu_failures == before;
+
+    /* KeyPool cases: every field, the defaults, a single object, the op tag */
+    before = tu_failures;
+    TU_CHECK(parse("{\"k\": {\"op\": \"keypool\", \"layout\": \"TH\", \"lens\": [6, 3, 0], \"starts\": [5, 2, 4], "
+                   "\"cmp_ratio\": 8, \"block_size\": 2, \"scramble\": true, \"norm_on\": true, \"H\": 96, \"D\": 16, "
+                   "\"dtype\": \"fp16\", \"capacity\": \"fixed\", \"data_seed\": 7, \"compare\": \"allclose\"}, "
+                   "\"f\": {\"op\": \"flash_attention_grad\", \"B\": 1, \"S1\": 3, \"S2\": 3, " BASE "}}",
+                   &c, err, sizeof err) == 2, "keypool: %s", err);
+    if (c) {
+        const kp_case_spec *k = &c[0].kp;
+        TU_CHECK(c[0].op == HARNESS_OP_KEYPOOL && k->th && k->B == 3 && k->len[0] == 6 && k->len[2] == 0 &&
+                     k->start[0] == 5 && k->start[2] == 4 && k->cmp_ratio == 8 && k->block_size == 2 && k->scramble &&
+                     k->norm && k->H == 96 && k->D == 16 && k->dtype == ATTNOPS_DTYPE_F16 &&
+                     k->capacity == ATTNOPS_KEY_POOL_CAPACITY_FIXED && c[0].data_seed == 7 && c[0].rule == CMP_ALLCLOSE,
+                 "keypool fields");
+        TU_CHECK(c[1].op == HARNESS_OP_FA_GRAD && c[1].shape.N1 == 2 && c[1].rule == CMP_DUAL, "explicit FA op");
+    }
+    free(c);
+    TU_CHECK(parse("{\"op\": \"keypool\", \"layout\": \"BSH\", \"lens\": [5, 5], \"block_size\": 4}", &c, err,
+                   sizeof err) == 1, "single keypool object: %s", err);
+    if (c) {
+        const kp_case_spec *k = &c[0].kp;
+        TU_CHECK(c[0].op == HARNESS_OP_KEYPOOL && !strcmp(c[0].name, "case0") && !k->th && k->B == 2 &&
+                     k->start[1] == 0 && k->cmp_ratio == 4 && !k->scramble && !k->norm && k->H == 4096 && k->D == 128 &&
+                     k->dtype == ATTNOPS_DTYPE_BF16 && k->capacity == ATTNOPS_KEY_POOL_CAPACITY_CURRENT &&
+                     c[0].data_seed == 1 && c[0].rule == CMP_ISCLOSE,
+                 "keypool defaults");
+    }
+    free(c);
+    passed += tu_failures == before;
+
+    /* every bad KeyPool field is an error naming it */
+    before = tu_failures;
+#define KP "\"op\": \"keypool\", \"layout\": \"BSH\", \"block_size\": 4"
+    expect_error("{" KP ", \"lens\": [5], \"colour\": 1}", "'colour' is not a known KeyPool case field");
+    expect_error("{" KP ", \"lens\": [5], \"N1\": 2}", "'N1'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"cmp_ratio\": 4, " BASE "}", "'cmp_ratio'");
+    expect_error("{\"op\": \"key_pool\", \"layout\": \"BSH\", \"lens\": [5], \"block_size\": 4}", "'op'");
+    expect_error("{\"op\": \"keypool\", \"layout\": \"TND\", \"lens\": [5], \"block_size\": 4}", "'layout'");
+    expect_error("{\"op\": \"keypool\", \"lens\": [5], \"block_size\": 4}", "'layout'");
+    expect_error("{" KP "}", "'lens'");
+    expect_error("{\"op\": \"keypool\", \"layout\": \"TH\", \"lens\": [5]}", "'block_size'");
+    expect_error("{" KP ", \"lens\": [5, 6]}", "'lens'");
+    expect_error("{" KP ", \"lens\": []}", "'lens'");
+    expect_error("{" KP ", \"lens\": [5, 5], \"starts\": [1]}", "'starts'");
+    expect_error("{" KP ", \"lens\": [5], \"starts\": [-1]}", "'starts'");
+    expect_error("{" KP ", \"lens\": [5], \"cmp_ratio\": 3}", "'cmp_ratio'");
+    expect_error("{" KP ", \"lens\": [5], \"cmp_ratio\": 256}", "'cmp_ratio'");
+    expect_error("{\"op\": \"keypool\", \"layout\": \"BSH\", \"lens\": [5], \"block_size\": 0}", "'block_size'");
+    expect_error("{" KP ", \"lens\": [5], \"scramble\": \"yes\"}", "'scramble'");
+    expect_error("{" KP ", \"lens\": [5], \"norm\": true, \"norm_on\": true}", "given twice");
+    expect_error("{" KP ", \"lens\": [5], \"H\": 0}", "'H'");
+    expect_error("{" KP ", \"lens\": [5], \"D\": 2.5}", "'D'");
+    expect_error("{" KP ", \"lens\": [5], \"dtype\": \"fp32\"}", "'dtype'");
+    expect_error("{" KP ", \"lens\": [5], \"capacity\": \"full\"}", "'capacity'");
+    expect_error("{" KP ", \"lens\": [5], \"compare\": \"triple\"}", "'compare'");
+    expect_error("{" KP ", \"lens\": [5], \"compare\": \"nearly\"}", "'compare'");
+    expect_error("{" KP ", \"lens\": [5], \"data_seed\": -1}", "'data_seed'");
+#undef KP
     passed += tu_failures == before;
     return tu_finish("test_harness_case", passed);
 }

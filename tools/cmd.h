@@ -18,13 +18,14 @@ int cmd_compare(int argc, char **argv);
  * matches the filter (NULL: all); -1 after printing why. */
 int harness_load_all(const char *const *sources, int nsources, const char *filter, harness_case **cases);
 /* The .npy export of `golden` and `run --save`: per case a directory of
- * tensors (the kernel chain's outputs too when given), one manifest.json. */
+ * tensors (the kernel chain's outputs too when given, else NULL), one
+ * manifest.json.  Each returns 0, or -1 after a message. */
 typedef struct export_set export_set;
 export_set *export_open(const char *dir); /* NULL after a message */
-int export_case(export_set *x, const harness_case *hc, const fa_case *golden, const fa_case *kernel);
+int export_fa_case(export_set *x, const harness_case *hc, const fa_case *golden, const fa_case *kernel);
+/* KeyPool: the chains after kp_case_run, with their pooled_key outputs. */
+int export_kp_case(export_set *x, const harness_case *hc, const kp_case *golden, const tu_tensor *golden_pooled,
+                   const kp_case *kernel, const tu_tensor *kernel_pooled);
 int export_close(export_set *x); /* writes manifest.json; 0 or -1 */
-
-/* A whole file as a string (free() it); NULL when unreadable. */
-char *harness_read_text(const char *path);
 
 #endif

@@ -6,8 +6,10 @@
  *       attributes, data seed and rule, and per tensor its file, dtype, shape
  *       and role -- "input" (feed the device), "forward" (the golden
  *       forward's outputs, which the device's backward consumes, as the
- *       seed's only_grad mode does) or "output" (what the device must
- *       produce; `compare` judges these).
+ *       seed's only_grad mode does), "output" (what the device must
+ *       produce; `compare` judges these) or "mask" (KeyPool's valid_rows,
+ *       which say the rows of pooled_key that count; its entry names them
+ *       with "counted").
  *   attnops compare --golden DIR --actual DIR [--bench DIR] [--rule RULE]
  *       Reads DIR/<case>/<output>.npy of the device (as numpy and ml_dtypes
  *       write them) and judges each against the golden by the case's rule
@@ -28,14 +30,19 @@
 #include "npy.h"
 
 typedef struct export_tensor {
-    const char *name, *role;
-    const tu_tensor *t;
+    const char *name, *role; /* role: input | forward | output | mask */
+    attnops_tensor view;
+    const uint8_t *defined;  /* optional [numel]: elements outside are undefined, written as 0 */
+    const char *counted_by;  /* optional: the mask tensor that says which rows compare judges */
 } export_tensor;
 
-/* The tensors of a case the manifest lists, present ones only. */
-static int case_tensors(const fa_case *c, export_tensor *out)
+/* Roles a chain computes; `run --save` writes these of the kernel chain. */
+static bool computed(const char *role) { return !strcmp(role, "forward") || !strcmp(role, "output"); }
+
+/* The tensors of a FlashAttention case the manifest lists, present ones only. */
+static int fa_tensors(const fa_case *c, export_tensor *out)
 {
-    const export_tensor all[] = {
+    const struct { const char *name, *role; const tu_tensor *t; } all[] = {
         {"query", "input", &c->q},           {"key", "input", &c->k},
         {"value", "input", &c->v},           {"dy", "input", &c->dy},
         {"query_rope", "input", &c->qr},     {"key_rope", "input", &c->kr},
@@ -51,14 +58,36 @@ static int case_tensors(const fa_case *c, export_tensor *out)
         {"dq_rope", "output", &c->dqr},      {"dk_rope", "output", &c->dkr}};
     int n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (all[i].t->block) out[n++] = all[i];
+        if (all[i].t->block) out[n++] = (export_tensor){all[i].name, all[i].role, all[i].t->view, NULL, NULL};
+    return n;
+}
+
+/* The tensors of a KeyPool case after kp_case_run: the inputs (the cache as
+ * it was before the call), pooled_key (valid: its valid-row mask) and the
+ * cache after the call, and valid_rows (i64 [B]), which compare masks
+ * pooled_key with. */
+static int kp_tensors(const kp_case *c, const tu_tensor *pooled, const uint8_t *valid, const attnops_tensor *valid_rows,
+                      export_tensor *out)
+{
+    const attnops_tensor input_cache = kp_case_input_cache(c);
+    const struct { const char *name; const attnops_tensor *v; bool present; } inputs[] = {
+        {"hidden_states", &c->hidden.view, true}, {"wk", &c->wk.view, true},
+        {"gate_weight", &c->gate.view, true},     {"ape", &c->ape.view, true},
+        {"state_cache", &input_cache, true},      {"cache_block_table", &c->table.view, true},
+        {"start_pos", &c->start.view, true},      {"cu_seqlens", &c->cu.view, c->spec.th},
+        {"norm_weight", &c->norm_w.view, c->spec.norm}, {"norm_bias", &c->norm_b.view, c->spec.norm}};
+    int n = 0;
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+        if (inputs[i].present) out[n++] = (export_tensor){inputs[i].name, "input", *inputs[i].v, NULL, NULL};
+    out[n++] = (export_tensor){"pooled_key", "output", pooled->view, valid, "valid_rows"};
+    out[n++] = (export_tensor){"state_cache_out", "output", c->cache_view, NULL, NULL};
+    out[n++] = (export_tensor){"valid_rows", "mask", *valid_rows, NULL, NULL};
     return n;
 }
 
 /* A case tensor's elements in C order (its view may have row padding). */
-static void *contiguous(const tu_tensor *t)
+static void *contiguous(const attnops_tensor *v)
 {
-    const attnops_tensor *v = &t->view;
     const size_t es = attnops_dtype_size(v->dtype);
     const int64_t n = tu_numel(v);
     char *out = malloc((size_t)(n ? n : 1) * es);
@@ -70,7 +99,7 @@ static void *contiguous(const tu_tensor *t)
     return out;
 }
 
-static cJSON *case_attributes(const harness_case *hc, const fa_case *c)
+static cJSON *fa_attributes(const harness_case *hc, const fa_case *c)
 {
     const attnops_fa_params *p = &c->bwd.p;
     cJSON *a = cJSON_CreateObject();
@@ -86,6 +115,19 @@ static cJSON *case_attributes(const harness_case *hc, const fa_case *c)
     cJSON_AddNumberToObject(a, "pse_type", (double)p->pse_type);
     cJSON_AddNumberToObject(a, "inner_precise", (double)p->inner_precise);
     cJSON_AddNumberToObject(a, "out_dtype", (double)p->out_dtype);
+    cJSON_AddNumberToObject(a, "data_seed", (double)hc->data_seed);
+    return a;
+}
+
+static cJSON *kp_attributes(const harness_case *hc, const kp_case *c)
+{
+    const attnops_key_pool_args p = kp_case_args(c, hc->kp.capacity, ATTNOPS_IMPL_REFERENCE);
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "layout", c->spec.th ? "TH" : "BSH");
+    cJSON_AddNumberToObject(a, "cmp_ratio", (double)p.cmp_ratio);
+    cJSON_AddNumberToObject(a, "norm_eps", p.norm_eps);
+    cJSON_AddNumberToObject(a, "rotary_mode", (double)p.rotary_mode);
+    cJSON_AddStringToObject(a, "capacity", p.capacity == ATTNOPS_KEY_POOL_CAPACITY_FIXED ? "fixed" : "current");
     cJSON_AddNumberToObject(a, "data_seed", (double)hc->data_seed);
     return a;
 }
@@ -129,48 +171,78 @@ export_set *export_open(const char *dir)
     return x;
 }
 
-/* Writes the tensors of one chain: files <case>/<prefix><tensor>.npy. */
-static int export_tensors(export_set *x, const harness_case *hc, const fa_case *c, const char *prefix, bool outputs_only,
+/* Writes the tensors of one chain: files <case>/<name>.npy, or for the
+ * kernel chain its computed tensors as <case>/kernel_<name>.npy. */
+static int export_tensors(export_set *x, const harness_case *hc, const export_tensor *ts, int nt, bool kernel,
                           cJSON *tensors)
 {
-    export_tensor ts[32];
-    const int nt = case_tensors(c, ts);
+    const char *prefix = kernel ? "kernel_" : "";
     char rel[600], path[1700], err[1800];
     for (int i = 0; i < nt; i++) {
-        if (outputs_only && strcmp(ts[i].role, "input") == 0) continue;
-        const attnops_tensor *v = &ts[i].t->view;
+        if (kernel && !computed(ts[i].role)) continue;
+        const attnops_tensor *v = &ts[i].view;
         snprintf(rel, sizeof rel, "%s/%s%s.npy", hc->name, prefix, ts[i].name);
         snprintf(path, sizeof path, "%s/%s", x->dir, rel);
-        void *data = contiguous(ts[i].t);
+        char *data = contiguous(v);
+        const size_t es = attnops_dtype_size(v->dtype);
+        const int64_t numel = tu_numel(v);
+        for (int64_t e = 0; ts[i].defined && e < numel; e++)
+            if (!ts[i].defined[e]) memset(data + (size_t)e * es, 0, es);
         const int rc = npy_write(path, v->dtype, v->rank, v->shape, data, err, sizeof err);
         free(data);
         if (rc != 0) return fprintf(stderr, "attnops: %s\n", err), -1;
         char key[64];
-        snprintf(key, sizeof key, "%s%s", outputs_only ? "kernel_" : "", ts[i].name);
+        snprintf(key, sizeof key, "%s%s", prefix, ts[i].name);
         cJSON *t = cJSON_AddObjectToObject(tensors, key);
         cJSON_AddStringToObject(t, "file", rel);
         cJSON_AddStringToObject(t, "dtype", attnops_dtype_name(v->dtype));
-        cJSON_AddStringToObject(t, "role", outputs_only ? "kernel" : ts[i].role);
+        cJSON_AddStringToObject(t, "role", kernel ? "kernel" : ts[i].role);
         double dims[ATTNOPS_MAX_RANK];
         for (int d = 0; d < v->rank; d++) dims[d] = (double)v->shape[d];
         cJSON_AddItemToObject(t, "shape", cJSON_CreateDoubleArray(dims, v->rank));
+        if (ts[i].counted_by && !kernel) cJSON_AddStringToObject(t, "counted", ts[i].counted_by);
     }
     return 0;
 }
 
-int export_case(export_set *x, const harness_case *hc, const fa_case *golden, const fa_case *kernel)
+/* One manifest entry and its directory: the golden chain's tensors, the
+ * kernel chain's computed ones when given (nk > 0). */
+static int export_entry(export_set *x, const harness_case *hc, cJSON *attributes, const export_tensor *golden, int ng,
+                        const export_tensor *kernel, int nk)
 {
     char dir[1200];
     snprintf(dir, sizeof dir, "%s/%s", x->dir, hc->name);
-    if (make_dir(dir) != 0) return -1;
+    if (make_dir(dir) != 0) return cJSON_Delete(attributes), -1;
     cJSON *entry = cJSON_CreateObject();
     cJSON_AddItemToArray(x->cases, entry);
     cJSON_AddStringToObject(entry, "name", hc->name);
+    cJSON_AddStringToObject(entry, "op", harness_op_name(hc->op));
     cJSON_AddStringToObject(entry, "compare", cmp_rule_name(hc->rule));
-    cJSON_AddItemToObject(entry, "attributes", case_attributes(hc, golden));
+    cJSON_AddItemToObject(entry, "attributes", attributes);
     cJSON *tensors = cJSON_AddObjectToObject(entry, "tensors");
-    if (export_tensors(x, hc, golden, "", false, tensors) != 0) return -1;
-    return kernel ? export_tensors(x, hc, kernel, "kernel_", true, tensors) : 0;
+    if (export_tensors(x, hc, golden, ng, false, tensors) != 0) return -1;
+    return export_tensors(x, hc, kernel, nk, true, tensors);
+}
+
+int export_fa_case(export_set *x, const harness_case *hc, const fa_case *golden, const fa_case *kernel)
+{
+    export_tensor g[32], k[32];
+    const int ng = fa_tensors(golden, g), nk = kernel ? fa_tensors(kernel, k) : 0;
+    return export_entry(x, hc, fa_attributes(hc, golden), g, ng, k, nk);
+}
+
+int export_kp_case(export_set *x, const harness_case *hc, const kp_case *golden, const tu_tensor *golden_pooled,
+                   const kp_case *kernel, const tu_tensor *kernel_pooled)
+{
+    const int64_t B = hc->kp.B;
+    const attnops_tensor rows = attnops_tensor_contiguous((void *)golden->valid_rows, ATTNOPS_DTYPE_I64, 1, &B);
+    uint8_t *valid = kp_valid_mask(golden->valid_rows, B, golden_pooled->view.rank, golden_pooled->view.shape);
+    export_tensor g[16], k[16];
+    const int ng = kp_tensors(golden, golden_pooled, valid, &rows, g);
+    const int nk = kernel ? kp_tensors(kernel, kernel_pooled, valid, &rows, k) : 0;
+    const int rc = export_entry(x, hc, kp_attributes(hc, golden), g, ng, k, nk);
+    free(valid);
+    return rc;
 }
 
 int export_close(export_set *x)
@@ -185,6 +257,32 @@ int export_close(export_set *x)
     cJSON_Delete(x->manifest);
     free(x);
     return ok ? 0 : -1;
+}
+
+/* One case through the reference, exported: 0, 1 (the reference failed)
+ * or 2 (a file could not be written). */
+static int golden_case(export_set *x, const harness_case *hc, int threads)
+{
+    attnops_status st;
+    int rc;
+    if (hc->op == HARNESS_OP_KEYPOOL) {
+        kp_case c;
+        tu_tensor out;
+        kp_case_init(&c, &hc->kp, hc->data_seed);
+        st = kp_case_run(&c, hc->kp.capacity, ATTNOPS_IMPL_REFERENCE, threads, &out);
+        rc = st != ATTNOPS_SUCCESS ? 1 : export_kp_case(x, hc, &c, &out, NULL, NULL) != 0 ? 2 : 0;
+        tu_tensor_free(&out);
+        kp_case_free(&c);
+    } else {
+        fa_case c;
+        fa_case_init(&c, &hc->shape, hc->data_seed);
+        st = fa_case_forward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
+        if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
+        rc = st != ATTNOPS_SUCCESS ? 1 : export_fa_case(x, hc, &c, NULL) != 0 ? 2 : 0;
+        fa_case_free(&c);
+    }
+    if (rc == 1) fprintf(stderr, "attnops golden: case %s: %s\n", hc->name, attnops_last_error());
+    return rc;
 }
 
 int cmd_golden(int argc, char **argv)
@@ -205,22 +303,9 @@ int cmd_golden(int argc, char **argv)
     export_set *x = n >= 0 ? export_open(out_dir) : NULL;
     if (!x) return free(cases), 2;
     int rc = 0;
-    for (int k = 0; k < n && rc == 0; k++) {
-        const harness_case *hc = &cases[k];
-        fa_case c;
-        fa_case_init(&c, &hc->shape, hc->data_seed);
-        attnops_status st = fa_case_forward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
-        if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
-        if (st != ATTNOPS_SUCCESS) {
-            fprintf(stderr, "attnops golden: case %s: %s\n", hc->name, attnops_last_error());
-            rc = 1;
-        } else if (export_case(x, hc, &c, NULL) != 0) {
-            rc = 2;
-        } else {
-            printf("golden %s: %s/%s\n", hc->name, out_dir, hc->name);
-        }
-        fa_case_free(&c);
-    }
+    for (int k = 0; k < n && rc == 0; k++)
+        if ((rc = golden_case(x, &cases[k], threads)) == 0)
+            printf("golden %s: %s/%s\n", cases[k].name, out_dir, cases[k].name);
     if (export_close(x) != 0 && rc == 0) rc = 2;
     free(cases);
     return rc;
@@ -250,6 +335,38 @@ static double *load_values(const char *path, attnops_dtype hint, npy_array *a)
     const size_t es = attnops_dtype_size(a->dtype);
     for (int64_t i = 0; i < n; i++) x[i] = ao_load_f64((const char *)a->data + (size_t)i * es, a->dtype);
     return x;
+}
+
+/* The elements of an output that count: all (NULL) unless its manifest
+ * entry names a mask tensor ("counted": "valid_rows", KeyPool's pooled_key),
+ * then its valid rows.  NULL with *bad set after a message when the mask
+ * cannot be read or does not fit `g`, the golden output. */
+static uint8_t *counted_elements(const char *golden, const cJSON *tensors, const cJSON *t, const npy_array *g,
+                                 bool *bad)
+{
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(t, "counted");
+    *bad = false;
+    if (!cJSON_IsString(by)) return NULL;
+    const cJSON *mask_entry = cJSON_GetObjectItemCaseSensitive(tensors, by->valuestring);
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(mask_entry, "file");
+    *bad = true;
+    if (!cJSON_IsString(file))
+        return fprintf(stderr, "attnops compare: the manifest lacks '%s', which masks %s\n", by->valuestring, t->string),
+               NULL;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", golden, file->valuestring);
+    npy_array r;
+    double *rows = load_values(path, 0, &r);
+    if (!rows) return NULL;
+    int64_t *n = malloc(sizeof(int64_t) * (size_t)(r.rank == 1 && r.shape[0] > 0 ? r.shape[0] : 1));
+    for (int64_t b = 0; r.rank == 1 && b < r.shape[0]; b++) n[b] = (int64_t)rows[b];
+    uint8_t *mask = r.rank == 1 ? kp_valid_mask(n, r.shape[0], g->rank, g->shape) : NULL;
+    if (!mask) fprintf(stderr, "attnops compare: %s does not fit the shape of %s\n", path, t->string);
+    *bad = mask == NULL;
+    free(n);
+    free(rows);
+    free(r.data);
+    return mask;
 }
 
 int cmd_compare(int argc, char **argv)
@@ -303,9 +420,11 @@ int cmd_compare(int argc, char **argv)
                 snprintf(path, sizeof path, "%s/%s", bench, file->valuestring);
                 if (!(bm = load_values(path, hint, &ba))) free(a), a = NULL;
             }
+            bool bad_mask = false;
+            uint8_t *counted = a ? counted_elements(golden, tensors, t, &ga, &bad_mask) : NULL;
             char label[256];
             snprintf(label, sizeof label, "%s %s", cJSON_IsString(name) ? name->valuestring : "?", t->string);
-            if (!e || !a) {
+            if (!e || !a || bad_mask) {
                 rc = 2;
             } else if (aa.rank != ga.rank || memcmp(aa.shape, ga.shape, sizeof(int64_t) * (size_t)ga.rank)) {
                 printf("FAIL %s: shape differs from the golden's\n", label);
@@ -313,7 +432,7 @@ int cmd_compare(int argc, char **argv)
             } else {
                 int64_t n = 1;
                 for (int d = 0; d < ga.rank; d++) n *= ga.shape[d];
-                const cmp_options o = {.rule = rule, .dtype = ga.dtype};
+                const cmp_options o = {.rule = rule, .dtype = ga.dtype, .counted = counted};
                 const cmp_verdict v = cmp_compare(&o, a, e, bm, n);
                 cmp_print(stdout, label, &v, a, e, ga.shape, ga.rank);
                 failed += !v.pass;
@@ -323,6 +442,7 @@ int cmd_compare(int argc, char **argv)
             if (a) free(aa.data);
             free(ba.data);
             free(bm);
+            free(counted);
             free(e);
             free(a);
         }

@@ -6,10 +6,12 @@
  *
  * For every case: the golden chain (the reference) and the kernel chain
  * (--impl, default the fast CPU kernel) run on the same inputs, generated
- * from the case's data_seed.  only_grad (the seed's default): both
- * backwards consume the golden forward's outputs and dq, dk, dv (and
- * dq_rope, dk_rope) are compared; auto_grad: the kernel chain runs its own
- * forward, whose outputs are compared too.  Each output is judged by the
+ * from the case's data_seed.  FlashAttention: only_grad (the seed's
+ * default): both backwards consume the golden forward's outputs and dq, dk,
+ * dv (and dq_rope, dk_rope) are compared; auto_grad: the kernel chain runs
+ * its own forward, whose outputs are compared too.  KeyPool (--mode does
+ * not apply): pooled_key on its valid rows and the whole state cache after
+ * the call (state_cache_out) are compared.  Each output is judged by the
  * case's rule (verify/compare.h) and printed as one line; run_log.txt gets
  * the seed's lines ("<datetime>  <case> <output> diff_max : ..."), appended.
  * --rows prints, under a failing output, the rows (every leading index of
@@ -82,21 +84,20 @@ static void log_line(FILE *log, const char *fmt, ...)
     fputc('\n', log);
 }
 
-static double *to_f64(const tu_tensor *t, int64_t *n)
+static double *to_f64(const attnops_tensor *t, int64_t *n)
 {
-    *n = tu_numel(&t->view);
+    *n = tu_numel(t);
     double *x = malloc(sizeof(double) * (size_t)(*n ? *n : 1));
-    tu_tensor_to_f64(t, x);
+    tu_view_to_f64(t, x);
     return x;
 }
 
 /* The rows (leading indices) of a failing output with the most failing
  * elements, with their coordinates. */
-static void print_rows(const localisation *l, const tu_tensor *t)
+static void print_rows(const localisation *l, const attnops_tensor *v)
 {
     int64_t rows[5];
     const int n = loc_worst_rows(l, rows, 5);
-    const attnops_tensor *v = &t->view;
     printf("     rows with most failures (of %lld rows of %lld):", (long long)l->rows, (long long)l->row_len);
     for (int i = 0; i < n; i++) {
         int64_t idx[ATTNOPS_MAX_RANK], rem = rows[i];
@@ -109,22 +110,23 @@ static void print_rows(const localisation *l, const tu_tensor *t)
 }
 
 /* One output of one case: the verdict line, the log lines, the report
- * entry; true on PASS. */
-static bool judge(const harness_case *hc, const run_options *ro, const char *output, const tu_tensor *kernel,
-                  const tu_tensor *golden, const tu_tensor *bench, FILE *log)
+ * entry; true on PASS.  counted (may be NULL): the elements judged. */
+static bool judge(const harness_case *hc, const run_options *ro, const char *output, const attnops_tensor *kernel,
+                  const attnops_tensor *golden, const attnops_tensor *bench, const uint8_t *counted, FILE *log)
 {
     int64_t n;
     double *a = to_f64(kernel, &n), *e = to_f64(golden, &n), *bm = bench ? to_f64(bench, &n) : NULL;
-    const cmp_options o = {.rule = hc->rule, .dtype = kernel->view.dtype};
+    const cmp_options o = {.rule = hc->rule, .dtype = kernel->dtype, .counted = counted};
     const cmp_verdict v = cmp_compare(&o, a, e, bm, n);
     free(bm);
     double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) sum += fabs(a[i] - e[i]);
+    for (int64_t i = 0; i < n; i++)
+        if (!counted || counted[i]) sum += fabs(a[i] - e[i]);
     char label[128];
     snprintf(label, sizeof label, "%s %s", hc->name, output);
-    cmp_print(stdout, label, &v, a, e, kernel->view.shape, kernel->view.rank);
+    cmp_print(stdout, label, &v, a, e, kernel->shape, kernel->rank);
     if (ro->rep || (ro->rows && !v.pass)) {
-        const int64_t row_len = kernel->view.rank ? kernel->view.shape[kernel->view.rank - 1] : 1;
+        const int64_t row_len = kernel->rank ? kernel->shape[kernel->rank - 1] : 1;
         localisation l = loc_analyse(&o, a, e, n, row_len);
         if (ro->rows && !v.pass) print_rows(&l, kernel);
         if (ro->rep) report_add(ro->rep, hc->name, output, &v, &l);
@@ -139,6 +141,14 @@ static bool judge(const harness_case *hc, const run_options *ro, const char *out
     return v.pass;
 }
 
+/* A chain that could not run: one FAIL line and a log line. */
+static bool chain_failed(const harness_case *hc, attnops_status st, FILE *log)
+{
+    printf("FAIL %s: %s (%s)\n", hc->name, attnops_last_error(), attnops_status_string(st));
+    log_line(log, "%s error: %s", hc->name, attnops_last_error());
+    return false;
+}
+
 /* The triple rule's third chain: the benchmark (ATTNOPS_IMPL_BENCHMARK),
  * fed the golden forward in only_grad mode like the kernel chain. */
 static attnops_status run_bench(const harness_case *hc, const run_options *ro, const fa_case *gold, fa_case *bench)
@@ -150,7 +160,7 @@ static attnops_status run_bench(const harness_case *hc, const run_options *ro, c
     return st == ATTNOPS_SUCCESS ? fa_case_backward(bench, ATTNOPS_IMPL_BENCHMARK, ro->threads, 0) : st;
 }
 
-static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
+static bool run_fa_case(const harness_case *hc, const run_options *ro, FILE *log)
 {
     fa_case gold, kern, bench;
     const bool triple = hc->rule == CMP_TRIPLE;
@@ -170,22 +180,18 @@ static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
     if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&kern, ro->impl, ro->threads, 0);
     if (st == ATTNOPS_SUCCESS && triple) st = run_bench(hc, ro, &gold, &bench);
     if (st != ATTNOPS_SUCCESS) {
-        printf("FAIL %s: %s (%s)\n", hc->name, attnops_last_error(), attnops_status_string(st));
-        log_line(log, "%s error: %s", hc->name, attnops_last_error());
-        ok = false;
+        ok = chain_failed(hc, st, log);
     } else {
-        if (ro->auto_grad) {
-            ok &= judge(hc, ro, "attention_out", &kern.out, &gold.out, triple ? &bench.out : NULL, log);
-            ok &= judge(hc, ro, "softmax_max", &kern.smax, &gold.smax, triple ? &bench.smax : NULL, log);
-            ok &= judge(hc, ro, "softmax_sum", &kern.ssum, &gold.ssum, triple ? &bench.ssum : NULL, log);
-        }
-        const struct { const char *name; const tu_tensor *k, *g, *b; } grads[] = {
-            {"dq", &kern.dq, &gold.dq, &bench.dq}, {"dk", &kern.dk, &gold.dk, &bench.dk},
-            {"dv", &kern.dv, &gold.dv, &bench.dv}, {"dq_rope", &kern.dqr, &gold.dqr, &bench.dqr},
-            {"dk_rope", &kern.dkr, &gold.dkr, &bench.dkr}};
-        for (int i = 0; i < fa_case_backward_outputs(&gold); i++)
-            ok &= judge(hc, ro, grads[i].name, grads[i].k, grads[i].g, triple ? grads[i].b : NULL, log);
-        if (ro->save && export_case(ro->save, hc, &gold, &kern) != 0) ok = false;
+        const struct { const char *name; const tu_tensor *k, *g, *b; } outs[] = {
+            {"attention_out", &kern.out, &gold.out, &bench.out}, {"softmax_max", &kern.smax, &gold.smax, &bench.smax},
+            {"softmax_sum", &kern.ssum, &gold.ssum, &bench.ssum}, {"dq", &kern.dq, &gold.dq, &bench.dq},
+            {"dk", &kern.dk, &gold.dk, &bench.dk}, {"dv", &kern.dv, &gold.dv, &bench.dv},
+            {"dq_rope", &kern.dqr, &gold.dqr, &bench.dqr}, {"dk_rope", &kern.dkr, &gold.dkr, &bench.dkr}};
+        /* the forward's three only when the kernel chain ran its own forward */
+        for (int i = ro->auto_grad ? 0 : 3; i < 3 + fa_case_backward_outputs(&gold); i++)
+            ok &= judge(hc, ro, outs[i].name, &outs[i].k->view, &outs[i].g->view, triple ? &outs[i].b->view : NULL,
+                        NULL, log);
+        if (ro->save && export_fa_case(ro->save, hc, &gold, &kern) != 0) ok = false;
     }
     fa_case_free(&gold);
     fa_case_free(&kern);
@@ -193,20 +199,37 @@ static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
     return ok;
 }
 
-char *harness_read_text(const char *path)
+/* KeyPool: the kernel chain and the golden on the same input cache;
+ * pooled_key is judged on its valid rows only (the rest are undefined in
+ * CURRENT capacity), the state cache after the call as a whole. */
+static bool run_kp_case(const harness_case *hc, const run_options *ro, FILE *log)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (int ch; (ch = fgetc(f)) != EOF;) {
-        if (len + 1 >= cap) text = realloc(text, cap = cap ? 2 * cap : 4096);
-        text[len++] = (char)ch;
+    kp_case gold, kern;
+    tu_tensor gold_out = {0}, kern_out = {0};
+    kp_case_init(&gold, &hc->kp, hc->data_seed);
+    kp_case_init(&kern, &hc->kp, hc->data_seed);
+    bool ok = true;
+    attnops_status st = kp_case_run(&gold, hc->kp.capacity, ATTNOPS_IMPL_REFERENCE, ro->threads, &gold_out);
+    if (st == ATTNOPS_SUCCESS) st = kp_case_run(&kern, hc->kp.capacity, ro->impl, ro->threads, &kern_out);
+    if (st != ATTNOPS_SUCCESS) {
+        ok = chain_failed(hc, st, log);
+    } else {
+        uint8_t *valid = kp_valid_mask(gold.valid_rows, hc->kp.B, gold_out.view.rank, gold_out.view.shape);
+        ok &= judge(hc, ro, "pooled_key", &kern_out.view, &gold_out.view, NULL, valid, log);
+        ok &= judge(hc, ro, "state_cache_out", &kern.cache_view, &gold.cache_view, NULL, NULL, log);
+        free(valid);
+        if (ro->save && export_kp_case(ro->save, hc, &gold, &gold_out, &kern, &kern_out) != 0) ok = false;
     }
-    fclose(f);
-    if (!text) text = calloc(1, 1);
-    text[len] = '\0';
-    return text;
+    tu_tensor_free(&gold_out);
+    tu_tensor_free(&kern_out);
+    kp_case_free(&gold);
+    kp_case_free(&kern);
+    return ok;
+}
+
+static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
+{
+    return hc->op == HARNESS_OP_KEYPOOL ? run_kp_case(hc, ro, log) : run_fa_case(hc, ro, log);
 }
 
 /* The cases of a built-in suite name or a file; -1 with a message. */

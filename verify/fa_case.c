@@ -278,20 +278,6 @@ void fa_case_free(fa_case *c)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_tensor_free(all[i]);
 }
 
-/* Workspace with canaries on both sides. */
-static attnops_status run_with_workspace(attnops_status (*run)(const void *, void *, size_t), const void *args,
-                                         size_t bytes, const char *what)
-{
-    unsigned char *block = malloc(bytes + 2 * TU_CANARY_BYTES);
-    memset(block, TU_CANARY_BYTE, bytes + 2 * TU_CANARY_BYTES);
-    attnops_status st = run(args, block + TU_CANARY_BYTES, bytes);
-    for (size_t i = 0; i < TU_CANARY_BYTES; i++)
-        TU_CHECK(block[i] == TU_CANARY_BYTE && block[TU_CANARY_BYTES + bytes + i] == TU_CANARY_BYTE,
-                 "%s wrote outside its %zu-byte workspace", what, bytes);
-    free(block);
-    return st;
-}
-
 static attnops_status run_fwd(const void *a, void *ws, size_t n) { return attnops_flash_attention_score(a, ws, n); }
 static attnops_status run_bwd(const void *a, void *ws, size_t n)
 {
@@ -303,7 +289,7 @@ attnops_status fa_case_forward(fa_case *c, attnops_impl impl, int threads, int d
     c->fwd.p.impl = impl, c->fwd.p.num_threads = threads, c->fwd.p.deterministic = deterministic;
     size_t bytes = 0;
     attnops_status st = attnops_flash_attention_score_workspace_size(&c->fwd, &bytes);
-    return st != ATTNOPS_SUCCESS ? st : run_with_workspace(run_fwd, &c->fwd, bytes, "forward");
+    return st != ATTNOPS_SUCCESS ? st : tu_run_with_workspace(run_fwd, &c->fwd, bytes, "forward");
 }
 
 attnops_status fa_case_backward(fa_case *c, attnops_impl impl, int threads, int deterministic)
@@ -311,7 +297,7 @@ attnops_status fa_case_backward(fa_case *c, attnops_impl impl, int threads, int 
     c->bwd.p.impl = impl, c->bwd.p.num_threads = threads, c->bwd.p.deterministic = deterministic;
     size_t bytes = 0;
     attnops_status st = attnops_flash_attention_score_grad_workspace_size(&c->bwd, &bytes);
-    return st != ATTNOPS_SUCCESS ? st : run_with_workspace(run_bwd, &c->bwd, bytes, "backward");
+    return st != ATTNOPS_SUCCESS ? st : tu_run_with_workspace(run_bwd, &c->bwd, bytes, "backward");
 }
 
 static const char *const mask_names[] = {"none", "ss", "11ss", "b1ss", "bnss", "compressed"};

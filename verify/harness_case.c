@@ -67,6 +67,33 @@ static bool get_dtype(parse_ctx *c, const cJSON *v, bool allow_bp16, attnops_dty
     return fail(c, v->string, "is '%s'; it must be fp16, bf16, fp32, fp8_e5m2 or fp8_e4m3fn", s);
 }
 
+/* JSON true / false (or 1 / 0, as the seed's tables write flags). */
+static bool get_bool(parse_ctx *c, const cJSON *v, bool *out)
+{
+    if (cJSON_IsBool(v)) return *out = cJSON_IsTrue(v), true;
+    if (cJSON_IsNumber(v) && (v->valuedouble == 0.0 || v->valuedouble == 1.0)) return *out = v->valuedouble != 0.0, true;
+    return fail(c, v->string, "must be true or false");
+}
+
+static bool parse_rule(parse_ctx *c, const char *name, cmp_rule *rule)
+{
+    if (cmp_rule_parse(name, rule)) return true;
+    return fail(c, "compare", "is '%s'; it must be dual, triple, isclose, allclose, thousandth or ten-thousandth", name);
+}
+
+typedef struct field_name {
+    const char *name;
+    int f;
+} field_name;
+
+/* The field number of key k in a table; -1 when unknown. */
+static int field_in(const field_name *fields, size_t n, const char *k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(k, fields[i].name)) return fields[i].f;
+    return -1;
+}
+
 static bool is_fp8(attnops_dtype d) { return d == ATTNOPS_DTYPE_F8_E4M3FN || d == ATTNOPS_DTYPE_F8_E5M2; }
 
 /* The raw fields of one case before they are combined. */
@@ -84,12 +111,12 @@ typedef struct raw_case {
 enum {
     F_B, F_N1, F_N2, F_S1, F_S2, F_D, F_DV, F_DTYPE, F_OUT, F_LAYOUT, F_MODE, F_PRE, F_NEXT, F_PSE_TYPE, F_PSE_SHAPE,
     F_MASK_DTYPE, F_MASK_SHAPE, F_KEEP, F_SEED, F_OFFSET, F_ROPE, F_SEQQ, F_SEQKV, F_PREFIX, F_SCALE, F_DATA_SEED,
-    F_COMPARE, F_INNER, F_IGNORED, F_NAME, F_COUNT
+    F_COMPARE, F_INNER, F_IGNORED, F_NAME, F_OP, F_COUNT
 };
 
 static int field_of(const char *k)
 {
-    static const struct { const char *name; int f; } fields[] = {
+    static const field_name fields[] = {
         {"B", F_B}, {"N1", F_N1}, {"N2", F_N2}, {"S1", F_S1}, {"S2", F_S2}, {"D", F_D}, {"D_V", F_DV},
         {"dtype", F_DTYPE}, {"out_dtype", F_OUT}, {"input_layout", F_LAYOUT}, {"sparse_mode", F_MODE},
         {"pre_tockens_input", F_PRE}, {"pre_tokens", F_PRE}, {"pre_tockens", F_PRE},
@@ -99,10 +126,8 @@ static int field_of(const char *k)
         {"offset", F_OFFSET}, {"rope", F_ROPE}, {"actual_seq_qlen", F_SEQQ}, {"actual_seq_kvlen", F_SEQKV},
         {"prefix", F_PREFIX}, {"scale", F_SCALE}, {"data_seed", F_DATA_SEED}, {"compare", F_COMPARE},
         {"inner_precise", F_INNER}, {"is_deter", F_IGNORED}, {"sparse", F_IGNORED}, {"padding_mask", F_IGNORED},
-        {"inner_drop", F_IGNORED}, {"name", F_NAME}};
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (!strcmp(k, fields[i].name)) return fields[i].f;
-    return -1;
+        {"inner_drop", F_IGNORED}, {"name", F_NAME}, {"op", F_OP}};
+    return field_in(fields, sizeof fields / sizeof fields[0], k);
 }
 
 static bool read_fields(parse_ctx *c, const cJSON *obj, raw_case *r)
@@ -111,7 +136,7 @@ static bool read_fields(parse_ctx *c, const cJSON *obj, raw_case *r)
     for (const cJSON *v = obj->child; v; v = v->next) {
         const int f = field_of(v->string);
         if (f < 0) return fail(c, v->string, "is not a known case field");
-        if (f == F_IGNORED || f == F_NAME) continue;
+        if (f == F_IGNORED || f == F_NAME || f == F_OP) continue; /* op: read by parse_one */
         if (r->has[f]) return fail(c, v->string, "is given twice (or with its alias)");
         r->has[f] = true;
         bool ok = true;
@@ -200,9 +225,8 @@ static bool map_pse(parse_ctx *c, const raw_case *r, fa_case_shape *s)
     return fail(c, "pse_shape", "is '%s'; it must be NONE, BNSS, BN1S, 1NSS, BNHS, 1NHS, BN or N", shape);
 }
 
-static bool parse_one(parse_ctx *c, const cJSON *obj, harness_case *h)
+static bool parse_fa(parse_ctx *c, const cJSON *obj, harness_case *h)
 {
-    if (!cJSON_IsObject(obj)) return fail(c, NULL, "is not a JSON object");
     raw_case r;
     memset(&r, 0, sizeof r);
     if (!read_fields(c, obj, &r)) return false;
@@ -269,10 +293,103 @@ static bool parse_one(parse_ctx *c, const cJSON *obj, harness_case *h)
     s->scale = r.has[F_SCALE] ? r.scale : 0.0;
     h->data_seed = r.has[F_DATA_SEED] ? (uint64_t)r.data_seed : 1;
     h->rule = CMP_DUAL;
-    if (r.has[F_COMPARE] && !cmp_rule_parse(r.compare, &h->rule))
-        return fail(c, "compare", "is '%s'; it must be dual, triple, isclose, allclose, thousandth or ten-thousandth",
-                    r.compare);
+    return !r.has[F_COMPARE] || parse_rule(c, r.compare, &h->rule);
+}
+
+enum {
+    K_LAYOUT, K_LENS, K_STARTS, K_RATIO, K_BLOCK, K_SCRAMBLE, K_NORM, K_H, K_D, K_DTYPE, K_CAPACITY, K_DATA_SEED,
+    K_COMPARE, K_SKIP, K_COUNT
+};
+
+/* A KeyPool case: the seed's precision-test parameters (spec A.6). */
+static bool parse_keypool(parse_ctx *c, const cJSON *obj, harness_case *h)
+{
+    static const field_name fields[] = {
+        {"layout", K_LAYOUT}, {"lens", K_LENS}, {"starts", K_STARTS}, {"cmp_ratio", K_RATIO},
+        {"block_size", K_BLOCK}, {"scramble", K_SCRAMBLE}, {"norm", K_NORM}, {"norm_on", K_NORM}, {"H", K_H},
+        {"D", K_D}, {"dtype", K_DTYPE}, {"capacity", K_CAPACITY}, {"data_seed", K_DATA_SEED},
+        {"compare", K_COMPARE}, {"op", K_SKIP}, {"name", K_SKIP}};
+    const int64_t big = (int64_t)1 << 40;
+    kp_case_spec *s = &h->kp;
+    *s = (kp_case_spec){.cmp_ratio = 4, .H = 4096, .D = 128, .dtype = ATTNOPS_DTYPE_BF16}; /* the seed's H, D, dtype */
+    bool has[K_COUNT] = {false};
+    const char *layout = NULL, *dtype = NULL, *capacity = NULL, *compare = NULL;
+    int64_t lens[32], starts[32], data_seed = 1;
+    int nlens = 0, nstarts = 0;
+    for (const cJSON *v = obj->child; v; v = v->next) {
+        const int f = field_in(fields, sizeof fields / sizeof fields[0], v->string);
+        if (f < 0) return fail(c, v->string, "is not a known KeyPool case field");
+        if (f == K_SKIP) continue;
+        if (has[f]) return fail(c, v->string, "is given twice (or with its alias)");
+        has[f] = true;
+        bool ok = true;
+        switch (f) {
+        case K_LAYOUT: ok = get_str(c, v, &layout); break;
+        case K_LENS: ok = get_list(c, v, lens, &nlens); break;
+        case K_STARTS: ok = get_list(c, v, starts, &nstarts); break;
+        case K_RATIO:
+            ok = get_int(c, v, 2, 128, &s->cmp_ratio);
+            if (ok && (s->cmp_ratio & (s->cmp_ratio - 1)))
+                ok = fail(c, v->string, "is %lld; it must be 2, 4, 8, 16, 32, 64 or 128", (long long)s->cmp_ratio);
+            break;
+        case K_BLOCK: ok = get_int(c, v, 1, big, &s->block_size); break;
+        case K_SCRAMBLE: ok = get_bool(c, v, &s->scramble); break;
+        case K_NORM: ok = get_bool(c, v, &s->norm); break;
+        case K_H: ok = get_int(c, v, 1, big, &s->H); break;
+        case K_D: ok = get_int(c, v, 1, big, &s->D); break;
+        case K_DTYPE: ok = get_str(c, v, &dtype); break;
+        case K_CAPACITY: ok = get_str(c, v, &capacity); break;
+        case K_DATA_SEED: ok = get_int(c, v, 0, big, &data_seed); break;
+        case K_COMPARE: ok = get_str(c, v, &compare); break;
+        default: break;
+        }
+        if (!ok) return false;
+    }
+    static const int required[] = {K_LAYOUT, K_LENS, K_BLOCK};
+    static const char *const required_names[] = {"layout", "lens", "block_size"};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!has[required[i]]) return fail(c, required_names[i], "is missing");
+    if (strcmp(layout, "BSH") && strcmp(layout, "TH")) return fail(c, "layout", "is '%s'; it must be BSH or TH", layout);
+    s->th = !strcmp(layout, "TH");
+    if (has[K_STARTS] && nstarts != nlens) return fail(c, "starts", "has %d values but lens has %d", nstarts, nlens);
+    s->B = nlens;
+    for (int b = 0; b < nlens; b++) {
+        if (!s->th && lens[b] != lens[0])
+            return fail(c, "lens", "holds %lld and %lld; in layout BSH every batch has S tokens", (long long)lens[0],
+                        (long long)lens[b]);
+        s->len[b] = lens[b];
+        s->start[b] = has[K_STARTS] ? starts[b] : 0;
+    }
+    if (dtype) {
+        if (!strcmp(dtype, "bf16")) s->dtype = ATTNOPS_DTYPE_BF16;
+        else if (!strcmp(dtype, "fp16")) s->dtype = ATTNOPS_DTYPE_F16;
+        else return fail(c, "dtype", "is '%s'; KeyPool takes bf16 or fp16", dtype);
+    }
+    if (capacity) {
+        if (!strcmp(capacity, "current")) s->capacity = ATTNOPS_KEY_POOL_CAPACITY_CURRENT;
+        else if (!strcmp(capacity, "fixed")) s->capacity = ATTNOPS_KEY_POOL_CAPACITY_FIXED;
+        else return fail(c, "capacity", "is '%s'; it must be current or fixed", capacity);
+    }
+    h->data_seed = (uint64_t)data_seed;
+    h->rule = CMP_ISCLOSE;
+    if (compare && !parse_rule(c, compare, &h->rule)) return false;
+    if (h->rule == CMP_TRIPLE) return fail(c, "compare", "is 'triple', which needs a benchmark chain; KeyPool has none");
     return true;
+}
+
+static const char *const OP_NAMES[] = {"flash_attention_grad", "keypool"};
+
+const char *harness_op_name(harness_op op) { return OP_NAMES[op]; }
+
+static bool parse_one(parse_ctx *c, const cJSON *obj, harness_case *h)
+{
+    if (!cJSON_IsObject(obj)) return fail(c, NULL, "is not a JSON object");
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(obj, "op");
+    h->op = HARNESS_OP_FA_GRAD;
+    if (op && cJSON_IsString(op) && !strcmp(op->valuestring, OP_NAMES[HARNESS_OP_KEYPOOL])) h->op = HARNESS_OP_KEYPOOL;
+    else if (op && !(cJSON_IsString(op) && !strcmp(op->valuestring, OP_NAMES[HARNESS_OP_FA_GRAD])))
+        return fail(c, "op", "must be \"flash_attention_grad\" (the default) or \"keypool\"");
+    return h->op == HARNESS_OP_KEYPOOL ? parse_keypool(c, obj, h) : parse_fa(c, obj, h);
 }
 
 int harness_parse_cases(const char *json, const char *origin, harness_case **cases, char *err, size_t errlen)
@@ -286,7 +403,8 @@ int harness_parse_cases(const char *json, const char *origin, harness_case **cas
         return -1;
     }
     /* one case, a list, or a named dictionary */
-    const bool single = cJSON_IsObject(root) && (cJSON_HasObjectItem(root, "N1") || cJSON_HasObjectItem(root, "B"));
+    const bool single = cJSON_IsObject(root) && (cJSON_HasObjectItem(root, "N1") || cJSON_HasObjectItem(root, "B") ||
+                                                 cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "op")));
     const int n = single ? 1 : (cJSON_IsArray(root) || cJSON_IsObject(root) ? cJSON_GetArraySize(root) : -1);
     if (n < 0) {
         snprintf(err, errlen, "%s: expected a case object, a list of cases or a dictionary of named cases.", origin);
@@ -310,4 +428,20 @@ int harness_parse_cases(const char *json, const char *origin, harness_case **cas
     cJSON_Delete(root);
     *cases = out;
     return n;
+}
+
+char *harness_read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (int ch; (ch = fgetc(f)) != EOF;) {
+        if (len + 1 >= cap) text = realloc(text, cap = cap ? 2 * cap : 4096);
+        text[len++] = (char)ch;
+    }
+    fclose(f);
+    if (!text) text = calloc(1, 1);
+    text[len] = '\0';
+    return text;
 }

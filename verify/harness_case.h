@@ -15,26 +15,49 @@
  *   The seed's unused fields is_deter, sparse, padding_mask and inner_drop are accepted and
  *   ignored.
  *
- * A document holds one case (an object with "B" or "N1"), a list of cases,
- * or a named dictionary {name: case} like the seed's TestCases.  Unknown
- * fields and bad values are errors that name the case and the field. */
+ * A case with "op": "keypool" is a KeyPool case (spec keypool-attnres-pypto
+ * A.6, the seed's precision test's names): layout (BSH | TH), lens (per
+ * batch; all equal in BSH), starts (start_pos per batch, default 0),
+ * cmp_ratio (default 4), block_size, scramble, norm (or norm_on; booleans,
+ * default false), H (default 4096), D (default 128), dtype (bf16 | fp16,
+ * default bf16), capacity (current | fixed, default current), data_seed and
+ * compare (default isclose, the seed's rule).  "op" defaults to
+ * "flash_attention_grad", the cases above.
+ *
+ * A document holds one case (an object with "B", "N1" or "op"), a list of
+ * cases, or a named dictionary {name: case} like the seed's TestCases.
+ * Unknown fields and bad values are errors that name the case and the
+ * field. */
 #ifndef ATTNOPS_VERIFY_HARNESS_CASE_H
 #define ATTNOPS_VERIFY_HARNESS_CASE_H
 
 #include "compare.h"
 #include "fa_case.h"
+#include "kp_case.h"
+
+typedef enum harness_op { HARNESS_OP_FA_GRAD, HARNESS_OP_KEYPOOL } harness_op;
 
 typedef struct harness_case {
     char name[64];
-    fa_case_shape shape;
+    harness_op op;
+    union {
+        fa_case_shape shape; /* HARNESS_OP_FA_GRAD */
+        kp_case_spec kp;     /* HARNESS_OP_KEYPOOL */
+    };
     uint64_t data_seed;
     cmp_rule rule;
     char note[160]; /* how a seed quirk was read (e.g. "bp16"), or "" */
 } harness_case;
 
+/* "flash_attention_grad" or "keypool", as a case file names it. */
+const char *harness_op_name(harness_op op);
+
 /* Parses `json`; `origin` (a file name) prefixes messages.  Returns the
  * number of cases and a malloc'ed array in *cases (free() it), or -1 with
  * one sentence in err. */
 int harness_parse_cases(const char *json, const char *origin, harness_case **cases, char *err, size_t errlen);
+
+/* A whole file as a string (free() it); NULL when unreadable. */
+char *harness_read_text(const char *path);
 
 #endif

@@ -117,16 +117,31 @@ void tu_tensor_randn(tu_tensor *t, tu_rng *r, double scale)
     for_each(&t->view, fill_one, &c);
 }
 
-void tu_tensor_to_f64(const tu_tensor *t, double *out)
+void tu_view_to_f64(const attnops_tensor *v, double *out)
 {
-    fill_ctx c = {NULL, 0, t->view.dtype, out};
-    for_each(&t->view, load_one, &c);
+    fill_ctx c = {NULL, 0, v->dtype, out};
+    for_each(v, load_one, &c);
 }
+
+void tu_tensor_to_f64(const tu_tensor *t, double *out) { tu_view_to_f64(&t->view, out); }
 
 void tu_tensor_from_f64(tu_tensor *t, const double *in)
 {
     fill_ctx c = {NULL, 0, t->view.dtype, (double *)in};
     for_each(&t->view, store_one, &c);
+}
+
+attnops_status tu_run_with_workspace(attnops_status (*run)(const void *, void *, size_t), const void *args,
+                                     size_t bytes, const char *what)
+{
+    unsigned char *block = malloc(bytes + 2 * TU_CANARY_BYTES);
+    memset(block, TU_CANARY_BYTE, bytes + 2 * TU_CANARY_BYTES);
+    attnops_status st = run(args, block + TU_CANARY_BYTES, bytes);
+    for (size_t i = 0; i < TU_CANARY_BYTES; i++)
+        TU_CHECK(block[i] == TU_CANARY_BYTE && block[TU_CANARY_BYTES + bytes + i] == TU_CANARY_BYTE,
+                 "%s wrote outside its %zu-byte workspace", what, bytes);
+    free(block);
+    return st;
 }
 
 bool tu_canaries_ok(const tu_tensor *t, const char *name)

@@ -43,12 +43,19 @@ void tu_tensor_poison(tu_tensor *t, unsigned char byte);
 void tu_tensor_randn(tu_tensor *t, tu_rng *r, double scale);
 /* Copies the logical elements (row-major over the shape) into doubles. */
 void tu_tensor_to_f64(const tu_tensor *t, double *out);
+void tu_view_to_f64(const attnops_tensor *v, double *out); /* any view, e.g. one over part of a tensor */
 void tu_tensor_from_f64(tu_tensor *t, const double *in);
 /* True when the canaries are intact; prints what broke otherwise. */
 bool tu_canaries_ok(const tu_tensor *t, const char *name);
 /* True when the storage is byte-for-byte `byte` (nothing was written). */
 bool tu_tensor_untouched(const tu_tensor *t, unsigned char byte);
 int64_t tu_numel(const attnops_tensor *t);
+
+/* Runs an operator's second phase, run(args, workspace, bytes), with a
+ * `bytes` workspace guarded by canaries; a broken canary is a TU_CHECK
+ * failure naming `what`.  Returns run's status. */
+attnops_status tu_run_with_workspace(attnops_status (*run)(const void *, void *, size_t), const void *args,
+                                     size_t bytes, const char *what);
 
 /* ---- the comparator ---- */
 typedef struct tu_tolerance {

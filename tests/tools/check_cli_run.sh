@@ -3,6 +3,8 @@
 # suites passes (0) and writes the seed's run_log lines; a failing verdict
 # gives 1 with FAIL lines and coordinates (a too-strict rule, and the
 # test-only broken kernel); bad arguments and files give 2 and one line.
+# KeyPool: keypool-seed is listed with 4 cases and passes, alone and mixed
+# with FlashAttention cases; its outputs reach run_log.txt, --save, --report.
 # Usage: check_cli_run.sh ATTNOPS_BINARY
 set -u
 bin=$1
@@ -27,6 +29,25 @@ check "built-in suites pass" 0 "^9 of 9 cases passed" -- "$bin" run fag-seed pyp
 grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+  GQA_01 dq diff_max : [0-9.]+$' "$tmp/run_log.txt" \
     && echo "ok   run_log.txt in the seed's format" || { echo "FAIL run_log.txt lines"; fails=$((fails + 1)); }
 check "list" 0 "^fag-matrix +222 cases" -- "$bin" list
+check "list shows keypool-seed" 0 "^keypool-seed +4 cases: bsh_norm_off_history th_norm_on_zero_batch" -- "$bin" list
+check "keypool-seed passes" 0 "^4 of 4 cases passed" -- "$bin" run keypool-seed --log "$tmp/kp_log.txt"
+grep -qE '^[0-9]{4}-[0-9-]+ [0-9:.]+  th_norm_on_zero_batch pooled_key ratio : 1\.000000 pass$' "$tmp/kp_log.txt" \
+    && grep -q 'bsh_norm_off_history state_cache_out diff_max' "$tmp/kp_log.txt" \
+    && echo "ok   KeyPool run_log.txt lines" || { echo "FAIL KeyPool run_log.txt lines"; fails=$((fails + 1)); }
+check "keypool verdict lines" 0 "^PASS th_norm_on_zero_batch pooled_key \[isclose\].* 0 of 128 counted elements" -- \
+    "$bin" run keypool-seed --filter zero_batch --log -
+check "mixed FlashAttention and KeyPool" 0 "^3 of 3 cases passed" -- \
+    "$bin" run keypool-seed fag-seed --filter 'GQA|history' --log - --report "$tmp/mixed.html"
+grep -q '<caption>7 of 7 outputs pass</caption>' "$tmp/mixed.html" && grep -q 'state_cache_out' "$tmp/mixed.html" \
+    && echo "ok   --report holds KeyPool outputs" || { echo "FAIL --report of a mixed run"; fails=$((fails + 1)); }
+printf '{"op": "keypool", "layout": "BSH", "lens": [5], "block_size": 4, "colour": 1}' >"$tmp/kp_field.json"
+check "unknown KeyPool field" 2 "field 'colour' is not a known KeyPool case field" -- "$bin" run "$tmp/kp_field.json"
+check "keypool save" 0 "^1 of 1 cases passed" -- "$bin" run keypool-seed --filter zero_batch --log - --save "$tmp/kp_saved"
+[ -s "$tmp/kp_saved/th_norm_on_zero_batch/kernel_pooled_key.npy" ] \
+    && [ -s "$tmp/kp_saved/th_norm_on_zero_batch/kernel_state_cache_out.npy" ] \
+    && [ -s "$tmp/kp_saved/th_norm_on_zero_batch/valid_rows.npy" ] \
+    && grep -q '"op":[[:space:]]*"keypool"' "$tmp/kp_saved/manifest.json" \
+    && echo "ok   --save writes KeyPool's chains and a manifest" || { echo "FAIL KeyPool --save files"; fails=$((fails + 1)); }
 check "filter" 0 "^1 of 1 cases passed" -- "$bin" run fag-seed --filter '^GQA' --log -
 cat >"$tmp/strict.json" <<'JSON'
 {"strict": {"B": 1, "N1": 2, "N2": 1, "S1": 130, "S2": 70, "D": 64, "dtype": "bf16", "input_layout": "BSND",
