@@ -13,23 +13,10 @@ import subprocess
 import sys
 import tempfile
 
-import ml_dtypes
 import numpy as np
 
-DT = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f8_e4m3fn": ml_dtypes.float8_e4m3fn,
-      "f8_e5m2": ml_dtypes.float8_e5m2, "u8": np.uint8, "bool": np.bool_, "i32": np.int32, "i64": np.int64}
-fails = 0
-
-
-def check(ok, what):
-    global fails
-    print(("ok   " if ok else "FAIL ") + what)
-    fails += not ok
-
-
-def load(root, t):
-    a = np.load(os.path.join(root, t["file"]))
-    return a.view(DT[t["dtype"]]) if a.dtype.kind == "V" else a
+import golden_files
+from golden_files import DT, check, load
 
 
 def main(binary):
@@ -84,6 +71,7 @@ def main(binary):
         check(r.returncode == 2 and "manifest" in r.stderr, "a directory without a manifest gives exit 2")
     finally:
         shutil.rmtree(tmp)
+    fails = golden_files.failures
     print("check_golden_compare: all passed" if not fails else f"check_golden_compare: {fails} failed")
     return 1 if fails else 0
 

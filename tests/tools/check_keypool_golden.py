@@ -20,20 +20,10 @@ import tempfile
 import ml_dtypes
 import numpy as np
 
-DT = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i32": np.int32, "i64": np.int64}
+import golden_files
+from golden_files import DT, check, load
+
 SEED = ["bsh_norm_off_history", "th_norm_on_zero_batch", "bsh_norm_on_long_history", "th_norm_off_small_blocks"]
-fails = 0
-
-
-def check(ok, what):
-    global fails
-    print(("ok   " if ok else "FAIL ") + what)
-    fails += not ok
-
-
-def load(root, t):
-    a = np.load(os.path.join(root, t["file"]))
-    return a.view(DT[t["dtype"]]) if a.dtype.kind == "V" else a
 
 
 def key_pool(T, attrs, dtype):
@@ -172,6 +162,7 @@ def main(binary):
         check(r.returncode == 2 and "valid_rows.npy" in r.stderr, "a missing valid_rows.npy gives exit 2 and names it")
     finally:
         shutil.rmtree(tmp)
+    fails = golden_files.failures
     print("check_keypool_golden: all passed" if not fails else f"check_keypool_golden: {fails} failed")
     return 1 if fails else 0
 
