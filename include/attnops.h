@@ -470,13 +470,14 @@ ATTNOPS_API attnops_status attnops_key_pool(const attnops_key_pool_args *args, v
  * f16 or f32, all one dtype; proj_weight and rmsnorm_gamma [D] have that
  * dtype too; the caches are f32: rms [B,T,L,1] holds r_l (eps included) and
  * alpha [B,T,L] the softmax weights.  1 <= N <= 127 (so L <= 128), any
- * D >= 1.  Each block is its own view and may live anywhere in memory. */
+ * D >= 1, B and T may be 0.  Each block is its own view and may live
+ * anywhere in memory. */
 typedef struct attnops_attn_res_fwd_args {
     const attnops_tensor *const *blocks;  /* N views [B,T,D] */
     int64_t num_blocks;                   /* N */
     const attnops_tensor *partial_block;  /* optional [B,T,D] */
     const attnops_tensor *proj_weight;    /* [D] */
-    const attnops_tensor *rmsnorm_gamma;  /* [D]; required when enable_rmsnorm */
+    const attnops_tensor *rmsnorm_gamma;  /* [D]; required when enable_rmsnorm, else not read */
     double scale;                         /* 1.0 */
     double rmsnorm_eps;                   /* 1e-6 */
     int32_t enable_rmsnorm;               /* 1 */
@@ -492,7 +493,9 @@ typedef struct attnops_attn_res_fwd_args {
  * of every block, of the partial block (required when partial_block is
  * given), of proj_weight and (with RMSNorm, required then) of rmsnorm_gamma.
  * grad_proj_weight and grad_rmsnorm_gamma are sums over all tokens, reduced
- * in f32 in an order that does not depend on the thread count. */
+ * (f32 in the fast kernel, double in the reference) per fixed chunk of
+ * tokens, in an order that does not depend on the thread count.  Without
+ * RMSNorm rms and rmsnorm_gamma are not read. */
 typedef struct attnops_attn_res_bwd_args {
     const attnops_tensor *grad_h;              /* [B,T,D] */
     const attnops_tensor *const *blocks;       /* N views [B,T,D] */

@@ -66,6 +66,19 @@ typedef struct fa_tile_kernels {
      * out[d] = sum_r w_r key[r][d] in f32, r in order, no FMA contraction. */
     void (*group_pool)(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
                        float *out);
+    /* Block Attention Residuals (src/cpu/ar_cpu.c), on rows of D elements
+     * with unit stride, of dtype f32, f16 or bf16 where a dtype is given;
+     * f32 arithmetic.  Reductions: both ISAs sum in f32, in their own order.
+     * ar_dots: *vx = sum_d v[d] x[d] (x NULL: sum_d v[d]^2), *vy = sum_d v[d] y[d]. */
+    void (*ar_dots)(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy);
+    /* acc[d] = c acc[d] + e v[d]: the forward's online-softmax accumulation. */
+    void (*ar_accumulate)(float *acc, float c, float e, const void *v, attnops_dtype dt, int D);
+    /* out[d] = src[d] / div, rounded to out_dt (nearest even). */
+    void (*ar_store_div)(void *out, attnops_dtype out_dt, const float *src, float div, int D);
+    /* The backward's row update: out[d] = a g[d] + b y[d] + e v[d], rounded
+     * to out_dt; u[d] += b v[d]. */
+    void (*ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
+                        float e, void *out, attnops_dtype out_dt, float *u);
 } fa_tile_kernels;
 
 const fa_tile_kernels *fa_tile_kernels_get(void);

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "attnops.h"
+#include "core/core.h"
 #include "cpu/isa.h"
 
 static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l, float *alpha)
@@ -134,6 +135,57 @@ static void group_pool(const float *const *key, const float *const *gate, const 
     }
 }
 
-const fa_tile_kernels fa_tile_kernels_portable = {softmax_fwd,     softmax_bwd,   to_bf16,   scale_rows, add_bias,
-                                                  add_alibi,       ao_philox_bytes, philox_blocks, fp8_round, abs_max,
-                                                  scale2,          apply_keep,    group_pool};
+/* Element i of an AttnRes row of dtype dt, widened exactly. */
+static inline float ar_load(const void *v, attnops_dtype dt, int i)
+{
+    switch (dt) {
+    case ATTNOPS_DTYPE_BF16: return ao_bf16_to_f32(((const uint16_t *)v)[i]);
+    case ATTNOPS_DTYPE_F16: return attnops_f16_to_f32(((const uint16_t *)v)[i]);
+    default: return ((const float *)v)[i];
+    }
+}
+
+static inline void ar_store(void *out, attnops_dtype dt, int i, float x)
+{
+    switch (dt) {
+    case ATTNOPS_DTYPE_BF16: ((uint16_t *)out)[i] = ao_f32_to_bf16(x); break;
+    case ATTNOPS_DTYPE_F16: ((uint16_t *)out)[i] = attnops_f32_to_f16(x); break;
+    default: ((float *)out)[i] = x; break;
+    }
+}
+
+static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy)
+{
+    float sx = 0.0f, sy = 0.0f;
+    for (int d = 0; d < D; d++) {
+        const float a = ar_load(v, dt, d);
+        sx += a * (x ? x[d] : a);
+        sy += a * y[d];
+    }
+    *vx = sx, *vy = sy;
+}
+
+static void ar_accumulate(float *acc, float c, float e, const void *v, attnops_dtype dt, int D)
+{
+    for (int d = 0; d < D; d++) acc[d] = c * acc[d] + e * ar_load(v, dt, d);
+}
+
+static void ar_store_div(void *out, attnops_dtype out_dt, const float *src, float div, int D)
+{
+    for (int d = 0; d < D; d++) ar_store(out, out_dt, d, src[d] / div);
+}
+
+static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
+                        float e, void *out, attnops_dtype out_dt, float *u)
+{
+    for (int d = 0; d < D; d++) {
+        const float x = ar_load(v, dt, d);
+        ar_store(out, out_dt, d, a * g[d] + b * y[d] + e * x);
+        u[d] += b * x;
+    }
+}
+
+const fa_tile_kernels fa_tile_kernels_portable = {
+    softmax_fwd, softmax_bwd, to_bf16,    scale_rows, add_bias,      add_alibi,    ao_philox_bytes,
+    philox_blocks, fp8_round, abs_max,    scale2,     apply_keep,    group_pool,   ar_dots,
+    ar_accumulate, ar_store_div, ar_grad_row};

@@ -127,11 +127,12 @@ static void scale_rows(float *o, int rows, int cols, const float *alpha)
     }
 }
 
-/* 16 bias values widened to fp32 (f16 and bf16 exactly). */
-static inline __m512 load_bias(const void *bias, attnops_dtype dtype, int64_t at, __mmask16 k)
+/* 16 values (lanes k) from element `at` of f32, f16 or bf16 data, widened
+ * to fp32 exactly. */
+static inline __m512 load16(const void *src, attnops_dtype dtype, int64_t at, __mmask16 k)
 {
-    if (dtype == ATTNOPS_DTYPE_F32) return _mm512_maskz_loadu_ps(k, (const float *)bias + at);
-    __m256i h = _mm256_maskz_loadu_epi16(k, (const uint16_t *)bias + at);
+    if (dtype == ATTNOPS_DTYPE_F32) return _mm512_maskz_loadu_ps(k, (const float *)src + at);
+    __m256i h = _mm256_maskz_loadu_epi16(k, (const uint16_t *)src + at);
     if (dtype == ATTNOPS_DTYPE_F16) return _mm512_cvtph_ps(h);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
@@ -144,7 +145,7 @@ static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const 
         float *row = s + (size_t)r * ld_s;
         for (int c = 0; c < cols; c += 16) {
             __mmask16 k = tail_mask(cols - c);
-            __m512 x = _mm512_maskz_loadu_ps(k, row + c), y = load_bias(bias, dtype, r * ld_b + c, k);
+            __m512 x = _mm512_maskz_loadu_ps(k, row + c), y = load16(bias, dtype, r * ld_b + c, k);
             x = add_then_scale ? _mm512_mul_ps(_mm512_add_ps(x, y), vs) : _mm512_fmadd_ps(x, vs, y);
             _mm512_mask_storeu_ps(row + c, k, x);
         }
@@ -328,6 +329,71 @@ static void group_pool(const float *const *key, const float *const *gate, const 
     }
 }
 
-const fa_tile_kernels fa_tile_kernels_avx512 = {softmax_fwd, softmax_bwd,  to_bf16,       scale_rows, add_bias,
-                                                add_alibi,   philox_bytes, philox_blocks, fp8_round,  abs_max,
-                                                scale2,      apply_keep,   group_pool};
+/* x rounded to f32, f16 or bf16 (nearest even) into lanes k from element `at`. */
+static inline void store16(void *dst, attnops_dtype dtype, int64_t at, __mmask16 k, __m512 x)
+{
+    if (dtype == ATTNOPS_DTYPE_F32) _mm512_mask_storeu_ps((float *)dst + at, k, x);
+    else if (dtype == ATTNOPS_DTYPE_F16)
+        _mm256_mask_storeu_epi16((uint16_t *)dst + at, k, _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    else _mm256_mask_storeu_epi16((uint16_t *)dst + at, k, bf16_round(x));
+}
+
+/* Two rows of 16 per step, four accumulators: the sums are latency-bound otherwise. */
+static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy)
+{
+    __m512 sx0 = _mm512_setzero_ps(), sx1 = sx0, sy0 = sx0, sy1 = sx0;
+    int d = 0;
+    for (; d + 32 <= D; d += 32) {
+        const __m512 a0 = load16(v, dt, d, 0xffff), a1 = load16(v, dt, d + 16, 0xffff);
+        sx0 = _mm512_fmadd_ps(a0, x ? _mm512_loadu_ps(x + d) : a0, sx0);
+        sx1 = _mm512_fmadd_ps(a1, x ? _mm512_loadu_ps(x + d + 16) : a1, sx1);
+        sy0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(y + d), sy0);
+        sy1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(y + d + 16), sy1);
+    }
+    for (; d < D; d += 16) {
+        const __mmask16 k = tail_mask(D - d);
+        const __m512 a = load16(v, dt, d, k);
+        sx0 = _mm512_fmadd_ps(a, x ? _mm512_maskz_loadu_ps(k, x + d) : a, sx0);
+        sy0 = _mm512_fmadd_ps(a, _mm512_maskz_loadu_ps(k, y + d), sy0);
+    }
+    *vx = _mm512_reduce_add_ps(_mm512_add_ps(sx0, sx1));
+    *vy = _mm512_reduce_add_ps(_mm512_add_ps(sy0, sy1));
+}
+
+static void ar_accumulate(float *acc, float c, float e, const void *v, attnops_dtype dt, int D)
+{
+    const __m512 vc = _mm512_set1_ps(c), ve = _mm512_set1_ps(e);
+    for (int d = 0; d < D; d += 16) {
+        const __mmask16 k = tail_mask(D - d);
+        const __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, acc + d), vc);
+        _mm512_mask_storeu_ps(acc + d, k, _mm512_fmadd_ps(load16(v, dt, d, k), ve, a));
+    }
+}
+
+static void ar_store_div(void *out, attnops_dtype out_dt, const float *src, float div, int D)
+{
+    const __m512 vd = _mm512_set1_ps(div);
+    for (int d = 0; d < D; d += 16) {
+        const __mmask16 k = tail_mask(D - d);
+        store16(out, out_dt, d, k, _mm512_div_ps(_mm512_maskz_loadu_ps(k, src + d), vd));
+    }
+}
+
+static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
+                        float e, void *out, attnops_dtype out_dt, float *u)
+{
+    const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b), ve = _mm512_set1_ps(e);
+    for (int d = 0; d < D; d += 16) {
+        const __mmask16 k = tail_mask(D - d);
+        const __m512 x = load16(v, dt, d, k);
+        __m512 r = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + d), va);
+        r = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, y + d), vb, r);
+        store16(out, out_dt, d, k, _mm512_fmadd_ps(x, ve, r));
+        _mm512_mask_storeu_ps(u + d, k, _mm512_fmadd_ps(x, vb, _mm512_maskz_loadu_ps(k, u + d)));
+    }
+}
+
+const fa_tile_kernels fa_tile_kernels_avx512 = {
+    softmax_fwd,   softmax_bwd,  to_bf16,     scale_rows, add_bias,   add_alibi,  philox_bytes,
+    philox_blocks, fp8_round,    abs_max,     scale2,     apply_keep, group_pool, ar_dots,
+    ar_accumulate, ar_store_div, ar_grad_row};

@@ -1,0 +1,211 @@
+/* Block Attention Residuals fast kernel, f32 arithmetic on the widened
+ * activations.  The op is memory-bound (O(L D) flops per token on L D
+ * elements), so each block row is read from memory once per token; its
+ * second use comes from L1/L2.  Shapes per token (b, t): V [L][D] (the L
+ * rows, each a separate tensor), g [D], wg [D] = w * gamma (w without
+ * RMSNorm, rounded to f32 once per call).
+ *
+ * Forward, one pass over the rows with an online softmax:
+ *   ar_dots:  ss_l = V[l].V[l],  q_l = V[l].wg
+ *   r_l = sqrt(ss_l / D + eps),  z_l = scale q_l / r_l   (= scale w.K[l])
+ *   running max m, sum and acc [D] = sum_l exp(z_l - m) V[l], rescaled by
+ *   exp(m_old - m) when the max grows (ar_accumulate, the row still in L1)
+ *   h = acc / sum;  alpha_l = exp(z_l - m) / sum;  rms_l = r_l.
+ *
+ * Backward, per token two sweeps over its rows (the second from cache):
+ *   ar_dots:  dA_l = g.V[l],  q_l = wg.V[l]
+ *   s_l = scale alpha_l (dA_l - sum alpha dA)
+ *   ar_grad_row:  dV[l] = alpha_l g + (s_l / r_l) wg - (s_l q_l / (D r_l^3)) V[l]
+ *                 u += (s_l / r_l) V[l]
+ * which is B.2 regrouped (c_l = sum_d gamma dK V = s_l q_l); and since
+ * dw = sum s_l K[l] = gamma u and dgamma = sum dK V / r = w u over all
+ * tokens and rows, one f32 accumulator u [D] yields both.  u is summed per
+ * token, per fixed chunk of tokens, then over the chunks in order
+ * (ar_problem.h), so dw and dgamma are bitwise independent of the thread
+ * count.  Without RMSNorm: r = 1, e = 0, dw = u.
+ *
+ * Numerics: f32 sums of up to D products (ar_dots) and of L rows; alpha,
+ * r, h and the gradients carry a few f32 ulps of relative error before the
+ * one rounding to the dtype, so against the reference most outputs are
+ * identical and the rest one dtype ulp away (tests/test_attnres.c measures
+ * it; docs/ATTNRES.md).  Rows with a stride other than 1 are widened into
+ * (or written from) f32 scratch around the same kernels.
+ *
+ * Parallel: forward over tiles of AR_TILE tokens; backward over the chunks. */
+#include <math.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "cpu/ar_cpu.h"
+#include "cpu/isa.h"
+
+enum { AR_TILE = 16 };
+
+/* Per-thread scratch rows of D floats. */
+enum { S_ACC, S_ROW, S_OUT, S_G, S_U, S_ROWS };
+
+static size_t row_bytes(const ar_problem *p) { return ao_align_up((size_t)p->D * sizeof(float), 64); }
+static size_t chunk_bytes(const ar_problem *p) { return p->backward ? (size_t)ar_chunks(p) * row_bytes(p) : 0; }
+static size_t thread_bytes(const ar_problem *p) { return S_ROWS * row_bytes(p); }
+static float *scratch_row(const ar_problem *p, float *scratch, int which)
+{
+    return scratch + (size_t)which * row_bytes(p) / sizeof(float);
+}
+
+size_t ar_cpu_workspace(const ar_problem *p)
+{
+    return row_bytes(p) + chunk_bytes(p) + (size_t)p->threads * thread_bytes(p);
+}
+
+/* D elements from src (element stride sd) widened to f32; the common bf16
+ * row inline. */
+static void widen_row(const ar_problem *p, const char *src, int64_t sd, float *dst)
+{
+    if (p->dtype == ATTNOPS_DTYPE_BF16 && sd == 1) {
+        for (int64_t d = 0; d < p->D; d++) dst[d] = ao_bf16_to_f32(((const uint16_t *)src)[d]);
+        return;
+    }
+    for (int64_t d = 0; d < p->D; d++) dst[d] = ao_load_f32(src + d * sd * p->esize, p->dtype);
+}
+
+/* Row (b, t) of a view ready for the kernels: in place when its elements
+ * are contiguous, else widened into buf (returning f32 in *dt). */
+static const void *input_row(const ar_problem *p, const ar_rows *r, int64_t b, int64_t t, float *buf,
+                             attnops_dtype *dt)
+{
+    const char *row = ar_row(p, r, b, t);
+    *dt = r->sd == 1 ? p->dtype : ATTNOPS_DTYPE_F32;
+    if (r->sd == 1) return row;
+    widen_row(p, row, r->sd, buf);
+    return buf;
+}
+
+/* Where a kernel writes row (b, t) of an output view: in place when
+ * contiguous, else buf in f32, scattered afterwards by flush_row. */
+static void *output_row(const ar_problem *p, const ar_rows *r, int64_t b, int64_t t, float *buf, attnops_dtype *dt)
+{
+    *dt = r->sd == 1 ? p->dtype : ATTNOPS_DTYPE_F32;
+    return r->sd == 1 ? (void *)ar_row(p, r, b, t) : (void *)buf;
+}
+
+static void flush_row(const ar_problem *p, const ar_rows *r, int64_t b, int64_t t, const float *buf)
+{
+    if (r->sd == 1) return;
+    char *row = ar_row(p, r, b, t);
+    for (int64_t d = 0; d < p->D; d++) ao_store_f32(row + d * r->sd * p->esize, p->dtype, buf[d]);
+}
+
+static void forward_token(const ar_problem *p, const fa_tile_kernels *k, const float *wg, int64_t b, int64_t t,
+                          float *scratch)
+{
+    const int D = (int)p->D;
+    float *acc = scratch_row(p, scratch, S_ACC), *buf = scratch_row(p, scratch, S_ROW);
+    float *obuf = scratch_row(p, scratch, S_OUT);
+    float z[AR_MAX_L], r[AR_MAX_L], m = -INFINITY, sum = 0.0f;
+    memset(acc, 0, (size_t)D * sizeof(float));
+    for (int64_t l = 0; l < p->L; l++) {
+        attnops_dtype dt;
+        const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
+        float ss, q;
+        k->ar_dots(v, dt, D, NULL, wg, &ss, &q);
+        r[l] = p->rmsnorm ? sqrtf(ss / (float)D + p->eps) : 1.0f;
+        z[l] = p->scale * (q / r[l]);
+        if (z[l] > m) { /* a new max: rescale what is summed so far (m = -inf at first: c = 0) */
+            const float c = expf(m - z[l]);
+            sum = sum * c + 1.0f, m = z[l];
+            k->ar_accumulate(acc, c, 1.0f, v, dt, D);
+        } else {
+            const float e = expf(z[l] - m);
+            sum += e;
+            k->ar_accumulate(acc, 1.0f, e, v, dt, D);
+        }
+    }
+    attnops_dtype odt;
+    void *h = output_row(p, &p->h, b, t, obuf, &odt);
+    k->ar_store_div(h, odt, acc, sum, D);
+    flush_row(p, &p->h, b, t, obuf);
+    for (int64_t l = 0; l < p->L; l++) {
+        if (p->rms.data) *ar_cache_at(&p->rms, b, t, l) = r[l];
+        if (p->alpha.data) *ar_cache_at(&p->alpha, b, t, l) = expf(z[l] - m) / sum;
+    }
+}
+
+/* One token's backward: dV rows written, u [D] += this token's sum_l (s_l / r_l) V[l]. */
+static void backward_token(const ar_problem *p, const fa_tile_kernels *k, const float *wg, int64_t b, int64_t t,
+                           float *scratch, float *u)
+{
+    const int D = (int)p->D;
+    float *buf = scratch_row(p, scratch, S_ROW), *obuf = scratch_row(p, scratch, S_OUT);
+    float *g = scratch_row(p, scratch, S_G);
+    float alpha[AR_MAX_L], dA[AR_MAX_L], q[AR_MAX_L], sum = 0.0f;
+    widen_row(p, ar_row(p, &p->g, b, t), p->g.sd, g);
+    for (int64_t l = 0; l < p->L; l++) {
+        attnops_dtype dt;
+        const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
+        k->ar_dots(v, dt, D, g, wg, &dA[l], &q[l]);
+        alpha[l] = *ar_cache_at(&p->alpha, b, t, l);
+        sum += alpha[l] * dA[l];
+    }
+    for (int64_t l = 0; l < p->L; l++) {
+        const float s = p->scale * (alpha[l] * (dA[l] - sum));
+        const float r = p->rmsnorm ? *ar_cache_at(&p->rms, b, t, l) : 1.0f;
+        const float e = p->rmsnorm ? -(s * q[l]) / ((float)D * r * r * r) : 0.0f;
+        attnops_dtype dt, odt;
+        const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
+        void *dv = output_row(p, &p->dv[l], b, t, obuf, &odt);
+        k->ar_grad_row(v, dt, D, g, wg, alpha[l], s / r, e, dv, odt, u);
+        flush_row(p, &p->dv[l], b, t, obuf);
+    }
+}
+
+static void run_forward(const ar_problem *p, const fa_tile_kernels *k, const float *wg, char *scratch)
+{
+    const int64_t tokens = p->B * p->T, tiles = (tokens + AR_TILE - 1) / AR_TILE;
+#pragma omp parallel for num_threads(p->threads) schedule(static)
+    for (int64_t tile = 0; tile < tiles; tile++) {
+        float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p));
+        for (int64_t tok = tile * AR_TILE; tok < tokens && tok < (tile + 1) * AR_TILE; tok++)
+            forward_token(p, k, wg, tok / p->T, tok % p->T, s);
+    }
+}
+
+static void run_backward(const ar_problem *p, const fa_tile_kernels *k, const float *wg, float *chunk_u,
+                         char *scratch)
+{
+    const int64_t D = p->D, ld = (int64_t)(row_bytes(p) / sizeof(float)), chunks = ar_chunks(p), per = ar_chunk_tokens(p);
+    const int64_t tokens = p->B * p->T;
+#pragma omp parallel for num_threads(p->threads) schedule(dynamic)
+    for (int64_t c = 0; c < chunks; c++) {
+        float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p)), *u = scratch_row(p, s, S_U);
+        float *cu = chunk_u + c * ld;
+        memset(cu, 0, (size_t)D * sizeof(float));
+        for (int64_t tok = c * per; tok < tokens && tok < (c + 1) * per; tok++) {
+            memset(u, 0, (size_t)D * sizeof(float));
+            backward_token(p, k, wg, tok / p->T, tok % p->T, s, u);
+            for (int64_t d = 0; d < D; d++) cu[d] += u[d];
+        }
+    }
+    for (int64_t d = 0; d < D; d++) {
+        float total = 0.0f;
+        for (int64_t c = 0; c < chunks; c++) total += chunk_u[c * ld + d];
+        const float w = ao_load_f32(ar_vec_at(p, &p->w, d), p->dtype);
+        const float gamma = p->rmsnorm ? ao_load_f32(ar_vec_at(p, &p->gamma, d), p->dtype) : 1.0f;
+        ao_store_f32(ar_vec_at(p, &p->dw, d), p->dtype, gamma * total);
+        if (p->rmsnorm) ao_store_f32(ar_vec_at(p, &p->dgamma, d), p->dtype, w * total);
+    }
+}
+
+void ar_cpu_run(const ar_problem *p, void *workspace)
+{
+    char *ws = workspace;
+    float *wg = (float *)ws;
+    for (int64_t d = 0; d < p->D; d++) {
+        const float w = ao_load_f32(ar_vec_at(p, &p->w, d), p->dtype);
+        wg[d] = p->rmsnorm ? w * ao_load_f32(ar_vec_at(p, &p->gamma, d), p->dtype) : w;
+    }
+    const fa_tile_kernels *k = fa_tile_kernels_get();
+    char *scratch = ws + row_bytes(p) + chunk_bytes(p);
+    if (p->backward) run_backward(p, k, wg, (float *)(ws + row_bytes(p)), scratch);
+    else run_forward(p, k, wg, scratch);
+}
