@@ -23,44 +23,35 @@
  *       kernel output and a wrong golden fail the triple rule;
  *   (f) the AttnRes row kernels of every ISA this CPU has against their
  *       statement in double.
- * Inputs as the seed's _make_inputs: blocks, partial block, grad_h standard
- * normal in the dtype, proj_weight randn / sqrt(4D) (the division in the
- * dtype), gamma ones (or standard normal where marked, for coverage).
+ * Inputs as the seed's _make_inputs (verify/ar_case.h, shared with the
+ * harness): blocks, partial block, grad_h standard normal in the dtype,
+ * proj_weight randn / sqrt(4D) (the division in the dtype), gamma ones (or
+ * standard normal where marked, for coverage).
+ * With a file argument (ctest passes verify/suites/attnres_seed.json) it
+ * also checks that the harness's attnres-seed suite is (c)'s two cases.
  * Prints a line per case and a summary; exits 1 on any failure.
- * Usage: test_attnres [--quick]   (--quick: all but the large (b) and the (c) cases) */
+ * Usage: test_attnres [--quick] [SUITE.json]
+ *   (--quick: all but the large (b) and the (c) cases) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "ar_case.h"
 #include "attnres/ar_problem.h"
 #include "compare.h"
 #include "core/core.h"
 #include "cpu/isa.h"
+#include "harness_case.h"
 #include "ref/ar_ref.h"
-#include "testutil.h"
 
 static const attnops_dtype F32 = ATTNOPS_DTYPE_F32, F16 = ATTNOPS_DTYPE_F16, BF16 = ATTNOPS_DTYPE_BF16;
 
-typedef struct ar_case {
+/* A problem (verify/ar_case.h) with a name. */
+typedef struct test_case {
     const char *name;
-    attnops_dtype dtype;
-    int64_t B, T, N, D;
-    bool partial, rms, random_gamma;
-    double scale;
-} ar_case;
-
-/* One problem's inputs; v[N] is the partial block when there is one. */
-typedef struct ar_data {
-    ar_case c;
-    int64_t L;
-    tu_tensor v[AR_MAX_L], grad_h, w, gamma;
-} ar_data;
-
-/* One chain's outputs: its forward, then its backward fed with its caches. */
-typedef struct ar_result {
-    tu_tensor h, rms, alpha, dv[AR_MAX_L], dw, dgamma;
-} ar_result;
+    ar_case_spec s;
+} test_case;
 
 static double seconds(void)
 {
@@ -69,184 +60,11 @@ static double seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- data ---- */
-
-/* Standard normal values rounded to the dtype into a contiguous tensor:
- * tu_tensor_randn's job, for the 10^8 values of the large cases (one
- * thread and one log and cos per value would take ~10 s there).  Slices of
- * 2^16 values each have their own stream (seed, slice), so the values do
- * not depend on the thread count; Marsaglia's polar method, two values per
- * accepted pair. */
-static void fill_randn(tu_tensor *t, uint64_t seed)
+/* One chain (ar_case_run); a failed call is a check failure. */
+static void run_chain(const ar_case *d, const char *name, attnops_impl impl, int threads, ar_chain *r)
 {
-    const int64_t n = tu_numel(&t->view), slice = 1 << 16, slices = (n + slice - 1) / slice;
-    const attnops_dtype dt = t->view.dtype;
-    const int64_t es = (int64_t)attnops_dtype_size(dt);
-    char *data = t->view.data;
-#pragma omp parallel for schedule(static)
-    for (int64_t s = 0; s < slices; s++) {
-        tu_rng r = tu_rng_make(seed * 0x100000001B3ull + (uint64_t)s);
-        for (int64_t i = s * slice; i < n && i < (s + 1) * slice; i += 2) {
-            double u, v, q;
-            do {
-                u = 2.0 * tu_uniform(&r) - 1.0, v = 2.0 * tu_uniform(&r) - 1.0, q = u * u + v * v;
-            } while (q >= 1.0 || q == 0.0);
-            const double f = sqrt(-2.0 * log(q) / q);
-            ao_store_f32(data + i * es, dt, (float)(u * f));
-            if (i + 1 < n) ao_store_f32(data + (i + 1) * es, dt, (float)(v * f));
-        }
-    }
-}
-
-static ar_data make_data(const ar_case *c, uint64_t seed)
-{
-    ar_data d;
-    memset(&d, 0, sizeof d);
-    d.c = *c;
-    d.L = c->N + c->partial;
-    tu_rng rng = tu_rng_make(seed);
-    const int64_t act[3] = {c->B, c->T, c->D};
-    for (int64_t l = 0; l < d.L; l++) {
-        d.v[l] = tu_tensor_new(c->dtype, 3, act, 0);
-        fill_randn(&d.v[l], tu_next(&rng));
-    }
-    d.grad_h = tu_tensor_new(c->dtype, 3, act, 0);
-    fill_randn(&d.grad_h, tu_next(&rng));
-    d.w = tu_tensor_new(c->dtype, 1, &c->D, 0);
-    tu_tensor_randn(&d.w, &rng, 1.0);
-    const float div = (float)sqrt((double)(4 * c->D)); /* randn(d, dtype) / sqrt(4d): f32 math, dtype result */
-    for (int64_t i = 0; i < c->D; i++) {
-        char *e = (char *)d.w.view.data + i * (int64_t)attnops_dtype_size(c->dtype);
-        ao_store_f32(e, c->dtype, ao_load_f32(e, c->dtype) / div);
-    }
-    d.gamma = tu_tensor_new(c->dtype, 1, &c->D, 0);
-    if (c->random_gamma) tu_tensor_randn(&d.gamma, &rng, 1.0);
-    else
-        for (int64_t i = 0; i < c->D; i++)
-            ao_store_f64((char *)d.gamma.view.data + i * (int64_t)attnops_dtype_size(c->dtype), c->dtype, 1.0);
-    return d;
-}
-
-static void free_data(ar_data *d)
-{
-    for (int64_t l = 0; l < d->L; l++) tu_tensor_free(&d->v[l]);
-    tu_tensor_free(&d->grad_h);
-    tu_tensor_free(&d->w);
-    tu_tensor_free(&d->gamma);
-}
-
-/* ---- running a chain ---- */
-
-static attnops_status run_fwd(const attnops_attn_res_fwd_args *a)
-{
-    size_t bytes = 0;
-    attnops_status st = attnops_attn_res_workspace_size(a, &bytes);
-    if (st != ATTNOPS_SUCCESS) return st;
-    const int64_t n = (int64_t)bytes;
-    tu_tensor ws = tu_tensor_new(ATTNOPS_DTYPE_U8, 1, &n, 0);
-    st = attnops_attn_res(a, ws.view.data, bytes);
-    TU_CHECK(tu_canaries_ok(&ws, "forward workspace"), "the forward wrote outside its workspace");
-    tu_tensor_free(&ws);
-    return st;
-}
-
-static attnops_status run_bwd(const attnops_attn_res_bwd_args *a)
-{
-    size_t bytes = 0;
-    attnops_status st = attnops_attn_res_grad_workspace_size(a, &bytes);
-    if (st != ATTNOPS_SUCCESS) return st;
-    const int64_t n = (int64_t)bytes;
-    tu_tensor ws = tu_tensor_new(ATTNOPS_DTYPE_U8, 1, &n, 0);
-    st = attnops_attn_res_grad(a, ws.view.data, bytes);
-    TU_CHECK(tu_canaries_ok(&ws, "backward workspace"), "the backward wrote outside its workspace");
-    tu_tensor_free(&ws);
-    return st;
-}
-
-/* A tensor of `shape`, contiguous or (strided) with element stride 2 and
- * padded rows: storage [..., last + 3, 2], the view its [..., last, 0]
- * elements.  Contents undefined. */
-static tu_tensor new_tensor(attnops_dtype dt, int rank, const int64_t *shape, bool strided)
-{
-    if (!strided) return tu_tensor_new(dt, rank, shape, 0);
-    int64_t storage[ATTNOPS_MAX_RANK];
-    memcpy(storage, shape, (size_t)rank * sizeof(int64_t));
-    storage[rank - 1] += 3, storage[rank] = 2;
-    tu_tensor t = tu_tensor_new(dt, rank + 1, storage, 0);
-    t.view.rank = rank; /* the storage's strides of the leading dims are the view's */
-    t.view.shape[rank - 1] = shape[rank - 1];
-    return t;
-}
-
-static void alloc_result(const ar_data *d, ar_result *r, bool strided)
-{
-    const ar_case *c = &d->c;
-    const int64_t act[3] = {c->B, c->T, c->D}, cache[4] = {c->B, c->T, d->L, 1};
-    memset(r, 0, sizeof *r);
-    r->h = new_tensor(c->dtype, 3, act, strided);
-    if (c->rms) r->rms = new_tensor(F32, 4, cache, strided);
-    r->alpha = new_tensor(F32, 3, cache, strided);
-    for (int64_t l = 0; l < d->L; l++) r->dv[l] = new_tensor(c->dtype, 3, act, strided);
-    r->dw = new_tensor(c->dtype, 1, &c->D, strided);
-    if (c->rms) r->dgamma = new_tensor(c->dtype, 1, &c->D, strided);
-}
-
-static void free_result(const ar_data *d, ar_result *r)
-{
-    tu_tensor_free(&r->h);
-    if (r->rms.block) tu_tensor_free(&r->rms);
-    tu_tensor_free(&r->alpha);
-    for (int64_t l = 0; l < d->L; l++) tu_tensor_free(&r->dv[l]);
-    tu_tensor_free(&r->dw);
-    if (r->dgamma.block) tu_tensor_free(&r->dgamma);
-}
-
-/* Every tensor of a result, in a fixed order, with its name. */
-static int result_tensors(const ar_data *d, ar_result *r, tu_tensor **t, char names[][48])
-{
-    int n = 0;
-    t[n] = &r->h, snprintf(names[n++], 48, "h");
-    if (r->rms.block) t[n] = &r->rms, snprintf(names[n++], 48, "rms");
-    t[n] = &r->alpha, snprintf(names[n++], 48, "alpha");
-    for (int64_t l = 0; l < d->L; l++)
-        t[n] = &r->dv[l], snprintf(names[n++], 48, l < d->c.N ? "grad_blocks[%lld]" : "grad_partial_block",
-                                   (long long)l);
-    t[n] = &r->dw, snprintf(names[n++], 48, "grad_proj_weight");
-    if (r->dgamma.block) t[n] = &r->dgamma, snprintf(names[n++], 48, "grad_rmsnorm_gamma");
-    return n;
-}
-
-/* One chain: the forward, then the backward fed with the forward's caches,
- * into a fresh result laid out like `strided`. */
-static void run_chain(const ar_data *d, attnops_impl impl, int threads, bool strided, ar_result *r)
-{
-    const ar_case *c = &d->c;
-    const attnops_tensor *blocks[AR_MAX_BLOCKS], *grads[AR_MAX_BLOCKS];
-    alloc_result(d, r, strided);
-    for (int64_t l = 0; l < c->N; l++) blocks[l] = &d->v[l].view, grads[l] = &r->dv[l].view;
-
-    attnops_attn_res_fwd_args f;
-    attnops_attn_res_fwd_args_init(&f);
-    f.blocks = blocks, f.num_blocks = c->N, f.partial_block = c->partial ? &d->v[c->N].view : NULL;
-    f.proj_weight = &d->w.view, f.rmsnorm_gamma = c->rms ? &d->gamma.view : NULL;
-    f.scale = c->scale, f.enable_rmsnorm = c->rms;
-    f.h = &r->h.view, f.rms = c->rms ? &r->rms.view : NULL, f.alpha = &r->alpha.view;
-    f.impl = impl, f.num_threads = threads;
-    attnops_status st = run_fwd(&f);
-    TU_CHECK(st == ATTNOPS_SUCCESS, "%s: forward (impl %d) failed: %d %s", c->name, (int)impl, (int)st,
-             attnops_last_error());
-
-    attnops_attn_res_bwd_args b;
-    attnops_attn_res_bwd_args_init(&b);
-    b.grad_h = &d->grad_h.view, b.blocks = f.blocks, b.num_blocks = c->N, b.partial_block = f.partial_block;
-    b.proj_weight = f.proj_weight, b.rmsnorm_gamma = f.rmsnorm_gamma, b.alpha = f.alpha, b.rms = f.rms;
-    b.scale = c->scale, b.enable_rmsnorm = c->rms;
-    b.grad_blocks = grads, b.grad_partial_block = c->partial ? &r->dv[c->N].view : NULL;
-    b.grad_proj_weight = &r->dw.view, b.grad_rmsnorm_gamma = c->rms ? &r->dgamma.view : NULL;
-    b.impl = impl, b.num_threads = threads;
-    st = run_bwd(&b);
-    TU_CHECK(st == ATTNOPS_SUCCESS, "%s: backward (impl %d) failed: %d %s", c->name, (int)impl, (int)st,
-             attnops_last_error());
+    const attnops_status st = ar_case_run(d, impl, threads, r);
+    TU_CHECK(st == ATTNOPS_SUCCESS, "%s: impl %d failed: %d %s", name, (int)impl, (int)st, attnops_last_error());
 }
 
 static bool contiguous(const attnops_tensor *v)
@@ -277,16 +95,16 @@ static double *to_f64(const tu_tensor *t)
 /* ---- (a) the reference against finite differences ---- */
 
 /* B.1 for one token, written independently of the library, in long double. */
-static void forward_ld(const ar_case *c, int64_t L, const double *V, const double *w, const double *gamma,
-                       double eps, long double *h, long double *r, long double *alpha)
+static void forward_ld(const ar_case_spec *c, int64_t L, const double *V, const double *w, const double *gamma,
+                       long double *h, long double *r, long double *alpha)
 {
     const int64_t D = c->D;
     long double z[AR_MAX_L], m = -INFINITY, sum = 0;
     for (int64_t l = 0; l < L; l++) {
         long double ss = 0, dot = 0;
         for (int64_t d = 0; d < D; d++) ss += (long double)V[l * D + d] * V[l * D + d];
-        r[l] = c->rms ? sqrtl(ss / D + (long double)(float)eps) : 1;
-        for (int64_t d = 0; d < D; d++) dot += w[d] * (V[l * D + d] / r[l] * (c->rms ? gamma[d] : 1));
+        r[l] = c->rmsnorm ? sqrtl(ss / D + (long double)(float)c->eps) : 1;
+        for (int64_t d = 0; d < D; d++) dot += w[d] * (V[l * D + d] / r[l] * (c->rmsnorm ? gamma[d] : 1));
         z[l] = (long double)(float)c->scale * dot;
         if (z[l] > m) m = z[l];
     }
@@ -299,10 +117,10 @@ static void forward_ld(const ar_case *c, int64_t L, const double *V, const doubl
 }
 
 /* Token (b, t)'s rows of the data as doubles [L][D]. */
-static void token_rows(const ar_data *d, double *const *all, int64_t b, int64_t t, double *V)
+static void token_rows(const ar_case *d, double *const *all, int64_t b, int64_t t, double *V)
 {
-    const int64_t D = d->c.D;
-    for (int64_t l = 0; l < d->L; l++) memcpy(V + l * D, all[l] + (b * d->c.T + t) * D, (size_t)D * sizeof(double));
+    const int64_t D = d->spec.D;
+    for (int64_t l = 0; l < d->L; l++) memcpy(V + l * D, all[l] + (b * d->spec.T + t) * D, (size_t)D * sizeof(double));
 }
 
 /* sum_d gh[d] h[d] of one token through the reference's own forward ((a)'s D <= 64). */
@@ -339,17 +157,19 @@ static bool check_close(const char *label, const double *a, const double *e, int
     return tu_compare(label, a, e, n, tol, NULL, 0, NULL).pass;
 }
 
-static bool check_reference_gradients(const ar_case *c, uint64_t seed)
+static bool check_reference_gradients(const test_case *tc, uint64_t seed)
 {
-    ar_data d = make_data(c, seed);
-    ar_result r;
-    run_chain(&d, ATTNOPS_IMPL_REFERENCE, 0, false, &r);
+    const ar_case_spec *c = &tc->s;
+    ar_case d;
+    ar_chain r;
+    ar_case_init(&d, c, seed);
+    run_chain(&d, tc->name, ATTNOPS_IMPL_REFERENCE, 0, &r);
     const int64_t B = c->B, T = c->T, D = c->D, L = d.L, tokens = B * T;
     double *all[AR_MAX_L], *gh = to_f64(&d.grad_h), *w = to_f64(&d.w), *gamma = to_f64(&d.gamma);
     for (int64_t l = 0; l < L; l++) all[l] = to_f64(&d.v[l]);
     ar_problem p;
     memset(&p, 0, sizeof p);
-    p.L = L, p.D = D, p.rmsnorm = c->rms, p.eps = 1e-6f, p.scale = (float)c->scale;
+    p.L = L, p.D = D, p.rmsnorm = c->rmsnorm, p.eps = (float)c->eps, p.scale = (float)c->scale;
 
     /* forward: h, rms and alpha each one rounding (to f32) from the exact values */
     double *V = malloc((size_t)(L * D) * sizeof(double)), *want_h = malloc((size_t)(tokens * D) * sizeof(double));
@@ -357,19 +177,19 @@ static bool check_reference_gradients(const ar_case *c, uint64_t seed)
     for (int64_t tok = 0; tok < tokens; tok++) {
         long double h[64], rr[AR_MAX_L], al[AR_MAX_L];
         token_rows(&d, all, tok / T, tok % T, V);
-        forward_ld(c, L, V, w, gamma, 1e-6, h, rr, al);
+        forward_ld(c, L, V, w, gamma, h, rr, al);
         for (int64_t x = 0; x < D; x++) want_h[tok * D + x] = (double)h[x];
         for (int64_t l = 0; l < L; l++) want_r[tok * L + l] = (double)rr[l], want_a[tok * L + l] = (double)al[l];
     }
-    double *got_h = to_f64(&r.h), *got_a = to_f64(&r.alpha), *got_r = c->rms ? to_f64(&r.rms) : NULL;
+    double *got_h = to_f64(&r.h), *got_a = to_f64(&r.alpha), *got_r = c->rmsnorm ? to_f64(&r.rms) : NULL;
     char label[160];
     bool ok = true;
-    snprintf(label, sizeof label, "%s reference h", c->name);
+    snprintf(label, sizeof label, "%s reference h", tc->name);
     ok &= check_close(label, got_h, want_h, tokens * D, 0x1p-24 + 1e-12, 1e-12);
-    snprintf(label, sizeof label, "%s reference alpha", c->name);
+    snprintf(label, sizeof label, "%s reference alpha", tc->name);
     ok &= check_close(label, got_a, want_a, tokens * L, 0x1p-24 + 1e-12, 1e-12);
-    if (c->rms) {
-        snprintf(label, sizeof label, "%s reference rms", c->name);
+    if (c->rmsnorm) {
+        snprintf(label, sizeof label, "%s reference rms", tc->name);
         ok &= check_close(label, got_r, want_r, tokens * L, 0x1p-24 + 1e-12, 1e-12);
     }
 
@@ -384,7 +204,7 @@ static bool check_reference_gradients(const ar_case *c, uint64_t seed)
             for (int64_t x = 0; x < D; x++) fd[tok * D + x] = central(V, l * D + x, &f);
         }
         double *got = to_f64(&r.dv[l]);
-        snprintf(label, sizeof label, "%s reference grad of row %lld vs finite differences", c->name, (long long)l);
+        snprintf(label, sizeof label, "%s reference grad of row %lld vs finite differences", tc->name, (long long)l);
         ok &= check_close(label, got, fd, tokens * D, 1e-6, 1e-6);
         free(got);
     }
@@ -393,16 +213,16 @@ static bool check_reference_gradients(const ar_case *c, uint64_t seed)
         const fd_ctx f = {&p, w, gamma, V, gh + tok * D};
         for (int64_t x = 0; x < D; x++) {
             fdw[x] += central(w, x, &f);
-            if (c->rms) fdg[x] += central(gamma, x, &f);
+            if (c->rmsnorm) fdg[x] += central(gamma, x, &f);
         }
     }
     double *got_w = to_f64(&r.dw);
-    snprintf(label, sizeof label, "%s reference grad_proj_weight vs finite differences", c->name);
+    snprintf(label, sizeof label, "%s reference grad_proj_weight vs finite differences", tc->name);
     ok &= check_close(label, got_w, fdw, D, 1e-6, 1e-6);
     free(got_w);
-    if (c->rms) {
+    if (c->rmsnorm) {
         double *got_g = to_f64(&r.dgamma);
-        snprintf(label, sizeof label, "%s reference grad_rmsnorm_gamma vs finite differences", c->name);
+        snprintf(label, sizeof label, "%s reference grad_rmsnorm_gamma vs finite differences", tc->name);
         ok &= check_close(label, got_g, fdg, D, 1e-6, 1e-6);
         free(got_g);
     }
@@ -410,9 +230,9 @@ static bool check_reference_gradients(const ar_case *c, uint64_t seed)
     free(fd), free(V), free(want_h), free(want_r), free(want_a), free(got_h), free(got_a), free(got_r);
     for (int64_t l = 0; l < L; l++) free(all[l]);
     free(gh), free(w), free(gamma);
-    free_result(&d, &r);
-    free_data(&d);
-    TU_CHECK(ok, "(a) %s: the reference disagrees with B.1 or with finite differences", c->name);
+    ar_chain_free(&r);
+    ar_case_free(&d);
+    TU_CHECK(ok, "(a) %s: the reference disagrees with B.1 or with finite differences", tc->name);
     return ok;
 }
 
@@ -480,43 +300,46 @@ static void print_closeness(void)
         }
 }
 
-static bool fast_vs_reference(const ar_case *c, uint64_t seed)
+static bool fast_vs_reference(const test_case *tc, uint64_t seed)
 {
-    ar_data d = make_data(c, seed);
-    ar_result ref, fast;
+    const ar_case_spec *c = &tc->s;
+    ar_case d;
+    ar_chain ref, fast;
+    ar_case_init(&d, c, seed);
     const double t0 = seconds();
-    run_chain(&d, ATTNOPS_IMPL_REFERENCE, 0, false, &ref);
+    run_chain(&d, tc->name, ATTNOPS_IMPL_REFERENCE, 0, &ref);
     const double t1 = seconds();
-    run_chain(&d, ATTNOPS_IMPL_CPU, 0, false, &fast);
+    run_chain(&d, tc->name, ATTNOPS_IMPL_CPU, 0, &fast);
     const double t2 = seconds();
-    tu_tensor *te[AR_MAX_L + 5], *ta[AR_MAX_L + 5];
-    char names[AR_MAX_L + 5][48];
-    const int n = result_tensors(&d, &ref, te, names);
-    result_tensors(&d, &fast, ta, names);
+    ar_output oe[AR_CASE_MAX_OUTPUTS], oa[AR_CASE_MAX_OUTPUTS];
+    int seed_n;
+    const int n = ar_chain_outputs(&d, &ref, oe, &seed_n);
+    ar_chain_outputs(&d, &fast, oa, &seed_n);
     bool ok = true;
     int64_t same = 0, total = 0;
     for (int i = 0; i < n; i++) {
-        const bool cache = te[i] == &ref.rms || te[i] == &ref.alpha, param = te[i] == &ref.dw || te[i] == &ref.dgamma;
-        const int kind = te[i] == &ref.h ? C_H : cache ? C_CACHE : param ? C_PARAM : C_GRAD;
+        const tu_tensor *const e_t = oe[i].t, *const a_t = oa[i].t;
+        const bool cache = e_t == &ref.rms || e_t == &ref.alpha, param = e_t == &ref.dw || e_t == &ref.dgamma;
+        const int kind = e_t == &ref.h ? C_H : cache ? C_CACHE : param ? C_PARAM : C_GRAD;
         const int64_t K = param ? c->B * c->T * d.L : cache ? c->D : (c->D > d.L ? c->D : d.L);
-        const int64_t count = tu_numel(&te[i]->view);
-        double *a = to_f64(ta[i]), *e = to_f64(te[i]);
-        const tu_tolerance tol = tu_attention_tolerance(te[i]->view.dtype, F32, K, tu_max_abs(e, count));
+        const int64_t count = tu_numel(&e_t->view);
+        double *a = to_f64(a_t), *e = to_f64(e_t);
+        const tu_tolerance tol = tu_attention_tolerance(e_t->view.dtype, F32, K, tu_max_abs(e, count));
         char label[160];
-        snprintf(label, sizeof label, "%s %.47s", c->name, names[i]);
-        ok &= tu_compare(label, a, e, count, tol, te[i]->view.shape, te[i]->view.rank, NULL).pass;
+        snprintf(label, sizeof label, "%s %s", tc->name, oe[i].name);
+        ok &= tu_compare(label, a, e, count, tol, e_t->view.shape, e_t->view.rank, NULL).pass;
         closeness *g = &g_close[dtype_slot(c->dtype)][kind];
         const int64_t before = g->same;
-        measure(g, ta[i], te[i], a, e);
+        measure(g, a_t, e_t, a, e);
         same += g->same - before, total += count;
         free(a), free(e);
     }
-    printf("(b) %-34s %s  %5.1f%% of %lld values bit-identical  (reference %.2fs, fast %.3fs)\n", c->name,
+    printf("(b) %-34s %s  %5.1f%% of %lld values bit-identical  (reference %.2fs, fast %.3fs)\n", tc->name,
            ok ? "ok  " : "FAIL", 100.0 * (double)same / (double)total, (long long)total, t1 - t0, t2 - t1);
-    free_result(&d, &ref);
-    free_result(&d, &fast);
-    free_data(&d);
-    TU_CHECK(ok, "(b) %s: the fast kernel is outside the tolerance", c->name);
+    ar_chain_free(&ref);
+    ar_chain_free(&fast);
+    ar_case_free(&d);
+    TU_CHECK(ok, "(b) %s: the fast kernel is outside the tolerance", tc->name);
     return ok;
 }
 
@@ -534,96 +357,60 @@ static bool triple(const char *label, const tu_tensor *k, const tu_tensor *bm, c
     return v.pass;
 }
 
-/* The seed's outputs first, in its order (*seed_n of them), then every
- * other block gradient. */
-static int seed_outputs(const ar_data *d, ar_result *r, tu_tensor **t, char names[][48], int *seed_n)
+static bool seed_case(const test_case *tc, uint64_t seed)
 {
-    int n = 0;
-    t[n] = &r->h, snprintf(names[n++], 48, "fwd_h");
-    if (r->rms.block) t[n] = &r->rms, snprintf(names[n++], 48, "fwd_rms_cache");
-    t[n] = &r->alpha, snprintf(names[n++], 48, "fwd_alpha_cache");
-    if (d->c.partial) t[n] = &r->dv[d->c.N], snprintf(names[n++], 48, "bwd_grad_partial_block");
-    t[n] = &r->dv[0], snprintf(names[n++], 48, "bwd_grad_block[0]");
-    t[n] = &r->dw, snprintf(names[n++], 48, "bwd_grad_proj_weight");
-    if (r->dgamma.block) t[n] = &r->dgamma, snprintf(names[n++], 48, "bwd_grad_gamma");
-    *seed_n = n;
-    for (int64_t l = 1; l < d->c.N; l++) t[n] = &r->dv[l], snprintf(names[n++], 48, "bwd_grad_block[%lld]", (long long)l);
-    return n;
-}
-
-static bool seed_case(const ar_case *c, uint64_t seed)
-{
-    ar_data d = make_data(c, seed);
-    ar_result kernel, bench, golden;
+    const ar_case_spec *c = &tc->s;
+    ar_case d;
+    ar_chain kernel, bench, golden;
+    ar_case_init(&d, c, seed);
     const double t0 = seconds();
-    run_chain(&d, ATTNOPS_IMPL_CPU, 0, false, &kernel);
+    run_chain(&d, tc->name, ATTNOPS_IMPL_CPU, 0, &kernel);
     const double t1 = seconds();
-    run_chain(&d, ATTNOPS_IMPL_BENCHMARK, 0, false, &bench);
+    run_chain(&d, tc->name, ATTNOPS_IMPL_BENCHMARK, 0, &bench);
     const double t2 = seconds();
-    run_chain(&d, ATTNOPS_IMPL_REFERENCE, 0, false, &golden);
+    run_chain(&d, tc->name, ATTNOPS_IMPL_REFERENCE, 0, &golden);
     const double t3 = seconds();
-    printf("(c) %s: kernel %.2fs, benchmark %.2fs, golden %.2fs\n", c->name, t1 - t0, t2 - t1, t3 - t2);
-    tu_tensor *tk[AR_MAX_L + 5], *tb[AR_MAX_L + 5], *tg[AR_MAX_L + 5];
-    char names[AR_MAX_L + 5][48];
+    printf("(c) %s: kernel %.2fs, benchmark %.2fs, golden %.2fs\n", tc->name, t1 - t0, t2 - t1, t3 - t2);
+    ar_output ko[AR_CASE_MAX_OUTPUTS], bo[AR_CASE_MAX_OUTPUTS], go[AR_CASE_MAX_OUTPUTS];
     int seed_n;
-    const int n = seed_outputs(&d, &kernel, tk, names, &seed_n);
-    seed_outputs(&d, &bench, tb, names, &seed_n);
-    seed_outputs(&d, &golden, tg, names, &seed_n);
+    const int n = ar_chain_outputs(&d, &kernel, ko, &seed_n);
+    ar_chain_outputs(&d, &bench, bo, &seed_n);
+    ar_chain_outputs(&d, &golden, go, &seed_n);
     bool ok = true;
     int blocks_passed = 0;
     for (int i = 0; i < n; i++) {
         const bool extra = i >= seed_n; /* printed only when it fails */
         char label[160];
-        snprintf(label, sizeof label, "%s %.47s", c->name, names[i]);
-        const bool pass = triple(label, tk[i], tb[i], tg[i], !extra);
+        snprintf(label, sizeof label, "%s %s", tc->name, go[i].name);
+        const bool pass = triple(label, ko[i].t, bo[i].t, go[i].t, !extra);
         ok &= pass;
         blocks_passed += extra && pass;
     }
-    printf("    %s: bwd_grad_block[1..%lld] all by the triple rule: %d of %lld PASS\n", c->name,
-           (long long)(c->N - 1), blocks_passed, (long long)(c->N - 1));
-    free_result(&d, &kernel);
-    free_result(&d, &bench);
-    free_result(&d, &golden);
-    free_data(&d);
-    TU_CHECK(ok, "(c) %s: the seed's triple rule fails", c->name);
+    printf("    %s: grad_block_01..%02d all by the triple rule: %d of %lld PASS\n", tc->name, (int)(c->N - 1),
+           blocks_passed, (long long)(c->N - 1));
+    ar_chain_free(&kernel);
+    ar_chain_free(&bench);
+    ar_chain_free(&golden);
+    ar_case_free(&d);
+    TU_CHECK(ok, "(c) %s: the seed's triple rule fails", tc->name);
     return ok;
 }
 
 /* ---- (d) thread counts and layouts ---- */
 
-/* d's inputs copied into strided tensors (new_tensor). */
-static ar_data strided_copy(const ar_data *d)
+/* Two chains with bitwise equal values, output by output (ar_case_run
+ * checks the canaries). */
+static bool same_results(const ar_case *d, ar_chain *a, ar_chain *b, const char *what)
 {
-    ar_data s = *d;
-    const tu_tensor *from[AR_MAX_L + 3];
-    tu_tensor *to[AR_MAX_L + 3];
-    int n = 0;
-    for (int64_t l = 0; l < d->L; l++) from[n] = &d->v[l], to[n++] = &s.v[l];
-    from[n] = &d->grad_h, to[n++] = &s.grad_h;
-    from[n] = &d->w, to[n++] = &s.w;
-    from[n] = &d->gamma, to[n++] = &s.gamma;
-    for (int i = 0; i < n; i++) {
-        *to[i] = new_tensor(from[i]->view.dtype, from[i]->view.rank, from[i]->view.shape, true);
-        double *x = to_f64(from[i]);
-        tu_tensor_from_f64(to[i], x);
-        free(x);
-    }
-    return s;
-}
-
-/* Two results with bitwise equal values, tensor by tensor. */
-static bool same_results(const ar_data *d, ar_result *a, ar_result *b, const char *what)
-{
-    tu_tensor *ta[AR_MAX_L + 5], *tb[AR_MAX_L + 5];
-    char names[AR_MAX_L + 5][48];
-    const int n = result_tensors(d, a, ta, names);
-    result_tensors(d, b, tb, names);
+    ar_output oa[AR_CASE_MAX_OUTPUTS], ob[AR_CASE_MAX_OUTPUTS];
+    int seed_n;
+    const int n = ar_chain_outputs(d, a, oa, &seed_n);
+    ar_chain_outputs(d, b, ob, &seed_n);
     bool ok = true;
     for (int i = 0; i < n; i++) {
-        double *x = to_f64(ta[i]), *y = to_f64(tb[i]);
-        const bool same = memcmp(x, y, (size_t)tu_numel(&ta[i]->view) * sizeof(double)) == 0;
-        TU_CHECK(same, "(d) %s %s: %s differs", d->c.name, what, names[i]);
-        TU_CHECK(tu_canaries_ok(tb[i], names[i]), "(d) %s %s: a canary around %s broke", d->c.name, what, names[i]);
+        double *x = to_f64(oa[i].t), *y = to_f64(ob[i].t);
+        const bool same = memcmp(x, y, (size_t)tu_numel(&oa[i].t->view) * sizeof(double)) == 0;
+        TU_CHECK(same, "(d) %s: %s differs", what, oa[i].name);
         ok &= same;
         free(x), free(y);
     }
@@ -633,28 +420,33 @@ static bool same_results(const ar_data *d, ar_result *a, ar_result *b, const cha
 static bool check_determinism(void)
 {
     /* 300 tokens: 38 chunks of 8, which 1, 2 and 3 threads split differently; D not a multiple of 16 */
-    const ar_case c = {"determinism_bf16", BF16, 3, 100, 6, 200, true, true, true, 0.9};
-    ar_data d = make_data(&c, tu_suite_seed() + 77), s = strided_copy(&d);
+    const ar_case_spec c = {.dtype = BF16, .B = 3, .T = 100, .N = 6, .D = 200, .partial = true, .rmsnorm = true,
+                            .random_gamma = true, .scale = 0.9, .eps = 1e-6};
+    ar_case_spec strided = c;
+    strided.strided = true;
+    ar_case d, s;
+    ar_case_init(&d, &c, tu_suite_seed() + 77);
+    ar_case_init(&s, &strided, tu_suite_seed() + 77);
     bool ok = true;
     const attnops_impl impls[2] = {ATTNOPS_IMPL_CPU, ATTNOPS_IMPL_REFERENCE};
     for (int k = 0; k < 2; k++) {
-        ar_result one, other;
+        ar_chain one, other;
         char what[64];
-        run_chain(&d, impls[k], 1, false, &one);
+        run_chain(&d, "determinism_bf16", impls[k], 1, &one);
         for (int threads = 2; threads <= 3; threads++) {
             snprintf(what, sizeof what, "impl %d, %d threads vs 1", (int)impls[k], threads);
-            run_chain(&d, impls[k], threads, false, &other);
+            run_chain(&d, "determinism_bf16", impls[k], threads, &other);
             ok &= same_results(&d, &one, &other, what);
-            free_result(&d, &other);
+            ar_chain_free(&other);
         }
         snprintf(what, sizeof what, "impl %d, strided views vs contiguous", (int)impls[k]);
-        run_chain(&s, impls[k], 2, true, &other);
+        run_chain(&s, "determinism_bf16 strided", impls[k], 2, &other);
         ok &= same_results(&d, &one, &other, what);
-        free_result(&d, &other);
-        free_result(&d, &one);
+        ar_chain_free(&other);
+        ar_chain_free(&one);
     }
-    free_data(&s);
-    free_data(&d);
+    ar_case_free(&s);
+    ar_case_free(&d);
     printf("(d) 1, 2, 3 threads and strided views: %s\n", ok ? "bitwise identical" : "FAIL");
     return ok;
 }
@@ -663,12 +455,14 @@ static bool check_determinism(void)
 
 static bool check_mutations(void)
 {
-    const ar_case c = {"mutation_bf16", BF16, 1, 64, 5, 512, true, true, false, 1.0};
-    ar_data d = make_data(&c, tu_suite_seed() + 99);
-    ar_result kernel, bench, golden;
-    run_chain(&d, ATTNOPS_IMPL_CPU, 0, false, &kernel);
-    run_chain(&d, ATTNOPS_IMPL_BENCHMARK, 0, false, &bench);
-    run_chain(&d, ATTNOPS_IMPL_REFERENCE, 0, false, &golden);
+    const ar_case_spec c = {.dtype = BF16, .B = 1, .T = 64, .N = 5, .D = 512, .partial = true, .rmsnorm = true,
+                            .scale = 1.0, .eps = 1e-6};
+    ar_case d;
+    ar_chain kernel, bench, golden;
+    ar_case_init(&d, &c, tu_suite_seed() + 99);
+    run_chain(&d, "mutation_bf16", ATTNOPS_IMPL_CPU, 0, &kernel);
+    run_chain(&d, "mutation_bf16", ATTNOPS_IMPL_BENCHMARK, 0, &bench);
+    run_chain(&d, "mutation_bf16", ATTNOPS_IMPL_REFERENCE, 0, &golden);
     bool ok = true;
     fprintf(stderr, "(e) mutation proof: the FAIL and MISMATCH lines that follow are intended\n");
 
@@ -697,10 +491,10 @@ static bool check_mutations(void)
                                      &bench.dv[1], &golden.dv[1], true);
     TU_CHECK(caught_swap, "(e) a kernel writing the wrong block's gradient passes the triple rule");
     ok = caught_tol && caught_scale && caught_swap;
-    free_result(&d, &kernel);
-    free_result(&d, &bench);
-    free_result(&d, &golden);
-    free_data(&d);
+    ar_chain_free(&kernel);
+    ar_chain_free(&bench);
+    ar_chain_free(&golden);
+    ar_case_free(&d);
     printf("(e) mutations caught: %s\n", ok ? "all three" : "NOT ALL");
     return ok;
 }
@@ -769,50 +563,91 @@ static bool check_kernels(const fa_tile_kernels *k, const char *isa)
 
 /* ---- the cases ---- */
 
+/* name, dtype, B, T, N, D, partial block, RMSNorm, random gamma, scale; eps 1e-6 */
+#define AR(name, dt, b, t, n, d, part, rms, rgamma, sc)                                                           \
+    {name, {.dtype = dt, .B = b, .T = t, .N = n, .D = d, .partial = part, .rmsnorm = rms, .random_gamma = rgamma,  \
+            .scale = sc, .eps = 1e-6}}
+
 /* (a): f32, small, every path. */
-static const ar_case FD_CASES[] = {
-    {"fd_rms_partial", F32, 2, 3, 3, 16, true, true, true, 1.0},
-    {"fd_rms_no_partial_scale", F32, 1, 3, 4, 12, false, true, true, 1.7},
-    {"fd_no_rms_partial_scale", F32, 2, 2, 3, 8, true, false, false, -0.8},
-    {"fd_no_rms_no_partial", F32, 1, 2, 5, 9, false, false, false, 2.5},
-    {"fd_rms_d1", F32, 1, 2, 2, 1, true, true, true, 1.3},
+static const test_case FD_CASES[] = {
+    AR("fd_rms_partial", F32, 2, 3, 3, 16, true, true, true, 1.0),
+    AR("fd_rms_no_partial_scale", F32, 1, 3, 4, 12, false, true, true, 1.7),
+    AR("fd_no_rms_partial_scale", F32, 2, 2, 3, 8, true, false, false, -0.8),
+    AR("fd_no_rms_no_partial", F32, 1, 2, 5, 9, false, false, false, 2.5),
+    AR("fd_rms_d1", F32, 1, 2, 2, 1, true, true, true, 1.3),
 };
 
 /* (b): the stated range (dtype f16/bf16, N 1..127, B 1..8, T 1..32K, D in
  * the six sizes), sampled so each value of each axis appears. */
-static const ar_case FAST_SMALL[] = {
-    {"b1_t17_n127_d1536_bf16_rms_partial", BF16, 1, 17, 127, 1536, true, true, true, 1.0},
-    {"b8_t1_n32_d5120_f16_scale", F16, 8, 1, 32, 5120, false, false, false, 0.5},
-    {"b1_t1_n127_d6144_f16_rms", F16, 1, 1, 127, 6144, false, true, false, 2.0},
-    {"b5_t1_n63_d2048_bf16_partial", BF16, 5, 1, 63, 2048, true, false, false, -1.5},
-    {"b3_t17_n31_d2560_bf16_scale", BF16, 3, 17, 31, 2560, false, false, false, 0.25},
-    {"b1_t17_n31_d4096_f32_rms_partial", F32, 1, 17, 31, 4096, true, true, true, 1.5},
-    {"b1_t1_n1_d1536_bf16", BF16, 1, 1, 1, 1536, false, false, false, 1.0},
+static const test_case FAST_SMALL[] = {
+    AR("b1_t17_n127_d1536_bf16_rms_partial", BF16, 1, 17, 127, 1536, true, true, true, 1.0),
+    AR("b8_t1_n32_d5120_f16_scale", F16, 8, 1, 32, 5120, false, false, false, 0.5),
+    AR("b1_t1_n127_d6144_f16_rms", F16, 1, 1, 127, 6144, false, true, false, 2.0),
+    AR("b5_t1_n63_d2048_bf16_partial", BF16, 5, 1, 63, 2048, true, false, false, -1.5),
+    AR("b3_t17_n31_d2560_bf16_scale", BF16, 3, 17, 31, 2560, false, false, false, 0.25),
+    AR("b1_t17_n31_d4096_f32_rms_partial", F32, 1, 17, 31, 4096, true, true, true, 1.5),
+    AR("b1_t1_n1_d1536_bf16", BF16, 1, 1, 1, 1536, false, false, false, 1.0),
 };
-static const ar_case FAST_LARGE[] = {
-    {"b2_t17_n63_d6144_f16_rms_scale", F16, 2, 17, 63, 6144, false, true, true, 0.7},
-    {"b4_t1023_n1_d2048_f16_partial", F16, 4, 1023, 1, 2048, true, false, false, 3.0},
-    {"b2_t1023_n2_d4096_bf16_scale", BF16, 2, 1023, 2, 4096, false, false, false, 1.25},
-    {"b1_t1023_n2_d5120_bf16_rms", BF16, 1, 1023, 2, 5120, false, true, false, 0.8},
-    {"b1_t32768_n2_d1536_bf16_scale", BF16, 1, 32768, 2, 1536, false, false, false, 2.0},
+static const test_case FAST_LARGE[] = {
+    AR("b2_t17_n63_d6144_f16_rms_scale", F16, 2, 17, 63, 6144, false, true, true, 0.7),
+    AR("b4_t1023_n1_d2048_f16_partial", F16, 4, 1023, 1, 2048, true, false, false, 3.0),
+    AR("b2_t1023_n2_d4096_bf16_scale", BF16, 2, 1023, 2, 4096, false, false, false, 1.25),
+    AR("b1_t1023_n2_d5120_bf16_rms", BF16, 1, 1023, 2, 5120, false, true, false, 0.8),
+    AR("b1_t32768_n2_d1536_bf16_scale", BF16, 1, 32768, 2, 1536, false, false, false, 2.0),
 };
 
 /* (c): the seed's two cases (bf16, RMSNorm, partial block, scale 1). */
-static const ar_case SEED_CASES[] = {
-    {"b2_t4096_n25_d512_bf16", BF16, 2, 4096, 25, 512, true, true, false, 1.0},
-    {"b1_t1023_n32_d512_bf16", BF16, 1, 1023, 32, 512, true, true, false, 1.0},
+static const test_case SEED_CASES[] = {
+    AR("b2_t4096_n25_d512_bf16", BF16, 2, 4096, 25, 512, true, true, false, 1.0),
+    AR("b1_t1023_n32_d512_bf16", BF16, 1, 1023, 32, 512, true, true, false, 1.0),
 };
 
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
+#define SEED_DATA_SEED 42 /* the seed's torch.manual_seed */
+
+static bool same_spec(const ar_case_spec *a, const ar_case_spec *b)
+{
+    return a->dtype == b->dtype && a->B == b->B && a->T == b->T && a->N == b->N && a->D == b->D &&
+           a->partial == b->partial && a->rmsnorm == b->rmsnorm && a->random_gamma == b->random_gamma &&
+           a->scale == b->scale && a->eps == b->eps && a->strided == b->strided;
+}
+
+/* The harness's attnres-seed suite (verify/suites/attnres_seed.json) is
+ * (c)'s two cases, in order, with (c)'s data seed and the triple rule. */
+static bool check_suite(const char *path)
+{
+    char *text = harness_read_text(path), err[512] = "cannot read the file";
+    harness_case *cases = NULL;
+    const int n = text ? harness_parse_cases(text, path, &cases, err, sizeof err) : -1;
+    bool ok = n == COUNT(SEED_CASES);
+    TU_CHECK(ok, "suite %s: %d cases (%s)", path, n, n < 0 ? err : "");
+    for (int i = 0; ok && i < n; i++) {
+        const bool same = cases[i].op == HARNESS_OP_ATTNRES && !strcmp(cases[i].name, SEED_CASES[i].name) &&
+                          same_spec(&cases[i].ar, &SEED_CASES[i].s) && cases[i].data_seed == SEED_DATA_SEED &&
+                          cases[i].rule == CMP_TRIPLE;
+        TU_CHECK(same, "suite %s: case %d is not the seed's %s", path, i, SEED_CASES[i].name);
+        ok &= same;
+    }
+    printf("attnres-seed suite %s: %s\n", path, ok ? "the seed's two cases" : "FAIL");
+    free(cases);
+    free(text);
+    return ok;
+}
 
 int main(int argc, char **argv)
 {
-    const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    bool quick = false;
+    const char *suite = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = true;
+        else suite = argv[i];
+    }
     const uint64_t seed = tu_suite_seed();
     const double start = seconds();
     int passed = 0;
     printf("test_attnres: ISA %s, seed %llu%s\n", attnops_cpu_isa(), (unsigned long long)seed,
            quick ? ", quick" : "");
+    if (suite) passed += check_suite(suite);
 
     int fd_ok = 0;
     for (int i = 0; i < COUNT(FD_CASES); i++) fd_ok += check_reference_gradients(&FD_CASES[i], seed + (uint64_t)i);
@@ -827,7 +662,7 @@ int main(int argc, char **argv)
     print_closeness();
 
     double t = seconds();
-    for (int i = 0; !quick && i < COUNT(SEED_CASES); i++) passed += seed_case(&SEED_CASES[i], 42);
+    for (int i = 0; !quick && i < COUNT(SEED_CASES); i++) passed += seed_case(&SEED_CASES[i], SEED_DATA_SEED);
     if (!quick) printf("(c) %.1fs\n", seconds() - t);
     passed += check_determinism();
     passed += check_mutations();

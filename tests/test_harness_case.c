@@ -1,7 +1,8 @@
 /* Harness case files (verify/harness_case.h): the seed's field names map to
  * the case a test runs, the three document forms parse, KeyPool cases
- * ("op": "keypool") map to their spec with the documented defaults, and
- * every bad field is an error that names the case and the field. */
+ * ("op": "keypool") and AttnRes cases ("op": "attnres") map to their specs
+ * with the documented defaults, and every bad field is an error that names
+ * the case and the field. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,73 @@ int main(void)
     expect_error("{" KP ", \"lens\": [5], \"compare\": \"nearly\"}", "'compare'");
     expect_error("{" KP ", \"lens\": [5], \"data_seed\": -1}", "'data_seed'");
 #undef KP
+    passed += tu_failures == before;
+
+    /* AttnRes cases: every field (and the aliases), the defaults, mixed with the other ops */
+    before = tu_failures;
+    TU_CHECK(parse("{\"a\": {\"op\": \"attnres\", \"B\": 2, \"T\": 0, \"N\": 127, \"D\": 40, \"dtype\": \"fp32\", "
+                   "\"partial\": false, \"rmsnorm\": 0, \"random_gamma\": true, \"scale\": -0.5, \"eps\": 1e-5, "
+                   "\"data_seed\": 9, \"compare\": \"allclose\"}, "
+                   "\"d\": {\"op\": \"attnres\", \"B\": 1, \"T\": 3, \"N\": 1, \"D\": 8}, "
+                   "\"s\": {\"op\": \"attnres\", \"B\": 1, \"T\": 3, \"N\": 2, \"D\": 8, \"dtype\": \"fp16\", "
+                   "\"has_partial_block\": true, \"enable_rmsnorm\": false}, "
+                   "\"k\": {\"op\": \"keypool\", \"layout\": \"BSH\", \"lens\": [5], \"block_size\": 4}, "
+                   "\"f\": {\"B\": 1, \"S1\": 3, \"S2\": 3, " BASE "}}",
+                   &c, err, sizeof err) == 5, "attnres: %s", err);
+    if (c) {
+        const ar_case_spec *a = &c[0].ar, *d = &c[1].ar, *s = &c[2].ar;
+        TU_CHECK(c[0].op == HARNESS_OP_ATTNRES && a->B == 2 && a->T == 0 && a->N == 127 && a->D == 40 &&
+                     a->dtype == ATTNOPS_DTYPE_F32 && !a->partial && !a->rmsnorm && a->random_gamma &&
+                     a->scale == -0.5 && a->eps == 1e-5 && !a->strided && c[0].data_seed == 9 &&
+                     c[0].rule == CMP_ALLCLOSE,
+                 "attnres fields");
+        TU_CHECK(c[1].op == HARNESS_OP_ATTNRES && d->N == 1 && d->dtype == ATTNOPS_DTYPE_BF16 && d->partial &&
+                     d->rmsnorm && !d->random_gamma && d->scale == 1.0 && d->eps == 1e-6 && c[1].data_seed == 1 &&
+                     c[1].rule == CMP_TRIPLE,
+                 "attnres defaults: the seed's (bf16, partial block, RMSNorm, scale 1, eps 1e-6, triple)");
+        TU_CHECK(s->dtype == ATTNOPS_DTYPE_F16 && s->partial && !s->rmsnorm, "attnres aliases has_partial_block, "
+                 "enable_rmsnorm");
+        TU_CHECK(c[3].op == HARNESS_OP_KEYPOOL && c[3].kp.B == 1 && c[4].op == HARNESS_OP_FA_GRAD && c[4].shape.N1 == 2,
+                 "attnres mixed with keypool and FA cases");
+    }
+    free(c);
+    harness_op op = HARNESS_OP_FA_GRAD;
+    TU_CHECK(harness_op_parse("attnres", &op) && op == HARNESS_OP_ATTNRES && !strcmp(harness_op_name(op), "attnres") &&
+                 !harness_op_parse("attn_res", &op),
+             "op names");
+    TU_CHECK(harness_triple_dtype(HARNESS_OP_ATTNRES, ATTNOPS_DTYPE_BF16) == ATTNOPS_DTYPE_F32 &&
+                 harness_triple_dtype(HARNESS_OP_FA_GRAD, ATTNOPS_DTYPE_BF16) == ATTNOPS_DTYPE_BF16,
+             "the triple rule's thresholds: f32 for AttnRes (the seed's f32 copies), the output's own otherwise");
+    passed += tu_failures == before;
+
+    /* every bad AttnRes field is an error naming it */
+    before = tu_failures;
+#define AR "\"op\": \"attnres\", \"B\": 1, \"T\": 3, \"D\": 8"
+    expect_error("{" AR ", \"N\": 2, \"colour\": 1}", "'colour' is not a known AttnRes case field");
+    expect_error("{" AR ", \"N\": 2, \"N1\": 2}", "'N1'");
+    expect_error("{" AR "}", "'N'");
+    expect_error("{\"op\": \"attnres\", \"T\": 3, \"N\": 2, \"D\": 8}", "'B'");
+    expect_error("{\"op\": \"attnres\", \"B\": 1, \"N\": 2, \"D\": 8}", "'T'");
+    expect_error("{\"op\": \"attnres\", \"B\": 1, \"T\": 3, \"N\": 2}", "'D'");
+    expect_error("{" AR ", \"N\": 0}", "'N'");
+    expect_error("{" AR ", \"N\": 128}", "'N'");
+    expect_error("{\"op\": \"attnres\", \"B\": -1, \"T\": 3, \"N\": 2, \"D\": 8}", "'B'");
+    expect_error("{\"op\": \"attnres\", \"B\": 1, \"T\": 3, \"N\": 2, \"D\": 0}", "'D'");
+    expect_error("{" AR ", \"N\": 2, \"dtype\": \"fp8_e4m3fn\"}", "'dtype'");
+    expect_error("{" AR ", \"N\": 2, \"dtype\": 16}", "'dtype'");
+    expect_error("{" AR ", \"N\": 2, \"partial\": \"yes\"}", "'partial'");
+    expect_error("{" AR ", \"N\": 2, \"rmsnorm\": 2}", "'rmsnorm'");
+    expect_error("{" AR ", \"N\": 2, \"random_gamma\": null}", "'random_gamma'");
+    expect_error("{" AR ", \"N\": 2, \"scale\": \"1\"}", "'scale'");
+    expect_error("{" AR ", \"N\": 2, \"scale\": 1e300}", "'scale'");
+    expect_error("{" AR ", \"N\": 2, \"eps\": 0}", "'eps'");
+    expect_error("{" AR ", \"N\": 2, \"eps\": -1e-6}", "'eps'");
+    expect_error("{" AR ", \"N\": 2, \"eps\": 1e-50}", "'eps'");
+    expect_error("{" AR ", \"N\": 2, \"partial\": true, \"has_partial_block\": true}", "given twice");
+    expect_error("{" AR ", \"N\": 2, \"compare\": \"nearly\"}", "'compare'");
+    expect_error("{" AR ", \"N\": 2, \"data_seed\": 1.5}", "'data_seed'");
+    expect_error("{\"op\": \"attn_res\", \"B\": 1, \"T\": 3, \"N\": 2, \"D\": 8}", "'op'");
+#undef AR
     passed += tu_failures == before;
     return tu_finish("test_harness_case", passed);
 }

@@ -19,7 +19,8 @@
  *   attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]
  *               [--mode only_grad|auto_grad] [--log FILE]
  *       The verification harness (tools/cmd_run.c): case suites through the
- *       golden and the kernel chain, one verdict line per output.
+ *       golden and the kernel chain (and the benchmark chain for the triple
+ *       rule), one verdict line per output.
  *   attnops golden SUITE|FILE... --out DIR / attnops compare --golden DIR --actual DIR
  *       Golden export for a device elsewhere and the judgement of its
  *       outputs (tools/cmd_golden.c).

@@ -3,19 +3,22 @@
  *   attnops golden SUITE|FILE... --out DIR [--filter REGEX] [--threads N]
  *       Every case's inputs and the reference's outputs as .npy files
  *       (DIR/<case>/<tensor>.npy) with DIR/manifest.json: per case its
- *       attributes, data seed and rule, and per tensor its file, dtype, shape
- *       and role -- "input" (feed the device), "forward" (the golden
- *       forward's outputs, which the device's backward consumes, as the
- *       seed's only_grad mode does), "output" (what the device must
- *       produce; `compare` judges these) or "mask" (KeyPool's valid_rows,
+ *       operator, attributes, data seed and rule, and per tensor its file,
+ *       dtype, shape and role -- "input" (feed the device), "forward" (the
+ *       golden forward's outputs, which the device's backward consumes, as
+ *       the seed's only_grad mode does), "output" (what the device must
+ *       produce; `compare` judges these), "mask" (KeyPool's valid_rows,
  *       which say the rows of pooled_key that count; its entry names them
- *       with "counted").
+ *       with "counted") or, for a case judged by the triple rule, "bench"
+ *       (the benchmark chain's outputs, <case>/bench_<output>.npy).
  *   attnops compare --golden DIR --actual DIR [--bench DIR] [--rule RULE]
  *       Reads DIR/<case>/<output>.npy of the device (as numpy and ml_dtypes
  *       write them) and judges each against the golden by the case's rule
  *       (or RULE): one verdict line per output, exit 0 all pass, 1 a
- *       failure, 2 missing or malformed files.  --bench gives the triple
- *       rule its benchmark chain's outputs (same relative paths).
+ *       failure, 2 missing or malformed files.  The triple rule takes its
+ *       benchmark chain from the export's "bench" tensors, or from --bench
+ *       DIR (a device's own benchmark outputs, same relative paths as the
+ *       outputs), which takes precedence.
  * The export is shared with `attnops run --save DIR`, which adds the kernel
  * chain's outputs (role "kernel", files <case>/kernel_<tensor>.npy). */
 #include <cjson/cJSON.h>
@@ -36,8 +39,13 @@ typedef struct export_tensor {
     const char *counted_by;  /* optional: the mask tensor that says which rows compare judges */
 } export_tensor;
 
-/* Roles a chain computes; `run --save` writes these of the kernel chain. */
-static bool computed(const char *role) { return !strcmp(role, "forward") || !strcmp(role, "output"); }
+/* What the export writes of a chain other than the golden: the kernel
+ * chain's computed tensors (its forward's too, which it may run itself),
+ * the benchmark chain's outputs (what compare judges). */
+static bool exported(const char *chain, const char *role)
+{
+    return !strcmp(role, "output") || (!strcmp(chain, "kernel") && !strcmp(role, "forward"));
+}
 
 /* The tensors of a FlashAttention case the manifest lists, present ones only. */
 static int fa_tensors(const fa_case *c, export_tensor *out)
@@ -82,6 +90,35 @@ static int kp_tensors(const kp_case *c, const tu_tensor *pooled, const uint8_t *
     out[n++] = (export_tensor){"pooled_key", "output", pooled->view, valid, "valid_rows"};
     out[n++] = (export_tensor){"state_cache_out", "output", c->cache_view, NULL, NULL};
     out[n++] = (export_tensor){"valid_rows", "mask", *valid_rows, NULL, NULL};
+    return n;
+}
+
+/* The names an AttnRes chain's tensors point into while they are exported. */
+typedef struct ar_names {
+    char block[AR_CASE_MAX_L][16]; /* block_00 ... */
+    ar_output outputs[AR_CASE_MAX_OUTPUTS];
+} ar_names;
+
+/* The tensors of an AttnRes case: its inputs -- block_00 ..., partial_block,
+ * proj_weight, rmsnorm_gamma (with RMSNorm), grad_h -- and chain r's
+ * outputs (ar_chain_outputs: the seed's first, then every other block's
+ * gradient). */
+static int ar_tensors(const ar_case *c, ar_chain *r, ar_names *names, export_tensor *out)
+{
+    const ar_case_spec *s = &c->spec;
+    int n = 0;
+    for (int64_t l = 0; l < s->N; l++) {
+        snprintf(names->block[l], sizeof names->block[l], "block_%02d", (int)l);
+        out[n++] = (export_tensor){names->block[l], "input", c->v[l].view, NULL, NULL};
+    }
+    if (s->partial) out[n++] = (export_tensor){"partial_block", "input", c->v[s->N].view, NULL, NULL};
+    out[n++] = (export_tensor){"proj_weight", "input", c->w.view, NULL, NULL};
+    if (s->rmsnorm) out[n++] = (export_tensor){"rmsnorm_gamma", "input", c->gamma.view, NULL, NULL};
+    out[n++] = (export_tensor){"grad_h", "input", c->grad_h.view, NULL, NULL};
+    int seed_n;
+    const int no = ar_chain_outputs(c, r, names->outputs, &seed_n);
+    for (int i = 0; i < no; i++)
+        out[n++] = (export_tensor){names->outputs[i].name, "output", names->outputs[i].t->view, NULL, NULL};
     return n;
 }
 
@@ -132,6 +169,19 @@ static cJSON *kp_attributes(const harness_case *hc, const kp_case *c)
     return a;
 }
 
+static cJSON *ar_attributes(const harness_case *hc)
+{
+    const ar_case_spec *s = &hc->ar;
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddNumberToObject(a, "num_blocks", (double)s->N);
+    cJSON_AddBoolToObject(a, "partial_block", s->partial);
+    cJSON_AddBoolToObject(a, "enable_rmsnorm", s->rmsnorm);
+    cJSON_AddNumberToObject(a, "scale", s->scale);
+    cJSON_AddNumberToObject(a, "rmsnorm_eps", s->eps);
+    cJSON_AddNumberToObject(a, "data_seed", (double)hc->data_seed);
+    return a;
+}
+
 /* mkdir -p: an output directory's parents are created as well. */
 static int make_dir(const char *path)
 {
@@ -171,15 +221,16 @@ export_set *export_open(const char *dir)
     return x;
 }
 
-/* Writes the tensors of one chain: files <case>/<name>.npy, or for the
- * kernel chain its computed tensors as <case>/kernel_<name>.npy. */
-static int export_tensors(export_set *x, const harness_case *hc, const export_tensor *ts, int nt, bool kernel,
+/* Writes the tensors of one chain: the golden's (chain NULL) as files
+ * <case>/<name>.npy, or those of chain "kernel" or "bench" the export
+ * takes as <case>/<chain>_<name>.npy with that chain as their role. */
+static int export_tensors(export_set *x, const harness_case *hc, const export_tensor *ts, int nt, const char *chain,
                           cJSON *tensors)
 {
-    const char *prefix = kernel ? "kernel_" : "";
-    char rel[600], path[1700], err[1800];
+    char prefix[16] = "", rel[600], path[1700], err[1800];
+    if (chain) snprintf(prefix, sizeof prefix, "%s_", chain);
     for (int i = 0; i < nt; i++) {
-        if (kernel && !computed(ts[i].role)) continue;
+        if (chain && !exported(chain, ts[i].role)) continue;
         const attnops_tensor *v = &ts[i].view;
         snprintf(rel, sizeof rel, "%s/%s%s.npy", hc->name, prefix, ts[i].name);
         snprintf(path, sizeof path, "%s/%s", x->dir, rel);
@@ -196,19 +247,25 @@ static int export_tensors(export_set *x, const harness_case *hc, const export_te
         cJSON *t = cJSON_AddObjectToObject(tensors, key);
         cJSON_AddStringToObject(t, "file", rel);
         cJSON_AddStringToObject(t, "dtype", attnops_dtype_name(v->dtype));
-        cJSON_AddStringToObject(t, "role", kernel ? "kernel" : ts[i].role);
+        cJSON_AddStringToObject(t, "role", chain ? chain : ts[i].role);
         double dims[ATTNOPS_MAX_RANK];
         for (int d = 0; d < v->rank; d++) dims[d] = (double)v->shape[d];
         cJSON_AddItemToObject(t, "shape", cJSON_CreateDoubleArray(dims, v->rank));
-        if (ts[i].counted_by && !kernel) cJSON_AddStringToObject(t, "counted", ts[i].counted_by);
+        if (ts[i].counted_by && !chain) cJSON_AddStringToObject(t, "counted", ts[i].counted_by);
     }
     return 0;
 }
 
+/* One chain's tensors for the export. */
+typedef struct export_chain {
+    const export_tensor *ts;
+    int n; /* 0: the chain is not exported */
+} export_chain;
+
 /* One manifest entry and its directory: the golden chain's tensors, the
- * kernel chain's computed ones when given (nk > 0). */
-static int export_entry(export_set *x, const harness_case *hc, cJSON *attributes, const export_tensor *golden, int ng,
-                        const export_tensor *kernel, int nk)
+ * kernel and benchmark chains' computed ones when given. */
+static int export_entry(export_set *x, const harness_case *hc, cJSON *attributes, export_chain golden,
+                        export_chain kernel, export_chain bench)
 {
     char dir[1200];
     snprintf(dir, sizeof dir, "%s/%s", x->dir, hc->name);
@@ -220,15 +277,28 @@ static int export_entry(export_set *x, const harness_case *hc, cJSON *attributes
     cJSON_AddStringToObject(entry, "compare", cmp_rule_name(hc->rule));
     cJSON_AddItemToObject(entry, "attributes", attributes);
     cJSON *tensors = cJSON_AddObjectToObject(entry, "tensors");
-    if (export_tensors(x, hc, golden, ng, false, tensors) != 0) return -1;
-    return export_tensors(x, hc, kernel, nk, true, tensors);
+    if (export_tensors(x, hc, golden.ts, golden.n, NULL, tensors) != 0) return -1;
+    if (export_tensors(x, hc, kernel.ts, kernel.n, "kernel", tensors) != 0) return -1;
+    return export_tensors(x, hc, bench.ts, bench.n, "bench", tensors);
 }
 
-int export_fa_case(export_set *x, const harness_case *hc, const fa_case *golden, const fa_case *kernel)
+int export_fa_case(export_set *x, const harness_case *hc, const fa_case *golden, const fa_case *kernel,
+                   const fa_case *bench)
 {
-    export_tensor g[32], k[32];
-    const int ng = fa_tensors(golden, g), nk = kernel ? fa_tensors(kernel, k) : 0;
-    return export_entry(x, hc, fa_attributes(hc, golden), g, ng, k, nk);
+    export_tensor g[32], k[32], b[32];
+    const export_chain gc = {g, fa_tensors(golden, g)}, kc = {k, kernel ? fa_tensors(kernel, k) : 0},
+                       bc = {b, bench ? fa_tensors(bench, b) : 0};
+    return export_entry(x, hc, fa_attributes(hc, golden), gc, kc, bc);
+}
+
+int export_ar_case(export_set *x, const harness_case *hc, const ar_case *c, ar_chain *golden, ar_chain *kernel,
+                   ar_chain *bench)
+{
+    export_tensor g[2 * AR_CASE_MAX_OUTPUTS], k[2 * AR_CASE_MAX_OUTPUTS], b[2 * AR_CASE_MAX_OUTPUTS];
+    ar_names gn, kn, bn;
+    const export_chain gc = {g, ar_tensors(c, golden, &gn, g)}, kc = {k, kernel ? ar_tensors(c, kernel, &kn, k) : 0},
+                       bc = {b, bench ? ar_tensors(c, bench, &bn, b) : 0};
+    return export_entry(x, hc, ar_attributes(hc), gc, kc, bc);
 }
 
 int export_kp_case(export_set *x, const harness_case *hc, const kp_case *golden, const tu_tensor *golden_pooled,
@@ -238,9 +308,9 @@ int export_kp_case(export_set *x, const harness_case *hc, const kp_case *golden,
     const attnops_tensor rows = attnops_tensor_contiguous((void *)golden->valid_rows, ATTNOPS_DTYPE_I64, 1, &B);
     uint8_t *valid = kp_valid_mask(golden->valid_rows, B, golden_pooled->view.rank, golden_pooled->view.shape);
     export_tensor g[16], k[16];
-    const int ng = kp_tensors(golden, golden_pooled, valid, &rows, g);
-    const int nk = kernel ? kp_tensors(kernel, kernel_pooled, valid, &rows, k) : 0;
-    const int rc = export_entry(x, hc, kp_attributes(hc, golden), g, ng, k, nk);
+    const export_chain gc = {g, kp_tensors(golden, golden_pooled, valid, &rows, g)},
+                       kc = {k, kernel ? kp_tensors(kernel, kernel_pooled, valid, &rows, k) : 0}, none = {NULL, 0};
+    const int rc = export_entry(x, hc, kp_attributes(hc, golden), gc, kc, none);
     free(valid);
     return rc;
 }
@@ -259,28 +329,57 @@ int export_close(export_set *x)
     return ok ? 0 : -1;
 }
 
-/* One case through the reference, exported: 0, 1 (the reference failed)
- * or 2 (a file could not be written). */
+/* Each exports one case's golden chain (the reference) and, for the
+ * triple rule, its benchmark chain: 0, 1 (a chain failed) or 2 (a file
+ * could not be written). */
+static int golden_kp(export_set *x, const harness_case *hc, int threads)
+{
+    kp_case c;
+    tu_tensor out;
+    kp_case_init(&c, &hc->kp, hc->data_seed);
+    const attnops_status st = kp_case_run(&c, hc->kp.capacity, ATTNOPS_IMPL_REFERENCE, threads, &out);
+    const int rc = st != ATTNOPS_SUCCESS ? 1 : export_kp_case(x, hc, &c, &out, NULL, NULL) != 0 ? 2 : 0;
+    tu_tensor_free(&out);
+    kp_case_free(&c);
+    return rc;
+}
+
+static int golden_fa(export_set *x, const harness_case *hc, int threads)
+{
+    const bool triple = hc->rule == CMP_TRIPLE;
+    fa_case c, bench = {0};
+    fa_case_init(&c, &hc->shape, hc->data_seed);
+    attnops_status st = fa_case_forward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
+    if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
+    if (st == ATTNOPS_SUCCESS && triple) st = fa_bench_chain(hc, false, threads, &c, &bench);
+    int rc = st != ATTNOPS_SUCCESS;
+    if (!rc && export_fa_case(x, hc, &c, NULL, triple ? &bench : NULL) != 0) rc = 2;
+    fa_case_free(&c);
+    fa_case_free(&bench);
+    return rc;
+}
+
+static int golden_ar(export_set *x, const harness_case *hc, int threads)
+{
+    const bool triple = hc->rule == CMP_TRIPLE;
+    ar_case c;
+    ar_chain golden, bench = {0};
+    ar_case_init(&c, &hc->ar, hc->data_seed);
+    attnops_status st = ar_case_run(&c, ATTNOPS_IMPL_REFERENCE, threads, &golden);
+    if (st == ATTNOPS_SUCCESS && triple) st = ar_case_run(&c, ATTNOPS_IMPL_BENCHMARK, threads, &bench);
+    int rc = st != ATTNOPS_SUCCESS;
+    if (!rc && export_ar_case(x, hc, &c, &golden, NULL, triple ? &bench : NULL) != 0) rc = 2;
+    ar_chain_free(&golden);
+    ar_chain_free(&bench);
+    ar_case_free(&c);
+    return rc;
+}
+
 static int golden_case(export_set *x, const harness_case *hc, int threads)
 {
-    attnops_status st;
-    int rc;
-    if (hc->op == HARNESS_OP_KEYPOOL) {
-        kp_case c;
-        tu_tensor out;
-        kp_case_init(&c, &hc->kp, hc->data_seed);
-        st = kp_case_run(&c, hc->kp.capacity, ATTNOPS_IMPL_REFERENCE, threads, &out);
-        rc = st != ATTNOPS_SUCCESS ? 1 : export_kp_case(x, hc, &c, &out, NULL, NULL) != 0 ? 2 : 0;
-        tu_tensor_free(&out);
-        kp_case_free(&c);
-    } else {
-        fa_case c;
-        fa_case_init(&c, &hc->shape, hc->data_seed);
-        st = fa_case_forward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
-        if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
-        rc = st != ATTNOPS_SUCCESS ? 1 : export_fa_case(x, hc, &c, NULL) != 0 ? 2 : 0;
-        fa_case_free(&c);
-    }
+    const int rc = hc->op == HARNESS_OP_KEYPOOL ? golden_kp(x, hc, threads)
+                   : hc->op == HARNESS_OP_ATTNRES ? golden_ar(x, hc, threads)
+                                                  : golden_fa(x, hc, threads);
     if (rc == 1) fprintf(stderr, "attnops golden: case %s: %s\n", hc->name, attnops_last_error());
     return rc;
 }
@@ -369,6 +468,31 @@ static uint8_t *counted_elements(const char *golden, const cJSON *tensors, const
     return mask;
 }
 
+/* Output t's benchmark values for the triple rule, as doubles: from
+ * --bench DIR (bench_dir, at the output's own relative path `file`) or
+ * else the export's bench_<output> tensor.  NULL after a message when there
+ * is neither, or it does not load or has another shape than the golden `g`. */
+static double *load_bench(const char *golden, const char *bench_dir, const cJSON *tensors, const cJSON *t,
+                          const char *file, attnops_dtype hint, const npy_array *g)
+{
+    char key[80], path[1200];
+    snprintf(key, sizeof key, "bench_%s", t->string);
+    const cJSON *own = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tensors, key), "file");
+    if (bench_dir) snprintf(path, sizeof path, "%s/%s", bench_dir, file);
+    else if (cJSON_IsString(own)) snprintf(path, sizeof path, "%s/%s", golden, own->valuestring);
+    else
+        return fprintf(stderr, "attnops compare: %s: the triple rule needs a benchmark chain; the export has no %s "
+                               "and no --bench DIR was given\n", file, key), NULL;
+    npy_array b;
+    double *x = load_values(path, hint, &b);
+    if (x && (b.rank != g->rank || memcmp(b.shape, g->shape, sizeof(int64_t) * (size_t)g->rank))) {
+        fprintf(stderr, "attnops compare: %s: shape differs from the golden's\n", path);
+        free(x), x = NULL;
+    }
+    free(b.data);
+    return x;
+}
+
 int cmd_compare(int argc, char **argv)
 {
     const char *golden = NULL, *actual = NULL, *bench = NULL, *rule_name = NULL;
@@ -402,6 +526,9 @@ int cmd_compare(int argc, char **argv)
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(entry, "name");
         const cJSON *cmp = cJSON_GetObjectItemCaseSensitive(entry, "compare");
         const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(entry, "tensors"), *t;
+        const cJSON *op_name = cJSON_GetObjectItemCaseSensitive(entry, "op");
+        harness_op op = HARNESS_OP_FA_GRAD;
+        if (cJSON_IsString(op_name)) harness_op_parse(op_name->valuestring, &op);
         cmp_rule rule = forced;
         if (!rule_name && !(cJSON_IsString(cmp) && cmp_rule_parse(cmp->valuestring, &rule))) rule = CMP_DUAL;
         cJSON_ArrayForEach(t, tensors) {
@@ -414,17 +541,14 @@ int cmd_compare(int argc, char **argv)
             snprintf(path, sizeof path, "%s/%s", golden, file->valuestring);
             double *e = load_values(path, hint, &ga);
             snprintf(path, sizeof path, "%s/%s", actual, file->valuestring);
-            double *a = e ? load_values(path, hint, &aa) : NULL, *bm = NULL;
-            npy_array ba = {0};
-            if (a && bench) { /* the triple rule's benchmark chain, same relative paths */
-                snprintf(path, sizeof path, "%s/%s", bench, file->valuestring);
-                if (!(bm = load_values(path, hint, &ba))) free(a), a = NULL;
-            }
+            double *a = e ? load_values(path, hint, &aa) : NULL;
+            const bool triple = rule == CMP_TRIPLE;
+            double *bm = a && triple ? load_bench(golden, bench, tensors, t, file->valuestring, hint, &ga) : NULL;
             bool bad_mask = false;
             uint8_t *counted = a ? counted_elements(golden, tensors, t, &ga, &bad_mask) : NULL;
             char label[256];
             snprintf(label, sizeof label, "%s %s", cJSON_IsString(name) ? name->valuestring : "?", t->string);
-            if (!e || !a || bad_mask) {
+            if (!e || !a || (triple && !bm) || bad_mask) {
                 rc = 2;
             } else if (aa.rank != ga.rank || memcmp(aa.shape, ga.shape, sizeof(int64_t) * (size_t)ga.rank)) {
                 printf("FAIL %s: shape differs from the golden's\n", label);
@@ -432,7 +556,7 @@ int cmd_compare(int argc, char **argv)
             } else {
                 int64_t n = 1;
                 for (int d = 0; d < ga.rank; d++) n *= ga.shape[d];
-                const cmp_options o = {.rule = rule, .dtype = ga.dtype, .counted = counted};
+                const cmp_options o = {.rule = rule, .dtype = harness_triple_dtype(op, ga.dtype), .counted = counted};
                 const cmp_verdict v = cmp_compare(&o, a, e, bm, n);
                 cmp_print(stdout, label, &v, a, e, ga.shape, ga.rank);
                 failed += !v.pass;
@@ -440,7 +564,6 @@ int cmd_compare(int argc, char **argv)
             total++;
             if (e) free(ga.data);
             if (a) free(aa.data);
-            free(ba.data);
             free(bm);
             free(counted);
             free(e);

@@ -11,13 +11,19 @@
  * dv (and dq_rope, dk_rope) are compared; auto_grad: the kernel chain runs
  * its own forward, whose outputs are compared too.  KeyPool (--mode does
  * not apply): pooled_key on its valid rows and the whole state cache after
- * the call (state_cache_out) are compared.  Each output is judged by the
- * case's rule (verify/compare.h) and printed as one line; run_log.txt gets
- * the seed's lines ("<datetime>  <case> <output> diff_max : ..."), appended.
+ * the call (state_cache_out) are compared.  AttnRes (--mode does not
+ * apply): each chain runs its forward and then its backward on that
+ * forward's caches (the seed's cascade); h, rms, alpha and every gradient
+ * are compared.  The triple rule adds a third chain, the benchmark
+ * (ATTNOPS_IMPL_BENCHMARK), treated as the kernel chain is.  Each output
+ * is judged by the case's rule (verify/compare.h) and printed as one line
+ * (AttnRes's block gradients past grad_block_00, the seed's, as one summary
+ * line, each failing one on its own); run_log.txt gets the seed's lines
+ * ("<datetime>  <case> <output> diff_max : ..."), appended, for every output.
  * --rows prints, under a failing output, the rows (every leading index of
  * the tensor) with the most failing elements; --report writes the HTML
- * page of tools/report.h; --save writes every case's inputs and both
- * chains' outputs as .npy with a manifest (the export of attnops golden).
+ * page of tools/report.h; --save writes every case's inputs and every
+ * chain's outputs as .npy with a manifest (the export of attnops golden).
  * Exit status: 0 all pass, 1 a case failed, 2 bad
  * arguments or files. */
 #include <regex.h>
@@ -109,14 +115,17 @@ static void print_rows(const localisation *l, const attnops_tensor *v)
     printf("\n");
 }
 
-/* One output of one case: the verdict line, the log lines, the report
- * entry; true on PASS.  counted (may be NULL): the elements judged. */
-static bool judge(const harness_case *hc, const run_options *ro, const char *output, const attnops_tensor *kernel,
-                  const attnops_tensor *golden, const attnops_tensor *bench, const uint8_t *counted, FILE *log)
+/* One output of one case: the verdict line (when it fails, or always
+ * unless `quiet`), the log lines, the report entry.  counted (may be
+ * NULL): the elements judged. */
+static cmp_verdict judge(const harness_case *hc, const run_options *ro, const char *output,
+                         const attnops_tensor *kernel, const attnops_tensor *golden, const attnops_tensor *bench,
+                         const uint8_t *counted, bool quiet, FILE *log)
 {
     int64_t n;
     double *a = to_f64(kernel, &n), *e = to_f64(golden, &n), *bm = bench ? to_f64(bench, &n) : NULL;
-    const cmp_options o = {.rule = hc->rule, .dtype = kernel->dtype, .counted = counted};
+    const cmp_options o = {
+        .rule = hc->rule, .dtype = harness_triple_dtype(hc->op, kernel->dtype), .counted = counted};
     const cmp_verdict v = cmp_compare(&o, a, e, bm, n);
     free(bm);
     double sum = 0.0;
@@ -124,7 +133,7 @@ static bool judge(const harness_case *hc, const run_options *ro, const char *out
         if (!counted || counted[i]) sum += fabs(a[i] - e[i]);
     char label[128];
     snprintf(label, sizeof label, "%s %s", hc->name, output);
-    cmp_print(stdout, label, &v, a, e, kernel->shape, kernel->rank);
+    if (!quiet || !v.pass) cmp_print(stdout, label, &v, a, e, kernel->shape, kernel->rank);
     if (ro->rep || (ro->rows && !v.pass)) {
         const int64_t row_len = kernel->rank ? kernel->shape[kernel->rank - 1] : 1;
         localisation l = loc_analyse(&o, a, e, n, row_len);
@@ -138,7 +147,36 @@ static bool judge(const harness_case *hc, const run_options *ro, const char *out
              v.pass ? "pass" : "case failed");
     free(a);
     free(e);
-    return v.pass;
+    return v;
+}
+
+/* Verdicts of many outputs in one line: how many pass, and each bounded
+ * metric's worst value. */
+typedef struct summary {
+    int n, passed;
+    cmp_verdict worst;
+} summary;
+
+static void summary_add(summary *s, const cmp_verdict *v)
+{
+    if (s->n++ == 0) s->worst = *v;
+    s->passed += v->pass;
+    for (int m = 0; m < v->n_metrics; m++) {
+        cmp_metric *w = &s->worst.metric[m];
+        const double x = v->metric[m].value;
+        if (w->at_least ? !(x >= w->value) : !(x <= w->value)) w->value = x; /* NaN is the worst */
+    }
+}
+
+static void summary_print(const summary *s, const harness_case *hc, const char *outputs)
+{
+    printf("%s %s %s [%s] %d of %d pass; worst", s->passed == s->n ? "PASS" : "FAIL", hc->name, outputs,
+           cmp_rule_name(s->worst.rule), s->passed, s->n);
+    for (int m = 0; m < s->worst.n_metrics; m++) {
+        const cmp_metric *w = &s->worst.metric[m];
+        if (isfinite(w->limit)) printf(" %s %.4g (%s %.4g)", w->name, w->value, w->at_least ? ">=" : "<=", w->limit);
+    }
+    printf("\n");
 }
 
 /* A chain that could not run: one FAIL line and a log line. */
@@ -149,20 +187,19 @@ static bool chain_failed(const harness_case *hc, attnops_status st, FILE *log)
     return false;
 }
 
-/* The triple rule's third chain: the benchmark (ATTNOPS_IMPL_BENCHMARK),
- * fed the golden forward in only_grad mode like the kernel chain. */
-static attnops_status run_bench(const harness_case *hc, const run_options *ro, const fa_case *gold, fa_case *bench)
+attnops_status fa_bench_chain(const harness_case *hc, bool auto_grad, int threads, const fa_case *golden,
+                              fa_case *bench)
 {
     fa_case_init(bench, &hc->shape, hc->data_seed);
     attnops_status st = ATTNOPS_SUCCESS;
-    if (ro->auto_grad) st = fa_case_forward(bench, ATTNOPS_IMPL_BENCHMARK, ro->threads, 0);
-    else fa_case_copy_forward(bench, gold);
-    return st == ATTNOPS_SUCCESS ? fa_case_backward(bench, ATTNOPS_IMPL_BENCHMARK, ro->threads, 0) : st;
+    if (auto_grad) st = fa_case_forward(bench, ATTNOPS_IMPL_BENCHMARK, threads, 0);
+    else fa_case_copy_forward(bench, golden);
+    return st == ATTNOPS_SUCCESS ? fa_case_backward(bench, ATTNOPS_IMPL_BENCHMARK, threads, 0) : st;
 }
 
 static bool run_fa_case(const harness_case *hc, const run_options *ro, FILE *log)
 {
-    fa_case gold, kern, bench;
+    fa_case gold, kern, bench = {0}; /* bench: only the triple rule runs it */
     const bool triple = hc->rule == CMP_TRIPLE;
     fa_case_init(&gold, &hc->shape, hc->data_seed);
     fa_case_init(&kern, &hc->shape, hc->data_seed);
@@ -178,7 +215,7 @@ static bool run_fa_case(const harness_case *hc, const run_options *ro, FILE *log
     }
     if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&gold, ATTNOPS_IMPL_REFERENCE, ro->threads, 0);
     if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&kern, ro->impl, ro->threads, 0);
-    if (st == ATTNOPS_SUCCESS && triple) st = run_bench(hc, ro, &gold, &bench);
+    if (st == ATTNOPS_SUCCESS && triple) st = fa_bench_chain(hc, ro->auto_grad, ro->threads, &gold, &bench);
     if (st != ATTNOPS_SUCCESS) {
         ok = chain_failed(hc, st, log);
     } else {
@@ -190,12 +227,12 @@ static bool run_fa_case(const harness_case *hc, const run_options *ro, FILE *log
         /* the forward's three only when the kernel chain ran its own forward */
         for (int i = ro->auto_grad ? 0 : 3; i < 3 + fa_case_backward_outputs(&gold); i++)
             ok &= judge(hc, ro, outs[i].name, &outs[i].k->view, &outs[i].g->view, triple ? &outs[i].b->view : NULL,
-                        NULL, log);
-        if (ro->save && export_fa_case(ro->save, hc, &gold, &kern) != 0) ok = false;
+                        NULL, false, log).pass;
+        if (ro->save && export_fa_case(ro->save, hc, &gold, &kern, triple ? &bench : NULL) != 0) ok = false;
     }
     fa_case_free(&gold);
     fa_case_free(&kern);
-    if (triple) fa_case_free(&bench);
+    fa_case_free(&bench);
     return ok;
 }
 
@@ -215,8 +252,8 @@ static bool run_kp_case(const harness_case *hc, const run_options *ro, FILE *log
         ok = chain_failed(hc, st, log);
     } else {
         uint8_t *valid = kp_valid_mask(gold.valid_rows, hc->kp.B, gold_out.view.rank, gold_out.view.shape);
-        ok &= judge(hc, ro, "pooled_key", &kern_out.view, &gold_out.view, NULL, valid, log);
-        ok &= judge(hc, ro, "state_cache_out", &kern.cache_view, &gold.cache_view, NULL, NULL, log);
+        ok &= judge(hc, ro, "pooled_key", &kern_out.view, &gold_out.view, NULL, valid, false, log).pass;
+        ok &= judge(hc, ro, "state_cache_out", &kern.cache_view, &gold.cache_view, NULL, NULL, false, log).pass;
         free(valid);
         if (ro->save && export_kp_case(ro->save, hc, &gold, &gold_out, &kern, &kern_out) != 0) ok = false;
     }
@@ -227,9 +264,57 @@ static bool run_kp_case(const harness_case *hc, const run_options *ro, FILE *log
     return ok;
 }
 
+/* AttnRes: the golden, kernel and (triple) benchmark chains on the same
+ * inputs, each its forward and then its backward on that forward's caches.
+ * The seed's outputs get a verdict line each; the other blocks' gradients
+ * are judged one by one too, summarised in one line. */
+static bool run_ar_case(const harness_case *hc, const run_options *ro, FILE *log)
+{
+    const bool triple = hc->rule == CMP_TRIPLE;
+    ar_case c;
+    ar_chain gold, kern = {0}, bench = {0};
+    ar_case_init(&c, &hc->ar, hc->data_seed);
+    bool ok = true;
+    attnops_status st = ar_case_run(&c, ATTNOPS_IMPL_REFERENCE, ro->threads, &gold);
+    if (st == ATTNOPS_SUCCESS) st = ar_case_run(&c, ro->impl, ro->threads, &kern);
+    if (st == ATTNOPS_SUCCESS && triple) st = ar_case_run(&c, ATTNOPS_IMPL_BENCHMARK, ro->threads, &bench);
+    if (st != ATTNOPS_SUCCESS) {
+        ok = chain_failed(hc, st, log);
+    } else {
+        ar_output g[AR_CASE_MAX_OUTPUTS], k[AR_CASE_MAX_OUTPUTS], b[AR_CASE_MAX_OUTPUTS];
+        int seed_n;
+        const int n = ar_chain_outputs(&c, &gold, g, &seed_n);
+        ar_chain_outputs(&c, &kern, k, &seed_n);
+        if (triple) ar_chain_outputs(&c, &bench, b, &seed_n);
+        summary blocks = {0};
+        for (int i = 0; i < n; i++) {
+            const cmp_verdict v = judge(hc, ro, g[i].name, &k[i].t->view, &g[i].t->view,
+                                        triple ? &b[i].t->view : NULL, NULL, i >= seed_n, log);
+            ok &= v.pass;
+            if (i >= seed_n) summary_add(&blocks, &v);
+        }
+        if (blocks.n) {
+            char outputs[64];
+            if (blocks.n > 1) snprintf(outputs, sizeof outputs, "%s..%s", g[seed_n].name, g[n - 1].name);
+            else snprintf(outputs, sizeof outputs, "%s", g[seed_n].name);
+            summary_print(&blocks, hc, outputs);
+        }
+        if (ro->save && export_ar_case(ro->save, hc, &c, &gold, &kern, triple ? &bench : NULL) != 0) ok = false;
+    }
+    ar_chain_free(&gold);
+    ar_chain_free(&kern);
+    ar_chain_free(&bench);
+    ar_case_free(&c);
+    return ok;
+}
+
 static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
 {
-    return hc->op == HARNESS_OP_KEYPOOL ? run_kp_case(hc, ro, log) : run_fa_case(hc, ro, log);
+    switch (hc->op) {
+    case HARNESS_OP_KEYPOOL: return run_kp_case(hc, ro, log);
+    case HARNESS_OP_ATTNRES: return run_ar_case(hc, ro, log);
+    default: return run_fa_case(hc, ro, log);
+    }
 }
 
 /* The cases of a built-in suite name or a file; -1 with a message. */

@@ -377,19 +377,102 @@ static bool parse_keypool(parse_ctx *c, const cJSON *obj, harness_case *h)
     return true;
 }
 
-static const char *const OP_NAMES[] = {"flash_attention_grad", "keypool"};
+enum {
+    A_B, A_T, A_N, A_D, A_DTYPE, A_PARTIAL, A_RMSNORM, A_RANDOM_GAMMA, A_SCALE, A_EPS, A_DATA_SEED, A_COMPARE, A_SKIP,
+    A_COUNT
+};
+
+/* A Block Attention Residuals case: the seed's test parameters (spec B.3). */
+static bool parse_attnres(parse_ctx *c, const cJSON *obj, harness_case *h)
+{
+    static const field_name fields[] = {
+        {"B", A_B}, {"T", A_T}, {"N", A_N}, {"D", A_D}, {"dtype", A_DTYPE}, {"partial", A_PARTIAL},
+        {"has_partial_block", A_PARTIAL}, {"rmsnorm", A_RMSNORM}, {"enable_rmsnorm", A_RMSNORM},
+        {"random_gamma", A_RANDOM_GAMMA}, {"scale", A_SCALE}, {"eps", A_EPS}, {"data_seed", A_DATA_SEED},
+        {"compare", A_COMPARE}, {"op", A_SKIP}, {"name", A_SKIP}};
+    static const struct { const char *name; attnops_dtype d; } dtypes[] = {
+        {"bf16", ATTNOPS_DTYPE_BF16}, {"fp16", ATTNOPS_DTYPE_F16}, {"fp32", ATTNOPS_DTYPE_F32}};
+    const int64_t big = (int64_t)1 << 40;
+    ar_case_spec *s = &h->ar;
+    *s = (ar_case_spec){.dtype = ATTNOPS_DTYPE_BF16, .partial = true, .rmsnorm = true, .scale = 1.0, .eps = 1e-6};
+    bool has[A_COUNT] = {false};
+    const char *dtype = NULL, *compare = NULL;
+    int64_t data_seed = 1;
+    for (const cJSON *v = obj->child; v; v = v->next) {
+        const int f = field_in(fields, sizeof fields / sizeof fields[0], v->string);
+        if (f < 0) return fail(c, v->string, "is not a known AttnRes case field");
+        if (f == A_SKIP) continue;
+        if (has[f]) return fail(c, v->string, "is given twice (or with its alias)");
+        has[f] = true;
+        const double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        bool ok = true;
+        switch (f) {
+        case A_B: ok = get_int(c, v, 0, big, &s->B); break;
+        case A_T: ok = get_int(c, v, 0, big, &s->T); break;
+        case A_N: ok = get_int(c, v, 1, 127, &s->N); break;
+        case A_D: ok = get_int(c, v, 1, big, &s->D); break;
+        case A_DTYPE: ok = get_str(c, v, &dtype); break;
+        case A_PARTIAL: ok = get_bool(c, v, &s->partial); break;
+        case A_RMSNORM: ok = get_bool(c, v, &s->rmsnorm); break;
+        case A_RANDOM_GAMMA: ok = get_bool(c, v, &s->random_gamma); break;
+        case A_SCALE: /* finite as the f32 the operator multiplies by */
+            if (!isfinite((float)x)) ok = fail(c, v->string, "must be a finite number");
+            s->scale = x;
+            break;
+        case A_EPS:
+            if (!((float)x > 0.0f && isfinite((float)x))) ok = fail(c, v->string, "must be a positive number");
+            s->eps = x;
+            break;
+        case A_DATA_SEED: ok = get_int(c, v, 0, big, &data_seed); break;
+        case A_COMPARE: ok = get_str(c, v, &compare); break;
+        default: break;
+        }
+        if (!ok) return false;
+    }
+    static const int required[] = {A_B, A_T, A_N, A_D};
+    static const char *const required_names[] = {"B", "T", "N", "D"};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!has[required[i]]) return fail(c, required_names[i], "is missing");
+    if (dtype) {
+        const size_t count = sizeof dtypes / sizeof dtypes[0];
+        size_t i = 0;
+        while (i < count && strcmp(dtype, dtypes[i].name)) i++;
+        if (i == count) return fail(c, "dtype", "is '%s'; AttnRes takes bf16, fp16 or fp32", dtype);
+        s->dtype = dtypes[i].d;
+    }
+    h->data_seed = (uint64_t)data_seed;
+    h->rule = CMP_TRIPLE;
+    return !compare || parse_rule(c, compare, &h->rule);
+}
+
+static const char *const OP_NAMES[HARNESS_OP_COUNT] = {"flash_attention_grad", "keypool", "attnres"};
 
 const char *harness_op_name(harness_op op) { return OP_NAMES[op]; }
+
+bool harness_op_parse(const char *name, harness_op *op)
+{
+    for (int i = 0; i < HARNESS_OP_COUNT; i++)
+        if (name && !strcmp(name, OP_NAMES[i])) return *op = (harness_op)i, true;
+    return false;
+}
+
+attnops_dtype harness_triple_dtype(harness_op op, attnops_dtype dtype)
+{
+    return op == HARNESS_OP_ATTNRES ? ATTNOPS_DTYPE_F32 : dtype;
+}
 
 static bool parse_one(parse_ctx *c, const cJSON *obj, harness_case *h)
 {
     if (!cJSON_IsObject(obj)) return fail(c, NULL, "is not a JSON object");
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(obj, "op");
     h->op = HARNESS_OP_FA_GRAD;
-    if (op && cJSON_IsString(op) && !strcmp(op->valuestring, OP_NAMES[HARNESS_OP_KEYPOOL])) h->op = HARNESS_OP_KEYPOOL;
-    else if (op && !(cJSON_IsString(op) && !strcmp(op->valuestring, OP_NAMES[HARNESS_OP_FA_GRAD])))
-        return fail(c, "op", "must be \"flash_attention_grad\" (the default) or \"keypool\"");
-    return h->op == HARNESS_OP_KEYPOOL ? parse_keypool(c, obj, h) : parse_fa(c, obj, h);
+    if (op && !(cJSON_IsString(op) && harness_op_parse(op->valuestring, &h->op)))
+        return fail(c, "op", "must be \"flash_attention_grad\" (the default), \"keypool\" or \"attnres\"");
+    switch (h->op) {
+    case HARNESS_OP_KEYPOOL: return parse_keypool(c, obj, h);
+    case HARNESS_OP_ATTNRES: return parse_attnres(c, obj, h);
+    default: return parse_fa(c, obj, h);
+    }
 }
 
 int harness_parse_cases(const char *json, const char *origin, harness_case **cases, char *err, size_t errlen)

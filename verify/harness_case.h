@@ -21,8 +21,16 @@
  * cmp_ratio (default 4), block_size, scramble, norm (or norm_on; booleans,
  * default false), H (default 4096), D (default 128), dtype (bf16 | fp16,
  * default bf16), capacity (current | fixed, default current), data_seed and
- * compare (default isclose, the seed's rule).  "op" defaults to
- * "flash_attention_grad", the cases above.
+ * compare (default isclose, the seed's rule).
+ *
+ * A case with "op": "attnres" is a Block Attention Residuals case (spec
+ * keypool-attnres-pypto B.3, the seed's test parameters): B, T, N (blocks,
+ * 1..127), D (all four required), dtype (bf16 | fp16 | fp32, default
+ * bf16), partial (or has_partial_block; default true), rmsnorm (or
+ * enable_rmsnorm; default true), random_gamma (default false: gamma ones,
+ * the seed's), scale (default 1), eps (rmsnorm_eps, default 1e-6),
+ * data_seed and compare (default triple, the seed's rule).
+ * "op" defaults to "flash_attention_grad", the cases above.
  *
  * A document holds one case (an object with "B", "N1" or "op"), a list of
  * cases, or a named dictionary {name: case} like the seed's TestCases.
@@ -32,10 +40,11 @@
 #define ATTNOPS_VERIFY_HARNESS_CASE_H
 
 #include "compare.h"
+#include "ar_case.h"
 #include "fa_case.h"
 #include "kp_case.h"
 
-typedef enum harness_op { HARNESS_OP_FA_GRAD, HARNESS_OP_KEYPOOL } harness_op;
+typedef enum harness_op { HARNESS_OP_FA_GRAD, HARNESS_OP_KEYPOOL, HARNESS_OP_ATTNRES, HARNESS_OP_COUNT } harness_op;
 
 typedef struct harness_case {
     char name[64];
@@ -43,14 +52,22 @@ typedef struct harness_case {
     union {
         fa_case_shape shape; /* HARNESS_OP_FA_GRAD */
         kp_case_spec kp;     /* HARNESS_OP_KEYPOOL */
+        ar_case_spec ar;     /* HARNESS_OP_ATTNRES */
     };
     uint64_t data_seed;
     cmp_rule rule;
     char note[160]; /* how a seed quirk was read (e.g. "bp16"), or "" */
 } harness_case;
 
-/* "flash_attention_grad" or "keypool", as a case file names it. */
+/* "flash_attention_grad", "keypool" or "attnres", as a case file names it;
+ * parse: false for an unknown name. */
 const char *harness_op_name(harness_op op);
+bool harness_op_parse(const char *name, harness_op *op);
+
+/* The dtype whose thresholds the triple rule applies to an output of
+ * `dtype`: f32 for AttnRes, whose seed compares f32 copies of every chain
+ * (spec B.3); the output's own for the other operators. */
+attnops_dtype harness_triple_dtype(harness_op op, attnops_dtype dtype);
 
 /* Parses `json`; `origin` (a file name) prefixes messages.  Returns the
  * number of cases and a malloc'ed array in *cases (free() it), or -1 with

@@ -5,6 +5,11 @@
 # test-only broken kernel); bad arguments and files give 2 and one line.
 # KeyPool: keypool-seed is listed with 4 cases and passes, alone and mixed
 # with FlashAttention cases; its outputs reach run_log.txt, --save, --report.
+# AttnRes: attnres-seed is listed with 2 cases and passes by the triple rule
+# (the seed's outputs a line each, the other blocks' gradients judged one by
+# one and summarised, every one in run_log.txt); AttnRes cases mix with the
+# other ops, reach --save (all three chains), --report and --rows; a rule the
+# kernel cannot meet fails on every block it fails on.
 # Usage: check_cli_run.sh ATTNOPS_BINARY
 set -u
 bin=$1
@@ -40,6 +45,41 @@ check "mixed FlashAttention and KeyPool" 0 "^3 of 3 cases passed" -- \
     "$bin" run keypool-seed fag-seed --filter 'GQA|history' --log - --report "$tmp/mixed.html"
 grep -q '<caption>7 of 7 outputs pass</caption>' "$tmp/mixed.html" && grep -q 'state_cache_out' "$tmp/mixed.html" \
     && echo "ok   --report holds KeyPool outputs" || { echo "FAIL --report of a mixed run"; fails=$((fails + 1)); }
+check "list shows attnres-seed" 0 "^attnres-seed +2 cases: b2_t4096_n25_d512_bf16 b1_t1023_n32_d512_bf16$" -- "$bin" list
+check "attnres-seed passes" 0 "^2 of 2 cases passed" -- "$bin" run attnres-seed --log "$tmp/ar_log.txt"
+grep -qE '^PASS b2_t4096_n25_d512_bf16 grad_block_00 \[triple\] mare_ratio [0-9.e-]+ \(<= 2\) mere_ratio' "$tmp/out" \
+    && grep -qE '^PASS b2_t4096_n25_d512_bf16 grad_block_01\.\.grad_block_24 \[triple\] 24 of 24 pass; worst mare_ratio' "$tmp/out" \
+    && grep -qE '^PASS b1_t1023_n32_d512_bf16 grad_block_01\.\.grad_block_31 \[triple\] 31 of 31 pass' "$tmp/out" \
+    && [ "$(grep -c '^PASS b1_t1023_n32_d512_bf16 ' "$tmp/out")" = 8 ] \
+    && echo "ok   AttnRes verdict lines: the seed's outputs, the other blocks summarised" \
+    || { echo "FAIL AttnRes verdict lines"; fails=$((fails + 1)); }
+[ "$(grep -cE '  b1_t1023_n32_d512_bf16 grad_block_[0-9]+ ratio : 1\.000000 pass$' "$tmp/ar_log.txt")" = 32 ] \
+    && grep -q 'b2_t4096_n25_d512_bf16 grad_rmsnorm_gamma diff_max' "$tmp/ar_log.txt" \
+    && echo "ok   AttnRes run_log.txt lines, every block's gradient" || { echo "FAIL AttnRes run_log.txt"; fails=$((fails + 1)); }
+cat >"$tmp/ar.json" <<'JSON'
+{"ar_fp16": {"op": "attnres", "B": 2, "T": 33, "N": 5, "D": 96, "dtype": "fp16", "scale": 0.8, "random_gamma": true},
+ "ar_plain": {"op": "attnres", "B": 1, "T": 17, "N": 3, "D": 40, "dtype": "fp32", "partial": false, "rmsnorm": false}}
+JSON
+check "mixed AttnRes, KeyPool and FlashAttention" 0 "^5 of 5 cases passed" -- \
+    "$bin" run "$tmp/ar.json" keypool-seed fag-seed --filter 'GQA|history|ar_' --log - --report "$tmp/ar_mixed.html" \
+    --save "$tmp/ar_saved"
+grep -q '<caption>24 of 24 outputs pass</caption>' "$tmp/ar_mixed.html" && grep -q 'grad_block_04' "$tmp/ar_mixed.html" \
+    && echo "ok   --report holds AttnRes outputs" || { echo "FAIL --report of a mixed AttnRes run"; fails=$((fails + 1)); }
+[ -s "$tmp/ar_saved/ar_fp16/block_04.npy" ] && [ -s "$tmp/ar_saved/ar_fp16/grad_block_04.npy" ] \
+    && [ -s "$tmp/ar_saved/ar_fp16/kernel_grad_block_04.npy" ] && [ -s "$tmp/ar_saved/ar_fp16/bench_rms.npy" ] \
+    && [ ! -e "$tmp/ar_saved/ar_plain/rms.npy" ] && [ ! -e "$tmp/ar_saved/ar_plain/partial_block.npy" ] \
+    && grep -q '"op":[[:space:]]*"attnres"' "$tmp/ar_saved/manifest.json" \
+    && grep -q '"role":[[:space:]]*"bench"' "$tmp/ar_saved/manifest.json" \
+    && echo "ok   --save writes AttnRes's three chains and a manifest" || { echo "FAIL AttnRes --save files"; fails=$((fails + 1)); }
+printf '{"ar_strict": {"op": "attnres", "B": 2, "T": 64, "N": 4, "D": 256, "dtype": "fp16", "compare": "ten-thousandth"}}' \
+    >"$tmp/ar_strict.json"
+check "AttnRes: a rule the kernel cannot meet fails per block" 1 \
+    "^FAIL ar_strict grad_block_01\.\.grad_block_03 \[ten-thousandth\] 0 of 3 pass" -- "$bin" run "$tmp/ar_strict.json" --log -
+grep -q '^FAIL ar_strict grad_block_02 \[ten-thousandth\].*worst at \[' "$tmp/out" \
+    && echo "ok   a failing AttnRes block gets its own verdict line" || { echo "FAIL AttnRes block line"; fails=$((fails + 1)); }
+check "AttnRes --rows" 1 "rows with most failures \(of 128 rows of 256\)" -- "$bin" run "$tmp/ar_strict.json" --log - --rows
+printf '{"op": "attnres", "B": 1, "T": 3, "N": 2, "D": 8, "rms": true}' >"$tmp/ar_field.json"
+check "unknown AttnRes field" 2 "field 'rms' is not a known AttnRes case field" -- "$bin" run "$tmp/ar_field.json"
 printf '{"op": "keypool", "layout": "BSH", "lens": [5], "block_size": 4, "colour": 1}' >"$tmp/kp_field.json"
 check "unknown KeyPool field" 2 "field 'colour' is not a known KeyPool case field" -- "$bin" run "$tmp/kp_field.json"
 check "keypool save" 0 "^1 of 1 cases passed" -- "$bin" run keypool-seed --filter zero_batch --log - --save "$tmp/kp_saved"
