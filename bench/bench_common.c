@@ -59,6 +59,29 @@ void *xmalloc(size_t n)
 }
 
 /* ------------------------------------------------------------------------ */
+/* copy bandwidth                                                            */
+/* ------------------------------------------------------------------------ */
+
+double copy_gbps(int threads)
+{
+    const size_t n = (size_t)256 << 20;
+    char *src = xmalloc(n), *dst = xmalloc(n);
+    double t[5];
+    for (int rep = -1; rep < 5; rep++) {
+        const double t0 = now_s();
+#pragma omp parallel num_threads(threads)
+        {
+            const size_t part = n / (size_t)omp_get_num_threads(), at = part * (size_t)omp_get_thread_num();
+            memcpy(dst + at, src + at, part);
+        }
+        if (rep >= 0) t[rep] = now_s() - t0;
+        else memset(src, 1, n), memset(dst, 2, n); /* first touch */
+    }
+    free(src), free(dst);
+    return 2.0 * (double)n / median(t, 5) * 1e-9;
+}
+
+/* ------------------------------------------------------------------------ */
 /* tile-GEMM peak (libxsmm)                                                  */
 /* ------------------------------------------------------------------------ */
 

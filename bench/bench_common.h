@@ -17,6 +17,12 @@ double vmax(const double *v, int n);
 /* 64-byte aligned; exits with a message when memory runs out. */
 void *xmalloc(size_t n);
 
+/* ---- copy bandwidth ---- */
+/* Read + written bytes per second (GB/s, 1e9) of a parallel memcpy of 256 MiB
+ * split evenly over `threads` OpenMP threads: one untimed first-touch pass,
+ * then the median of 5 timed copies. */
+double copy_gbps(int threads);
+
 /* ---- tile-GEMM peak ---- */
 enum { GM = 64, GN = 64, GK = 128 };
 #define GEMM_FLOP (2.0 * GM * GN * GK)

@@ -128,26 +128,6 @@ static void time_calls(kp_setup *k, int calls, double *med_ms, double *min_ms)
     *med_ms = median(t, calls), *min_ms = vmin(t, calls);
 }
 
-/* Read + written bytes per second of a parallel memcpy of 256 MiB (median of 5). */
-static double copy_gbps(int threads)
-{
-    const size_t n = (size_t)256 << 20;
-    char *src = xmalloc(n), *dst = xmalloc(n);
-    double t[5];
-    for (int rep = -1; rep < 5; rep++) {
-        const double t0 = now_s();
-#pragma omp parallel num_threads(threads)
-        {
-            const size_t part = n / (size_t)omp_get_num_threads(), at = part * (size_t)omp_get_thread_num();
-            memcpy(dst + at, src + at, part);
-        }
-        if (rep >= 0) t[rep] = now_s() - t0;
-        else memset(src, 1, n), memset(dst, 2, n); /* first touch */
-    }
-    free(src), free(dst);
-    return 2.0 * (double)n / median(t, 5) * 1e-9;
-}
-
 int main(int argc, char **argv)
 {
     int threads = omp_get_max_threads(), quick = 0, calls = 9;

@@ -13,6 +13,9 @@
 #      fresh process each;
 #   3b. each round also runs bench_keypool and peer_keypool.py (KeyPool
 #      prefill and decode), in the same alternating order;
+#   3c. each round also runs bench_attnres and peer_attnres.py (Block
+#      Attention Residuals forward and backward), in the same alternating
+#      order; the peer measures torch's peak memory in round 1 only (--mem);
 #   4. merges everything into build/bench/results.json (medians over rounds,
 #      GFLOP/s, % of peak, speedups vs torch, and the ratios between cases:
 #      masked vs dense, band vs proportional, pse vs plain, varlen vs the
@@ -91,6 +94,15 @@ run_kp_torch() {
     "$PY" -u "$ROOT/bench/peer_keypool.py" --threads "$THREADS" --json "$OUT/rounds/kp_torch.$1.json" \
         "${quick_flag[@]}"
 }
+run_ar_attnops() {
+    "$BUILD_DIR/bench/bench_attnres" --threads "$THREADS" --json "$OUT/rounds/ar_attnops.$1.json" "${quick_flag[@]}"
+}
+run_ar_torch() {
+    local mem=()
+    (($1 == 1)) && mem=(--mem) # torch's peak memory: fresh subprocesses, once
+    "$PY" -u "$ROOT/bench/peer_attnres.py" --threads "$THREADS" --json "$OUT/rounds/ar_torch.$1.json" \
+        "${quick_flag[@]}" "${mem[@]}"
+}
 run_attnops() {
     "$BENCH" --threads "$THREADS" --reps 1 --json "$OUT/rounds/attnops.$1.json" "${case_args[@]}"
 }
@@ -108,11 +120,15 @@ for ((r = 1; r <= REPS; r++)); do
         ((have_torch)) && run_torch "$r"
         run_kp_attnops "$r"
         ((have_torch)) && run_kp_torch "$r"
+        run_ar_attnops "$r"
+        ((have_torch)) && run_ar_torch "$r"
     else
         run_torch "$r"
         run_attnops "$r"
         run_kp_torch "$r"
         run_kp_attnops "$r"
+        run_ar_torch "$r"
+        run_ar_attnops "$r"
     fi
 done
 
@@ -449,6 +465,46 @@ for case, what in (("prefill", "B=1, S=4096 (512 quick), H=4096, D=128, R=4, bf1
     kp_rows.append(f"| {case} | {what} | {fmt(ms, '.3f')} | {measure} | {target} | {fmt(tms, '.3f')} "
                    f"| {fmt(sp, '.2f') + ('×' if sp else '')} | ≥ 3× |")
 
+# ---- AttnRes (bench_attnres / peer_attnres.py), per-round ratios then medians ----
+RA, RT = load("rounds/ar_attnops.*.json"), load("rounds/ar_torch.*.json")
+ar_rows = []
+if RA:
+    res["attnres_copy_gbps"] = med(RA, "copy_gbps")
+    res["attnres_T"] = RA[0].get("attnres_T")
+for d in ("fwd", "bwd") if RA or RT else ():
+    ms, tms = med(RA, f"attnres_{d}_ms_median"), med(RT, f"torch_attnres_{d}_ms_median")
+    pcts = [a[f"attnres_{d}_pct_copy_bw"] for a in RA if isinstance(a.get(f"attnres_{d}_pct_copy_bw"), (int, float))]
+    pct = statistics.median(pcts) if pcts else None
+    sps = [t[f"torch_attnres_{d}_ms_median"] / a[f"attnres_{d}_ms_median"] for a, t in zip(RA, RT)
+           if t.get(f"torch_attnres_{d}_ms_median") and a.get(f"attnres_{d}_ms_median")]
+    sp = statistics.median(sps) if sps else None
+    ar_peak = RA[0].get(f"attnres_{d}_peak_bytes") if RA else None
+    ar_tpeak = next((t[f"torch_attnres_{d}_peak_bytes"] for t in RT if f"torch_attnres_{d}_peak_bytes" in t), None)
+    for key, v in ((f"attnres_{d}_ms_median", ms), (f"attnres_{d}_ms_min", lo(RA, f"attnres_{d}_ms_min")),
+                   (f"attnres_{d}_bytes", RA[0].get(f"attnres_{d}_bytes") if RA else None),
+                   (f"attnres_{d}_pct_copy_bw", pct),
+                   (f"attnres_{d}_workspace_bytes", RA[0].get(f"attnres_{d}_workspace_bytes") if RA else None),
+                   (f"attnres_{d}_peak_bytes", ar_peak),
+                   (f"attnres_{d}_rss_rise_bytes", med(RA, f"attnres_{d}_rss_rise_bytes")),
+                   (f"torch_attnres_{d}_ms_median", tms), (f"torch_attnres_{d}_ms_min", lo(RT, f"torch_attnres_{d}_ms_min")),
+                   (f"torch_attnres_{d}_peak_bytes", ar_tpeak),
+                   (f"torch_attnres_{d}_rss_rise_bytes",
+                    next((t[f"torch_attnres_{d}_rss_rise_bytes"] for t in RT
+                          if f"torch_attnres_{d}_rss_rise_bytes" in t), None)),
+                   (f"attnres_{d}_speedup_vs_torch", sp)):
+        if v is not None:
+            res[key] = v
+    if d == "bwd":
+        g = next((t["torch_attnres_bwd_graph_bytes"] for t in RT if "torch_attnres_bwd_graph_bytes" in t), None)
+        if g is not None:
+            res["torch_attnres_bwd_graph_bytes"] = g
+    ws = res.get(f"attnres_{d}_workspace_bytes")
+    ar_mem = (f"{fmt(ar_peak and ar_peak / MiB, '.0f')} (ws {fmt(ws and ws / MiB, '.2f')})" if ar_peak else "–")
+    ar_rows.append(f"| {d} | {fmt(ms, '.2f')} | {fmt(pct, '.1f')} % of copy bandwidth "
+                   f"({fmt(res.get('attnres_copy_gbps'), '.1f')} GB/s) | ≥ 60 % | {fmt(tms, '.2f')} "
+                   f"| {fmt(sp, '.2f') + ('×' if sp else '')} | {'≥ 3×' if d == 'fwd' else '≥ 4×'} "
+                   f"| {ar_mem} | {fmt(ar_tpeak and ar_tpeak / MiB, '.0f')} |")
+
 rss_rows = []
 for p in sorted(glob.glob(os.path.join(out_dir, "rss_*.json"))):
     with open(p) as f:
@@ -490,6 +546,18 @@ if kp_rows:
     md.append("| KeyPool | case | attnops ms | measure | target | torch ms | speedup vs torch | target |")
     md.append("| --- | --- | ---: | --- | --- | ---: | ---: | --- |")
     md += kp_rows
+if ar_rows:
+    md.append("")
+    md.append("| AttnRes | attnops ms | measure | target | torch ms | speedup vs torch | target "
+              "| attnops peak MiB | torch peak MiB |")
+    md.append("| --- | ---: | --- | --- | ---: | ---: | --- | ---: | ---: |")
+    md += ar_rows
+    md.append("")
+    md.append(f"AttnRes: B=1, T={res.get('attnres_T', '?')}, N=25 blocks + partial (L=26), D=4096, bf16, RMSNorm, "
+              "scale 1; bytes a call must move (fwd (L+1)·BTD·2 + 2·BTL·4 + 2·D·2, bwd (2L+1)·BTD·2 + 2·BTL·4 + "
+              "4·D·2) per second vs the copy bandwidth of the same round; torch = the seed's reference composed "
+              "in bf16 (autograd for bwd); peak = inputs + outputs + workspace (attnops) and inputs + the "
+              "process's peak-RSS rise over the call (torch; bwd includes its graph-building forward).")
 if rss_rows:
     md.append("")
     md.append("| peak RSS case | inputs MiB | outputs MiB | workspace MiB | peak RSS MiB | RSS − (in+out) MiB | budget MiB |")
