@@ -40,29 +40,19 @@
 #include "attnops.h"
 #include "bench_common.h"
 
+#define PROG "bench_attnres"
 enum { NBLK = 25, L = NBLK + 1, D = 4096 };
 #define E 2.0 /* bytes per bf16 element */
 
-/* One LCG per block (deterministic for any thread count). */
-static uint64_t lcg_next(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return *s;
-}
-static float uniform(uint64_t *s) /* [-1, 1) */
-{
-    return (float)((double)(lcg_next(s) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-}
-
-/* n bf16 values uniform in [-scale, scale), in parallel chunks of 2^20 with
- * their own seeds. */
-static void fill_bf16(uint16_t *x, int64_t n, float scale, uint64_t seed)
+/* n bf16 values uniform in [-scale, scale), in parallel chunks of 2^20, each
+ * its own LCG seeded from (seed, chunk): deterministic for any thread count. */
+static void fill_bf16_par(uint16_t *x, int64_t n, float scale, uint64_t seed)
 {
     const int64_t chunk = (int64_t)1 << 20, chunks = (n + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < chunks; c++) {
         uint64_t s = seed * 0x9E3779B97F4A7C15ull + (uint64_t)c * 0xBF58476D1CE4E5B9ull;
-        for (int64_t i = c * chunk; i < n && i < (c + 1) * chunk; i++) x[i] = attnops_f32_to_bf16(uniform(&s) * scale);
+        fill_bf16(x + c * chunk, n - c * chunk < chunk ? n - c * chunk : chunk, scale, &s);
     }
 }
 
@@ -104,14 +94,6 @@ typedef struct ar_setup {
     attnops_attn_res_bwd_args ba;
 } ar_setup;
 
-static void check(attnops_status st)
-{
-    if (st != ATTNOPS_SUCCESS) {
-        fprintf(stderr, "bench_attnres: %s\n", attnops_last_error());
-        exit(1);
-    }
-}
-
 /* Inputs filled, outputs allocated but not touched. */
 static void setup(ar_setup *s, int64_t T, int threads)
 {
@@ -119,18 +101,18 @@ static void setup(ar_setup *s, int64_t T, int threads)
     s->T = T;
     const int64_t btd = T * D, sh[3] = {1, T, D}, sv[1] = {D}, sr[4] = {1, T, L, 1}, sa[3] = {1, T, L};
     for (int l = 0; l < L; l++) {
-        s->blk[l] = xmalloc((size_t)btd * 2), fill_bf16(s->blk[l], btd, 1.0f, 100 + (uint64_t)l);
+        s->blk[l] = xmalloc((size_t)btd * 2), fill_bf16_par(s->blk[l], btd, 1.0f, 100 + (uint64_t)l);
         s->t_blk[l] = attnops_tensor_contiguous(s->blk[l], ATTNOPS_DTYPE_BF16, 3, sh);
         s->dblk[l] = xmalloc((size_t)btd * 2);
         s->t_dblk[l] = attnops_tensor_contiguous(s->dblk[l], ATTNOPS_DTYPE_BF16, 3, sh);
     }
     for (int l = 0; l < NBLK; l++) s->p_blk[l] = &s->t_blk[l], s->p_dblk[l] = &s->t_dblk[l];
-    s->gh = xmalloc((size_t)btd * 2), fill_bf16(s->gh, btd, 1.0f, 7);
-    s->w = xmalloc(D * 2), fill_bf16(s->w, D, 1.0f / sqrtf(4.0f * D), 8); /* the seed's randn / sqrt(4 D) scale */
+    s->gh = xmalloc((size_t)btd * 2), fill_bf16_par(s->gh, btd, 1.0f, 7);
+    s->w = xmalloc(D * 2), fill_bf16_par(s->w, D, 1.0f / sqrtf(4.0f * D), 8); /* the seed's randn / sqrt(4 D) scale */
     s->gamma = xmalloc(D * 2);
     {
         uint64_t g = 9;
-        for (int d = 0; d < D; d++) s->gamma[d] = attnops_f32_to_bf16(1.0f + 0.1f * uniform(&g));
+        for (int d = 0; d < D; d++) s->gamma[d] = attnops_f32_to_bf16(1.0f + 0.1f * lcg_uniform(&g));
     }
     s->h = xmalloc((size_t)btd * 2);
     s->rms = xmalloc((size_t)(T * L) * 4), s->alpha = xmalloc((size_t)(T * L) * 4);
@@ -163,18 +145,28 @@ static void setup(ar_setup *s, int64_t T, int threads)
 static void release(ar_setup *s)
 {
     for (int l = 0; l < L; l++) free(s->blk[l]), free(s->dblk[l]);
-    void *all[] = {s->gh, s->w, s->gamma, s->h, s->rms, s->alpha, s->dw, s->dgamma};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+    FREE_ALL(s->gh, s->w, s->gamma, s->h, s->rms, s->alpha, s->dw, s->dgamma);
 }
 
 typedef struct ar_result {
-    double med_ms, min_ms, bytes, in_bytes, out_bytes, rss_rise;
+    call_times t;
+    double bytes, in_bytes, out_bytes, rss_rise;
     size_t ws;
 } ar_result;
 
-static void call(ar_setup *s, int bwd, void *ws, size_t ws_bytes)
+typedef struct ar_call {
+    ar_setup *s;
+    int bwd;
+    void *ws;
+    size_t ws_bytes;
+} ar_call;
+
+static void call(void *c_)
 {
-    check(bwd ? attnops_attn_res_grad(&s->ba, ws, ws_bytes) : attnops_attn_res(&s->fa, ws, ws_bytes));
+    const ar_call *c = c_;
+    ar_setup *s = c->s;
+    check_ok(PROG, c->bwd ? attnops_attn_res_grad(&s->ba, c->ws, c->ws_bytes)
+                          : attnops_attn_res(&s->fa, c->ws, c->ws_bytes));
 }
 
 /* The workspace is allocated here (fresh pages); the first call is untimed
@@ -183,8 +175,9 @@ static ar_result run_case(ar_setup *s, int bwd, int calls)
 {
     ar_result r;
     memset(&r, 0, sizeof r);
-    check(bwd ? attnops_attn_res_grad_workspace_size(&s->ba, &r.ws) : attnops_attn_res_workspace_size(&s->fa, &r.ws));
-    void *ws = r.ws ? xmalloc(r.ws) : NULL;
+    check_ok(PROG, bwd ? attnops_attn_res_grad_workspace_size(&s->ba, &r.ws)
+                       : attnops_attn_res_workspace_size(&s->fa, &r.ws));
+    ar_call c = {s, bwd, r.ws ? xmalloc(r.ws) : NULL, r.ws};
     const double btd = (double)s->T * D, btl = (double)s->T * L;
     if (bwd) {
         r.in_bytes = (L + 1) * btd * E + 2 * btl * 4 + 2 * D * E;
@@ -195,40 +188,22 @@ static ar_result run_case(ar_setup *s, int bwd, int calls)
     }
     r.bytes = r.in_bytes + r.out_bytes;
     const double before = rss_mark();
-    call(s, bwd, ws, r.ws);
+    call(&c);
     r.rss_rise = status_bytes("VmHWM") - before; /* NAN when rss_mark could not reset */
-    double t[256];
-    if (calls > 256) calls = 256;
-    for (int i = 0; i < calls; i++) {
-        const double t0 = now_s();
-        call(s, bwd, ws, r.ws);
-        t[i] = (now_s() - t0) * 1e3;
-    }
-    r.med_ms = median(t, calls), r.min_ms = vmin(t, calls);
-    free(ws);
+    r.t = time_calls(call, &c, calls);
+    free(c.ws);
     return r;
 }
 
 int main(int argc, char **argv)
 {
-    int threads = omp_get_max_threads(), quick = 0, calls = 9;
-    const char *json_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--threads") && val) threads = atoi(val), i++;
-        else if (!strcmp(a, "--json") && val) json_path = val, i++;
-        else if (!strcmp(a, "--calls") && val) calls = atoi(val), i++;
-        else if (!strcmp(a, "--quick")) quick = 1;
-        else {
-            fprintf(stderr, "usage: bench_attnres [--threads N] [--json PATH] [--quick] [--calls N]\n");
-            return 2;
-        }
-    }
-    if (threads < 1 || calls < 1) return 2;
+    bench_opts o;
+    if (parse_opts(&o, PROG, argc, argv)) return 2;
+    const int threads = o.threads;
     omp_set_num_threads(threads); /* the input fill */
-    const int64_t T = quick ? 512 : 4096;
+    const int64_t T = o.quick ? 512 : 4096;
     json_out j;
-    json_open(&j, json_path);
+    json_open(&j, o.json_path);
     json_num(&j, "threads", threads);
     json_str(&j, "attnops_version", attnops_version());
     json_str(&j, "attnops_isa", attnops_cpu_isa());
@@ -243,15 +218,14 @@ int main(int argc, char **argv)
     const double mib = 1024.0 * 1024.0;
     for (int bwd = 0; bwd < 2; bwd++) { /* the backward reads the forward's caches */
         const char *dir = bwd ? "bwd" : "fwd";
-        const ar_result r = run_case(&s, bwd, calls);
-        const double gbps = r.bytes / (r.med_ms * 1e-3) * 1e-9, pct = 100.0 * gbps / bw;
+        const ar_result r = run_case(&s, bwd, o.calls);
+        const double gbps = r.bytes / (r.t.med_ms * 1e-3) * 1e-9, pct = 100.0 * gbps / bw;
         const double peak = r.in_bytes + r.out_bytes + (double)r.ws;
         printf("%s B1 T%lld N%d(+partial) D%d bf16 rms: %.2f ms (min %.2f), %.1f MB moved, %.1f GB/s = %.1f %% of copy;"
                " in %.1f + out %.1f + workspace %.3f MiB = %.1f MiB; RSS rise over the first call %.1f MiB\n",
-               dir, (long long)T, NBLK, D, r.med_ms, r.min_ms, r.bytes * 1e-6, gbps, pct, r.in_bytes / mib,
+               dir, (long long)T, NBLK, D, r.t.med_ms, r.t.min_ms, r.bytes * 1e-6, gbps, pct, r.in_bytes / mib,
                r.out_bytes / mib, (double)r.ws / mib, peak / mib, r.rss_rise / mib);
-        json_numf(&j, r.med_ms, "attnres_%s_ms_median", dir, "");
-        json_numf(&j, r.min_ms, "attnres_%s_ms_min", dir, "");
+        json_times(&j, bwd ? "attnres_bwd" : "attnres_fwd", r.t);
         json_numf(&j, r.bytes, "attnres_%s_bytes", dir, "");
         json_numf(&j, gbps, "attnres_%s_gbps", dir, "");
         json_numf(&j, pct, "attnres_%s_pct_copy_bw", dir, "");

@@ -58,6 +58,63 @@ void *xmalloc(size_t n)
     return p;
 }
 
+void free_all(void *const *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(p[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the one-round programs                                                    */
+/* ------------------------------------------------------------------------ */
+
+int parse_opts(bench_opts *o, const char *prog, int argc, char **argv)
+{
+    o->threads = omp_get_max_threads(), o->quick = 0, o->calls = 9, o->json_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--threads") && val) o->threads = atoi(val), i++;
+        else if (!strcmp(a, "--json") && val) o->json_path = val, i++;
+        else if (!strcmp(a, "--calls") && val) o->calls = atoi(val), i++;
+        else if (!strcmp(a, "--quick")) o->quick = 1;
+        else {
+            fprintf(stderr, "usage: %s [--threads N] [--json PATH] [--quick] [--calls N]\n", prog);
+            return 2;
+        }
+    }
+    return o->threads < 1 || o->calls < 1 ? 2 : 0;
+}
+
+void check_ok(const char *prog, attnops_status st)
+{
+    if (st != ATTNOPS_SUCCESS) {
+        fprintf(stderr, "%s: %s\n", prog, attnops_last_error());
+        exit(1);
+    }
+}
+
+call_times time_calls(void (*fn)(void *), void *arg, int calls)
+{
+    double t[256];
+    if (calls > 256) calls = 256;
+    for (int i = 0; i < calls; i++) {
+        const double t0 = now_s();
+        fn(arg);
+        t[i] = (now_s() - t0) * 1e3;
+    }
+    return (call_times){median(t, calls), vmin(t, calls)};
+}
+
+float lcg_uniform(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*state >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+}
+
+void fill_bf16(uint16_t *x, int64_t n, float scale, uint64_t *state)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = attnops_f32_to_bf16(lcg_uniform(state) * scale);
+}
+
 /* ------------------------------------------------------------------------ */
 /* copy bandwidth                                                            */
 /* ------------------------------------------------------------------------ */
@@ -256,6 +313,12 @@ void json_str(json_out *j, const char *key, const char *v)
     if (!j->f) return;
     fprintf(j->f, "%s  \"%s\": \"%s\"", j->n ? ",\n" : "", key, v);
     j->n++;
+}
+
+void json_times(json_out *j, const char *prefix, call_times t)
+{
+    json_numf(j, t.med_ms, "%s_ms_median", prefix, "");
+    json_numf(j, t.min_ms, "%s_ms_min", prefix, "");
 }
 
 void json_close(json_out *j)

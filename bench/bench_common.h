@@ -1,13 +1,19 @@
 /* What every benchmark program shares: timing and statistics, aligned
  * allocation, the libxsmm tile-GEMM peak the kernels are measured against
  * (fp32 and bf16 64x64x128 JIT GEMMs, C += A B, every thread on its own
- * buffers), a machine copy bandwidth, and a flat JSON writer. */
+ * buffers), a machine copy bandwidth, and a flat JSON writer; and what the
+ * one-round programs (bench_keypool, bench_attnres) share: their options,
+ * error exits, timed calls and deterministic inputs. */
 #ifndef ATTNOPS_BENCH_COMMON_H
 #define ATTNOPS_BENCH_COMMON_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <libxsmm.h>
+
+#include "attnops.h"
 
 double now_s(void);
 int cmp_double(const void *a, const void *b);
@@ -16,6 +22,39 @@ double vmin(const double *v, int n);
 double vmax(const double *v, int n);
 /* 64-byte aligned; exits with a message when memory runs out. */
 void *xmalloc(size_t n);
+/* free() each of the n pointers; FREE_ALL(p, q, ...) lists them inline. */
+void free_all(void *const *p, size_t n);
+#define FREE_ALL(...) free_all((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
+
+/* ---- the one-round programs: options, error exits, timed calls ---- */
+typedef struct bench_opts {
+    int threads;           /* --threads N (default: omp_get_max_threads()) */
+    int quick;             /* --quick */
+    int calls;             /* --calls N (default 9) */
+    const char *json_path; /* --json PATH (default: none) */
+} bench_opts;
+
+/* Parses [--threads N] [--json PATH] [--quick] [--calls N].  Returns 0, or
+ * 2 (the exit status): after printing `prog`'s usage line on any other
+ * argument, or silently when threads or calls is below 1. */
+int parse_opts(bench_opts *o, const char *prog, int argc, char **argv);
+
+/* Exits 1, printing "prog: attnops_last_error()", unless st is success. */
+void check_ok(const char *prog, attnops_status st);
+
+typedef struct call_times {
+    double med_ms, min_ms;
+} call_times;
+
+/* Median and min of `calls` (at most 256) timed calls of fn(arg), in ms.
+ * The untimed first call is the caller's. */
+call_times time_calls(void (*fn)(void *), void *arg, int calls);
+
+/* ---- deterministic inputs ---- */
+/* Advances the 64-bit LCG *state; uniform in [-1, 1). */
+float lcg_uniform(uint64_t *state);
+/* n bf16 values uniform in [-scale, scale), drawn in order from *state. */
+void fill_bf16(uint16_t *x, int64_t n, float scale, uint64_t *state);
 
 /* ---- copy bandwidth ---- */
 /* Read + written bytes per second (GB/s, 1e9) of a parallel memcpy of 256 MiB
@@ -59,6 +98,8 @@ void json_num(json_out *j, const char *key, double v);
 /* key = fmt with a, b substituted (two %s). */
 void json_numf(json_out *j, double v, const char *fmt, const char *a, const char *b);
 void json_str(json_out *j, const char *key, const char *v);
+/* "<prefix>_ms_median" and "<prefix>_ms_min". */
+void json_times(json_out *j, const char *prefix, call_times t);
 void json_close(json_out *j);
 
 #endif

@@ -17,14 +17,12 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-#include <omp.h>
 
 #include "attnops.h"
 #include "bench_common.h"
 
+#define PROG "bench_keypool"
 enum { H = 4096, D = 128, R = 4, BLOCK = 128 };
 
 typedef struct kp_setup {
@@ -38,17 +36,8 @@ typedef struct kp_setup {
     size_t ws_bytes;
 } kp_setup;
 
+/* One stream for every input, drawn in setup's order. */
 static uint64_t lcg = 0x2545F4914F6CDD1Dull;
-static float uniform(void) /* [-1, 1) */
-{
-    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((double)(lcg >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-}
-
-static void fill_bf16(uint16_t *x, int64_t n, float scale)
-{
-    for (int64_t i = 0; i < n; i++) x[i] = attnops_f32_to_bf16(uniform() * scale);
-}
 
 /* B batches of S tokens at positions history .. history + S - 1. */
 static void setup(kp_setup *k, int64_t B, int64_t S, int64_t history, int threads)
@@ -57,15 +46,15 @@ static void setup(kp_setup *k, int64_t B, int64_t S, int64_t history, int thread
     k->B = B, k->S = S, k->history = history;
     k->L = (history + S + BLOCK - 1) / BLOCK;
     k->block_num = 1 + B * k->L;
-    k->hidden = xmalloc((size_t)(B * S * H) * 2), fill_bf16(k->hidden, B * S * H, 1.0f);
-    k->wk = xmalloc((size_t)(D * H) * 2), fill_bf16(k->wk, D * H, 0.03f);
-    k->gate = xmalloc((size_t)(D * H) * 2), fill_bf16(k->gate, D * H, 0.03f);
+    k->hidden = xmalloc((size_t)(B * S * H) * 2), fill_bf16(k->hidden, B * S * H, 1.0f, &lcg);
+    k->wk = xmalloc((size_t)(D * H) * 2), fill_bf16(k->wk, D * H, 0.03f, &lcg);
+    k->gate = xmalloc((size_t)(D * H) * 2), fill_bf16(k->gate, D * H, 0.03f, &lcg);
     k->ape = xmalloc((size_t)(R * D) * 4);
     k->norm_w = xmalloc((size_t)D * 4), k->norm_b = xmalloc((size_t)D * 4);
-    for (int i = 0; i < R * D; i++) k->ape[i] = 0.1f * uniform();
-    for (int i = 0; i < D; i++) k->norm_w[i] = 1.0f + 0.1f * uniform(), k->norm_b[i] = 0.1f * uniform();
+    for (int i = 0; i < R * D; i++) k->ape[i] = 0.1f * lcg_uniform(&lcg);
+    for (int i = 0; i < D; i++) k->norm_w[i] = 1.0f + 0.1f * lcg_uniform(&lcg), k->norm_b[i] = 0.1f * lcg_uniform(&lcg);
     k->cache = xmalloc((size_t)(k->block_num * BLOCK * 2 * D) * 4);
-    for (int64_t i = 0; i < k->block_num * BLOCK * 2 * D; i++) k->cache[i] = 0.1f * uniform();
+    for (int64_t i = 0; i < k->block_num * BLOCK * 2 * D; i++) k->cache[i] = 0.1f * lcg_uniform(&lcg);
     k->table = xmalloc((size_t)(B * k->L) * 4), k->start = xmalloc((size_t)B * 4);
     for (int64_t b = 0; b < B; b++) {
         k->start[b] = (int32_t)history;
@@ -91,61 +80,39 @@ static void setup(kp_setup *k, int64_t B, int64_t S, int64_t history, int thread
     a->num_threads = threads;
     int32_t rank;
     int64_t so[3];
-    if (attnops_key_pool_output_shape(a, &rank, so) != ATTNOPS_SUCCESS) {
-        fprintf(stderr, "bench_keypool: %s\n", attnops_last_error());
-        exit(1);
-    }
+    check_ok(PROG, attnops_key_pool_output_shape(a, &rank, so));
     k->out = xmalloc((size_t)(so[0] * so[1] * so[2]) * 2);
     k->t_out = attnops_tensor_contiguous(k->out, ATTNOPS_DTYPE_BF16, rank, so);
     a->pooled_key = &k->t_out;
-    if (attnops_key_pool_workspace_size(a, &k->ws_bytes) != ATTNOPS_SUCCESS) {
-        fprintf(stderr, "bench_keypool: %s\n", attnops_last_error());
-        exit(1);
-    }
+    check_ok(PROG, attnops_key_pool_workspace_size(a, &k->ws_bytes));
     k->ws = xmalloc(k->ws_bytes);
 }
 
 static void release(kp_setup *k)
 {
-    void *all[] = {k->hidden, k->wk, k->gate, k->out, k->ape, k->cache, k->norm_w, k->norm_b, k->table, k->start,
-                   k->ws};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+    FREE_ALL(k->hidden, k->wk, k->gate, k->out, k->ape, k->cache, k->norm_w, k->norm_b, k->table, k->start, k->ws);
 }
 
-/* Median and min of `calls` timed calls after one untimed call. */
-static void time_calls(kp_setup *k, int calls, double *med_ms, double *min_ms)
+static void key_pool_call(void *k_)
 {
-    double t[256];
-    if (calls > 256) calls = 256;
-    for (int i = -1; i < calls; i++) {
-        const double t0 = now_s();
-        if (attnops_key_pool(&k->args, k->ws, k->ws_bytes) != ATTNOPS_SUCCESS) {
-            fprintf(stderr, "bench_keypool: %s\n", attnops_last_error());
-            exit(1);
-        }
-        if (i >= 0) t[i] = (now_s() - t0) * 1e3;
-    }
-    *med_ms = median(t, calls), *min_ms = vmin(t, calls);
+    kp_setup *k = k_;
+    check_ok(PROG, attnops_key_pool(&k->args, k->ws, k->ws_bytes));
+}
+
+/* One untimed call, then `calls` timed calls. */
+static call_times run_case(kp_setup *k, int calls)
+{
+    key_pool_call(k);
+    return time_calls(key_pool_call, k, calls);
 }
 
 int main(int argc, char **argv)
 {
-    int threads = omp_get_max_threads(), quick = 0, calls = 9;
-    const char *json_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--threads") && val) threads = atoi(val), i++;
-        else if (!strcmp(a, "--json") && val) json_path = val, i++;
-        else if (!strcmp(a, "--calls") && val) calls = atoi(val), i++;
-        else if (!strcmp(a, "--quick")) quick = 1;
-        else {
-            fprintf(stderr, "usage: bench_keypool [--threads N] [--json PATH] [--quick] [--calls N]\n");
-            return 2;
-        }
-    }
-    if (threads < 1 || calls < 1) return 2;
+    bench_opts o;
+    if (parse_opts(&o, PROG, argc, argv)) return 2;
+    const int threads = o.threads, quick = o.quick, calls = o.calls;
     json_out j;
-    json_open(&j, json_path);
+    json_open(&j, o.json_path);
     json_num(&j, "threads", threads);
 
     gemm_bench g;
@@ -161,30 +128,28 @@ int main(int argc, char **argv)
     json_num(&j, "copy_gbps", bw);
 
     kp_setup k;
-    double med_ms, min_ms;
     const int64_t S = quick ? 512 : 4096;
     setup(&k, 1, S, 0, threads);
-    time_calls(&k, calls, &med_ms, &min_ms);
-    const double gflop = 4.0 * (double)S * H * D * 1e-9;
+    call_times t = run_case(&k, calls);
+    const double gflop = 4.0 * (double)S * H * D * 1e-9, pct_peak = 100.0 * gflop / (t.med_ms * 1e-3) / peak;
     printf("prefill B1 S%lld H%d D%d R%d bf16: %.2f ms (min %.2f), %.1f GFLOP/s, %.1f %% of the bf16 peak\n",
-           (long long)S, H, D, R, med_ms, min_ms, gflop / (med_ms * 1e-3), 100.0 * gflop / (med_ms * 1e-3) / peak);
-    json_num(&j, "kp_prefill_ms_median", med_ms);
-    json_num(&j, "kp_prefill_ms_min", min_ms);
+           (long long)S, H, D, R, t.med_ms, t.min_ms, gflop / (t.med_ms * 1e-3), pct_peak);
+    json_times(&j, "kp_prefill", t);
     json_num(&j, "kp_prefill_gflop", gflop);
-    json_num(&j, "kp_prefill_pct_peak", 100.0 * gflop / (med_ms * 1e-3) / peak);
+    json_num(&j, "kp_prefill_pct_peak", pct_peak);
     release(&k);
 
     setup(&k, 32, 1, 4099, threads);
-    time_calls(&k, calls * 10, &med_ms, &min_ms);
+    t = run_case(&k, calls * 10);
     /* weights + tokens + per batch: 3 cache rows read, 1 output row (the group completes, nothing is cached) */
     const double bytes = 2.0 * D * H * 2 + 32.0 * H * 2 + 32.0 * (3 * 2 * D * 4 + D * 2);
+    const double gbps = bytes / (t.med_ms * 1e-3) * 1e-9;
     printf("decode B32 (1 token, history 4096): %.3f ms (min %.3f), %.0f calls/s, %.1f GB/s = %.1f %% of copy\n",
-           med_ms, min_ms, 1e3 / med_ms, bytes / (med_ms * 1e-3) * 1e-9, 100.0 * bytes / (med_ms * 1e-3) * 1e-9 / bw);
-    json_num(&j, "kp_decode_ms_median", med_ms);
-    json_num(&j, "kp_decode_ms_min", min_ms);
+           t.med_ms, t.min_ms, 1e3 / t.med_ms, gbps, 100.0 * gbps / bw);
+    json_times(&j, "kp_decode", t);
     json_num(&j, "kp_decode_bytes", bytes);
-    json_num(&j, "kp_decode_calls_per_s", 1e3 / med_ms);
-    json_num(&j, "kp_decode_pct_copy_bw", 100.0 * bytes / (med_ms * 1e-3) * 1e-9 / bw);
+    json_num(&j, "kp_decode_calls_per_s", 1e3 / t.med_ms);
+    json_num(&j, "kp_decode_pct_copy_bw", 100.0 * gbps / bw);
     release(&k);
     json_close(&j);
     return 0;

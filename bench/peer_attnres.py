@@ -45,10 +45,11 @@ import json
 import math
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
+
+import peer_common
 
 NBLK, D = 25, 4096
 L = NBLK + 1
@@ -156,11 +157,7 @@ def mem_child(direction, T, threads):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--json")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--calls", type=int, default=3)
+    ap = peer_common.parser(calls=3)
     ap.add_argument("--mem", action="store_true", help="also measure peak memory (fresh subprocess per direction)")
     ap.add_argument("--mem-child", choices=("fwd", "bwd"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -174,8 +171,7 @@ def main():
     res = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads()}
     x = make(T, torch, torch.Generator().manual_seed(7))
     for direction, run in (("fwd", run_fwd), ("bwd", run_bwd)):
-        times = [run(torch, x) for _ in range(a.calls + 1)][1:]
-        med, lo = statistics.median(times), min(times)
+        med, lo = peer_common.median_min(lambda: run(torch, x), a.calls)
         print(f"torch {direction} B1 T{T} N{NBLK}(+partial) D{D} bf16 rms: {med:.2f} ms (min {lo:.2f})", flush=True)
         res.update({f"torch_attnres_{direction}_ms_median": med, f"torch_attnres_{direction}_ms_min": lo})
     del x
@@ -190,10 +186,7 @@ def main():
                   f" + RSS rise {m[f'torch_attnres_{direction}_rss_rise_bytes'] / MiB:.1f} MiB"
                   + (f" (graph after the forward {m['torch_attnres_bwd_graph_bytes'] / MiB:.1f} MiB)"
                      if direction == "bwd" else "") + f" [{m['torch_attnres_rss_method']}]", flush=True)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=2)
-            f.write("\n")
+    peer_common.write_json(a.json, res)
 
 
 if __name__ == "__main__":

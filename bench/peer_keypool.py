@@ -12,13 +12,12 @@ decode B=32, one token per batch at position 4099 after a history of 4096.
 Each: one untimed call, then --calls timed calls (decode: 10x); median, min.
 Writes torch_kp_<case>_ms_median / _ms_min and torch_version, torch_threads.
 """
-import argparse
-import json
-import statistics
 import time
 
 import torch
 import torch.nn.functional as F
+
+import peer_common
 
 H, D, R, BLOCK = 4096, 128, 4, 128
 
@@ -62,22 +61,15 @@ def key_pool(x, wk, gate, ape, cache, table, start, norm_w, norm_b, eps=1e-6):
 
 
 def time_calls(t, calls):
-    times = []
-    for i in range(calls + 1):
+    def run():
         t0 = time.perf_counter()
         key_pool(**t)
-        if i:
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), min(times)
+        return (time.perf_counter() - t0) * 1e3
+    return peer_common.median_min(run, calls)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--json")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--calls", type=int, default=9)
-    a = ap.parse_args()
+    a = peer_common.parser(calls=9).parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     gen = torch.Generator().manual_seed(7)
@@ -90,9 +82,7 @@ def main():
         med, lo = time_calls(make(32, 1, 4099, gen), a.calls * 10)
         print(f"torch decode B32 (1 token, history 4096): {med:.3f} ms (min {lo:.3f})")
         res.update(torch_kp_decode_ms_median=med, torch_kp_decode_ms_min=lo)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=2)
+    peer_common.write_json(a.json, res)
 
 
 if __name__ == "__main__":
