@@ -10,8 +10,9 @@
  *   - that no output byte changed (outputs are poisoned with a byte pattern
  *     before the call), that no input byte changed, and that every canary
  *     around every tensor is intact.
- * The same helper is also run in an inverted mode on deliberately wrong
- * expectations and must report a mismatch each time (the checker can fail).
+ * The checker (verify/validation_check.h, shared with the other validation
+ * tests) is also run in an inverted mode on deliberately wrong expectations
+ * and must report a mismatch each time (the checker can fail).
  *
  * The masks, sparse modes 0-6, PSE types 0-3 and the prefix / start-index
  * lists (spec 3.1, 3.2, 4.1) get one failure case per rule, and valid calls
@@ -34,9 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testutil.h"
-
-#define POISON 0xC3
+#include "validation_check.h"
 
 /* ---- the base problem ---- */
 typedef struct dims {
@@ -57,9 +56,6 @@ typedef struct seqs {
 static const seqs TND_BASE = {3, {3, 0, 4}, {5, 2, 6}};
 
 typedef enum op_kind { FWD, BWD } op_kind;
-static const char *const OP_NAME[2] = {"FlashAttentionScore", "FlashAttentionScoreGrad"};
-/* The varlen entry points (TND only) name themselves for the layout check. */
-static const char *const VARLEN_OP_NAME[2] = {"FlashAttentionVarLenScore", "FlashAttentionUnpaddingScoreGrad"};
 
 /* Tensors of one call; the ones after T_ROPE_OUT_END are optional extras. */
 enum {
@@ -83,6 +79,7 @@ typedef struct fixture {
     unsigned char *snap[NT]; /* input bytes before the call */
     attnops_fa_fwd_args fa;
     attnops_fa_bwd_args ba;
+    vc_outcome oc; /* of the last call_case */
     tu_rng rng;
 } fixture;
 
@@ -98,8 +95,6 @@ static bool used_by(op_kind op, int i)
     if (op == FWD) return i <= SSUM;
     return i != O;
 }
-
-static unsigned char *storage(const tu_tensor *t) { return t->block + TU_CANARY_BYTES; }
 
 static bool is_float(attnops_dtype d)
 {
@@ -126,11 +121,11 @@ static void fx_set_pad(fixture *fx, int i, attnops_dtype dtype, int rank, const 
     if (fx->t[i].block) tu_tensor_free(&fx->t[i]);
     fx->t[i] = tu_tensor_new(dtype, rank, shape, pad);
     if (is_output(fx, i))
-        tu_tensor_poison(&fx->t[i], POISON);
+        tu_tensor_poison(&fx->t[i], VC_POISON);
     else if (is_float(dtype))
         tu_tensor_randn(&fx->t[i], &fx->rng, 1.0);
     else
-        memset(storage(&fx->t[i]), 1, fx->t[i].data_bytes);
+        memset(vc_storage(&fx->t[i]), 1, fx->t[i].data_bytes);
 }
 
 static void fx_set(fixture *fx, int i, attnops_dtype dtype, int rank, const int64_t *shape)
@@ -242,13 +237,13 @@ static void fx_init(fixture *fx, op_kind op, attnops_layout layout, dims d, uint
     fx_init_seqs(fx, op, layout, d, &TND_BASE, seed);
 }
 
+static vc_role role_of(const void *fx, int i) { return is_output(fx, i) ? VC_OUTPUT : VC_INPUT; }
+static vc_tensors tensors(fixture *fx) { return (vc_tensors){NT, fx->t, fx->snap, fx, role_of, TNAME, NULL}; }
+
 static void fx_free(fixture *fx)
 {
-    for (int i = 0; i < NT; i++) {
-        if (fx->t[i].block) tu_tensor_free(&fx->t[i]);
-        free(fx->snap[i]);
-        fx->snap[i] = NULL;
-    }
+    const vc_tensors s = tensors(fx);
+    vc_tensors_free(&s);
 }
 
 /* Rebuilds a TND fixture with other batch lengths (same operator, route and
@@ -347,7 +342,7 @@ static void fx_mask(fixture *fx, attnops_dtype dtype, int rank, const int64_t *s
 {
     fx_extra(fx, MASK, dtype, rank, shape);
     if (attnops_dtype_size(dtype) != 1 || rank < 2) return;
-    unsigned char *m = storage(&fx->t[MASK]);
+    unsigned char *m = vc_storage(&fx->t[MASK]);
     const int64_t rows = shape[rank - 2], cols = shape[rank - 1], n = tu_numel(&fx->t[MASK].view);
     if (cols != 2048) { /* full */
         for (int64_t k = 0; k < n; k++) m[k] = tu_uniform(&fx->rng) < 0.3;
@@ -364,7 +359,7 @@ static void fx_mask(fixture *fx, attnops_dtype dtype, int rank, const int64_t *s
 static void fx_list(fixture *fx, int i, attnops_dtype dtype, int64_t n, const int64_t *vals)
 {
     fx_extra(fx, i, dtype, 1, &n);
-    void *data = storage(&fx->t[i]);
+    void *data = vc_storage(&fx->t[i]);
     for (int64_t k = 0; k < n; k++) {
         if (dtype == ATTNOPS_DTYPE_I64) ((int64_t *)data)[k] = vals[k];
         else if (dtype == ATTNOPS_DTYPE_I32) ((int32_t *)data)[k] = (int32_t)vals[k];
@@ -387,26 +382,21 @@ static void fx_slopes(fixture *fx, bool bn)
     const dims d = fx->d;
     int64_t sh[2] = {d.B, d.N1};
     fx_extra(fx, PSE, ATTNOPS_DTYPE_F32, bn ? 2 : 1, bn ? sh : sh + 1);
-    float *s = (float *)storage(&fx->t[PSE]);
+    float *s = (float *)vc_storage(&fx->t[PSE]);
     for (int64_t b = 0; b < (bn ? d.B : 1); b++) attnops_alibi_slopes(d.N1, s + b * d.N1);
 }
 
 static void fx_snapshot(fixture *fx)
 {
-    for (int i = 0; i < NT; i++) {
-        free(fx->snap[i]);
-        fx->snap[i] = NULL;
-        if (!fx->t[i].block || is_output(fx, i)) continue;
-        fx->snap[i] = malloc(fx->t[i].data_bytes);
-        memcpy(fx->snap[i], storage(&fx->t[i]), fx->t[i].data_bytes);
-    }
+    const vc_tensors s = tensors(fx);
+    vc_snapshot(&s);
 }
 
 /* Cases may point views elsewhere (NULL data, aliases); undo that. */
 static void fx_restore_views(fixture *fx)
 {
     for (int i = 0; i < NT; i++)
-        if (fx->t[i].block) fx->t[i].view.data = storage(&fx->t[i]);
+        if (fx->t[i].block) fx->t[i].view.data = vc_storage(&fx->t[i]);
 }
 
 /* ---- calling ---- */
@@ -425,106 +415,72 @@ typedef struct expect {
     const char *also; /* NULL, or more text that must appear (a value the sentence must state) */
 } expect;
 
-typedef struct outcome {
-    int n;
-    const char *phase[2];
-    attnops_status st[2];
-    char msg[2][512];
-    attnops_status pre_st; /* the preparatory query of CALL_WS_* */
-    size_t pre_bytes;
-} outcome;
+/* The entry points: [op][varlen].  The varlen ones (TND only) name
+ * themselves for the layout check. */
+static attnops_status fwd_query(const void *a, size_t *b) { return attnops_flash_attention_score_workspace_size(a, b); }
+static attnops_status fwd_run(const void *a, void *ws, size_t b) { return attnops_flash_attention_score(a, ws, b); }
+static attnops_status bwd_query(const void *a, size_t *b)
+{
+    return attnops_flash_attention_score_grad_workspace_size(a, b);
+}
+static attnops_status bwd_run(const void *a, void *ws, size_t b)
+{
+    return attnops_flash_attention_score_grad(a, ws, b);
+}
+static attnops_status varlen_fwd_query(const void *a, size_t *b)
+{
+    return attnops_flash_attention_varlen_score_workspace_size(a, b);
+}
+static attnops_status varlen_fwd_run(const void *a, void *ws, size_t b)
+{
+    return attnops_flash_attention_varlen_score(a, ws, b);
+}
+static attnops_status varlen_bwd_query(const void *a, size_t *b)
+{
+    return attnops_flash_attention_unpadding_score_grad_workspace_size(a, b);
+}
+static attnops_status varlen_bwd_run(const void *a, void *ws, size_t b)
+{
+    return attnops_flash_attention_unpadding_score_grad(a, ws, b);
+}
+static const vc_op ENTRY[2][2] = {
+    [FWD] = {{"FlashAttentionScore", fwd_query, fwd_run},
+             {"FlashAttentionVarLenScore", varlen_fwd_query, varlen_fwd_run}},
+    [BWD] = {{"FlashAttentionScoreGrad", bwd_query, bwd_run},
+             {"FlashAttentionUnpaddingScoreGrad", varlen_bwd_query, varlen_bwd_run}},
+};
 
-static unsigned char big_ws[1 << 22];
+/* The operator's argument struct, or NULL. */
+static const void *args_of(const fixture *fx, bool null_args)
+{
+    if (null_args) return NULL;
+    return fx->op == FWD ? (const void *)&fx->fa : (const void *)&fx->ba;
+}
 
 /* Through the general entry points, or the varlen ones when fx->varlen. */
 static attnops_status q_size(fixture *fx, bool null_args, size_t *bytes)
 {
-    const attnops_fa_fwd_args *fa = null_args ? NULL : &fx->fa;
-    const attnops_fa_bwd_args *ba = null_args ? NULL : &fx->ba;
-    if (fx->op == FWD)
-        return fx->varlen ? attnops_flash_attention_varlen_score_workspace_size(fa, bytes)
-                          : attnops_flash_attention_score_workspace_size(fa, bytes);
-    return fx->varlen ? attnops_flash_attention_unpadding_score_grad_workspace_size(ba, bytes)
-                      : attnops_flash_attention_score_grad_workspace_size(ba, bytes);
+    return ENTRY[fx->op][fx->varlen].query(args_of(fx, null_args), bytes);
 }
 
 static attnops_status q_run(fixture *fx, bool null_args, void *ws, size_t bytes)
 {
-    const attnops_fa_fwd_args *fa = null_args ? NULL : &fx->fa;
-    const attnops_fa_bwd_args *ba = null_args ? NULL : &fx->ba;
-    if (fx->op == FWD)
-        return fx->varlen ? attnops_flash_attention_varlen_score(fa, ws, bytes)
-                          : attnops_flash_attention_score(fa, ws, bytes);
-    return fx->varlen ? attnops_flash_attention_unpadding_score_grad(ba, ws, bytes)
-                      : attnops_flash_attention_score_grad(ba, ws, bytes);
+    return ENTRY[fx->op][fx->varlen].run(args_of(fx, null_args), ws, bytes);
 }
 
-static void record(outcome *oc, const char *phase, attnops_status st)
+/* Calls the entry points as e->mode says, expecting e->st; the outcome goes
+ * to fx->oc. */
+static void call_case(fixture *fx, const expect *e)
 {
-    oc->phase[oc->n] = phase;
-    oc->st[oc->n] = st;
-    snprintf(oc->msg[oc->n], sizeof oc->msg[0], "%s", attnops_last_error());
-    oc->n++;
-}
-
-static outcome call_case(fixture *fx, call_mode mode)
-{
-    outcome oc;
-    memset(&oc, 0, sizeof oc);
-    size_t bytes = 12345;
+    static const vc_call_kind KIND[] = {[CALL_BOTH] = VC_CALL, [CALL_NULL_ARGS] = VC_CALL,
+                                        [CALL_NULL_BYTES] = VC_NULL_BYTES, [CALL_WS_NULL] = VC_WS_NULL,
+                                        [CALL_WS_SHORT] = VC_WS_SHORT};
     fx_snapshot(fx);
-    switch (mode) {
-    case CALL_BOTH:
-    case CALL_NULL_ARGS:
-        record(&oc, "workspace query", q_size(fx, mode == CALL_NULL_ARGS, &bytes));
-        record(&oc, "run", q_run(fx, mode == CALL_NULL_ARGS, big_ws, sizeof big_ws));
-        break;
-    case CALL_NULL_BYTES: record(&oc, "workspace query", q_size(fx, false, NULL)); break;
-    case CALL_WS_NULL:
-    case CALL_WS_SHORT:
-        oc.pre_st = q_size(fx, false, &bytes);
-        oc.pre_bytes = bytes;
-        if (mode == CALL_WS_NULL)
-            record(&oc, "run", q_run(fx, false, NULL, bytes));
-        else
-            record(&oc, "run", q_run(fx, false, big_ws, bytes - 1));
-        break;
-    }
+    vc_call(&fx->oc, &ENTRY[fx->op][fx->varlen], args_of(fx, e->mode == CALL_NULL_ARGS), KIND[e->mode], e->st);
     fx_restore_views(fx);
-    return oc;
 }
 
-/* ---- checking, with an inverted mode for the self-test ---- */
-static bool g_record = true; /* false: a self-test expects problems, do not count them as failures */
-static int g_problems;
-static char g_label[200];
-
-#define EXPECT(cond, fmt, ...)                                                                                     \
-    do {                                                                                                           \
-        if (!(cond)) {                                                                                             \
-            g_problems++;                                                                                          \
-            if (g_record)                                                                                          \
-                TU_CHECK(0, "[%s] " fmt, g_label, __VA_ARGS__);                                                    \
-            else                                                                                                   \
-                printf("  checker self-test, detected as intended: [%s] " fmt "\n", g_label, __VA_ARGS__);        \
-        }                                                                                                          \
-    } while (0)
-
-/* Nothing written to an output, nothing changed in an input, canaries intact. */
-static void check_memory(const fixture *fx)
-{
-    for (int i = 0; i < NT; i++) {
-        const tu_tensor *t = &fx->t[i];
-        if (!t->block) continue;
-        /* tu_tensor_untouched reads through view.data, which fx_restore_views reset */
-        if (is_output(fx, i))
-            EXPECT(tu_tensor_untouched(t, POISON), "output '%s' was written although the call failed", TNAME[i]);
-        else if (fx->snap[i])
-            EXPECT(memcmp(fx->snap[i], storage(t), t->data_bytes) == 0, "input '%s' was modified", TNAME[i]);
-        EXPECT(tu_canaries_ok(t, TNAME[i]), "canary around '%s' broken", TNAME[i]);
-    }
-}
-
+/* ---- checking ---- */
 /* Elements of an output that still hold the poison pattern (never written). */
 static int64_t unwritten(const tu_tensor *t)
 {
@@ -532,51 +488,26 @@ static int64_t unwritten(const tu_tensor *t)
     const int64_t n = tu_numel(&t->view);
     const unsigned char *b = t->view.data;
     int64_t bad = 0;
-    for (int64_t k = 0; k < n; k++) {
-        size_t i = 0;
-        while (i < es && b[(size_t)k * es + i] == POISON) i++;
-        bad += i == es;
-    }
+    for (int64_t k = 0; k < n; k++) bad += vc_poisoned(b + (size_t)k * es, es);
     return bad;
-}
-
-/* True when m is one sentence "<op>: ... ." */
-static bool sentence_of(const char *m, const char *op)
-{
-    size_t len = strlen(m), oplen = strlen(op);
-    return len > oplen + 2 && strncmp(m, op, oplen) == 0 && m[oplen] == ':' && m[len - 1] == '.';
 }
 
 /* Returns the number of problems found.  The sentence names the operator of
  * the entry point: the general one's; through a varlen entry point the
  * varlen one's for its own check (a layout other than TND), and after it,
- * where the varlen entry point runs the general operator, either name. */
-static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
+ * where the varlen entry point runs the general operator, either name.
+ * Outputs untouched, inputs unchanged, canaries intact (tu_tensor_untouched
+ * reads through view.data, which call_case restored). */
+static int verify_failure(fixture *fx, const expect *e)
 {
-    g_problems = 0;
     const bool tnd = fx->layout == ATTNOPS_LAYOUT_TND;
-    const char *op = fx->varlen && !tnd ? VARLEN_OP_NAME[fx->op] : OP_NAME[fx->op];
-    const char *alt = fx->varlen && tnd ? VARLEN_OP_NAME[fx->op] : NULL;
-    if (e->mode == CALL_WS_NULL || e->mode == CALL_WS_SHORT) {
-        EXPECT(oc->pre_st == ATTNOPS_SUCCESS && oc->pre_bytes > 0,
-               "the workspace query of a valid call returned %d with %zu bytes", (int)oc->pre_st, oc->pre_bytes);
-    }
-    static int verbose = -1;
-    if (verbose < 0) verbose = getenv("ATTNOPS_TEST_VERBOSE") != NULL;
-    for (int k = 0; k < oc->n; k++) {
-        const char *m = oc->msg[k];
-        if (verbose) printf("[%s] %s -> %d: %s\n", g_label, oc->phase[k], (int)oc->st[k], m);
-        EXPECT(oc->st[k] == e->st, "%s: status %d (%s), expected %d (%s); message: \"%s\"", oc->phase[k],
-               (int)oc->st[k], attnops_status_string(oc->st[k]), (int)e->st, attnops_status_string(e->st), m);
-        EXPECT(sentence_of(m, op) || (alt && sentence_of(m, alt)),
-               "%s: message is not a sentence \"%s: ... .\"%s%s: \"%s\"", oc->phase[k], op, alt ? " or of " : "",
-               alt ? alt : "", m);
-        EXPECT(strstr(m, e->name) != NULL, "%s: message does not name '%s': \"%s\"", oc->phase[k], e->name, m);
-        if (e->also)
-            EXPECT(strstr(m, e->also) != NULL, "%s: message does not state '%s': \"%s\"", oc->phase[k], e->also, m);
-    }
-    check_memory(fx);
-    return g_problems;
+    const char *general = ENTRY[fx->op][0].name, *varlen = ENTRY[fx->op][1].name;
+    const vc_expect want = {e->st, e->name, e->also};
+    vc_begin();
+    vc_check_outcome(&fx->oc, &want, fx->varlen && !tnd ? varlen : general, fx->varlen && tnd ? varlen : NULL);
+    const vc_tensors s = tensors(fx);
+    vc_check_failed_call(&s);
+    return vc_problems();
 }
 
 /* ---- the cases ---- */
@@ -765,22 +696,22 @@ static bool apply_case(fixture *fx, int c, expect *e)
         return true;
     case C_OVERLAP_SUM_MAX: /* softmax_sum is a view one row into softmax_max's memory */
         if (bwd) return false;
-        fx->t[SSUM].view.data = storage(&fx->t[SMAX]) + 8 * sizeof(float);
+        fx->t[SSUM].view.data = vc_storage(&fx->t[SMAX]) + 8 * sizeof(float);
         e->name = "softmax_sum";
         return true;
     case C_OVERLAP_OUT_SUM: /* attention_out (240 floats) inside softmax_sum (320 floats) */
         if (bwd) return false;
-        fx->t[O].view.data = storage(&fx->t[SSUM]);
+        fx->t[O].view.data = vc_storage(&fx->t[SSUM]);
         e->name = "attention_out";
         return true;
     case C_OVERLAP_DQ_DK: /* dk (224 floats) at the start of dq (320 floats) */
         if (fwd) return false;
-        fx->t[DK].view.data = storage(&fx->t[DQ]);
+        fx->t[DK].view.data = vc_storage(&fx->t[DQ]);
         e->name = "dk";
         return true;
     case C_OVERLAP_DK_DV: /* dv (168 floats) four floats into dk (224 floats) */
         if (fwd) return false;
-        fx->t[DV].view.data = storage(&fx->t[DK]) + 4 * sizeof(float);
+        fx->t[DV].view.data = vc_storage(&fx->t[DK]) + 4 * sizeof(float);
         e->name = "dv";
         return true;
     case C_KEEP_PROB_ZERO: p->keep_prob = 0.0; e->name = "keep_prob"; return true;
@@ -1049,7 +980,7 @@ static bool apply_case(fixture *fx, int c, expect *e)
     case C_ROPE_DQ_ROPE_OVERLAPS_DQ: /* dq_rope (80 floats) at the start of dq (320 floats) */
         if (fwd) return false;
         fx_rope(fx, 4, true);
-        fx->t[DQROPE].view.data = storage(&fx->t[DQ]);
+        fx->t[DQROPE].view.data = vc_storage(&fx->t[DQ]);
         e->name = "dq_rope";
         return true;
     case C_ROPE_GRADS_WITHOUT_INPUTS:
@@ -1326,11 +1257,11 @@ static int run_failure_cases(void)
                     fx_free(&fx);
                     continue;
                 }
-                snprintf(g_label, sizeof g_label, "%s %s%s %s", op == FWD ? "fwd" : "bwd",
+                vc_label("%s %s%s %s", op == FWD ? "fwd" : "bwd",
                          attnops_layout_name(fx.layout), fx.varlen ? " varlen" : "", CASE_NAME[c]);
-                outcome oc = call_case(&fx, e.mode);
+                call_case(&fx, &e);
                 ran++;
-                if (verify_failure(&fx, &e, &oc) == 0) passed++;
+                if (verify_failure(&fx, &e) == 0) passed++;
                 fx_free(&fx);
             }
         }
@@ -1340,94 +1271,60 @@ static int run_failure_cases(void)
 }
 
 /* ---- the checker must be able to fail ---- */
+static void subject_call(void *fx, const vc_expect *e) { call_case(fx, &(expect){e->st, e->name, CALL_BOTH, e->also}); }
+static int subject_verify(void *fx, const vc_expect *e)
+{
+    return verify_failure(fx, &(expect){e->st, e->name, CALL_BOTH, e->also});
+}
+
 static int run_checker_self_test(void)
 {
-    int passed = 0;
-    g_record = false;
-
-    /* 1. a NULL query with a wrong expected status */
+    /* a NULL query: 161001 naming it */
     fixture fx;
     fx_init(&fx, FWD, ATTNOPS_LAYOUT_BNSD, BASE, 11);
     fx.fa.p.query = NULL;
-    expect wrong_status = {ATTNOPS_ERR_PARAM_INVALID, "query", CALL_BOTH, NULL};
-    snprintf(g_label, sizeof g_label, "self-test wrong status");
-    outcome oc = call_case(&fx, wrong_status.mode);
-    int found = verify_failure(&fx, &wrong_status, &oc);
-    /* 2. the same call with a wrong expected argument name */
-    expect wrong_name = {ATTNOPS_ERR_NULLPTR, "softmax_sum", CALL_BOTH, NULL};
-    snprintf(g_label, sizeof g_label, "self-test wrong name");
-    int found_name = verify_failure(&fx, &wrong_name, &oc);
-    /* 3. an output byte written behind the checker's back */
-    expect right = {ATTNOPS_ERR_NULLPTR, "query", CALL_BOTH, NULL};
-    storage(&fx.t[SMAX])[17] ^= 0xFF;
-    snprintf(g_label, sizeof g_label, "self-test written output");
-    int found_write = verify_failure(&fx, &right, &oc);
-    storage(&fx.t[SMAX])[17] ^= 0xFF;
-    /* 4. an input byte changed */
-    storage(&fx.t[K])[3] ^= 0x01;
-    snprintf(g_label, sizeof g_label, "self-test changed input");
-    int found_input = verify_failure(&fx, &right, &oc);
-    storage(&fx.t[K])[3] ^= 0x01;
-    /* 5. a broken canary */
-    fx.t[O].block[TU_CANARY_BYTES + fx.t[O].data_bytes + 5] ^= 0xFF;
-    snprintf(g_label, sizeof g_label, "self-test broken canary");
-    int found_canary = verify_failure(&fx, &right, &oc);
-    fx.t[O].block[TU_CANARY_BYTES + fx.t[O].data_bytes + 5] ^= 0xFF;
-    /* 5b. a value the sentence must state but does not */
-    expect wrong_also = {ATTNOPS_ERR_NULLPTR, "query", CALL_BOTH, "3072"};
-    snprintf(g_label, sizeof g_label, "self-test missing value");
-    int found_also = verify_failure(&fx, &wrong_also, &oc);
-    /* 5c. the success check's detector of unwritten output elements: all
+    int passed = vc_self_test(&(vc_subject){
+        .ctx = &fx, .call = subject_call, .verify = subject_verify, .right = {ATTNOPS_ERR_NULLPTR, "query", NULL},
+        .wrong_st = ATTNOPS_ERR_PARAM_INVALID, .wrong_name = "softmax_sum", .wrong_also = "3072",
+        .tamper = {{vc_storage(&fx.t[SMAX]) + 17, 0xFF, "a written output byte (softmax_max)", NULL},
+                   {vc_storage(&fx.t[K]) + 3, 0x01, "a changed input byte (key)", NULL},
+                   {vc_canary_byte(&fx.t[O], 5), 0xFF, "a broken canary",
+                    "the canary complaint about 'attention_out' that follows is intended"}}});
+    /* the success check's detector of unwritten output elements: all
      * poisoned, then one element written */
     int64_t all_left = unwritten(&fx.t[SMAX]), numel = tu_numel(&fx.t[SMAX].view);
-    storage(&fx.t[SMAX])[0] ^= 0xFF;
+    vc_storage(&fx.t[SMAX])[0] ^= 0xFF;
     int64_t one_written = unwritten(&fx.t[SMAX]);
-    storage(&fx.t[SMAX])[0] ^= 0xFF;
+    vc_storage(&fx.t[SMAX])[0] ^= 0xFF;
     fx_free(&fx);
 
-    /* 6. a valid call that is (wrongly) expected to fail: wrong status and outputs written */
+    vc_invert(true);
+    /* a valid call that is (wrongly) expected to fail: wrong status and outputs written */
     fx_init(&fx, FWD, ATTNOPS_LAYOUT_BSH, BASE, 12);
     expect wrongly_invalid = {ATTNOPS_ERR_PARAM_INVALID, "head_num", CALL_BOTH, NULL};
-    snprintf(g_label, sizeof g_label, "self-test valid call");
-    oc = call_case(&fx, wrongly_invalid.mode);
-    int found_valid = verify_failure(&fx, &wrongly_invalid, &oc);
+    vc_label("self-test valid call");
+    call_case(&fx, &wrongly_invalid);
+    int found_valid = verify_failure(&fx, &wrongly_invalid);
     fx_free(&fx);
 
-    /* 7. a sentence of another operator: the varlen forward refuses BSND
+    /* a sentence of another operator: the varlen forward refuses BSND
      * ("FlashAttentionVarLenScore: ..."), checked as a general call */
     fx_init(&fx, FWD, ATTNOPS_LAYOUT_BSND, BASE, 14);
     fx.varlen = true;
     expect layout_refused = {ATTNOPS_ERR_PARAM_INVALID, "TND", CALL_BOTH, NULL};
-    oc = call_case(&fx, layout_refused.mode);
+    call_case(&fx, &layout_refused);
     fx.varlen = false;
-    snprintf(g_label, sizeof g_label, "self-test other operator");
-    int found_op = verify_failure(&fx, &layout_refused, &oc);
+    vc_label("self-test other operator");
+    int found_op = verify_failure(&fx, &layout_refused);
     fx_free(&fx);
-    g_record = true;
+    vc_invert(false);
 
-    /* and the right expectation on the untampered call passes */
-    fx_init(&fx, FWD, ATTNOPS_LAYOUT_BNSD, BASE, 11);
-    fx.fa.p.query = NULL;
-    snprintf(g_label, sizeof g_label, "self-test control");
-    oc = call_case(&fx, right.mode);
-    int control = verify_failure(&fx, &right, &oc);
-    fx_free(&fx);
-
-    TU_CHECK(found > 0, "checker did not detect a wrong status");
-    TU_CHECK(found_name > 0, "checker did not detect a wrong argument name");
-    TU_CHECK(found_write > 0, "checker did not detect a written output byte");
-    TU_CHECK(found_input > 0, "checker did not detect a modified input byte");
-    TU_CHECK(found_canary > 0, "checker did not detect a broken canary");
-    TU_CHECK(found_also > 0, "checker did not detect a sentence missing the expected value");
     TU_CHECK(all_left == numel && one_written == numel - 1,
              "unwritten() counts %lld and %lld of %lld poisoned elements, expected %lld and %lld", (long long)all_left,
              (long long)one_written, (long long)numel, (long long)numel, (long long)(numel - 1));
     TU_CHECK(found_valid >= 3, "checker did not detect a successful call (status x2, writes): %d", found_valid);
     TU_CHECK(found_op >= 2, "checker did not detect a sentence naming another operator: %d", found_op);
-    TU_CHECK(control == 0, "checker flagged a correct expectation");
-    passed += (found > 0) + (found_name > 0) + (found_write > 0) + (found_input > 0) + (found_canary > 0) +
-              (found_also > 0) + (all_left == numel && one_written == numel - 1) + (found_valid >= 3) +
-              (found_op >= 2) + (control == 0);
+    passed += (all_left == numel && one_written == numel - 1) + (found_valid >= 3) + (found_op >= 2);
     return passed;
 }
 
@@ -1623,7 +1520,7 @@ static int run_success_cases(void)
                 const attnops_layout layout = tnd ? ATTNOPS_LAYOUT_TND : LAYOUTS[k];
                 const bool route = tnd && k == 1;
                 int before = tu_failures;
-                snprintf(g_label, sizeof g_label, "%s %s%s success %s", op == FWD ? "fwd" : "bwd",
+                vc_label("%s %s%s success %s", op == FWD ? "fwd" : "bwd",
                          attnops_layout_name(layout), route ? " varlen" : "", VALID_NAME[v]);
                 fixture fx;
                 fx_init(&fx, (op_kind)op, layout, BASE, tu_suite_seed() + 99 + (uint64_t)v);
@@ -1638,40 +1535,40 @@ static int run_success_cases(void)
                     fa.attention_out = &fx.t[AIN].view, fa.softmax_max = &fx.t[SMAX].view;
                     fa.softmax_sum = &fx.t[SSUM].view;
                     size_t b = 0;
-                    TU_CHECK(attnops_flash_attention_score_workspace_size(&fa, &b) == 0, "[%s] forward setup query: %s",
-                             g_label, attnops_last_error());
+                    VC_EXPECT(attnops_flash_attention_score_workspace_size(&fa, &b) == 0, "forward setup query: %s",
+                              attnops_last_error());
                     tu_tensor w = new_workspace(b);
-                    TU_CHECK(attnops_flash_attention_score(&fa, w.view.data, b) == 0, "[%s] forward setup: %s", g_label,
-                             attnops_last_error());
+                    VC_EXPECT(attnops_flash_attention_score(&fa, w.view.data, b) == 0, "forward setup: %s",
+                              attnops_last_error());
                     tu_tensor_free(&w);
                 }
                 fx_snapshot(&fx);
                 size_t b1 = 1, b2 = 2;
                 attnops_status s1 = q_size(&fx, false, &b1), s2 = q_size(&fx, false, &b2);
-                TU_CHECK(s1 == 0 && s2 == 0, "[%s] workspace query failed: %s", g_label, attnops_last_error());
-                TU_CHECK(b1 == b2, "[%s] workspace query not deterministic: %zu then %zu", g_label, b1, b2);
-                TU_CHECK(b1 > 0, "[%s] the reference needs a workspace, got 0 bytes", g_label);
+                VC_EXPECT(s1 == 0 && s2 == 0, "workspace query failed: %s", attnops_last_error());
+                VC_EXPECT(b1 == b2, "workspace query not deterministic: %zu then %zu", b1, b2);
+                VC_EXPECT(b1 > 0, "the reference needs a workspace, got 0 bytes");
 
                 /* a failure first, so that the success has an error to clear */
-                TU_CHECK(q_run(&fx, true, NULL, 0) == ATTNOPS_ERR_NULLPTR, "[%s] NULL args accepted", g_label);
-                TU_CHECK(attnops_last_error()[0] != '\0', "[%s] no sentence after a failure", g_label);
+                VC_EXPECT(q_run(&fx, true, NULL, 0) == ATTNOPS_ERR_NULLPTR, "NULL args accepted");
+                VC_EXPECT(attnops_last_error()[0] != '\0', "no sentence after a failure");
                 tu_tensor w = new_workspace(b1);
                 attnops_status st = q_run(&fx, false, w.view.data, b1);
-                TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] run with exactly %zu bytes failed: %d %s", g_label, b1, (int)st,
-                         attnops_last_error());
-                TU_CHECK(strcmp(attnops_last_error(), "") == 0, "[%s] last error after a success is \"%s\"", g_label,
-                         attnops_last_error());
-                TU_CHECK(tu_canaries_ok(&w, "workspace"), "[%s] the run wrote outside its workspace", g_label);
-                TU_CHECK(all_canaries(&fx), "[%s] canary broken by a successful run", g_label);
+                VC_EXPECT(st == ATTNOPS_SUCCESS, "run with exactly %zu bytes failed: %d %s", b1, (int)st,
+                          attnops_last_error());
+                VC_EXPECT(strcmp(attnops_last_error(), "") == 0, "last error after a success is \"%s\"",
+                          attnops_last_error());
+                VC_EXPECT(tu_canaries_ok(&w, "workspace"), "the run wrote outside its workspace");
+                VC_EXPECT(all_canaries(&fx), "canary broken by a successful run");
                 for (int i = 0; i < NT; i++) {
                     if (!fx.t[i].block) continue;
                     if (is_output(&fx, i)) {
                         int64_t left = unwritten(&fx.t[i]);
-                        TU_CHECK(left == 0, "[%s] output '%s': %lld of %lld elements not written", g_label, TNAME[i],
-                                 (long long)left, (long long)tu_numel(&fx.t[i].view));
+                        VC_EXPECT(left == 0, "output '%s': %lld of %lld elements not written", TNAME[i],
+                                  (long long)left, (long long)tu_numel(&fx.t[i].view));
                     } else {
-                        TU_CHECK(memcmp(fx.snap[i], storage(&fx.t[i]), fx.t[i].data_bytes) == 0,
-                                 "[%s] input '%s' modified by a successful run", g_label, TNAME[i]);
+                        VC_EXPECT(memcmp(fx.snap[i], vc_storage(&fx.t[i]), fx.t[i].data_bytes) == 0,
+                                  "input '%s' modified by a successful run", TNAME[i]);
                     }
                 }
                 int64_t n = outputs_f64(&fx, first);
@@ -1679,15 +1576,16 @@ static int run_success_cases(void)
 
                 /* an oversized workspace (and a clean one) gives the same bits */
                 for (int i = 0; i < NT; i++)
-                    if (fx.t[i].block && is_output(&fx, i)) tu_tensor_poison(&fx.t[i], POISON);
+                    if (fx.t[i].block && is_output(&fx, i)) tu_tensor_poison(&fx.t[i], VC_POISON);
                 w = new_workspace(b1 + 4096);
                 tu_tensor_poison(&w, 0x7F);
                 st = q_run(&fx, false, w.view.data, b1 + 4096);
-                TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] run with a larger workspace failed: %s", g_label,
-                         attnops_last_error());
+                VC_EXPECT(st == ATTNOPS_SUCCESS, "run with a larger workspace failed: %s",
+                          attnops_last_error());
                 outputs_f64(&fx, second);
-                tu_compare_result r = tu_compare(g_label, second, first, n, (tu_tolerance){0.0, 0.0}, NULL, 0, NULL);
-                TU_CHECK(r.pass, "[%s] results depend on the workspace size or contents", g_label);
+                tu_compare_result r =
+                    tu_compare(vc_label_text(), second, first, n, (tu_tolerance){0.0, 0.0}, NULL, 0, NULL);
+                VC_EXPECT(r.pass, "results depend on the workspace size or contents");
                 tu_tensor_free(&w);
                 fx_free(&fx);
                 if (tu_failures == before) passed++;
@@ -1711,34 +1609,34 @@ static int run_empty_cases(void)
                 int before = tu_failures;
                 dims d = BASE;
                 if (which == 0) d.B = 0; else d.S1 = 0;
-                snprintf(g_label, sizeof g_label, "%s %s empty %s", op == FWD ? "fwd" : "bwd",
+                vc_label("%s %s empty %s", op == FWD ? "fwd" : "bwd",
                          attnops_layout_name(LAYOUTS[li]), which == 0 ? "B=0" : "S1=0");
                 fixture fx;
                 fx_init(&fx, (op_kind)op, LAYOUTS[li], d, 5);
                 fx_snapshot(&fx);
                 size_t bytes = 777;
                 attnops_status st = q_size(&fx, false, &bytes);
-                TU_CHECK(st == ATTNOPS_SUCCESS, "[%s] workspace query: %d %s", g_label, (int)st, attnops_last_error());
-                TU_CHECK(bytes == 0, "[%s] workspace of an empty problem is %zu bytes", g_label, bytes);
+                VC_EXPECT(st == ATTNOPS_SUCCESS, "workspace query: %d %s", (int)st, attnops_last_error());
+                VC_EXPECT(bytes == 0, "workspace of an empty problem is %zu bytes", bytes);
                 st = q_run(&fx, false, NULL, 0);
                 bool refused = st == ATTNOPS_ERR_PARAM_INVALID && op == BWD && which == 1;
-                TU_CHECK(st == ATTNOPS_SUCCESS || refused, "[%s] run: %d %s", g_label, (int)st, attnops_last_error());
+                VC_EXPECT(st == ATTNOPS_SUCCESS || refused, "run: %d %s", (int)st, attnops_last_error());
                 for (int i = 0; i < NT; i++) {
                     const tu_tensor *t = &fx.t[i];
                     if (!t->block) continue;
-                    TU_CHECK(tu_canaries_ok(t, TNAME[i]), "[%s] canary of '%s'", g_label, TNAME[i]);
+                    VC_EXPECT(tu_canaries_ok(t, TNAME[i]), "canary of '%s'", TNAME[i]);
                     if (!is_output(&fx, i)) {
-                        TU_CHECK(memcmp(fx.snap[i], storage(t), t->data_bytes) == 0, "[%s] input '%s' modified",
-                                 g_label, TNAME[i]);
+                        VC_EXPECT(memcmp(fx.snap[i], vc_storage(t), t->data_bytes) == 0, "input '%s' modified",
+                                  TNAME[i]);
                     } else if (tu_numel(&t->view) == 0 || refused) {
-                        TU_CHECK(tu_tensor_untouched(t, POISON), "[%s] empty output '%s' written", g_label, TNAME[i]);
+                        VC_EXPECT(tu_tensor_untouched(t, VC_POISON), "empty output '%s' written", TNAME[i]);
                     } else { /* backward, S1 = 0: dk, dv = 0 */
                         static double vals[4096];
                         tu_tensor_to_f64(t, vals);
                         int64_t n = tu_numel(&t->view), bad = 0;
                         for (int64_t k = 0; k < n; k++) bad += vals[k] != 0.0;
-                        TU_CHECK(bad == 0, "[%s] '%s' has %lld of %lld elements not zero (gradient over no query rows)",
-                                 g_label, TNAME[i], (long long)bad, (long long)n);
+                        VC_EXPECT(bad == 0, "'%s' has %lld of %lld elements not zero (gradient over no query rows)",
+                                  TNAME[i], (long long)bad, (long long)n);
                     }
                 }
                 fx_free(&fx);

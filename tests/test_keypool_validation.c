@@ -17,8 +17,9 @@
  * not look at pooled_key, must fail the same way for a broken input and
  * succeed when only pooled_key, the workspace or an output stride is wrong.
  *
- * The checker also runs in an inverted mode on deliberately wrong
- * expectations and must report a mismatch each time (the checker can fail).
+ * The checker (verify/validation_check.h, shared with the other validation
+ * tests) also runs in an inverted mode on deliberately wrong expectations
+ * and must report a mismatch each time (the checker can fail).
  *
  * Valid variants (BSH and TH; CURRENT and FIXED capacity; LayerNorm; f16; a
  * non-contiguous state_cache and pooled_key; rotary_mode 0; impl REFERENCE,
@@ -34,9 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "validation_check.h"
 
-#define POISON 0xC3
 #define NUL ATTNOPS_ERR_NULLPTR
 #define INV ATTNOPS_ERR_PARAM_INVALID
 #define UNS ATTNOPS_ERR_UNSUPPORTED
@@ -59,11 +59,11 @@ typedef struct fixture {
     unsigned char *snap[NT]; /* storage bytes before the call (every tensor but pooled_key) */
     attnops_tensor alt;      /* a hand-made view a case may point one argument at */
     bool null_args;          /* pass args == NULL */
+    int kind;                /* how the case calls (call_kind) */
     attnops_key_pool_args a;
+    vc_outcome oc;           /* of the last call_case */
     tu_rng rng;
 } fixture;
-
-static unsigned char *storage(const tu_tensor *t) { return t->block + TU_CANARY_BYTES; }
 
 static bool is_float(attnops_dtype d)
 {
@@ -106,11 +106,11 @@ static void fx_set_pad(fixture *fx, int i, attnops_dtype dtype, int rank, const 
     if (fx->t[i].block) tu_tensor_free(&fx->t[i]);
     fx->t[i] = tu_tensor_new(dtype, rank, shape, pad);
     if (i == OUT)
-        tu_tensor_poison(&fx->t[i], POISON);
+        tu_tensor_poison(&fx->t[i], VC_POISON);
     else if (is_float(dtype))
         tu_tensor_randn(&fx->t[i], &fx->rng, i == WK || i == GATE ? 0.25 : 1.0);
     else
-        memset(storage(&fx->t[i]), 0, fx->t[i].data_bytes);
+        memset(vc_storage(&fx->t[i]), 0, fx->t[i].data_bytes);
     fx_point(fx, i);
 }
 
@@ -125,8 +125,8 @@ static void fx_ints(fixture *fx, int i, attnops_dtype dtype, int rank, const int
     fx_set(fx, i, dtype, rank, shape);
     const int64_t n = tu_numel(&fx->t[i].view);
     for (int64_t k = 0; k < n; k++) {
-        if (dtype == ATTNOPS_DTYPE_I64) ((int64_t *)storage(&fx->t[i]))[k] = vals[k];
-        else ((int32_t *)storage(&fx->t[i]))[k] = (int32_t)vals[k];
+        if (dtype == ATTNOPS_DTYPE_I64) ((int64_t *)vc_storage(&fx->t[i]))[k] = vals[k];
+        else ((int32_t *)vc_storage(&fx->t[i]))[k] = (int32_t)vals[k];
     }
 }
 
@@ -137,7 +137,7 @@ static int64_t ival(const tu_tensor *t, int64_t k)
                                               : ((const int32_t *)t->view.data)[k];
 }
 
-static void set_ival(tu_tensor *t, int64_t k, int64_t v) { ((int32_t *)storage(t))[k] = (int32_t)v; }
+static void set_ival(tu_tensor *t, int64_t k, int64_t v) { ((int32_t *)vc_storage(t))[k] = (int32_t)v; }
 
 /* ---- the contract, computed here independently of the library ---- */
 typedef struct geom {
@@ -230,171 +230,69 @@ static void fx_init(fixture *fx, bool th, uint64_t seed)
     fx_activations(fx, ATTNOPS_DTYPE_BF16); /* last: pooled_key's shape depends on the rest */
 }
 
+/* pooled_key is the output; state_cache is read and updated. */
+static vc_role role_of(const void *fx, int i) { return i == OUT ? VC_OUTPUT : i == CACHE ? VC_STATE : VC_INPUT; }
+static vc_tensors tensors(fixture *fx) { return (vc_tensors){NT, fx->t, fx->snap, fx, role_of, TNAME, NULL}; }
+
 static void fx_free(fixture *fx)
 {
-    for (int i = 0; i < NT; i++) {
-        if (fx->t[i].block) tu_tensor_free(&fx->t[i]);
-        free(fx->snap[i]);
-        fx->snap[i] = NULL;
-    }
-}
-
-static void fx_snapshot(fixture *fx)
-{
-    for (int i = 0; i < NT; i++) {
-        free(fx->snap[i]);
-        fx->snap[i] = NULL;
-        if (!fx->t[i].block || i == OUT) continue;
-        fx->snap[i] = malloc(fx->t[i].data_bytes ? fx->t[i].data_bytes : 1);
-        memcpy(fx->snap[i], storage(&fx->t[i]), fx->t[i].data_bytes);
-    }
-}
-
-/* ---- checking, with an inverted mode for the self-test ---- */
-static int g_checks;         /* checks made (self-test detections count once each) */
-static bool g_record = true; /* false: a self-test expects problems; do not count them as failures */
-static int g_problems;       /* problems found by the current verification */
-static char g_label[160];
-static int g_verbose;
-
-#define EXPECT(cond, fmt, ...)                                                                                     \
-    do {                                                                                                           \
-        if (g_record) g_checks++;                                                                                  \
-        if (!(cond)) {                                                                                             \
-            g_problems++;                                                                                          \
-            if (g_record)                                                                                          \
-                TU_CHECK(0, "[%s] " fmt, g_label, __VA_ARGS__);                                                    \
-            else if (g_verbose)                                                                                    \
-                printf("  checker self-test, detected as intended: [%s] " fmt "\n", g_label, __VA_ARGS__);        \
-        }                                                                                                          \
-    } while (0)
-
-/* True when m is one sentence "KeyPool: ... ." */
-static bool keypool_sentence(const char *m)
-{
-    const size_t len = strlen(m);
-    return strncmp(m, "KeyPool: ", 9) == 0 && len > 10 && m[len - 1] == '.';
-}
-
-/* Nothing written to pooled_key, no input or state_cache byte changed, every canary intact. */
-static void check_memory(const fixture *fx)
-{
-    for (int i = 0; i < NT; i++) {
-        const tu_tensor *t = &fx->t[i];
-        if (!t->block) continue;
-        if (i == OUT)
-            EXPECT(tu_tensor_untouched(t, POISON), "pooled_key was written although the call failed%s", "");
-        else
-            EXPECT(memcmp(fx->snap[i], storage(t), t->data_bytes) == 0, "'%s' was modified although the call failed",
-                   TNAME[i]);
-        EXPECT(tu_canaries_ok(t, TNAME[i]), "canary around '%s' broken", TNAME[i]);
-    }
+    const vc_tensors s = tensors(fx);
+    vc_tensors_free(&s);
 }
 
 /* ---- calling ---- */
-typedef enum call_kind {
-    K_IN,          /* an input rule: workspace query, run, output_shape and valid_rows all fail */
-    K_OUT,         /* an output rule: query and run fail, output_shape and valid_rows succeed */
-    K_NULL_BYTES,  /* workspace query with workspace_bytes == NULL */
-    K_NULL_QUERY,  /* output_shape with rank == NULL, valid_rows with valid_rows == NULL */
-    K_WS_SHORT,    /* valid query, run with one byte less than it returned */
-    K_WS_NULL      /* valid query, run with a NULL workspace of the queried size */
-} call_kind;
+static attnops_status kp_query(const void *a, size_t *bytes) { return attnops_key_pool_workspace_size(a, bytes); }
+static attnops_status kp_run(const void *a, void *ws, size_t bytes) { return attnops_key_pool(a, ws, bytes); }
+static const vc_op KEY_POOL = {"KeyPool", kp_query, kp_run};
 
-typedef struct phase {
-    const char *name;
-    attnops_status st, want; /* got, expected */
-    char msg[400];
-} phase;
+/* How a case calls: the vc_call kinds (VC_NULL_BYTES, VC_WS_SHORT,
+ * VC_WS_NULL) and KeyPool's own. */
+enum call_kind {
+    K_IN = VC_CALL_KINDS, /* an input rule: workspace query, run, output_shape and valid_rows all fail */
+    K_OUT,                /* an output rule: query and run fail, output_shape and valid_rows succeed */
+    K_NULL_QUERY          /* output_shape with rank == NULL, valid_rows with valid_rows == NULL */
+};
 
-typedef struct outcome {
-    int n;
-    phase ph[4];
-    attnops_status pre_st; /* the preparatory query of K_WS_* */
-    size_t pre_bytes;
-} outcome;
-
-/* An adequate workspace for every base problem (checked in main). */
-static unsigned char big_ws[1 << 16];
-
-static void record(outcome *oc, const char *name, attnops_status st, attnops_status want)
+/* Calls the entry points as fx->kind says, expecting `want`; the outcome
+ * goes to fx->oc. */
+static void call_case(fixture *fx, attnops_status want)
 {
-    phase *p = &oc->ph[oc->n++];
-    p->name = name, p->st = st, p->want = want;
-    snprintf(p->msg, sizeof p->msg, "%s", attnops_last_error());
-}
-
-static outcome call_case(fixture *fx, call_kind kind, attnops_status want)
-{
-    outcome oc;
-    memset(&oc, 0, sizeof oc);
     const attnops_key_pool_args *a = fx->null_args ? NULL : &fx->a;
-    size_t bytes = 12345;
+    vc_outcome *oc = &fx->oc;
     int32_t rank = 0;
     int64_t shape[3], rows[16];
-    fx_snapshot(fx);
-    switch (kind) {
+    const vc_tensors s = tensors(fx);
+    vc_snapshot(&s);
+    switch (fx->kind) {
     case K_IN:
-    case K_OUT:
-        record(&oc, "workspace query", attnops_key_pool_workspace_size(a, &bytes), want);
-        record(&oc, "run", attnops_key_pool(a, big_ws, sizeof big_ws), want);
-        record(&oc, "output_shape", attnops_key_pool_output_shape(a, &rank, shape), kind == K_IN ? want : 0);
-        record(&oc, "valid_rows", attnops_key_pool_valid_rows(a, rows), kind == K_IN ? want : 0);
-        break;
-    case K_NULL_BYTES: record(&oc, "workspace query", attnops_key_pool_workspace_size(a, NULL), want); break;
-    case K_NULL_QUERY:
-        record(&oc, "output_shape", attnops_key_pool_output_shape(a, NULL, shape), want);
-        record(&oc, "valid_rows", attnops_key_pool_valid_rows(a, NULL), want);
-        break;
-    case K_WS_SHORT:
-    case K_WS_NULL:
-        oc.pre_st = attnops_key_pool_workspace_size(a, &bytes);
-        oc.pre_bytes = bytes;
-        if (kind == K_WS_SHORT)
-            record(&oc, "run", attnops_key_pool(a, big_ws, bytes - 1), want);
-        else
-            record(&oc, "run", attnops_key_pool(a, NULL, bytes), want);
+    case K_OUT: {
+        const attnops_status shape_want = fx->kind == K_IN ? want : ATTNOPS_SUCCESS;
+        vc_call(oc, &KEY_POOL, a, VC_CALL, want);
+        vc_record(oc, "output_shape", attnops_key_pool_output_shape(a, &rank, shape), shape_want);
+        vc_record(oc, "valid_rows", attnops_key_pool_valid_rows(a, rows), shape_want);
         break;
     }
-    return oc;
+    case K_NULL_QUERY:
+        memset(oc, 0, sizeof *oc);
+        vc_record(oc, "output_shape", attnops_key_pool_output_shape(a, NULL, shape), want);
+        vc_record(oc, "valid_rows", attnops_key_pool_valid_rows(a, NULL), want);
+        break;
+    default: vc_call(oc, &KEY_POOL, a, (vc_call_kind)fx->kind, want); break;
+    }
 }
 
-typedef struct expect {
-    attnops_status st;
-    const char *name; /* must appear in the sentence (the argument) */
-    const char *also; /* NULL, or more text the sentence must contain */
-    call_kind kind;
-} expect;
-
-/* Returns the number of problems found. */
-static int verify_failure(const fixture *fx, const expect *e, const outcome *oc)
+/* Checks the last call against e; returns the number of problems found. */
+static int verify_failure(fixture *fx, const vc_expect *e)
 {
-    g_problems = 0;
-    if (e->kind == K_WS_SHORT || e->kind == K_WS_NULL)
-        EXPECT(oc->pre_st == ATTNOPS_SUCCESS && oc->pre_bytes > 0,
-               "the workspace query of a valid call returned %d with %zu bytes", (int)oc->pre_st, oc->pre_bytes);
-    for (int k = 0; k < oc->n; k++) {
-        const phase *p = &oc->ph[k];
-        if (g_verbose) printf("[%s] %s -> %d: %s\n", g_label, p->name, (int)p->st, p->msg);
-        EXPECT(p->st == p->want, "%s: status %d (%s), expected %d (%s); message: \"%s\"", p->name, (int)p->st,
-               attnops_status_string(p->st), (int)p->want, attnops_status_string(p->want), p->msg);
-        if (p->want == ATTNOPS_SUCCESS) {
-            EXPECT(p->msg[0] == '\0', "%s: last error after a success is \"%s\"", p->name, p->msg);
-            continue;
-        }
-        EXPECT(keypool_sentence(p->msg), "%s: message is not one sentence \"KeyPool: ... .\": \"%s\"", p->name,
-               p->msg);
-        EXPECT(strstr(p->msg, e->name) != NULL, "%s: message does not name '%s': \"%s\"", p->name, e->name, p->msg);
-        if (e->also)
-            EXPECT(strstr(p->msg, e->also) != NULL, "%s: message does not state '%s': \"%s\"", p->name, e->also,
-                   p->msg);
-    }
-    check_memory(fx);
-    return g_problems;
+    vc_begin();
+    vc_check_outcome(&fx->oc, e, KEY_POOL.name, NULL);
+    const vc_tensors s = tensors(fx);
+    vc_check_failed_call(&s);
+    return vc_problems();
 }
 
 /* ---- the cases, in kp_validate.c's order ----
- * X(id, layouts, status, substring, also, kind); layouts: ANY, BSH or TH. */
+ * X(id, layouts, status, substring, also, kind) (vc_case; the scope: ANY, BSH or TH). */
 enum { ANY, BSH, TH };
 #define CASES(X)                                                                                                   \
     /* presence and view sanity of the required inputs */                                                         \
@@ -477,20 +375,13 @@ enum { ANY, BSH, TH };
     X(POOLED_KEY_IN_STATE_CACHE, ANY, INV, "pooled_key", "state_cache", K_OUT)                                     \
     X(STATE_CACHE_ZERO_STRIDE, ANY, INV, "state_cache", "overlap", K_OUT)                                          \
     /* the entry points' own pointers and the workspace */                                                        \
-    X(NULL_WORKSPACE_BYTES, ANY, NUL, "workspace_bytes", NULL, K_NULL_BYTES)                                       \
+    X(NULL_WORKSPACE_BYTES, ANY, NUL, "workspace_bytes", NULL, VC_NULL_BYTES)                                      \
     X(NULL_QUERY_OUTPUTS, ANY, NUL, "is NULL", NULL, K_NULL_QUERY)                                                 \
-    X(WORKSPACE_SHORT, ANY, INV, "workspace", NULL, K_WS_SHORT)                                                    \
-    X(WORKSPACE_NULL, ANY, NUL, "workspace", NULL, K_WS_NULL)
+    X(WORKSPACE_SHORT, ANY, INV, "workspace", NULL, VC_WS_SHORT)                                                   \
+    X(WORKSPACE_NULL, ANY, NUL, "workspace", NULL, VC_WS_NULL)
 
-#define AS_ENUM(id, ...) C_##id,
-enum { CASES(AS_ENUM) N_CASES };
-typedef struct kp_case {
-    const char *name;
-    int layouts;
-    expect e;
-} kp_case;
-#define AS_ROW(id, lay, st, name, also, kind) {#id, lay, {st, name, also, kind}},
-static const kp_case CASE[N_CASES] = {CASES(AS_ROW)};
+enum { CASES(VC_CASE_ENUM) N_CASES };
+static const vc_case CASE[N_CASES] = {CASES(VC_CASE_ROW)};
 
 /* Breaks the one thing case c is about in a freshly built fixture. */
 static void apply_case(fixture *fx, int c)
@@ -499,6 +390,7 @@ static void apply_case(fixture *fx, int c)
                         i32 = ATTNOPS_DTYPE_I32, i64 = ATTNOPS_DTYPE_I64;
     attnops_key_pool_args *a = &fx->a;
     const attnops_tensor *x = &fx->t[HID].view;
+    fx->kind = CASE[c].kind;
     switch (c) {
     case C_NULL_ARGS: fx->null_args = true; break;
     case C_NULL_HIDDEN: a->hidden_states = NULL; break;
@@ -606,7 +498,7 @@ static void apply_case(fixture *fx, int c)
     case C_POOLED_KEY_SHAPE_FIXED: a->capacity = ATTNOPS_KEY_POOL_CAPACITY_FIXED; break; /* keeps CURRENT's shape */
     case C_POOLED_KEY_ZERO_STRIDE: fx->t[OUT].view.strides[fx->t[OUT].view.rank - 2] = 0; break;
     case C_POOLED_KEY_IN_STATE_CACHE: /* the right shape and dtype, inside the cache's bytes */
-        fx->alt = fx->t[OUT].view, fx->alt.data = storage(&fx->t[CACHE]) + 64, a->pooled_key = &fx->alt;
+        fx->alt = fx->t[OUT].view, fx->alt.data = vc_storage(&fx->t[CACHE]) + 64, a->pooled_key = &fx->alt;
         break;
     case C_STATE_CACHE_ZERO_STRIDE: fx->t[CACHE].view.strides[1] = 0; break;
     }
@@ -617,14 +509,14 @@ static int run_failure_cases(void)
     int passed = 0, ran = 0;
     for (int layout = BSH; layout <= TH; layout++) {
         for (int c = 0; c < N_CASES; c++) {
-            if (CASE[c].layouts != ANY && CASE[c].layouts != layout) continue;
+            if (CASE[c].scope != ANY && CASE[c].scope != layout) continue;
             fixture fx;
             fx_init(&fx, layout == TH, tu_suite_seed() + (uint64_t)c);
             apply_case(&fx, c);
-            snprintf(g_label, sizeof g_label, "%s %s", layout == TH ? "TH" : "BSH", CASE[c].name);
-            outcome oc = call_case(&fx, CASE[c].e.kind, CASE[c].e.st);
+            vc_label("%s %s", layout == TH ? "TH" : "BSH", CASE[c].name);
+            call_case(&fx, CASE[c].e.st);
             ran++;
-            if (verify_failure(&fx, &CASE[c].e, &oc) == 0) passed++;
+            if (verify_failure(&fx, &CASE[c].e) == 0) passed++;
             fx_free(&fx);
         }
     }
@@ -633,77 +525,38 @@ static int run_failure_cases(void)
 }
 
 /* ---- the checker must be able to fail ---- */
-static void expect_detected(int found, const char *what)
-{
-    g_checks++;
-    TU_CHECK(found > 0, "checker self-test: %s was not detected", what);
-}
+static void subject_call(void *fx, const vc_expect *e) { call_case(fx, e->st); }
+static int subject_verify(void *fx, const vc_expect *e) { return verify_failure(fx, e); }
 
 static void run_checker_self_test(void)
 {
-    g_record = false;
     fixture fx;
 
     /* a NULL hidden_states: 161001 naming it */
     fx_init(&fx, false, 11);
     apply_case(&fx, C_NULL_HIDDEN);
-    const expect right = CASE[C_NULL_HIDDEN].e;
-    outcome oc = call_case(&fx, right.kind, right.st);
-    snprintf(g_label, sizeof g_label, "self-test right expectation");
-    const int clean = verify_failure(&fx, &right, &oc);
-
-    expect wrong = right;
-    wrong.st = INV;
-    oc = call_case(&fx, wrong.kind, wrong.st);
-    snprintf(g_label, sizeof g_label, "self-test wrong status");
-    expect_detected(verify_failure(&fx, &wrong, &oc), "a wrong expected status");
-
-    oc = call_case(&fx, right.kind, right.st);
-    wrong = right, wrong.name = "gate_weight";
-    snprintf(g_label, sizeof g_label, "self-test wrong name");
-    expect_detected(verify_failure(&fx, &wrong, &oc), "a wrong expected argument name");
-
-    wrong = right, wrong.also = "cmp_ratio=3";
-    snprintf(g_label, sizeof g_label, "self-test missing text");
-    expect_detected(verify_failure(&fx, &wrong, &oc), "a missing expected text");
-
-    storage(&fx.t[OUT])[5] ^= 0xFF;
-    snprintf(g_label, sizeof g_label, "self-test written pooled_key");
-    expect_detected(verify_failure(&fx, &right, &oc), "a written pooled_key byte");
-    storage(&fx.t[OUT])[5] ^= 0xFF;
-
-    storage(&fx.t[CACHE])[100] ^= 0x01;
-    snprintf(g_label, sizeof g_label, "self-test changed state_cache");
-    expect_detected(verify_failure(&fx, &right, &oc), "a changed state_cache byte");
-    storage(&fx.t[CACHE])[100] ^= 0x01;
-
-    fx.t[WK].block[TU_CANARY_BYTES + fx.t[WK].data_bytes + 3] ^= 0xFF;
-    fprintf(stderr, "checker self-test: the canary complaint about 'wk' that follows is intended\n");
-    snprintf(g_label, sizeof g_label, "self-test broken canary");
-    expect_detected(verify_failure(&fx, &right, &oc), "a broken canary");
-    fx.t[WK].block[TU_CANARY_BYTES + fx.t[WK].data_bytes + 3] ^= 0xFF;
+    vc_self_test(&(vc_subject){
+        .ctx = &fx, .call = subject_call, .verify = subject_verify, .right = CASE[C_NULL_HIDDEN].e,
+        .wrong_st = INV, .wrong_name = "gate_weight", .wrong_also = "cmp_ratio=3",
+        .tamper = {{vc_storage(&fx.t[OUT]) + 5, 0xFF, "a written pooled_key byte", NULL},
+                   {vc_storage(&fx.t[CACHE]) + 100, 0x01, "a changed state_cache byte", NULL},
+                   {vc_canary_byte(&fx.t[WK], 3), 0xFF, "a broken canary",
+                    "the canary complaint about 'wk' that follows is intended"}}});
     fx_free(&fx);
 
     /* an output rule checked as an input rule: the shape queries succeed */
+    const vc_subject other = {.ctx = &fx, .call = subject_call, .verify = subject_verify};
     fx_init(&fx, true, 12);
     apply_case(&fx, C_POOLED_KEY_DTYPE);
-    wrong = CASE[C_POOLED_KEY_DTYPE].e, wrong.kind = K_IN;
-    oc = call_case(&fx, wrong.kind, wrong.st);
-    snprintf(g_label, sizeof g_label, "self-test output rule as input rule");
-    expect_detected(verify_failure(&fx, &wrong, &oc), "shape queries that (rightly) succeed");
+    fx.kind = K_IN;
+    vc_self_test_wrong(&other, &CASE[C_POOLED_KEY_DTYPE].e, "shape queries that (rightly) succeed");
     fx_free(&fx);
 
     /* a valid call expected to fail: wrong statuses, outputs written */
     fx_init(&fx, true, 13);
-    wrong = (expect){INV, "cmp_ratio", NULL, K_IN};
-    oc = call_case(&fx, wrong.kind, wrong.st);
-    snprintf(g_label, sizeof g_label, "self-test valid call");
-    expect_detected(verify_failure(&fx, &wrong, &oc), "a valid call");
+    fx.kind = K_IN;
+    vc_self_test_wrong(&other, &(vc_expect){INV, "cmp_ratio", NULL}, "a valid call");
     fx_free(&fx);
-
-    g_record = true;
-    g_checks++;
-    TU_CHECK(clean == 0, "checker self-test: the right expectation reported %d problems", clean);
     printf("checker self-test done\n");
 }
 
@@ -775,10 +628,9 @@ static void check_pooled_key(const fixture *fx, const geom *g)
     const attnops_tensor *v = &t->view;
     const bool fixed = fx->a.capacity == ATTNOPS_KEY_POOL_CAPACITY_FIXED, packed = v->rank == 2;
     const size_t es = attnops_dtype_size(v->dtype);
-    bool *logical = calloc(t->data_bytes, 1);
     int64_t total = 0;
     for (int64_t b = 0; b < g->B; b++) total += g->n[b];
-    int64_t bad_unwritten = 0, bad_written = 0, bad_nonzero = 0, bad_pad = 0;
+    int64_t bad_unwritten = 0, bad_written = 0, bad_nonzero = 0;
     const int64_t nb = packed ? 1 : v->shape[0], rows = v->shape[v->rank - 2];
     for (int64_t b = 0; b < nb; b++)
         for (int64_t r = 0; r < rows; r++) {
@@ -787,10 +639,7 @@ static void check_pooled_key(const fixture *fx, const geom *g)
                 const int64_t off = packed ? r * v->strides[0] + d * v->strides[1]
                                            : b * v->strides[0] + r * v->strides[1] + d * v->strides[2];
                 const unsigned char *e = (const unsigned char *)v->data + off * (int64_t)es;
-                size_t k = 0;
-                while (k < es && e[k] == POISON) k++;
-                const bool written = k < es;
-                for (size_t j = 0; j < es; j++) logical[off * (int64_t)es + (int64_t)j] = true;
+                const bool written = !vc_poisoned(e, es);
                 const uint16_t bits = (uint16_t)(e[0] | e[1] << 8);
                 const float val = v->dtype == ATTNOPS_DTYPE_F16 ? attnops_f16_to_f32(bits) : attnops_bf16_to_f32(bits);
                 if ((valid || fixed) && !written) bad_unwritten++;
@@ -798,14 +647,13 @@ static void check_pooled_key(const fixture *fx, const geom *g)
                 if (!valid && fixed && val != 0.0f) bad_nonzero++;
             }
         }
-    for (size_t i = 0; i < t->data_bytes; i++) bad_pad += !logical[i] && storage(t)[i] != POISON;
-    free(logical);
-    EXPECT(bad_unwritten == 0, "pooled_key: %lld elements that must be written were not", (long long)bad_unwritten);
-    EXPECT(bad_written == 0, "pooled_key: %lld elements past the valid rows were written (CURRENT)",
-           (long long)bad_written);
-    EXPECT(bad_nonzero == 0, "pooled_key: %lld elements past the valid rows are not zero (FIXED)",
-           (long long)bad_nonzero);
-    EXPECT(bad_pad == 0, "pooled_key: %lld padding bytes written", (long long)bad_pad);
+    const int64_t bad_pad = vc_padding_changed(t, NULL);
+    VC_EXPECT(bad_unwritten == 0, "pooled_key: %lld elements that must be written were not", (long long)bad_unwritten);
+    VC_EXPECT(bad_written == 0, "pooled_key: %lld elements past the valid rows were written (CURRENT)",
+              (long long)bad_written);
+    VC_EXPECT(bad_nonzero == 0, "pooled_key: %lld elements past the valid rows are not zero (FIXED)",
+              (long long)bad_nonzero);
+    VC_EXPECT(bad_pad == 0, "pooled_key: %lld padding bytes written", (long long)bad_pad);
 }
 
 /* state_cache after a successful run: exactly the cache rows of the trailing
@@ -817,7 +665,6 @@ static void check_cache(const fixture *fx, const geom *g)
     const tu_tensor *t = &fx->t[CACHE];
     const attnops_tensor *v = &t->view;
     bool *row_written = calloc((size_t)(g->block_num * g->block_size), 1);
-    bool *logical = calloc(t->data_bytes, 1);
     for (int64_t b = 0; b < g->B; b++) {
         const int64_t st = g->start[b], end = st + g->len[b], tail = end % g->R;
         for (int64_t pos = end - tail > st ? end - tail : st; tail && pos < end; pos++) {
@@ -825,24 +672,22 @@ static void check_cache(const fixture *fx, const geom *g)
             row_written[block * g->block_size + pos % g->block_size] = true;
         }
     }
-    int64_t bad_kept = 0, bad_changed = 0, bad_pad = 0;
+    int64_t bad_kept = 0, bad_changed = 0;
     for (int64_t blk = 0; blk < g->block_num; blk++)
         for (int64_t s = 0; s < g->block_size; s++) {
             bool changed = false;
             for (int64_t c = 0; c < 2 * g->D; c++) {
                 const int64_t off = (blk * v->strides[0] + s * v->strides[1] + c * v->strides[2]) * 4;
-                changed |= memcmp(storage(t) + off, fx->snap[CACHE] + off, 4) != 0;
-                memset(logical + off, 1, 4);
+                changed |= memcmp(vc_storage(t) + off, fx->snap[CACHE] + off, 4) != 0;
             }
             if (row_written[blk * g->block_size + s] && !changed) bad_kept++;
             if (!row_written[blk * g->block_size + s] && changed) bad_changed++;
         }
-    for (size_t i = 0; i < t->data_bytes; i++) bad_pad += !logical[i] && storage(t)[i] != fx->snap[CACHE][i];
     free(row_written);
-    free(logical);
-    EXPECT(bad_kept == 0, "state_cache: %lld tail rows not written", (long long)bad_kept);
-    EXPECT(bad_changed == 0, "state_cache: %lld rows changed that are no trailing group's", (long long)bad_changed);
-    EXPECT(bad_pad == 0, "state_cache: %lld padding bytes changed", (long long)bad_pad);
+    const int64_t bad_pad = vc_padding_changed(t, fx->snap[CACHE]);
+    VC_EXPECT(bad_kept == 0, "state_cache: %lld tail rows not written", (long long)bad_kept);
+    VC_EXPECT(bad_changed == 0, "state_cache: %lld rows changed that are no trailing group's", (long long)bad_changed);
+    VC_EXPECT(bad_pad == 0, "state_cache: %lld padding bytes changed", (long long)bad_pad);
 }
 
 static int run_success_cases(void)
@@ -855,51 +700,30 @@ static int run_success_cases(void)
             fixture fx;
             fx_init(&fx, layout == TH, tu_suite_seed() + 1000 + (uint64_t)v);
             apply_variant(&fx, v);
-            snprintf(g_label, sizeof g_label, "%s success %s", layout == TH ? "TH" : "BSH", VARIANT[v].name);
+            vc_label("%s success %s", layout == TH ? "TH" : "BSH", VARIANT[v].name);
             ran++;
             const geom g = geom_of(&fx);
-            fx_snapshot(&fx);
 
             int32_t rank = 0;
             int64_t shape[3] = {0, 0, 0}, want[3] = {0, 0, 0}, rows[8];
             const int want_rank = expected_shape(&fx, fx.a.capacity, want);
             attnops_status st = attnops_key_pool_output_shape(&fx.a, &rank, shape);
-            EXPECT(st == 0, "output_shape: %d %s", (int)st, attnops_last_error());
+            VC_EXPECT(st == 0, "output_shape: %d %s", (int)st, attnops_last_error());
             bool same = rank == want_rank;
             for (int i = 0; same && i < rank; i++) same = shape[i] == want[i];
-            EXPECT(same, "output_shape: rank %d [%lld, %lld, %lld], expected rank %d [%lld, %lld, %lld]", (int)rank,
-                   (long long)shape[0], (long long)shape[1], (long long)shape[2], want_rank, (long long)want[0],
-                   (long long)want[1], (long long)want[2]);
+            VC_EXPECT(same, "output_shape: rank %d [%lld, %lld, %lld], expected rank %d [%lld, %lld, %lld]", (int)rank,
+                      (long long)shape[0], (long long)shape[1], (long long)shape[2], want_rank, (long long)want[0],
+                      (long long)want[1], (long long)want[2]);
             st = attnops_key_pool_valid_rows(&fx.a, rows);
-            EXPECT(st == 0, "valid_rows: %d %s", (int)st, attnops_last_error());
+            VC_EXPECT(st == 0, "valid_rows: %d %s", (int)st, attnops_last_error());
             for (int64_t b = 0; st == 0 && b < g.B; b++)
-                EXPECT(rows[b] == g.n[b], "valid_rows[%lld] = %lld, expected floor((%lld+%lld)/%lld) - "
-                       "floor(%lld/%lld) = %lld", (long long)b, (long long)rows[b], (long long)g.start[b],
-                       (long long)g.len[b], (long long)g.R, (long long)g.start[b], (long long)g.R, (long long)g.n[b]);
+                VC_EXPECT(rows[b] == g.n[b], "valid_rows[%lld] = %lld, expected floor((%lld+%lld)/%lld) - "
+                          "floor(%lld/%lld) = %lld", (long long)b, (long long)rows[b], (long long)g.start[b],
+                          (long long)g.len[b], (long long)g.R, (long long)g.start[b], (long long)g.R,
+                          (long long)g.n[b]);
 
-            size_t b1 = 1, b2 = 2;
-            attnops_status s1 = attnops_key_pool_workspace_size(&fx.a, &b1);
-            attnops_status s2 = attnops_key_pool_workspace_size(&fx.a, &b2);
-            EXPECT(s1 == 0 && s2 == 0, "workspace query: %d %s", (int)s1, attnops_last_error());
-            EXPECT(b1 == b2, "workspace query not deterministic: %zu then %zu", b1, b2);
-
-            /* a failure first, so that the success has an error to clear */
-            EXPECT(attnops_key_pool(NULL, NULL, 0) == NUL, "NULL args accepted%s", "");
-            const int64_t n = (int64_t)b1;
-            tu_tensor w = tu_tensor_new(ATTNOPS_DTYPE_U8, 1, &n, 0);
-            st = attnops_key_pool(&fx.a, w.view.data, b1);
-            EXPECT(st == ATTNOPS_SUCCESS, "run with exactly %zu bytes: %d %s", b1, (int)st, attnops_last_error());
-            EXPECT(attnops_last_error()[0] == '\0', "last error after a success is \"%s\"", attnops_last_error());
-            EXPECT(tu_canaries_ok(&w, "workspace"), "the run wrote outside its workspace%s", "");
-            tu_tensor_free(&w);
-            for (int i = 0; i < NT; i++) {
-                if (!fx.t[i].block) continue;
-                EXPECT(tu_canaries_ok(&fx.t[i], TNAME[i]), "canary around '%s' broken", TNAME[i]);
-                if (i != OUT && i != CACHE)
-                    EXPECT(memcmp(fx.snap[i], storage(&fx.t[i]), fx.t[i].data_bytes) == 0,
-                           "input '%s' modified by a successful run", TNAME[i]);
-            }
-            if (st == ATTNOPS_SUCCESS) {
+            const vc_tensors s = tensors(&fx);
+            if (vc_check_valid_run(&KEY_POOL, &fx.a, &s) == ATTNOPS_SUCCESS) {
                 check_pooled_key(&fx, &g);
                 check_cache(&fx, &g);
             }
@@ -913,22 +737,16 @@ static int run_success_cases(void)
 
 int main(void)
 {
-    g_verbose = getenv("ATTNOPS_TEST_VERBOSE") != NULL;
-    /* the failure cases run with big_ws: it must suffice for the base problems */
+    /* the failure cases run with vc_call's workspace: it must suffice for the base problems */
     for (int th = 0; th < 2; th++) {
         fixture fx;
         fx_init(&fx, th, 1);
-        size_t bytes = 0;
-        attnops_status st = attnops_key_pool_workspace_size(&fx.a, &bytes);
-        snprintf(g_label, sizeof g_label, "%s base problem", th ? "TH" : "BSH");
-        EXPECT(st == 0 && bytes > 0 && bytes <= sizeof big_ws, "workspace query: %d, %zu bytes (%zu available): %s",
-               (int)st, bytes, sizeof big_ws, attnops_last_error());
+        vc_label("%s base problem", th ? "TH" : "BSH");
+        vc_check_workspace_fits(&KEY_POOL, &fx.a);
         fx_free(&fx);
     }
     run_failure_cases();
     run_checker_self_test();
     run_success_cases();
-    if (tu_failures) fprintf(stderr, "seed %llu (ATTNOPS_TEST_SEED)\n", (unsigned long long)tu_suite_seed());
-    printf("keypool_validation: %d checks, %d failed\n", g_checks, tu_failures);
-    return tu_failures ? 1 : 0;
+    return vc_summary("keypool_validation");
 }
