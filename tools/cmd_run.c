@@ -414,14 +414,18 @@ int cmd_run(int argc, char **argv)
         fflush(stdout);
     }
     if (tty) fprintf(stderr, "\r%60s\r", "");
-    printf("%d of %d cases passed (%s chain vs the reference, %s)\n", total - failed, total,
-           ro.impl == ATTNOPS_IMPL_CPU ? "cpu" : "reference", ro.auto_grad ? "auto_grad" : "only_grad");
+    /* --mode concerns FlashAttention cases only; name it when some ran */
+    bool any_fa = false;
+    for (int k = 0; k < total; k++) any_fa |= all[k].op == HARNESS_OP_FA_GRAD;
+    const char *chain = ro.impl == ATTNOPS_IMPL_CPU ? "cpu" : "reference";
+    const char *mode = !any_fa ? "" : ro.auto_grad ? ", auto_grad" : ", only_grad";
+    printf("%d of %d cases passed (%s chain vs the reference%s)\n", total - failed, total, chain, mode);
     if (log) fclose(log);
     if (ro.save && export_close(ro.save) != 0) failed = failed ? failed : -1;
     if (ro.rep) {
         char title[256];
-        snprintf(title, sizeof title, "%d of %d cases passed: the %s chain against the reference (%s)", total - failed,
-                 total, ro.impl == ATTNOPS_IMPL_CPU ? "cpu" : "reference", ro.auto_grad ? "auto_grad" : "only_grad");
+        snprintf(title, sizeof title, "%d of %d cases passed: the %s chain against the reference%s", total - failed,
+                 total, chain, mode);
         if (report_close(ro.rep, title) != 0) failed = failed ? failed : -1;
         else printf("report: %s\n", ro.report_path);
     }

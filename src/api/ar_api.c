@@ -2,6 +2,7 @@
  * chosen implementation's workspace, run it.  No output is written before
  * every check has passed. */
 #include "attnres/ar_problem.h"
+#include "core/validate.h"
 #include "cpu/ar_cpu.h"
 #include "ref/ar_ref.h"
 
@@ -29,16 +30,11 @@ static attnops_status query(attnops_status validated, const ar_problem *p, size_
 }
 
 static attnops_status run(const char *op, attnops_status validated, const ar_problem *p, void *workspace,
-                          size_t workspace_bytes, const char *query_name)
+                          size_t workspace_bytes)
 {
     if (validated != ATTNOPS_SUCCESS) return validated;
     const ar_impl_ops ops = pick(p);
-    const size_t need = ops.workspace(p);
-    if (need && !workspace)
-        return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: workspace is NULL but this call needs %zu bytes.", op, need);
-    if (workspace_bytes < need)
-        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: the workspace has %zu bytes; this call needs %zu (%s).", op,
-                       workspace_bytes, need, query_name);
+    AO_TRY(ao_check_workspace(op, workspace, workspace_bytes, ops.workspace(p)));
     ops.run(p, workspace);
     return ATTNOPS_SUCCESS;
 }
@@ -55,8 +51,7 @@ attnops_status attnops_attn_res(const attnops_attn_res_fwd_args *args, void *wor
 {
     ao_clear_error();
     ar_problem p;
-    return run(FWD, ar_validate_fwd(args, FWD, &p), &p, workspace, workspace_bytes,
-               "attnops_attn_res_workspace_size");
+    return run(FWD, ar_validate_fwd(args, FWD, &p), &p, workspace, workspace_bytes);
 }
 
 attnops_status attnops_attn_res_grad_workspace_size(const attnops_attn_res_bwd_args *args, size_t *workspace_bytes)
@@ -71,6 +66,5 @@ attnops_status attnops_attn_res_grad(const attnops_attn_res_bwd_args *args, void
 {
     ao_clear_error();
     ar_problem p;
-    return run(BWD, ar_validate_bwd(args, BWD, &p), &p, workspace, workspace_bytes,
-               "attnops_attn_res_grad_workspace_size");
+    return run(BWD, ar_validate_bwd(args, BWD, &p), &p, workspace, workspace_bytes);
 }

@@ -3,6 +3,7 @@
  * every check has passed. */
 #include <string.h>
 
+#include "core/validate.h"
 #include "cpu/fa_cpu.h"
 #include "fa/fa_problem.h"
 #include "ref/fa_ref.h"
@@ -123,11 +124,7 @@ static void zero_kv_grads(const fa_problem *p)
 static attnops_status run(const fa_problem *p, bool backward, void *ws, size_t bytes)
 {
     const size_t need = workspace_size(p, backward);
-    if (bytes < need)
-        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: workspace is %zu bytes but this call needs %zu bytes.", p->op,
-                       bytes, need);
-    if (need > 0 && !ws)
-        return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: workspace is NULL but this call needs %zu bytes.", p->op, need);
+    AO_TRY(ao_check_workspace(p->op, ws, bytes, need));
     const fa_problem j = join_problem(p, backward, ws);
     if (p->Dr) {
         copy_columns(p, JOIN_Q, &p->q, 0, &j.q, 0, p->D);

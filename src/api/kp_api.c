@@ -1,6 +1,7 @@
 /* Public KeyPool entry points: validate once, size the chosen
  * implementation's workspace, run it.  pooled_key and state_cache are
  * written only after every check has passed. */
+#include "core/validate.h"
 #include "cpu/kp_cpu.h"
 #include "keypool/kp_problem.h"
 #include "ref/kp_ref.h"
@@ -58,12 +59,7 @@ attnops_status attnops_key_pool(const attnops_key_pool_args *args, void *workspa
     attnops_status st = kp_validate(args, OP, true, &p);
     if (st != ATTNOPS_SUCCESS) return st;
     const kp_impl_ops ops = pick(&p);
-    const size_t need = ops.workspace(&p);
-    if (need && !workspace)
-        return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: workspace is NULL but this call needs %zu bytes.", OP, need);
-    if (workspace_bytes < need)
-        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: the workspace has %zu bytes; this call needs %zu "
-                       "(attnops_key_pool_workspace_size).", OP, workspace_bytes, need);
+    AO_TRY(ao_check_workspace(OP, workspace, workspace_bytes, ops.workspace(&p)));
     ops.run(&p, workspace);
     return ATTNOPS_SUCCESS;
 }

@@ -93,3 +93,12 @@ attnops_status ao_check_disjoint(const char *op, const attnops_tensor *const *ou
     return ATTNOPS_SUCCESS;
 }
 
+attnops_status ao_check_workspace(const char *op, const void *workspace, size_t bytes, size_t need)
+{
+    if (need > 0 && !workspace)
+        return ao_fail(NULLPTR, "%s: workspace is NULL but this call needs %zu bytes.", op, need);
+    if (bytes < need)
+        return ao_fail(INVALID, "%s: workspace is %zu bytes but this call needs %zu bytes (the workspace size query "
+                       "gives it for the same arguments).", op, bytes, need);
+    return ATTNOPS_SUCCESS;
+}

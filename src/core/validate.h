@@ -26,5 +26,8 @@ attnops_status ao_check_dtype(const char *op, const char *name, const attnops_te
 /* No output aliases itself (stride 0 over an extent > 1) or another output;
  * NULL entries are skipped. */
 attnops_status ao_check_disjoint(const char *op, const attnops_tensor *const *outs, const char *const *names, int n);
+/* The run phase's workspace: NULL while the call needs `need` bytes -> 161001,
+ * fewer than `need` bytes -> 161002 (the workspace query gives `need`). */
+attnops_status ao_check_workspace(const char *op, const void *workspace, size_t bytes, size_t need);
 
 #endif
