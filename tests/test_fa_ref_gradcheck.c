@@ -81,7 +81,8 @@ static void state_init(state *s, const shape_case *c, tu_rng *r)
     s->dq = alloc_randn(s->nq, NULL);
     s->dk = alloc_randn(s->nk, NULL);
     s->dv = alloc_randn(s->nv, NULL);
-    s->scratch = alloc_randn(3 * p->threads * p->S2, NULL); /* the size fa_ref.h asks for */
+    const size_t fwd = fa_ref_scratch_doubles(p, false), bwd = fa_ref_scratch_doubles(p, true);
+    s->scratch = alloc_randn((int64_t)(fwd > bwd ? fwd : bwd), NULL); /* one scratch serves both passes */
 }
 
 static void state_free(state *s)

@@ -52,6 +52,7 @@
 #include "fa/fa_mask.h"
 #include "fa/fa_pse.h"
 #include "ref/fa_ref.h"
+#include "ref/ref_block.h"
 
 static int thread_id(void)
 {
@@ -62,69 +63,21 @@ static int thread_id(void)
 #endif
 }
 
-/* The golden's hot loops, compiled for several ISAs and picked by the loader
- * (gcc target_clones); with FMA contraction off (CMakeLists.txt) every clone
- * computes the same bits, so the golden does not depend on the CPU. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define REF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define REF_CLONES
-#endif
+/* The forward takes query rows REF_ROWS at a time against all keys (the
+ * softmax needs whole rows); the backward takes keys REF_KC at a time
+ * against every query row of the task, so that chunk's k, v, dk and dv stay
+ * in cache.  Neither changes a sum's order (ref_block.h): dq's terms still
+ * come in key order and dk's and dv's in query row order. */
+enum { REF_ROWS = 32, REF_KC = 128 };
 
-/* Eight running sums, added pairwise at the end: the same double accuracy
- * as one sum, without one long dependency chain. */
-REF_CLONES static double dot(const double *a, const double *b, int64_t n)
+size_t fa_ref_scratch_doubles(const fa_problem *p, bool backward)
 {
-    double s[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) s[k] += a[i + k] * b[i + k];
-    for (; i < n; i++) s[i & 7] += a[i] * b[i];
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    size_t per_thread;
+    if (!backward) per_thread = REF_ROWS * (size_t)p->S2 + (size_t)p->S2 / 8 + 1;  /* scores, keep bytes */
+    else if (p->fp8) per_thread = (2 * FA_FP8_BLOCK + 1) * (size_t)p->S2;          /* P, dS, keep bytes */
+    else per_thread = 2 * REF_ROWS * REF_KC + REF_KC / 8;                          /* P, dS, keep bytes */
+    return (size_t)p->threads * per_thread;
 }
-
-
-/* The block forms, one call per key (a call per element would cost as much
- * as the arithmetic): out[r] = a_r . b for rows a_r = a + r lda. */
-REF_CLONES static void dot_rows(const double *a, int64_t lda, int64_t rows, const double *b, int64_t n, double *out)
-{
-    for (int64_t r = 0; r < rows; r++) {
-        const double *x = a + r * lda;
-        double acc[8] = {0};
-        int64_t i = 0;
-        for (; i + 8 <= n; i += 8)
-            for (int k = 0; k < 8; k++) acc[k] += x[i + k] * b[i + k];
-        for (; i < n; i++) acc[i & 7] += x[i] * b[i];
-        out[r] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    }
-}
-
-/* y_r += c[r] x for rows y_r = y + r ldy (rows in order). */
-REF_CLONES static void axpy_rows(double *y, int64_t ldy, int64_t rows, const double *c, const double *restrict x,
-                                 int64_t n)
-{
-    for (int64_t r = 0; r < rows; r++) {
-        double *restrict yr = y + r * ldy;
-        for (int64_t i = 0; i < n; i++) yr[i] += c[r] * x[i];
-    }
-}
-
-/* y += sum_r c[r] x_r, rows x_r = x + r ldx added in order. */
-REF_CLONES static void axpy_sum(double *restrict y, int64_t rows, const double *c, const double *x, int64_t ldx,
-                                int64_t n)
-{
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t i = 0; i < n; i++) y[i] += c[r] * x[r * ldx + i];
-}
-
-/* Query rows processed together, so each key and value row is read once per
- * block instead of once per row (the per-element sums keep their order, so
- * the result is the same as row by row).  Scratch per thread, in doubles
- * times S2: scores (and keep bytes) for the forward, P and dS (and keep
- * bytes) for the backward. */
-#define REF_ROWS 32
-#define REF_SCRATCH_FWD (REF_ROWS + REF_ROWS / 8 + 1)
-#define REF_SCRATCH_BWD (2 * REF_ROWS + REF_ROWS / 8 + 1)
 
 /* An intermediate of the benchmark chain rounded to the I/O dtype; the
  * golden keeps it exact. */
@@ -143,8 +96,10 @@ static int64_t canonical_kv(const fa_problem *p, int64_t b) { return p->varlen ?
 static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t h, int64_t i, int64_t j,
                     int64_t S1, int64_t S2, double raw)
 {
-    if (fa_is_masked(p, band, b, h, i, j)) return FA_MASK_FILL;
-    double bias = R(p, fa_pse_value(p, b, h, i, j, S1, S2));
+    /* the inactive mask and the absent pse tested here: they are the common case, and a call each per element
+     * costs as much as the element's arithmetic */
+    if (p->mask.active && fa_is_masked(p, band, b, h, i, j)) return FA_MASK_FILL;
+    double bias = p->pse.kind == FA_PSE_NONE ? 0.0 : R(p, fa_pse_value(p, b, h, i, j, S1, S2));
     raw = R(p, raw);
     return p->pse.type == 1 ? R(p, R(p, raw + bias) * p->scale) : R(p, R(p, raw * p->scale) + bias);
 }
@@ -160,10 +115,11 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                         double *l, double *scratch)
 {
     const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, T2 = p->T2;
+    const size_t per_thread = fa_ref_scratch_doubles(p, false) / (size_t)p->threads;
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t h = 0; h < p->N1; h++) {
-            double *s = scratch + (size_t)thread_id() * REF_SCRATCH_FWD * (size_t)p->S2;
+            double *s = scratch + (size_t)thread_id() * per_thread;
             uint8_t *keep = (uint8_t *)(s + REF_ROWS * p->S2);
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t qrow = h * T1 + canonical_q(p, b), kvrow = (h / p->G) * T2 + canonical_kv(p, b);
@@ -173,41 +129,36 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
             const fa_band band = fa_band_of(p, b, S1, S2);
             for (int64_t i0 = 0; i0 < S1; i0 += REF_ROWS) {
                 const int64_t rows = S1 - i0 < REF_ROWS ? S1 - i0 : REF_ROWS;
-                for (int64_t j = 0; j < S2; j++) { /* key j once for the block's rows */
-                    double raw[REF_ROWS];
-                    dot_rows(q + (qrow + i0) * D, D, rows, kh + j * D, D, raw);
-                    for (int64_t r = 0; r < rows; r++)
-                        s[r * S2 + j] = score(p, &band, b, h, i0 + r, j, S1, S2, dequant(p, b, h, i0 + r, j, raw[r]));
-                }
-                bool live[REF_ROWS];
+                ref_dot_block(rows, S2, D, q + (qrow + i0) * D, D, kh, D, s, S2);
                 for (int64_t r = 0; r < rows; r++) { /* each row's softmax; s becomes P (dropped) */
                     const int64_t i = i0 + r, row = qrow + i;
                     double *sr = s + r * S2, mx = -INFINITY, sum = 0.0;
-                    for (int64_t j = 0; j < S2; j++) mx = sr[j] > mx ? sr[j] : mx;
+                    for (int64_t j = 0; j < S2; j++) {
+                        sr[j] = score(p, &band, b, h, i, j, S1, S2, dequant(p, b, h, i, j, sr[j]));
+                        mx = sr[j] > mx ? sr[j] : mx;
+                    }
                     memset(o + row * Dv, 0, (size_t)Dv * sizeof(double));
-                    live[r] = false;
                     if (S2 == 0 || (p->mask.skip_invalid_rows && mx == FA_MASK_FILL)) { /* attends to nothing */
                         m[row] = FA_INVALID_ROW_MAX, l[row] = FA_INVALID_ROW_SUM;
+                        memset(sr, 0, (size_t)S2 * sizeof(double));
                         continue;
                     }
-                    for (int64_t j = 0; j < S2; j++) sum += R(p, exp(R(p, sr[j] - mx)));
+                    for (int64_t j = 0; j < S2; j++) sr[j] = R(p, exp(R(p, sr[j] - mx))), sum += sr[j];
                     sum = R(p, sum);
                     m[row] = mx, l[row] = sum;
-                    if (p->varlen && mx == FA_MASK_FILL) continue; /* TND: masked P forced to 0 */
-                    live[r] = true;
+                    if (p->varlen && mx == FA_MASK_FILL) { /* TND: masked P forced to 0 */
+                        memset(sr, 0, (size_t)S2 * sizeof(double));
+                        continue;
+                    }
                     if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
                     for (int64_t j = 0; j < S2; j++) {
-                        double pj = R(p, R(p, exp(R(p, sr[j] - mx))) / sum);
+                        double pj = R(p, sr[j] / sum);
                         if (drop.active) pj = R(p, pj * (keep[j] ? drop.scale_f64 : 0.0));
                         if (p->fp8) pj = fa_fp8_round(pj, p->dtype) * fa_fp8_dscale(&p->dsv, b, h / p->G, j);
                         sr[j] = pj;
                     }
                 }
-                for (int64_t j = 0; j < S2; j++) { /* value j once for the block's rows */
-                    double c[REF_ROWS];
-                    for (int64_t r = 0; r < rows; r++) c[r] = live[r] ? s[r * S2 + j] : 0.0;
-                    axpy_rows(o + (qrow + i0) * Dv, Dv, rows, c, vh + j * Dv, Dv);
-                }
+                ref_gemm_acc(rows, Dv, S2, s, S2, 1, vh, Dv, o + (qrow + i0) * Dv, Dv);
                 for (int64_t r = 0; p->chain_round && r < rows; r++)
                     for (int64_t e = 0; e < Dv; e++) o[(qrow + i0 + r) * Dv + e] = R(p, o[(qrow + i0 + r) * Dv + e]);
             }
@@ -254,51 +205,54 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
                          double *scratch)
 {
     const int64_t D = p->D, Dv = p->Dv, T1 = p->T1;
+    const size_t per_thread = fa_ref_scratch_doubles(p, true) / (size_t)p->threads;
     /* One task per kv head: it owns dk/dv of that head and dq of its G query heads. */
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
-            double *P = scratch + (size_t)thread_id() * REF_SCRATCH_BWD * (size_t)p->S2, *dS = P + REF_ROWS * p->S2;
-            uint8_t *keep = (uint8_t *)(dS + REF_ROWS * p->S2);
+            /* P and G = scale dS of REF_ROWS query rows x REF_KC keys, one row's keep bytes */
+            double *P = scratch + (size_t)thread_id() * per_thread, *G = P + REF_ROWS * REF_KC;
+            uint8_t *keep = (uint8_t *)(G + REF_ROWS * REF_KC);
             const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
-            for (int64_t g = 0; g < p->G; g++) {
-                const int64_t h = n2 * p->G + g, qrow = h * T1 + canonical_q(p, b);
-                for (int64_t i0 = 0; i0 < t.S1; i0 += REF_ROWS) {
-                    const int64_t rows = t.S1 - i0 < REF_ROWS ? t.S1 - i0 : REF_ROWS;
-                    double drow[REF_ROWS];
-                    bool no_p[REF_ROWS];
-                    for (int64_t r = 0; r < rows; r++) {
-                        const int64_t row = qrow + i0 + r;
-                        drow[r] = R(p, dot(dy + row * Dv, o + row * Dv, Dv));
-                        /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
-                        no_p[r] = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
-                        task_keep_row(p, &t, b, h, i0 + r, keep + r * t.S2);
-                        memset(dq + row * D, 0, (size_t)D * sizeof(double));
-                    }
-                    for (int64_t j = 0; j < t.S2; j++) { /* key and value j once for the block's rows */
-                        double qk[REF_ROWS], dyv[REF_ROWS];
-                        dot_rows(q + (qrow + i0) * D, D, rows, t.kh + j * D, D, qk);
-                        dot_rows(dy + (qrow + i0) * Dv, Dv, rows, t.vh + j * Dv, Dv, dyv);
+            for (int64_t g = 0; g < p->G; g++)
+                memset(dq + ((n2 * p->G + g) * T1 + canonical_q(p, b)) * D, 0, (size_t)(t.S1 * D) * sizeof(double));
+            for (int64_t j0 = 0; j0 < t.S2; j0 += REF_KC) {
+                const int64_t kc = t.S2 - j0 < REF_KC ? t.S2 - j0 : REF_KC;
+                const double *kc_k = t.kh + j0 * D, *kc_v = t.vh + j0 * Dv;
+                for (int64_t g = 0; g < p->G; g++) {
+                    const int64_t h = n2 * p->G + g, qrow = h * T1 + canonical_q(p, b);
+                    for (int64_t i0 = 0; i0 < t.S1; i0 += REF_ROWS) {
+                        const int64_t rows = t.S1 - i0 < REF_ROWS ? t.S1 - i0 : REF_ROWS;
+                        const double *qb = q + (qrow + i0) * D, *dyb = dy + (qrow + i0) * Dv;
+                        ref_dot_block(rows, kc, D, qb, D, kc_k, D, P, kc);   /* q.k, becomes P */
+                        ref_dot_block(rows, kc, Dv, dyb, Dv, kc_v, Dv, G, kc); /* dy.v, becomes G */
                         for (int64_t r = 0; r < rows; r++) {
                             const int64_t i = i0 + r, row = qrow + i;
-                            const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, qk[r]);
-                            const double kept = t.drop.active ? (keep[r * t.S2 + j] ? t.drop.scale_f64 : 0.0) : 1.0;
-                            const double pj = no_p[r] ? 0.0 : R(p, R(p, exp(R(p, s - m[row]))) / l[row]);
-                            const double dp = R(p, R(p, dyv[r]) * kept);
-                            dS[r * t.S2 + j] = R(p, pj * R(p, dp - drow[r]));
-                            P[r * t.S2 + j] = R(p, pj * kept); /* dv takes the dropped P */
+                            const double drow = R(p, ref_dot(dy + row * Dv, o + row * Dv, Dv));
+                            /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
+                            const bool no_p = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
+                            if (t.drop.active)
+                                fa_dropout_row(&t.drop, fa_dropout_row_start(p, &t.drop, b, t.drop_base, h, i), j0, kc,
+                                               keep);
+                            for (int64_t c = 0; c < kc; c++) {
+                                const int64_t j = j0 + c;
+                                const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, P[r * kc + c]);
+                                const double kept = t.drop.active ? (keep[c] ? t.drop.scale_f64 : 0.0) : 1.0;
+                                const double pj = no_p ? 0.0 : R(p, R(p, exp(R(p, s - m[row]))) / l[row]);
+                                const double dp = R(p, R(p, G[r * kc + c]) * kept);
+                                G[r * kc + c] = R(p, p->scale * R(p, pj * R(p, dp - drow)));
+                                P[r * kc + c] = R(p, pj * kept); /* dv takes the dropped P */
+                            }
                         }
+                        ref_gemm_acc(rows, D, kc, G, kc, 1, kc_k, D, dq + (qrow + i0) * D, D);
+                        ref_gemm_acc(kc, D, rows, G, 1, kc, qb, D, t.dkh + j0 * D, D);
+                        ref_gemm_acc(kc, Dv, rows, P, 1, kc, dyb, Dv, t.dvh + j0 * Dv, Dv);
                     }
-                    for (int64_t j = 0; j < t.S2; j++) { /* per key, rows in order: dk/dv sum as row by row */
-                        double gj[REF_ROWS], pj[REF_ROWS];
-                        for (int64_t r = 0; r < rows; r++)
-                            gj[r] = R(p, p->scale * dS[r * t.S2 + j]), pj[r] = P[r * t.S2 + j];
-                        axpy_rows(dq + (qrow + i0) * D, D, rows, gj, t.kh + j * D, D);
-                        axpy_sum(t.dkh + j * D, rows, gj, q + (qrow + i0) * D, D, D);
-                        axpy_sum(t.dvh + j * Dv, rows, pj, dy + (qrow + i0) * Dv, Dv, Dv);
-                    }
-                    for (int64_t x = 0; p->chain_round && x < rows * D; x++) dq[(qrow + i0) * D + x] = R(p, dq[(qrow + i0) * D + x]);
                 }
+            }
+            for (int64_t g = 0; p->chain_round && g < p->G; g++) {
+                double *dqh = dq + ((n2 * p->G + g) * T1 + canonical_q(p, b)) * D;
+                for (int64_t x = 0; x < t.S1 * D; x++) dqh[x] = R(p, dqh[x]);
             }
             for (int64_t x = 0; p->chain_round && x < t.S2 * D; x++) t.dkh[x] = R(p, t.dkh[x]);
             for (int64_t x = 0; p->chain_round && x < t.S2 * Dv; x++) t.dvh[x] = R(p, t.dvh[x]);
@@ -323,7 +277,7 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
-            double *P = scratch + (size_t)thread_id() * (2 * (size_t)R + 1) * (size_t)p->S2, *dS = P + R * p->S2;
+            double *P = scratch + (size_t)thread_id() * (fa_ref_scratch_doubles(p, true) / (size_t)p->threads), *dS = P + R * p->S2;
             uint8_t *keep = (uint8_t *)(dS + R * p->S2);
             const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
             for (int64_t g = 0; g < p->G; g++) {
@@ -339,12 +293,12 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
                         const bool no_p = m[row] == FA_INVALID_ROW_MAX;
                         task_keep_row(p, &t, b, h, i, keep);
                         for (int64_t j = 0; j < t.S2; j++) {
-                            const double raw = dequant(p, b, h, i, j, dot(qi, t.kh + j * D, D));
+                            const double raw = dequant(p, b, h, i, j, ref_dot(qi, t.kh + j * D, D));
                             const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, raw);
                             const double kept = t.drop.active ? (keep[j] ? t.drop.scale_f64 : 0.0) : 1.0;
                             const double pj = no_p ? 0.0 : exp(s - m[row]) / l[row];
                             const double dsv = fa_fp8_dscale(&p->dsv, b, n2, j);
-                            const double dp = dot(dyi, t.vh + j * Dv, Dv) * dsdy * dsv * kept;
+                            const double dp = ref_dot(dyi, t.vh + j * Dv, Dv) * dsdy * dsv * kept;
                             P[r * t.S2 + j] = pj;
                             dS[r * t.S2 + j] = pj * (dp - drow);
                             const double pq = fa_fp8_round(pj * kept, p->dtype) * dsdy;
@@ -429,8 +383,7 @@ static size_t carve(const fa_problem *p, bool backward, void *ws, ref_buffers *b
     const size_t sizes[] = {
         nq * p->D, nk * p->D, nk * p->Dv, nq * p->Dv, backward ? nq * p->Dv : 0, nq, nq,
         backward ? nq * p->D : 0, backward ? nk * p->D : 0, backward ? nk * p->Dv : 0,
-        (size_t)p->threads * (size_t)p->S2 *
-            (backward ? (p->fp8 ? 2 * FA_FP8_BLOCK + 1 : REF_SCRATCH_BWD) : REF_SCRATCH_FWD),
+        fa_ref_scratch_doubles(p, backward),
     };
     double **slots[] = {&b->q, &b->k, &b->v, &b->o, &b->dy, &b->m, &b->l, &b->dq, &b->dk, &b->dv, &b->scratch};
     size_t off = 0;

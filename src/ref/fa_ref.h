@@ -15,14 +15,14 @@ void fa_ref_bwd(const fa_problem *p, void *workspace);
  * finite-difference test): q [N1][T1][D], k [N2][T2][D], v [N2][T2][Dv],
  * o/dy [N1][T1][Dv], m/l [N1][T1], dq/dk/dv like q/k/v, where T = B*S for
  * the padded layouts (set p->T1, p->T2) and batch b's rows start at b*S.
- * scratch: p->threads * 2 * S2 doubles (forward), 3 * S2 (backward). */
+ * scratch: fa_ref_scratch_doubles(p, backward) doubles. */
+size_t fa_ref_scratch_doubles(const fa_problem *p, bool backward);
 void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, const double *v, double *o, double *m,
                         double *l, double *scratch);
 void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
                          const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
                          double *scratch);
-/* FP8 inputs (spec 6): the same arrays hold the f8 values; scratch
- * p->threads * (2 * 128 + 1) * S2 doubles. */
+/* FP8 inputs (spec 6): the same arrays hold the f8 values. */
 void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
                              const double *dy, const double *m, const double *l, double *dq, double *dk, double *dv,
                              double *scratch);
