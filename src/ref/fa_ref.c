@@ -64,16 +64,18 @@ static int thread_id(void)
 }
 
 /* The forward takes query rows REF_ROWS at a time against all keys (the
- * softmax needs whole rows); the backward takes keys REF_KC at a time
+ * softmax needs whole rows), in three passes -- scores, exponentials, P and
+ * O += P V -- the first and last a key chunk of REF_KC at a time, so the
+ * block products run on cached rows; the backward takes keys REF_KC at a time
  * against every query row of the task, so that chunk's k, v, dk and dv stay
  * in cache.  Neither changes a sum's order (ref_block.h): dq's terms still
  * come in key order and dk's and dv's in query row order. */
-enum { REF_ROWS = 32, REF_KC = 128 };
+enum { REF_ROWS = 64, REF_KC = 128 };
 
 size_t fa_ref_scratch_doubles(const fa_problem *p, bool backward)
 {
     size_t per_thread;
-    if (!backward) per_thread = REF_ROWS * (size_t)p->S2 + (size_t)p->S2 / 8 + 1;  /* scores, keep bytes */
+    if (!backward) per_thread = REF_ROWS * (size_t)p->S2 + REF_KC / 8;              /* scores, keep bytes */
     else if (p->fp8) per_thread = (2 * FA_FP8_BLOCK + 1) * (size_t)p->S2;          /* P, dS, keep bytes */
     else per_thread = 2 * REF_ROWS * REF_KC + REF_KC / 8;                          /* P, dS, keep bytes */
     return (size_t)p->threads * per_thread;
@@ -119,7 +121,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t h = 0; h < p->N1; h++) {
-            double *s = scratch + (size_t)thread_id() * per_thread;
+            double *s = scratch + (size_t)thread_id() * per_thread; /* REF_ROWS x S2 scores, then P */
             uint8_t *keep = (uint8_t *)(s + REF_ROWS * p->S2);
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t qrow = h * T1 + canonical_q(p, b), kvrow = (h / p->G) * T2 + canonical_kv(p, b);
@@ -129,36 +131,54 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
             const fa_band band = fa_band_of(p, b, S1, S2);
             for (int64_t i0 = 0; i0 < S1; i0 += REF_ROWS) {
                 const int64_t rows = S1 - i0 < REF_ROWS ? S1 - i0 : REF_ROWS;
-                ref_dot_block(rows, S2, D, q + (qrow + i0) * D, D, kh, D, s, S2);
-                for (int64_t r = 0; r < rows; r++) { /* each row's softmax; s becomes P (dropped) */
-                    const int64_t i = i0 + r, row = qrow + i;
-                    double *sr = s + r * S2, mx = -INFINITY, sum = 0.0;
-                    for (int64_t j = 0; j < S2; j++) {
-                        sr[j] = score(p, &band, b, h, i, j, S1, S2, dequant(p, b, h, i, j, sr[j]));
-                        mx = sr[j] > mx ? sr[j] : mx;
+                double mx[REF_ROWS], sum[REF_ROWS];
+                bool live[REF_ROWS];
+                for (int64_t r = 0; r < rows; r++) mx[r] = -INFINITY;
+                for (int64_t j0 = 0; j0 < S2; j0 += REF_KC) { /* scores and row maxima, a key chunk at a time */
+                    const int64_t kc = S2 - j0 < REF_KC ? S2 - j0 : REF_KC;
+                    ref_dot_block(rows, kc, D, q + (qrow + i0) * D, D, kh + j0 * D, D, s + j0, S2);
+                    for (int64_t r = 0; r < rows; r++) {
+                        const int64_t i = i0 + r;
+                        for (int64_t j = j0; j < j0 + kc; j++) {
+                            double *x = s + r * S2 + j;
+                            *x = score(p, &band, b, h, i, j, S1, S2, dequant(p, b, h, i, j, *x));
+                            mx[r] = *x > mx[r] ? *x : mx[r];
+                        }
                     }
+                }
+                for (int64_t r = 0; r < rows; r++) { /* each row's exponentials and sum */
+                    const int64_t row = qrow + i0 + r;
+                    double *sr = s + r * S2;
                     memset(o + row * Dv, 0, (size_t)Dv * sizeof(double));
-                    if (S2 == 0 || (p->mask.skip_invalid_rows && mx == FA_MASK_FILL)) { /* attends to nothing */
+                    live[r] = false;
+                    if (S2 == 0 || (p->mask.skip_invalid_rows && mx[r] == FA_MASK_FILL)) { /* attends to nothing */
                         m[row] = FA_INVALID_ROW_MAX, l[row] = FA_INVALID_ROW_SUM;
                         memset(sr, 0, (size_t)S2 * sizeof(double));
                         continue;
                     }
-                    for (int64_t j = 0; j < S2; j++) sr[j] = R(p, exp(R(p, sr[j] - mx))), sum += sr[j];
-                    sum = R(p, sum);
-                    m[row] = mx, l[row] = sum;
-                    if (p->varlen && mx == FA_MASK_FILL) { /* TND: masked P forced to 0 */
-                        memset(sr, 0, (size_t)S2 * sizeof(double));
-                        continue;
-                    }
-                    if (drop.active) fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), 0, S2, keep);
-                    for (int64_t j = 0; j < S2; j++) {
-                        double pj = R(p, sr[j] / sum);
-                        if (drop.active) pj = R(p, pj * (keep[j] ? drop.scale_f64 : 0.0));
-                        if (p->fp8) pj = fa_fp8_round(pj, p->dtype) * fa_fp8_dscale(&p->dsv, b, h / p->G, j);
-                        sr[j] = pj;
-                    }
+                    sum[r] = 0.0;
+                    for (int64_t j = 0; j < S2; j++) sr[j] = R(p, exp(R(p, sr[j] - mx[r]))), sum[r] += sr[j];
+                    sum[r] = R(p, sum[r]);
+                    m[row] = mx[r], l[row] = sum[r];
+                    live[r] = !(p->varlen && mx[r] == FA_MASK_FILL); /* TND: masked P forced to 0 */
+                    if (!live[r]) memset(sr, 0, (size_t)S2 * sizeof(double));
                 }
-                ref_gemm_acc(rows, Dv, S2, s, S2, 1, vh, Dv, o + (qrow + i0) * Dv, Dv);
+                for (int64_t j0 = 0; j0 < S2; j0 += REF_KC) { /* P (dropped), then O += P V, a key chunk at a time */
+                    const int64_t kc = S2 - j0 < REF_KC ? S2 - j0 : REF_KC;
+                    for (int64_t r = 0; r < rows; r++) {
+                        if (!live[r]) continue;
+                        const int64_t i = i0 + r;
+                        if (drop.active)
+                            fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), j0, kc, keep);
+                        for (int64_t j = j0; j < j0 + kc; j++) {
+                            double pj = R(p, s[r * S2 + j] / sum[r]);
+                            if (drop.active) pj = R(p, pj * (keep[j - j0] ? drop.scale_f64 : 0.0));
+                            if (p->fp8) pj = fa_fp8_round(pj, p->dtype) * fa_fp8_dscale(&p->dsv, b, h / p->G, j);
+                            s[r * S2 + j] = pj;
+                        }
+                    }
+                    ref_gemm_acc(rows, Dv, kc, s + j0, S2, 1, vh + j0 * Dv, Dv, o + (qrow + i0) * Dv, Dv);
+                }
                 for (int64_t r = 0; p->chain_round && r < rows; r++)
                     for (int64_t e = 0; e < Dv; e++) o[(qrow + i0 + r) * Dv + e] = R(p, o[(qrow + i0 + r) * Dv + e]);
             }
