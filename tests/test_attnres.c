@@ -546,7 +546,14 @@ static bool check_kernels(const fa_tile_kernels *k, const char *isa)
                 const double q = (double)acc0[i] / div, got = ao_load_f64(out + i * es, dt);
                 bad += !(fabs(got - q) <= 2 * ud * fabs(q));
             }
-            k->ar_grad_row(v, dt, D, g, y, a, b, e, out, dt, u);
+            /* streamed stores on a 64-byte aligned copy of out, plain ones on out: both bounded, the same bits */
+            static _Alignas(64) unsigned char out_stream[MAXD * 4];
+            static float u_stream[MAXD];
+            memcpy(u_stream, u0, sizeof(float) * (size_t)D);
+            k->ar_grad_row(v, dt, D, g, y, a, b, e, out, dt, u, false);
+            k->ar_grad_row(v, dt, D, g, y, a, b, e, out_stream, dt, u_stream, true);
+            bad += memcmp(out, out_stream, (size_t)D * es) != 0;
+            bad += memcmp(u, u_stream, sizeof(float) * (size_t)D) != 0;
             for (int i = 0; i < D; i++) {
                 const double terms[3] = {(double)a * g[i], (double)b * y[i], (double)e * vd[i]};
                 const double want = terms[0] + terms[1] + terms[2], got = ao_load_f64(out + i * es, dt);

@@ -1,7 +1,13 @@
 /* Block Attention Residuals fast kernel, f32 arithmetic on the widened
  * activations.  The op is memory-bound (O(L D) flops per token on L D
- * elements), so each block row is read from memory once per token; its
- * second use comes from L1/L2.  Shapes per token (b, t): V [L][D] (the L
+ * elements), so each block row is read from memory once per token.  Tokens
+ * go in tiles of AR_TILE, rows outer: row l of every token of the tile, then
+ * row l + 1, so each block tensor is read as runs of AR_TILE consecutive rows
+ * that the hardware prefetchers follow (a token's L rows at a time would be
+ * L interleaved streams, which they do not); the backward's second use of a
+ * row comes from the last-level cache, and its gradient rows are written
+ * with non-temporal stores when the call's outputs exceed the caches.
+ * Shapes per token (b, t): V [L][D] (the L
  * rows, each a separate tensor), g [D], wg [D] = w * gamma (w without
  * RMSNorm, rounded to f32 once per call).
  *
@@ -9,10 +15,11 @@
  *   ar_dots:  ss_l = V[l].V[l],  q_l = V[l].wg
  *   r_l = sqrt(ss_l / D + eps),  z_l = scale q_l / r_l   (= scale w.K[l])
  *   running max m, sum and acc [D] = sum_l exp(z_l - m) V[l], rescaled by
- *   exp(m_old - m) when the max grows (ar_accumulate, the row still in L1)
+ *   exp(m_old - m) when the max grows (ar_accumulate, the row still in L1,
+ *   the token's acc in L2)
  *   h = acc / sum;  alpha_l = exp(z_l - m) / sum;  rms_l = r_l.
  *
- * Backward, per token two sweeps over its rows (the second from cache):
+ * Backward, per tile two sweeps over its rows (the second from cache):
  *   ar_dots:  dA_l = g.V[l],  q_l = wg.V[l]
  *   s_l = scale alpha_l (dA_l - sum alpha dA)
  *   ar_grad_row:  dV[l] = alpha_l g + (s_l / r_l) wg - (s_l q_l / (D r_l^3)) V[l]
@@ -31,7 +38,8 @@
  * it; docs/ATTNRES.md).  Rows with a stride other than 1 are widened into
  * (or written from) f32 scratch around the same kernels.
  *
- * Parallel: forward over tiles of AR_TILE tokens; backward over the chunks. */
+ * Parallel: forward over tiles of AR_TILE tokens; backward over the chunks,
+ * each in tiles. */
 #include <math.h>
 #include <string.h>
 
@@ -41,9 +49,12 @@
 #include "cpu/isa.h"
 
 enum { AR_TILE = 16 };
+#define AR_STREAM_BYTES (64.0 * 1024 * 1024)
 
-/* Per-thread scratch rows of D floats. */
-enum { S_ACC, S_ROW, S_OUT, S_G, S_U, S_ROWS };
+/* Per-thread scratch rows of D floats: AR_TILE rows of per-token sums (the
+ * forward's accumulators, the backward's u), AR_TILE widened g rows
+ * (backward), then single rows. */
+enum { S_ACC = 0, S_G = AR_TILE, S_ROW = 2 * AR_TILE, S_OUT, S_ROWS };
 
 static size_t row_bytes(const ar_problem *p) { return ao_align_up((size_t)p->D * sizeof(float), 64); }
 static size_t chunk_bytes(const ar_problem *p) { return p->backward ? (size_t)ar_chunks(p) * row_bytes(p) : 0; }
@@ -96,67 +107,100 @@ static void flush_row(const ar_problem *p, const ar_rows *r, int64_t b, int64_t 
     for (int64_t d = 0; d < p->D; d++) ao_store_f32(row + d * r->sd * p->esize, p->dtype, buf[d]);
 }
 
-static void forward_token(const ar_problem *p, const fa_tile_kernels *k, const float *wg, int64_t b, int64_t t,
-                          float *scratch)
+/* Forward of tokens [tok0, tok0 + n): row l of every token before row l + 1,
+ * so each block tensor is read as one run of n consecutive rows (one row per
+ * token from L tensors at once is L interleaved streams, more than the
+ * hardware prefetchers follow).  Per token the operations and their order
+ * are those of a row-by-row pass; the n accumulators stay in L2. */
+static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const float *wg, int64_t tok0, int n,
+                         float *scratch)
 {
     const int D = (int)p->D;
+    const size_t ld = row_bytes(p) / sizeof(float);
     float *acc = scratch_row(p, scratch, S_ACC), *buf = scratch_row(p, scratch, S_ROW);
     float *obuf = scratch_row(p, scratch, S_OUT);
-    float z[AR_MAX_L], r[AR_MAX_L], m = -INFINITY, sum = 0.0f;
-    memset(acc, 0, (size_t)D * sizeof(float));
+    float z[AR_TILE][AR_MAX_L], r[AR_TILE][AR_MAX_L], m[AR_TILE], sum[AR_TILE];
+    for (int j = 0; j < n; j++) {
+        memset(acc + j * ld, 0, (size_t)D * sizeof(float));
+        m[j] = -INFINITY, sum[j] = 0.0f;
+    }
     for (int64_t l = 0; l < p->L; l++) {
-        attnops_dtype dt;
-        const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
-        float ss, q;
-        k->ar_dots(v, dt, D, NULL, wg, &ss, &q);
-        r[l] = p->rmsnorm ? sqrtf(ss / (float)D + p->eps) : 1.0f;
-        z[l] = p->scale * (q / r[l]);
-        if (z[l] > m) { /* a new max: rescale what is summed so far (m = -inf at first: c = 0) */
-            const float c = expf(m - z[l]);
-            sum = sum * c + 1.0f, m = z[l];
-            k->ar_accumulate(acc, c, 1.0f, v, dt, D);
-        } else {
-            const float e = expf(z[l] - m);
-            sum += e;
-            k->ar_accumulate(acc, 1.0f, e, v, dt, D);
+        for (int j = 0; j < n; j++) {
+            const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
+            float *aj = acc + j * ld;
+            attnops_dtype dt;
+            const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
+            float ss, q;
+            k->ar_dots(v, dt, D, NULL, wg, &ss, &q);
+            r[j][l] = p->rmsnorm ? sqrtf(ss / (float)D + p->eps) : 1.0f;
+            z[j][l] = p->scale * (q / r[j][l]);
+            if (z[j][l] > m[j]) { /* a new max: rescale what is summed so far (m = -inf at first: c = 0) */
+                const float c = expf(m[j] - z[j][l]);
+                sum[j] = sum[j] * c + 1.0f, m[j] = z[j][l];
+                k->ar_accumulate(aj, c, 1.0f, v, dt, D);
+            } else {
+                const float e = expf(z[j][l] - m[j]);
+                sum[j] += e;
+                k->ar_accumulate(aj, 1.0f, e, v, dt, D);
+            }
         }
     }
-    attnops_dtype odt;
-    void *h = output_row(p, &p->h, b, t, obuf, &odt);
-    k->ar_store_div(h, odt, acc, sum, D);
-    flush_row(p, &p->h, b, t, obuf);
-    for (int64_t l = 0; l < p->L; l++) {
-        if (p->rms.data) *ar_cache_at(&p->rms, b, t, l) = r[l];
-        if (p->alpha.data) *ar_cache_at(&p->alpha, b, t, l) = expf(z[l] - m) / sum;
+    for (int j = 0; j < n; j++) {
+        const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
+        attnops_dtype odt;
+        void *h = output_row(p, &p->h, b, t, obuf, &odt);
+        k->ar_store_div(h, odt, acc + j * ld, sum[j], D);
+        flush_row(p, &p->h, b, t, obuf);
+        for (int64_t l = 0; l < p->L; l++) {
+            if (p->rms.data) *ar_cache_at(&p->rms, b, t, l) = r[j][l];
+            if (p->alpha.data) *ar_cache_at(&p->alpha, b, t, l) = expf(z[j][l] - m[j]) / sum[j];
+        }
     }
 }
 
-/* One token's backward: dV rows written, u [D] += this token's sum_l (s_l / r_l) V[l]. */
-static void backward_token(const ar_problem *p, const fa_tile_kernels *k, const float *wg, int64_t b, int64_t t,
-                           float *scratch, float *u)
+/* Backward of tokens [tok0, tok0 + n), rows-outer like the forward, in two
+ * sweeps: the dot products of every row, then the gradient rows (reading
+ * the tile's rows again, now from the last-level cache).  Token j's
+ * u [D] += sum_l (s_l / r_l) V[l] goes to u + j ld; per token the operations
+ * and their order are those of a row-by-row pass. */
+static void backward_tile(const ar_problem *p, const fa_tile_kernels *k, const float *wg, int64_t tok0, int n,
+                          float *scratch, float *u)
 {
     const int D = (int)p->D;
+    const size_t ld = row_bytes(p) / sizeof(float);
     float *buf = scratch_row(p, scratch, S_ROW), *obuf = scratch_row(p, scratch, S_OUT);
     float *g = scratch_row(p, scratch, S_G);
-    float alpha[AR_MAX_L], dA[AR_MAX_L], q[AR_MAX_L], sum = 0.0f;
-    widen_row(p, ar_row(p, &p->g, b, t), p->g.sd, g);
-    for (int64_t l = 0; l < p->L; l++) {
-        attnops_dtype dt;
-        const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
-        k->ar_dots(v, dt, D, g, wg, &dA[l], &q[l]);
-        alpha[l] = *ar_cache_at(&p->alpha, b, t, l);
-        sum += alpha[l] * dA[l];
+    float alpha[AR_TILE][AR_MAX_L], dA[AR_TILE][AR_MAX_L], q[AR_TILE][AR_MAX_L], sum[AR_TILE];
+    /* block gradients past the caches: written without reading their lines first */
+    const bool stream = (double)p->L * (double)(p->B * p->T) * (double)p->D * (double)p->esize >= AR_STREAM_BYTES;
+    for (int j = 0; j < n; j++) {
+        const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
+        widen_row(p, ar_row(p, &p->g, b, t), p->g.sd, g + j * ld);
     }
-    for (int64_t l = 0; l < p->L; l++) {
-        const float s = p->scale * (alpha[l] * (dA[l] - sum));
-        const float r = p->rmsnorm ? *ar_cache_at(&p->rms, b, t, l) : 1.0f;
-        const float e = p->rmsnorm ? -(s * q[l]) / ((float)D * r * r * r) : 0.0f;
-        attnops_dtype dt, odt;
-        const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
-        void *dv = output_row(p, &p->dv[l], b, t, obuf, &odt);
-        k->ar_grad_row(v, dt, D, g, wg, alpha[l], s / r, e, dv, odt, u);
-        flush_row(p, &p->dv[l], b, t, obuf);
+    for (int64_t l = 0; l < p->L; l++)
+        for (int j = 0; j < n; j++) {
+            const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
+            attnops_dtype dt;
+            const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
+            k->ar_dots(v, dt, D, g + j * ld, wg, &dA[j][l], &q[j][l]);
+            alpha[j][l] = *ar_cache_at(&p->alpha, b, t, l);
+        }
+    for (int j = 0; j < n; j++) {
+        sum[j] = 0.0f;
+        for (int64_t l = 0; l < p->L; l++) sum[j] += alpha[j][l] * dA[j][l];
     }
+    for (int64_t l = 0; l < p->L; l++)
+        for (int j = 0; j < n; j++) {
+            const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
+            const float s = p->scale * (alpha[j][l] * (dA[j][l] - sum[j]));
+            const float r = p->rmsnorm ? *ar_cache_at(&p->rms, b, t, l) : 1.0f;
+            const float e = p->rmsnorm ? -(s * q[j][l]) / ((float)D * r * r * r) : 0.0f;
+            attnops_dtype dt, odt;
+            const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
+            void *dv = output_row(p, &p->dv[l], b, t, obuf, &odt);
+            k->ar_grad_row(v, dt, D, g + j * ld, wg, alpha[j][l], s / r, e, dv, odt, u + j * ld, stream);
+            flush_row(p, &p->dv[l], b, t, obuf);
+        }
 }
 
 static void run_forward(const ar_problem *p, const fa_tile_kernels *k, const float *wg, char *scratch)
@@ -165,8 +209,8 @@ static void run_forward(const ar_problem *p, const fa_tile_kernels *k, const flo
 #pragma omp parallel for num_threads(p->threads) schedule(static)
     for (int64_t tile = 0; tile < tiles; tile++) {
         float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p));
-        for (int64_t tok = tile * AR_TILE; tok < tokens && tok < (tile + 1) * AR_TILE; tok++)
-            forward_token(p, k, wg, tok / p->T, tok % p->T, s);
+        const int64_t tok0 = tile * AR_TILE;
+        forward_tile(p, k, wg, tok0, (int)(tokens - tok0 < AR_TILE ? tokens - tok0 : AR_TILE), s);
     }
 }
 
@@ -177,13 +221,16 @@ static void run_backward(const ar_problem *p, const fa_tile_kernels *k, const fl
     const int64_t tokens = p->B * p->T;
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic)
     for (int64_t c = 0; c < chunks; c++) {
-        float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p)), *u = scratch_row(p, s, S_U);
+        float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p)), *u = scratch_row(p, s, S_ACC);
         float *cu = chunk_u + c * ld;
+        const int64_t end = tokens < (c + 1) * per ? tokens : (c + 1) * per;
         memset(cu, 0, (size_t)D * sizeof(float));
-        for (int64_t tok = c * per; tok < tokens && tok < (c + 1) * per; tok++) {
-            memset(u, 0, (size_t)D * sizeof(float));
-            backward_token(p, k, wg, tok / p->T, tok % p->T, s, u);
-            for (int64_t d = 0; d < D; d++) cu[d] += u[d];
+        for (int64_t tok0 = c * per; tok0 < end; tok0 += AR_TILE) {
+            const int n = (int)(end - tok0 < AR_TILE ? end - tok0 : AR_TILE);
+            memset(u, 0, (size_t)n * (size_t)ld * sizeof(float));
+            backward_tile(p, k, wg, tok0, n, s, u);
+            for (int j = 0; j < n; j++) /* token by token, in order */
+                for (int64_t d = 0; d < D; d++) cu[d] += u[j * ld + d];
         }
     }
     for (int64_t d = 0; d < D; d++) {

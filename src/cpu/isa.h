@@ -71,14 +71,18 @@ typedef struct fa_tile_kernels {
      * f32 arithmetic.  Reductions: both ISAs sum in f32, in their own order.
      * ar_dots: *vx = sum_d v[d] x[d] (x NULL: sum_d v[d]^2), *vy = sum_d v[d] y[d]. */
     void (*ar_dots)(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy);
-    /* acc[d] = c acc[d] + e v[d]: the forward's online-softmax accumulation. */
+    /* acc[d] = c acc[d] + e v[d]: the forward's online-softmax accumulation
+     * (c = 1, the common case, costs no multiplication by c). */
     void (*ar_accumulate)(float *acc, float c, float e, const void *v, attnops_dtype dt, int D);
     /* out[d] = src[d] / div, rounded to out_dt (nearest even). */
     void (*ar_store_div)(void *out, attnops_dtype out_dt, const float *src, float div, int D);
     /* The backward's row update: out[d] = a g[d] + b y[d] + e v[d], rounded
-     * to out_dt; u[d] += b v[d]. */
+     * to out_dt; u[d] += b v[d].  stream: out will not be read soon (a call
+     * whose outputs exceed the caches), so an ISA that has non-temporal
+     * stores writes it without first reading its lines (fenced before
+     * returning). */
     void (*ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
-                        float e, void *out, attnops_dtype out_dt, float *u);
+                        float e, void *out, attnops_dtype out_dt, float *u, bool stream);
 } fa_tile_kernels;
 
 const fa_tile_kernels *fa_tile_kernels_get(void);

@@ -176,8 +176,9 @@ static void ar_store_div(void *out, attnops_dtype out_dt, const float *src, floa
 }
 
 static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
-                        float e, void *out, attnops_dtype out_dt, float *u)
+                        float e, void *out, attnops_dtype out_dt, float *u, bool stream)
 {
+    (void)stream; /* plain stores: portable C has no non-temporal store */
     for (int d = 0; d < D; d++) {
         const float x = ar_load(v, dt, d);
         ar_store(out, out_dt, d, a * g[d] + b * y[d] + e * x);

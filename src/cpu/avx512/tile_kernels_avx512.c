@@ -365,7 +365,8 @@ static void ar_accumulate(float *acc, float c, float e, const void *v, attnops_d
     const __m512 vc = _mm512_set1_ps(c), ve = _mm512_set1_ps(e);
     for (int d = 0; d < D; d += 16) {
         const __mmask16 k = tail_mask(D - d);
-        const __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, acc + d), vc);
+        __m512 a = _mm512_maskz_loadu_ps(k, acc + d);
+        if (c != 1.0f) a = _mm512_mul_ps(a, vc); /* c = 1: a * 1 = a exactly */
         _mm512_mask_storeu_ps(acc + d, k, _mm512_fmadd_ps(load16(v, dt, d, k), ve, a));
     }
 }
@@ -380,17 +381,22 @@ static void ar_store_div(void *out, attnops_dtype out_dt, const float *src, floa
 }
 
 static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
-                        float e, void *out, attnops_dtype out_dt, float *u)
+                        float e, void *out, attnops_dtype out_dt, float *u, bool stream)
 {
+    /* the common large case: bf16 rows on 32-byte boundaries, written whole without reading them first */
+    stream = stream && out_dt == ATTNOPS_DTYPE_BF16 && ((uintptr_t)out & 31) == 0;
     const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b), ve = _mm512_set1_ps(e);
     for (int d = 0; d < D; d += 16) {
         const __mmask16 k = tail_mask(D - d);
         const __m512 x = load16(v, dt, d, k);
         __m512 r = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + d), va);
         r = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, y + d), vb, r);
-        store16(out, out_dt, d, k, _mm512_fmadd_ps(x, ve, r));
+        const __m512 o = _mm512_fmadd_ps(x, ve, r);
+        if (stream && k == 0xffff) _mm256_stream_si256((__m256i *)((uint16_t *)out + d), bf16_round(o));
+        else store16(out, out_dt, d, k, o);
         _mm512_mask_storeu_ps(u + d, k, _mm512_fmadd_ps(x, vb, _mm512_maskz_loadu_ps(k, u + d)));
     }
+    if (stream) _mm_sfence();
 }
 
 const fa_tile_kernels fa_tile_kernels_avx512 = {
