@@ -525,8 +525,8 @@ static bool check_kernels(const fa_tile_kernels *k, const char *isa)
             }
             float vx, vy, vv, vy2;
             double ex = 0, ey = 0, ev = 0, sx = 0, sy = 0, sv = 0;
-            k->ar_dots(v, dt, D, x, y, &vx, &vy);
-            k->ar_dots(v, dt, D, NULL, y, &vv, &vy2);
+            k->ar_dots(v, dt, D, x, y, &vx, &vy, NULL);
+            k->ar_dots(v, dt, D, NULL, y, &vv, &vy2, out); /* a prefetch hint changes nothing */
             for (int i = 0; i < D; i++) {
                 ex += vd[i] * x[i], ey += vd[i] * y[i], ev += vd[i] * vd[i];
                 sx += fabs(vd[i] * x[i]), sy += fabs(vd[i] * y[i]), sv += vd[i] * vd[i];

@@ -107,6 +107,15 @@ static void flush_row(const ar_problem *p, const ar_rows *r, int64_t b, int64_t 
     for (int64_t d = 0; d < p->D; d++) ao_store_f32(row + d * r->sd * p->esize, p->dtype, buf[d]);
 }
 
+/* The row read after row l of tile token j (rows outer), for ar_dots to
+ * prefetch; NULL after the tile's last row or when it is not contiguous. */
+static const void *next_row(const ar_problem *p, int64_t l, int j, int n, int64_t tok0)
+{
+    if (++j == n) j = 0, l++;
+    if (l == p->L || p->v[l].sd != 1) return NULL;
+    return ar_row(p, &p->v[l], (tok0 + j) / p->T, (tok0 + j) % p->T);
+}
+
 /* Forward of tokens [tok0, tok0 + n): row l of every token before row l + 1,
  * so each block tensor is read as one run of n consecutive rows (one row per
  * token from L tensors at once is L interleaved streams, more than the
@@ -131,7 +140,7 @@ static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const fl
             attnops_dtype dt;
             const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
             float ss, q;
-            k->ar_dots(v, dt, D, NULL, wg, &ss, &q);
+            k->ar_dots(v, dt, D, NULL, wg, &ss, &q, next_row(p, l, j, n, tok0));
             r[j][l] = p->rmsnorm ? sqrtf(ss / (float)D + p->eps) : 1.0f;
             z[j][l] = p->scale * (q / r[j][l]);
             if (z[j][l] > m[j]) { /* a new max: rescale what is summed so far (m = -inf at first: c = 0) */
@@ -182,7 +191,7 @@ static void backward_tile(const ar_problem *p, const fa_tile_kernels *k, const f
             const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
             attnops_dtype dt;
             const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
-            k->ar_dots(v, dt, D, g + j * ld, wg, &dA[j][l], &q[j][l]);
+            k->ar_dots(v, dt, D, g + j * ld, wg, &dA[j][l], &q[j][l], next_row(p, l, j, n, tok0));
             alpha[j][l] = *ar_cache_at(&p->alpha, b, t, l);
         }
     for (int j = 0; j < n; j++) {

@@ -154,8 +154,10 @@ static inline void ar_store(void *out, attnops_dtype dt, int i, float x)
     }
 }
 
-static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy)
+static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
+                    const void *next)
 {
+    (void)next; /* the portable form leaves prefetching to the hardware */
     float sx = 0.0f, sy = 0.0f;
     for (int d = 0; d < D; d++) {
         const float a = ar_load(v, dt, d);

@@ -338,13 +338,21 @@ static inline void store16(void *dst, attnops_dtype dtype, int64_t at, __mmask16
     else _mm256_mask_storeu_epi16((uint16_t *)dst + at, k, bf16_round(x));
 }
 
-/* Two rows of 16 per step, four accumulators: the sums are latency-bound otherwise. */
-static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy)
+/* Two rows of 16 per step, four accumulators: the sums are latency-bound otherwise.  One line of
+ * next per line of v into L2: the memory stalls of the row after this one overlap this one's work. */
+static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
+                    const void *next)
 {
+    const char *ahead = next;
+    const int64_t esize = (int64_t)attnops_dtype_size(dt);
     __m512 sx0 = _mm512_setzero_ps(), sx1 = sx0, sy0 = sx0, sy1 = sx0;
     int d = 0;
     for (; d + 32 <= D; d += 32) {
         const __m512 a0 = load16(v, dt, d, 0xffff), a1 = load16(v, dt, d + 16, 0xffff);
+        if (ahead) {
+            _mm_prefetch(ahead + d * esize, _MM_HINT_T1);
+            if (esize == 4) _mm_prefetch(ahead + d * esize + 64, _MM_HINT_T1);
+        }
         sx0 = _mm512_fmadd_ps(a0, x ? _mm512_loadu_ps(x + d) : a0, sx0);
         sx1 = _mm512_fmadd_ps(a1, x ? _mm512_loadu_ps(x + d + 16) : a1, sx1);
         sy0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(y + d), sy0);
