@@ -534,6 +534,37 @@ static bool check_kernels(const fa_tile_kernels *k, const char *isa)
             const double gd = 0x1p-24 * D; /* f32 sums of D terms, any order */
             bad += !(fabs(vx - ex) <= gd * sx) + !(fabs(vy - ey) <= gd * sy) + !(fabs(vv - ev) <= gd * sv) +
                    (vy2 != vy);
+            if (dt == ATTNOPS_DTYPE_BF16) { /* the pair-split forms (isa.h), tails zero-padded */
+                static float ys[MAXD], accs[MAXD], accs0[MAXD], vs[MAXD];
+                static unsigned char outs[MAXD * 4 + 64];
+                const int len = AR_SPLIT_LEN(D);
+                memset(ys, 0, sizeof ys), memset(accs0, 0, sizeof accs0), memset(vs, 0, sizeof vs);
+                for (int i = 0; i < D; i++)
+                    ys[AR_SPLIT(i)] = y[i], accs0[AR_SPLIT(i)] = acc0[i], vs[AR_SPLIT(i)] = (float)vd[i];
+                float sv2, sy2, sv3, sy3;
+                k->ar_dots_split((const uint16_t *)v, D, ys, &sv2, &sy2, v);
+                k->ar_dots(vs, ATTNOPS_DTYPE_F32, len, NULL, ys, &sv3, &sy3, NULL);
+                bad += !(fabs(sv2 - ev) <= gd * sv) + !(fabs(sy2 - ey) <= gd * sy) + (sv2 != sv3) + (sy2 != sy3);
+                const float c = 0.75f, e = -1.25f, div = 3.0f;
+                memcpy(accs, accs0, sizeof accs);
+                k->ar_accumulate_split(accs, c, e, (const uint16_t *)v, D);
+                for (int i = 0; i < D; i++) {
+                    const double want = (double)c * acc0[i] + (double)e * vd[i], got = accs[AR_SPLIT(i)];
+                    bad += !(fabs(got - want) <= 0x1p-23 * (fabs((double)c * acc0[i]) + fabs((double)e * vd[i])));
+                }
+                for (int pos = 0; pos < len; pos++) bad += accs0[pos] == 0.0f && accs[pos] != 0.0f; /* padding */
+                for (int f32 = 0; f32 < 2; f32++) {
+                    const attnops_dtype odt = f32 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16;
+                    memset(outs, 0x5A, sizeof outs);
+                    k->ar_store_div_split(outs, odt, accs0, div, D);
+                    const size_t oes = attnops_dtype_size(odt);
+                    for (int i = 0; i < D; i++) {
+                        const double q = (double)acc0[i] / div, got = ao_load_f64(outs + i * oes, odt);
+                        bad += !(fabs(got - q) <= 2 * tu_unit_roundoff(odt) * fabs(q));
+                    }
+                    bad += outs[D * oes] != 0x5A; /* nothing written past D */
+                }
+            }
 
             const float c = 0.75f, e = -1.25f, a = 0.5f, b = 2.0f, div = 3.0f;
             memcpy(acc, acc0, sizeof(float) * (size_t)D);

@@ -53,10 +53,11 @@ enum { AR_TILE = 16 };
 
 /* Per-thread scratch rows of D floats: AR_TILE rows of per-token sums (the
  * forward's accumulators, the backward's u), AR_TILE widened g rows
- * (backward), then single rows. */
+ * (backward; the forward's split row), then single rows. */
 enum { S_ACC = 0, S_G = AR_TILE, S_ROW = 2 * AR_TILE, S_OUT, S_ROWS };
 
-static size_t row_bytes(const ar_problem *p) { return ao_align_up((size_t)p->D * sizeof(float), 64); }
+/* A row of scratch holds D floats in either layout (isa.h: AR_SPLIT_LEN). */
+static size_t row_bytes(const ar_problem *p) { return ao_align_up((size_t)AR_SPLIT_LEN(p->D) * sizeof(float), 64); }
 static size_t chunk_bytes(const ar_problem *p) { return p->backward ? (size_t)ar_chunks(p) * row_bytes(p) : 0; }
 static size_t thread_bytes(const ar_problem *p) { return S_ROWS * row_bytes(p); }
 static float *scratch_row(const ar_problem *p, float *scratch, int which)
@@ -66,7 +67,7 @@ static float *scratch_row(const ar_problem *p, float *scratch, int which)
 
 size_t ar_cpu_workspace(const ar_problem *p)
 {
-    return row_bytes(p) + chunk_bytes(p) + (size_t)p->threads * thread_bytes(p);
+    return 2 * row_bytes(p) + chunk_bytes(p) + (size_t)p->threads * thread_bytes(p); /* wg, its split form, ... */
 }
 
 /* D elements from src (element stride sd) widened to f32; the common bf16
@@ -121,16 +122,58 @@ static const void *next_row(const ar_problem *p, int64_t l, int j, int n, int64_
  * token from L tensors at once is L interleaved streams, more than the
  * hardware prefetchers follow).  Per token the operations and their order
  * are those of a row-by-row pass; the n accumulators stay in L2. */
-static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const float *wg, int64_t tok0, int n,
+/* x [D] in the pair-split layout (isa.h), zero-padded. */
+static void to_split(const float *x, int64_t D, float *out)
+{
+    memset(out, 0, (size_t)AR_SPLIT_LEN(D) * sizeof(float));
+    for (int64_t d = 0; d < D; d++) out[AR_SPLIT(d)] = x[d];
+}
+
+/* The forward's row kernels over either layout: bf16 calls keep wg, the
+ * accumulators and any widened row in the pair-split layout, whose bf16
+ * kernels widen a row with half the instructions. */
+typedef struct fwd_rows {
+    bool split;
+    int D, len;      /* elements; floats per row in the layout */
+    const float *wg; /* in the layout */
+} fwd_rows;
+
+/* ss and q of row l of token (b, t); *v / *dt: the row as the accumulation
+ * reads it (strided rows widened into buf, split into sbuf). */
+static void fwd_dots(const ar_problem *p, const fa_tile_kernels *k, const fwd_rows *f, int64_t l, int64_t b,
+                     int64_t t, float *buf, float *sbuf, const void *next, const void **v, attnops_dtype *dt, float *ss,
+                     float *q)
+{
+    if (f->split && p->v[l].sd == 1) {
+        *v = ar_row(p, &p->v[l], b, t), *dt = ATTNOPS_DTYPE_BF16;
+        k->ar_dots_split(*v, f->D, f->wg, ss, q, next);
+        return;
+    }
+    *v = input_row(p, &p->v[l], b, t, buf, dt);
+    if (f->split) { /* a strided bf16 row, widened: split it like the rest */
+        to_split(buf, f->D, sbuf);
+        *v = sbuf;
+    }
+    k->ar_dots(*v, *dt, f->len, NULL, f->wg, ss, q, next);
+}
+
+static void fwd_accumulate(const fa_tile_kernels *k, const fwd_rows *f, float *acc, float c, float e, const void *v,
+                           attnops_dtype dt)
+{
+    if (f->split && dt == ATTNOPS_DTYPE_BF16) k->ar_accumulate_split(acc, c, e, v, f->D);
+    else k->ar_accumulate(acc, c, e, v, dt, f->len);
+}
+
+static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const fwd_rows *f, int64_t tok0, int n,
                          float *scratch)
 {
     const int D = (int)p->D;
     const size_t ld = row_bytes(p) / sizeof(float);
     float *acc = scratch_row(p, scratch, S_ACC), *buf = scratch_row(p, scratch, S_ROW);
-    float *obuf = scratch_row(p, scratch, S_OUT);
+    float *obuf = scratch_row(p, scratch, S_OUT), *sbuf = scratch_row(p, scratch, S_G);
     float z[AR_TILE][AR_MAX_L], r[AR_TILE][AR_MAX_L], m[AR_TILE], sum[AR_TILE];
     for (int j = 0; j < n; j++) {
-        memset(acc + j * ld, 0, (size_t)D * sizeof(float));
+        memset(acc + j * ld, 0, (size_t)f->len * sizeof(float));
         m[j] = -INFINITY, sum[j] = 0.0f;
     }
     for (int64_t l = 0; l < p->L; l++) {
@@ -138,19 +181,19 @@ static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const fl
             const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
             float *aj = acc + j * ld;
             attnops_dtype dt;
-            const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
+            const void *v;
             float ss, q;
-            k->ar_dots(v, dt, D, NULL, wg, &ss, &q, next_row(p, l, j, n, tok0));
+            fwd_dots(p, k, f, l, b, t, buf, sbuf, next_row(p, l, j, n, tok0), &v, &dt, &ss, &q);
             r[j][l] = p->rmsnorm ? sqrtf(ss / (float)D + p->eps) : 1.0f;
             z[j][l] = p->scale * (q / r[j][l]);
             if (z[j][l] > m[j]) { /* a new max: rescale what is summed so far (m = -inf at first: c = 0) */
                 const float c = expf(m[j] - z[j][l]);
                 sum[j] = sum[j] * c + 1.0f, m[j] = z[j][l];
-                k->ar_accumulate(aj, c, 1.0f, v, dt, D);
+                fwd_accumulate(k, f, aj, c, 1.0f, v, dt);
             } else {
                 const float e = expf(z[j][l] - m[j]);
                 sum[j] += e;
-                k->ar_accumulate(aj, 1.0f, e, v, dt, D);
+                fwd_accumulate(k, f, aj, 1.0f, e, v, dt);
             }
         }
     }
@@ -158,7 +201,8 @@ static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const fl
         const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
         attnops_dtype odt;
         void *h = output_row(p, &p->h, b, t, obuf, &odt);
-        k->ar_store_div(h, odt, acc + j * ld, sum[j], D);
+        if (f->split) k->ar_store_div_split(h, odt, acc + j * ld, sum[j], D);
+        else k->ar_store_div(h, odt, acc + j * ld, sum[j], D);
         flush_row(p, &p->h, b, t, obuf);
         for (int64_t l = 0; l < p->L; l++) {
             if (p->rms.data) *ar_cache_at(&p->rms, b, t, l) = r[j][l];
@@ -212,14 +256,16 @@ static void backward_tile(const ar_problem *p, const fa_tile_kernels *k, const f
         }
 }
 
-static void run_forward(const ar_problem *p, const fa_tile_kernels *k, const float *wg, char *scratch)
+static void run_forward(const ar_problem *p, const fa_tile_kernels *k, const float *wg, float *wg_split, char *scratch)
 {
+    fwd_rows f = {p->dtype == ATTNOPS_DTYPE_BF16, (int)p->D, (int)p->D, wg};
+    if (f.split) to_split(wg, p->D, wg_split), f.wg = wg_split, f.len = AR_SPLIT_LEN(f.D);
     const int64_t tokens = p->B * p->T, tiles = (tokens + AR_TILE - 1) / AR_TILE;
 #pragma omp parallel for num_threads(p->threads) schedule(static)
     for (int64_t tile = 0; tile < tiles; tile++) {
         float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p));
         const int64_t tok0 = tile * AR_TILE;
-        forward_tile(p, k, wg, tok0, (int)(tokens - tok0 < AR_TILE ? tokens - tok0 : AR_TILE), s);
+        forward_tile(p, k, &f, tok0, (int)(tokens - tok0 < AR_TILE ? tokens - tok0 : AR_TILE), s);
     }
 }
 
@@ -261,7 +307,8 @@ void ar_cpu_run(const ar_problem *p, void *workspace)
         wg[d] = p->rmsnorm ? w * ao_load_f32(ar_vec_at(p, &p->gamma, d), p->dtype) : w;
     }
     const fa_tile_kernels *k = fa_tile_kernels_get();
-    char *scratch = ws + row_bytes(p) + chunk_bytes(p);
-    if (p->backward) run_backward(p, k, wg, (float *)(ws + row_bytes(p)), scratch);
-    else run_forward(p, k, wg, scratch);
+    float *wg_split = (float *)(ws + row_bytes(p));
+    char *scratch = ws + 2 * row_bytes(p) + chunk_bytes(p);
+    if (p->backward) run_backward(p, k, wg, (float *)(ws + 2 * row_bytes(p)), scratch);
+    else run_forward(p, k, wg, wg_split, scratch);
 }

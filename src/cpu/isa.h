@@ -79,6 +79,14 @@ typedef struct fa_tile_kernels {
     void (*ar_accumulate)(float *acc, float c, float e, const void *v, attnops_dtype dt, int D);
     /* out[d] = src[d] / div, rounded to out_dt (nearest even). */
     void (*ar_store_div)(void *out, attnops_dtype out_dt, const float *src, float div, int D);
+    /* The forward's bf16 forms, on f32 rows in the pair-split layout
+     * (AR_SPLIT below), which widens 32 bf16 with one shift and one and:
+     * ar_dots_split: *vv = sum v^2, *vy = sum v y (ys split);
+     * ar_accumulate_split: accs = c accs + e split(v);
+     * ar_store_div_split: out[d] = srcs[AR_SPLIT(d)] / div, out_dt bf16 or f32. */
+    void (*ar_dots_split)(const uint16_t *v, int D, const float *ys, float *vv, float *vy, const void *next);
+    void (*ar_accumulate_split)(float *accs, float c, float e, const uint16_t *v, int D);
+    void (*ar_store_div_split)(void *out, attnops_dtype out_dt, const float *srcs, float div, int D);
     /* The backward's row update: out[d] = a g[d] + b y[d] + e v[d], rounded
      * to out_dt; u[d] += b v[d].  stream: out will not be read soon (a call
      * whose outputs exceed the caches), so an ISA that has non-temporal
@@ -87,6 +95,13 @@ typedef struct fa_tile_kernels {
     void (*ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
                         float e, void *out, attnops_dtype out_dt, float *u, bool stream);
 } fa_tile_kernels;
+
+/* The pair-split layout of a row of D elements, AR_SPLIT_LEN(D) floats:
+ * each chunk of 32 holds its even elements, then its odd ones (a bf16 pair
+ * is one 32-bit lane: its low half shifted up is the even element, its
+ * high half masked the odd one); positions past D hold 0. */
+#define AR_SPLIT_LEN(D) (((D) + 31) / 32 * 32)
+#define AR_SPLIT(d) (((d) & ~31) + (((d) & 1) << 4) + (((d) & 31) >> 1))
 
 const fa_tile_kernels *fa_tile_kernels_get(void);
 

@@ -177,6 +177,29 @@ static void ar_store_div(void *out, attnops_dtype out_dt, const float *src, floa
     for (int d = 0; d < D; d++) ar_store(out, out_dt, d, src[d] / div);
 }
 
+static void ar_dots_split(const uint16_t *v, int D, const float *ys, float *vv, float *vy, const void *next)
+{
+    (void)next;
+    /* in layout order, padding included: bitwise ar_dots on the row widened and split (strided rows) */
+    float sv = 0.0f, sy = 0.0f;
+    for (int pos = 0; pos < AR_SPLIT_LEN(D); pos++) {
+        const int w = pos & 31, d = (pos & ~31) + (w < 16 ? 2 * w : 2 * (w - 16) + 1);
+        const float a = d < D ? ao_bf16_to_f32(v[d]) : 0.0f;
+        sv += a * a, sy += a * ys[pos];
+    }
+    *vv = sv, *vy = sy;
+}
+
+static void ar_accumulate_split(float *accs, float c, float e, const uint16_t *v, int D)
+{
+    for (int d = 0; d < D; d++) accs[AR_SPLIT(d)] = c * accs[AR_SPLIT(d)] + e * ao_bf16_to_f32(v[d]);
+}
+
+static void ar_store_div_split(void *out, attnops_dtype out_dt, const float *srcs, float div, int D)
+{
+    for (int d = 0; d < D; d++) ar_store(out, out_dt, d, srcs[AR_SPLIT(d)] / div);
+}
+
 static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
                         float e, void *out, attnops_dtype out_dt, float *u, bool stream)
 {
@@ -191,4 +214,4 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
 const fa_tile_kernels fa_tile_kernels_portable = {
     softmax_fwd, softmax_bwd, to_bf16,    scale_rows, add_bias,      add_alibi,    ao_philox_bytes,
     philox_blocks, fp8_round, abs_max,    scale2,     apply_keep,    group_pool,   ar_dots,
-    ar_accumulate, ar_store_div, ar_grad_row};
+    ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row};

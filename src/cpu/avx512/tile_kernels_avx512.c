@@ -388,6 +388,64 @@ static void ar_store_div(void *out, attnops_dtype out_dt, const float *src, floa
     }
 }
 
+/* 32 bf16 from element d (a tail of D - d < 32 zero-filled) as the even
+ * and odd halves of the pair-split layout. */
+static inline void split32(const uint16_t *v, int d, int D, __m512 *even, __m512 *odd)
+{
+    const int t = D - d;
+    const __m512i raw = t >= 32 ? _mm512_loadu_si512(v + d) : _mm512_maskz_loadu_epi16((__mmask32)((1u << t) - 1u), v + d);
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
+static void ar_dots_split(const uint16_t *v, int D, const float *ys, float *vv, float *vy, const void *next)
+{
+    __m512 sv0 = _mm512_setzero_ps(), sv1 = sv0, sy0 = sv0, sy1 = sv0;
+    for (int d = 0; d < D; d += 32) {
+        __m512 e, o;
+        split32(v, d, D, &e, &o);
+        if (next) _mm_prefetch((const char *)next + 2 * d, _MM_HINT_T1);
+        sv0 = _mm512_fmadd_ps(e, e, sv0), sv1 = _mm512_fmadd_ps(o, o, sv1);
+        sy0 = _mm512_fmadd_ps(e, _mm512_loadu_ps(ys + d), sy0);
+        sy1 = _mm512_fmadd_ps(o, _mm512_loadu_ps(ys + d + 16), sy1);
+    }
+    *vv = _mm512_reduce_add_ps(_mm512_add_ps(sv0, sv1));
+    *vy = _mm512_reduce_add_ps(_mm512_add_ps(sy0, sy1));
+}
+
+static void ar_accumulate_split(float *accs, float c, float e, const uint16_t *v, int D)
+{
+    const __m512 vc = _mm512_set1_ps(c), ve = _mm512_set1_ps(e);
+    for (int d = 0; d < D; d += 32) {
+        __m512 ev, od, a0 = _mm512_loadu_ps(accs + d), a1 = _mm512_loadu_ps(accs + d + 16);
+        split32(v, d, D, &ev, &od);
+        if (c != 1.0f) a0 = _mm512_mul_ps(a0, vc), a1 = _mm512_mul_ps(a1, vc); /* c = 1: a * 1 = a exactly */
+        _mm512_storeu_ps(accs + d, _mm512_fmadd_ps(ev, ve, a0));
+        _mm512_storeu_ps(accs + d + 16, _mm512_fmadd_ps(od, ve, a1));
+    }
+}
+
+static void ar_store_div_split(void *out, attnops_dtype out_dt, const float *srcs, float div, int D)
+{
+    const __m512 vd = _mm512_set1_ps(div);
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+    for (int d = 0; d < D; d += 32) {
+        const __m512 ev = _mm512_div_ps(_mm512_loadu_ps(srcs + d), vd);
+        const __m512 od = _mm512_div_ps(_mm512_loadu_ps(srcs + d + 16), vd);
+        const int t = D - d < 32 ? D - d : 32;
+        if (out_dt == ATTNOPS_DTYPE_BF16) { /* lane i: odd element's bits high, even's low */
+            const __m512i pair = _mm512_or_si512(_mm512_cvtepu16_epi32(bf16_round(ev)),
+                                                 _mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16_round(od)), 16));
+            _mm512_mask_storeu_epi16((uint16_t *)out + d, (__mmask32)(t == 32 ? ~0u : (1u << t) - 1u), pair);
+        } else {
+            float *o = (float *)out + d;
+            _mm512_mask_storeu_ps(o, tail_mask(t), _mm512_permutex2var_ps(ev, lo, od));
+            if (t > 16) _mm512_mask_storeu_ps(o + 16, tail_mask(t - 16), _mm512_permutex2var_ps(ev, hi, od));
+        }
+    }
+}
+
 static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
                         float e, void *out, attnops_dtype out_dt, float *u, bool stream)
 {
@@ -410,4 +468,4 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
 const fa_tile_kernels fa_tile_kernels_avx512 = {
     softmax_fwd,   softmax_bwd,  to_bf16,     scale_rows, add_bias,   add_alibi,  philox_bytes,
     philox_blocks, fp8_round,    abs_max,     scale2,     apply_keep, group_pool, ar_dots,
-    ar_accumulate, ar_store_div, ar_grad_row};
+    ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row};
