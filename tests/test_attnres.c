@@ -542,7 +542,7 @@ static bool check_kernels(const fa_tile_kernels *k, const char *isa)
                 for (int i = 0; i < D; i++)
                     ys[AR_SPLIT(i)] = y[i], accs0[AR_SPLIT(i)] = acc0[i], vs[AR_SPLIT(i)] = (float)vd[i];
                 float sv2, sy2, sv3, sy3;
-                k->ar_dots_split((const uint16_t *)v, D, ys, &sv2, &sy2, v);
+                k->ar_dots_split((const uint16_t *)v, D, NULL, ys, &sv2, &sy2, v);
                 k->ar_dots(vs, ATTNOPS_DTYPE_F32, len, NULL, ys, &sv3, &sy3, NULL);
                 bad += !(fabs(sv2 - ev) <= gd * sv) + !(fabs(sy2 - ey) <= gd * sy) + (sv2 != sv3) + (sy2 != sy3);
                 const float c = 0.75f, e = -1.25f, div = 3.0f;
@@ -563,6 +563,37 @@ static bool check_kernels(const fa_tile_kernels *k, const char *isa)
                         bad += !(fabs(got - q) <= 2 * tu_unit_roundoff(odt) * fabs(q));
                     }
                     bad += outs[D * oes] != 0x5A; /* nothing written past D */
+                }
+                /* the backward's forms: dots against a split x; the gradient row from bf16 and from the
+                 * same row widened to f32 (strided rows), natural bf16 and f32 outputs, all the same values */
+                static float xs[MAXD], gs[MAXD], us0[MAXD], us[MAXD];
+                memset(xs, 0, sizeof xs), memset(gs, 0, sizeof gs), memset(us0, 0, sizeof us0);
+                for (int i = 0; i < D; i++) xs[AR_SPLIT(i)] = x[i], gs[AR_SPLIT(i)] = g[i], us0[AR_SPLIT(i)] = u0[i];
+                float sx2, sx3;
+                k->ar_dots_split((const uint16_t *)v, D, xs, ys, &sx2, &sy2, NULL);
+                k->ar_dots(vs, ATTNOPS_DTYPE_F32, len, xs, ys, &sx3, &sy3, NULL);
+                bad += !(fabs(sx2 - ex) <= gd * sx) + (sx2 != sx3) + (sy2 != sy3);
+                const float a = 0.5f, bb = 2.0f;
+                for (int form = 0; form < 3; form++) { /* bf16 in -> bf16 out (streamed), f32 in -> bf16, bf16 -> f32 */
+                    static float vnat[MAXD];
+                    static _Alignas(64) unsigned char outg[MAXD * 4 + 64];
+                    for (int i = 0; i < D; i++) vnat[i] = (float)vd[i];
+                    memcpy(us, us0, sizeof us);
+                    memset(outg, 0x5A, sizeof outg);
+                    const attnops_dtype odt = form == 2 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16;
+                    k->ar_grad_row_split(form == 1 ? (const void *)vnat : (const void *)v,
+                                         form == 1 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16, D, gs, ys, a, bb, e, outg,
+                                         odt, us, form == 0);
+                    const size_t oes = attnops_dtype_size(odt);
+                    for (int i = 0; i < D; i++) {
+                        const double terms[3] = {(double)a * g[i], (double)bb * y[i], (double)e * vd[i]};
+                        const double want = terms[0] + terms[1] + terms[2], got = ao_load_f64(outg + i * oes, odt);
+                        const double size = fabs(terms[0]) + fabs(terms[1]) + fabs(terms[2]);
+                        bad += !(fabs(got - want) <= tu_unit_roundoff(odt) * fabs(want) + 0x1p-21 * size);
+                        const double uw = (double)u0[i] + (double)bb * vd[i];
+                        bad += !(fabs(us[AR_SPLIT(i)] - uw) <= 0x1p-23 * (fabs(u0[i]) + fabs(bb * vd[i])));
+                    }
+                    bad += outg[D * oes] != 0x5A;
                 }
             }
 

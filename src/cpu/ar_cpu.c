@@ -5,7 +5,7 @@
  * row l + 1, so each block tensor is read as runs of AR_TILE consecutive rows
  * that the hardware prefetchers follow (a token's L rows at a time would be
  * L interleaved streams, which they do not); the backward's second use of a
- * row comes from the last-level cache, and its gradient rows are written
+ * row comes from cache, and its gradient rows are written
  * with non-temporal stores when the call's outputs exceed the caches.
  * Shapes per token (b, t): V [L][D] (the L
  * rows, each a separate tensor), g [D], wg [D] = w * gamma (w without
@@ -39,7 +39,7 @@
  * (or written from) f32 scratch around the same kernels.
  *
  * Parallel: forward over tiles of AR_TILE tokens; backward over the chunks,
- * each in tiles. */
+ * each in tiles of AR_BWD_TILE. */
 #include <math.h>
 #include <string.h>
 
@@ -48,13 +48,17 @@
 #include "cpu/ar_cpu.h"
 #include "cpu/isa.h"
 
-enum { AR_TILE = 16 };
+/* Tokens per tile: the forward's 16 accumulators stay in L2; the backward's
+ * second sweep rereads its tile's L rows, which at 8 tokens mostly still
+ * sit in L2 (measured: 8 beat 4 and 16 there). */
+enum { AR_TILE = 16, AR_BWD_TILE = 8 };
 #define AR_STREAM_BYTES (64.0 * 1024 * 1024)
 
 /* Per-thread scratch rows of D floats: AR_TILE rows of per-token sums (the
  * forward's accumulators, the backward's u), AR_TILE widened g rows
- * (backward; the forward's split row), then single rows. */
-enum { S_ACC = 0, S_G = AR_TILE, S_ROW = 2 * AR_TILE, S_OUT, S_ROWS };
+ * (backward), then single rows: a widened input row, its split form, an
+ * output row. */
+enum { S_ACC = 0, S_G = AR_TILE, S_ROW = 2 * AR_TILE, S_SPLIT, S_OUT, S_ROWS };
 
 /* A row of scratch holds D floats in either layout (isa.h: AR_SPLIT_LEN). */
 static size_t row_bytes(const ar_problem *p) { return ao_align_up((size_t)AR_SPLIT_LEN(p->D) * sizeof(float), 64); }
@@ -129,24 +133,25 @@ static void to_split(const float *x, int64_t D, float *out)
     for (int64_t d = 0; d < D; d++) out[AR_SPLIT(d)] = x[d];
 }
 
-/* The forward's row kernels over either layout: bf16 calls keep wg, the
- * accumulators and any widened row in the pair-split layout, whose bf16
- * kernels widen a row with half the instructions. */
-typedef struct fwd_rows {
+/* The f32 rows of a call: bf16 calls keep wg, the forward's accumulators,
+ * the backward's g and u and any widened row in the pair-split layout, whose
+ * bf16 kernels widen a row with half the instructions. */
+typedef struct row_layout {
     bool split;
     int D, len;      /* elements; floats per row in the layout */
     const float *wg; /* in the layout */
-} fwd_rows;
+} row_layout;
 
-/* ss and q of row l of token (b, t); *v / *dt: the row as the accumulation
- * reads it (strided rows widened into buf, split into sbuf). */
-static void fwd_dots(const ar_problem *p, const fa_tile_kernels *k, const fwd_rows *f, int64_t l, int64_t b,
-                     int64_t t, float *buf, float *sbuf, const void *next, const void **v, attnops_dtype *dt, float *ss,
-                     float *q)
+/* V[l].x (x NULL: V[l].V[l]) and V[l].wg for token (b, t), x in the call's
+ * layout; *v / *dt: the row as the forward's accumulation reads it (strided
+ * rows widened into buf, split into sbuf). */
+static void row_dots(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, int64_t l, int64_t b,
+                     int64_t t, const float *x, float *buf, float *sbuf, const void *next, const void **v,
+                     attnops_dtype *dt, float *vx, float *vy)
 {
     if (f->split && p->v[l].sd == 1) {
         *v = ar_row(p, &p->v[l], b, t), *dt = ATTNOPS_DTYPE_BF16;
-        k->ar_dots_split(*v, f->D, f->wg, ss, q, next);
+        k->ar_dots_split(*v, f->D, x, f->wg, vx, vy, next);
         return;
     }
     *v = input_row(p, &p->v[l], b, t, buf, dt);
@@ -154,23 +159,23 @@ static void fwd_dots(const ar_problem *p, const fa_tile_kernels *k, const fwd_ro
         to_split(buf, f->D, sbuf);
         *v = sbuf;
     }
-    k->ar_dots(*v, *dt, f->len, NULL, f->wg, ss, q, next);
+    k->ar_dots(*v, *dt, f->len, x, f->wg, vx, vy, next);
 }
 
-static void fwd_accumulate(const fa_tile_kernels *k, const fwd_rows *f, float *acc, float c, float e, const void *v,
+static void fwd_accumulate(const fa_tile_kernels *k, const row_layout *f, float *acc, float c, float e, const void *v,
                            attnops_dtype dt)
 {
     if (f->split && dt == ATTNOPS_DTYPE_BF16) k->ar_accumulate_split(acc, c, e, v, f->D);
     else k->ar_accumulate(acc, c, e, v, dt, f->len);
 }
 
-static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const fwd_rows *f, int64_t tok0, int n,
+static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, int64_t tok0, int n,
                          float *scratch)
 {
     const int D = (int)p->D;
     const size_t ld = row_bytes(p) / sizeof(float);
     float *acc = scratch_row(p, scratch, S_ACC), *buf = scratch_row(p, scratch, S_ROW);
-    float *obuf = scratch_row(p, scratch, S_OUT), *sbuf = scratch_row(p, scratch, S_G);
+    float *obuf = scratch_row(p, scratch, S_OUT), *sbuf = scratch_row(p, scratch, S_SPLIT);
     float z[AR_TILE][AR_MAX_L], r[AR_TILE][AR_MAX_L], m[AR_TILE], sum[AR_TILE];
     for (int j = 0; j < n; j++) {
         memset(acc + j * ld, 0, (size_t)f->len * sizeof(float));
@@ -183,7 +188,7 @@ static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const fw
             attnops_dtype dt;
             const void *v;
             float ss, q;
-            fwd_dots(p, k, f, l, b, t, buf, sbuf, next_row(p, l, j, n, tok0), &v, &dt, &ss, &q);
+            row_dots(p, k, f, l, b, t, NULL, buf, sbuf, next_row(p, l, j, n, tok0), &v, &dt, &ss, &q);
             r[j][l] = p->rmsnorm ? sqrtf(ss / (float)D + p->eps) : 1.0f;
             z[j][l] = p->scale * (q / r[j][l]);
             if (z[j][l] > m[j]) { /* a new max: rescale what is summed so far (m = -inf at first: c = 0) */
@@ -216,26 +221,28 @@ static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const fw
  * the tile's rows again, now from the last-level cache).  Token j's
  * u [D] += sum_l (s_l / r_l) V[l] goes to u + j ld; per token the operations
  * and their order are those of a row-by-row pass. */
-static void backward_tile(const ar_problem *p, const fa_tile_kernels *k, const float *wg, int64_t tok0, int n,
+static void backward_tile(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, int64_t tok0, int n,
                           float *scratch, float *u)
 {
     const int D = (int)p->D;
     const size_t ld = row_bytes(p) / sizeof(float);
     float *buf = scratch_row(p, scratch, S_ROW), *obuf = scratch_row(p, scratch, S_OUT);
-    float *g = scratch_row(p, scratch, S_G);
+    float *g = scratch_row(p, scratch, S_G), *sbuf = scratch_row(p, scratch, S_SPLIT);
     float alpha[AR_TILE][AR_MAX_L], dA[AR_TILE][AR_MAX_L], q[AR_TILE][AR_MAX_L], sum[AR_TILE];
     /* block gradients past the caches: written without reading their lines first */
     const bool stream = (double)p->L * (double)(p->B * p->T) * (double)p->D * (double)p->esize >= AR_STREAM_BYTES;
     for (int j = 0; j < n; j++) {
         const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
-        widen_row(p, ar_row(p, &p->g, b, t), p->g.sd, g + j * ld);
+        widen_row(p, ar_row(p, &p->g, b, t), p->g.sd, f->split ? buf : g + j * ld);
+        if (f->split) to_split(buf, D, g + j * ld);
     }
     for (int64_t l = 0; l < p->L; l++)
         for (int j = 0; j < n; j++) {
             const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
             attnops_dtype dt;
-            const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
-            k->ar_dots(v, dt, D, g + j * ld, wg, &dA[j][l], &q[j][l], next_row(p, l, j, n, tok0));
+            const void *v;
+            row_dots(p, k, f, l, b, t, g + j * ld, buf, sbuf, next_row(p, l, j, n, tok0), &v, &dt, &dA[j][l],
+                     &q[j][l]);
             alpha[j][l] = *ar_cache_at(&p->alpha, b, t, l);
         }
     for (int j = 0; j < n; j++) {
@@ -251,25 +258,24 @@ static void backward_tile(const ar_problem *p, const fa_tile_kernels *k, const f
             attnops_dtype dt, odt;
             const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
             void *dv = output_row(p, &p->dv[l], b, t, obuf, &odt);
-            k->ar_grad_row(v, dt, D, g + j * ld, wg, alpha[j][l], s / r, e, dv, odt, u + j * ld, stream);
+            (f->split ? k->ar_grad_row_split : k->ar_grad_row)(v, dt, D, g + j * ld, f->wg, alpha[j][l], s / r, e, dv,
+                                                                odt, u + j * ld, stream);
             flush_row(p, &p->dv[l], b, t, obuf);
         }
 }
 
-static void run_forward(const ar_problem *p, const fa_tile_kernels *k, const float *wg, float *wg_split, char *scratch)
+static void run_forward(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, char *scratch)
 {
-    fwd_rows f = {p->dtype == ATTNOPS_DTYPE_BF16, (int)p->D, (int)p->D, wg};
-    if (f.split) to_split(wg, p->D, wg_split), f.wg = wg_split, f.len = AR_SPLIT_LEN(f.D);
     const int64_t tokens = p->B * p->T, tiles = (tokens + AR_TILE - 1) / AR_TILE;
 #pragma omp parallel for num_threads(p->threads) schedule(static)
     for (int64_t tile = 0; tile < tiles; tile++) {
         float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p));
         const int64_t tok0 = tile * AR_TILE;
-        forward_tile(p, k, &f, tok0, (int)(tokens - tok0 < AR_TILE ? tokens - tok0 : AR_TILE), s);
+        forward_tile(p, k, f, tok0, (int)(tokens - tok0 < AR_TILE ? tokens - tok0 : AR_TILE), s);
     }
 }
 
-static void run_backward(const ar_problem *p, const fa_tile_kernels *k, const float *wg, float *chunk_u,
+static void run_backward(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, float *chunk_u,
                          char *scratch)
 {
     const int64_t D = p->D, ld = (int64_t)(row_bytes(p) / sizeof(float)), chunks = ar_chunks(p), per = ar_chunk_tokens(p);
@@ -279,18 +285,19 @@ static void run_backward(const ar_problem *p, const fa_tile_kernels *k, const fl
         float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p)), *u = scratch_row(p, s, S_ACC);
         float *cu = chunk_u + c * ld;
         const int64_t end = tokens < (c + 1) * per ? tokens : (c + 1) * per;
-        memset(cu, 0, (size_t)D * sizeof(float));
-        for (int64_t tok0 = c * per; tok0 < end; tok0 += AR_TILE) {
-            const int n = (int)(end - tok0 < AR_TILE ? end - tok0 : AR_TILE);
+        memset(cu, 0, (size_t)f->len * sizeof(float));
+        for (int64_t tok0 = c * per; tok0 < end; tok0 += AR_BWD_TILE) {
+            const int n = (int)(end - tok0 < AR_BWD_TILE ? end - tok0 : AR_BWD_TILE);
             memset(u, 0, (size_t)n * (size_t)ld * sizeof(float));
-            backward_tile(p, k, wg, tok0, n, s, u);
+            backward_tile(p, k, f, tok0, n, s, u);
             for (int j = 0; j < n; j++) /* token by token, in order */
-                for (int64_t d = 0; d < D; d++) cu[d] += u[j * ld + d];
+                for (int64_t x = 0; x < f->len; x++) cu[x] += u[j * ld + x];
         }
     }
     for (int64_t d = 0; d < D; d++) {
+        const int64_t at = f->split ? AR_SPLIT(d) : d;
         float total = 0.0f;
-        for (int64_t c = 0; c < chunks; c++) total += chunk_u[c * ld + d];
+        for (int64_t c = 0; c < chunks; c++) total += chunk_u[c * ld + at];
         const float w = ao_load_f32(ar_vec_at(p, &p->w, d), p->dtype);
         const float gamma = p->rmsnorm ? ao_load_f32(ar_vec_at(p, &p->gamma, d), p->dtype) : 1.0f;
         ao_store_f32(ar_vec_at(p, &p->dw, d), p->dtype, gamma * total);
@@ -307,8 +314,13 @@ void ar_cpu_run(const ar_problem *p, void *workspace)
         wg[d] = p->rmsnorm ? w * ao_load_f32(ar_vec_at(p, &p->gamma, d), p->dtype) : w;
     }
     const fa_tile_kernels *k = fa_tile_kernels_get();
-    float *wg_split = (float *)(ws + row_bytes(p));
+    row_layout f = {p->dtype == ATTNOPS_DTYPE_BF16, (int)p->D, (int)p->D, wg};
+    if (f.split) { /* wg's split form follows it */
+        float *wg_split = (float *)(ws + row_bytes(p));
+        to_split(wg, p->D, wg_split);
+        f.wg = wg_split, f.len = AR_SPLIT_LEN(f.D);
+    }
     char *scratch = ws + 2 * row_bytes(p) + chunk_bytes(p);
-    if (p->backward) run_backward(p, k, wg, (float *)(ws + 2 * row_bytes(p)), scratch);
-    else run_forward(p, k, wg, wg_split, scratch);
+    if (p->backward) run_backward(p, k, &f, (float *)(ws + 2 * row_bytes(p)), scratch);
+    else run_forward(p, k, &f, scratch);
 }

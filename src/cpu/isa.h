@@ -79,14 +79,20 @@ typedef struct fa_tile_kernels {
     void (*ar_accumulate)(float *acc, float c, float e, const void *v, attnops_dtype dt, int D);
     /* out[d] = src[d] / div, rounded to out_dt (nearest even). */
     void (*ar_store_div)(void *out, attnops_dtype out_dt, const float *src, float div, int D);
-    /* The forward's bf16 forms, on f32 rows in the pair-split layout
-     * (AR_SPLIT below), which widens 32 bf16 with one shift and one and:
-     * ar_dots_split: *vv = sum v^2, *vy = sum v y (ys split);
+    /* The bf16 forms, with the f32 rows (xs, ys, accs, srcs, gs, us) in the
+     * pair-split layout (AR_SPLIT below), which widens 32 bf16 with one shift
+     * and one and; sums in layout order, padding included:
+     * ar_dots_split: *vx = sum v xs (xs NULL: sum v^2), *vy = sum v ys;
      * ar_accumulate_split: accs = c accs + e split(v);
-     * ar_store_div_split: out[d] = srcs[AR_SPLIT(d)] / div, out_dt bf16 or f32. */
-    void (*ar_dots_split)(const uint16_t *v, int D, const float *ys, float *vv, float *vy, const void *next);
+     * ar_store_div_split: out[d] = srcs[AR_SPLIT(d)] / div, out_dt bf16 or f32;
+     * ar_grad_row_split: ar_grad_row on v of dtype bf16 or f32 (both in natural
+     * order), gs, ys and us split, out natural (bf16 or f32). */
+    void (*ar_dots_split)(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
+                          const void *next);
     void (*ar_accumulate_split)(float *accs, float c, float e, const uint16_t *v, int D);
     void (*ar_store_div_split)(void *out, attnops_dtype out_dt, const float *srcs, float div, int D);
+    void (*ar_grad_row_split)(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
+                              float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream);
     /* The backward's row update: out[d] = a g[d] + b y[d] + e v[d], rounded
      * to out_dt; u[d] += b v[d].  stream: out will not be read soon (a call
      * whose outputs exceed the caches), so an ISA that has non-temporal

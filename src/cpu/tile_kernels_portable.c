@@ -177,17 +177,18 @@ static void ar_store_div(void *out, attnops_dtype out_dt, const float *src, floa
     for (int d = 0; d < D; d++) ar_store(out, out_dt, d, src[d] / div);
 }
 
-static void ar_dots_split(const uint16_t *v, int D, const float *ys, float *vv, float *vy, const void *next)
+static void ar_dots_split(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
+                          const void *next)
 {
     (void)next;
     /* in layout order, padding included: bitwise ar_dots on the row widened and split (strided rows) */
-    float sv = 0.0f, sy = 0.0f;
+    float sx = 0.0f, sy = 0.0f;
     for (int pos = 0; pos < AR_SPLIT_LEN(D); pos++) {
         const int w = pos & 31, d = (pos & ~31) + (w < 16 ? 2 * w : 2 * (w - 16) + 1);
         const float a = d < D ? ao_bf16_to_f32(v[d]) : 0.0f;
-        sv += a * a, sy += a * ys[pos];
+        sx += a * (xs ? xs[pos] : a), sy += a * ys[pos];
     }
-    *vv = sv, *vy = sy;
+    *vx = sx, *vy = sy;
 }
 
 static void ar_accumulate_split(float *accs, float c, float e, const uint16_t *v, int D)
@@ -198,6 +199,18 @@ static void ar_accumulate_split(float *accs, float c, float e, const uint16_t *v
 static void ar_store_div_split(void *out, attnops_dtype out_dt, const float *srcs, float div, int D)
 {
     for (int d = 0; d < D; d++) ar_store(out, out_dt, d, srcs[AR_SPLIT(d)] / div);
+}
+
+static void ar_grad_row_split(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
+                              float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream)
+{
+    (void)stream;
+    for (int d = 0; d < D; d++) {
+        const float x = ar_load(v, dt, d);
+        const int pos = AR_SPLIT(d);
+        ar_store(out, out_dt, d, a * gs[pos] + b * ys[pos] + e * x);
+        us[pos] += b * x;
+    }
 }
 
 static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
@@ -214,4 +227,5 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
 const fa_tile_kernels fa_tile_kernels_portable = {
     softmax_fwd, softmax_bwd, to_bf16,    scale_rows, add_bias,      add_alibi,    ao_philox_bytes,
     philox_blocks, fp8_round, abs_max,    scale2,     apply_keep,    group_pool,   ar_dots,
-    ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row};
+    ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row_split,
+    ar_grad_row};

@@ -398,18 +398,20 @@ static inline void split32(const uint16_t *v, int d, int D, __m512 *even, __m512
     *odd = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32((int)0xFFFF0000u)));
 }
 
-static void ar_dots_split(const uint16_t *v, int D, const float *ys, float *vv, float *vy, const void *next)
+static void ar_dots_split(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
+                          const void *next)
 {
-    __m512 sv0 = _mm512_setzero_ps(), sv1 = sv0, sy0 = sv0, sy1 = sv0;
+    __m512 sx0 = _mm512_setzero_ps(), sx1 = sx0, sy0 = sx0, sy1 = sx0;
     for (int d = 0; d < D; d += 32) {
         __m512 e, o;
         split32(v, d, D, &e, &o);
         if (next) _mm_prefetch((const char *)next + 2 * d, _MM_HINT_T1);
-        sv0 = _mm512_fmadd_ps(e, e, sv0), sv1 = _mm512_fmadd_ps(o, o, sv1);
+        sx0 = _mm512_fmadd_ps(e, xs ? _mm512_loadu_ps(xs + d) : e, sx0);
+        sx1 = _mm512_fmadd_ps(o, xs ? _mm512_loadu_ps(xs + d + 16) : o, sx1);
         sy0 = _mm512_fmadd_ps(e, _mm512_loadu_ps(ys + d), sy0);
         sy1 = _mm512_fmadd_ps(o, _mm512_loadu_ps(ys + d + 16), sy1);
     }
-    *vv = _mm512_reduce_add_ps(_mm512_add_ps(sv0, sv1));
+    *vx = _mm512_reduce_add_ps(_mm512_add_ps(sx0, sx1));
     *vy = _mm512_reduce_add_ps(_mm512_add_ps(sy0, sy1));
 }
 
@@ -425,25 +427,65 @@ static void ar_accumulate_split(float *accs, float c, float e, const uint16_t *v
     }
 }
 
+/* *even = elements d + 2i, *odd = elements d + 2i + 1 (i < 16) of natural
+ * f32 src, zero past D: the two halves of the pair-split layout. */
+static inline void split32_f32(const float *src, int d, int D, __m512 *even, __m512 *odd)
+{
+    const int t = D - d;
+    const __m512 a = _mm512_maskz_loadu_ps(tail_mask(t), src + d);
+    const __m512 b = t > 16 ? _mm512_maskz_loadu_ps(tail_mask(t - 16), src + d + 16) : _mm512_setzero_ps();
+    const __m512i ei = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    *even = _mm512_permutex2var_ps(a, ei, b);
+    *odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(ei, _mm512_set1_epi32(1)), b);
+}
+
+/* Elements d .. d + t - 1 (t <= 32) from the split halves ev, od, in natural
+ * order: bf16 (streamed when asked and whole) or f32. */
+static inline void store_split32(void *out, attnops_dtype out_dt, int d, int t, __m512 ev, __m512 od, bool stream)
+{
+    if (out_dt == ATTNOPS_DTYPE_BF16) { /* lane i: odd element's bits high, even's low */
+        const __m512i pair = _mm512_or_si512(_mm512_cvtepu16_epi32(bf16_round(ev)),
+                                             _mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16_round(od)), 16));
+        if (stream && t == 32) _mm512_stream_si512((__m512i *)((uint16_t *)out + d), pair);
+        else _mm512_mask_storeu_epi16((uint16_t *)out + d, (__mmask32)(t == 32 ? ~0u : (1u << t) - 1u), pair);
+        return;
+    }
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    float *o = (float *)out + d;
+    _mm512_mask_storeu_ps(o, tail_mask(t), _mm512_permutex2var_ps(ev, lo, od));
+    if (t > 16)
+        _mm512_mask_storeu_ps(o + 16, tail_mask(t - 16),
+                              _mm512_permutex2var_ps(ev, _mm512_add_epi32(lo, _mm512_set1_epi32(8)), od));
+}
+
 static void ar_store_div_split(void *out, attnops_dtype out_dt, const float *srcs, float div, int D)
 {
     const __m512 vd = _mm512_set1_ps(div);
-    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+    for (int d = 0; d < D; d += 32)
+        store_split32(out, out_dt, d, D - d < 32 ? D - d : 32, _mm512_div_ps(_mm512_loadu_ps(srcs + d), vd),
+                      _mm512_div_ps(_mm512_loadu_ps(srcs + d + 16), vd), false);
+}
+
+static void ar_grad_row_split(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
+                              float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream)
+{
+    stream = stream && out_dt == ATTNOPS_DTYPE_BF16 && ((uintptr_t)out & 63) == 0;
+    const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b), ve = _mm512_set1_ps(e);
     for (int d = 0; d < D; d += 32) {
-        const __m512 ev = _mm512_div_ps(_mm512_loadu_ps(srcs + d), vd);
-        const __m512 od = _mm512_div_ps(_mm512_loadu_ps(srcs + d + 16), vd);
-        const int t = D - d < 32 ? D - d : 32;
-        if (out_dt == ATTNOPS_DTYPE_BF16) { /* lane i: odd element's bits high, even's low */
-            const __m512i pair = _mm512_or_si512(_mm512_cvtepu16_epi32(bf16_round(ev)),
-                                                 _mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16_round(od)), 16));
-            _mm512_mask_storeu_epi16((uint16_t *)out + d, (__mmask32)(t == 32 ? ~0u : (1u << t) - 1u), pair);
-        } else {
-            float *o = (float *)out + d;
-            _mm512_mask_storeu_ps(o, tail_mask(t), _mm512_permutex2var_ps(ev, lo, od));
-            if (t > 16) _mm512_mask_storeu_ps(o + 16, tail_mask(t - 16), _mm512_permutex2var_ps(ev, hi, od));
+        __m512 x[2];
+        if (dt == ATTNOPS_DTYPE_BF16) split32(v, d, D, &x[0], &x[1]);
+        else split32_f32(v, d, D, &x[0], &x[1]);
+        __m512 o[2];
+        for (int h = 0; h < 2; h++) {
+            const int at = d + 16 * h;
+            __m512 r = _mm512_mul_ps(_mm512_loadu_ps(gs + at), va);
+            r = _mm512_fmadd_ps(_mm512_loadu_ps(ys + at), vb, r);
+            o[h] = _mm512_fmadd_ps(x[h], ve, r);
+            _mm512_storeu_ps(us + at, _mm512_fmadd_ps(x[h], vb, _mm512_loadu_ps(us + at)));
         }
+        store_split32(out, out_dt, d, D - d < 32 ? D - d : 32, o[0], o[1], stream);
     }
+    if (stream) _mm_sfence();
 }
 
 static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
@@ -468,4 +510,5 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
 const fa_tile_kernels fa_tile_kernels_avx512 = {
     softmax_fwd,   softmax_bwd,  to_bf16,     scale_rows, add_bias,   add_alibi,  philox_bytes,
     philox_blocks, fp8_round,    abs_max,     scale2,     apply_keep, group_pool, ar_dots,
-    ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row};
+    ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row_split,
+    ar_grad_row};
