@@ -6,7 +6,9 @@
  * that the hardware prefetchers follow (a token's L rows at a time would be
  * L interleaved streams, which they do not); the backward's second use of a
  * row comes from cache, and its gradient rows are written
- * with non-temporal stores when the call's outputs exceed the caches.
+ * with non-temporal stores when the call's outputs exceed the caches.  bf16
+ * calls keep their f32 rows (wg, accumulators, g, u) in the pair-split
+ * layout of isa.h, whose kernels widen bf16 with half the instructions.
  * Shapes per token (b, t): V [L][D] (the L
  * rows, each a separate tensor), g [D], wg [D] = w * gamma (w without
  * RMSNorm, rounded to f32 once per call).
