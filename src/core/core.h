@@ -9,6 +9,10 @@
 
 #include "attnops.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* Record `status` with a printf-style sentence for attnops_last_error() and
  * return it, so validation reads `return ao_fail(ATTNOPS_ERR_..., "...")`. */
 attnops_status ao_fail(attnops_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -32,6 +36,17 @@ int64_t ao_tensor_numel(const attnops_tensor *t);
 bool ao_dtype_is_float(attnops_dtype dtype);
 
 static inline size_t ao_align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* This thread's number in the enclosing OpenMP team (0 without OpenMP): the
+ * index of its slice of a workspace. */
+static inline int ao_thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
 
 /* Inline forms of the bf16 conversions for loops that must vectorise
  * (identical results to attnops_bf16_to_f32 / attnops_f32_to_bf16). */

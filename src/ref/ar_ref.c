@@ -49,20 +49,7 @@
 #include <math.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "ref/ar_ref.h"
-
-static int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 /* x rounded to nearest even to `sig` significant bits with normal exponents
  * from emin (below: the subnormal quantum) and overflow to inf from
@@ -235,7 +222,7 @@ static void run_forward(const ar_problem *p, const double *w, const double *gamm
 #pragma omp parallel for num_threads(p->threads) schedule(static)
     for (int64_t tok = 0; tok < tokens; tok++) {
         const int64_t b = tok / p->T, t = tok % p->T;
-        double *V = (double *)(scratch + (size_t)thread_id() * thread_bytes(p)), *h = V + p->L * p->D;
+        double *V = (double *)(scratch + (size_t)ao_thread_id() * thread_bytes(p)), *h = V + p->L * p->D;
         double r[AR_MAX_L], alpha[AR_MAX_L];
         for (int64_t l = 0; l < p->L; l++) load_row(p, &p->v[l], b, t, V + l * p->D);
         ar_ref_token_forward(p, w, gamma, V, h, r, alpha);
@@ -254,7 +241,7 @@ static void run_backward(const ar_problem *p, const double *w, const double *gam
     double *chunk_dw = chunk_sums, *chunk_dg = chunk_sums + chunks * D;
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic)
     for (int64_t c = 0; c < chunks; c++) {
-        double *V = (double *)(scratch + (size_t)thread_id() * thread_bytes(p));
+        double *V = (double *)(scratch + (size_t)ao_thread_id() * thread_bytes(p));
         double *g = V + p->L * D, *tmp = g + D, *dw = tmp + D, *dg = dw + D;
         double *cw = chunk_dw + c * D, *cg = chunk_dg + c * D;
         memset(cw, 0, (size_t)D * sizeof(double));

@@ -43,25 +43,12 @@
 #include <math.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "fa/fa_dropout.h"
 #include "fa/fa_fp8.h"
 #include "fa/fa_mask.h"
 #include "fa/fa_pse.h"
 #include "ref/fa_ref.h"
 #include "ref/ref_block.h"
-
-static int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 /* The forward takes query rows REF_ROWS at a time against all keys (the
  * softmax needs whole rows), in three passes -- scores, exponentials, P and
@@ -121,7 +108,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t h = 0; h < p->N1; h++) {
-            double *s = scratch + (size_t)thread_id() * per_thread; /* REF_ROWS x S2 scores, then P */
+            double *s = scratch + (size_t)ao_thread_id() * per_thread; /* REF_ROWS x S2 scores, then P */
             uint8_t *keep = (uint8_t *)(s + REF_ROWS * p->S2);
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t qrow = h * T1 + canonical_q(p, b), kvrow = (h / p->G) * T2 + canonical_kv(p, b);
@@ -231,7 +218,7 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
             /* P and G = scale dS of REF_ROWS query rows x REF_KC keys, one row's keep bytes */
-            double *P = scratch + (size_t)thread_id() * per_thread, *G = P + REF_ROWS * REF_KC;
+            double *P = scratch + (size_t)ao_thread_id() * per_thread, *G = P + REF_ROWS * REF_KC;
             uint8_t *keep = (uint8_t *)(G + REF_ROWS * REF_KC);
             const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
             for (int64_t g = 0; g < p->G; g++)
@@ -297,7 +284,7 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
-            double *P = scratch + (size_t)thread_id() * (fa_ref_scratch_doubles(p, true) / (size_t)p->threads), *dS = P + R * p->S2;
+            double *P = scratch + (size_t)ao_thread_id() * (fa_ref_scratch_doubles(p, true) / (size_t)p->threads), *dS = P + R * p->S2;
             uint8_t *keep = (uint8_t *)(dS + R * p->S2);
             const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
             for (int64_t g = 0; g < p->G; g++) {
