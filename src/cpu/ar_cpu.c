@@ -123,11 +123,6 @@ static const void *next_row(const ar_problem *p, int64_t l, int j, int n, int64_
     return ar_row(p, &p->v[l], (tok0 + j) / p->T, (tok0 + j) % p->T);
 }
 
-/* Forward of tokens [tok0, tok0 + n): row l of every token before row l + 1,
- * so each block tensor is read as one run of n consecutive rows (one row per
- * token from L tensors at once is L interleaved streams, more than the
- * hardware prefetchers follow).  Per token the operations and their order
- * are those of a row-by-row pass; the n accumulators stay in L2. */
 /* x [D] in the pair-split layout (isa.h), zero-padded. */
 static void to_split(const float *x, int64_t D, float *out)
 {
@@ -171,6 +166,11 @@ static void fwd_accumulate(const fa_tile_kernels *k, const row_layout *f, float 
     else k->ar_accumulate(acc, c, e, v, dt, f->len);
 }
 
+/* Forward of tokens [tok0, tok0 + n): row l of every token before row l + 1,
+ * so each block tensor is read as one run of n consecutive rows (one row per
+ * token from L tensors at once is L interleaved streams, more than the
+ * hardware prefetchers follow).  Per token the operations and their order
+ * are those of a row-by-row pass; the n accumulators stay in L2. */
 static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, int64_t tok0, int n,
                          float *scratch)
 {
