@@ -25,7 +25,9 @@
 #endif
 /* Every helper taking or returning a vector is inlined, so no vector crosses
  * a call between clones of different ISAs. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 #define INLINE static inline __attribute__((always_inline))
 
 typedef double v8d __attribute__((vector_size(64)));
