@@ -122,16 +122,18 @@ static int ar_tensors(const ar_case *c, ar_chain *r, ar_names *names, export_ten
     return n;
 }
 
-/* A case tensor's elements in C order (its view may have row padding). */
+/* A case tensor's elements in C order (its view may have row padding):
+ * innermost rows copied whole when they are contiguous. */
 static void *contiguous(const attnops_tensor *v)
 {
     const size_t es = attnops_dtype_size(v->dtype);
-    const int64_t n = tu_numel(v);
+    const int64_t n = tu_numel(v), inner = v->rank ? v->shape[v->rank - 1] : 1;
+    const bool rows = v->rank == 0 || v->strides[v->rank - 1] == 1;
     char *out = malloc((size_t)(n ? n : 1) * es);
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i += rows ? inner : 1) {
         int64_t rem = i, off = 0;
         for (int d = v->rank - 1; d >= 0; d--) off += (rem % v->shape[d]) * v->strides[d], rem /= v->shape[d];
-        memcpy(out + (size_t)i * es, (const char *)v->data + off * (int64_t)es, es);
+        memcpy(out + (size_t)i * es, (const char *)v->data + off * (int64_t)es, (rows ? (size_t)inner : 1) * es);
     }
     return out;
 }

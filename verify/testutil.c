@@ -15,11 +15,15 @@ uint64_t tu_suite_seed(void)
     return s && *s ? strtoull(s, NULL, 0) : UINT64_C(20261129);
 }
 
-tu_rng tu_rng_make(uint64_t seed) { return (tu_rng){seed * UINT64_C(0x9E3779B97F4A7C15) + 1}; }
+/* splitmix64: each draw adds TU_GOLDEN to the state, so draw k of a
+ * generator is known without the k - 1 before it (tu_tensor_randn). */
+#define TU_GOLDEN UINT64_C(0x9E3779B97F4A7C15)
+
+tu_rng tu_rng_make(uint64_t seed) { return (tu_rng){seed * TU_GOLDEN + 1}; }
 
 uint64_t tu_next(tu_rng *r)
 {
-    uint64_t z = (r->state += UINT64_C(0x9E3779B97F4A7C15));
+    uint64_t z = (r->state += TU_GOLDEN);
     z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
     z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
     return z ^ (z >> 31);
@@ -88,38 +92,52 @@ static void for_each(const attnops_tensor *v, void (*fn)(char *, int64_t, void *
     }
 }
 
-typedef struct fill_ctx {
-    tu_rng *rng;
-    double scale;
+typedef struct convert_ctx {
     attnops_dtype dtype;
     double *buf;
-} fill_ctx;
+} convert_ctx;
 
-static void fill_one(char *p, int64_t i, void *c)
-{
-    fill_ctx *f = c;
-    ao_store_f64(p, f->dtype, tu_randn(f->rng) * f->scale);
-}
 static void load_one(char *p, int64_t i, void *c)
 {
-    fill_ctx *f = c;
+    convert_ctx *f = c;
     f->buf[i] = ao_load_f64(p, f->dtype);
 }
 static void store_one(char *p, int64_t i, void *c)
 {
-    fill_ctx *f = c;
+    convert_ctx *f = c;
     ao_store_f64(p, f->dtype, f->buf[i]);
 }
 
+/* Element i (row-major) takes draws 2i and 2i + 1, so blocks of elements
+ * fill in parallel from their own starting state, with the values of one
+ * sequential pass; r ends where that pass would leave it. */
 void tu_tensor_randn(tu_tensor *t, tu_rng *r, double scale)
 {
-    fill_ctx c = {r, scale, t->view.dtype, NULL};
-    for_each(&t->view, fill_one, &c);
+    const attnops_tensor *v = &t->view;
+    const int64_t n = tu_numel(v), block = 1 << 14, blocks = (n + block - 1) / block;
+    const size_t es = attnops_dtype_size(v->dtype);
+    const uint64_t start = r->state;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (int64_t k = 0; k < blocks; k++) {
+        tu_rng g = {start + (uint64_t)(2 * k * block) * TU_GOLDEN};
+        int64_t idx[ATTNOPS_MAX_RANK], rem = k * block;
+        for (int d = v->rank - 1; d >= 0; d--) idx[d] = rem % v->shape[d], rem /= v->shape[d];
+        for (int64_t i = k * block; i < n && i < (k + 1) * block; i++) {
+            int64_t off = 0;
+            for (int d = 0; d < v->rank; d++) off += idx[d] * v->strides[d];
+            ao_store_f64((char *)v->data + off * (int64_t)es, v->dtype, tu_randn(&g) * scale);
+            for (int d = v->rank - 1; d >= 0; d--) {
+                if (++idx[d] < v->shape[d]) break;
+                idx[d] = 0;
+            }
+        }
+    }
+    r->state = start + (uint64_t)(2 * n) * TU_GOLDEN;
 }
 
 void tu_view_to_f64(const attnops_tensor *v, double *out)
 {
-    fill_ctx c = {NULL, 0, v->dtype, out};
+    convert_ctx c = {v->dtype, out};
     for_each(v, load_one, &c);
 }
 
@@ -127,7 +145,7 @@ void tu_tensor_to_f64(const tu_tensor *t, double *out) { tu_view_to_f64(&t->view
 
 void tu_tensor_from_f64(tu_tensor *t, const double *in)
 {
-    fill_ctx c = {NULL, 0, t->view.dtype, (double *)in};
+    convert_ctx c = {t->view.dtype, (double *)in};
     for_each(&t->view, store_one, &c);
 }
 
