@@ -21,7 +21,7 @@ import tempfile
 import numpy as np
 
 import golden_files
-from golden_files import DT, check, load
+from golden_files import DT, check, compare, load
 
 CASE = "b1_t1023_n32_d512_bf16"
 
@@ -58,9 +58,6 @@ def attn_res(T, attrs):
         out["grad_partial_block"] = dV[N]
     return out
 
-
-def compare(binary, g, dev, *extra):
-    return subprocess.run([binary, "compare", "--golden", g, "--actual", dev, *extra], capture_output=True, text=True)
 
 
 def main(binary):
@@ -136,9 +133,7 @@ def main(binary):
               "a missing bench file gives exit 2 and names it")
     finally:
         shutil.rmtree(tmp)
-    fails = golden_files.failures
-    print("check_attnres_golden: all passed" if not fails else f"check_attnres_golden: {fails} failed")
-    return 1 if fails else 0
+    return golden_files.summary("check_attnres_golden")
 
 
 if __name__ == "__main__":

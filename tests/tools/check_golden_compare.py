@@ -16,7 +16,7 @@ import tempfile
 import numpy as np
 
 import golden_files
-from golden_files import DT, check, load
+from golden_files import DT, check, compare, load
 
 
 def main(binary):
@@ -56,24 +56,22 @@ def main(binary):
             check(err < 2e-3, f"GQA_01 {name} matches a float64 numpy backward (max error {err:.2e} of max |{name}|)")
 
         shutil.copytree(g, dev)
-        r = subprocess.run([binary, "compare", "--golden", g, "--actual", dev], capture_output=True, text=True)
+        r = compare(binary, g, dev)
         check(r.returncode == 0 and "20 of 20 outputs passed" in r.stdout, "a device returning the golden passes")
         t = next(c for c in m["cases"] if c["name"] == "GQA_01")["tensors"]["dq"]
         a = load(dev, t)
         np.save(os.path.join(dev, t["file"]), (a.astype(np.float32) * 1.01).astype(a.dtype))
-        r = subprocess.run([binary, "compare", "--golden", g, "--actual", dev], capture_output=True, text=True)
+        r = compare(binary, g, dev)
         check(r.returncode == 1 and "FAIL GQA_01 dq [dual]" in r.stdout and "19 of 20 outputs passed" in r.stdout,
               "a device whose dq is 1 % off fails on GQA_01 dq, exit 1")
         os.remove(os.path.join(dev, t["file"]))
-        r = subprocess.run([binary, "compare", "--golden", g, "--actual", dev], capture_output=True, text=True)
+        r = compare(binary, g, dev)
         check(r.returncode == 2 and "dq.npy" in r.stderr, "a missing device output gives exit 2 and names the file")
-        r = subprocess.run([binary, "compare", "--golden", tmp, "--actual", dev], capture_output=True, text=True)
+        r = compare(binary, tmp, dev)
         check(r.returncode == 2 and "manifest" in r.stderr, "a directory without a manifest gives exit 2")
     finally:
         shutil.rmtree(tmp)
-    fails = golden_files.failures
-    print("check_golden_compare: all passed" if not fails else f"check_golden_compare: {fails} failed")
-    return 1 if fails else 0
+    return golden_files.summary("check_golden_compare")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 
 import golden_files
-from golden_files import DT, check, load
+from golden_files import DT, check, compare, load
 
 SEED = ["bsh_norm_off_history", "th_norm_on_zero_batch", "bsh_norm_on_long_history", "th_norm_off_small_blocks"]
 
@@ -70,9 +70,6 @@ def key_pool(T, attrs, dtype):
         pooled.append(rows)
     return pooled, cache
 
-
-def compare(binary, g, dev):
-    return subprocess.run([binary, "compare", "--golden", g, "--actual", dev], capture_output=True, text=True)
 
 
 def main(binary):
@@ -162,9 +159,7 @@ def main(binary):
         check(r.returncode == 2 and "valid_rows.npy" in r.stderr, "a missing valid_rows.npy gives exit 2 and names it")
     finally:
         shutil.rmtree(tmp)
-    fails = golden_files.failures
-    print("check_keypool_golden: all passed" if not fails else f"check_keypool_golden: {fails} failed")
-    return 1 if fails else 0
+    return golden_files.summary("check_keypool_golden")
 
 
 if __name__ == "__main__":
