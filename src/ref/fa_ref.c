@@ -50,22 +50,42 @@
 #include "ref/fa_ref.h"
 #include "ref/ref_block.h"
 
-/* The forward takes query rows REF_ROWS at a time against all keys (the
+/* The forward takes query rows fwd_rows() at a time against all keys (the
  * softmax needs whole rows), in three passes -- scores, exponentials, P and
  * O += P V -- the first and last a key chunk of REF_KC at a time, so the
  * block products run on cached rows; the backward takes keys REF_KC at a time
  * against every query row of the task, so that chunk's k, v, dk and dv stay
  * in cache.  Neither changes a sum's order (ref_block.h): dq's terms still
  * come in key order and dk's and dv's in query row order. */
-enum { REF_ROWS = 64, REF_KC = 128 };
+enum { REF_ROWS = 64, REF_KC = 128, REF_FWD_ROWS_MAX = 256 };
+
+/* The forward's query rows per block: each block streams all of k and v
+ * once, so more rows mean less of that traffic (at S2 = 8192, 256 rows ran
+ * the forward 13 % faster than 64; 512 no faster), but its scores take rows x S2
+ * doubles: at most 64 MiB of them, never fewer than REF_ROWS rows. */
+static int64_t fwd_rows(const fa_problem *p)
+{
+    const int64_t fit = ((int64_t)64 << 20) / (8 * (p->S2 > 0 ? p->S2 : 1));
+    return fit > REF_FWD_ROWS_MAX ? REF_FWD_ROWS_MAX : fit < REF_ROWS ? REF_ROWS : fit;
+}
+
+/* Each thread's part of the scratch. */
+static size_t thread_scratch(const fa_problem *p, bool backward)
+{
+    if (!backward) return (size_t)fwd_rows(p) * ((size_t)p->S2 + REF_KC) + REF_KC / 8; /* scores, chunk, keep */
+    if (p->fp8) return (2 * FA_FP8_BLOCK + 1) * (size_t)p->S2;                         /* P, dS, keep bytes */
+    return 2 * REF_ROWS * REF_KC + REF_KC / 8;                                         /* P, dS, keep bytes */
+}
+
+/* The part every thread reads: the non-FP8 backward's dy.o of each query row. */
+static size_t shared_scratch(const fa_problem *p, bool backward)
+{
+    return backward && !p->fp8 ? (size_t)(p->N1 * p->T1) : 0;
+}
 
 size_t fa_ref_scratch_doubles(const fa_problem *p, bool backward)
 {
-    size_t per_thread;
-    if (!backward) per_thread = REF_ROWS * (size_t)p->S2 + REF_KC / 8;              /* scores, keep bytes */
-    else if (p->fp8) per_thread = (2 * FA_FP8_BLOCK + 1) * (size_t)p->S2;          /* P, dS, keep bytes */
-    else per_thread = 2 * REF_ROWS * REF_KC + REF_KC / 8;                          /* P, dS, keep bytes */
-    return (size_t)p->threads * per_thread;
+    return shared_scratch(p, backward) + (size_t)p->threads * thread_scratch(p, backward);
 }
 
 /* An intermediate of the benchmark chain rounded to the I/O dtype; the
@@ -93,6 +113,21 @@ static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t
     return p->pse.type == 1 ? R(p, R(p, raw + bias) * p->scale) : R(p, R(p, raw * p->scale) + bias);
 }
 
+/* True when score() is only the scaling: no mask, pse, FP8 or chain
+ * rounding.  The element loops then take a path without calls per element
+ * (the golden's time at S = 8192 was as much these loops as its products). */
+static bool plain_scores(const fa_problem *p)
+{
+    return !p->mask.active && p->pse.kind == FA_PSE_NONE && !p->fp8 && !p->chain_round;
+}
+
+/* score() of a plain problem, the same operations: the absent bias is an
+ * added +0 (which turns a -0 product into +0). */
+static inline double plain_score(const fa_problem *p, double raw)
+{
+    return p->pse.type == 1 ? (raw + 0.0) * p->scale : raw * p->scale + 0.0;
+}
+
 /* q.k of query row i (head h) and key j, de-quantised under FP8. */
 static double dequant(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j, double qk)
 {
@@ -104,31 +139,41 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                         double *l, double *scratch)
 {
     const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, T2 = p->T2;
-    const size_t per_thread = fa_ref_scratch_doubles(p, false) / (size_t)p->threads;
+    const size_t per_thread = thread_scratch(p, false);
+    const int64_t rows_max = fwd_rows(p);
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t h = 0; h < p->N1; h++) {
-            double *s = scratch + (size_t)ao_thread_id() * per_thread; /* REF_ROWS x S2 scores, then P */
-            uint8_t *keep = (uint8_t *)(s + REF_ROWS * p->S2);
+            /* s: rows_max x S2 scores, then exponentials; chunk: the rows_max x REF_KC block a product
+             * writes or reads, contiguous (rows of s are S2 apart, a stride at which they share L1 sets) */
+            double *s = scratch + (size_t)ao_thread_id() * per_thread, *chunk = s + rows_max * p->S2;
+            uint8_t *keep = (uint8_t *)(chunk + rows_max * REF_KC);
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t qrow = h * T1 + canonical_q(p, b), kvrow = (h / p->G) * T2 + canonical_kv(p, b);
             const fa_dropout drop = fa_dropout_for(p);
             const uint64_t drop_base = fa_dropout_batch_base(p, &drop, b);
             const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
             const fa_band band = fa_band_of(p, b, S1, S2);
-            for (int64_t i0 = 0; i0 < S1; i0 += REF_ROWS) {
-                const int64_t rows = S1 - i0 < REF_ROWS ? S1 - i0 : REF_ROWS;
-                double mx[REF_ROWS], sum[REF_ROWS];
-                bool live[REF_ROWS];
+            const bool plain = plain_scores(p);
+            for (int64_t i0 = 0; i0 < S1; i0 += rows_max) {
+                const int64_t rows = S1 - i0 < rows_max ? S1 - i0 : rows_max;
+                double mx[REF_FWD_ROWS_MAX], sum[REF_FWD_ROWS_MAX];
+                bool live[REF_FWD_ROWS_MAX];
                 for (int64_t r = 0; r < rows; r++) mx[r] = -INFINITY;
                 for (int64_t j0 = 0; j0 < S2; j0 += REF_KC) { /* scores and row maxima, a key chunk at a time */
                     const int64_t kc = S2 - j0 < REF_KC ? S2 - j0 : REF_KC;
-                    ref_dot_block(rows, kc, D, q + (qrow + i0) * D, D, kh + j0 * D, D, s + j0, S2);
-                    for (int64_t r = 0; r < rows; r++) {
+                    ref_dot_block(rows, kc, D, q + (qrow + i0) * D, D, kh + j0 * D, D, chunk, kc);
+                    for (int64_t r = 0; plain && r < rows; r++)
+                        for (int64_t j = j0; j < j0 + kc; j++) {
+                            double *x = s + r * S2 + j;
+                            *x = plain_score(p, chunk[r * kc + j - j0]);
+                            mx[r] = *x > mx[r] ? *x : mx[r];
+                        }
+                    for (int64_t r = 0; !plain && r < rows; r++) {
                         const int64_t i = i0 + r;
                         for (int64_t j = j0; j < j0 + kc; j++) {
                             double *x = s + r * S2 + j;
-                            *x = score(p, &band, b, h, i, j, S1, S2, dequant(p, b, h, i, j, *x));
+                            *x = score(p, &band, b, h, i, j, S1, S2, dequant(p, b, h, i, j, chunk[r * kc + j - j0]));
                             mx[r] = *x > mx[r] ? *x : mx[r];
                         }
                     }
@@ -140,7 +185,6 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                     live[r] = false;
                     if (S2 == 0 || (p->mask.skip_invalid_rows && mx[r] == FA_MASK_FILL)) { /* attends to nothing */
                         m[row] = FA_INVALID_ROW_MAX, l[row] = FA_INVALID_ROW_SUM;
-                        memset(sr, 0, (size_t)S2 * sizeof(double));
                         continue;
                     }
                     sum[r] = 0.0;
@@ -148,11 +192,17 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                     sum[r] = R(p, sum[r]);
                     m[row] = mx[r], l[row] = sum[r];
                     live[r] = !(p->varlen && mx[r] == FA_MASK_FILL); /* TND: masked P forced to 0 */
-                    if (!live[r]) memset(sr, 0, (size_t)S2 * sizeof(double));
                 }
                 for (int64_t j0 = 0; j0 < S2; j0 += REF_KC) { /* P (dropped), then O += P V, a key chunk at a time */
                     const int64_t kc = S2 - j0 < REF_KC ? S2 - j0 : REF_KC;
-                    for (int64_t r = 0; r < rows; r++) {
+                    for (int64_t r = 0; r < rows; r++) /* rows without attention: P = 0 */
+                        if (!live[r]) memset(chunk + r * kc, 0, (size_t)kc * sizeof(double));
+                    for (int64_t r = 0; plain && !drop.active && r < rows; r++) {
+                        const double *sr = s + r * S2 + j0;
+                        double *pr = chunk + r * kc;
+                        for (int64_t c = 0; live[r] && c < kc; c++) pr[c] = sr[c] / sum[r];
+                    }
+                    for (int64_t r = 0; !(plain && !drop.active) && r < rows; r++) {
                         if (!live[r]) continue;
                         const int64_t i = i0 + r;
                         if (drop.active)
@@ -161,10 +211,10 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                             double pj = R(p, s[r * S2 + j] / sum[r]);
                             if (drop.active) pj = R(p, pj * (keep[j - j0] ? drop.scale_f64 : 0.0));
                             if (p->fp8) pj = fa_fp8_round(pj, p->dtype) * fa_fp8_dscale(&p->dsv, b, h / p->G, j);
-                            s[r * S2 + j] = pj;
+                            chunk[r * kc + j - j0] = pj;
                         }
                     }
-                    ref_gemm_acc(rows, Dv, kc, s + j0, S2, 1, vh + j0 * Dv, Dv, o + (qrow + i0) * Dv, Dv);
+                    ref_gemm_acc(rows, Dv, kc, chunk, kc, 1, vh + j0 * Dv, Dv, o + (qrow + i0) * Dv, Dv);
                 }
                 for (int64_t r = 0; p->chain_round && r < rows; r++)
                     for (int64_t e = 0; e < Dv; e++) o[(qrow + i0 + r) * Dv + e] = R(p, o[(qrow + i0 + r) * Dv + e]);
@@ -212,7 +262,19 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
                          double *scratch)
 {
     const int64_t D = p->D, Dv = p->Dv, T1 = p->T1;
-    const size_t per_thread = fa_ref_scratch_doubles(p, true) / (size_t)p->threads;
+    const size_t per_thread = thread_scratch(p, true);
+    /* drow = dy.o of every query row, which every kv chunk uses */
+    double *drows = scratch;
+    scratch += shared_scratch(p, true);
+    for (int64_t b = 0; b < p->B; b++) {
+        const int64_t S1 = fa_q_len(p, b);
+#pragma omp parallel for num_threads(p->threads) collapse(2) schedule(static)
+        for (int64_t h = 0; h < p->N1; h++)
+            for (int64_t i = 0; i < S1; i++) {
+                const int64_t row = h * T1 + canonical_q(p, b) + i;
+                drows[row] = R(p, ref_dot(dy + row * Dv, o + row * Dv, Dv));
+            }
+    }
     /* One task per kv head: it owns dk/dv of that head and dq of its G query heads. */
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
@@ -221,6 +283,7 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
             double *P = scratch + (size_t)ao_thread_id() * per_thread, *G = P + REF_ROWS * REF_KC;
             uint8_t *keep = (uint8_t *)(G + REF_ROWS * REF_KC);
             const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
+            const bool plain = plain_scores(p);
             for (int64_t g = 0; g < p->G; g++)
                 memset(dq + ((n2 * p->G + g) * T1 + canonical_q(p, b)) * D, 0, (size_t)(t.S1 * D) * sizeof(double));
             for (int64_t j0 = 0; j0 < t.S2; j0 += REF_KC) {
@@ -235,9 +298,19 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
                         ref_dot_block(rows, kc, Dv, dyb, Dv, kc_v, Dv, G, kc); /* dy.v, becomes G */
                         for (int64_t r = 0; r < rows; r++) {
                             const int64_t i = i0 + r, row = qrow + i;
-                            const double drow = R(p, ref_dot(dy + row * Dv, o + row * Dv, Dv));
+                            const double drow = drows[row];
                             /* Rows with the sentinel, or TND rows with every key masked: P = 0. */
                             const bool no_p = m[row] == FA_INVALID_ROW_MAX || (p->varlen && m[row] == FA_MASK_FILL);
+                            if (plain && !t.drop.active && !no_p) { /* the loop below, without calls */
+                                double *Pr = P + r * kc, *Gr = G + r * kc;
+                                for (int64_t c = 0; c < kc; c++) Pr[c] = exp(plain_score(p, Pr[c]) - m[row]);
+                                for (int64_t c = 0; c < kc; c++) {
+                                    const double pj = Pr[c] / l[row];
+                                    Gr[c] = p->scale * (pj * (Gr[c] - drow));
+                                    Pr[c] = pj;
+                                }
+                                continue;
+                            }
                             if (t.drop.active)
                                 fa_dropout_row(&t.drop, fa_dropout_row_start(p, &t.drop, b, t.drop_base, h, i), j0, kc,
                                                keep);
@@ -284,7 +357,7 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
-            double *P = scratch + (size_t)ao_thread_id() * (fa_ref_scratch_doubles(p, true) / (size_t)p->threads), *dS = P + R * p->S2;
+            double *P = scratch + (size_t)ao_thread_id() * thread_scratch(p, true), *dS = P + R * p->S2;
             uint8_t *keep = (uint8_t *)(dS + R * p->S2);
             const kv_task t = kv_task_begin(p, k, v, dk, dv, b, n2);
             for (int64_t g = 0; g < p->G; g++) {
@@ -347,7 +420,8 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
 typedef enum side { SIDE_Q, SIDE_KV } side;
 
 /* Visits every (n, row, d) of a q-side or kv-side tensor: the canonical
- * index and the element in the view. */
+ * index and the element in the view.  Rows in parallel: at S = 8192 the
+ * conversions of the glue were a second of serial time per call. */
 static void transfer(const fa_problem *p, const fa_view *v, side sd, int64_t N, int64_t D, double *canon, bool load)
 {
     const int64_t T = sd == SIDE_Q ? p->T1 : p->T2;
@@ -355,14 +429,17 @@ static void transfer(const fa_problem *p, const fa_view *v, side sd, int64_t N, 
         const int64_t len = sd == SIDE_Q ? fa_q_len(p, b) : fa_kv_len(p, b);
         const int64_t first = sd == SIDE_Q ? fa_q_first(p, b) : fa_kv_first(p, b);
         const int64_t crow = sd == SIDE_Q ? canonical_q(p, b) : canonical_kv(p, b);
+#pragma omp parallel for num_threads(p->threads) collapse(2) schedule(static)
         for (int64_t n = 0; n < N; n++)
-            for (int64_t s = 0; s < len; s++)
-                for (int64_t d = 0; d < D; d++) {
-                    double *x = canon + ((n * T + crow + s) * D + d);
-                    char *at = fa_at(v, b, n, first + s, d);
-                    if (load) *x = ao_load_f64(at, v->dtype);
-                    else ao_store_f64(at, v->dtype, *x);
+            for (int64_t s = 0; s < len; s++) {
+                double *x = canon + (n * T + crow + s) * D;
+                const char *at = fa_at(v, b, n, first + s, 0);
+                const int64_t step = v->sd * v->esize;
+                for (int64_t d = 0; d < D; d++, at += step) {
+                    if (load) x[d] = ao_load_f64(at, v->dtype);
+                    else ao_store_f64((char *)at, v->dtype, x[d]);
                 }
+            }
     }
 }
 
@@ -370,6 +447,7 @@ static void transfer(const fa_problem *p, const fa_view *v, side sd, int64_t N, 
 static void transfer_stats(const fa_problem *p, const fa_view *v, double *canon, bool load)
 {
     for (int64_t b = 0; b < p->B; b++)
+#pragma omp parallel for num_threads(p->threads) collapse(2) schedule(static)
         for (int64_t n = 0; n < p->N1; n++)
             for (int64_t s = 0; s < fa_q_len(p, b); s++) {
                 double *x = canon + n * p->T1 + canonical_q(p, b) + s;
