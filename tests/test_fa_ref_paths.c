@@ -29,7 +29,8 @@ typedef struct problem {
     double *q, *k, *v, *dy, *scratch;
 } problem;
 
-static double *randn(int64_t n, tu_rng *r)
+/* n doubles, standard normal when r is given (else left as malloc gives them). */
+static double *doubles(int64_t n, tu_rng *r)
 {
     double *x = malloc((size_t)n * sizeof *x);
     for (int64_t i = 0; r && i < n; i++) x[i] = tu_randn(r);
@@ -52,15 +53,15 @@ static void problem_init(problem *s, int64_t B, int64_t N1, int64_t N2, int64_t 
     p->pse.type = pse_type;
     s->nrow = B * N1 * S1, s->nq = s->nrow * D, s->no = s->nrow * Dv;
     s->nk = B * N2 * S2 * D, s->nv = B * N2 * S2 * Dv;
-    s->q = randn(s->nq, r), s->k = randn(s->nk, r), s->v = randn(s->nv, r), s->dy = randn(s->no, r);
+    s->q = doubles(s->nq, r), s->k = doubles(s->nk, r), s->v = doubles(s->nv, r), s->dy = doubles(s->no, r);
     const size_t fwd = fa_ref_scratch_doubles(p, false), bwd = fa_ref_scratch_doubles(p, true);
-    s->scratch = randn((int64_t)(fwd > bwd ? fwd : bwd), NULL);
+    s->scratch = doubles((int64_t)(fwd > bwd ? fwd : bwd), NULL);
 }
 
 static outputs run(const problem *s)
 {
-    outputs x = {randn(s->no, NULL), randn(s->nrow, NULL), randn(s->nrow, NULL),
-                 randn(s->nq, NULL), randn(s->nk, NULL), randn(s->nv, NULL)};
+    outputs x = {doubles(s->no, NULL), doubles(s->nrow, NULL), doubles(s->nrow, NULL),
+                 doubles(s->nq, NULL), doubles(s->nk, NULL), doubles(s->nv, NULL)};
     fa_ref_forward_f64(&s->p, s->q, s->k, s->v, x.o, x.m, x.l, s->scratch);
     fa_ref_backward_f64(&s->p, s->q, s->k, s->v, x.o, s->dy, x.m, x.l, x.dq, x.dk, x.dv, s->scratch);
     return x;
