@@ -534,6 +534,14 @@ static bool check_kernels(const fa_tile_kernels *k, const char *isa)
             const double gd = 0x1p-24 * D; /* f32 sums of D terms, any order */
             bad += !(fabs(vx - ex) <= gd * sx) + !(fabs(vy - ey) <= gd * sy) + !(fabs(vv - ev) <= gd * sv) +
                    (vy2 != vy);
+            if (dt == ATTNOPS_DTYPE_F32) { /* double sums: one f32 rounding, whatever D (an f32 sum fails this) */
+                float fx, fy, fv, fy2;
+                k->ar_dots_f64((const float *)v, D, x, y, &fx, &fy, NULL);
+                k->ar_dots_f64((const float *)v, D, NULL, y, &fv, &fy2, out);
+                const double gf = 0x1p-52 * D;
+                bad += !(fabs(fx - ex) <= 0x1p-24 * fabs(ex) + gf * sx) + !(fabs(fy - ey) <= 0x1p-24 * fabs(ey) + gf * sy) +
+                       !(fabs(fv - ev) <= 0x1p-24 * ev + gf * sv) + (fy2 != fy);
+            }
             if (dt == ATTNOPS_DTYPE_BF16) { /* the pair-split forms (isa.h), tails zero-padded */
                 static float ys[MAXD], accs[MAXD], accs0[MAXD], vs[MAXD];
                 static unsigned char outs[MAXD * 4 + 64];

@@ -156,7 +156,8 @@ static void row_dots(const ar_problem *p, const fa_tile_kernels *k, const row_la
         to_split(buf, f->D, sbuf);
         *v = sbuf;
     }
-    k->ar_dots(*v, *dt, f->len, x, f->wg, vx, vy, next);
+    if (p->dtype == ATTNOPS_DTYPE_F32) k->ar_dots_f64(*v, f->len, x, f->wg, vx, vy, next); /* isa.h: why double */
+    else k->ar_dots(*v, *dt, f->len, x, f->wg, vx, vy, next);
 }
 
 static void fwd_accumulate(const fa_tile_kernels *k, const row_layout *f, float *acc, float c, float e, const void *v,

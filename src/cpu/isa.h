@@ -68,12 +68,19 @@ typedef struct fa_tile_kernels {
                        float *out);
     /* Block Attention Residuals (src/cpu/ar_cpu.c), on rows of D elements
      * with unit stride, of dtype f32, f16 or bf16 where a dtype is given;
-     * f32 arithmetic.  Reductions: both ISAs sum in f32, in their own order.
+     * f32 arithmetic.  Reductions: every ISA sums in f32 in its own order,
+     * except ar_dots_f64.
      * ar_dots: *vx = sum_d v[d] x[d] (x NULL: sum_d v[d]^2), *vy = sum_d v[d] y[d];
      * next (may be NULL): the row of the same size the caller reads next,
      * prefetched into L2 while v is summed. */
     void (*ar_dots)(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
                     const void *next);
+    /* ar_dots of f32 activations: the exact products summed in double, each
+     * result rounded to f32 once.  z = scale V.w feeds exp, so an f32 sum's
+     * error, which grows with D, becomes a relative error of every alpha and,
+     * where h = sum alpha V cancels, a large one of h (docs/ATTNRES.md). */
+    void (*ar_dots_f64)(const float *v, int D, const float *x, const float *y, float *vx, float *vy,
+                        const void *next);
     /* acc[d] = c acc[d] + e v[d]: the forward's online-softmax accumulation
      * (c = 1, the common case, costs no multiplication by c). */
     void (*ar_accumulate)(float *acc, float c, float e, const void *v, attnops_dtype dt, int D);

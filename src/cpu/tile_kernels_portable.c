@@ -167,6 +167,18 @@ static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, cons
     *vx = sx, *vy = sy;
 }
 
+static void ar_dots_f64(const float *v, int D, const float *x, const float *y, float *vx, float *vy, const void *next)
+{
+    (void)next;
+    double sx = 0.0, sy = 0.0;
+    for (int d = 0; d < D; d++) {
+        const double a = v[d];
+        sx += a * (x ? x[d] : a);
+        sy += a * y[d];
+    }
+    *vx = (float)sx, *vy = (float)sy;
+}
+
 static void ar_accumulate(float *acc, float c, float e, const void *v, attnops_dtype dt, int D)
 {
     for (int d = 0; d < D; d++) acc[d] = c * acc[d] + e * ar_load(v, dt, d);
@@ -227,5 +239,5 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
 const fa_tile_kernels fa_tile_kernels_portable = {
     softmax_fwd, softmax_bwd, to_bf16,    scale_rows, add_bias,      add_alibi,    ao_philox_bytes,
     philox_blocks, fp8_round, abs_max,    scale2,     apply_keep,    group_pool,   ar_dots,
-    ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row_split,
+    ar_dots_f64, ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row_split,
     ar_grad_row};

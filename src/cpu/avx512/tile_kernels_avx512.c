@@ -340,6 +340,26 @@ static inline void store16(void *dst, attnops_dtype dtype, int64_t at, __mmask16
 
 /* Two rows of 16 per step, four accumulators: the sums are latency-bound otherwise.  One line of
  * next per line of v into L2: the memory stalls of the row after this one overlap this one's work. */
+/* The products widened to double, which holds them exactly, and summed in double. */
+static void ar_dots_f64(const float *v, int D, const float *x, const float *y, float *vx, float *vy, const void *next)
+{
+    const char *ahead = next;
+    __m512d sx0 = _mm512_setzero_pd(), sx1 = sx0, sy0 = sx0, sy1 = sx0;
+    for (int d = 0; d < D; d += 16) {
+        const __mmask16 k = tail_mask(D - d);
+        if (ahead) _mm_prefetch(ahead + 4 * d, _MM_HINT_T1);
+        const __m512 a = _mm512_maskz_loadu_ps(k, v + d), b = x ? _mm512_maskz_loadu_ps(k, x + d) : a;
+        const __m512 c = _mm512_maskz_loadu_ps(k, y + d);
+        const __m512d a0 = _mm512_cvtps_pd(_mm512_castps512_ps256(a)), a1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1));
+        sx0 = _mm512_fmadd_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(b)), sx0);
+        sx1 = _mm512_fmadd_pd(a1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(b, 1)), sx1);
+        sy0 = _mm512_fmadd_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(c)), sy0);
+        sy1 = _mm512_fmadd_pd(a1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(c, 1)), sy1);
+    }
+    *vx = (float)_mm512_reduce_add_pd(_mm512_add_pd(sx0, sx1));
+    *vy = (float)_mm512_reduce_add_pd(_mm512_add_pd(sy0, sy1));
+}
+
 static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
                     const void *next)
 {
@@ -510,5 +530,5 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
 const fa_tile_kernels fa_tile_kernels_avx512 = {
     softmax_fwd,   softmax_bwd,  to_bf16,     scale_rows, add_bias,   add_alibi,  philox_bytes,
     philox_blocks, fp8_round,    abs_max,     scale2,     apply_keep, group_pool, ar_dots,
-    ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row_split,
+    ar_dots_f64, ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row_split,
     ar_grad_row};
