@@ -21,8 +21,8 @@
  *       same outputs, dw and dgamma included;
  *   (e) mutation proof: a perturbed golden fails (b)'s check, a perturbed
  *       kernel output and a wrong golden fail the triple rule;
- *   (f) the AttnRes row kernels of every ISA this CPU has against their
- *       statement in double.
+ * (The AttnRes row kernels of every ISA are checked in
+ * tests/test_kernel_inventory.c.)
  * Inputs as the seed's _make_inputs (verify/ar_case.h, shared with the
  * harness): blocks, partial block, grad_h standard normal in the dtype,
  * proj_weight randn / sqrt(4D) (the division in the dtype), gamma ones (or
@@ -499,145 +499,6 @@ static bool check_mutations(void)
     return ok;
 }
 
-/* ---- (f) the row kernels of each ISA ---- */
-
-static bool check_kernels(const fa_tile_kernels *k, const char *isa)
-{
-    static const int Ds[] = {1, 15, 16, 33, 100, 1536};
-    static const attnops_dtype dts[3] = {ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16};
-    enum { MAXD = 1536 };
-    static float x[MAXD], y[MAXD], g[MAXD], acc[MAXD], acc0[MAXD], u[MAXD], u0[MAXD];
-    static double vd[MAXD];
-    static unsigned char v[MAXD * 4], out[MAXD * 4];
-    tu_rng r = tu_rng_make(5);
-    int bad = 0;
-    for (int di = 0; di < 6; di++)
-        for (int ti = 0; ti < 3; ti++) {
-            const int D = Ds[di];
-            const attnops_dtype dt = dts[ti];
-            const size_t es = attnops_dtype_size(dt);
-            const double ud = tu_unit_roundoff(dt);
-            for (int i = 0; i < D; i++) {
-                ao_store_f64(v + i * es, dt, tu_randn(&r));
-                vd[i] = ao_load_f64(v + i * es, dt);
-                x[i] = (float)tu_randn(&r), y[i] = (float)tu_randn(&r), g[i] = (float)tu_randn(&r);
-                acc0[i] = (float)tu_randn(&r), u0[i] = (float)tu_randn(&r);
-            }
-            float vx, vy, vv, vy2;
-            double ex = 0, ey = 0, ev = 0, sx = 0, sy = 0, sv = 0;
-            k->ar_dots(v, dt, D, x, y, &vx, &vy, NULL);
-            k->ar_dots(v, dt, D, NULL, y, &vv, &vy2, out); /* a prefetch hint changes nothing */
-            for (int i = 0; i < D; i++) {
-                ex += vd[i] * x[i], ey += vd[i] * y[i], ev += vd[i] * vd[i];
-                sx += fabs(vd[i] * x[i]), sy += fabs(vd[i] * y[i]), sv += vd[i] * vd[i];
-            }
-            const double gd = 0x1p-24 * D; /* f32 sums of D terms, any order */
-            bad += !(fabs(vx - ex) <= gd * sx) + !(fabs(vy - ey) <= gd * sy) + !(fabs(vv - ev) <= gd * sv) +
-                   (vy2 != vy);
-            if (dt == ATTNOPS_DTYPE_F32) { /* double sums: one f32 rounding, whatever D (an f32 sum fails this) */
-                float fx, fy, fv, fy2;
-                k->ar_dots_f64((const float *)v, D, x, y, &fx, &fy, NULL);
-                k->ar_dots_f64((const float *)v, D, NULL, y, &fv, &fy2, out);
-                const double gf = 0x1p-52 * D;
-                bad += !(fabs(fx - ex) <= 0x1p-24 * fabs(ex) + gf * sx) + !(fabs(fy - ey) <= 0x1p-24 * fabs(ey) + gf * sy) +
-                       !(fabs(fv - ev) <= 0x1p-24 * ev + gf * sv) + (fy2 != fy);
-            }
-            if (dt == ATTNOPS_DTYPE_BF16) { /* the pair-split forms (isa.h), tails zero-padded */
-                static float ys[MAXD], accs[MAXD], accs0[MAXD], vs[MAXD];
-                static unsigned char outs[MAXD * 4 + 64];
-                const int len = AR_SPLIT_LEN(D);
-                memset(ys, 0, sizeof ys), memset(accs0, 0, sizeof accs0), memset(vs, 0, sizeof vs);
-                for (int i = 0; i < D; i++)
-                    ys[AR_SPLIT(i)] = y[i], accs0[AR_SPLIT(i)] = acc0[i], vs[AR_SPLIT(i)] = (float)vd[i];
-                float sv2, sy2, sv3, sy3;
-                k->ar_dots_split((const uint16_t *)v, D, NULL, ys, &sv2, &sy2, v);
-                k->ar_dots(vs, ATTNOPS_DTYPE_F32, len, NULL, ys, &sv3, &sy3, NULL);
-                bad += !(fabs(sv2 - ev) <= gd * sv) + !(fabs(sy2 - ey) <= gd * sy) + (sv2 != sv3) + (sy2 != sy3);
-                const float c = 0.75f, e = -1.25f, div = 3.0f;
-                memcpy(accs, accs0, sizeof accs);
-                k->ar_accumulate_split(accs, c, e, (const uint16_t *)v, D);
-                for (int i = 0; i < D; i++) {
-                    const double want = (double)c * acc0[i] + (double)e * vd[i], got = accs[AR_SPLIT(i)];
-                    bad += !(fabs(got - want) <= 0x1p-23 * (fabs((double)c * acc0[i]) + fabs((double)e * vd[i])));
-                }
-                for (int pos = 0; pos < len; pos++) bad += accs0[pos] == 0.0f && accs[pos] != 0.0f; /* padding */
-                for (int f32 = 0; f32 < 2; f32++) {
-                    const attnops_dtype odt = f32 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16;
-                    memset(outs, 0x5A, sizeof outs);
-                    k->ar_store_div_split(outs, odt, accs0, div, D);
-                    const size_t oes = attnops_dtype_size(odt);
-                    for (int i = 0; i < D; i++) {
-                        const double q = (double)acc0[i] / div, got = ao_load_f64(outs + i * oes, odt);
-                        bad += !(fabs(got - q) <= 2 * tu_unit_roundoff(odt) * fabs(q));
-                    }
-                    bad += outs[D * oes] != 0x5A; /* nothing written past D */
-                }
-                /* the backward's forms: dots against a split x; the gradient row from bf16 and from the
-                 * same row widened to f32 (strided rows), natural bf16 and f32 outputs, all the same values */
-                static float xs[MAXD], gs[MAXD], us0[MAXD], us[MAXD];
-                memset(xs, 0, sizeof xs), memset(gs, 0, sizeof gs), memset(us0, 0, sizeof us0);
-                for (int i = 0; i < D; i++) xs[AR_SPLIT(i)] = x[i], gs[AR_SPLIT(i)] = g[i], us0[AR_SPLIT(i)] = u0[i];
-                float sx2, sx3;
-                k->ar_dots_split((const uint16_t *)v, D, xs, ys, &sx2, &sy2, NULL);
-                k->ar_dots(vs, ATTNOPS_DTYPE_F32, len, xs, ys, &sx3, &sy3, NULL);
-                bad += !(fabs(sx2 - ex) <= gd * sx) + (sx2 != sx3) + (sy2 != sy3);
-                const float a = 0.5f, bb = 2.0f;
-                for (int form = 0; form < 3; form++) { /* bf16 in -> bf16 out (streamed), f32 in -> bf16, bf16 -> f32 */
-                    static float vnat[MAXD];
-                    static _Alignas(64) unsigned char outg[MAXD * 4 + 64];
-                    for (int i = 0; i < D; i++) vnat[i] = (float)vd[i];
-                    memcpy(us, us0, sizeof us);
-                    memset(outg, 0x5A, sizeof outg);
-                    const attnops_dtype odt = form == 2 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16;
-                    k->ar_grad_row_split(form == 1 ? (const void *)vnat : (const void *)v,
-                                         form == 1 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16, D, gs, ys, a, bb, e, outg,
-                                         odt, us, form == 0);
-                    const size_t oes = attnops_dtype_size(odt);
-                    for (int i = 0; i < D; i++) {
-                        const double terms[3] = {(double)a * g[i], (double)bb * y[i], (double)e * vd[i]};
-                        const double want = terms[0] + terms[1] + terms[2], got = ao_load_f64(outg + i * oes, odt);
-                        const double size = fabs(terms[0]) + fabs(terms[1]) + fabs(terms[2]);
-                        bad += !(fabs(got - want) <= tu_unit_roundoff(odt) * fabs(want) + 0x1p-21 * size);
-                        const double uw = (double)u0[i] + (double)bb * vd[i];
-                        bad += !(fabs(us[AR_SPLIT(i)] - uw) <= 0x1p-23 * (fabs(u0[i]) + fabs(bb * vd[i])));
-                    }
-                    bad += outg[D * oes] != 0x5A;
-                }
-            }
-
-            const float c = 0.75f, e = -1.25f, a = 0.5f, b = 2.0f, div = 3.0f;
-            memcpy(acc, acc0, sizeof(float) * (size_t)D);
-            memcpy(u, u0, sizeof(float) * (size_t)D);
-            k->ar_accumulate(acc, c, e, v, dt, D);
-            k->ar_store_div(out, dt, acc0, div, D);
-            for (int i = 0; i < D; i++) {
-                const double want = (double)c * acc0[i] + (double)e * vd[i];
-                bad += !(fabs(acc[i] - want) <= 0x1p-23 * (fabs((double)c * acc0[i]) + fabs((double)e * vd[i])));
-                const double q = (double)acc0[i] / div, got = ao_load_f64(out + i * es, dt);
-                bad += !(fabs(got - q) <= 2 * ud * fabs(q));
-            }
-            /* streamed stores on a 64-byte aligned copy of out, plain ones on out: both bounded, the same bits */
-            static _Alignas(64) unsigned char out_stream[MAXD * 4];
-            static float u_stream[MAXD];
-            memcpy(u_stream, u0, sizeof(float) * (size_t)D);
-            k->ar_grad_row(v, dt, D, g, y, a, b, e, out, dt, u, false);
-            k->ar_grad_row(v, dt, D, g, y, a, b, e, out_stream, dt, u_stream, true);
-            bad += memcmp(out, out_stream, (size_t)D * es) != 0;
-            bad += memcmp(u, u_stream, sizeof(float) * (size_t)D) != 0;
-            for (int i = 0; i < D; i++) {
-                const double terms[3] = {(double)a * g[i], (double)b * y[i], (double)e * vd[i]};
-                const double want = terms[0] + terms[1] + terms[2], got = ao_load_f64(out + i * es, dt);
-                const double size = fabs(terms[0]) + fabs(terms[1]) + fabs(terms[2]);
-                bad += !(fabs(got - want) <= ud * fabs(want) + 0x1p-21 * size);
-                const double uw = (double)u0[i] + (double)b * vd[i];
-                bad += !(fabs(u[i] - uw) <= 0x1p-23 * (fabs(u0[i]) + fabs(b * vd[i])));
-            }
-        }
-    TU_CHECK(bad == 0, "(f) %s AttnRes row kernels: %d values outside their bounds", isa, bad);
-    printf("(f) %s AttnRes row kernels: %s\n", isa, bad ? "FAIL" : "ok");
-    return bad == 0;
-}
-
 /* ---- the cases ---- */
 
 /* name, dtype, B, T, N, D, partial block, RMSNorm, random gamma, scale; eps 1e-6 */
@@ -743,8 +604,6 @@ int main(int argc, char **argv)
     if (!quick) printf("(c) %.1fs\n", seconds() - t);
     passed += check_determinism();
     passed += check_mutations();
-    passed += check_kernels(&fa_tile_kernels_portable, "portable");
-    if (cpu_isa_get() == CPU_ISA_AVX512) passed += check_kernels(&fa_tile_kernels_avx512, "avx512");
     printf("test_attnres: %.1fs in all\n", seconds() - start);
     return tu_finish("test_attnres", passed);
 }

@@ -8,7 +8,7 @@
  * row comes from cache, and its gradient rows are written
  * with non-temporal stores when the call's outputs exceed the caches.  bf16
  * calls keep their f32 rows (wg, accumulators, g, u) in the pair-split
- * layout of isa.h, whose kernels widen bf16 with half the instructions.
+ * layout of kernels.h, whose kernels widen bf16 with half the instructions.
  * Shapes per token (b, t): V [L][D] (the L
  * rows, each a separate tensor), g [D], wg [D] = w * gamma (w without
  * RMSNorm, rounded to f32 once per call).
@@ -48,7 +48,7 @@
 #include <omp.h>
 
 #include "cpu/ar_cpu.h"
-#include "cpu/isa.h"
+#include "cpu/kernels.h"
 
 /* Tokens per tile: the forward's 16 accumulators stay in L2; the backward's
  * second sweep rereads its tile's L rows, which at 8 tokens mostly still
@@ -62,7 +62,7 @@ enum { AR_TILE = 16, AR_BWD_TILE = 8 };
  * output row. */
 enum { S_ACC = 0, S_G = AR_TILE, S_ROW = 2 * AR_TILE, S_SPLIT, S_OUT, S_ROWS };
 
-/* A row of scratch holds D floats in either layout (isa.h: AR_SPLIT_LEN). */
+/* A row of scratch holds D floats in either layout (kernels.h: AR_SPLIT_LEN). */
 static size_t row_bytes(const ar_problem *p) { return ao_align_up((size_t)AR_SPLIT_LEN(p->D) * sizeof(float), 64); }
 static size_t chunk_bytes(const ar_problem *p) { return p->backward ? (size_t)ar_chunks(p) * row_bytes(p) : 0; }
 static size_t thread_bytes(const ar_problem *p) { return S_ROWS * row_bytes(p); }
@@ -123,7 +123,7 @@ static const void *next_row(const ar_problem *p, int64_t l, int j, int n, int64_
     return ar_row(p, &p->v[l], (tok0 + j) / p->T, (tok0 + j) % p->T);
 }
 
-/* x [D] in the pair-split layout (isa.h), zero-padded. */
+/* x [D] in the pair-split layout (kernels.h), zero-padded. */
 static void to_split(const float *x, int64_t D, float *out)
 {
     memset(out, 0, (size_t)AR_SPLIT_LEN(D) * sizeof(float));
@@ -142,7 +142,7 @@ typedef struct row_layout {
 /* V[l].x (x NULL: V[l].V[l]) and V[l].wg for token (b, t), x in the call's
  * layout; *v / *dt: the row as the forward's accumulation reads it (strided
  * rows widened into buf, split into sbuf). */
-static void row_dots(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, int64_t l, int64_t b,
+static void row_dots(const ar_problem *p, const ar_kernels *k, const row_layout *f, int64_t l, int64_t b,
                      int64_t t, const float *x, float *buf, float *sbuf, const void *next, const void **v,
                      attnops_dtype *dt, float *vx, float *vy)
 {
@@ -156,11 +156,11 @@ static void row_dots(const ar_problem *p, const fa_tile_kernels *k, const row_la
         to_split(buf, f->D, sbuf);
         *v = sbuf;
     }
-    if (p->dtype == ATTNOPS_DTYPE_F32) k->ar_dots_f64(*v, f->len, x, f->wg, vx, vy, next); /* isa.h: why double */
+    if (p->dtype == ATTNOPS_DTYPE_F32) k->ar_dots_f64(*v, f->len, x, f->wg, vx, vy, next); /* kernels.h: why double */
     else k->ar_dots(*v, *dt, f->len, x, f->wg, vx, vy, next);
 }
 
-static void fwd_accumulate(const fa_tile_kernels *k, const row_layout *f, float *acc, float c, float e, const void *v,
+static void fwd_accumulate(const ar_kernels *k, const row_layout *f, float *acc, float c, float e, const void *v,
                            attnops_dtype dt)
 {
     if (f->split && dt == ATTNOPS_DTYPE_BF16) k->ar_accumulate_split(acc, c, e, v, f->D);
@@ -172,7 +172,7 @@ static void fwd_accumulate(const fa_tile_kernels *k, const row_layout *f, float 
  * token from L tensors at once is L interleaved streams, more than the
  * hardware prefetchers follow).  Per token the operations and their order
  * are those of a row-by-row pass; the n accumulators stay in L2. */
-static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, int64_t tok0, int n,
+static void forward_tile(const ar_problem *p, const ar_kernels *k, const row_layout *f, int64_t tok0, int n,
                          float *scratch)
 {
     const int D = (int)p->D;
@@ -224,7 +224,7 @@ static void forward_tile(const ar_problem *p, const fa_tile_kernels *k, const ro
  * the tile's rows again, now from the last-level cache).  Token j's
  * u [D] += sum_l (s_l / r_l) V[l] goes to u + j ld; per token the operations
  * and their order are those of a row-by-row pass. */
-static void backward_tile(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, int64_t tok0, int n,
+static void backward_tile(const ar_problem *p, const ar_kernels *k, const row_layout *f, int64_t tok0, int n,
                           float *scratch, float *u)
 {
     const int D = (int)p->D;
@@ -267,7 +267,7 @@ static void backward_tile(const ar_problem *p, const fa_tile_kernels *k, const r
         }
 }
 
-static void run_forward(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, char *scratch)
+static void run_forward(const ar_problem *p, const ar_kernels *k, const row_layout *f, char *scratch)
 {
     const int64_t tokens = p->B * p->T, tiles = (tokens + AR_TILE - 1) / AR_TILE;
 #pragma omp parallel for num_threads(p->threads) schedule(static)
@@ -278,7 +278,7 @@ static void run_forward(const ar_problem *p, const fa_tile_kernels *k, const row
     }
 }
 
-static void run_backward(const ar_problem *p, const fa_tile_kernels *k, const row_layout *f, float *chunk_u,
+static void run_backward(const ar_problem *p, const ar_kernels *k, const row_layout *f, float *chunk_u,
                          char *scratch)
 {
     const int64_t D = p->D, ld = (int64_t)(row_bytes(p) / sizeof(float)), chunks = ar_chunks(p), per = ar_chunk_tokens(p);
@@ -316,7 +316,7 @@ void ar_cpu_run(const ar_problem *p, void *workspace)
         const float w = ao_load_f32(ar_vec_at(p, &p->w, d), p->dtype);
         wg[d] = p->rmsnorm ? w * ao_load_f32(ar_vec_at(p, &p->gamma, d), p->dtype) : w;
     }
-    const fa_tile_kernels *k = fa_tile_kernels_get();
+    const ar_kernels *k = &cpu_kernels()->ar;
     row_layout f = {p->dtype == ATTNOPS_DTYPE_BF16, (int)p->D, (int)p->D, wg};
     if (f.split) { /* wg's split form follows it */
         float *wg_split = (float *)(ws + row_bytes(p));

@@ -17,6 +17,10 @@
  * are skipped, partial ones go through fa_scores_apply.  In TND every batch
  * uses its own lengths; buffers are sized for the longest.
  *
+ * "bf16" below means bf16 operands in VNNI packs, used where libxsmm has a
+ * bf16 kernel; elsewhere bf16 and f8 inputs take the fp32 layouts, with P
+ * and dS rounded to bf16 values (f8 values) before the GEMMs that take them.
+ *
  * Per query head, shared by the items of a wave ("q side"):
  *   fp32: Q [S1p][D], dY [S1p][Dv] (read in place when the input is fp32
  *         BNSD-dense and S1 % BQ == 0), drow, m, l [S1p]
@@ -43,7 +47,7 @@
 #include "cpu/fa_cpu.h"
 #include "cpu/fa_scores.h"
 #include "cpu/fa_tiles.h"
-#include "cpu/isa.h"
+#include "cpu/kernels.h"
 #include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
 #include "fa/fa_dropout.h"
@@ -275,16 +279,16 @@ static bwd_gemms make_gemms(const fa_problem *p, const bwd_plan *pl)
     return (bwd_gemms){
         tile_gemm_make(TILE_GEMM_F32_NN, bq, bk, D, ldq, bk, bk, false),
         tile_gemm_make(TILE_GEMM_F32_NN, bq, bk, Dv, lddy, bk, bk, false),
-        tile_gemm_make(TILE_GEMM_F32_TN, bk, Dv, bq, bk, lddy, Dv, true),
-        tile_gemm_make(TILE_GEMM_F32_TN, bk, D, bq, bk, ldq, D, true),
-        tile_gemm_make(TILE_GEMM_F32_NN, bq, D, bk, bk, D, D, true)};
+        tile_gemm_make(TILE_GEMM_F32_TN, bk, Dv, bq, bk, lddy, Dv, !p->fp8),
+        tile_gemm_make(TILE_GEMM_F32_TN, bk, D, bq, bk, ldq, D, !p->fp8),
+        tile_gemm_make(TILE_GEMM_F32_NN, bq, D, bk, bk, D, D, !p->fp8)};
 }
 
 typedef struct bwd_ctx {
     const fa_problem *p;
     const bwd_plan *pl;
     const bwd_gemms *gm;
-    const fa_tile_kernels *kern;
+    const fa_kernels *kern;
     fa_dropout drop;
     const int64_t *work; /* the chosen tiling's cumulative tile work, [B][nk + 1] */
     bool broken; /* test-only: ATTNOPS_TEST_BREAK_KERNEL */
@@ -312,7 +316,7 @@ static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, in
 /* dS of one 128 x 128 tile quantised in place, dS = fp8(dS sds) with
  * sds = FP8_MAX / max|dS| (0 below FA_FP8_EPSILON); returns ids = 1 / sds
  * (0 when sds is 0).  Rows and columns past S are 0 and do not change the max. */
-static float quantise_ds(const fa_tile_kernels *kern, float *ds, int n, attnops_dtype fp8)
+static float quantise_ds(const fa_kernels *kern, float *ds, int n, attnops_dtype fp8)
 {
     const fa_fp8_format f = fa_fp8_format_of(fp8);
     const float mx = kern->abs_max(ds, n);
@@ -365,10 +369,13 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     c->kern->softmax_bwd(S, dP, bq, bk, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
     if (c->drop.active) c->kern->apply_keep(S, keep, pos->rows, pos->cols, bk, c->drop.scale);
     float *dq_i = dq_part + q0 * p->D;
-    if (p->fp8) { /* Pq = fp8(P keep / kp); dSq = fp8(dS sds); every product scaled after its GEMM */
+    float ids = 1.0f; /* FP8: Pq = fp8(P keep / kp); dSq = fp8(dS sds); every product scaled after its GEMM */
+    if (p->fp8) {
         const fa_fp8_format f = fa_fp8_format_of(p->dtype);
         c->kern->fp8_round(S, bq * bk, 1.0f, &f);
-        const float ids = quantise_ds(c->kern, dP, bq * bk, p->dtype);
+        ids = quantise_ds(c->kern, dP, bq * bk, p->dtype);
+    }
+    if (p->fp8 && bf16) {
         const uint16_t *qt_i = (const uint16_t *)qs->qt + q0 * p->D, *dyt_i = (const uint16_t *)qs->dyt + q0 * p->Dv;
         float *tmp = (float *)th[TH_FP8];
         c->kern->to_bf16(S, bq, bk, (uint16_t *)th[TH_PV], bk, true); /* f8 values are exact in bf16 */
@@ -388,7 +395,19 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
         tile_gemm_run(&gm->dv, dyt_i, th[TH_PV], (float *)th[TH_DV]);
         tile_gemm_run(&gm->dk, qt_i, th[TH_DSV], (float *)th[TH_DK]);
         tile_gemm_run(&gm->dq, th[TH_DSN], th[TH_KN], dq_i);
+    } else if (p->fp8) { /* fp32 packs: the products of the VNNI branch above, accumulated untransposed */
+        float *tmp = (float *)th[TH_FP8];
+        tile_gemm_run(&gm->dv, S, dy_i, tmp);
+        c->kern->scale2((float *)th[TH_DV], tmp, (int)p->Dv * bk, dsdy, 1.0f, true);
+        tile_gemm_run(&gm->dk, dP, q_i, tmp);
+        c->kern->scale2((float *)th[TH_DK], tmp, (int)p->D * bk, ids, dsq, true);
+        tile_gemm_run(&gm->dq, dP, th[TH_KN], tmp);
+        c->kern->scale2(dq_i, tmp, bq * (int)p->D, ids, dsk, true);
     } else {
+        if (c->pl->t.round_p) { /* bf16 inputs on fp32 GEMMs: P and dS as the bf16 GEMMs take them */
+            c->kern->round_bf16(S, bq * bk);
+            c->kern->round_bf16(dP, bq * bk);
+        }
         tile_gemm_run(&gm->dv, S, dy_i, (float *)th[TH_DV]);
         tile_gemm_run(&gm->dk, dP, q_i, (float *)th[TH_DK]);
         tile_gemm_run(&gm->dq, dP, th[TH_KN], dq_i);
@@ -477,7 +496,7 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     pl.bq = narrow ? FA_BWD_BQ_NARROW : FA_BWD_BQ;
     const bwd_gemms gm = make_gemms(p, &pl);
     const char *broken = getenv("ATTNOPS_TEST_BREAK_KERNEL");
-    bwd_ctx c = {p, &pl, &gm, fa_tile_kernels_get(), fa_dropout_for(p), narrow ? work64 : work128,
+    bwd_ctx c = {p, &pl, &gm, &cpu_kernels()->fa, fa_dropout_for(p), narrow ? work64 : work128,
                  broken && *broken == '1'};
     c.drop.stream = c.kern->philox_bytes, c.drop.blocks = c.kern->philox_blocks;
     const fa_tiling *t = &pl.t;

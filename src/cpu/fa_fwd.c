@@ -14,8 +14,10 @@
  *   O    fp32 [BQ][Dv];  m, l, alpha fp32 [BQ]
  * S2p = S2 rounded up to BK (padding columns are zero keys, excluded from the
  * softmax); Dp = D rounded up to even (bf16 pairs).  bf16 inputs use
- * bf16 x bf16 -> fp32 GEMMs with P rounded to bf16 (as the NPU does); f16 and
- * f32 inputs are widened to fp32 (exact) and use fp32 GEMMs. */
+ * bf16 x bf16 -> fp32 GEMMs with P rounded to bf16 (as the NPU does) where
+ * libxsmm has a bf16 kernel, else fp32 packs and GEMMs with P rounded to
+ * bf16 values (the same products); f16 and f32 inputs are widened to fp32
+ * (exact) and use fp32 GEMMs. */
 #include <math.h>
 #include <string.h>
 
@@ -24,7 +26,7 @@
 #include "cpu/fa_cpu.h"
 #include "cpu/fa_scores.h"
 #include "cpu/fa_tiles.h"
-#include "cpu/isa.h"
+#include "cpu/kernels.h"
 #include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
 #include "fa/fa_dropout.h"
@@ -132,7 +134,7 @@ static void pack_kv_head(const fa_problem *p, const fa_tiling *t, int64_t b, int
 }
 
 /* One q tile of one query head against every kv tile. */
-static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *gm, const fa_tile_kernels *kern,
+static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *gm, const fa_kernels *kern,
                      const fa_dropout *drop, const fwd_scratch *sc, int64_t b, int64_t h, int64_t q0, const char *kbuf,
                      const char *vbuf)
 {
@@ -176,6 +178,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
             kern->to_bf16(sc->s, trows, FA_BK, sc->pb, FA_BK, false);
             tile_gemm_run(pv, sc->pb, vt, sc->o);
         } else {
+            if (t->round_p) kern->round_bf16(sc->s, trows * FA_BK); /* bf16 inputs on fp32 GEMMs */
             tile_gemm_run(pv, sc->s, vt, sc->o);
         }
     }
@@ -204,7 +207,7 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
     const fwd_plan pl = make_plan(p);
     const fa_tiling *t = &pl.t;
     const fwd_gemms gm = make_gemms(p, t);
-    const fa_tile_kernels *kern = fa_tile_kernels_get();
+    const fa_kernels *kern = &cpu_kernels()->fa;
     fa_dropout drop = fa_dropout_for(p);
     drop.stream = kern->philox_bytes, drop.blocks = kern->philox_blocks;
     char *packs = ws, *threads_base = packs + (size_t)pl.wave * (pl.k_bytes + pl.v_bytes);

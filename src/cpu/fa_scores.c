@@ -1,6 +1,6 @@
 #include "cpu/fa_scores.h"
 
-#include "cpu/isa.h"
+#include "cpu/kernels.h"
 #include "fa/fa_pse.h"
 
 void fa_scores_prefetch(const fa_problem *p, const fa_tile_pos *t)
@@ -17,7 +17,7 @@ void fa_scores_prefetch(const fa_problem *p, const fa_tile_pos *t)
 void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos *t, fa_tile_class cls, float *s,
                      int ld, float *bias, uint8_t *masked)
 {
-    const fa_tile_kernels *kern = fa_tile_kernels_get();
+    const fa_kernels *kern = &cpu_kernels()->fa;
     const fa_pse_cfg *c = &p->pse;
     const float scale = (float)p->scale;
     switch (c->kind) {

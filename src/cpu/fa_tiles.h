@@ -3,6 +3,7 @@
 #define ATTNOPS_FA_TILES_H
 
 #include "cpu/pack.h"
+#include "cpu/tile_gemm.h"
 #include "fa/fa_problem.h"
 
 /* Tiles: 64 keys, and 128 query rows in the backward, 64 in the forward.
@@ -27,7 +28,10 @@
 #define FA_DETERMINISTIC_PARALLELISM 4
 
 typedef struct fa_tiling {
-    bool bf16;            /* bf16 GEMM operands (bf16 or f8 inputs); fp32 otherwise */
+    bool round_p;         /* P and dS rounded to bf16 before their GEMMs (bf16 or f8 inputs) */
+    bool bf16;            /* bf16 GEMM operands in VNNI packs: round_p where libxsmm has a bf16
+                           * kernel; else the inputs widen to fp32 packs (exact) and fp32 GEMMs
+                           * take the rounded P and dS, the same products */
     pack_elem elem;       /* the matching tile element type                   */
     int64_t Dp, Dvp;      /* head dims rounded up to even for bf16 pairs      */
     int64_t S1p, S2p;     /* sequence lengths rounded up to the tile          */
@@ -37,7 +41,8 @@ typedef struct fa_tiling {
 static inline fa_tiling fa_tiling_make(const fa_problem *p, int64_t bq)
 {
     fa_tiling t;
-    t.bf16 = p->dtype == ATTNOPS_DTYPE_BF16 || p->fp8; /* f8 values are exact in bf16 */
+    t.round_p = p->dtype == ATTNOPS_DTYPE_BF16 || p->fp8; /* f8 values are exact in bf16 */
+    t.bf16 = t.round_p && tile_gemm_jit_available(TILE_GEMM_BF16_NN_VNNI);
     t.elem = t.bf16 ? PACK_BF16 : PACK_F32;
     t.Dp = t.bf16 ? (p->D + 1) / 2 * 2 : p->D;
     t.Dvp = t.bf16 ? (p->Dv + 1) / 2 * 2 : p->Dv;

@@ -1,35 +1,126 @@
-/* CPU detection and the kernel table it selects (BLIS/XNNPACK style: the
- * framework code never names an ISA; only src/cpu/avx512/ is compiled with
- * AVX-512 flags, and it is reached only through this table). */
+/* CPU detection and the kernel sets it selects (kernels.h, isa.h).  The
+ * framework code never names an ISA; only the ISA folders are compiled with
+ * ISA flags, and they are reached only through the sets built here.  Adding
+ * an ISA is one folder and one line of `isas`. */
+#include "cpu/isa.h"
+
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attnops.h"
-#include "cpu/isa.h"
 
-static cpu_isa selected;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bool always(void) { return true; }
 
-static void detect(void)
+#if defined(__x86_64__)
+/* AVX2 with FMA and F16C: every AVX2 CPU made has the other two, and the kernels use them. */
+static bool x86_avx2(void)
 {
     __builtin_cpu_init();
-    bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-    const char *force = getenv("ATTNOPS_ISA");
-    selected = has_avx512 ? CPU_ISA_AVX512 : CPU_ISA_PORTABLE;
-    if (force && strcmp(force, "portable") == 0) selected = CPU_ISA_PORTABLE;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 
-cpu_isa cpu_isa_get(void)
+static bool x86_avx512(void)
 {
-    pthread_once(&once, detect);
+    __builtin_cpu_init();
+    return x86_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+#endif
+
+typedef struct isa_info {
+    const char *name;
+    bool (*supported)(void);
+    const cpu_kernel_set *own;
+    const char *gemm_target; /* libxsmm_set_target_arch: NULL no JIT, "" the CPU's best */
+} isa_info;
+
+static const isa_info isas[] = {
+    {"portable", always, &cpu_kernels_portable, NULL},
+#if defined(__x86_64__)
+    {"avx2", x86_avx2, &cpu_kernels_avx2, "hsw"},
+    {"avx512", x86_avx512, &cpu_kernels_avx512, ""},
+#endif
+};
+enum { ISA_COUNT = sizeof isas / sizeof isas[0] };
+
+#define ENTRY(table, name) {#table, #name, offsetof(cpu_kernel_set, table.name)},
+#define FA_ENTRY(name) ENTRY(fa, name)
+#define KP_ENTRY(name) ENTRY(kp, name)
+#define AR_ENTRY(name) ENTRY(ar, name)
+const cpu_kernel_entry cpu_kernel_entries[] = {FA_KERNEL_NAMES(FA_ENTRY) KP_KERNEL_NAMES(KP_ENTRY)
+                                                   AR_KERNEL_NAMES(AR_ENTRY)};
+const int cpu_kernel_entry_count = sizeof cpu_kernel_entries / sizeof cpu_kernel_entries[0];
+/* a member missing from a *_KERNEL_NAMES list would go unmerged and untested */
+_Static_assert(sizeof(cpu_kernel_entries) / sizeof(cpu_kernel_entries[0]) * sizeof(void (*)(void)) ==
+                   sizeof(cpu_kernel_set),
+               "every cpu_kernel_set member is named in its *_KERNEL_NAMES list");
+
+static cpu_kernel_set merged[ISA_COUNT];
+static int provider[ISA_COUNT][sizeof cpu_kernel_entries / sizeof cpu_kernel_entries[0]];
+static bool supported[ISA_COUNT];
+static int selected;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void build(void)
+{
+    for (int i = 0; i < ISA_COUNT; i++) {
+        supported[i] = (i == 0 || supported[i - 1]) && isas[i].supported();
+        if (i > 0) merged[i] = merged[i - 1];
+        for (int e = 0; e < cpu_kernel_entry_count; e++) {
+            void (*f)(void) = cpu_kernel_at(isas[i].own, &cpu_kernel_entries[e]);
+            if (i > 0 && !f) {
+                provider[i][e] = provider[i - 1][e];
+                continue;
+            }
+            memcpy((char *)&merged[i] + cpu_kernel_entries[e].offset, &f, sizeof f);
+            provider[i][e] = i;
+        }
+        if (supported[i]) selected = i;
+    }
+    const char *want = getenv("ATTNOPS_ISA");
+    if (!want || !*want) return;
+    for (int i = 0; i < ISA_COUNT; i++)
+        if (strcmp(want, isas[i].name) == 0) {
+            if (supported[i]) selected = i;
+            else
+                fprintf(stderr, "attnops: ATTNOPS_ISA=%s: this CPU lacks %s; using %s\n", want, isas[i].name,
+                        isas[selected].name);
+            return;
+        }
+    char known[64] = "";
+    for (int i = 0; i < ISA_COUNT; i++) {
+        strcat(known, i ? ", " : "");
+        strcat(known, isas[i].name);
+    }
+    fprintf(stderr, "attnops: ATTNOPS_ISA=%s is not one of %s; using %s\n", want, known, isas[selected].name);
+}
+
+int cpu_isa_count(void) { return ISA_COUNT; }
+const char *cpu_isa_name(int isa) { return isa >= 0 && isa < ISA_COUNT ? isas[isa].name : "?"; }
+
+bool cpu_isa_supported(int isa)
+{
+    pthread_once(&once, build);
+    return isa >= 0 && isa < ISA_COUNT && supported[isa];
+}
+
+int cpu_isa_selected(void)
+{
+    pthread_once(&once, build);
     return selected;
 }
 
-const fa_tile_kernels *fa_tile_kernels_get(void)
+const cpu_kernel_set *cpu_kernels_of(int isa) { return cpu_isa_supported(isa) ? &merged[isa] : NULL; }
+
+int cpu_kernel_provider(int isa, const cpu_kernel_entry *e)
 {
-    return cpu_isa_get() == CPU_ISA_AVX512 ? &fa_tile_kernels_avx512 : &fa_tile_kernels_portable;
+    return cpu_isa_supported(isa) ? provider[isa][e - cpu_kernel_entries] : -1;
 }
 
-const char *attnops_cpu_isa(void) { return cpu_isa_get() == CPU_ISA_AVX512 ? "avx512" : "portable"; }
+const cpu_kernel_set *cpu_kernels(void) { return &merged[cpu_isa_selected()]; }
+
+const char *cpu_isa_gemm_target(int isa) { return isa >= 0 && isa < ISA_COUNT ? isas[isa].gemm_target : NULL; }
+
+const char *attnops_cpu_isa(void) { return isas[cpu_isa_selected()].name; }

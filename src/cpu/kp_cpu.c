@@ -5,7 +5,8 @@
  *   key/gate[t][m] = sum_h X[t][h] W[m][h]     X [T][H], W = wk | gate [D][H],
  * packing whichever operand is smaller (plan_of): with more tokens than 2D
  * (prefill) W^T is packed once, [H][2D] (bf16 VNNI-2, or f32 for f16
- * activations, whose products are as exact in f32), and tiles of NT token
+ * activations, whose products are as exact in f32, and for bf16 ones where
+ * libxsmm has no bf16 kernel), and tiles of NT token
  * rows are read in place: GEMMs M = NT, N = 2D, K = H; with few tokens
  * (decode) each tile of tokens is packed as X^T [H][tokens] and the W rows
  * are read in place: M = W rows, N = tokens, K = H.  K runs in chunks of KC.
@@ -24,7 +25,7 @@
  * threads, as in decode), then tokens (LayerNorm), then groups. */
 #include <omp.h>
 
-#include "cpu/isa.h"
+#include "cpu/kernels.h"
 #include "cpu/kp_cpu.h"
 #include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
@@ -57,7 +58,8 @@ static bool dense_rows(const kp_matrix *m, int64_t H) { return m->sc == 1 && m->
 static kp_plan plan_of(const kp_problem *p)
 {
     kp_plan q = {0};
-    q.bf16 = p->dtype == ATTNOPS_DTYPE_BF16;
+    /* bf16 GEMMs where libxsmm has them; else bf16 widens to f32 as f16 does (exact products either way) */
+    q.bf16 = p->dtype == ATTNOPS_DTYPE_BF16 && tile_gemm_jit_available(TILE_GEMM_BF16_NN_VNNI);
     q.Hp = q.bf16 ? (p->H + 1) / 2 * 2 : p->H;
     q.weights_packed = p->T > 2 * p->D;
     const bool in_place_ok = q.bf16 && !(p->H & 1);
@@ -212,7 +214,7 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
     char *wpack = ws + 2 * q.rows_bytes + 2 * q.row0_bytes;
     float *ape = (float *)(wpack + q.w_bytes);
     char *xt_tiles = (char *)ape + q.ape_bytes, *scratch = xt_tiles + (size_t)q.tiles * q.xt_tile_bytes;
-    const fa_tile_kernels *kern = fa_tile_kernels_get();
+    const kp_kernels *kern = &cpu_kernels()->kp;
     const int64_t D = p->D, items = q.tiles * q.split, span = (2 * D + q.split - 1) / q.split;
     const int64_t w_pieces = 2 * ((D + W_ROWS - 1) / W_ROWS);
 

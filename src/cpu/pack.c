@@ -1,6 +1,6 @@
 #include "cpu/pack.h"
 
-#include "cpu/isa.h"
+#include "cpu/kernels.h"
 
 #include <string.h>
 
@@ -252,7 +252,7 @@ static void store_row(const float *in, float value, const fa_view *v, char *out,
         for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
             const int m = (int)(cols - c0 < CHUNK ? cols - c0 : CHUNK);
             for (int c = 0; c < m; c++) tmp[c] = value * in[c0 + c];
-            fa_tile_kernels_get()->to_bf16(tmp, 1, m, (uint16_t *)out + c0, m, false);
+            cpu_kernels()->fa.to_bf16(tmp, 1, m, (uint16_t *)out + c0, m, false);
         }
         return;
     }
@@ -278,7 +278,7 @@ void unpack_rows(const float *src, int64_t ld, float value, const fa_view *v, in
     const int64_t nv = valid_rows(s0, rows, S);
     if (v->dtype == ATTNOPS_DTYPE_BF16 && v->sd == 1 && value == 1.0f && ld == cols && nv > 0 && cols <= INT32_MAX &&
         v->ss <= INT32_MAX) { /* the forward's output tile: one vector pass, no scaling copy */
-        fa_tile_kernels_get()->to_bf16(src, (int)nv, (int)cols, (uint16_t *)fa_at(v, b, n, s0, 0), (int)v->ss, false);
+        cpu_kernels()->fa.to_bf16(src, (int)nv, (int)cols, (uint16_t *)fa_at(v, b, n, s0, 0), (int)v->ss, false);
         return;
     }
     for (int64_t r = 0; r < nv; r++) store_row(src + r * ld, value, v, fa_at(v, b, n, s0 + r, 0), cols);

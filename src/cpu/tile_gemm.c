@@ -2,39 +2,72 @@
 
 #include <libxsmm.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "attnops.h"
 #include "cpu/isa.h"
 
 static pthread_once_t xsmm_once = PTHREAD_ONCE_INIT;
-static void xsmm_init(void) { libxsmm_init(); }
+static bool jit_allowed;
+static bool jit_kind[3];
+static char backend_text[3][48];
+
+static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate))(
+    const void *, const void *, float *, ...)
+{
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    const libxsmm_blasint m = N, n = M, k = K, la = ldb, lb = lda, lc = ldc;
+    int flags = 0;
+    typedef void (*fn)(const void *, const void *, float *, ...);
+    switch (kind) {
+    case TILE_GEMM_F32_NN: return (fn)libxsmm_smmdispatch(m, n, k, &la, &lb, &lc, &alpha, &beta, &flags, NULL);
+    case TILE_GEMM_F32_TN:
+        flags = LIBXSMM_GEMM_FLAG_TRANS_B;
+        return (fn)libxsmm_smmdispatch(m, n, k, &la, &lb, &lc, &alpha, &beta, &flags, NULL);
+    case TILE_GEMM_BF16_NN_VNNI:
+        flags = LIBXSMM_GEMM_FLAG_VNNI_A;
+        return (fn)libxsmm_bsmmdispatch(m, n, k, &la, &lb, &lc, &alpha, &beta, &flags, NULL);
+    }
+    return NULL;
+}
+
+/* The ISA in use decides whether libxsmm may JIT and for which target (a
+ * forced ATTNOPS_ISA=avx2 on an AVX-512 CPU gets AVX2 code); libxsmm then
+ * decides per kind by returning a kernel or not. */
+static void xsmm_init(void)
+{
+    const char *target = cpu_isa_gemm_target(cpu_isa_selected());
+    jit_allowed = target != NULL;
+    if (jit_allowed) {
+        if (*target) libxsmm_set_target_arch(target);
+        libxsmm_init();
+    }
+    for (int kind = 0; kind < 3; kind++) {
+        jit_kind[kind] = jit_allowed && dispatch((tile_gemm_kind)kind, 64, 64, 64, 64, 64, 64, false) != NULL;
+        if (jit_kind[kind]) snprintf(backend_text[kind], sizeof backend_text[kind], "libxsmm JIT (%s)",
+                                     libxsmm_get_target_arch());
+        else snprintf(backend_text[kind], sizeof backend_text[kind], "C loops");
+    }
+}
+
+bool tile_gemm_jit_available(tile_gemm_kind kind)
+{
+    pthread_once(&xsmm_once, xsmm_init);
+    return jit_kind[kind];
+}
+
+const char *tile_gemm_backend(tile_gemm_kind kind)
+{
+    pthread_once(&xsmm_once, xsmm_init);
+    return backend_text[kind];
+}
 
 tile_gemm tile_gemm_make(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate)
 {
     tile_gemm g = {kind, M, N, K, lda, ldb, ldc, accumulate, NULL};
-    if (cpu_isa_get() != CPU_ISA_AVX512) return g;
-    pthread_once(&xsmm_once, xsmm_init);
-    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    const libxsmm_blasint m = N, n = M, k = K, la = ldb, lb = lda, lc = ldc;
-    int flags = 0;
-    switch (kind) {
-    case TILE_GEMM_F32_NN:
-        g.jit = (void (*)(const void *, const void *, float *, ...))libxsmm_smmdispatch(m, n, k, &la, &lb, &lc,
-                                                                                        &alpha, &beta, &flags, NULL);
-        break;
-    case TILE_GEMM_F32_TN:
-        flags = LIBXSMM_GEMM_FLAG_TRANS_B;
-        g.jit = (void (*)(const void *, const void *, float *, ...))libxsmm_smmdispatch(m, n, k, &la, &lb, &lc,
-                                                                                        &alpha, &beta, &flags, NULL);
-        break;
-    case TILE_GEMM_BF16_NN_VNNI:
-        flags = LIBXSMM_GEMM_FLAG_VNNI_A;
-        g.jit = (void (*)(const void *, const void *, float *, ...))libxsmm_bsmmdispatch(m, n, k, &la, &lb, &lc,
-                                                                                         &alpha, &beta, &flags, NULL);
-        break;
-    }
-    return g; /* a NULL jit (shape or ISA libxsmm cannot do) falls back to the loops */
+    if (tile_gemm_jit_available(kind)) g.jit = dispatch(kind, M, N, K, lda, ldb, ldc, accumulate);
+    return g; /* a NULL jit (a shape libxsmm cannot do) falls back to the loops */
 }
 
 static void portable(const tile_gemm *g, const void *A, const void *B, float *C)

@@ -1,5 +1,7 @@
-/* Tile GEMMs in row-major terms, each dispatched once (libxsmm JIT for the
- * running CPU on the AVX-512 path, plain C loops on the portable path).
+/* Tile GEMMs in row-major terms, each dispatched once: libxsmm's JIT for
+ * the running CPU wherever libxsmm returns a kernel for the kind and shape
+ * (fp32 on AVX2 and AVX-512; bf16 where libxsmm 1.17 has it, AVX-512),
+ * plain C loops otherwise and on the portable ISA.
  *
  *   F32_NN        C[M][N] (+)= A[M][K] . B[K][N]
  *   F32_TN        C[M][N] (+)= A^T . B,   A stored [K][M]
@@ -28,5 +30,14 @@ typedef struct tile_gemm {
 
 tile_gemm tile_gemm_make(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate);
 void tile_gemm_run(const tile_gemm *g, const void *A, const void *B, float *C);
+
+/* Whether libxsmm JITs this kind here (probed once on a 64 x 64 x 64 tile).
+ * Drivers with bf16 operands use the bf16 kind only where it does, and
+ * otherwise widen the operands to fp32 while packing (exact) and round P
+ * and dS to bf16 values instead: the same products, fp32 GEMMs. */
+bool tile_gemm_jit_available(tile_gemm_kind kind);
+
+/* "libxsmm JIT (<arch>)" or "C loops": what runs a kind, for reports. */
+const char *tile_gemm_backend(tile_gemm_kind kind);
 
 #endif

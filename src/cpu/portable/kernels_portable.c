@@ -1,10 +1,11 @@
-/* Element-wise tile kernels in plain C (the portable path, and the
- * specification the AVX-512 versions must match). */
+/* The portable kernel set: every kernel of the inventories (kernels.h) in
+ * plain C, the statement of each contract the ISA versions must meet and
+ * the path of a CPU without a vector ISA. */
 #include <math.h>
 
 #include "attnops.h"
 #include "core/core.h"
-#include "cpu/isa.h"
+#include "cpu/kernels.h"
 
 static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l, float *alpha)
 {
@@ -47,6 +48,11 @@ static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_
             if (vnni) dst[((size_t)(r / 2) * ld_dst + c) * 2 + (r & 1)] = v;
             else dst[(size_t)r * ld_dst + c] = v;
         }
+}
+
+static void round_bf16(float *x, int n)
+{
+    for (int i = 0; i < n; i++) x[i] = attnops_bf16_to_f32(attnops_f32_to_bf16(x[i]));
 }
 
 static void scale_rows(float *o, int rows, int cols, const float *alpha)
@@ -236,8 +242,14 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
     }
 }
 
-const fa_tile_kernels fa_tile_kernels_portable = {
-    softmax_fwd, softmax_bwd, to_bf16,    scale_rows, add_bias,      add_alibi,    ao_philox_bytes,
-    philox_blocks, fp8_round, abs_max,    scale2,     apply_keep,    group_pool,   ar_dots,
-    ar_dots_f64, ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row_split,
-    ar_grad_row};
+const cpu_kernel_set cpu_kernels_portable = {
+    .fa = {.softmax_fwd = softmax_fwd, .softmax_bwd = softmax_bwd, .to_bf16 = to_bf16, .round_bf16 = round_bf16,
+           .scale_rows = scale_rows, .add_bias = add_bias, .add_alibi = add_alibi, .philox_bytes = ao_philox_bytes,
+           .philox_blocks = philox_blocks, .fp8_round = fp8_round, .abs_max = abs_max, .scale2 = scale2,
+           .apply_keep = apply_keep},
+    .kp = {.group_pool = group_pool},
+    .ar = {.ar_dots = ar_dots, .ar_dots_f64 = ar_dots_f64, .ar_accumulate = ar_accumulate,
+           .ar_store_div = ar_store_div, .ar_dots_split = ar_dots_split, .ar_accumulate_split = ar_accumulate_split,
+           .ar_store_div_split = ar_store_div_split, .ar_grad_row_split = ar_grad_row_split,
+           .ar_grad_row = ar_grad_row},
+};

@@ -1,12 +1,12 @@
-/* AVX-512 versions of the element-wise tile kernels (isa.h states the
- * contract; tile_kernels_portable.c is the plain-C statement of it).
- * Compiled with AVX-512 flags and reached only through fa_tile_kernels_get()
- * after the CPUID check. */
+/* The AVX-512 kernel set (kernels.h states each contract;
+ * portable/kernels_portable.c is the plain-C statement of it).  Compiled
+ * with AVX-512 flags and reached only through cpu_kernels() after the CPUID
+ * check; what it leaves out it inherits from the AVX2 set. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
-#include "cpu/isa.h"
+#include "cpu/kernels.h"
 
 /* exp(x) for 16 floats, inlined because it runs on every score: Cody-Waite
  * reduction x = n ln2 + r (ln2 split in two so n*ln2_hi is exact), the
@@ -113,6 +113,15 @@ static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_
             _mm512_mask_storeu_epi32(dst + ((size_t)(r / 2) * ld_dst + c) * 2, k,
                                      _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
         }
+}
+
+static void round_bf16(float *x, int n)
+{
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512i h = _mm512_cvtepu16_epi32(bf16_round(_mm512_maskz_loadu_ps(k, x + i)));
+        _mm512_mask_storeu_ps(x + i, k, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+    }
 }
 
 static void scale_rows(float *o, int rows, int cols, const float *alpha)
@@ -527,8 +536,14 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
     if (stream) _mm_sfence();
 }
 
-const fa_tile_kernels fa_tile_kernels_avx512 = {
-    softmax_fwd,   softmax_bwd,  to_bf16,     scale_rows, add_bias,   add_alibi,  philox_bytes,
-    philox_blocks, fp8_round,    abs_max,     scale2,     apply_keep, group_pool, ar_dots,
-    ar_dots_f64, ar_accumulate, ar_store_div, ar_dots_split, ar_accumulate_split, ar_store_div_split, ar_grad_row_split,
-    ar_grad_row};
+const cpu_kernel_set cpu_kernels_avx512 = {
+    .fa = {.softmax_fwd = softmax_fwd, .softmax_bwd = softmax_bwd, .to_bf16 = to_bf16, .round_bf16 = round_bf16,
+           .scale_rows = scale_rows, .add_bias = add_bias, .add_alibi = add_alibi, .philox_bytes = philox_bytes,
+           .philox_blocks = philox_blocks, .fp8_round = fp8_round, .abs_max = abs_max, .scale2 = scale2,
+           .apply_keep = apply_keep},
+    .kp = {.group_pool = group_pool},
+    .ar = {.ar_dots = ar_dots, .ar_dots_f64 = ar_dots_f64, .ar_accumulate = ar_accumulate,
+           .ar_store_div = ar_store_div, .ar_dots_split = ar_dots_split, .ar_accumulate_split = ar_accumulate_split,
+           .ar_store_div_split = ar_store_div_split, .ar_grad_row_split = ar_grad_row_split,
+           .ar_grad_row = ar_grad_row},
+};

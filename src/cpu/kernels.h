@@ -1,0 +1,182 @@
+/* The kernel inventories: one table of element-wise and row kernels per
+ * operator (FlashAttention, KeyPool, AttnRes), the only way the drivers
+ * reach ISA-specific code.
+ *
+ * Each ISA folder (src/cpu/portable, src/cpu/avx2, src/cpu/avx512) defines
+ * one cpu_kernel_set with designated initializers, naming only the kernels
+ * it has.  isa.c fills the table of every ISA the CPU supports the way BLIS
+ * configures its reference kernels first: the portable set (complete), then
+ * each ISA in order overriding what it defines, so an ISA inherits whatever
+ * it leaves out from the ISA before it.  The *_KERNEL_NAMES lists name every
+ * member once; isa.c merges with them and tests/test_kernel_inventory.c
+ * walks them, so a kernel added here is merged and must be tested.
+ *
+ * Tiles are row-major fp32 [rows][cols] with leading dimension `cols` unless
+ * an argument says otherwise; columns >= valid_cols are padding (keys past
+ * S2) and are treated as absent. */
+#ifndef ATTNOPS_CPU_KERNELS_H
+#define ATTNOPS_CPU_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attnops.h"
+#include "core/philox.h"
+#include "fa/fa_fp8.h"
+
+/* ---- FlashAttention (src/cpu/fa_fwd.c, fa_bwd.c, fa_scores.c, pack.c) ---- */
+typedef struct fa_kernels {
+    /* Online-softmax step of the forward.  In: s = raw scores q.k.  Out: s =
+     * exp(scale*s - m_new) (0 in padding), m/l updated, alpha[r] =
+     * exp(m_old - m_new) (the factor the running output must be scaled by). */
+    void (*softmax_fwd)(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l,
+                        float *alpha);
+    /* Backward recomputation.  In: s = raw scores, dp = dy.v.  Out: s = P =
+     * exp(scale*s - m) / l, dp = dS = P * (dp - drow) (both 0 in padding). */
+    void (*softmax_bwd)(float *s, float *dp, int rows, int cols, int valid_cols, float scale, const float *m,
+                        const float *l, const float *drow);
+    /* dst = bf16(src) (round to nearest even), row-major with leading
+     * dimension ld_dst, or with `vnni` in VNNI-2 form: element (r, c) at
+     * ((r/2)*ld_dst + c)*2 + r%2 (rows even). */
+    void (*to_bf16)(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni);
+    /* x[i] = bf16(x[i]) widened back to f32 (nearest even, bit for bit
+     * to_bf16): P and dS rounded as the bf16 GEMMs take them, for bf16
+     * inputs run through fp32 GEMMs (a CPU whose libxsmm has no bf16 kernel). */
+    void (*round_bf16)(float *x, int n);
+    /* o[r][0..cols) *= alpha[r]. */
+    void (*scale_rows)(float *o, int rows, int cols, const float *alpha);
+    /* Scores from raw q.k with an external bias of dtype f32, f16 or bf16
+     * (contiguous rows): s = (s + bias) * scale when add_then_scale
+     * (pse_type 1), else s * scale + bias.  Row strides ld_s, ld_b in
+     * elements (ld_b = 0: one bias row for every row). */
+    void (*add_bias)(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
+                     int64_t ld_b, bool add_then_scale);
+    /* Scores with the generated ALiBi: s = s * scale - slope * g(|d0 - r + c|),
+     * g = sqrt when sqrt_dist (pse_type 3), identity otherwise. */
+    void (*add_alibi)(float *s, int rows, int cols, int ld_s, float scale, float slope, float d0, bool sqrt_dist);
+    /* Dropout stream elements [first, first + count): ao_philox_bytes, bit
+     * for bit (the vector forms run 8 or 16 Philox blocks at once). */
+    void (*philox_bytes)(const ao_philox *g, uint64_t first, size_t count, uint8_t *out);
+    /* Blocks blocks[0..n) (n <= 16, any indices) into out[16 * i]: the tile
+     * form, which gathers the few blocks of many rows into one pass. */
+    void (*philox_blocks)(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out);
+    /* FP8: x[i] = f8(x[i] * scale) as a float, rounded to nearest even, bit
+     * for bit fa_fp8_round_f32 of the float product. */
+    void (*fp8_round)(float *x, int n, float scale, const fa_fp8_format *f);
+    /* max |x[i]| over n values (0 for n = 0; NaNs, quiet or signalling, are ignored). */
+    float (*abs_max)(const float *x, int n);
+    /* y[i] = x[i] * a * b (in that order), plus y[i] first when accumulate;
+     * y may be x.  The FP8 block scales applied around its GEMMs. */
+    void (*scale2)(float *y, const float *x, int n, float a, float b, bool accumulate);
+    /* Dropout: x[r][c] *= (float)keep[r][c] * scale (keep bytes 0/1) over
+     * rows x cols of tiles whose rows are ld apart (x and keep alike). */
+    void (*apply_keep)(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale);
+} fa_kernels;
+
+#define FA_KERNEL_NAMES(X)                                                                                       \
+    X(softmax_fwd) X(softmax_bwd) X(to_bf16) X(round_bf16) X(scale_rows) X(add_bias) X(add_alibi)               \
+    X(philox_bytes) X(philox_blocks) X(fp8_round) X(abs_max) X(scale2) X(apply_keep)
+
+/* ---- KeyPool (src/cpu/kp_cpu.c) ---- */
+typedef struct kp_kernels {
+    /* One group of R rows (key[r], gate[r]: D floats, unit stride; ape
+     * [R][D]): per channel d, w_r = softmax_r(gate[r][d] + ape[r][d]) in f32
+     * (max subtracted, e_r / sum), rounded to bf16 (f16 when !bf16); out[d]
+     * = sum_r w_r key[r][d] in f32, r in order, no FMA contraction. */
+    void (*group_pool)(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
+                       float *out);
+} kp_kernels;
+
+#define KP_KERNEL_NAMES(X) X(group_pool)
+
+/* ---- Block Attention Residuals (src/cpu/ar_cpu.c) ----
+ * Rows of D elements with unit stride, of dtype f32, f16 or bf16 where a
+ * dtype is given; f32 arithmetic.  Reductions: every ISA sums in f32 in its
+ * own order, except ar_dots_f64. */
+typedef struct ar_kernels {
+    /* *vx = sum_d v[d] x[d] (x NULL: sum_d v[d]^2), *vy = sum_d v[d] y[d];
+     * next (may be NULL): the row of the same size the caller reads next,
+     * prefetched into L2 while v is summed. */
+    void (*ar_dots)(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
+                    const void *next);
+    /* ar_dots of f32 activations: the exact products summed in double, each
+     * result rounded to f32 once.  z = scale V.w feeds exp, so an f32 sum's
+     * error, which grows with D, becomes a relative error of every alpha and,
+     * where h = sum alpha V cancels, a large one of h (docs/ATTNRES.md). */
+    void (*ar_dots_f64)(const float *v, int D, const float *x, const float *y, float *vx, float *vy,
+                        const void *next);
+    /* acc[d] = c acc[d] + e v[d]: the forward's online-softmax accumulation
+     * (c = 1, the common case, costs no multiplication by c). */
+    void (*ar_accumulate)(float *acc, float c, float e, const void *v, attnops_dtype dt, int D);
+    /* out[d] = src[d] / div, rounded to out_dt (nearest even). */
+    void (*ar_store_div)(void *out, attnops_dtype out_dt, const float *src, float div, int D);
+    /* The bf16 forms, with the f32 rows (xs, ys, accs, srcs, gs, us) in the
+     * pair-split layout (AR_SPLIT below), which widens bf16 pairs with one
+     * shift and one and; sums in layout order, padding included:
+     * ar_dots_split: *vx = sum v xs (xs NULL: sum v^2), *vy = sum v ys;
+     * ar_accumulate_split: accs = c accs + e split(v);
+     * ar_store_div_split: out[d] = srcs[AR_SPLIT(d)] / div, out_dt bf16 or f32;
+     * ar_grad_row_split: ar_grad_row on v of dtype bf16 or f32 (both in natural
+     * order), gs, ys and us split, out natural (bf16 or f32). */
+    void (*ar_dots_split)(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
+                          const void *next);
+    void (*ar_accumulate_split)(float *accs, float c, float e, const uint16_t *v, int D);
+    void (*ar_store_div_split)(void *out, attnops_dtype out_dt, const float *srcs, float div, int D);
+    void (*ar_grad_row_split)(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
+                              float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream);
+    /* The backward's row update: out[d] = a g[d] + b y[d] + e v[d], rounded
+     * to out_dt; u[d] += b v[d].  stream: out will not be read soon (a call
+     * whose outputs exceed the caches), so an ISA that has non-temporal
+     * stores writes it without first reading its lines (fenced before
+     * returning). */
+    void (*ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
+                        float e, void *out, attnops_dtype out_dt, float *u, bool stream);
+} ar_kernels;
+
+#define AR_KERNEL_NAMES(X)                                                                                       \
+    X(ar_dots) X(ar_dots_f64) X(ar_accumulate) X(ar_store_div) X(ar_dots_split) X(ar_accumulate_split)          \
+    X(ar_store_div_split) X(ar_grad_row_split) X(ar_grad_row)
+
+/* The pair-split layout of a row of D elements, AR_SPLIT_LEN(D) floats:
+ * each chunk of 32 holds its even elements, then its odd ones (a bf16 pair
+ * is one 32-bit lane: its low half shifted up is the even element, its
+ * high half masked the odd one); positions past D hold 0. */
+#define AR_SPLIT_LEN(D) (((D) + 31) / 32 * 32)
+#define AR_SPLIT(d) (((d) & ~31) + (((d) & 1) << 4) + (((d) & 31) >> 1))
+
+typedef struct cpu_kernel_set {
+    fa_kernels fa;
+    kp_kernels kp;
+    ar_kernels ar;
+} cpu_kernel_set;
+
+/* Every kernel of the set, for merging and for the tests: its table, its
+ * name and where its pointer lives. */
+typedef struct cpu_kernel_entry {
+    const char *table, *name;
+    size_t offset;
+} cpu_kernel_entry;
+
+extern const cpu_kernel_entry cpu_kernel_entries[];
+extern const int cpu_kernel_entry_count;
+
+/* A kernel's pointer in a set (NULL: the set does not define it). */
+static inline void (*cpu_kernel_at(const cpu_kernel_set *k, const cpu_kernel_entry *e))(void)
+{
+    void (*f)(void);
+    __builtin_memcpy(&f, (const char *)k + e->offset, sizeof f);
+    return f;
+}
+
+/* The kernels of the ISA in use (isa.h), complete. */
+const cpu_kernel_set *cpu_kernels(void);
+
+/* What each ISA folder defines (partial but for the portable set). */
+extern const cpu_kernel_set cpu_kernels_portable;
+#if defined(__x86_64__)
+extern const cpu_kernel_set cpu_kernels_avx2;
+extern const cpu_kernel_set cpu_kernels_avx512;
+#endif
+
+#endif

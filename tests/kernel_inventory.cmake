@@ -1,0 +1,1 @@
+add_attnops_test(test_kernel_inventory ${CMAKE_CURRENT_SOURCE_DIR}/test_kernel_inventory.c)

@@ -1,0 +1,545 @@
+/* Every kernel of every inventory (src/cpu/kernels.h) on every ISA this
+ * CPU has, against its contract: bitwise where the contract promises it
+ * (bf16 rounding over a sweep of float bit patterns, NaN, inf and
+ * subnormals included, in the plain and VNNI layouts; the dropout stream,
+ * unaligned starts, odd lengths, counter carries; the f8 rounding over a
+ * float sweep, every f8 rounding midpoint +-2 ulps, infinities, NaN; the
+ * FP8 scales, dropout application and row scaling), otherwise within the
+ * bound its numerics allow, against the portable kernel or a statement in
+ * double (softmax steps, score biases, KeyPool pooling, AttnRes rows).
+ * Each (kernel, ISA) prints one line: ok, FAIL, or SKIPPED when the CPU
+ * lacks the ISA; a kernel of the inventory without a check here fails. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu/isa.h"
+#include "cpu/kernels.h"
+#include "fa/fa_fp8.h"
+#include "testutil.h"
+
+static void check_to_bf16(const fa_kernels *k, const char *name)
+{
+    enum { N = 4096 };
+    static float in[N];
+    static uint16_t plain[N], vnni[N];
+    static float widened[N];
+    long bad = 0;
+    for (uint64_t base = 0; base < (UINT64_C(1) << 32) && bad < 5; base += (uint64_t)N * 257) {
+        for (int i = 0; i < N; i++) {
+            uint32_t u = (uint32_t)(base + (uint64_t)i * 257);
+            memcpy(&in[i], &u, 4);
+        }
+        k->to_bf16(in, 1, N, plain, N, false);
+        k->to_bf16(in, 64, 64, vnni, 64, true); /* rows r, r+1 interleaved */
+        memcpy(widened, in, sizeof in);
+        k->round_bf16(widened, N - (int)(base % 7)); /* and a ragged tail */
+        for (int i = 0; i < N; i++) {
+            const int r = i / 64, c = i % 64;
+            const uint16_t want = attnops_f32_to_bf16(in[i]);
+            const uint16_t got_v = vnni[((r / 2) * 64 + c) * 2 + (r & 1)];
+            const int n_round = N - (int)(base % 7);
+            const float want_w = i < n_round ? attnops_bf16_to_f32(want) : in[i];
+            if (memcmp(&widened[i], &want_w, 4) != 0 && !(isnan(widened[i]) && isnan(want_w) && i < n_round &&
+                                                          attnops_f32_to_bf16(widened[i]) == want)) {
+                bad++;
+                TU_CHECK(false, "%s round_bf16(0x%08x) differs from to_bf16", name, (unsigned)(base + (uint64_t)i * 257));
+            }
+            if (plain[i] != want || got_v != want) {
+                bad++;
+                TU_CHECK(false, "%s to_bf16(0x%08x) = 0x%04x / vnni 0x%04x, want 0x%04x", name,
+                         (unsigned)(base + (uint64_t)i * 257), plain[i], got_v, want);
+            }
+        }
+    }
+}
+
+static void check_philox(const fa_kernels *k, const char *name)
+{
+    {
+        tu_rng rb = tu_rng_make(37);
+        for (int t = 0; t < 100; t++) { /* any block indices, 1..16 of them */
+            uint64_t blocks[16];
+            uint8_t gotb[256], wantb[256];
+            const int n = 1 + (int)(tu_next(&rb) % 16);
+            const ao_philox g = ao_philox_make(tu_next(&rb), tu_next(&rb) >> 4);
+            for (int i = 0; i < n; i++) blocks[i] = tu_next(&rb) >> (t % 2 ? 30 : 1);
+            k->philox_blocks(&g, blocks, n, gotb);
+            for (int i = 0; i < n; i++) ao_philox_bytes(&g, blocks[i] * 16, 16, wantb + 16 * i);
+            if (memcmp(gotb, wantb, (size_t)n * 16) != 0) {
+                TU_CHECK(false, "%s philox_blocks (%d blocks) differs", name, n);
+                break;
+            }
+        }
+    }
+    static uint8_t got[5000], want[5000];
+    tu_rng r = tu_rng_make(31);
+    for (int t = 0; t < 200; t++) {
+        const uint64_t seed = tu_next(&r), offset = (t % 3 == 0) ? (UINT64_C(0xFFFFFFFF) * 16 - 7) : tu_next(&r) >> 8;
+        const uint64_t first = tu_next(&r) % 100000;
+        const size_t count = 1 + (size_t)(tu_next(&r) % 4999);
+        const ao_philox g = ao_philox_make(seed, offset);
+        k->philox_bytes(&g, first, count, got);
+        ao_philox_bytes(&g, first, count, want);
+        if (memcmp(got, want, count) != 0) {
+            TU_CHECK(false, "%s philox_bytes(seed %llu, offset %llu, first %llu, count %zu) differs", name,
+                     (unsigned long long)seed, (unsigned long long)offset, (unsigned long long)first, count);
+            return;
+        }
+    }
+}
+
+/* The kernel's f8 rounding (fp8_round, scale 1) must equal decode(encode(x))
+ * of the exact conversion for every value of a float sweep, every f8
+ * rounding midpoint +-2 ulps, infinities and NaN; abs_max the plain max. */
+static void check_fp8(const fa_kernels *k, const char *isa, attnops_dtype fp8)
+{
+    enum { N = 4096 };
+    static float in[N], out[N];
+    const fa_fp8_format f = fa_fp8_format_of(fp8);
+    const bool e4m3 = fp8 == ATTNOPS_DTYPE_F8_E4M3FN;
+    long bad = 0;
+    int n = 0;
+    uint64_t u = 0;
+    int code = 0, special = 0;
+    for (;;) { /* fill a batch: the sweep, then the midpoints, then the specials */
+        n = 0;
+        while (n < N && u < (UINT64_C(1) << 32)) {
+            const uint32_t w = (uint32_t)u;
+            memcpy(&in[n++], &w, 4);
+            u += 4099;
+        }
+        while (n + 5 <= N && u >= (UINT64_C(1) << 32) && code < 255) {
+            const float a = e4m3 ? attnops_f8_e4m3fn_to_f32((uint8_t)code) : attnops_f8_e5m2_to_f32((uint8_t)code);
+            const float b = e4m3 ? attnops_f8_e4m3fn_to_f32((uint8_t)(code + 1)) : attnops_f8_e5m2_to_f32((uint8_t)(code + 1));
+            code++;
+            if (!isfinite(a) || !isfinite(b) || code == 128) continue; /* code 127 -> 128 crosses the sign */
+            float mid = nextafterf(nextafterf((a + b) / 2, -INFINITY), -INFINITY);
+            for (int t = 0; t < 5; t++, mid = nextafterf(mid, INFINITY)) in[n++] = mid;
+        }
+        if (n == 0 && !special) {
+            const float sp[] = {INFINITY, -INFINITY, NAN, -0.0f, 0.0f, 1e30f, -1e30f, 1e-30f};
+            for (size_t t = 0; t < sizeof sp / sizeof sp[0]; t++) in[n++] = sp[t];
+            special = 1;
+        }
+        if (n == 0) break;
+        memcpy(out, in, sizeof(float) * (size_t)n);
+        k->fp8_round(out, n, 1.0f, &f);
+        float want_max = 0.0f;
+        for (int i = 0; i < n; i++) {
+            const uint8_t bits = e4m3 ? attnops_f32_to_f8_e4m3fn(in[i]) : attnops_f32_to_f8_e5m2(in[i]);
+            const float want = e4m3 ? attnops_f8_e4m3fn_to_f32(bits) : attnops_f8_e5m2_to_f32(bits);
+            const bool same = (out[i] == want && signbit(out[i]) == signbit(want)) || (isnan(out[i]) && isnan(want));
+            if (!same && bad++ < 5)
+                TU_CHECK(false, "%s %s fp8_round(%a) = %a, want %a", isa, attnops_dtype_name(fp8), (double)in[i],
+                         (double)out[i], (double)want);
+            if (fabsf(in[i]) > want_max) want_max = fabsf(in[i]); /* NaNs ignored */
+        }
+        const float got_max = k->abs_max(in, n);
+        TU_CHECK(got_max == want_max, "%s abs_max = %a, want %a (n %d)", isa, (double)got_max, (double)want_max, n);
+    }
+}
+
+/* scale2 = (x a) b (+ y), bit for bit the plain-C statement, odd lengths. */
+static void check_scale2(const fa_kernels *k, const char *isa)
+{
+    enum { N = 999 };
+    static float x[N], y[N], got[N];
+    tu_rng r = tu_rng_make(5);
+    for (int i = 0; i < N; i++) x[i] = (float)tu_randn(&r), y[i] = (float)tu_randn(&r);
+    for (int acc = 0; acc < 2; acc++) {
+        memcpy(got, y, sizeof y);
+        k->scale2(got, x, N, 0.37f, 3.1e-3f, acc);
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            const float want = acc ? y[i] + x[i] * 0.37f * 3.1e-3f : x[i] * 0.37f * 3.1e-3f;
+            bad += memcmp(&want, &got[i], 4) != 0;
+        }
+        TU_CHECK(bad == 0, "%s scale2 (accumulate %d): %d of %d values differ", isa, acc, bad, N);
+    }
+}
+
+/* apply_keep, bit for bit the plain-C statement, ragged tiles. */
+static void check_apply_keep(const fa_kernels *k, const char *isa)
+{
+    enum { R = 7, LD = 70 };
+    static float x[R * LD], got[R * LD];
+    static uint8_t keep[R * LD];
+    tu_rng r = tu_rng_make(9);
+    for (int i = 0; i < R * LD; i++) x[i] = (float)tu_randn(&r), keep[i] = (uint8_t)(tu_next(&r) & 1);
+    memcpy(got, x, sizeof x);
+    k->apply_keep(got, keep, R, 67, LD, 1.0f / 0.9f);
+    int bad = 0;
+    for (int i = 0; i < R * LD; i++) {
+        const float want = i % LD < 67 ? x[i] * ((float)keep[i] * (1.0f / 0.9f)) : x[i];
+        bad += memcmp(&want, &got[i], 4) != 0;
+    }
+    TU_CHECK(bad == 0, "%s apply_keep: %d values differ", isa, bad);
+}
+
+/* group_pool against the exact statement: per channel, the softmax weights
+ * in double, each allowed to round one ulp of the weight dtype the other way
+ * (f32 exp and division are that close to a midpoint now and then), the sum
+ * within f32 accumulation.  R in {2, 5, 128}, ragged D, logits spread wide. */
+static void check_group_pool(const kp_kernels *k, const char *isa)
+{
+    static const int Rs[] = {2, 5, 128}, Ds[] = {1, 17, 128};
+    tu_rng r = tu_rng_make(11);
+    for (int bf = 0; bf < 2; bf++)
+        for (int ri = 0; ri < 3; ri++)
+            for (int di = 0; di < 3; di++) {
+                const int R = Rs[ri], D = Ds[di];
+                static float keys[128][128], gates[128][128], ape[128 * 128], out[128];
+                const float *kp[128], *gp[128];
+                for (int i = 0; i < R; i++) {
+                    for (int d = 0; d < D; d++)
+                        keys[i][d] = (float)tu_randn(&r), gates[i][d] = (float)(8 * tu_randn(&r)),
+                        ape[i * D + d] = (float)(0.1 * tu_randn(&r));
+                    kp[i] = keys[i], gp[i] = gates[i];
+                }
+                k->group_pool(kp, gp, ape, R, D, bf, out);
+                int bad = 0;
+                for (int d = 0; d < D; d++) {
+                    double m = -INFINITY, sum = 0, want = 0, bound = 0, e[128];
+                    for (int i = 0; i < R; i++) m = fmax(m, (double)(gates[i][d] + ape[i * D + d]));
+                    for (int i = 0; i < R; i++) sum += e[i] = exp((double)(gates[i][d] + ape[i * D + d]) - m);
+                    for (int i = 0; i < R; i++) {
+                        const double w = e[i] / sum;
+                        want += w * keys[i][d];
+                        bound += fabs(keys[i][d]) * (w * (bf ? 0x1p-8 : 0x1p-11) * 2 + 1e-6 * w);
+                    }
+                    bad += !(fabs(out[d] - want) <= bound + 1e-7);
+                }
+                TU_CHECK(bad == 0, "%s group_pool (R %d, D %d, %s): %d of %d channels off", isa, R, D,
+                         bf ? "bf16" : "f16", bad, D);
+            }
+}
+
+
+/* The softmax steps against the portable statement, on 64-key tiles with
+ * ragged valid widths: max and the exp arguments agree to the rounding of
+ * scale*s (FMA or not), each exp to 2 ulps, sums to f32 summation order. */
+static void check_softmax(const fa_kernels *k, const fa_kernels *ref, const char *isa)
+{
+    enum { R = 5, C = 64 };
+    static const int valids[] = {64, 63, 33, 17, 8, 1};
+    tu_rng r = tu_rng_make(13);
+    int bad = 0;
+    for (int vi = 0; vi < 6; vi++) {
+        const int valid = valids[vi];
+        float s0[R * C], s1[R * C], s2[R * C], dp0[R * C], dp1[R * C], dp2[R * C];
+        float m1[R], m2[R], l1[R], l2[R], a1[R], a2[R], mb[R], lb[R], drow[R];
+        const float scale = 0.125f;
+        for (int i = 0; i < R * C; i++) s0[i] = (float)(8 * tu_randn(&r)), dp0[i] = (float)tu_randn(&r);
+        for (int i = 0; i < R; i++) {
+            m1[i] = m2[i] = i == 0 ? -INFINITY : (float)tu_randn(&r); /* the first tile, then running stats */
+            l1[i] = l2[i] = i == 0 ? 0.0f : 3.0f, drow[i] = (float)tu_randn(&r);
+        }
+        memcpy(s1, s0, sizeof s0), memcpy(s2, s0, sizeof s0);
+        ref->softmax_fwd(s1, R, C, valid, scale, m1, l1, a1);
+        k->softmax_fwd(s2, R, C, valid, scale, m2, l2, a2);
+        for (int i = 0; i < R; i++) {
+            bad += !(m2[i] == m1[i]) + !(fabsf(a2[i] - a1[i]) <= 0x1p-22f * a1[i] + 0x1p-22f * fabsf(m1[i]) * a1[i]);
+            bad += !(fabsf(l2[i] - l1[i]) <= 0x1p-20f * l1[i] * (1 + fabsf(m1[i])));
+            for (int c = 0; c < C; c++) {
+                const float x = s1[i * C + c], y = s2[i * C + c], arg = fabsf(s0[i * C + c] * scale) + fabsf(m1[i]);
+                bad += c >= valid ? y != 0.0f : !(fabsf(y - x) <= x * (0x1p-22f + 0x1p-23f * arg));
+            }
+            mb[i] = m1[i], lb[i] = l1[i];
+        }
+        memcpy(s1, s0, sizeof s0), memcpy(s2, s0, sizeof s0), memcpy(dp1, dp0, sizeof dp0), memcpy(dp2, dp0, sizeof dp0);
+        ref->softmax_bwd(s1, dp1, R, C, valid, scale, mb, lb, drow);
+        k->softmax_bwd(s2, dp2, R, C, valid, scale, mb, lb, drow);
+        for (int i = 0; i < R; i++)
+            for (int c = 0; c < C; c++) {
+                const int at = i * C + c;
+                const float arg = fabsf(s0[at] * scale) + fabsf(mb[i]), tol = 0x1p-21f + 0x1p-23f * arg;
+                if (c >= valid) {
+                    bad += s2[at] != 0.0f || dp2[at] != 0.0f;
+                    continue;
+                }
+                bad += !(fabsf(s2[at] - s1[at]) <= s1[at] * tol);
+                bad += !(fabsf(dp2[at] - dp1[at]) <= s1[at] * fabsf(dp0[at] - drow[i]) * (tol + 0x1p-22f));
+            }
+    }
+    TU_CHECK(bad == 0, "%s softmax_fwd / softmax_bwd: %d values outside their bounds", isa, bad);
+}
+
+/* Row scaling bitwise; score biases (f32, f16, bf16 bias; both pse orders;
+ * ALiBi with and without the square root) within the rounding of a fused
+ * or unfused multiply-add. */
+static void check_scores(const fa_kernels *k, const fa_kernels *ref, const char *isa)
+{
+    enum { R = 6, C = 64, LD = 70 };
+    tu_rng r = tu_rng_make(17);
+    float s0[R * LD], s1[R * LD], s2[R * LD], alpha[R], bias[R * LD];
+    uint16_t bias16[R * LD];
+    int bad = 0;
+    for (int i = 0; i < R * LD; i++) s0[i] = (float)tu_randn(&r), bias[i] = (float)tu_randn(&r);
+    for (int i = 0; i < R; i++) alpha[i] = (float)tu_randn(&r);
+    for (int cols = 61; cols <= C; cols += 3) {
+        memcpy(s1, s0, sizeof s0), memcpy(s2, s0, sizeof s0);
+        ref->scale_rows(s1, R, cols, alpha);
+        k->scale_rows(s2, R, cols, alpha);
+        bad += memcmp(s1, s2, sizeof s1) != 0;
+        for (int dt = 0; dt < 3; dt++) {
+            const attnops_dtype dtype = dt == 0 ? ATTNOPS_DTYPE_F32 : dt == 1 ? ATTNOPS_DTYPE_F16 : ATTNOPS_DTYPE_BF16;
+            for (int i = 0; i < R * LD; i++)
+                bias16[i] = dt == 1 ? attnops_f32_to_f16(bias[i]) : attnops_f32_to_bf16(bias[i]);
+            const void *b = dt == 0 ? (const void *)bias : (const void *)bias16;
+            for (int order = 0; order < 2; order++)
+                for (int one_row = 0; one_row < 2; one_row++) {
+                    memcpy(s1, s0, sizeof s0), memcpy(s2, s0, sizeof s0);
+                    const int64_t ldb = one_row ? 0 : LD;
+                    ref->add_bias(s1, R, cols, LD, 0.3f, b, dtype, ldb, order);
+                    k->add_bias(s2, R, cols, LD, 0.3f, b, dtype, ldb, order);
+                    for (int i = 0; i < R; i++)
+                        for (int c = 0; c < LD; c++) {
+                            const int at = i * LD + c;
+                            const double size = fabs(s0[at] * 0.3) + fabs(bias[(one_row ? 0 : i * LD) + c]) * 1.01;
+                            bad += c >= cols ? s2[at] != s0[at] : !(fabs(s2[at] - s1[at]) <= 0x1p-22 * size);
+                        }
+                }
+        }
+        for (int sq = 0; sq < 2; sq++) {
+            memcpy(s1, s0, sizeof s0), memcpy(s2, s0, sizeof s0);
+            ref->add_alibi(s1, R, cols, LD, 0.3f, 0.0625f, -37.0f, sq);
+            k->add_alibi(s2, R, cols, LD, 0.3f, 0.0625f, -37.0f, sq);
+            for (int i = 0; i < R; i++)
+                for (int c = 0; c < LD; c++) {
+                    const int at = i * LD + c;
+                    const double d = fabs(-37.0 - i + c), size = fabs(s0[at] * 0.3) + 0.0625 * (sq ? sqrt(d) : d);
+                    bad += c >= cols ? s2[at] != s0[at] : !(fabs(s2[at] - s1[at]) <= 0x1p-22 * size);
+                }
+        }
+    }
+    TU_CHECK(bad == 0, "%s scale_rows / add_bias / add_alibi: %d values outside their bounds", isa, bad);
+}
+/* The AttnRes row kernels against their statement in double: f32 sums of
+ * D terms in any order (ar_dots_f64: one f32 rounding), the pair-split forms
+ * bitwise the natural ones on the split row, nothing written past D. */
+
+static void check_ar_rows(const ar_kernels *k, const char *isa)
+{
+    static const int Ds[] = {1, 15, 16, 33, 100, 1536};
+    static const attnops_dtype dts[3] = {ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16};
+    enum { MAXD = 1536 };
+    static float x[MAXD], y[MAXD], g[MAXD], acc[MAXD], acc0[MAXD], u[MAXD], u0[MAXD];
+    static double vd[MAXD];
+    static unsigned char v[MAXD * 4], out[MAXD * 4];
+    tu_rng r = tu_rng_make(5);
+    int bad = 0;
+    for (int di = 0; di < 6; di++)
+        for (int ti = 0; ti < 3; ti++) {
+            const int D = Ds[di];
+            const attnops_dtype dt = dts[ti];
+            const size_t es = attnops_dtype_size(dt);
+            const double ud = tu_unit_roundoff(dt);
+            for (int i = 0; i < D; i++) {
+                ao_store_f64(v + i * es, dt, tu_randn(&r));
+                vd[i] = ao_load_f64(v + i * es, dt);
+                x[i] = (float)tu_randn(&r), y[i] = (float)tu_randn(&r), g[i] = (float)tu_randn(&r);
+                acc0[i] = (float)tu_randn(&r), u0[i] = (float)tu_randn(&r);
+            }
+            float vx, vy, vv, vy2;
+            double ex = 0, ey = 0, ev = 0, sx = 0, sy = 0, sv = 0;
+            k->ar_dots(v, dt, D, x, y, &vx, &vy, NULL);
+            k->ar_dots(v, dt, D, NULL, y, &vv, &vy2, out); /* a prefetch hint changes nothing */
+            for (int i = 0; i < D; i++) {
+                ex += vd[i] * x[i], ey += vd[i] * y[i], ev += vd[i] * vd[i];
+                sx += fabs(vd[i] * x[i]), sy += fabs(vd[i] * y[i]), sv += vd[i] * vd[i];
+            }
+            const double gd = 0x1p-24 * D; /* f32 sums of D terms, any order */
+            bad += !(fabs(vx - ex) <= gd * sx) + !(fabs(vy - ey) <= gd * sy) + !(fabs(vv - ev) <= gd * sv) +
+                   (vy2 != vy);
+            if (dt == ATTNOPS_DTYPE_F32) { /* double sums: one f32 rounding, whatever D (an f32 sum fails this) */
+                float fx, fy, fv, fy2;
+                k->ar_dots_f64((const float *)v, D, x, y, &fx, &fy, NULL);
+                k->ar_dots_f64((const float *)v, D, NULL, y, &fv, &fy2, out);
+                const double gf = 0x1p-52 * D;
+                bad += !(fabs(fx - ex) <= 0x1p-24 * fabs(ex) + gf * sx) + !(fabs(fy - ey) <= 0x1p-24 * fabs(ey) + gf * sy) +
+                       !(fabs(fv - ev) <= 0x1p-24 * ev + gf * sv) + (fy2 != fy);
+            }
+            if (dt == ATTNOPS_DTYPE_BF16) { /* the pair-split forms (isa.h), tails zero-padded */
+                static float ys[MAXD], accs[MAXD], accs0[MAXD], vs[MAXD];
+                static unsigned char outs[MAXD * 4 + 64];
+                const int len = AR_SPLIT_LEN(D);
+                memset(ys, 0, sizeof ys), memset(accs0, 0, sizeof accs0), memset(vs, 0, sizeof vs);
+                for (int i = 0; i < D; i++)
+                    ys[AR_SPLIT(i)] = y[i], accs0[AR_SPLIT(i)] = acc0[i], vs[AR_SPLIT(i)] = (float)vd[i];
+                float sv2, sy2, sv3, sy3;
+                k->ar_dots_split((const uint16_t *)v, D, NULL, ys, &sv2, &sy2, v);
+                k->ar_dots(vs, ATTNOPS_DTYPE_F32, len, NULL, ys, &sv3, &sy3, NULL);
+                bad += !(fabs(sv2 - ev) <= gd * sv) + !(fabs(sy2 - ey) <= gd * sy) + (sv2 != sv3) + (sy2 != sy3);
+                const float c = 0.75f, e = -1.25f, div = 3.0f;
+                memcpy(accs, accs0, sizeof accs);
+                k->ar_accumulate_split(accs, c, e, (const uint16_t *)v, D);
+                for (int i = 0; i < D; i++) {
+                    const double want = (double)c * acc0[i] + (double)e * vd[i], got = accs[AR_SPLIT(i)];
+                    bad += !(fabs(got - want) <= 0x1p-23 * (fabs((double)c * acc0[i]) + fabs((double)e * vd[i])));
+                }
+                for (int pos = 0; pos < len; pos++) bad += accs0[pos] == 0.0f && accs[pos] != 0.0f; /* padding */
+                for (int f32 = 0; f32 < 2; f32++) {
+                    const attnops_dtype odt = f32 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16;
+                    memset(outs, 0x5A, sizeof outs);
+                    k->ar_store_div_split(outs, odt, accs0, div, D);
+                    const size_t oes = attnops_dtype_size(odt);
+                    for (int i = 0; i < D; i++) {
+                        const double q = (double)acc0[i] / div, got = ao_load_f64(outs + i * oes, odt);
+                        bad += !(fabs(got - q) <= 2 * tu_unit_roundoff(odt) * fabs(q));
+                    }
+                    bad += outs[D * oes] != 0x5A; /* nothing written past D */
+                }
+                /* the backward's forms: dots against a split x; the gradient row from bf16 and from the
+                 * same row widened to f32 (strided rows), natural bf16 and f32 outputs, all the same values */
+                static float xs[MAXD], gs[MAXD], us0[MAXD], us[MAXD];
+                memset(xs, 0, sizeof xs), memset(gs, 0, sizeof gs), memset(us0, 0, sizeof us0);
+                for (int i = 0; i < D; i++) xs[AR_SPLIT(i)] = x[i], gs[AR_SPLIT(i)] = g[i], us0[AR_SPLIT(i)] = u0[i];
+                float sx2, sx3;
+                k->ar_dots_split((const uint16_t *)v, D, xs, ys, &sx2, &sy2, NULL);
+                k->ar_dots(vs, ATTNOPS_DTYPE_F32, len, xs, ys, &sx3, &sy3, NULL);
+                bad += !(fabs(sx2 - ex) <= gd * sx) + (sx2 != sx3) + (sy2 != sy3);
+                const float a = 0.5f, bb = 2.0f;
+                for (int form = 0; form < 3; form++) { /* bf16 in -> bf16 out (streamed), f32 in -> bf16, bf16 -> f32 */
+                    static float vnat[MAXD];
+                    static _Alignas(64) unsigned char outg[MAXD * 4 + 64];
+                    for (int i = 0; i < D; i++) vnat[i] = (float)vd[i];
+                    memcpy(us, us0, sizeof us);
+                    memset(outg, 0x5A, sizeof outg);
+                    const attnops_dtype odt = form == 2 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16;
+                    k->ar_grad_row_split(form == 1 ? (const void *)vnat : (const void *)v,
+                                         form == 1 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16, D, gs, ys, a, bb, e, outg,
+                                         odt, us, form == 0);
+                    const size_t oes = attnops_dtype_size(odt);
+                    for (int i = 0; i < D; i++) {
+                        const double terms[3] = {(double)a * g[i], (double)bb * y[i], (double)e * vd[i]};
+                        const double want = terms[0] + terms[1] + terms[2], got = ao_load_f64(outg + i * oes, odt);
+                        const double size = fabs(terms[0]) + fabs(terms[1]) + fabs(terms[2]);
+                        bad += !(fabs(got - want) <= tu_unit_roundoff(odt) * fabs(want) + 0x1p-21 * size);
+                        const double uw = (double)u0[i] + (double)bb * vd[i];
+                        bad += !(fabs(us[AR_SPLIT(i)] - uw) <= 0x1p-23 * (fabs(u0[i]) + fabs(bb * vd[i])));
+                    }
+                    bad += outg[D * oes] != 0x5A;
+                }
+            }
+
+            const float c = 0.75f, e = -1.25f, a = 0.5f, b = 2.0f, div = 3.0f;
+            memcpy(acc, acc0, sizeof(float) * (size_t)D);
+            memcpy(u, u0, sizeof(float) * (size_t)D);
+            k->ar_accumulate(acc, c, e, v, dt, D);
+            k->ar_store_div(out, dt, acc0, div, D);
+            for (int i = 0; i < D; i++) {
+                const double want = (double)c * acc0[i] + (double)e * vd[i];
+                bad += !(fabs(acc[i] - want) <= 0x1p-23 * (fabs((double)c * acc0[i]) + fabs((double)e * vd[i])));
+                const double q = (double)acc0[i] / div, got = ao_load_f64(out + i * es, dt);
+                bad += !(fabs(got - q) <= 2 * ud * fabs(q));
+            }
+            /* streamed stores on a 64-byte aligned copy of out, plain ones on out: both bounded, the same bits */
+            static _Alignas(64) unsigned char out_stream[MAXD * 4];
+            static float u_stream[MAXD];
+            memcpy(u_stream, u0, sizeof(float) * (size_t)D);
+            k->ar_grad_row(v, dt, D, g, y, a, b, e, out, dt, u, false);
+            k->ar_grad_row(v, dt, D, g, y, a, b, e, out_stream, dt, u_stream, true);
+            bad += memcmp(out, out_stream, (size_t)D * es) != 0;
+            bad += memcmp(u, u_stream, sizeof(float) * (size_t)D) != 0;
+            for (int i = 0; i < D; i++) {
+                const double terms[3] = {(double)a * g[i], (double)b * y[i], (double)e * vd[i]};
+                const double want = terms[0] + terms[1] + terms[2], got = ao_load_f64(out + i * es, dt);
+                const double size = fabs(terms[0]) + fabs(terms[1]) + fabs(terms[2]);
+                bad += !(fabs(got - want) <= ud * fabs(want) + 0x1p-21 * size);
+                const double uw = (double)u0[i] + (double)b * vd[i];
+                bad += !(fabs(u[i] - uw) <= 0x1p-23 * (fabs(u0[i]) + fabs(b * vd[i])));
+            }
+        }
+    TU_CHECK(bad == 0, "%s AttnRes row kernels: %d values outside their bounds", isa, bad);
+}
+
+
+/* ---- the inventory walk ---- */
+
+typedef void (*group_check)(const cpu_kernel_set *k, const char *isa);
+
+static void run_bf16(const cpu_kernel_set *k, const char *isa) { check_to_bf16(&k->fa, isa); }
+static void run_philox(const cpu_kernel_set *k, const char *isa) { check_philox(&k->fa, isa); }
+static void run_fp8(const cpu_kernel_set *k, const char *isa)
+{
+    check_fp8(&k->fa, isa, ATTNOPS_DTYPE_F8_E4M3FN);
+    check_fp8(&k->fa, isa, ATTNOPS_DTYPE_F8_E5M2);
+}
+static void run_scale2(const cpu_kernel_set *k, const char *isa) { check_scale2(&k->fa, isa); }
+static void run_keep(const cpu_kernel_set *k, const char *isa) { check_apply_keep(&k->fa, isa); }
+static void run_softmax(const cpu_kernel_set *k, const char *isa) { check_softmax(&k->fa, &cpu_kernels_portable.fa, isa); }
+static void run_scores(const cpu_kernel_set *k, const char *isa) { check_scores(&k->fa, &cpu_kernels_portable.fa, isa); }
+static void run_pool(const cpu_kernel_set *k, const char *isa) { check_group_pool(&k->kp, isa); }
+static void run_ar(const cpu_kernel_set *k, const char *isa) { check_ar_rows(&k->ar, isa); }
+
+/* Each check covers the kernels it names (space-separated, "table.name"). */
+static const struct {
+    const char *kernels;
+    group_check run;
+} CHECKS[] = {
+    {"fa.to_bf16 fa.round_bf16", run_bf16},
+    {"fa.philox_bytes fa.philox_blocks", run_philox},
+    {"fa.fp8_round fa.abs_max", run_fp8},
+    {"fa.scale2", run_scale2},
+    {"fa.apply_keep", run_keep},
+    {"fa.softmax_fwd fa.softmax_bwd", run_softmax},
+    {"fa.scale_rows fa.add_bias fa.add_alibi", run_scores},
+    {"kp.group_pool", run_pool},
+    {"ar.ar_dots ar.ar_dots_f64 ar.ar_accumulate ar.ar_store_div ar.ar_dots_split ar.ar_accumulate_split "
+     "ar.ar_store_div_split ar.ar_grad_row_split ar.ar_grad_row",
+     run_ar},
+};
+enum { NCHECKS = sizeof CHECKS / sizeof CHECKS[0] };
+
+static bool names(const char *list, const cpu_kernel_entry *e)
+{
+    char want[64];
+    snprintf(want, sizeof want, "%s.%s", e->table, e->name);
+    const size_t n = strlen(want);
+    for (const char *p = strstr(list, want); p; p = strstr(p + 1, want))
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return true;
+    return false;
+}
+
+int main(void)
+{
+    int passed = 0, before = tu_failures;
+    /* the inventory itself: every kernel checked once, the portable set complete */
+    for (int e = 0; e < cpu_kernel_entry_count; e++) {
+        const cpu_kernel_entry *ent = &cpu_kernel_entries[e];
+        int covered = 0;
+        for (int c = 0; c < NCHECKS; c++) covered += names(CHECKS[c].kernels, ent);
+        TU_CHECK(covered == 1, "kernel %s.%s is covered by %d checks (want 1)", ent->table, ent->name, covered);
+        TU_CHECK(cpu_kernel_at(&cpu_kernels_portable, ent) != NULL, "the portable set lacks %s.%s", ent->table,
+                 ent->name);
+    }
+    passed += tu_failures == before;
+    printf("inventory: %d kernels in %d checks; ISA in use: %s\n", cpu_kernel_entry_count, NCHECKS, attnops_cpu_isa());
+
+    for (int isa = 0; isa < cpu_isa_count(); isa++) {
+        const char *name = cpu_isa_name(isa);
+        const cpu_kernel_set *k = cpu_kernels_of(isa);
+        for (int c = 0; c < NCHECKS; c++) {
+            if (!k) {
+                for (int e = 0; e < cpu_kernel_entry_count; e++)
+                    if (names(CHECKS[c].kernels, &cpu_kernel_entries[e]))
+                        printf("SKIPPED %s.%s %s: CPU lacks it\n", cpu_kernel_entries[e].table,
+                               cpu_kernel_entries[e].name, name);
+                continue;
+            }
+            before = tu_failures;
+            CHECKS[c].run(k, name);
+            const bool ok = tu_failures == before;
+            passed += ok;
+            for (int e = 0; e < cpu_kernel_entry_count; e++) {
+                const cpu_kernel_entry *ent = &cpu_kernel_entries[e];
+                if (!names(CHECKS[c].kernels, ent)) continue;
+                const int from = cpu_kernel_provider(isa, ent);
+                if (from == isa) printf("%s %s.%s %s\n", ok ? "ok  " : "FAIL", ent->table, ent->name, name);
+                else printf("%s %s.%s %s: inherits %s's\n", ok ? "ok  " : "FAIL", ent->table, ent->name, name,
+                            cpu_isa_name(from));
+            }
+        }
+    }
+    return tu_finish("test_kernel_inventory", passed);
+}
