@@ -199,6 +199,7 @@ int main(int argc, char **argv)
 {
     bench_opts o;
     if (parse_opts(&o, PROG, argc, argv)) return 2;
+    print_machine(PROG);
     const int threads = o.threads;
     omp_set_num_threads(threads); /* the input fill */
     const int64_t T = o.quick ? 512 : 4096;
@@ -206,11 +207,11 @@ int main(int argc, char **argv)
     json_open(&j, o.json_path);
     json_num(&j, "threads", threads);
     json_str(&j, "attnops_version", attnops_version());
-    json_str(&j, "attnops_isa", attnops_cpu_isa());
+    json_machine(&j);
     json_num(&j, "attnres_T", (double)T);
 
     const double bw = copy_gbps(threads);
-    printf("copy bandwidth %.1f GB/s (%d threads, isa %s)\n", bw, threads, attnops_cpu_isa());
+    printf("copy bandwidth %.1f GB/s (%d threads)\n", bw, threads);
     json_num(&j, "copy_gbps", bw);
 
     ar_setup s;

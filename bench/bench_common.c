@@ -328,3 +328,18 @@ void json_close(json_out *j)
     fclose(j->f);
 }
 
+
+void print_machine(const char *prog)
+{
+    printf("%s: attnops %s, isa %s, cpu %s, gemm f32: %s, gemm bf16: %s\n", prog, attnops_version(),
+           attnops_cpu_isa(), attnops_cpu_model(), attnops_gemm_backend(ATTNOPS_DTYPE_F32),
+           attnops_gemm_backend(ATTNOPS_DTYPE_BF16));
+}
+
+void json_machine(json_out *j)
+{
+    json_str(j, "attnops_isa", attnops_cpu_isa());
+    json_str(j, "cpu_model", attnops_cpu_model());
+    json_str(j, "gemm_f32", attnops_gemm_backend(ATTNOPS_DTYPE_F32));
+    json_str(j, "gemm_bf16", attnops_gemm_backend(ATTNOPS_DTYPE_BF16));
+}

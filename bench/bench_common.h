@@ -102,4 +102,9 @@ void json_str(json_out *j, const char *key, const char *v);
 void json_times(json_out *j, const char *prefix, call_times t);
 void json_close(json_out *j);
 
+/* The machine every measurement is reported with: ISA in use, CPU model,
+ * GEMM backend per operand kind; one header line, and the same as JSON keys. */
+void print_machine(const char *prog);
+void json_machine(json_out *j);
+
 #endif

@@ -1078,8 +1078,9 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    printf("bench_fa: attnops %s, isa %s, libxsmm %s, %d threads, %d rounds%s\n", attnops_version(), attnops_cpu_isa(),
-           LIBXSMM_VERSION, threads, reps, quick ? ", quick (S/8)" : "");
+    print_machine("bench_fa");
+    printf("bench_fa: libxsmm %s, %d threads, %d rounds%s\n", LIBXSMM_VERSION, threads, reps,
+           quick ? ", quick (S/8)" : "");
     fflush(stdout);
 
     /* peaks */
@@ -1140,7 +1141,7 @@ int main(int argc, char **argv)
     json_num(&j, "threads", threads);
     json_num(&j, "reps", reps);
     json_num(&j, "quick", quick);
-    json_str(&j, "attnops_isa", attnops_cpu_isa());
+    json_machine(&j);
     json_str(&j, "attnops_version", attnops_version());
     double peak[2] = {NAN, NAN};
     static const char *const pname[2] = {"f32", "bf16"};

@@ -110,9 +110,11 @@ int main(int argc, char **argv)
 {
     bench_opts o;
     if (parse_opts(&o, PROG, argc, argv)) return 2;
+    print_machine(PROG);
     const int threads = o.threads, quick = o.quick, calls = o.calls;
     json_out j;
     json_open(&j, o.json_path);
+    json_machine(&j);
     json_num(&j, "threads", threads);
 
     gemm_bench g;

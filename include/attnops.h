@@ -528,10 +528,21 @@ ATTNOPS_API attnops_status attnops_attn_res_grad_workspace_size(const attnops_at
 ATTNOPS_API attnops_status attnops_attn_res_grad(const attnops_attn_res_bwd_args *args, void *workspace,
                                                  size_t workspace_bytes);
 
-/* Which instruction set the fast kernels run on: "avx512" or "portable".
- * Chosen once from CPUID; ATTNOPS_ISA=portable in the environment forces the
- * portable path (plain C, no JIT GEMMs). */
+/* Which instruction set the fast kernels run on: "avx512", "avx2" (with
+ * FMA and F16C) or "portable" (plain C, no JIT GEMMs).  Chosen once per
+ * process, the best the CPU has; ATTNOPS_ISA=portable|avx2|avx512 in the
+ * environment forces one (a name the CPU lacks, or an unknown one, prints
+ * one line to stderr and keeps the best). */
 ATTNOPS_API const char *attnops_cpu_isa(void);
+
+/* The CPU's model name (CPUID brand string on x86-64; "unknown" elsewhere). */
+ATTNOPS_API const char *attnops_cpu_model(void);
+
+/* What runs the fast kernels' tile GEMMs for operands of this dtype:
+ * "libxsmm JIT (<arch>)", "C loops", or for bf16 where libxsmm has no bf16
+ * kernel "fp32 <backend> on widened bf16".  F32 and F16 (widened exactly)
+ * name the fp32 GEMMs, BF16 the bf16 ones; other dtypes give NULL. */
+ATTNOPS_API const char *attnops_gemm_backend(attnops_dtype dtype);
 
 #ifdef __cplusplus
 }

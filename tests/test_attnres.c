@@ -574,6 +574,7 @@ static bool check_suite(const char *path)
 
 int main(int argc, char **argv)
 {
+    tu_require_isa();
     bool quick = false;
     const char *suite = NULL;
     for (int i = 1; i < argc; i++) {

@@ -165,6 +165,7 @@ static void check_errors(void)
 
 int main(void)
 {
+    tu_require_isa();
     const int64_t s1[] = {5, 5}, s2[] = {37, 37};
     attnops_dropout_mask_args a = {.seed = 11, .offset = 20, .keep_prob = 0.5, .batch = 2, .head_num = 3,
                                    .seq_q = 5, .seq_kv = 37};

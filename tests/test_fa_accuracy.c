@@ -142,6 +142,7 @@ static fa_case_shape random_tnd_shape(tu_rng *r)
 
 int main(int argc, char **argv)
 {
+    tu_require_isa();
     int ncases = 48, nmasked = 60, ntnd = 24, passed = 0;
     const char *one = NULL;
     uint64_t seed = tu_suite_seed();

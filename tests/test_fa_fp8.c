@@ -217,6 +217,7 @@ static int run_case(const char *dir)
 
 int main(int argc, char **argv)
 {
+    tu_require_isa();
     if (argc != 2) {
         fprintf(stderr, "usage: test_fa_fp8 GOLDEN_DIR\n");
         return 2;

@@ -320,6 +320,7 @@ static void tnd_alibi_suite(void)
 
 int main(void)
 {
+    tu_require_isa();
     predicate_suite();
     tnd_predicate_suite();
     tnd_alibi_suite();

@@ -423,6 +423,7 @@ static void check_suite(const char *path)
 
 int main(int argc, char **argv)
 {
+    tu_require_isa();
     bool quick = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;

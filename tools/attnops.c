@@ -265,7 +265,8 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "bench")) return bench(argv + 1);
     if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return usage_to(stdout, 0);
     if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
-        printf("attnops %s\n", attnops_version());
+        printf("attnops %s\nisa: %s\ncpu: %s\ngemm f32: %s\ngemm bf16: %s\n", attnops_version(), attnops_cpu_isa(),
+               attnops_cpu_model(), attnops_gemm_backend(ATTNOPS_DTYPE_F32), attnops_gemm_backend(ATTNOPS_DTYPE_BF16));
         return 0;
     }
     return usage();

@@ -124,3 +124,33 @@ const cpu_kernel_set *cpu_kernels(void) { return &merged[cpu_isa_selected()]; }
 const char *cpu_isa_gemm_target(int isa) { return isa >= 0 && isa < ISA_COUNT ? isas[isa].gemm_target : NULL; }
 
 const char *attnops_cpu_isa(void) { return isas[cpu_isa_selected()].name; }
+
+static char model[64] = "unknown";
+static pthread_once_t model_once = PTHREAD_ONCE_INIT;
+
+static void read_model(void)
+{
+#if defined(__x86_64__)
+    unsigned regs[12];
+    unsigned max;
+    __asm__("cpuid" : "=a"(max) : "a"(0x80000000u) : "ebx", "ecx", "edx");
+    if (max < 0x80000004u) return;
+    for (unsigned leaf = 0; leaf < 3; leaf++) {
+        unsigned *r = regs + 4 * leaf;
+        __asm__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(0x80000002u + leaf), "c"(0));
+    }
+    char brand[49];
+    memcpy(brand, regs, 48);
+    brand[48] = '\0';
+    const char *b = brand;
+    while (*b == ' ') b++;
+    snprintf(model, sizeof model, "%s", b);
+    for (size_t n = strlen(model); n > 0 && model[n - 1] == ' '; n--) model[n - 1] = '\0';
+#endif
+}
+
+const char *attnops_cpu_model(void)
+{
+    pthread_once(&model_once, read_model);
+    return model;
+}

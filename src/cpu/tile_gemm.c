@@ -11,7 +11,7 @@
 static pthread_once_t xsmm_once = PTHREAD_ONCE_INIT;
 static bool jit_allowed;
 static bool jit_kind[3];
-static char backend_text[3][48];
+static char backend_text[3][48], widened_text[80];
 
 static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate))(
     const void *, const void *, float *, ...)
@@ -49,6 +49,7 @@ static void xsmm_init(void)
                                      libxsmm_get_target_arch());
         else snprintf(backend_text[kind], sizeof backend_text[kind], "C loops");
     }
+    snprintf(widened_text, sizeof widened_text, "fp32 %s on widened bf16", backend_text[TILE_GEMM_F32_NN]);
 }
 
 bool tile_gemm_jit_available(tile_gemm_kind kind)
@@ -98,4 +99,16 @@ void tile_gemm_run(const tile_gemm *g, const void *A, const void *B, float *C)
 {
     if (g->jit) g->jit(B, A, C);
     else portable(g, A, B, C);
+}
+
+const char *attnops_gemm_backend(attnops_dtype dtype)
+{
+    switch (dtype) {
+    case ATTNOPS_DTYPE_F32:
+    case ATTNOPS_DTYPE_F16: return tile_gemm_backend(TILE_GEMM_F32_NN);
+    case ATTNOPS_DTYPE_BF16:
+        return tile_gemm_jit_available(TILE_GEMM_BF16_NN_VNNI) ? tile_gemm_backend(TILE_GEMM_BF16_NN_VNNI)
+                                                                : widened_text;
+    default: return NULL;
+    }
 }
