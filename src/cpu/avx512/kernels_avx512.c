@@ -7,27 +7,29 @@
 #include <string.h>
 
 #include "cpu/kernels.h"
+#include "cpu/vec_exp.h"
 
 /* exp(x) for 16 floats, inlined because it runs on every score: Cody-Waite
  * reduction x = n ln2 + r (ln2 split in two so n*ln2_hi is exact), the
  * Cephes expf polynomial on |r| <= ln2/2, then vscalefps for the 2^n, which
  * also underflows cleanly to 0.  Error: at most 1 ULP against the correctly
  * rounded result over [-87.3, 88.7] (a sweep of 44M inputs, see
- * docs/NUMERICS.md); exp(0) = 1 and exp(-inf) = 0 exactly. */
+ * docs/NUMERICS.md); exp(0) = 1 and exp(-inf) = 0 exactly.  The constants
+ * and the scalar statement: cpu/vec_exp.h. */
 static inline __m512 exp16(__m512 x)
 {
-    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
-    const __m512 ln2_hi = _mm512_set1_ps(0.693359375f), ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
-    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.7228f)), _mm512_set1_ps(-104.0f));
+    const __m512 log2e = _mm512_set1_ps(VEC_EXP_LOG2E);
+    const __m512 ln2_hi = _mm512_set1_ps(VEC_EXP_LN2_HI), ln2_lo = _mm512_set1_ps(VEC_EXP_LN2_LO);
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(VEC_EXP_HI)), _mm512_set1_ps(VEC_EXP_LO));
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
     r = _mm512_fnmadd_ps(n, ln2_lo, r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 p = _mm512_set1_ps(VEC_EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEC_EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEC_EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEC_EXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEC_EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEC_EXP_P5));
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     return _mm512_scalef_ps(p, n);
 }
