@@ -14,6 +14,7 @@
 
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
+#include "cpu/vec_exp.h"
 #include "fa/fa_fp8.h"
 #include "testutil.h"
 
@@ -264,6 +265,58 @@ static void check_softmax(const fa_kernels *k, const fa_kernels *ref, const char
     TU_CHECK(bad == 0, "%s softmax_fwd / softmax_bwd: %d values outside their bounds", isa, bad);
 }
 
+/* The one exp algorithm (cpu/vec_exp.h), seen through softmax_fwd: a row
+ * [0, x1 .. x63] with scale 1 has max 0, so its outputs are exp(x) as the
+ * kernel computes it.  Vector ISAs must equal vec_exp_ref bit for bit (so
+ * every ISA agrees); the portable one uses libm's expf.  Both must be
+ * within 1 ulp of the correctly rounded exp (double) on [-87.3, 0], and
+ * give exp(0) = 1, exp(-inf) = 0.  vec_exp_ref itself is held to 1 ulp on
+ * [-87.3, 88.7] (a sweep of float bit patterns). */
+static void check_exp(const fa_kernels *k, const char *isa, bool portable)
+{
+    enum { C = 64 };
+    int bad = 0, worst_shown = 0;
+    float row[C], m = -INFINITY, l = 0.0f, alpha;
+    for (uint32_t u = 0; u <= 0x42AE0000u; u += 9973) { /* +0 .. 87.0, as x = -value */
+        float xs[C - 1];
+        for (int c = 0; c < C - 1; c++) {
+            uint32_t w = u + (uint32_t)c * 13;
+            memcpy(&xs[c], &w, 4);
+            xs[c] = -xs[c];
+        }
+        row[0] = 0.0f;
+        memcpy(row + 1, xs, sizeof xs);
+        if (u == 0) row[1] = -INFINITY;
+        m = -INFINITY, l = 0.0f;
+        k->softmax_fwd(row, 1, C, C, 1.0f, &m, &l, &alpha);
+        bad += row[0] != 1.0f;
+        for (int c = 1; c < C; c++) {
+            const float x = u == 0 && c == 1 ? -INFINITY : xs[c - 1], got = row[c];
+            if (x == -INFINITY) { bad += got != 0.0f; continue; }
+            const float exact = (float)exp((double)x); /* correctly rounded but for double rounding */
+            const double ulp = exact > 0x1p-126f ? ldexp(1.0, ilogb(exact) - 23) : 0x1p-149;
+            const bool off = portable ? !(fabs(got - exact) <= ulp) : memcmp(&got, &(float){vec_exp_ref(x)}, 4) != 0 ||
+                                                                          !(fabs(got - exact) <= ulp);
+            if (off && worst_shown++ < 3)
+                fprintf(stderr, "%s exp(%a) = %a, exact %a, vec_exp_ref %a\n", isa, (double)x, (double)got, exact,
+                        (double)vec_exp_ref(x));
+            bad += off;
+        }
+    }
+    if (portable) { /* the scalar statement itself, over the range the kernels use */
+        for (uint32_t u = 0; u < 0x42B17200u; u += 4099)
+            for (int sign = 0; sign < 2; sign++) {
+                float x;
+                memcpy(&x, &u, 4);
+                if (sign) x = -x;
+                if (x < -87.3f) continue;
+                const float exact = (float)exp((double)x);
+                bad += !(fabs(vec_exp_ref(x) - exact) <= ldexp(1.0, ilogb(exact) - 23));
+            }
+    }
+    TU_CHECK(bad == 0, "%s exp: %d values off (the vector forms must equal vec_exp_ref, all within 1 ulp)", isa, bad);
+}
+
 /* Row scaling bitwise; score biases (f32, f16, bf16 bias; both pse orders;
  * ALiBi with and without the square root) within the rounding of a fused
  * or unfused multiply-add. */
@@ -467,7 +520,11 @@ static void run_fp8(const cpu_kernel_set *k, const char *isa)
 }
 static void run_scale2(const cpu_kernel_set *k, const char *isa) { check_scale2(&k->fa, isa); }
 static void run_keep(const cpu_kernel_set *k, const char *isa) { check_apply_keep(&k->fa, isa); }
-static void run_softmax(const cpu_kernel_set *k, const char *isa) { check_softmax(&k->fa, &cpu_kernels_portable.fa, isa); }
+static void run_softmax(const cpu_kernel_set *k, const char *isa)
+{
+    check_softmax(&k->fa, &cpu_kernels_portable.fa, isa);
+    check_exp(&k->fa, isa, k->fa.softmax_fwd == cpu_kernels_portable.fa.softmax_fwd);
+}
 static void run_scores(const cpu_kernel_set *k, const char *isa) { check_scores(&k->fa, &cpu_kernels_portable.fa, isa); }
 static void run_pool(const cpu_kernel_set *k, const char *isa) { check_group_pool(&k->kp, isa); }
 static void run_ar(const cpu_kernel_set *k, const char *isa) { check_ar_rows(&k->ar, isa); }
