@@ -2,7 +2,8 @@
  * portable/kernels_portable.c is the plain-C statement of it).  Compiled
  * with AVX2 flags and reached only through cpu_kernels() after the CPUID
  * check.  The algorithms are the AVX-512 set's on 8 lanes, so element-wise
- * results are the same bits on both ISAs; reductions sum in their own order.
+ * results are the same bits by construction; reductions sum in their own
+ * order.
  *
  * A step of 8 elements takes the count n of those present (n < 8 only in a
  * row's tail): masked loads (zero past n) and stores for f32, a zero-padded
@@ -97,16 +98,6 @@ static inline double hsum4d(__m256d x)
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
-/* Columns c .. c + 7 of a softmax row (n = cols - c of them present):
- * exp(s - m), 0 at columns >= valid_cols, stored and returned. */
-static inline __m256 softmax_exp8(float *row, int c, int n, int valid_cols, __m256 vm)
-{
-    const __m256 keep = _mm256_castsi256_ps(tail_mask(valid_cols - c));
-    const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load8(row + c, n), vm)), keep);
-    store8(row + c, n, e);
-    return e;
-}
-
 static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l, float *alpha)
 {
     const __m256 vscale = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
@@ -123,12 +114,16 @@ static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scal
         if (m[r] > mx) mx = m[r];
         alpha[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - mx);
         const __m256 vm = _mm256_set1_ps(mx);
-        __m256 sum0 = _mm256_setzero_ps(), sum1 = sum0;
-        for (int c = 0; c < cols; c += 16) {
-            sum0 = _mm256_add_ps(sum0, softmax_exp8(row, c, cols - c, valid_cols, vm));
-            if (c + 8 < cols) sum1 = _mm256_add_ps(sum1, softmax_exp8(row, c + 8, cols - c - 8, valid_cols, vm));
+        /* one accumulator: exp8's throughput bounds this loop, not the add's latency (a second one
+         * spills a register and measured slower) */
+        __m256 sum = _mm256_setzero_ps();
+        for (int c = 0; c < cols; c += 8) {
+            const __m256 keep = _mm256_castsi256_ps(tail_mask(valid_cols - c));
+            const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load8(row + c, cols - c), vm)), keep);
+            store8(row + c, cols - c, e);
+            sum = _mm256_add_ps(sum, e);
         }
-        l[r] = l[r] * alpha[r] + hsum8(_mm256_add_ps(sum0, sum1));
+        l[r] = l[r] * alpha[r] + hsum8(sum);
         m[r] = mx;
     }
 }
@@ -270,22 +265,27 @@ static inline void mul_hi_lo(__m256i a, __m256i m, __m256i *hi, __m256i *lo)
     *lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
 }
 
-/* Philox blocks base + idx[i], i < 8, into out[16 * i]. */
-static void philox8(const ao_philox *g, const uint64_t idx[8], uint8_t out[128])
+/* a < b as unsigned 32-bit lanes: all ones, else 0. */
+static inline __m256i lt_epu32(__m256i a, __m256i b)
 {
-    uint32_t w[4][8];
-    for (int i = 0; i < 8; i++) { /* counters base + idx[i], with the carry */
-        const uint64_t n = idx[i];
-        uint64_t sum = (uint64_t)g->base[0] + (uint32_t)n;
-        w[0][i] = (uint32_t)sum;
-        sum = (uint64_t)g->base[1] + (uint32_t)(n >> 32) + (sum >> 32);
-        w[1][i] = (uint32_t)sum;
-        sum = (uint64_t)g->base[2] + (sum >> 32);
-        w[2][i] = (uint32_t)sum;
-        w[3][i] = g->base[3] + (uint32_t)(sum >> 32);
-    }
-    __m256i c0 = _mm256_loadu_si256((const __m256i *)w[0]), c1 = _mm256_loadu_si256((const __m256i *)w[1]);
-    __m256i c2 = _mm256_loadu_si256((const __m256i *)w[2]), c3 = _mm256_loadu_si256((const __m256i *)w[3]);
+    return _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(a, b), a), _mm256_set1_epi32(-1));
+}
+
+/* Philox blocks base + n_i, n_i = hi[i] << 32 | lo[i] (i < 8), into
+ * out[16 * i].  The counters are built in vector registers: words stored
+ * one by one and loaded as a vector would stall on store forwarding. */
+static void philox8(const ao_philox *g, __m256i lo, __m256i hi, uint8_t out[128])
+{
+    /* base + n_i with the carry through all four words; word 1 adds hi and word 0's carry, either of
+     * which can carry out */
+    const __m256i b0 = _mm256_set1_epi32((int)g->base[0]), b1 = _mm256_set1_epi32((int)g->base[1]);
+    const __m256i b2 = _mm256_set1_epi32((int)g->base[2]), b3 = _mm256_set1_epi32((int)g->base[3]);
+    __m256i c0 = _mm256_add_epi32(b0, lo);
+    const __m256i t = _mm256_add_epi32(b1, hi);
+    __m256i c1 = _mm256_sub_epi32(t, lt_epu32(c0, b0));
+    const __m256i carry1 = _mm256_or_si256(lt_epu32(t, b1), lt_epu32(c1, t));
+    __m256i c2 = _mm256_sub_epi32(b2, carry1);
+    __m256i c3 = _mm256_sub_epi32(b3, _mm256_and_si256(carry1, lt_epu32(c2, b2)));
     const __m256i m0 = _mm256_set1_epi64x(0xD2511F53), m1 = _mm256_set1_epi64x(0xCD9E8D57);
     uint32_t k0 = g->key[0], k1 = g->key[1];
     for (int r = 0; r < 7; r++) {
@@ -312,25 +312,45 @@ static void philox8(const ao_philox *g, const uint64_t idx[8], uint8_t out[128])
  * the portable statement): its index mod 2^60. */
 static void philox_blocks(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out)
 {
-    uint64_t idx[8];
-    uint8_t buf[128];
+    const __m256i mod = _mm256_set1_epi64x((long long)(UINT64_MAX >> 4));
+    const __m256i halves = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7); /* low words, then high words */
     for (int b = 0; b < n; b += 8) {
         const int take = n - b < 8 ? n - b : 8;
-        for (int i = 0; i < 8; i++) idx[i] = blocks[b + (i < take ? i : 0)] & (UINT64_MAX >> 4);
-        philox8(g, idx, buf);
-        memcpy(out + 16 * b, buf, (size_t)take * 16);
+        uint64_t pad[8];
+        const uint64_t *idx = blocks + b;
+        if (take < 8) { /* a short batch repeats its first block */
+            for (int i = 0; i < 8; i++) pad[i] = blocks[b + (i < take ? i : 0)];
+            idx = pad;
+        }
+        const __m256i i0 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)idx), mod);
+        const __m256i i1 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(idx + 4)), mod);
+        const __m256i a = _mm256_permutevar8x32_epi32(i0, halves), c = _mm256_permutevar8x32_epi32(i1, halves);
+        const __m256i lo = _mm256_permute2x128_si256(a, c, 0x20), hi = _mm256_permute2x128_si256(a, c, 0x31);
+        if (take == 8) philox8(g, lo, hi, out + 16 * b);
+        else {
+            uint8_t buf[128];
+            philox8(g, lo, hi, buf);
+            memcpy(out + 16 * b, buf, (size_t)take * 16);
+        }
     }
 }
 
+/* Blocks e / 16 + i, i < 8, a step; whole steps straight into out. */
 static void philox_bytes(const ao_philox *g, uint64_t first, size_t count, uint8_t *out)
 {
-    uint8_t buf[128];
-    uint64_t e = first, idx[8];
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    uint64_t e = first;
     while (count > 0) {
-        for (int i = 0; i < 8; i++) idx[i] = e / 16 + (uint64_t)i;
-        philox8(g, idx, buf);
+        const uint64_t blk = e / 16;
+        const __m256i base_lo = _mm256_set1_epi32((int)(uint32_t)blk), lo = _mm256_add_epi32(base_lo, iota);
+        const __m256i hi = _mm256_sub_epi32(_mm256_set1_epi32((int)(uint32_t)(blk >> 32)), lt_epu32(lo, base_lo));
         const size_t from = (size_t)(e % 16), take = 128 - from < count ? 128 - from : count;
-        memcpy(out, buf + from, take);
+        if (take == 128) philox8(g, lo, hi, out);
+        else {
+            uint8_t buf[128];
+            philox8(g, lo, hi, buf);
+            memcpy(out, buf + from, take);
+        }
         out += take, e += take, count -= take;
     }
 }
@@ -392,9 +412,10 @@ static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld
         const uint8_t *kr = keep + (size_t)r * (size_t)ld;
         for (int c = 0; c < cols; c += 8) {
             const int n = cols - c;
-            uint64_t k8 = 0;
-            memcpy(&k8, kr + c, n >= 8 ? 8 : (size_t)n);
-            const __m256 kf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)k8)));
+            __m128i k8 = _mm_setzero_si128();
+            if (n >= 8) k8 = _mm_loadl_epi64((const __m128i *)(kr + c));
+            else memcpy(&k8, kr + c, (size_t)n);
+            const __m256 kf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(k8));
             store8(row + c, n, _mm256_mul_ps(load8(row + c, n), _mm256_mul_ps(kf, sc)));
         }
     }
@@ -543,7 +564,7 @@ static inline split_chunk split32(const uint16_t *v, int d, int D)
                           _mm256_castsi256_ps(_mm256_and_si256(hi, odd))}};
 }
 
-/* Elements 2i and 2i + 1 (i < 8) of the 16 in a, b. */
+/* Elements 2i (evens8) and 2i + 1 (odds8), i < 8, of the 16 in a, b. */
 static inline __m256 evens8(__m256 a, __m256 b)
 {
     const __m256 s = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
@@ -600,6 +621,8 @@ static inline void store_split32(void *out, attnops_dtype out_dt, int d, int t, 
     if (t > 16) store_split16_f32(o + 16, t - 16, c.q[1], c.q[3]);
 }
 
+/* A chunk a step into four accumulators per sum, one line of next
+ * prefetched into L2 per line of v. */
 static void ar_dots_split(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
                           const void *next)
 {

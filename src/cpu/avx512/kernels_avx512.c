@@ -232,7 +232,8 @@ static void philox_blocks(const ao_philox *g, const uint64_t *blocks, int n, uin
 {
     uint64_t idx[16];
     uint8_t buf[256];
-    for (int i = 0; i < 16; i++) idx[i] = blocks[i < n ? i : 0];
+    /* element offsets are 64-bit: a block index wraps mod 2^60, as in ao_philox_bytes(blocks[i] * 16) */
+    for (int i = 0; i < 16; i++) idx[i] = blocks[i < n ? i : 0] & (UINT64_MAX >> 4);
     philox16(g, idx, buf);
     memcpy(out, buf, (size_t)n * 16);
 }
