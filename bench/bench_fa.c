@@ -96,6 +96,7 @@
 
 #include "attnops.h"
 #include "bench_common.h"
+#include "fma_ceiling.h"
 
 #define MAX_CASES 64
 #define NAME_LEN 96
@@ -1083,7 +1084,10 @@ int main(int argc, char **argv)
            quick ? ", quick (S/8)" : "");
     fflush(stdout);
 
-    /* peaks */
+    /* the FLOP/s ceiling of the ISA in use, then the tile-GEMM peaks (libxsmm
+     * set up by the library first, so a forced ATTNOPS_ISA targets the probe too) */
+    const double ceiling = no_peak ? NAN : fma_ceiling_gflops(attnops_cpu_isa(), threads, 5);
+    (void)attnops_gemm_backend(ATTNOPS_DTYPE_F32);
     gemm_bench gb[2];
     int have_peak[2] = {0, 0};
     double peak_s[2][256];
@@ -1157,15 +1161,23 @@ int main(int argc, char **argv)
         json_numf(&j, peak[b] / threads, "gemm_peak_%s_gflops_per_thread", pname[b], "");
     }
 
-    printf("\n%-44s %10s %10s %10s %9s %10s\n", "case (dense-equivalent FLOPs)", "ms median", "ms min", "GFLOP/s",
-           "% peak", "peak");
+    if (isfinite(ceiling)) {
+        char label[64];
+        snprintf(label, sizeof label, "FMA ceiling %s (%d threads)", attnops_cpu_isa(), threads);
+        printf("%-34s %12.1f   register-only loop, median of 5\n", label, ceiling);
+        json_num(&j, "fma_ceiling_gflops", ceiling);
+    }
+    printf("\n%-44s %10s %10s %10s %9s %10s %9s\n", "case (dense-equivalent FLOPs)", "ms median", "ms min", "GFLOP/s",
+           "% peak", "peak", "% ceiling");
     for (int i = 0; i < ncases; i++) {
         case_data *d = &cd[i];
         double ms = median(d->ms, d->nrep);
         double gf = d->flop / (ms * 1e-3) * 1e-9;
         int pk = d->c.dtype == ATTNOPS_DTYPE_BF16 || is_fp8(d->c.dtype); /* FP8 runs bf16 GEMMs */
         double pct = 100.0 * gf / peak[pk];
-        printf("%-44s %10.2f %10.2f %10.1f %9.1f %10s\n", d->c.name, ms, vmin(d->ms, d->nrep), gf, pct, pname[pk]);
+        printf("%-44s %10.2f %10.2f %10.1f %9.1f %10s %9.1f\n", d->c.name, ms, vmin(d->ms, d->nrep), gf, pct, pname[pk],
+               100.0 * gf / ceiling);
+        if (isfinite(ceiling)) json_numf(&j, 100.0 * gf / ceiling, "%s_pct_ceiling", d->c.name, "");
         json_numf(&j, ms, "%s_ms_median", d->c.name, "");
         json_numf(&j, vmin(d->ms, d->nrep), "%s_ms_min", d->c.name, "");
         json_numf(&j, gf, "%s_gflops", d->c.name, "");

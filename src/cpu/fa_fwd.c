@@ -133,6 +133,15 @@ static void pack_kv_head(const fa_problem *p, const fa_tiling *t, int64_t b, int
     else pack_rows(PACK_F32, &p->v, b, n2, first, S2p, end, p->Dv, vbuf, p->Dv);
 }
 
+/* Once the running maxima settle, every alpha is 1 and O needs no
+ * rescaling (o * 1 = o exactly, so skipping it changes no bit). */
+static bool all_ones(const float *alpha, int n)
+{
+    for (int r = 0; r < n; r++)
+        if (alpha[r] != 1.0f) return false;
+    return true;
+}
+
 /* One q tile of one query head against every kv tile. */
 static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *gm, const fa_kernels *kern,
                      const fa_dropout *drop, const fwd_scratch *sc, int64_t b, int64_t h, int64_t q0, const char *kbuf,
@@ -172,7 +181,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
             fa_dropout_tile(drop, p, b, drop_base, h, q0, rows, k0, valid, sc->keep, FA_BK);
             kern->apply_keep(sc->s, sc->keep, rows, valid, FA_BK, drop->scale);
         }
-        kern->scale_rows(sc->o, trows, (int)p->Dv, sc->alpha);
+        if (!all_ones(sc->alpha, trows)) kern->scale_rows(sc->o, trows, (int)p->Dv, sc->alpha);
         const tile_gemm *pv = &gm->pv[half_rows][half_keys];
         if (t->bf16) {
             kern->to_bf16(sc->s, trows, FA_BK, sc->pb, FA_BK, false);
