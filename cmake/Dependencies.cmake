@@ -1,8 +1,14 @@
 # libxsmm (Debian libxsmm-dev ships static archives only, built -fPIC).
-# Private: the shared library embeds it.
-find_path(LIBXSMM_INCLUDE_DIR libxsmm.h REQUIRED)
-find_library(LIBXSMM_LIBRARY NAMES libxsmm.a xsmm REQUIRED)
-find_library(LIBXSMM_NOBLAS_LIBRARY NAMES libxsmmnoblas.a xsmmnoblas REQUIRED)
+# Private: the shared library embeds it.  libxsmm 1.17 is x86-only (its
+# headers refuse other CPUs), so it is required on x86-64 and left out
+# elsewhere, where the tile GEMMs run their C loops (src/cpu/tile_gemm.c).
 find_library(MATH_LIBRARY m REQUIRED)
-set(ATTNOPS_PRIVATE_LIBS ${LIBXSMM_LIBRARY} ${LIBXSMM_NOBLAS_LIBRARY} ${MATH_LIBRARY}
-    ${CMAKE_DL_LIBS} pthread)
+set(ATTNOPS_PRIVATE_LIBS ${MATH_LIBRARY} ${CMAKE_DL_LIBS} pthread)
+set(ATTNOPS_HAVE_LIBXSMM OFF)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  find_path(LIBXSMM_INCLUDE_DIR libxsmm.h REQUIRED)
+  find_library(LIBXSMM_LIBRARY NAMES libxsmm.a xsmm REQUIRED)
+  find_library(LIBXSMM_NOBLAS_LIBRARY NAMES libxsmmnoblas.a xsmmnoblas REQUIRED)
+  set(ATTNOPS_PRIVATE_LIBS ${LIBXSMM_LIBRARY} ${LIBXSMM_NOBLAS_LIBRARY} ${ATTNOPS_PRIVATE_LIBS})
+  set(ATTNOPS_HAVE_LIBXSMM ON)
+endif()

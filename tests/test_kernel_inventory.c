@@ -8,8 +8,12 @@
  * bound its numerics allow, against the portable kernel or a statement in
  * double (softmax steps, score biases, KeyPool pooling, AttnRes rows).
  * Each (kernel, ISA) prints one line: ok, FAIL, or SKIPPED when the CPU
- * lacks the ISA; a kernel of the inventory without a check here fails. */
+ * lacks the ISA; a kernel of the inventory without a check here fails.
+ * A self-test then replaces each kernel, alone, by a slightly wrong one (one
+ * output off by an ulp or a little more) and requires its check to fail. */
+#include <fcntl.h>
 #include <math.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "cpu/isa.h"
@@ -412,7 +416,7 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
                 bad += !(fabs(fx - ex) <= 0x1p-24 * fabs(ex) + gf * sx) + !(fabs(fy - ey) <= 0x1p-24 * fabs(ey) + gf * sy) +
                        !(fabs(fv - ev) <= 0x1p-24 * ev + gf * sv) + (fy2 != fy);
             }
-            if (dt == ATTNOPS_DTYPE_BF16) { /* the pair-split forms (isa.h), tails zero-padded */
+            if (dt == ATTNOPS_DTYPE_BF16) { /* the pair-split forms (kernels.h), tails zero-padded */
                 static float ys[MAXD], accs[MAXD], accs0[MAXD], vs[MAXD];
                 static unsigned char outs[MAXD * 4 + 64];
                 const int len = AR_SPLIT_LEN(D);
@@ -558,14 +562,183 @@ static bool names(const char *list, const cpu_kernel_entry *e)
     return false;
 }
 
+/* ---- the checks can fail: each kernel wrong in one output ---- */
+
+static const cpu_kernel_set *P = &cpu_kernels_portable;
+static float up(float x) { return nextafterf(x, INFINITY); }
+static void flip(void *out) { ((unsigned char *)out)[1] ^= 0x40; } /* a high bit of element 0 in any dtype */
+
+static void bad_softmax_fwd(float *s, int rows, int cols, int valid, float scale, float *m, float *l, float *alpha)
+{
+    P->fa.softmax_fwd(s, rows, cols, valid, scale, m, l, alpha);
+    s[0] *= 1.0f + 0x1p-18f;
+}
+static void bad_softmax_bwd(float *s, float *dp, int rows, int cols, int valid, float scale, const float *m,
+                            const float *l, const float *drow)
+{
+    P->fa.softmax_bwd(s, dp, rows, cols, valid, scale, m, l, drow);
+    dp[0] *= 1.0f + 0x1p-16f;
+}
+static void bad_to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld, bool vnni)
+{
+    P->fa.to_bf16(src, rows, cols, dst, ld, vnni);
+    dst[0] ^= 1;
+}
+static void bad_round_bf16(float *x, int n)
+{
+    P->fa.round_bf16(x, n);
+    uint32_t u;
+    memcpy(&u, x, 4), u += 0x10000, memcpy(x, &u, 4);
+}
+static void bad_scale_rows(float *o, int rows, int cols, const float *alpha)
+{
+    P->fa.scale_rows(o, rows, cols, alpha);
+    o[0] = up(o[0]);
+}
+static void bad_add_bias(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dt,
+                         int64_t ld_b, bool add_then_scale)
+{
+    P->fa.add_bias(s, rows, cols, ld_s, scale, bias, dt, ld_b, add_then_scale);
+    s[0] += 1e-4f * (fabsf(s[0]) + 1.0f);
+}
+static void bad_add_alibi(float *s, int rows, int cols, int ld_s, float scale, float slope, float d0, bool sq)
+{
+    P->fa.add_alibi(s, rows, cols, ld_s, scale, slope, d0, sq);
+    s[0] += 1e-4f * (fabsf(s[0]) + 1.0f);
+}
+static void bad_philox_bytes(const ao_philox *g, uint64_t first, size_t count, uint8_t *out)
+{
+    P->fa.philox_bytes(g, first, count, out);
+    out[count - 1] ^= 1;
+}
+static void bad_philox_blocks(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out)
+{
+    P->fa.philox_blocks(g, blocks, n, out);
+    out[0] ^= 1;
+}
+static void bad_fp8_round(float *x, int n, float scale, const fa_fp8_format *f)
+{
+    P->fa.fp8_round(x, n, scale, f);
+    if (n > 0) x[0] = up(x[0]);
+}
+static float bad_abs_max(const float *x, int n) { return up(P->fa.abs_max(x, n)); }
+static void bad_scale2(float *y, const float *x, int n, float a, float b, bool acc)
+{
+    P->fa.scale2(y, x, n, a, b, acc);
+    y[0] = up(y[0]);
+}
+static void bad_apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale)
+{
+    P->fa.apply_keep(x, keep, rows, cols, ld, scale);
+    x[0] = up(x[0]);
+}
+static void bad_group_pool(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
+                           float *out)
+{
+    P->kp.group_pool(key, gate, ape, R, D, bf16, out);
+    out[0] += 1e-3f * (fabsf(out[0]) + 1.0f);
+}
+static void bad_ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
+                        const void *next)
+{
+    P->ar.ar_dots(v, dt, D, x, y, vx, vy, next);
+    *vy += 1e-2f * (fabsf(*vy) + 1.0f);
+}
+static void bad_ar_dots_f64(const float *v, int D, const float *x, const float *y, float *vx, float *vy,
+                            const void *next)
+{
+    P->ar.ar_dots_f64(v, D, x, y, vx, vy, next);
+    *vy *= 1.0f + 0x1p-20f;
+}
+static void bad_ar_accumulate(float *acc, float c, float e, const void *v, attnops_dtype dt, int D)
+{
+    P->ar.ar_accumulate(acc, c, e, v, dt, D);
+    acc[0] += 1e-2f * (fabsf(acc[0]) + 1.0f);
+}
+static void bad_ar_store_div(void *out, attnops_dtype dt, const float *src, float div, int D)
+{
+    P->ar.ar_store_div(out, dt, src, div, D);
+    flip(out);
+}
+static void bad_ar_dots_split(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
+                              const void *next)
+{
+    P->ar.ar_dots_split(v, D, xs, ys, vx, vy, next);
+    *vy += 1e-2f * (fabsf(*vy) + 1.0f);
+}
+static void bad_ar_accumulate_split(float *accs, float c, float e, const uint16_t *v, int D)
+{
+    P->ar.ar_accumulate_split(accs, c, e, v, D);
+    accs[0] += 1e-2f * (fabsf(accs[0]) + 1.0f);
+}
+static void bad_ar_store_div_split(void *out, attnops_dtype dt, const float *srcs, float div, int D)
+{
+    P->ar.ar_store_div_split(out, dt, srcs, div, D);
+    flip(out);
+}
+static void bad_ar_grad_row_split(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
+                                  float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream)
+{
+    P->ar.ar_grad_row_split(v, dt, D, gs, ys, a, b, e, out, out_dt, us, stream);
+    flip(out);
+}
+static void bad_ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
+                            float e, void *out, attnops_dtype out_dt, float *u, bool stream)
+{
+    P->ar.ar_grad_row(v, dt, D, g, y, a, b, e, out, out_dt, u, stream);
+    flip(out);
+}
+
+static const cpu_kernel_set BROKEN = {
+    .fa = {.softmax_fwd = bad_softmax_fwd, .softmax_bwd = bad_softmax_bwd, .to_bf16 = bad_to_bf16,
+           .round_bf16 = bad_round_bf16, .scale_rows = bad_scale_rows, .add_bias = bad_add_bias,
+           .add_alibi = bad_add_alibi, .philox_bytes = bad_philox_bytes, .philox_blocks = bad_philox_blocks,
+           .fp8_round = bad_fp8_round, .abs_max = bad_abs_max, .scale2 = bad_scale2, .apply_keep = bad_apply_keep},
+    .kp = {.group_pool = bad_group_pool},
+    .ar = {.ar_dots = bad_ar_dots, .ar_dots_f64 = bad_ar_dots_f64, .ar_accumulate = bad_ar_accumulate,
+           .ar_store_div = bad_ar_store_div, .ar_dots_split = bad_ar_dots_split,
+           .ar_accumulate_split = bad_ar_accumulate_split, .ar_store_div_split = bad_ar_store_div_split,
+           .ar_grad_row_split = bad_ar_grad_row_split, .ar_grad_row = bad_ar_grad_row},
+};
+
+/* Each kernel alone replaced by its broken form must fail its check (the
+ * checks' own FAIL lines are silenced; a check that passes is reported). */
+static bool self_test(int ncheck_of[])
+{
+    fflush(stderr);
+    const int saved_err = dup(2), devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, 2);
+    int missed = 0;
+    const char *missed_name[64];
+    for (int e = 0; e < cpu_kernel_entry_count; e++) {
+        const cpu_kernel_entry *ent = &cpu_kernel_entries[e];
+        cpu_kernel_set k = cpu_kernels_portable;
+        void (*bad)(void) = cpu_kernel_at(&BROKEN, ent);
+        memcpy((char *)&k + ent->offset, &bad, sizeof bad);
+        const int before = tu_failures;
+        CHECKS[ncheck_of[e]].run(&k, "broken");
+        if (tu_failures == before && missed < 64) missed_name[missed++] = ent->name;
+        tu_failures = before;
+    }
+    fflush(stderr);
+    if (saved_err >= 0) dup2(saved_err, 2), close(saved_err);
+    if (devnull >= 0) close(devnull);
+    for (int i = 0; i < missed; i++) TU_CHECK(false, "self-test: a broken %s passes its check", missed_name[i]);
+    printf("self-test: %d of %d broken kernels caught by their checks\n", cpu_kernel_entry_count - missed,
+           cpu_kernel_entry_count);
+    return missed == 0;
+}
+
 int main(void)
 {
     int passed = 0, before = tu_failures;
+    int check_of[sizeof(cpu_kernel_set) / sizeof(void (*)(void))] = {0};
     /* the inventory itself: every kernel checked once, the portable set complete */
     for (int e = 0; e < cpu_kernel_entry_count; e++) {
         const cpu_kernel_entry *ent = &cpu_kernel_entries[e];
         int covered = 0;
-        for (int c = 0; c < NCHECKS; c++) covered += names(CHECKS[c].kernels, ent);
+        for (int c = 0; c < NCHECKS; c++)
+            if (names(CHECKS[c].kernels, ent)) covered++, check_of[e] = c;
         TU_CHECK(covered == 1, "kernel %s.%s is covered by %d checks (want 1)", ent->table, ent->name, covered);
         TU_CHECK(cpu_kernel_at(&cpu_kernels_portable, ent) != NULL, "the portable set lacks %s.%s", ent->table,
                  ent->name);
@@ -598,5 +771,6 @@ int main(void)
             }
         }
     }
+    if (tu_failures == 0) passed += self_test(check_of); /* only meaningful once the inventory is sound */
     return tu_finish("test_kernel_inventory", passed);
 }

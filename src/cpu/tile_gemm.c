@@ -1,6 +1,8 @@
 #include "cpu/tile_gemm.h"
 
+#if ATTNOPS_HAVE_LIBXSMM
 #include <libxsmm.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +18,10 @@ static char backend_text[3][48], widened_text[80];
 static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate))(
     const void *, const void *, float *, ...)
 {
+#if !ATTNOPS_HAVE_LIBXSMM /* a build without libxsmm (non-x86 hosts): the C loops */
+    (void)kind, (void)M, (void)N, (void)K, (void)lda, (void)ldb, (void)ldc, (void)accumulate;
+    return NULL;
+#else
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     const libxsmm_blasint m = N, n = M, k = K, la = ldb, lb = lda, lc = ldc;
     int flags = 0;
@@ -30,6 +36,7 @@ static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ld
         return (fn)libxsmm_bsmmdispatch(m, n, k, &la, &lb, &lc, &alpha, &beta, &flags, NULL);
     }
     return NULL;
+#endif
 }
 
 /* The ISA in use decides whether libxsmm may JIT and for which target (a
@@ -39,15 +46,19 @@ static void xsmm_init(void)
 {
     const char *target = cpu_isa_gemm_target(cpu_isa_selected());
     jit_allowed = target != NULL;
+#if ATTNOPS_HAVE_LIBXSMM
     if (jit_allowed) {
         if (*target) libxsmm_set_target_arch(target);
         libxsmm_init();
     }
+#endif
     for (int kind = 0; kind < 3; kind++) {
         jit_kind[kind] = jit_allowed && dispatch((tile_gemm_kind)kind, 64, 64, 64, 64, 64, 64, false) != NULL;
-        if (jit_kind[kind]) snprintf(backend_text[kind], sizeof backend_text[kind], "libxsmm JIT (%s)",
-                                     libxsmm_get_target_arch());
-        else snprintf(backend_text[kind], sizeof backend_text[kind], "C loops");
+        snprintf(backend_text[kind], sizeof backend_text[kind], "C loops");
+#if ATTNOPS_HAVE_LIBXSMM
+        if (jit_kind[kind])
+            snprintf(backend_text[kind], sizeof backend_text[kind], "libxsmm JIT (%s)", libxsmm_get_target_arch());
+#endif
     }
     snprintf(widened_text, sizeof widened_text, "fp32 %s on widened bf16", backend_text[TILE_GEMM_F32_NN]);
 }
