@@ -511,11 +511,46 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
 }
 
 
+/* The f16 conversions bit for bit the library's: every f16 encoding
+ * widened, and a sweep of float bit patterns (NaN, inf, subnormals, every
+ * rounding boundary region) narrowed, with ragged lengths. */
+static void check_f16(const fa_kernels *k, const char *isa)
+{
+    enum { N = 4096 };
+    static uint16_t h[N], got_h[N + 8];
+    static float f[N], got_f[N + 8];
+    int bad = 0;
+    for (uint32_t base = 0; base < 65536; base += N) {
+        for (int i = 0; i < N; i++) h[i] = (uint16_t)(base + (uint32_t)i);
+        const int n = N - (int)(base / N % 7);
+        got_f[n] = 12345.0f;
+        k->f16_to_f32(h, n, got_f);
+        for (int i = 0; i < n; i++) {
+            const float want = attnops_f16_to_f32(h[i]);
+            bad += memcmp(&want, &got_f[i], 4) != 0;
+        }
+        bad += got_f[n] != 12345.0f; /* nothing written past n */
+    }
+    for (uint64_t base = 0; base < (UINT64_C(1) << 32); base += (uint64_t)N * 263) {
+        for (int i = 0; i < N; i++) {
+            const uint32_t u = (uint32_t)(base + (uint64_t)i * 263);
+            memcpy(&f[i], &u, 4);
+        }
+        const int n = N - (int)(base % 5);
+        got_h[n] = 0xBEEF;
+        k->f32_to_f16(f, n, got_h);
+        for (int i = 0; i < n; i++) bad += got_h[i] != attnops_f32_to_f16(f[i]);
+        bad += got_h[n] != 0xBEEF;
+    }
+    TU_CHECK(bad == 0, "%s f16_to_f32 / f32_to_f16: %d values differ from the library's conversions", isa, bad);
+}
+
 /* ---- the inventory walk ---- */
 
 typedef void (*group_check)(const cpu_kernel_set *k, const char *isa);
 
 static void run_bf16(const cpu_kernel_set *k, const char *isa) { check_to_bf16(&k->fa, isa); }
+static void run_f16(const cpu_kernel_set *k, const char *isa) { check_f16(&k->fa, isa); }
 static void run_philox(const cpu_kernel_set *k, const char *isa) { check_philox(&k->fa, isa); }
 static void run_fp8(const cpu_kernel_set *k, const char *isa)
 {
@@ -539,6 +574,7 @@ static const struct {
     group_check run;
 } CHECKS[] = {
     {"fa.to_bf16 fa.round_bf16", run_bf16},
+    {"fa.f16_to_f32 fa.f32_to_f16", run_f16},
     {"fa.philox_bytes fa.philox_blocks", run_philox},
     {"fa.fp8_round fa.abs_max", run_fp8},
     {"fa.scale2", run_scale2},
@@ -589,6 +625,16 @@ static void bad_round_bf16(float *x, int n)
     P->fa.round_bf16(x, n);
     uint32_t u;
     memcpy(&u, x, 4), u += 0x10000, memcpy(x, &u, 4);
+}
+static void bad_f16_to_f32(const uint16_t *src, int n, float *dst)
+{
+    P->fa.f16_to_f32(src, n, dst);
+    dst[n - 1] = up(dst[n - 1]);
+}
+static void bad_f32_to_f16(const float *src, int n, uint16_t *dst)
+{
+    P->fa.f32_to_f16(src, n, dst);
+    dst[n - 1] ^= 1;
 }
 static void bad_scale_rows(float *o, int rows, int cols, const float *alpha)
 {
@@ -691,7 +737,8 @@ static void bad_ar_grad_row(const void *v, attnops_dtype dt, int D, const float 
 
 static const cpu_kernel_set BROKEN = {
     .fa = {.softmax_fwd = bad_softmax_fwd, .softmax_bwd = bad_softmax_bwd, .to_bf16 = bad_to_bf16,
-           .round_bf16 = bad_round_bf16, .scale_rows = bad_scale_rows, .add_bias = bad_add_bias,
+           .round_bf16 = bad_round_bf16, .f16_to_f32 = bad_f16_to_f32, .f32_to_f16 = bad_f32_to_f16,
+           .scale_rows = bad_scale_rows, .add_bias = bad_add_bias,
            .add_alibi = bad_add_alibi, .philox_bytes = bad_philox_bytes, .philox_blocks = bad_philox_blocks,
            .fp8_round = bad_fp8_round, .abs_max = bad_abs_max, .scale2 = bad_scale2, .apply_keep = bad_apply_keep},
     .kp = {.group_pool = bad_group_pool},

@@ -44,6 +44,11 @@ typedef struct fa_kernels {
      * to_bf16): P and dS rounded as the bf16 GEMMs take them, for bf16
      * inputs run through fp32 GEMMs (a CPU whose libxsmm has no bf16 kernel). */
     void (*round_bf16)(float *x, int n);
+    /* The packers' f16 conversions of contiguous rows, bit for bit
+     * attnops_f16_to_f32 (exact; a NaN quietened) and attnops_f32_to_f16
+     * (nearest even; a NaN to the sign and 0x7E00). */
+    void (*f16_to_f32)(const uint16_t *src, int n, float *dst);
+    void (*f32_to_f16)(const float *src, int n, uint16_t *dst);
     /* o[r][0..cols) *= alpha[r]. */
     void (*scale_rows)(float *o, int rows, int cols, const float *alpha);
     /* Scores from raw q.k with an external bias of dtype f32, f16 or bf16
@@ -75,7 +80,7 @@ typedef struct fa_kernels {
 } fa_kernels;
 
 #define FA_KERNEL_NAMES(X)                                                                                       \
-    X(softmax_fwd) X(softmax_bwd) X(to_bf16) X(round_bf16) X(scale_rows) X(add_bias) X(add_alibi)               \
+    X(softmax_fwd) X(softmax_bwd) X(to_bf16) X(round_bf16) X(f16_to_f32) X(f32_to_f16) X(scale_rows) X(add_bias) X(add_alibi)               \
     X(philox_bytes) X(philox_blocks) X(fp8_round) X(abs_max) X(scale2) X(apply_keep)
 
 /* ---- KeyPool (src/cpu/kp_cpu.c) ---- */

@@ -37,7 +37,8 @@ static void load_row(pack_elem elem, const char *src, attnops_dtype dtype, int64
         else for (int64_t i = 0; i < n; i++) out[i] = ((const float *)src)[i * stride];
         break;
     case ATTNOPS_DTYPE_F16:
-        for (int64_t i = 0; i < n; i++) out[i] = attnops_f16_to_f32(((const uint16_t *)src)[i * stride]);
+        if (stride == 1) cpu_kernels()->fa.f16_to_f32((const uint16_t *)src, (int)n, out); /* n <= CHUNK */
+        else for (int64_t i = 0; i < n; i++) out[i] = attnops_f16_to_f32(((const uint16_t *)src)[i * stride]);
         break;
     case ATTNOPS_DTYPE_BF16:
         for (int64_t i = 0; i < n; i++) out[i] = ao_bf16_to_f32(((const uint16_t *)src)[i * stride]);
@@ -247,12 +248,14 @@ void pack_cols_vnni(const fa_view *v, int64_t b, int64_t n, int64_t s0, int64_t 
 /* One output row of `cols` values, scaled and rounded to the view's dtype. */
 static void store_row(const float *in, float value, const fa_view *v, char *out, int64_t cols)
 {
-    if (v->dtype == ATTNOPS_DTYPE_BF16 && v->sd == 1) { /* the vector kernel rounds contiguous rows */
+    const bool f16 = v->dtype == ATTNOPS_DTYPE_F16;
+    if ((v->dtype == ATTNOPS_DTYPE_BF16 || f16) && v->sd == 1) { /* the vector kernels round contiguous rows */
         float tmp[CHUNK];
         for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
             const int m = (int)(cols - c0 < CHUNK ? cols - c0 : CHUNK);
             for (int c = 0; c < m; c++) tmp[c] = value * in[c0 + c];
-            cpu_kernels()->fa.to_bf16(tmp, 1, m, (uint16_t *)out + c0, m, false);
+            if (f16) cpu_kernels()->fa.f32_to_f16(tmp, m, (uint16_t *)out + c0);
+            else cpu_kernels()->fa.to_bf16(tmp, 1, m, (uint16_t *)out + c0, m, false);
         }
         return;
     }

@@ -226,6 +226,27 @@ static inline void store8_dt(void *dst, attnops_dtype dtype, int64_t at, int n, 
     else store8_u16((uint16_t *)dst + at, n, bf16_round(x));
 }
 
+static void f16_to_f32(const uint16_t *src, int n, float *dst)
+{
+    for (int i = 0; i < n; i += 8) store8(dst + i, n - i, _mm256_cvtph_ps(load8_u16(src + i, n - i)));
+}
+
+/* vcvtps2ph is attnops_f32_to_f16 but for NaNs, which keep part of their
+ * payload there and become sign | 0x7E00 here. */
+static void f32_to_f16(const float *src, int n, uint16_t *dst)
+{
+    const __m256i absmask = _mm256_set1_epi32(0x7fffffff), canon = _mm256_set1_epi32(0x7e00);
+    for (int i = 0; i < n; i += 8) {
+        const __m256 x = load8(src + i, n - i);
+        const __m256i u = _mm256_castps_si256(x);
+        const __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absmask), _mm256_set1_epi32(0x7f800000));
+        const __m256i fixed = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x8000)), canon);
+        const __m256i r = _mm256_blendv_epi8(h, fixed, nan);
+        store8_u16(dst + i, n - i, _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+    }
+}
+
 static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
                      int64_t ld_b, bool add_then_scale)
 {
@@ -721,6 +742,7 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
 
 const cpu_kernel_set cpu_kernels_avx2 = {
     .fa = {.softmax_fwd = softmax_fwd, .softmax_bwd = softmax_bwd, .to_bf16 = to_bf16, .round_bf16 = round_bf16,
+           .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,
            .scale_rows = scale_rows, .add_bias = add_bias, .add_alibi = add_alibi, .philox_bytes = philox_bytes,
            .philox_blocks = philox_blocks, .fp8_round = fp8_round, .abs_max = abs_max, .scale2 = scale2,
            .apply_keep = apply_keep},

@@ -148,6 +148,30 @@ static inline __m512 load16(const void *src, attnops_dtype dtype, int64_t at, __
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+static void f16_to_f32(const uint16_t *src, int n, float *dst)
+{
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(dst + i, k, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, src + i)));
+    }
+}
+
+/* vcvtps2ph is attnops_f32_to_f16 but for NaNs, which keep part of their
+ * payload there and become sign | 0x7E00 here. */
+static void f32_to_f16(const float *src, int n, uint16_t *dst)
+{
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 x = _mm512_maskz_loadu_ps(k, src + i);
+        const __m512i u = _mm512_castps_si512(x);
+        __m512i h = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m512i fixed = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x8000)),
+                                              _mm512_set1_epi32(0x7e00));
+        h = _mm512_mask_mov_epi32(h, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), fixed);
+        _mm256_mask_storeu_epi16(dst + i, k, _mm512_cvtepi32_epi16(h));
+    }
+}
+
 static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
                      int64_t ld_b, bool add_then_scale)
 {
@@ -541,6 +565,7 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
 
 const cpu_kernel_set cpu_kernels_avx512 = {
     .fa = {.softmax_fwd = softmax_fwd, .softmax_bwd = softmax_bwd, .to_bf16 = to_bf16, .round_bf16 = round_bf16,
+           .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,
            .scale_rows = scale_rows, .add_bias = add_bias, .add_alibi = add_alibi, .philox_bytes = philox_bytes,
            .philox_blocks = philox_blocks, .fp8_round = fp8_round, .abs_max = abs_max, .scale2 = scale2,
            .apply_keep = apply_keep},

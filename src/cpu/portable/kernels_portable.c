@@ -55,6 +55,16 @@ static void round_bf16(float *x, int n)
     for (int i = 0; i < n; i++) x[i] = attnops_bf16_to_f32(attnops_f32_to_bf16(x[i]));
 }
 
+static void f16_to_f32(const uint16_t *src, int n, float *dst)
+{
+    for (int i = 0; i < n; i++) dst[i] = attnops_f16_to_f32(src[i]);
+}
+
+static void f32_to_f16(const float *src, int n, uint16_t *dst)
+{
+    for (int i = 0; i < n; i++) dst[i] = attnops_f32_to_f16(src[i]);
+}
+
 static void scale_rows(float *o, int rows, int cols, const float *alpha)
 {
     for (int r = 0; r < rows; r++)
@@ -244,6 +254,7 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
 
 const cpu_kernel_set cpu_kernels_portable = {
     .fa = {.softmax_fwd = softmax_fwd, .softmax_bwd = softmax_bwd, .to_bf16 = to_bf16, .round_bf16 = round_bf16,
+           .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,
            .scale_rows = scale_rows, .add_bias = add_bias, .add_alibi = add_alibi, .philox_bytes = ao_philox_bytes,
            .philox_blocks = philox_blocks, .fp8_round = fp8_round, .abs_max = abs_max, .scale2 = scale2,
            .apply_keep = apply_keep},
