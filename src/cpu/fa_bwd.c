@@ -47,6 +47,7 @@
 #include "cpu/fa_cpu.h"
 #include "cpu/fa_scores.h"
 #include "cpu/fa_tiles.h"
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
@@ -492,7 +493,10 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     int64_t *work128 = (int64_t *)((char *)work64 + pl.work_bytes);
 #pragma omp parallel for num_threads(p->threads) schedule(dynamic)
     for (int64_t b = 0; b < p->B; b++) count_tile_work(p, b, pl.bk, work64 + b * stride, work128 + b * stride);
-    const bool narrow = narrow_tiles_pay(p, work64, work128, stride);
+    /* FP8 quantises dS per 128 x 128 tile; otherwise the ISA's choice, or 64
+     * rows where a narrow band or short sequences make 128 waste work */
+    const bool narrow = !p->fp8 && (cpu_tuning_selected()->fa_bwd_query_rows == FA_BWD_BQ_NARROW ||
+                                    narrow_tiles_pay(p, work64, work128, stride));
     pl.bq = narrow ? FA_BWD_BQ_NARROW : FA_BWD_BQ;
     const bwd_gemms gm = make_gemms(p, &pl);
     const char *broken = getenv("ATTNOPS_TEST_BREAK_KERNEL");

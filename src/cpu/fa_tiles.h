@@ -6,8 +6,9 @@
 #include "cpu/tile_gemm.h"
 #include "fa/fa_problem.h"
 
-/* Tiles: 64 keys, and 128 query rows in the backward, 64 in the forward.
- * Measured here (one core, S = 2048, D = 128): a 128-row query tile lifts
+/* Tiles: 64 keys, and 128 query rows in the backward (64 on ISAs whose
+ * tuning says so, isa.h: AVX2), 64 in the forward.
+ * Measured on AVX-512 (one core, S = 2048, D = 128): a 128-row query tile lifts
  * the bf16 backward from ~66 % to ~75 % of the bf16 GEMM peak (three of its
  * five GEMMs reduce over the query rows, and 64 is short for libxsmm); 256
  * gains nothing more; 128 keys lose ~15 % (the S and dP tiles leave L1).

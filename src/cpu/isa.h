@@ -22,6 +22,18 @@ int cpu_isa_selected(void);
 const cpu_kernel_set *cpu_kernels_of(int isa);
 int cpu_kernel_provider(int isa, const cpu_kernel_entry *e);
 
+/* Blocking that depends on the ISA's GEMMs, registered per ISA as BLIS
+ * registers its blocksizes per configuration. */
+typedef struct cpu_tuning {
+    /* The FlashAttention backward's query tile, 64 or 128 rows (fa_tiles.h):
+     * 128 on AVX-512, where libxsmm's bf16 kernels want the longer reduction;
+     * 64 on AVX2 (fp32 GEMMs), measured faster there. */
+    int fa_bwd_query_rows;
+} cpu_tuning;
+
+/* The tuning of the ISA in use. */
+const cpu_tuning *cpu_tuning_selected(void);
+
 /* libxsmm's name for the code its JIT may emit under this ISA (NULL: no
  * JIT, plain loops; "" : whatever the CPU has). */
 const char *cpu_isa_gemm_target(int isa);
