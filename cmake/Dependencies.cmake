@@ -2,10 +2,17 @@
 # Private: the shared library embeds it.  libxsmm 1.17 is x86-only (its
 # headers refuse other CPUs), so it is required on x86-64 and left out
 # elsewhere, where the tile GEMMs run their C loops (src/cpu/tile_gemm.c).
+# ATTNOPS_X86_64: the one test of the target architecture (ISA folders,
+# libxsmm, the per-ISA tests and the bench's FMA loops follow it).
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(ATTNOPS_X86_64 ON)
+else()
+  set(ATTNOPS_X86_64 OFF)
+endif()
 find_library(MATH_LIBRARY m REQUIRED)
 set(ATTNOPS_PRIVATE_LIBS ${MATH_LIBRARY} ${CMAKE_DL_LIBS} pthread)
 set(ATTNOPS_HAVE_LIBXSMM OFF)
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+if(ATTNOPS_X86_64)
   find_path(LIBXSMM_INCLUDE_DIR libxsmm.h REQUIRED)
   find_library(LIBXSMM_LIBRARY NAMES libxsmm.a xsmm REQUIRED)
   find_library(LIBXSMM_NOBLAS_LIBRARY NAMES libxsmmnoblas.a xsmmnoblas REQUIRED)

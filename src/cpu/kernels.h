@@ -156,6 +156,14 @@ typedef struct cpu_kernel_set {
     ar_kernels ar;
 } cpu_kernel_set;
 
+/* The initializer of an ISA folder's set that defines every kernel, each as
+ * a static function of the inventory's name (a partial set lists its own
+ * members with designated initializers instead). */
+#define CPU_KERNEL_MEMBER_(name) .name = name,
+#define CPU_KERNEL_SET_COMPLETE                                                                                  \
+    {.fa = {FA_KERNEL_NAMES(CPU_KERNEL_MEMBER_)}, .kp = {KP_KERNEL_NAMES(CPU_KERNEL_MEMBER_)},                    \
+     .ar = {AR_KERNEL_NAMES(CPU_KERNEL_MEMBER_)}}
+
 /* Every kernel of the set, for merging and for the tests: its table, its
  * name and where its pointer lives. */
 typedef struct cpu_kernel_entry {

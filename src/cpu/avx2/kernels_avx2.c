@@ -740,15 +740,4 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
     if (stream) _mm_sfence();
 }
 
-const cpu_kernel_set cpu_kernels_avx2 = {
-    .fa = {.softmax_fwd = softmax_fwd, .softmax_bwd = softmax_bwd, .to_bf16 = to_bf16, .round_bf16 = round_bf16,
-           .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,
-           .scale_rows = scale_rows, .add_bias = add_bias, .add_alibi = add_alibi, .philox_bytes = philox_bytes,
-           .philox_blocks = philox_blocks, .fp8_round = fp8_round, .abs_max = abs_max, .scale2 = scale2,
-           .apply_keep = apply_keep},
-    .kp = {.group_pool = group_pool},
-    .ar = {.ar_dots = ar_dots, .ar_dots_f64 = ar_dots_f64, .ar_accumulate = ar_accumulate,
-           .ar_store_div = ar_store_div, .ar_dots_split = ar_dots_split, .ar_accumulate_split = ar_accumulate_split,
-           .ar_store_div_split = ar_store_div_split, .ar_grad_row_split = ar_grad_row_split,
-           .ar_grad_row = ar_grad_row},
-};
+const cpu_kernel_set cpu_kernels_avx2 = CPU_KERNEL_SET_COMPLETE;

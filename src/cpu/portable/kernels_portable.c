@@ -97,6 +97,11 @@ static void add_alibi(float *s, int rows, int cols, int ld_s, float scale, float
     }
 }
 
+static void philox_bytes(const ao_philox *g, uint64_t first, size_t count, uint8_t *out)
+{
+    ao_philox_bytes(g, first, count, out);
+}
+
 static void philox_blocks(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out)
 {
     for (int i = 0; i < n; i++) ao_philox_bytes(g, blocks[i] * 16, 16, out + 16 * i);
@@ -252,15 +257,4 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
     }
 }
 
-const cpu_kernel_set cpu_kernels_portable = {
-    .fa = {.softmax_fwd = softmax_fwd, .softmax_bwd = softmax_bwd, .to_bf16 = to_bf16, .round_bf16 = round_bf16,
-           .f16_to_f32 = f16_to_f32, .f32_to_f16 = f32_to_f16,
-           .scale_rows = scale_rows, .add_bias = add_bias, .add_alibi = add_alibi, .philox_bytes = ao_philox_bytes,
-           .philox_blocks = philox_blocks, .fp8_round = fp8_round, .abs_max = abs_max, .scale2 = scale2,
-           .apply_keep = apply_keep},
-    .kp = {.group_pool = group_pool},
-    .ar = {.ar_dots = ar_dots, .ar_dots_f64 = ar_dots_f64, .ar_accumulate = ar_accumulate,
-           .ar_store_div = ar_store_div, .ar_dots_split = ar_dots_split, .ar_accumulate_split = ar_accumulate_split,
-           .ar_store_div_split = ar_store_div_split, .ar_grad_row_split = ar_grad_row_split,
-           .ar_grad_row = ar_grad_row},
-};
+const cpu_kernel_set cpu_kernels_portable = CPU_KERNEL_SET_COMPLETE;
