@@ -1,0 +1,15 @@
+"""attnops: the attention operators of CANN ops-transformer on CPUs.
+
+    import attnops.torch_npu   # torch_npu-compatible npu_fusion_attention(_grad), ...
+    import attnops.ops         # the torch.library custom ops (torch.ops.attnops.*)
+
+The C library (libattnops.so) ships inside this package and is bound with
+ctypes; numpy is the only hard dependency, torch is needed by the torch
+modules.  docs/PYTHON.md lists every function.
+"""
+from ._lib import (AttnopsError, AttnopsInternalError, AttnopsMemoryError, AttnopsNotImplementedError,
+                   AttnopsValueError, cpu_isa, cpu_model, version)
+
+__version__ = version()
+__all__ = ["AttnopsError", "AttnopsValueError", "AttnopsNotImplementedError", "AttnopsMemoryError",
+           "AttnopsInternalError", "cpu_isa", "cpu_model", "version", "__version__"]

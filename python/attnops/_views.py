@@ -1,0 +1,74 @@
+"""Strided views (attnops_tensor) of torch tensors and numpy arrays, without copies.
+
+The C API takes any non-negative element strides, which covers every torch
+tensor; a numpy array with negative or non-element-multiple byte strides is
+copied once (the only case that copies)."""
+import ctypes
+
+import ml_dtypes
+import numpy as np
+
+from . import _lib
+
+_NUMPY_CODES = {np.dtype(np.float32): _lib.DTYPE_F32, np.dtype(np.float16): _lib.DTYPE_F16,
+                np.dtype(ml_dtypes.bfloat16): _lib.DTYPE_BF16,
+                np.dtype(ml_dtypes.float8_e4m3fn): _lib.DTYPE_F8_E4M3FN,
+                np.dtype(ml_dtypes.float8_e5m2): _lib.DTYPE_F8_E5M2, np.dtype(np.uint8): _lib.DTYPE_U8,
+                np.dtype(np.bool_): _lib.DTYPE_BOOL, np.dtype(np.int32): _lib.DTYPE_I32,
+                np.dtype(np.int64): _lib.DTYPE_I64}
+
+# A tensor without elements may have no storage (data_ptr 0); the library
+# still wants a pointer, and never reads or writes through it.
+_EMPTY = ctypes.create_string_buffer(64)
+_EMPTY_ADDR = ctypes.addressof(_EMPTY)
+
+_torch_codes = None
+
+
+def _torch_code(dtype):
+    global _torch_codes
+    if _torch_codes is None:
+        import torch
+        _torch_codes = {torch.float32: _lib.DTYPE_F32, torch.float16: _lib.DTYPE_F16,
+                        torch.bfloat16: _lib.DTYPE_BF16, torch.float8_e4m3fn: _lib.DTYPE_F8_E4M3FN,
+                        torch.float8_e5m2: _lib.DTYPE_F8_E5M2, torch.uint8: _lib.DTYPE_U8,
+                        torch.bool: _lib.DTYPE_BOOL, torch.int32: _lib.DTYPE_I32, torch.int64: _lib.DTYPE_I64}
+    code = _torch_codes.get(dtype)
+    if code is None:
+        raise TypeError(f"attnops: tensors of dtype {dtype} are not supported")
+    return code
+
+
+def _fill(view, addr, code, shape, strides):
+    if len(shape) > _lib.MAX_RANK:
+        raise ValueError(f"attnops: rank {len(shape)} exceeds the library's maximum of {_lib.MAX_RANK}")
+    view.data = addr or _EMPTY_ADDR
+    view.dtype = code
+    view.rank = len(shape)
+    view.shape[:len(shape)] = shape
+    view.strides[:len(strides)] = strides
+    return view
+
+
+def of_torch(t, name="tensor"):
+    """attnops_tensor of a CPU torch tensor (the caller keeps `t` alive)."""
+    if t.device.type != "cpu":
+        raise ValueError(f"attnops: {name} is on device {t.device}; attnops runs on the CPU")
+    return _fill(_lib.Tensor(), t.data_ptr(), _torch_code(t.dtype), t.shape, t.stride())
+
+
+def of_numpy(a, name="array"):
+    """(attnops_tensor, array kept alive) of a numpy array."""
+    a = np.asarray(a)
+    code = _NUMPY_CODES.get(a.dtype)
+    if code is None:
+        raise TypeError(f"attnops: {name} has dtype {a.dtype}, which attnops does not support")
+    item = a.itemsize
+    if any(s < 0 or s % item for s in a.strides):
+        a = np.ascontiguousarray(a)
+    return _fill(_lib.Tensor(), a.ctypes.data, code, a.shape, [s // item for s in a.strides]), a
+
+
+def ref(view):
+    """POINTER(attnops_tensor) of a view, or NULL for None."""
+    return None if view is None else ctypes.pointer(view)

@@ -1,0 +1,129 @@
+"""The operators as torch.library custom ops (namespace `attnops`), with fake
+(meta) implementations for torch.compile and autograd that calls the grad ops.
+
+    torch.ops.attnops.flash_attention_score(query, key, value, head_num, input_layout, ...)
+        -> (attention_out, softmax_max, softmax_sum)
+    torch.ops.attnops.flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
+                                                 softmax_sum, head_num, input_layout, ...)
+        -> (dq, dk, dv, dq_rope, dk_rope)
+
+Argument names and defaults are CANN's (include/attnops.h), with torch_npu's
+int[] for the sequence-length lists.  `impl` picks the implementation
+("auto", "cpu": the fast kernel; "reference": the golden; "benchmark").
+Each call uses torch.get_num_threads() threads; `deterministic` (or
+torch.use_deterministic_algorithms(True)) makes the backward bitwise
+independent of the thread count.  dpse is not computed (CANN reserves it):
+a pse input gets no gradient.
+"""
+from typing import List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _fa
+
+_NS = "attnops"
+
+
+def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
+            inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
+            q_start_idx, kv_start_idx, seed, offset, impl, deterministic):
+    return dict(head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask, atten_mask=atten_mask,
+                scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
+                inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
+                actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, pse_type=pse_type,
+                query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx, kv_start_idx=kv_start_idx,
+                seed=seed, offset=offset, impl=impl,
+                deterministic=deterministic or torch.are_deterministic_algorithms_enabled(),
+                num_threads=torch.get_num_threads())
+
+
+@torch.library.custom_op(f"{_NS}::flash_attention_score", mutates_args=(), device_types="cpu")
+def flash_attention_score(query: Tensor, key: Tensor, value: Tensor, head_num: int, input_layout: str,
+                          pse: Optional[Tensor] = None, drop_mask: Optional[Tensor] = None,
+                          atten_mask: Optional[Tensor] = None, scale: float = 1.0, keep_prob: float = 1.0,
+                          pre_tokens: int = _fa.INT32_MAX, next_tokens: int = _fa.INT32_MAX,
+                          inner_precise: int = 0, prefix: Optional[List[int]] = None,
+                          actual_seq_qlen: Optional[List[int]] = None, actual_seq_kvlen: Optional[List[int]] = None,
+                          sparse_mode: int = 0, pse_type: int = 1, query_rope: Optional[Tensor] = None,
+                          key_rope: Optional[Tensor] = None, q_start_idx: Optional[List[int]] = None,
+                          kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
+                          impl: str = "auto", deterministic: bool = False) -> Tuple[Tensor, Tensor, Tensor]:
+    return _fa.forward(query, key, value, **_common(
+        head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
+        prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
+        kv_start_idx, seed, offset, impl, deterministic))
+
+
+@flash_attention_score.register_fake
+def _(query, key, value, head_num, input_layout, *args, **kwargs):
+    out = query.new_empty(_fa.out_shape(query, key, value, head_num, input_layout))
+    smax = query.new_empty(_fa.stat_shape(query, head_num, input_layout), dtype=torch.float32)
+    return out, smax, torch.empty_like(smax)
+
+
+@torch.library.custom_op(f"{_NS}::flash_attention_score_grad", mutates_args=(), device_types="cpu")
+def flash_attention_score_grad(query: Tensor, key: Tensor, value: Tensor, dy: Tensor, attention_in: Tensor,
+                               softmax_max: Tensor, softmax_sum: Tensor, head_num: int, input_layout: str,
+                               pse: Optional[Tensor] = None, drop_mask: Optional[Tensor] = None,
+                               atten_mask: Optional[Tensor] = None, scale: float = 1.0, keep_prob: float = 1.0,
+                               pre_tokens: int = _fa.INT32_MAX, next_tokens: int = _fa.INT32_MAX,
+                               inner_precise: int = 0, prefix: Optional[List[int]] = None,
+                               actual_seq_qlen: Optional[List[int]] = None,
+                               actual_seq_kvlen: Optional[List[int]] = None, sparse_mode: int = 0,
+                               pse_type: int = 1, query_rope: Optional[Tensor] = None,
+                               key_rope: Optional[Tensor] = None, q_start_idx: Optional[List[int]] = None,
+                               kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
+                               impl: str = "auto", deterministic: bool = False
+                               ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, **_common(
+        head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
+        prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
+        kv_start_idx, seed, offset, impl, deterministic))
+
+
+@flash_attention_score_grad.register_fake
+def _(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout, pse=None,
+      drop_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=_fa.INT32_MAX, next_tokens=_fa.INT32_MAX,
+      inner_precise=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
+      query_rope=None, key_rope=None, *args, **kwargs):
+    rope = [torch.empty_like(t, memory_format=torch.contiguous_format) if t is not None else query.new_empty(0)
+            for t in (query_rope, key_rope)]
+    return (*(torch.empty_like(t, memory_format=torch.contiguous_format) for t in (query, key, value)), *rope)
+
+
+# ---- autograd: the backward is the grad op on the saved forward outputs ----------
+# Positions of the forward's arguments (the schema above).
+_FWD_ARGS = ("query", "key", "value", "head_num", "input_layout", "pse", "drop_mask", "atten_mask", "scale",
+             "keep_prob", "pre_tokens", "next_tokens", "inner_precise", "prefix", "actual_seq_qlen",
+             "actual_seq_kvlen", "sparse_mode", "pse_type", "query_rope", "key_rope", "q_start_idx", "kv_start_idx",
+             "seed", "offset", "impl", "deterministic")
+_SAVED = ("query", "key", "value", "pse", "drop_mask", "atten_mask", "query_rope", "key_rope")
+
+
+def _setup_context(ctx, inputs, output):
+    named = dict(zip(_FWD_ARGS, inputs))
+    out, smax, ssum = output
+    ctx.save_for_backward(*(named[n] for n in _SAVED), out, smax, ssum)
+    ctx.attrs = {n: v for n, v in named.items() if n not in _SAVED}
+    ctx.mark_non_differentiable(smax, ssum)
+
+
+def _backward(ctx, d_out, _d_max, _d_sum):
+    *saved, out, smax, ssum = ctx.saved_tensors
+    t = dict(zip(_SAVED, saved))
+    a = ctx.attrs
+    dq, dk, dv, dq_rope, dk_rope = flash_attention_score_grad(
+        t["query"], t["key"], t["value"], d_out, out, smax, ssum, a["head_num"], a["input_layout"], pse=t["pse"],
+        drop_mask=t["drop_mask"], atten_mask=t["atten_mask"], scale=a["scale"], keep_prob=a["keep_prob"],
+        pre_tokens=a["pre_tokens"], next_tokens=a["next_tokens"], inner_precise=a["inner_precise"],
+        prefix=a["prefix"], actual_seq_qlen=a["actual_seq_qlen"], actual_seq_kvlen=a["actual_seq_kvlen"],
+        sparse_mode=a["sparse_mode"], pse_type=a["pse_type"], query_rope=t["query_rope"], key_rope=t["key_rope"],
+        q_start_idx=a["q_start_idx"], kv_start_idx=a["kv_start_idx"], seed=a["seed"], offset=a["offset"],
+        impl=a["impl"], deterministic=a["deterministic"])
+    grads = dict(query=dq, key=dk, value=dv, query_rope=dq_rope if t["query_rope"] is not None else None,
+                 key_rope=dk_rope if t["key_rope"] is not None else None)
+    return tuple(grads.get(n) for n in _FWD_ARGS)
+
+
+torch.library.register_autograd(f"{_NS}::flash_attention_score", _backward, setup_context=_setup_context)
