@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything building, testing and benchmarking attnops needs.
 #
-#   scripts/setup.sh           Debian packages + <repo>/.venv with numpy, ml_dtypes, pytest
-#   scripts/setup.sh --bench   ... and PyTorch (CPU use) in the same venv, for bench/
+#   scripts/setup.sh           Debian packages + <repo>/.venv with numpy, ml_dtypes, pytest,
+#                              scikit-build-core (builds the Python package) and PyTorch
+#                              (the Python package's tests and bench/'s peer)
+#   scripts/setup.sh --bench   the same (kept for `make bench`; torch is no longer optional)
 #
 # Idempotent and fast when everything is there: each step checks first and
 # prints one line saying what it did or skipped.  Environment:
@@ -11,10 +13,9 @@
 #                  else python3 on PATH)
 set -euo pipefail
 
-bench=0
 for arg in "$@"; do
     case "$arg" in
-        --bench) bench=1 ;;
+        --bench) ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "setup: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
@@ -88,29 +89,27 @@ pip_install() {  # pip_install LABEL PACKAGE...
     say "pip: installed $label in $((SECONDS - t))s"
 }
 
-if "$vpy" -c 'import numpy, ml_dtypes, pytest' >/dev/null 2>&1; then
-    say "pip: numpy, ml_dtypes, pytest already importable"
+if "$vpy" -c 'import numpy, ml_dtypes, pytest, scikit_build_core' >/dev/null 2>&1; then
+    say "pip: numpy, ml_dtypes, pytest, scikit-build-core already importable"
 else
-    pip_install "numpy ml_dtypes pytest" numpy ml_dtypes pytest
+    pip_install "numpy ml_dtypes pytest scikit-build-core" numpy ml_dtypes pytest 'scikit-build-core>=0.10'
 fi
 
-# ---- (c) PyTorch for the peer benchmark (--bench) -----------------------------
+# ---- (c) PyTorch: the Python package's tests and the peer benchmark -----------
 # PyPI has no CPU-only build of torch (the +cpu wheels live only on PyTorch's
 # own index, which is not reachable here), so this is the plain PyPI wheel;
 # it pulls the CUDA runtime wheels (~5 GB in the venv, about a minute on a
 # fast link) but runs fine on a machine without a GPU.
-if [ "$bench" -eq 1 ]; then
-    # find_spec + metadata, not 'import torch' (which takes seconds).
-    if v=$("$vpy" -c 'import importlib.util as u, importlib.metadata as m
+# find_spec + metadata, not 'import torch' (which takes seconds).
+if v=$("$vpy" -c 'import importlib.util as u, importlib.metadata as m
 assert u.find_spec("torch"); print(m.version("torch"))' 2>/dev/null); then
-        say "pip: torch $v already installed"
-    else
-        say "pip: installing torch 2.x from PyPI (large download, takes a minute or more)"
-        pip_install torch 'torch>=2,<3'
-        v=$("$vpy" -c 'import torch; torch.ones(1); print(torch.__version__)' 2>/dev/null) \
-            || die "torch installed but does not import"
-        say "pip: torch $v imports"
-    fi
+    say "pip: torch $v already installed"
+else
+    say "pip: installing torch 2.x from PyPI (large download, takes a minute or more)"
+    pip_install torch 'torch>=2.4,<3'
+    v=$("$vpy" -c 'import torch; torch.ones(1); print(torch.__version__)' 2>/dev/null) \
+        || die "torch installed but does not import"
+    say "pip: torch $v imports"
 fi
 
 say "done in $((SECONDS - t_start))s"

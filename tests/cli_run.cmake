@@ -6,5 +6,5 @@ foreach(isa ${ATTNOPS_TEST_ISAS})
 endforeach()
 # The built-in fag-matrix suite (222 cases) passes, and is its generator's output.
 add_test(NAME suite_fag_matrix COMMAND $<TARGET_FILE:attnops_cli> run fag-matrix --log -)
-add_test(NAME suite_fag_matrix_generated COMMAND ${PROJECT_SOURCE_DIR}/.venv/bin/python
+add_test(NAME suite_fag_matrix_generated COMMAND ${ATTNOPS_VENV_PYTHON}
          ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_fag_matrix_json.py ${PROJECT_SOURCE_DIR}/verify/suites)

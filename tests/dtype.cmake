@@ -3,7 +3,7 @@
 # tree; test_dtype then checks every entry.
 set(ATTNOPS_DTYPE_TABLES ${CMAKE_CURRENT_BINARY_DIR}/dtype_tables)
 add_test(NAME dtype_tables
-         COMMAND ${PROJECT_SOURCE_DIR}/.venv/bin/python ${CMAKE_CURRENT_SOURCE_DIR}/tools/gen_dtype_tables.py
+         COMMAND ${ATTNOPS_VENV_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/gen_dtype_tables.py
                  ${ATTNOPS_DTYPE_TABLES})
 set_tests_properties(dtype_tables PROPERTIES FIXTURES_SETUP dtype_tables TIMEOUT 120)
 

@@ -9,7 +9,8 @@ modules.  docs/PYTHON.md lists every function.
 """
 from ._lib import (AttnopsError, AttnopsInternalError, AttnopsMemoryError, AttnopsNotImplementedError,
                    AttnopsValueError, cpu_isa, cpu_model, version)
+from ._dropout import dropout_mask
 
 __version__ = version()
 __all__ = ["AttnopsError", "AttnopsValueError", "AttnopsNotImplementedError", "AttnopsMemoryError",
-           "AttnopsInternalError", "cpu_isa", "cpu_model", "version", "__version__"]
+           "AttnopsInternalError", "cpu_isa", "cpu_model", "version", "dropout_mask", "__version__"]

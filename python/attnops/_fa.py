@@ -67,7 +67,7 @@ class _Call:
         if t is None:
             return None
         v = of_torch(t, name)
-        self.keep.append(v)
+        self.keep += [v, t]
         return ctypes.pointer(v)
 
     def ints(self, values, name):

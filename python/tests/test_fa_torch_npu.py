@@ -1,0 +1,280 @@
+"""attnops.torch_npu.npu_fusion_attention(_grad) and torch.ops.attnops.* against the
+independent float64 implementation (fa_oracle.py), forward and backward."""
+import itertools
+
+import pytest
+import torch
+
+import attnops
+import attnops.torch_npu as torch_npu
+from conftest import assert_close, assert_gradients_close, compare
+import fa_oracle
+
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+
+
+def shaped(layout, b, n, s, d, dtype, lens=None):
+    """A random tensor in `layout` (TND: sum(lens) rows)."""
+    shape = {"BNSD": (b, n, s, d), "BSND": (b, s, n, d), "BSH": (b, s, n * d), "SBH": (s, b, n * d),
+             "TND": (sum(lens or []), n, d)}[layout]
+    return torch.randn(shape).to(dtype)
+
+
+def cumulative(lens):
+    return list(itertools.accumulate(lens))
+
+
+def check_case(layout, dtype, *, b=2, n1=4, n2=2, s1=70, s2=90, d=40, dv=24, qlens=None, kvlens=None,
+               scale=None, oracle_kw=None, **op_kw):
+    """Forward + autograd backward of npu_fusion_attention vs the oracle's forward + autograd."""
+    q = shaped(layout, b, n1, s1, d, dtype, qlens)
+    k = shaped(layout, b, n2, s2, d, dtype, kvlens)
+    v = shaped(layout, b, n2, s2, dv, dtype, kvlens)
+    scale = scale if scale is not None else d ** -0.5
+    tnd = {}
+    if layout == "TND":
+        tnd = dict(actual_seq_qlen=cumulative(qlens), actual_seq_kvlen=cumulative(kvlens))
+    inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+    out, smax, ssum, soft_out, seed, offset, numels = torch_npu.npu_fusion_attention(
+        *inputs, n1, layout, scale=scale, **tnd, **op_kw)
+    dy = torch.randn(out.shape).to(dtype)
+    grads = torch.autograd.grad(out, inputs, dy)
+
+    ref_inputs = [t.double().requires_grad_() for t in (q, k, v)]
+    kw = dict(oracle_kw or {})
+    if callable(kw.get("keep")):  # the keep mask of the call's (seed, offset)
+        kw["keep"] = kw["keep"](seed, offset)
+    if layout == "TND":
+        kw.update(qlens=[x for x in qlens], kvlens=[x for x in kvlens])
+    ref = fa_oracle.attention(*ref_inputs, n1, layout, scale=scale, **kw)
+    ref_grads = torch.autograd.grad(ref, ref_inputs, dy.double())
+    k_len = max(s1, s2, d)
+    assert_close("attention_out", out, ref, dtype, k_len)
+    assert_gradients_close(("dq", "dk", "dv"), grads, ref_grads, dtype, k_len)
+    assert soft_out.numel() == 0
+    return out, smax, ssum, seed, offset, numels
+
+
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH", "SBH"])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_layouts_gqa(layout, dtype):
+    out, smax, ssum, seed, offset, numels = check_case(layout, dtype)
+    assert smax.shape == (2, 4, 70, 8) and smax.dtype == F32 and ssum.shape == smax.shape
+    assert (seed, offset, numels) == (0, 0, 2 * 4 * 70 * 90)
+
+
+def compressed_causal(rows=2048):
+    return torch.triu(torch.ones(rows, 2048, dtype=torch.bool), diagonal=1)
+
+
+def prefix_compressed():
+    """The mode-6 mask: [triu(2048, 1); zeros 1024x1024 | ones 1024x1024] (spec 3.2)."""
+    low = torch.cat([torch.zeros(1024, 1024, dtype=torch.bool), torch.ones(1024, 1024, dtype=torch.bool)], 1)
+    return torch.cat([compressed_causal(), low])
+
+
+@pytest.mark.parametrize("mode,s1,s2,pre,nxt", [
+    (0, 70, 90, 20, 10), (1, 70, 90, 2147483647, 2147483647), (2, 70, 90, 2147483647, 0),
+    (3, 70, 90, 2147483647, 0), (3, 90, 90, 2147483647, 0), (4, 70, 90, 30, 5), (4, 90, 70, 25, 12),
+    (5, 70, 90, 2147483647, 0), (6, 70, 90, 2147483647, 0)])
+def test_sparse_modes(mode, s1, s2, pre, nxt):
+    b, prefix = 2, [25, 60]
+    if mode == 0:
+        mask = fa_oracle.masked_positions(0, s1, s2, pre, nxt)
+    elif mode == 1:
+        mask = torch.rand(b, 1, s1, s2) < 0.3
+    elif mode == 5:
+        mask = torch.stack([fa_oracle.masked_positions(5, s1, s2, pre, nxt, prefix[i]) for i in range(b)])[:, None]
+    elif mode == 6:
+        mask = prefix_compressed()
+    else:
+        mask = compressed_causal()
+    kw = dict(sparse_mode=mode, pre_tockens=pre, next_tockens=nxt, atten_mask=mask)
+    if mode in (5, 6):
+        kw["prefix"] = prefix
+    check_case("BSND", F32, b=b, s1=s1, s2=s2, oracle_kw=dict(sparse_mode=mode, pre=pre, nxt=nxt, atten_mask=mask,
+                                                          prefix=prefix), **kw)
+
+
+@pytest.mark.parametrize("mode,pre,nxt", [(None, 0, 0), (0, 25, 8), (2, 2147483647, 0), (3, 2147483647, 0),
+                                          (4, 20, 6), (7, 100, 0), (8, 100, 0)])
+def test_tnd(mode, pre, nxt):
+    """Varlen with an interior and a trailing zero-length batch."""
+    qlens, kvlens = [30, 0, 30, 17, 0], [50, 0, 33, 17, 0]
+    kw, okw = {}, {}
+    if mode is not None:
+        mask = fa_oracle.masked_positions(0, 30, 50, pre, nxt) if mode == 0 else compressed_causal()
+        kw = dict(sparse_mode=mode, pre_tockens=pre, next_tockens=nxt, atten_mask=mask)
+        okw = dict(sparse_mode=mode, pre=pre, nxt=nxt, atten_mask=mask)
+    out, smax, *_ , numels = check_case("TND", F32, qlens=qlens, kvlens=kvlens, oracle_kw=okw, **kw)
+    assert smax.shape == (sum(qlens), 4, 8)
+    assert numels == 4 * sum(a * b for a, b in zip(qlens, kvlens))
+
+
+@pytest.mark.parametrize("pse_type", [0, 1])
+@pytest.mark.parametrize("shape", ["BNSS", "1NSS", "BN1S"])
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_external_pse(pse_type, shape, dtype):
+    b, n1, s1, s2 = 2, 4, 70, 90
+    pse = torch.randn({"BNSS": (b, n1, s1, s2), "1NSS": (1, n1, s1, s2), "BN1S": (b, n1, 1, s2)}[shape]).to(dtype)
+    q, k, v = shaped("BSND", b, n1, s1, 40, dtype), shaped("BSND", b, 2, s2, 40, dtype), shaped("BSND", b, 2, s2,
+                                                                                               24, dtype)
+    _check_op(q, k, v, n1, dict(pse=pse, pse_type=pse_type), dict(pse=pse, pse_type=pse_type), dtype, (s1, s2, 40))
+
+
+@pytest.mark.parametrize("pse_type", [2, 3])
+@pytest.mark.parametrize("per_batch", [False, True])
+def test_generated_alibi(pse_type, per_batch):
+    b, n1, s1, s2 = 2, 4, 70, 90
+    slopes = torch.rand(b, n1) if per_batch else fa_oracle.get_slopes(n1)
+    q, k, v = shaped("BSND", b, n1, s1, 40, F32), shaped("BSND", b, 2, s2, 40, F32), shaped("BSND", b, 2, s2, 24, F32)
+    kw = dict(pse=slopes, pse_type=pse_type, q_start_idx=[7], kv_start_idx=[3])
+    _check_op(q, k, v, n1, kw, dict(pse=slopes, pse_type=pse_type, q_start=7, kv_start=3), F32, (s1, s2, 40))
+
+
+def test_rope():
+    b, n1, s1, s2 = 2, 4, 70, 90
+    q, k, v = shaped("BNSD", b, n1, s1, 32, F32), shaped("BNSD", b, 2, s2, 32, F32), shaped("BNSD", b, 2, s2, 32, F32)
+    qr, kr = shaped("BNSD", b, n1, s1, 16, F32), shaped("BNSD", b, 2, s2, 16, F32)
+    _check_op(q, k, v, n1, dict(query_rope=qr, key_rope=kr), dict(), F32, (s1, s2, 48), layout="BNSD",
+              rope=(qr, kr))
+
+
+def _check_op(q, k, v, n1, op_kw, oracle_kw, dtype, dims, layout="BSND", rope=None):
+    """torch.ops.attnops.flash_attention_score (+ autograd) vs the oracle, for the v2-only arguments."""
+    scale = 0.15
+    extra = [t.clone().requires_grad_() for t in rope] if rope else []
+    inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+    if rope:
+        op_kw = dict(op_kw, query_rope=extra[0], key_rope=extra[1])
+    out = torch.ops.attnops.flash_attention_score(*inputs, n1, layout, scale=scale, **op_kw)[0]
+    dy = torch.randn(out.shape).to(dtype)
+    grads = torch.autograd.grad(out, inputs + extra, dy)
+    ref_in = [t.double().requires_grad_() for t in (q, k, v) + (tuple(rope) if rope else ())]
+    okw = dict(oracle_kw)
+    if rope:
+        okw.update(q_rope=ref_in[3], k_rope=ref_in[4])
+    ref = fa_oracle.attention(*ref_in[:3], n1, layout, scale=scale, **okw)
+    ref_grads = torch.autograd.grad(ref, ref_in, dy.double())
+    k_len = max(dims)
+    assert_close("attention_out", out, ref, dtype, k_len)
+    assert_gradients_close(("dq", "dk", "dv", "dq_rope", "dk_rope"), grads, ref_grads, dtype, k_len)
+
+
+def test_dropout_replays_the_exported_mask():
+    b, n1, s1, s2, kp = 2, 4, 70, 90, 0.8
+    q = shaped("BSND", b, n1, s1, 40, F32)
+    first = torch_npu.npu_fusion_attention(q, q, q, n1, "BSND", keep_prob=kp)
+    assert first[4] != 0 and first[5] == 0
+    torch.manual_seed(7)
+    seed_a = torch_npu.npu_fusion_attention(q, q, q, n1, "BSND", keep_prob=kp)[4]
+    torch.manual_seed(7)
+    seed_b = torch_npu.npu_fusion_attention(q, q, q, n1, "BSND", keep_prob=kp)[4]
+    assert seed_a == seed_b, "torch.manual_seed must make the dropout stream repeatable"
+
+    def exported(seed, offset):
+        keep = torch.from_numpy(attnops.dropout_mask(seed, offset, kp, n1, batch=b, seq_q=s1, seq_kv=s2))
+        assert 0.7 < keep.float().mean().item() < 0.9
+        return keep
+
+    check_case("BSND", F32, b=b, n1=n1, s1=s1, s2=s2, keep_prob=kp, oracle_kw=dict(keep=exported, keep_prob=kp))
+
+
+def test_dropout_tnd():
+    qlens, kvlens, kp = [30, 0, 45, 17], [50, 0, 33, 17], 0.7
+
+    def exported(seed, offset):
+        return torch.from_numpy(attnops.dropout_mask(seed, offset, kp, 4, actual_seq_qlen=cumulative(qlens),
+                                                     actual_seq_kvlen=cumulative(kvlens)))
+
+    check_case("TND", F32, qlens=qlens, kvlens=kvlens, keep_prob=kp, oracle_kw=dict(keep=exported, keep_prob=kp))
+
+
+@pytest.mark.parametrize("sentinel", [False, True])
+def test_fully_masked_rows(sentinel):
+    """A row with every key masked: uniform weights, or (inner_precise 2) output 0 and no gradient."""
+    b, s1, s2 = 2, 70, 90
+    mask = torch.rand(b, 1, s1, s2) < 0.3
+    mask[:, :, 5] = True
+    mask[1, :, 60] = True
+    kw = dict(sparse_mode=1, atten_mask=mask, inner_precise=2 if sentinel else 0)
+    out, smax, ssum, *_ = check_case("BSND", F32, b=b, s1=s1, s2=s2,
+                                     oracle_kw=dict(sparse_mode=1, atten_mask=mask, inner_precise=kw["inner_precise"]),
+                                     **kw)
+    row = smax[0, 0, 5, 0].item(), ssum[0, 0, 5, 0].item()
+    assert row == ((-3.4028234663852886e38, 3.4028234663852886e38) if sentinel else (-40000.0, float(s2)))
+
+
+def test_explicit_grad_equals_autograd():
+    q, k, v = shaped("BSH", 2, 4, 50, 32, BF16), shaped("BSH", 2, 2, 60, 32, BF16), shaped("BSH", 2, 2, 60, 16, BF16)
+    mask = compressed_causal()
+    inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+    out, smax, ssum, _, seed, offset, numels = torch_npu.npu_fusion_attention(
+        *inputs, 4, "BSH", atten_mask=mask, sparse_mode=3, scale=0.2, keep_prob=0.9)
+    dy = torch.randn(out.shape).to(BF16)
+    auto = torch.autograd.grad(out, inputs, dy)
+    explicit = torch_npu.npu_fusion_attention_grad(
+        q, k, v, dy, 4, "BSH", atten_mask=mask, softmax_max=smax, softmax_sum=ssum, attention_in=out.detach(),
+        scale_value=0.2, keep_prob=0.9, seed=seed, offset=offset, numels=numels, sparse_mode=3)
+    for a, e in zip(auto, explicit[:3]):
+        assert torch.equal(a, e)
+    assert explicit[3].numel() == 0
+
+
+def test_non_contiguous_inputs():
+    """Strided views go to the library as they are (no copies), same results as contiguous copies."""
+    base = torch.randn(2, 70, 4, 40)
+    q = base.transpose(1, 2)  # a BNSD view of BSND memory
+    k = torch.randn(2, 90, 2, 80)[..., ::2].transpose(1, 2)
+    v = torch.randn(2, 2, 90, 24)
+    a = torch_npu.npu_fusion_attention(q, k, v, 4, "BNSD", scale=0.1)[0]
+    e = torch_npu.npu_fusion_attention(q.contiguous(), k.contiguous(), v, 4, "BNSD", scale=0.1)[0]
+    assert not q.is_contiguous() and not k.is_contiguous()
+    assert torch.equal(a, e)
+
+
+# ---- errors -----------------------------------------------------------------------------
+def test_errors_carry_the_sentence_and_status():
+    q = torch.randn(1, 8, 2, 16)
+    with pytest.raises(attnops.AttnopsValueError) as exc:
+        torch_npu.npu_fusion_attention(q, q, q, 2, "BSND", sparse_mode=9, atten_mask=compressed_causal())
+    assert exc.value.status == 161002 and "sparse_mode" in str(exc.value) and "161002" in str(exc.value)
+    assert isinstance(exc.value, ValueError)
+    with pytest.raises(ValueError, match="input_layout"):
+        torch_npu.npu_fusion_attention(q, q, q, 2, "BSDN")
+    with pytest.raises(TypeError, match="dtype"):
+        torch_npu.npu_fusion_attention(q.int(), q.int(), q.int(), 2, "BSND")
+    with pytest.raises(ValueError, match="padding_mask"):
+        torch_npu.npu_fusion_attention(q, q, q, 2, "BSND", padding_mask=q)
+    with pytest.raises(ValueError, match="softmax_max"):
+        torch_npu.npu_fusion_attention_grad(q, q, q, q, 2, "BSND")
+
+
+def test_unsupported_is_not_implemented():
+    q = torch.randn(10, 2, 16)
+    pse = torch.randn(10 * 2)  # the undocumented 1-D TND form
+    with pytest.raises(NotImplementedError) as exc:
+        torch_npu.npu_fusion_attention(q, q, q, 2, "TND", pse=pse, actual_seq_qlen=[10], actual_seq_kvlen=[10])
+    assert exc.value.status == 161003
+
+
+# ---- the checks themselves fail when they should -----------------------------------------
+def test_comparator_catches_errors():
+    e = torch.randn(64, 64, dtype=torch.float64)
+    assert compare("same", e.float(), e, F32, 64)[0]
+    assert not compare("1e-4 off", (e * (1 + 1e-4)).float(), e, F32, 64)[0]
+    nan = e.float().clone()
+    nan[3, 4] = float("nan")
+    assert not compare("nan", nan, e, F32, 64)[0]
+
+
+def test_oracle_catches_a_wrong_alibi_rule():
+    """pse_type 3 without the square root (a mutation the shared C code could hide) fails the check."""
+    b, n1, s1, s2 = 1, 2, 40, 40
+    slopes = fa_oracle.get_slopes(n1)
+    q, k, v = (shaped("BSND", b, n1, s1, 16, F32) for _ in range(3))
+    out = torch.ops.attnops.flash_attention_score(q, k, v, n1, "BSND", scale=0.25, pse=slopes, pse_type=3)[0]
+    wrong = fa_oracle.attention(q, k, v, n1, "BSND", scale=0.25, pse=slopes, pse_type=2)
+    right = fa_oracle.attention(q, k, v, n1, "BSND", scale=0.25, pse=slopes, pse_type=3)
+    assert compare("right", out, right, F32, 40)[0]
+    assert not compare("wrong", out, wrong, F32, 40)[0]

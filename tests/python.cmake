@@ -1,0 +1,15 @@
+# The Python package (python/attnops, pyproject.toml): installed into the
+# project venv with pip, as a user installs it (scikit-build-core builds
+# libattnops.so into the package; the build tree build/python makes
+# reinstalls incremental), then its pytest suite runs against the installed
+# copy.  The pytest run starts in the build tree so that `import attnops`
+# finds the installed package, not the sources.
+add_test(NAME python_install
+         COMMAND ${ATTNOPS_VENV_PYTHON} -m pip install --quiet --no-build-isolation --no-deps
+                 --disable-pip-version-check ${PROJECT_SOURCE_DIR})
+set_tests_properties(python_install PROPERTIES FIXTURES_SETUP attnops_python RESOURCE_LOCK attnops_venv)
+add_test(NAME python_pytest
+         COMMAND ${ATTNOPS_VENV_PYTHON} -m pytest -q -p no:cacheprovider --rootdir ${PROJECT_SOURCE_DIR}/python
+                 ${PROJECT_SOURCE_DIR}/python/tests
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(python_pytest PROPERTIES FIXTURES_REQUIRED attnops_python)
