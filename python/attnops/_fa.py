@@ -10,7 +10,7 @@ implementations alike (python/attnops/ops.py), so both give the same shapes.
 import ctypes
 
 from . import _lib
-from ._views import of_torch
+from ._views import Call
 
 INT32_MAX = 2147483647
 
@@ -57,26 +57,6 @@ def stat_shape(query, head_num, input_layout):
     return (b, head_num, s1, 8)
 
 
-class _Call:
-    """The views of one call and the tensors behind them (kept alive until the call returns)."""
-
-    def __init__(self):
-        self.keep = []
-
-    def view(self, t, name):
-        if t is None:
-            return None
-        v = of_torch(t, name)
-        self.keep += [v, t]
-        return ctypes.pointer(v)
-
-    def ints(self, values, name):
-        if values is None:
-            return None
-        import torch
-        return self.view(torch.tensor(list(values), dtype=torch.int64), name)
-
-
 def _params(call, p, query, key, value, *, head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob,
             pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type,
             query_rope, key_rope, q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads):
@@ -104,7 +84,7 @@ def _params(call, p, query, key, value, *, head_num, input_layout, pse, drop_mas
 def forward(query, key, value, **kw):
     """(attention_out, softmax_max, softmax_sum), new contiguous tensors."""
     import torch
-    call = _Call()
+    call = Call()
     args = _lib.FaFwdArgs()
     _lib.lib.attnops_fa_fwd_args_init(ctypes.byref(args))
     _params(call, args.p, query, key, value, **kw)
@@ -122,7 +102,7 @@ def forward(query, key, value, **kw):
 def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, **kw):
     """(dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty tensors without rope inputs."""
     import torch
-    call = _Call()
+    call = Call()
     args = _lib.FaBwdArgs()
     _lib.lib.attnops_fa_bwd_args_init(ctypes.byref(args))
     _params(call, args.p, query, key, value, **kw)

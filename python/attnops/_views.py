@@ -69,6 +69,21 @@ def of_numpy(a, name="array"):
     return _fill(_lib.Tensor(), a.ctypes.data, code, a.shape, [s // item for s in a.strides]), a
 
 
-def ref(view):
-    """POINTER(attnops_tensor) of a view, or NULL for None."""
-    return None if view is None else ctypes.pointer(view)
+class Call:
+    """The views of one call and the tensors behind them (kept alive until the call returns)."""
+
+    def __init__(self):
+        self.keep = []
+
+    def view(self, t, name):
+        if t is None:
+            return None
+        v = of_torch(t, name)
+        self.keep += [v, t]
+        return ctypes.pointer(v)
+
+    def ints(self, values, name):
+        if values is None:
+            return None
+        import torch
+        return self.view(torch.tensor(list(values), dtype=torch.int64), name)

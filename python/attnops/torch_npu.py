@@ -18,8 +18,9 @@ reserves it).
 """
 import torch
 
-from . import _fa
+from . import _fa, _kp_ar
 from . import ops  # noqa: F401  (registers torch.ops.attnops.*)
+from ._npu_shim import install, uninstall  # noqa: F401
 
 _INT32_MAX = _fa.INT32_MAX
 
@@ -49,6 +50,37 @@ def _draw_seed(keep_prob):
     return int(torch.randint(0, 2 ** 62, (1,), dtype=torch.int64).item()), 0
 
 
+def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, query_rope, key_rope, scale,
+             keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode,
+             pse_type, q_start_idx, kv_start_idx):
+    _check_reserved(padding_mask)
+    seed, offset = _draw_seed(keep_prob)
+    out, smax, ssum = torch.ops.attnops.flash_attention_score(
+        query, key, value, head_num, input_layout, pse=pse, atten_mask=atten_mask, scale=scale, keep_prob=keep_prob,
+        pre_tokens=pre_tokens, next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
+        actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
+        pse_type=pse_type, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
+        kv_start_idx=kv_start_idx, seed=seed, offset=offset)
+    numels = _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen)
+    return out, smax, ssum, query.new_empty(0), seed, offset, numels
+
+
+def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max, softmax_sum,
+              softmax_in, attention_in, query_rope, key_rope, scale_value, keep_prob, pre_tokens, next_tokens,
+              inner_precise, seed, offset, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type,
+              q_start_idx, kv_start_idx):
+    _check_reserved(padding_mask, softmax_in)
+    for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum), ("attention_in", attention_in)):
+        if t is None:
+            raise ValueError(f"npu_fusion_attention_grad: {name} is required (the forward's output); got None")
+    return torch.ops.attnops.flash_attention_score_grad(
+        query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout, pse=pse,
+        atten_mask=atten_mask, scale=scale_value, keep_prob=keep_prob, pre_tokens=pre_tokens,
+        next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
+        actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, pse_type=pse_type, query_rope=query_rope,
+        key_rope=key_rope, q_start_idx=q_start_idx, kv_start_idx=kv_start_idx, seed=seed, offset=offset)
+
+
 def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
                          scale=1., keep_prob=1., pre_tockens=_INT32_MAX, next_tockens=_INT32_MAX, inner_precise=0,
                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
@@ -58,15 +90,9 @@ def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, pa
     softmax_out is reserved (an empty tensor).  Differentiable in query, key
     and value: the backward is npu_fusion_attention_grad on the saved
     outputs, with the dropout mask replayed from (seed, offset)."""
-    _check_reserved(padding_mask)
-    seed, offset = _draw_seed(keep_prob)
-    out, smax, ssum = torch.ops.attnops.flash_attention_score(
-        query, key, value, head_num, input_layout, pse=pse, atten_mask=atten_mask, scale=scale,
-        keep_prob=keep_prob, pre_tokens=pre_tockens, next_tokens=next_tockens, inner_precise=inner_precise,
-        prefix=prefix, actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
-        seed=seed, offset=offset)
-    numels = _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen)
-    return out, smax, ssum, query.new_empty(0), seed, offset, numels
+    return _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, None, None, scale,
+                    keep_prob, pre_tockens, next_tockens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen,
+                    sparse_mode, 1, None, None)
 
 
 def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
@@ -80,13 +106,78 @@ def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, 
     softmax_max, softmax_sum and attention_in (the forward's outputs) are
     required; numels is accepted and not needed (the mask follows from the
     shapes and (seed, offset))."""
-    _check_reserved(padding_mask, softmax_in)
-    for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum), ("attention_in", attention_in)):
-        if t is None:
-            raise ValueError(f"npu_fusion_attention_grad: {name} is required (the forward's output); got None")
-    dq, dk, dv, _, _ = torch.ops.attnops.flash_attention_score_grad(
-        query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout, pse=pse,
-        atten_mask=atten_mask, scale=scale_value, keep_prob=keep_prob, pre_tokens=pre_tockens,
-        next_tokens=next_tockens, inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
-        actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, seed=seed, offset=offset)
+    dq, dk, dv, _, _ = _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask,
+                                 softmax_max, softmax_sum, softmax_in, attention_in, None, None, scale_value,
+                                 keep_prob, pre_tockens, next_tockens, inner_precise, seed, offset, prefix,
+                                 actual_seq_qlen, actual_seq_kvlen, sparse_mode, 1, None, None)
     return dq, dk, dv, query.new_empty(0)
+
+
+def npu_fusion_attention_v2(query, key, value, head_num, input_layout, *, pse=None, padding_mask=None,
+                            atten_mask=None, query_rope=None, key_rope=None, scale=1., keep_prob=1.,
+                            pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, prefix=None,
+                            actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
+                            sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None):
+    """npu_fusion_attention with MLA rope inputs, pse_type 0-3 and q/kv start indices (v2 spells
+    pre_tokens / next_tokens); differentiable in query, key, value, query_rope and key_rope."""
+    return _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, query_rope, key_rope,
+                    scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
+                    actual_seq_kvlen, sparse_mode, pse_type, q_start_idx, kv_start_idx)
+
+
+def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
+                                 atten_mask=None, softmax_max=None, softmax_sum=None, softmax_in=None,
+                                 attention_in=None, query_rope=None, key_rope=None, scale_value=1., keep_prob=1.,
+                                 pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, seed=0, offset=0,
+                                 numels=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
+                                 gen_mask_parallel=True, sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None):
+    """-> (dq, dk, dv, dpse, dq_rope, dk_rope); dpse is empty, and so are dq_rope / dk_rope without rope
+    inputs."""
+    dq, dk, dv, dq_rope, dk_rope = _backward(
+        query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max, softmax_sum,
+        softmax_in, attention_in, query_rope, key_rope, scale_value, keep_prob, pre_tokens, next_tokens,
+        inner_precise, seed, offset, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, q_start_idx,
+        kv_start_idx)
+    return dq, dk, dv, query.new_empty(0), dq_rope, dk_rope
+
+def npu_key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, norm_weight=None,
+                 norm_bias=None, cos=None, sin=None, cu_seqlens=None, seqused=None, cmp_ratio=4, norm_eps=1e-6,
+                 rotary_mode=0):
+    """-> pooled_key; state_cache is updated in place (docs/KEYPOOL.md).  Rows past each batch's valid
+    ones (npu_key_pool_valid_rows) are unspecified, as on the device."""
+    return torch.ops.attnops.key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos,
+                                      norm_weight, norm_bias, cos, sin, cu_seqlens, seqused, cmp_ratio, norm_eps,
+                                      rotary_mode)
+
+
+def npu_key_pool_valid_rows(hidden_states, start_pos, cu_seqlens=None, cmp_ratio=4):
+    """int64 [B]: how many rows of npu_key_pool's output each batch fills."""
+    return _kp_ar.key_pool_valid_rows(hidden_states, start_pos, cu_seqlens, cmp_ratio)
+
+
+def _gamma(rmsnorm_gamma, enable_rmsnorm, like):
+    """The seed's reference skips the gamma product when it is None; multiplying by ones is the same."""
+    if enable_rmsnorm and rmsnorm_gamma is None:
+        return torch.ones(like.shape[-1], dtype=like.dtype)
+    return rmsnorm_gamma if enable_rmsnorm else None
+
+
+def ai_infra_block_attn_res(blocks, proj_weight, partial_block=None, scale=1.0, rmsnorm_eps=1e-6,
+                            rmsnorm_gamma=None, enable_rmsnorm=True, rms_out_flag=True, alpha_out_flag=True):
+    """-> (h, rms_cache f32 [B,T,L,1] or None, alpha_cache f32 [B,T,L] or None), the PyPTO kernel's
+    interface; differentiable in blocks, partial_block, proj_weight and rmsnorm_gamma."""
+    h, rms, alpha = torch.ops.attnops.attn_res(list(blocks), proj_weight, partial_block,
+                                               _gamma(rmsnorm_gamma, enable_rmsnorm, proj_weight), scale,
+                                               rmsnorm_eps, enable_rmsnorm)
+    return h, rms if (enable_rmsnorm and rms_out_flag) else None, alpha if alpha_out_flag else None
+
+
+def ai_infra_block_attn_res_backward(grad_h, blocks, proj_weight, alpha_cache, partial_block=None,
+                                     rmsnorm_gamma=None, rms_cache=None, scale=1.0, enable_rmsnorm=True):
+    """-> (grad_blocks list, grad_partial_block or None, grad_proj_weight, grad_rmsnorm_gamma or None),
+    from the forward's caches (the softmax is not recomputed)."""
+    grads, grad_partial, grad_proj, grad_gamma = torch.ops.attnops.attn_res_grad(
+        grad_h, list(blocks), proj_weight, alpha_cache, partial_block,
+        _gamma(rmsnorm_gamma, enable_rmsnorm, proj_weight), rms_cache, scale, enable_rmsnorm)
+    return (grads, grad_partial if partial_block is not None else None, grad_proj,
+            grad_gamma if enable_rmsnorm else None)

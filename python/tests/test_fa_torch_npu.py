@@ -7,7 +7,7 @@ import torch
 
 import attnops
 import attnops.torch_npu as torch_npu
-from conftest import assert_close, assert_gradients_close, compare
+from checks import assert_close, assert_gradients_close, compare
 import fa_oracle
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -278,3 +278,31 @@ def test_oracle_catches_a_wrong_alibi_rule():
     right = fa_oracle.attention(q, k, v, n1, "BSND", scale=0.25, pse=slopes, pse_type=3)
     assert compare("right", out, right, F32, 40)[0]
     assert not compare("wrong", out, wrong, F32, 40)[0]
+
+
+def test_v2_rope_alibi_equals_grad_v2():
+    """npu_fusion_attention_v2 (rope, pse_type 3, start indices) and its autograd equal npu_fusion_attention_grad_v2,
+    and both match the oracle."""
+    b, n1, s1, s2 = 1, 4, 40, 56
+    q, k, v = shaped("BNSD", b, n1, s1, 32, F32), shaped("BNSD", b, 2, s2, 32, F32), shaped("BNSD", b, 2, s2, 24, F32)
+    qr, kr = shaped("BNSD", b, n1, s1, 16, F32), shaped("BNSD", b, 2, s2, 16, F32)
+    slopes = fa_oracle.get_slopes(n1)
+    kw = dict(pse=slopes, pse_type=3, q_start_idx=[5], kv_start_idx=[2], scale=0.12)
+    inputs = [t.clone().requires_grad_() for t in (q, k, v, qr, kr)]
+    out, smax, ssum, _, seed, offset, numels = torch_npu.npu_fusion_attention_v2(
+        *inputs[:3], n1, "BNSD", query_rope=inputs[3], key_rope=inputs[4], **kw)
+    dy = torch.randn(out.shape)
+    auto = torch.autograd.grad(out, inputs, dy)
+    explicit = torch_npu.npu_fusion_attention_grad_v2(
+        q, k, v, dy, n1, "BNSD", pse=slopes, softmax_max=smax, softmax_sum=ssum, attention_in=out.detach(),
+        query_rope=qr, key_rope=kr, scale_value=0.12, pse_type=3, q_start_idx=[5], kv_start_idx=[2], seed=seed,
+        offset=offset, numels=numels)
+    assert len(explicit) == 6 and explicit[3].numel() == 0
+    for a, e in zip(auto, explicit[:3] + explicit[4:]):
+        assert torch.equal(a, e)
+    ref_in = [t.double().requires_grad_() for t in (q, k, v, qr, kr)]
+    ref = fa_oracle.attention(*ref_in[:3], n1, "BNSD", scale=0.12, pse=slopes, pse_type=3, q_start=5, kv_start=2,
+                              q_rope=ref_in[3], k_rope=ref_in[4])
+    assert_close("attention_out", out, ref, F32, 56)
+    assert_gradients_close(("dq", "dk", "dv", "dq_rope", "dk_rope"), auto, torch.autograd.grad(ref, ref_in, dy.double()),
+                           F32, 56)

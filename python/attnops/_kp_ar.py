@@ -1,0 +1,127 @@
+"""KeyPool and Block Attention Residuals on torch tensors: output shapes and the C calls.
+
+KeyPool (docs/KEYPOOL.md): hidden_states bf16/f16 BSH [B,S,H] or TH [T,H] (with
+cu_seqlens i32 [B+1]), wk / gate_weight [D,H], ape f32 [R,D], state_cache f32
+[blocks, block_size, 2D] (updated in place), cache_block_table i32 [B,L],
+start_pos i32 [B]; pooled_key [B, ceil(S/R), D] (BSH) or [min(T, T//R + B), D]
+(TH), CANN's current capacity.
+
+AttnRes (docs/ATTNRES.md): N blocks [B,T,D] (+ partial_block), proj_weight and
+rmsnorm_gamma [D]; h [B,T,D], rms f32 [B,T,L,1], alpha f32 [B,T,L], L = N (+1).
+"""
+import ctypes
+
+from . import _lib
+from ._views import Call
+
+
+def key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens):
+    d = wk.shape[0]
+    if hidden_states.dim() == 3:
+        b, s = hidden_states.shape[:2]
+        return (b, -(-s // cmp_ratio), d)
+    t = hidden_states.shape[0]
+    b = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else 1
+    return (min(t, t // cmp_ratio + b), d)
+
+
+def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, *, norm_weight,
+             norm_bias, cos, sin, cu_seqlens, seqused, cmp_ratio, norm_eps, rotary_mode, impl, num_threads,
+             out=None):
+    """pooled_key (a new tensor, or `out`); state_cache is updated in place."""
+    import torch
+    call = Call()
+    args = _lib.KeyPoolArgs()
+    _lib.lib.attnops_key_pool_args_init(ctypes.byref(args))
+    for name, t in (("hidden_states", hidden_states), ("wk", wk), ("gate_weight", gate_weight), ("ape", ape),
+                    ("state_cache", state_cache), ("cache_block_table", cache_block_table),
+                    ("start_pos", start_pos), ("norm_weight", norm_weight), ("norm_bias", norm_bias), ("cos", cos),
+                    ("sin", sin), ("cu_seqlens", cu_seqlens), ("seqused", seqused)):
+        setattr(args, name, call.view(t, name))
+    args.cmp_ratio, args.norm_eps, args.rotary_mode = cmp_ratio, norm_eps, rotary_mode
+    args.impl, args.num_threads = _impl(impl), num_threads
+    if out is None:
+        out = torch.empty(key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens), dtype=hidden_states.dtype)
+    args.pooled_key = call.view(out, "pooled_key")
+    _lib.run("key_pool", args)
+    return out
+
+
+def key_pool_valid_rows(hidden_states, start_pos, cu_seqlens=None, cmp_ratio=4):
+    """n[b] = floor((start_pos[b] + len[b]) / R) - floor(start_pos[b] / R): the valid rows of each batch."""
+    import torch
+    starts = start_pos.to(torch.int64)
+    if hidden_states.dim() == 3:
+        lens = torch.full_like(starts, hidden_states.shape[1])
+    else:
+        lens = cu_seqlens.to(torch.int64).diff()
+    return torch.div(starts + lens, cmp_ratio, rounding_mode="floor") - torch.div(starts, cmp_ratio,
+                                                                                    rounding_mode="floor")
+
+
+def _impl(impl):
+    if impl not in _lib.IMPL:
+        raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
+    return _lib.IMPL[impl]
+
+
+def _block_array(call, blocks, name):
+    views = [call.view(t, f"{name}[{i}]") for i, t in enumerate(blocks)]
+    arr = (ctypes.POINTER(_lib.Tensor) * max(len(views), 1))(*views)
+    call.keep.append(arr)
+    return arr
+
+
+def attn_res(blocks, proj_weight, *, partial_block, rmsnorm_gamma, scale, rmsnorm_eps, enable_rmsnorm, impl,
+             num_threads):
+    """(h, rms, alpha); rms is empty without RMSNorm."""
+    import torch
+    call = Call()
+    args = _lib.AttnResFwdArgs()
+    _lib.lib.attnops_attn_res_fwd_args_init(ctypes.byref(args))
+    args.blocks, args.num_blocks = _block_array(call, blocks, "blocks"), len(blocks)
+    args.partial_block = call.view(partial_block, "partial_block")
+    args.proj_weight, args.rmsnorm_gamma = call.view(proj_weight, "proj_weight"), call.view(rmsnorm_gamma,
+                                                                                            "rmsnorm_gamma")
+    args.scale, args.rmsnorm_eps, args.enable_rmsnorm = scale, rmsnorm_eps, int(enable_rmsnorm)
+    args.impl, args.num_threads = _impl(impl), num_threads
+    b, t, d = blocks[0].shape if blocks else (0, 0, 0)
+    levels = len(blocks) + (partial_block is not None)
+    h = torch.empty((b, t, d), dtype=blocks[0].dtype if blocks else torch.float32)
+    rms = torch.empty((b, t, levels, 1) if enable_rmsnorm else (0,), dtype=torch.float32)
+    alpha = torch.empty((b, t, levels), dtype=torch.float32)
+    args.h, args.alpha = call.view(h, "h"), call.view(alpha, "alpha")
+    if enable_rmsnorm:
+        args.rms = call.view(rms, "rms")
+    _lib.run("attn_res", args)
+    return h, rms, alpha
+
+
+def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block, rmsnorm_gamma, rms, scale, enable_rmsnorm,
+                  impl, num_threads):
+    """(grad_blocks list, grad_partial_block or empty, grad_proj_weight, grad_rmsnorm_gamma or empty)."""
+    import torch
+    call = Call()
+    args = _lib.AttnResBwdArgs()
+    _lib.lib.attnops_attn_res_bwd_args_init(ctypes.byref(args))
+    args.grad_h = call.view(grad_h, "grad_h")
+    args.blocks, args.num_blocks = _block_array(call, blocks, "blocks"), len(blocks)
+    args.partial_block = call.view(partial_block, "partial_block")
+    args.proj_weight, args.rmsnorm_gamma = call.view(proj_weight, "proj_weight"), call.view(rmsnorm_gamma,
+                                                                                            "rmsnorm_gamma")
+    args.alpha, args.rms = call.view(alpha, "alpha"), call.view(rms if enable_rmsnorm else None, "rms")
+    args.scale, args.enable_rmsnorm = scale, int(enable_rmsnorm)
+    args.impl, args.num_threads = _impl(impl), num_threads
+    grad_blocks = [torch.empty(t.shape, dtype=t.dtype) for t in blocks]
+    args.grad_blocks = _block_array(call, grad_blocks, "grad_blocks")
+    dtype = blocks[0].dtype
+    grad_partial = torch.empty(partial_block.shape if partial_block is not None else (0,), dtype=dtype)
+    grad_proj = torch.empty(proj_weight.shape, dtype=proj_weight.dtype)
+    grad_gamma = torch.empty(rmsnorm_gamma.shape if enable_rmsnorm else (0,), dtype=dtype)
+    if partial_block is not None:
+        args.grad_partial_block = call.view(grad_partial, "grad_partial_block")
+    args.grad_proj_weight = call.view(grad_proj, "grad_proj_weight")
+    if enable_rmsnorm:
+        args.grad_rmsnorm_gamma = call.view(grad_gamma, "grad_rmsnorm_gamma")
+    _lib.run("attn_res_grad", args)
+    return grad_blocks, grad_partial, grad_proj, grad_gamma
