@@ -1,4 +1,4 @@
-"""FlashAttentionScore(Grad) on torch tensors: output shapes and the C calls.
+"""FlashAttentionScore(Grad) on torch tensors or numpy arrays: output shapes and the C calls.
 
 Shapes (N1 query heads, N2 kv heads, layouts as in include/attnops.h):
   BNSD q [B,N1,S1,D]  BSND q [B,S1,N1,D]  BSH q [B,S1,N1*D]  SBH q [S1,B,N1*D]
@@ -10,7 +10,7 @@ implementations alike (python/attnops/ops.py), so both give the same shapes.
 import ctypes
 
 from . import _lib
-from ._views import Call
+from ._views import TORCH, Call
 
 INT32_MAX = 2147483647
 
@@ -42,7 +42,7 @@ def head_dims(query, key, value, head_num, input_layout):
 
 def out_shape(query, key, value, head_num, input_layout):
     """attention_out's shape: query's with the head dim D replaced by Dv."""
-    if query.dim() == 0:
+    if len(query.shape) == 0:
         raise ValueError("attnops: query must have rank 3 or 4, got a scalar")
     _, dv = head_dims(query, key, value, head_num, input_layout)
     return (*query.shape[:-1], head_num * dv if _hidden(input_layout) else dv)
@@ -61,7 +61,7 @@ def _params(call, p, query, key, value, *, head_num, input_layout, pse, drop_mas
             pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type,
             query_rope, key_rope, q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads):
     check_layout(input_layout)
-    if query.dtype not in _float_dtypes():
+    if not call.arrays.is_float(query):
         raise TypeError(f"attnops: query has dtype {query.dtype}; FlashAttention from Python takes float32, float16 "
                         "or bfloat16 (FP8 inputs need the C API's block scales)")
     if impl not in _lib.IMPL:
@@ -81,17 +81,15 @@ def _params(call, p, query, key, value, *, head_num, input_layout, pse, drop_mas
     p.impl, p.deterministic, p.num_threads = _lib.IMPL[impl], int(deterministic), num_threads
 
 
-def forward(query, key, value, **kw):
-    """(attention_out, softmax_max, softmax_sum), new contiguous tensors."""
-    import torch
-    call = Call()
+def forward(query, key, value, arrays=TORCH, **kw):
+    """(attention_out, softmax_max, softmax_sum), new contiguous tensors (or numpy arrays: arrays=NUMPY)."""
+    call = Call(arrays)
     args = _lib.FaFwdArgs()
     _lib.lib.attnops_fa_fwd_args_init(ctypes.byref(args))
     _params(call, args.p, query, key, value, **kw)
     layout, n1 = kw["input_layout"], kw["head_num"]
-    out = torch.empty(out_shape(query, key, value, n1, layout), dtype=query.dtype)
-    smax = torch.empty(stat_shape(query, n1, layout), dtype=torch.float32)
-    ssum = torch.empty_like(smax)
+    out = call.empty(out_shape(query, key, value, n1, layout), query)
+    smax, ssum = (call.empty_f32(stat_shape(query, n1, layout)) for _ in range(2))
     args.attention_out, args.softmax_max, args.softmax_sum = (call.view(out, "attention_out"),
                                                               call.view(smax, "softmax_max"),
                                                               call.view(ssum, "softmax_sum"))
@@ -99,15 +97,14 @@ def forward(query, key, value, **kw):
     return out, smax, ssum
 
 
-def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, **kw):
-    """(dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty tensors without rope inputs."""
-    import torch
-    call = Call()
+def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays=TORCH, **kw):
+    """(dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty without rope inputs."""
+    call = Call(arrays)
     args = _lib.FaBwdArgs()
     _lib.lib.attnops_fa_bwd_args_init(ctypes.byref(args))
     _params(call, args.p, query, key, value, **kw)
-    grads = [torch.empty(t.shape, dtype=t.dtype) for t in (query, key, value)]
-    rope = [torch.empty(t.shape, dtype=t.dtype) if t is not None else torch.empty(0, dtype=query.dtype)
+    grads = [call.empty(t.shape, t) for t in (query, key, value)]
+    rope = [call.empty(t.shape, t) if t is not None else call.empty((0,), query)
             for t in (kw["query_rope"], kw["key_rope"])]
     args.dy, args.attention_in = call.view(dy, "dy"), call.view(attention_in, "attention_in")
     args.softmax_max, args.softmax_sum = call.view(softmax_max, "softmax_max"), call.view(softmax_sum, "softmax_sum")
@@ -119,8 +116,3 @@ def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, **kw
     _lib.run("flash_attention_score_grad", args)
     return (*grads, *rope)
 
-
-
-def _float_dtypes():
-    import torch
-    return (torch.float32, torch.float16, torch.bfloat16)

@@ -1,4 +1,4 @@
-"""KeyPool and Block Attention Residuals on torch tensors: output shapes and the C calls.
+"""KeyPool and Block Attention Residuals on torch tensors or numpy arrays: output shapes and the C calls.
 
 KeyPool (docs/KEYPOOL.md): hidden_states bf16/f16 BSH [B,S,H] or TH [T,H] (with
 cu_seqlens i32 [B+1]), wk / gate_weight [D,H], ape f32 [R,D], state_cache f32
@@ -12,12 +12,12 @@ rmsnorm_gamma [D]; h [B,T,D], rms f32 [B,T,L,1], alpha f32 [B,T,L], L = N (+1).
 import ctypes
 
 from . import _lib
-from ._views import Call
+from ._views import TORCH, Call
 
 
 def key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens):
     d = wk.shape[0]
-    if hidden_states.dim() == 3:
+    if len(hidden_states.shape) == 3:
         b, s = hidden_states.shape[:2]
         return (b, -(-s // cmp_ratio), d)
     t = hidden_states.shape[0]
@@ -27,10 +27,9 @@ def key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens):
 
 def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, *, norm_weight,
              norm_bias, cos, sin, cu_seqlens, seqused, cmp_ratio, norm_eps, rotary_mode, impl, num_threads,
-             out=None):
-    """pooled_key (a new tensor, or `out`); state_cache is updated in place."""
-    import torch
-    call = Call()
+             arrays=TORCH):
+    """pooled_key (a new tensor or array); state_cache is updated in place."""
+    call = Call(arrays)
     args = _lib.KeyPoolArgs()
     _lib.lib.attnops_key_pool_args_init(ctypes.byref(args))
     for name, t in (("hidden_states", hidden_states), ("wk", wk), ("gate_weight", gate_weight), ("ape", ape),
@@ -40,8 +39,7 @@ def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table
         setattr(args, name, call.view(t, name))
     args.cmp_ratio, args.norm_eps, args.rotary_mode = cmp_ratio, norm_eps, rotary_mode
     args.impl, args.num_threads = _impl(impl), num_threads
-    if out is None:
-        out = torch.empty(key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens), dtype=hidden_states.dtype)
+    out = call.empty(key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens), hidden_states)
     args.pooled_key = call.view(out, "pooled_key")
     _lib.run("key_pool", args)
     return out
@@ -73,10 +71,11 @@ def _block_array(call, blocks, name):
 
 
 def attn_res(blocks, proj_weight, *, partial_block, rmsnorm_gamma, scale, rmsnorm_eps, enable_rmsnorm, impl,
-             num_threads):
+             num_threads, arrays=TORCH):
     """(h, rms, alpha); rms is empty without RMSNorm."""
-    import torch
-    call = Call()
+    if not blocks:
+        raise ValueError("attnops: blocks is empty; Block Attention Residuals needs at least one block")
+    call = Call(arrays)
     args = _lib.AttnResFwdArgs()
     _lib.lib.attnops_attn_res_fwd_args_init(ctypes.byref(args))
     args.blocks, args.num_blocks = _block_array(call, blocks, "blocks"), len(blocks)
@@ -85,11 +84,11 @@ def attn_res(blocks, proj_weight, *, partial_block, rmsnorm_gamma, scale, rmsnor
                                                                                             "rmsnorm_gamma")
     args.scale, args.rmsnorm_eps, args.enable_rmsnorm = scale, rmsnorm_eps, int(enable_rmsnorm)
     args.impl, args.num_threads = _impl(impl), num_threads
-    b, t, d = blocks[0].shape if blocks else (0, 0, 0)
+    b, t, d = blocks[0].shape
     levels = len(blocks) + (partial_block is not None)
-    h = torch.empty((b, t, d), dtype=blocks[0].dtype if blocks else torch.float32)
-    rms = torch.empty((b, t, levels, 1) if enable_rmsnorm else (0,), dtype=torch.float32)
-    alpha = torch.empty((b, t, levels), dtype=torch.float32)
+    h = call.empty((b, t, d), blocks[0])
+    rms = call.empty_f32((b, t, levels, 1) if enable_rmsnorm else (0,))
+    alpha = call.empty_f32((b, t, levels))
     args.h, args.alpha = call.view(h, "h"), call.view(alpha, "alpha")
     if enable_rmsnorm:
         args.rms = call.view(rms, "rms")
@@ -98,10 +97,11 @@ def attn_res(blocks, proj_weight, *, partial_block, rmsnorm_gamma, scale, rmsnor
 
 
 def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block, rmsnorm_gamma, rms, scale, enable_rmsnorm,
-                  impl, num_threads):
+                  impl, num_threads, arrays=TORCH):
     """(grad_blocks list, grad_partial_block or empty, grad_proj_weight, grad_rmsnorm_gamma or empty)."""
-    import torch
-    call = Call()
+    if not blocks:
+        raise ValueError("attnops: blocks is empty; Block Attention Residuals needs at least one block")
+    call = Call(arrays)
     args = _lib.AttnResBwdArgs()
     _lib.lib.attnops_attn_res_bwd_args_init(ctypes.byref(args))
     args.grad_h = call.view(grad_h, "grad_h")
@@ -112,12 +112,11 @@ def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block, rmsnorm_
     args.alpha, args.rms = call.view(alpha, "alpha"), call.view(rms if enable_rmsnorm else None, "rms")
     args.scale, args.enable_rmsnorm = scale, int(enable_rmsnorm)
     args.impl, args.num_threads = _impl(impl), num_threads
-    grad_blocks = [torch.empty(t.shape, dtype=t.dtype) for t in blocks]
+    grad_blocks = [call.empty(t.shape, t) for t in blocks]
     args.grad_blocks = _block_array(call, grad_blocks, "grad_blocks")
-    dtype = blocks[0].dtype
-    grad_partial = torch.empty(partial_block.shape if partial_block is not None else (0,), dtype=dtype)
-    grad_proj = torch.empty(proj_weight.shape, dtype=proj_weight.dtype)
-    grad_gamma = torch.empty(rmsnorm_gamma.shape if enable_rmsnorm else (0,), dtype=dtype)
+    grad_partial = call.empty(partial_block.shape if partial_block is not None else (0,), blocks[0])
+    grad_proj = call.empty(proj_weight.shape, proj_weight)
+    grad_gamma = call.empty(rmsnorm_gamma.shape if enable_rmsnorm else (0,), blocks[0])
     if partial_block is not None:
         args.grad_partial_block = call.view(grad_partial, "grad_partial_block")
     args.grad_proj_weight = call.view(grad_proj, "grad_proj_weight")

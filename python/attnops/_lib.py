@@ -20,7 +20,7 @@ HEADER = _HERE / "include" / "attnops.h"
 
 def _load():
     # ATTNOPS_LIBRARY: use another build of the library (development).
-    path = os.environ.get("ATTNOPS_LIBRARY") or str(_HERE / "_lib" / "libattnops.so")
+    path = os.environ.get("ATTNOPS_LIBRARY") or str(_HERE / "_lib" / "libattnops.so.0")
     try:
         return ctypes.CDLL(path)
     except OSError as exc:

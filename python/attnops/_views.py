@@ -69,21 +69,71 @@ def of_numpy(a, name="array"):
     return _fill(_lib.Tensor(), a.ctypes.data, code, a.shape, [s // item for s in a.strides]), a
 
 
-class Call:
-    """The views of one call and the tensors behind them (kept alive until the call returns)."""
+class _TorchArrays:
+    """Views and allocations for torch tensors."""
 
-    def __init__(self):
+    def view(self, t, name):
+        return of_torch(t, name), t
+
+    def int64(self, values):
+        import torch
+        return torch.tensor(list(values), dtype=torch.int64)
+
+    def empty(self, shape, like):
+        import torch
+        return torch.empty(tuple(shape), dtype=like.dtype)
+
+    def empty_f32(self, shape):
+        import torch
+        return torch.empty(tuple(shape), dtype=torch.float32)
+
+    def is_float(self, t):
+        import torch
+        return t.dtype in (torch.float32, torch.float16, torch.bfloat16)
+
+
+class _NumpyArrays:
+    """Views and allocations for numpy arrays (bf16 / f8 through ml_dtypes)."""
+
+    def view(self, a, name):
+        return of_numpy(a, name)
+
+    def int64(self, values):
+        return np.asarray(list(values), np.int64)
+
+    def empty(self, shape, like):
+        return np.empty(tuple(shape), np.asarray(like).dtype)
+
+    def empty_f32(self, shape):
+        return np.empty(tuple(shape), np.float32)
+
+    def is_float(self, a):
+        return np.asarray(a).dtype in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+
+TORCH, NUMPY = _TorchArrays(), _NumpyArrays()
+
+
+class Call:
+    """One library call: the views it passes and the arrays behind them, kept alive until the call returns.
+    `arrays` (TORCH or NUMPY) makes the views and allocates the outputs."""
+
+    def __init__(self, arrays=TORCH):
+        self.arrays = arrays
         self.keep = []
 
     def view(self, t, name):
         if t is None:
             return None
-        v = of_torch(t, name)
-        self.keep += [v, t]
+        v, owner = self.arrays.view(t, name)
+        self.keep += [v, owner]
         return ctypes.pointer(v)
 
     def ints(self, values, name):
-        if values is None:
-            return None
-        import torch
-        return self.view(torch.tensor(list(values), dtype=torch.int64), name)
+        return None if values is None else self.view(self.arrays.int64(values), name)
+
+    def empty(self, shape, like):
+        return self.arrays.empty(shape, like)
+
+    def empty_f32(self, shape):
+        return self.arrays.empty_f32(shape)

@@ -7,12 +7,16 @@ import subprocess
 
 import pytest
 
-from attnops import _lib
+from attnops import _compare, _lib
+
+
+STRUCTS = {**_lib.STRUCTS, **_compare.STRUCTS}
 
 
 def c_layout(tmp_path):
-    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "attnops.h"', "int main(void) {"]
-    for cname, struct in _lib.STRUCTS.items():
+    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "attnops.h"', '#include "verify/compare.h"',
+             "int main(void) {"]
+    for cname, struct in STRUCTS.items():
         lines.append(f'    printf("{cname} %zu\\n", sizeof({cname}));')
         for field, _ in struct._fields_:
             lines.append(f'    printf("{cname}.{field} %zu\\n", offsetof({cname}, {field}));')
@@ -30,7 +34,7 @@ def c_layout(tmp_path):
 
 def test_structs_match_the_header(tmp_path):
     c = c_layout(tmp_path)
-    for cname, struct in _lib.STRUCTS.items():
+    for cname, struct in STRUCTS.items():
         assert int(c[cname]) == ctypes.sizeof(struct), f"sizeof({cname})"
         for field, _ in struct._fields_:
             assert int(c[f"{cname}.{field}"]) == getattr(struct, field).offset, f"offsetof({cname}, {field})"

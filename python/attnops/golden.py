@@ -1,0 +1,80 @@
+"""numpy goldens: every operator on numpy arrays, by default through the library's
+reference implementation (impl="reference": double accumulation, outputs rounded
+once; "benchmark" is the triple rule's chain of rounded small operators, "auto"
+/ "cpu" the fast kernel).  bf16 and fp8 arrays are ml_dtypes arrays; torch is
+not needed.
+
+    out, smax, ssum = attnops.golden.flash_attention_score(q, k, v, 8, "BSND", scale=0.125)
+    verdict = attnops.compare(device_out, out, rule="dual")
+
+Arguments are CANN's (include/attnops.h), with Python lists for the int arrays
+(prefix, actual_seq_qlen, ...).  Outputs are new arrays; state_cache of
+key_pool is updated in place.  num_threads 0 means OpenMP's default.
+"""
+from . import _fa, _kp_ar
+from ._views import NUMPY
+
+_INT32_MAX = _fa.INT32_MAX
+
+
+def _fa_kw(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
+           inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
+           q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads):
+    return dict(head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask, atten_mask=atten_mask,
+                scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
+                inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
+                actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, pse_type=pse_type,
+                query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx, kv_start_idx=kv_start_idx,
+                seed=seed, offset=offset, impl=impl, deterministic=deterministic, num_threads=num_threads)
+
+
+def flash_attention_score(query, key, value, head_num, input_layout, *, pse=None, drop_mask=None, atten_mask=None,
+                          scale=1.0, keep_prob=1.0, pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0,
+                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
+                          query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
+                          impl="reference", deterministic=False, num_threads=0):
+    """-> (attention_out, softmax_max, softmax_sum) as numpy arrays."""
+    return _fa.forward(query, key, value, arrays=NUMPY, **_fa_kw(
+        head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
+        prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
+        kv_start_idx, seed, offset, impl, deterministic, num_threads))
+
+
+def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout,
+                               *, pse=None, drop_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0,
+                               pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, prefix=None,
+                               actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
+                               query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
+                               impl="reference", deterministic=False, num_threads=0):
+    """-> (dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty arrays without rope inputs."""
+    return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays=NUMPY, **_fa_kw(
+        head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
+        prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
+        kv_start_idx, seed, offset, impl, deterministic, num_threads))
+
+
+def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, *, norm_weight=None,
+             norm_bias=None, cu_seqlens=None, cmp_ratio=4, norm_eps=1e-6, rotary_mode=0, impl="reference",
+             num_threads=0):
+    """-> pooled_key; state_cache (f32, writable) is updated in place."""
+    return _kp_ar.key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos,
+                           norm_weight=norm_weight, norm_bias=norm_bias, cos=None, sin=None, cu_seqlens=cu_seqlens,
+                           seqused=None, cmp_ratio=cmp_ratio, norm_eps=norm_eps, rotary_mode=rotary_mode, impl=impl,
+                           num_threads=num_threads, arrays=NUMPY)
+
+
+def attn_res(blocks, proj_weight, *, partial_block=None, rmsnorm_gamma=None, scale=1.0, rmsnorm_eps=1e-6,
+             enable_rmsnorm=True, impl="reference", num_threads=0):
+    """-> (h, rms f32 [B,T,L,1] (empty without RMSNorm), alpha f32 [B,T,L])."""
+    return _kp_ar.attn_res(list(blocks), proj_weight, partial_block=partial_block, rmsnorm_gamma=rmsnorm_gamma,
+                           scale=scale, rmsnorm_eps=rmsnorm_eps, enable_rmsnorm=enable_rmsnorm, impl=impl,
+                           num_threads=num_threads, arrays=NUMPY)
+
+
+def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block=None, rmsnorm_gamma=None, rms=None, scale=1.0,
+                  enable_rmsnorm=True, impl="reference", num_threads=0):
+    """-> (grad_blocks list, grad_partial_block (empty without one), grad_proj_weight, grad_rmsnorm_gamma
+    (empty without RMSNorm))."""
+    return _kp_ar.attn_res_grad(grad_h, list(blocks), proj_weight, alpha, partial_block=partial_block,
+                                rmsnorm_gamma=rmsnorm_gamma, rms=rms, scale=scale, enable_rmsnorm=enable_rmsnorm,
+                                impl=impl, num_threads=num_threads, arrays=NUMPY)

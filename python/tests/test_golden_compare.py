@@ -1,0 +1,110 @@
+"""attnops.golden (numpy, no torch in the call path) and attnops.compare (the harness's rules)."""
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+
+import attnops
+import attnops.golden as golden
+import attnops.ops  # noqa: F401  (torch.ops.attnops.*)
+import fa_oracle
+from checks import assert_close, assert_gradients_close
+
+
+def test_numpy_golden_matches_the_oracle_and_the_torch_op():
+    rng = np.random.default_rng(0)
+    b, n1, n2, s1, s2, d = 2, 4, 2, 30, 44, 24
+    q = rng.standard_normal((b, s1, n1, d)).astype(ml_dtypes.bfloat16)
+    k = rng.standard_normal((b, s2, n2, d)).astype(ml_dtypes.bfloat16)
+    v = rng.standard_normal((b, s2, n2, d)).astype(ml_dtypes.bfloat16)
+    mask = np.triu(np.ones((2048, 2048), np.bool_), 1)
+    out, smax, ssum = golden.flash_attention_score(q, k, v, n1, "BSND", scale=0.2, atten_mask=mask, sparse_mode=3)
+    assert out.dtype == ml_dtypes.bfloat16 and smax.shape == (b, n1, s1, 8) and smax.dtype == np.float32
+    tq, tk, tv = (torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16) for x in (q, k, v))
+    t_out, t_max, _ = torch.ops.attnops.flash_attention_score(tq, tk, tv, n1, "BSND", scale=0.2,
+                                                              atten_mask=torch.from_numpy(mask), sparse_mode=3,
+                                                              impl="reference")
+    assert torch.equal(torch.from_numpy(out.astype(np.float32)), t_out.float())
+    assert np.array_equal(smax, t_max.numpy())
+    ref = fa_oracle.attention(tq, tk, tv, n1, "BSND", scale=0.2, sparse_mode=3, atten_mask=torch.from_numpy(mask))
+    assert_close("golden attention_out", torch.from_numpy(out.astype(np.float32)).to(torch.bfloat16), ref,
+                 torch.bfloat16, s2)
+
+    dy = rng.standard_normal(out.shape).astype(ml_dtypes.bfloat16)
+    dq, dk, dv, dqr, dkr = golden.flash_attention_score_grad(q, k, v, dy, out, smax, ssum, n1, "BSND", scale=0.2,
+                                                             atten_mask=mask, sparse_mode=3)
+    assert dqr.size == 0 and dkr.size == 0 and dq.shape == q.shape
+    ins = [x.double().requires_grad_() for x in (tq, tk, tv)]
+    r = fa_oracle.attention(*ins, n1, "BSND", scale=0.2, sparse_mode=3, atten_mask=torch.from_numpy(mask))
+    ref_grads = torch.autograd.grad(r, ins, torch.from_numpy(dy.astype(np.float64)))
+    grads = [torch.from_numpy(g.astype(np.float32)).to(torch.bfloat16) for g in (dq, dk, dv)]
+    assert_gradients_close(("dq", "dk", "dv"), grads, ref_grads, torch.bfloat16, s2)
+
+
+def test_numpy_golden_keypool_and_attnres():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 8, 32)).astype(ml_dtypes.bfloat16)
+    wk = (rng.standard_normal((16, 32)) / 6).astype(ml_dtypes.bfloat16)
+    gate = (rng.standard_normal((16, 32)) / 6).astype(ml_dtypes.bfloat16)
+    ape = rng.standard_normal((4, 16)).astype(np.float32)
+    cache = np.zeros((4, 4, 32), np.float32)
+    table, start = np.array([[1, 2, 3]], np.int32), np.array([2], np.int32)
+    pooled = golden.key_pool(x, wk, gate, ape, cache, table, start)
+    t_cache = torch.zeros(4, 4, 32)
+    t_pooled = torch.ops.attnops.key_pool(*(torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
+                                            for a in (x, wk, gate)), torch.from_numpy(ape), t_cache,
+                                          torch.from_numpy(table), torch.from_numpy(start), impl="reference")
+    assert np.array_equal(pooled.astype(np.float32), t_pooled.float().numpy())
+    assert np.array_equal(cache, t_cache.numpy()) and cache.any()
+
+    blocks = [rng.standard_normal((2, 3, 40)).astype(np.float32) for _ in range(3)]
+    w, g = rng.standard_normal(40).astype(np.float32) / 6, np.ones(40, np.float32)
+    h, rms, alpha = golden.attn_res(blocks, w, rmsnorm_gamma=g)
+    assert rms.shape == (2, 3, 3, 1) and alpha.shape == (2, 3, 3)
+    grads = golden.attn_res_grad(np.ones_like(h), blocks, w, alpha, rmsnorm_gamma=g, rms=rms)
+    assert len(grads[0]) == 3 and grads[2].shape == (40,)
+    np.testing.assert_allclose(alpha.sum(-1), 1.0, rtol=1e-6)
+
+
+def test_compare_dual_rule_verdicts():
+    e = np.linspace(-1, 1, 1000)
+    ok = attnops.compare(e * (1 + 1e-3), e, rule="dual", label="dq")
+    assert ok.passed and bool(ok) and ok.rule == "dual" and ok.n == 1000 and ok.n_fail == 0
+    assert str(ok).startswith("PASS dq [dual]")
+    bad = e.copy()
+    bad[:10] *= 1.02  # 1 % of the elements 2 % off: more than the rule's 0.5 %
+    v = attnops.compare(bad, e, rule="dual", label="dq")
+    assert not v.passed and v.n_fail == 10 and v.worst == (0,) and str(v).startswith("FAIL dq [dual]")
+    nan = e.copy()
+    nan[5] = np.nan
+    assert not attnops.compare(nan, e, rule="dual").passed
+    assert attnops.compare(np.where(np.isnan(nan), np.nan, e), nan, rule="dual").passed  # NaN where the golden has one
+
+
+def test_compare_other_rules():
+    e = np.linspace(1, 2, 400).reshape(20, 20)
+    assert attnops.compare(e * (1 + 5e-4), e, rule="thousandth").passed
+    assert not attnops.compare(e * (1 + 5e-3), e, rule="thousandth").passed
+    counted = np.zeros_like(e, dtype=bool)
+    counted[:10] = True
+    off = e.copy()
+    off[10:] += 1.0
+    assert attnops.compare(off, e, rule="isclose", counted=counted).passed
+    assert not attnops.compare(off, e, rule="isclose").passed
+    assert attnops.compare(e + 1e-3, e, rule="allclose").passed
+    golden_ = torch.linspace(-2, 2, 512, dtype=torch.float64)
+    bench = (golden_.to(torch.bfloat16)).double()
+    assert attnops.compare(bench, golden_, rule="triple", bench=bench, dtype=torch.bfloat16).passed
+    worse = bench + 0.05
+    v = attnops.compare(worse, golden_, rule="triple", bench=bench, dtype=torch.bfloat16)
+    assert not v.passed and "mare" in " ".join(v.metrics).lower()
+
+
+def test_compare_refuses_bad_requests():
+    e = np.zeros(4)
+    with pytest.raises(ValueError, match="rule"):
+        attnops.compare(e, e, rule="close-enough")
+    with pytest.raises(ValueError, match="shape"):
+        attnops.compare(np.zeros(5), e)
+    with pytest.raises(ValueError, match="bench"):
+        attnops.compare(e, e, rule="triple")
