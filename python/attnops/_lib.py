@@ -173,6 +173,7 @@ for _name in ("attnops_last_error", "attnops_version", "attnops_cpu_isa", "attno
     _declare(_name, ctypes.c_char_p)
 _declare("attnops_status_string", ctypes.c_char_p, ctypes.c_int)
 _declare("attnops_gemm_backend", ctypes.c_char_p, ctypes.c_int)
+_TWO_PHASE = {}  # op -> (workspace query, run)
 for _struct, _names in (
         (FaFwdArgs, ("flash_attention_score", "flash_attention_varlen_score")),
         (FaBwdArgs, ("flash_attention_score_grad", "flash_attention_unpadding_score_grad")),
@@ -180,6 +181,7 @@ for _struct, _names in (
     for _name in _names:
         _declare(f"attnops_{_name}_workspace_size", ctypes.c_int, ctypes.POINTER(_struct), _size_p)
         _declare(f"attnops_{_name}", ctypes.c_int, ctypes.POINTER(_struct), ctypes.c_void_p, ctypes.c_size_t)
+        _TWO_PHASE[_name] = (getattr(lib, f"attnops_{_name}_workspace_size"), getattr(lib, f"attnops_{_name}"))
 _declare("attnops_fa_params_init", None, ctypes.POINTER(FaParams))
 _declare("attnops_fa_fwd_args_init", None, ctypes.POINTER(FaFwdArgs))
 _declare("attnops_fa_bwd_args_init", None, ctypes.POINTER(FaBwdArgs))
@@ -215,8 +217,12 @@ def run(op, args):
 
     The library never allocates; the workspace is an uninitialised numpy
     buffer (not zeroed: the run writes before it reads), freed on return."""
+    query, execute = _TWO_PHASE[op]
     size = ctypes.c_size_t(0)
     ref = ctypes.byref(args)
-    check(getattr(lib, f"attnops_{op}_workspace_size")(ref, ctypes.byref(size)))
-    ws = np.empty(size.value, np.uint8) if size.value else None
-    check(getattr(lib, f"attnops_{op}")(ref, None if ws is None else ws.ctypes.data, size.value))
+    check(query(ref, ctypes.byref(size)))
+    if size.value:
+        ws = np.empty(size.value, np.uint8)
+        check(execute(ref, ws.ctypes.data, size.value))
+    else:
+        check(execute(ref, None, 0))

@@ -39,22 +39,20 @@ def _torch_code(dtype):
     return code
 
 
-def _fill(view, addr, code, shape, strides):
+_I64X8 = ctypes.c_int64 * _lib.MAX_RANK
+
+
+def _make(addr, code, shape, strides):
     if len(shape) > _lib.MAX_RANK:
         raise ValueError(f"attnops: rank {len(shape)} exceeds the library's maximum of {_lib.MAX_RANK}")
-    view.data = addr or _EMPTY_ADDR
-    view.dtype = code
-    view.rank = len(shape)
-    view.shape[:len(shape)] = shape
-    view.strides[:len(strides)] = strides
-    return view
+    return _lib.Tensor(addr or _EMPTY_ADDR, code, len(shape), _I64X8(*shape), _I64X8(*strides))
 
 
 def of_torch(t, name="tensor"):
     """attnops_tensor of a CPU torch tensor (the caller keeps `t` alive)."""
-    if t.device.type != "cpu":
+    if not t.is_cpu:
         raise ValueError(f"attnops: {name} is on device {t.device}; attnops runs on the CPU")
-    return _fill(_lib.Tensor(), t.data_ptr(), _torch_code(t.dtype), t.shape, t.stride())
+    return _make(t.data_ptr(), _torch_code(t.dtype), t.shape, t.stride())
 
 
 def of_numpy(a, name="array"):
@@ -66,7 +64,7 @@ def of_numpy(a, name="array"):
     item = a.itemsize
     if any(s < 0 or s % item for s in a.strides):
         a = np.ascontiguousarray(a)
-    return _fill(_lib.Tensor(), a.ctypes.data, code, a.shape, [s // item for s in a.strides]), a
+    return _make(a.ctypes.data, code, a.shape, [s // item for s in a.strides]), a
 
 
 class _TorchArrays:

@@ -1,0 +1,110 @@
+"""torch.library integration: opcheck of every op, torch.compile(fullgraph=True)
+without graph breaks matching eager, the thread count taken from torch."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import attnops.flash_attn as fa
+import attnops.ops  # noqa: F401
+import attnops.torch_npu as torch_npu
+
+
+def _req(*ts):
+    return [t.clone().requires_grad_() for t in ts]
+
+
+def test_opcheck_flash_attention_score():
+    q, k, v = _req(torch.randn(2, 6, 4, 16), torch.randn(2, 9, 2, 16), torch.randn(2, 9, 2, 8))
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    for kwargs in (dict(scale=0.3), dict(scale=0.3, atten_mask=mask, sparse_mode=3, keep_prob=0.8, seed=5)):
+        torch.library.opcheck(torch.ops.attnops.flash_attention_score.default, (q, k, v, 4, "BSND"), kwargs)
+    out, smax, ssum = torch.ops.attnops.flash_attention_score(q, k, v, 4, "BSND", scale=0.3)
+    torch.library.opcheck(torch.ops.attnops.flash_attention_score_grad.default,
+                          (q.detach(), k.detach(), v.detach(), torch.randn(out.shape), out.detach(), smax, ssum, 4,
+                           "BSND"), dict(scale=0.3))
+
+
+def test_opcheck_tnd_and_rope():
+    q, k, v = torch.randn(20, 2, 16), torch.randn(25, 2, 16), torch.randn(25, 2, 16)
+    qr, kr = torch.randn(20, 2, 8), torch.randn(25, 2, 8)
+    torch.library.opcheck(torch.ops.attnops.flash_attention_score.default, tuple(_req(q, k, v)) + (2, "TND"),
+                          dict(actual_seq_qlen=[8, 20], actual_seq_kvlen=[10, 25], query_rope=qr, key_rope=kr))
+
+
+def test_opcheck_key_pool():
+    x = torch.randn(1, 8, 32).to(torch.bfloat16)
+    wk, gate = (torch.randn(16, 32) / 6).to(torch.bfloat16), (torch.randn(16, 32) / 6).to(torch.bfloat16)
+    args = (x, wk, gate, torch.randn(4, 16), torch.zeros(4, 4, 32), torch.tensor([[1, 2, 3]], dtype=torch.int32),
+            torch.tensor([2], dtype=torch.int32))
+    torch.library.opcheck(torch.ops.attnops.key_pool.default, args)
+
+
+def test_opcheck_attn_res():
+    blocks = _req(*(torch.randn(2, 3, 40) for _ in range(3)))
+    w, g = _req(torch.randn(40) / 6, torch.ones(40))
+    torch.library.opcheck(torch.ops.attnops.attn_res.default, (blocks, w, None, g))
+    h, rms, alpha = torch.ops.attnops.attn_res(blocks, w, None, g)
+    torch.library.opcheck(torch.ops.attnops.attn_res_grad.default,
+                          (torch.randn(h.shape), [b.detach() for b in blocks], w.detach(), alpha, None, g.detach(),
+                           rms))
+
+
+class TinyModel(torch.nn.Module):
+    """Attention through torch_npu and flash-attn entry points, then AttnRes over the two results."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(32, 32)
+        self.w = torch.nn.Parameter(torch.randn(32) / 6)
+        self.gamma = torch.nn.Parameter(torch.ones(32))
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        qkv = self.proj(x).view(b, s, 2, 16)
+        a = torch_npu.npu_fusion_attention(qkv, qkv, qkv, 2, "BSND", scale=0.25)[0].reshape(b, s, 32)
+        c = fa.flash_attn_func(qkv, qkv, qkv, causal=True).reshape(b, s, 32)
+        h = torch_npu.ai_infra_block_attn_res([a, c], self.w, rmsnorm_gamma=self.gamma)[0]
+        return h.square().mean()
+
+
+def test_torch_compile_fullgraph_matches_eager():
+    torch.manual_seed(3)
+    model = TinyModel()
+    x = torch.randn(2, 24, 32)
+    eager = model(x)
+    eager.backward()
+    eager_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True)  # fullgraph: any graph break raises
+    loss = compiled(x)
+    loss.backward()
+    torch.testing.assert_close(loss, eager, rtol=1e-5, atol=1e-6)
+    for p, g in zip(model.parameters(), eager_grads):
+        torch.testing.assert_close(p.grad, g, rtol=1e-4, atol=1e-6)
+
+
+THREADS_PROBE = textwrap.dedent('''
+    import os, sys, torch
+    torch.set_num_threads(int(sys.argv[1]))
+    import attnops.torch_npu as tn
+    q = torch.randn(1, 256, 4, 64)
+    before = len(os.listdir("/proc/self/task"))
+    tn.npu_fusion_attention(q, q, q, 4, "BSND", scale=0.1)
+    print(len(os.listdir("/proc/self/task")) - before)
+''')
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_thread_count_follows_torch(tmp_path, threads):
+    """With OMP_NUM_THREADS=1 the library's own OpenMP pool grows to torch.get_num_threads() - 1 workers."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(THREADS_PROBE)
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, str(probe), str(threads)], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert int(run.stdout.strip()) == threads - 1
