@@ -3,7 +3,7 @@
 #   make test      install what is missing, build, run the whole ctest suite
 #   make run       install what is missing, build, run the built-in seed suites
 #                  (attnops run fag-seed pypto-fag; run_log.txt in the build dir)
-#   make bench     ... plus PyTorch in .venv, then bench/run.sh
+#   make bench     ... plus the Python package in .venv, then bench/run.sh
 #   make build     configure + build into $(BUILD_DIR) (nothing installed)
 #   make install   build, then install into $(PREFIX) (default /usr/local)
 #   make clean     remove $(BUILD_DIR); make distclean also removes .venv
@@ -50,6 +50,7 @@ run:
 bench:
 	bash scripts/setup.sh --bench
 	$(do_build)
+	.venv/bin/python -m pip install --quiet --no-build-isolation --no-deps --disable-pip-version-check .
 	bash bench/run.sh
 
 install:

@@ -16,6 +16,9 @@
 #   3c. each round also runs bench_attnres and peer_attnres.py (Block
 #      Attention Residuals forward and backward), in the same alternating
 #      order; the peer measures torch's peak memory in round 1 only (--mem);
+#   3d. runs bench/bench_python.py once (the Python package's per-call
+#      overhead and a training step through autograd vs SDPA, R rounds of its
+#      own, alternating);
 #   4. merges everything into build/bench/results.json (medians over rounds,
 #      GFLOP/s, % of peak, speedups vs torch, and the ratios between cases:
 #      masked vs dense, band vs proportional, pse vs plain, varlen vs the
@@ -131,6 +134,16 @@ for ((r = 1; r <= REPS; r++)); do
         run_ar_attnops "$r"
     fi
 done
+
+# ---- the Python package ---------------------------------------------------------
+rm -f "$OUT/python.json" "$OUT/python.md"
+if ((have_torch)) && "$PY" -c 'import attnops' 2>/dev/null; then
+    echo "== Python package: per-call overhead, training step vs SDPA"
+    "$PY" -u "$ROOT/bench/bench_python.py" --threads "$THREADS" --reps "$REPS" "${quick_flag[@]}" \
+        --json "$OUT/python.json" --md "$OUT/python.md"
+else
+    echo "bench/run.sh: the attnops Python package is not installed in $PY (make test installs it); skipped" >&2
+fi
 
 # ---- peak RSS: one fresh process per case -------------------------------------
 if [[ ${BENCH_RSS:-1} != 0 ]]; then
@@ -518,6 +531,13 @@ for p in sorted(glob.glob(os.path.join(out_dir, "rss_*.json"))):
 if rss_rows:
     res["rss_budget_mib"] = RSS_BUDGET_MIB
 
+py_md = None
+if os.path.exists(os.path.join(out_dir, "python.json")):
+    with open(os.path.join(out_dir, "python.json")) as f:
+        res.update(json.load(f))
+    with open(os.path.join(out_dir, "python.md")) as f:
+        py_md = f.read().rstrip("\n")
+
 with open(os.path.join(out_dir, "results.json"), "w") as f:
     json.dump(res, f, indent=2)
     f.write("\n")
@@ -563,6 +583,9 @@ if rss_rows:
     md.append("| peak RSS case | inputs MiB | outputs MiB | workspace MiB | peak RSS MiB | RSS − (in+out) MiB | budget MiB |")
     md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     md += rss_rows
+if py_md:
+    md.append("")
+    md.append(py_md)
 md.append("")
 md.append("GFLOP/s are dense-equivalent (forward 2·B·N1·S1·S2·(D+Dv), backward 2.5×) at the median time, "
           "also for masked cases (whose % of peak can pass 100); varlen cases count their real work "

@@ -5,7 +5,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._views import of_numpy
+from ._views import NUMPY, Call
 
 
 def dropout_mask(seed, offset, keep_prob, head_num, *, batch=None, seq_q=None, seq_kv=None, actual_seq_qlen=None,
@@ -18,17 +18,14 @@ def dropout_mask(seed, offset, keep_prob, head_num, *, batch=None, seq_q=None, s
     blocks.  packed=True returns the bit-packed form CANN's drop_mask input
     takes instead (element e in bit e % 8 of byte e / 8, LSB first)."""
     args = _lib.DropoutMaskArgs(seed=seed, offset=offset, keep_prob=keep_prob, head_num=head_num)
-    keep = []
+    call = Call(NUMPY)
     tnd = actual_seq_qlen is not None or actual_seq_kvlen is not None
     if tnd:
         if actual_seq_qlen is None or actual_seq_kvlen is None:
             raise ValueError("attnops.dropout_mask: TND needs both actual_seq_qlen and actual_seq_kvlen")
         q = np.asarray(actual_seq_qlen, np.int64)
         kv = np.asarray(actual_seq_kvlen, np.int64)
-        for name, a in (("actual_seq_qlen", q), ("actual_seq_kvlen", kv)):
-            view, arr = of_numpy(a, name)
-            keep += [view, arr]
-            setattr(args, name, ctypes.pointer(view))
+        args.actual_seq_qlen, args.actual_seq_kvlen = call.view(q, "actual_seq_qlen"), call.view(kv, "actual_seq_kvlen")
         lq, lkv = np.diff(q, prepend=0), np.diff(kv, prepend=0)
         shape = (int(head_num * np.sum(lq * lkv)),)
     else:
@@ -38,11 +35,10 @@ def dropout_mask(seed, offset, keep_prob, head_num, *, batch=None, seq_q=None, s
         shape = (batch, head_num, seq_q, seq_kv)
     count = int(np.prod(shape))
     out = np.empty((count + 7) // 8 if packed else shape, np.uint8)
-    view, _ = of_numpy(out.reshape(-1), "mask")
-    keep.append(view)
+    view = call.view(out.reshape(-1), "mask")
     if packed:
-        args.bit_mask = ctypes.pointer(view)
+        args.bit_mask = view
     else:
-        args.byte_mask = ctypes.pointer(view)
+        args.byte_mask = view
     _lib.check(_lib.lib.attnops_dropout_mask(ctypes.byref(args)))
     return out

@@ -8,6 +8,7 @@ attention_out has q's shape with D -> Dv; softmax_max / softmax_sum are f32
 implementations alike (python/attnops/ops.py), so both give the same shapes.
 """
 import ctypes
+import struct
 
 from . import _lib
 from ._views import TORCH, Call
@@ -57,62 +58,80 @@ def stat_shape(query, head_num, input_layout):
     return (b, head_num, s1, 8)
 
 
-def _params(call, p, query, key, value, *, head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob,
+# attnops_fa_params packed by struct: 19 tensor pointers, scale_value,
+# keep_prob, pre/next_tokens, head_num, input_layout (+4 padding),
+# inner_precise, sparse_mode, pse_type, seed, offset, out_dtype,
+# softmax_in_layout, impl, deterministic, num_threads (test_abi.py checks it
+# against the ctypes struct, which is checked against the header).  One
+# pack_into per call instead of ~30 ctypes attribute writes; the output
+# pointers follow the params in the args structs.
+PARAMS = struct.Struct("<19Q2d3qi4x6q4i")
+FWD_OUTPUTS = struct.Struct("<4Q")   # softmax_max, softmax_sum, softmax_out, attention_out
+BWD_TENSORS = struct.Struct("<11Q")  # dy, attention_in, softmax_max, softmax_sum, softmax_in, dq, dk, dv, dpse,
+#                                      dq_rope, dk_rope
+
+
+def _params(call, buf, query, key, value, *, head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob,
             pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type,
             query_rope, key_rope, q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads):
+    """Pack the params of one call into `buf` (offset 0)."""
     check_layout(input_layout)
     if not call.arrays.is_float(query):
         raise TypeError(f"attnops: query has dtype {query.dtype}; FlashAttention from Python takes float32, float16 "
                         "or bfloat16 (FP8 inputs need the C API's block scales)")
     if impl not in _lib.IMPL:
         raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
-    p.query, p.key, p.value = call.view(query, "query"), call.view(key, "key"), call.view(value, "value")
-    p.pse, p.drop_mask, p.atten_mask = call.view(pse, "pse"), call.view(drop_mask, "drop_mask"), call.view(
-        atten_mask, "atten_mask")
-    p.query_rope, p.key_rope = call.view(query_rope, "query_rope"), call.view(key_rope, "key_rope")
-    p.prefix = call.ints(prefix, "prefix")
-    p.actual_seq_qlen, p.actual_seq_kvlen = call.ints(actual_seq_qlen, "actual_seq_qlen"), call.ints(
-        actual_seq_kvlen, "actual_seq_kvlen")
-    p.q_start_idx, p.kv_start_idx = call.ints(q_start_idx, "q_start_idx"), call.ints(kv_start_idx, "kv_start_idx")
-    p.scale_value, p.keep_prob = scale, keep_prob
-    p.pre_tokens, p.next_tokens, p.head_num = pre_tokens, next_tokens, head_num
-    p.input_layout = _lib.LAYOUTS.index(input_layout) + 1
-    p.inner_precise, p.sparse_mode, p.pse_type, p.seed, p.offset = inner_precise, sparse_mode, pse_type, seed, offset
-    p.impl, p.deterministic, p.num_threads = _lib.IMPL[impl], int(deterministic), num_threads
+    v = call.view
+    pointers = (v(query, "query"), v(key, "key"), v(value, "value"), v(pse, "pse"), v(drop_mask, "drop_mask"), 0,
+                v(atten_mask, "atten_mask"), call.ints(prefix, "prefix"), call.ints(actual_seq_qlen, "actual_seq_qlen"),
+                call.ints(actual_seq_kvlen, "actual_seq_kvlen"), call.ints(q_start_idx, "q_start_idx"),
+                call.ints(kv_start_idx, "kv_start_idx"), v(query_rope, "query_rope"), v(key_rope, "key_rope"),
+                0, 0, 0, 0, 0)
+    PARAMS.pack_into(buf, 0, *(p or 0 for p in pointers), scale, keep_prob, pre_tokens, next_tokens, head_num,
+                     _lib.LAYOUTS.index(input_layout) + 1, inner_precise, sparse_mode, pse_type, seed, offset, 0, 0,
+                     _lib.IMPL[impl], int(deterministic), num_threads)
 
 
 def forward(query, key, value, arrays=TORCH, **kw):
     """(attention_out, softmax_max, softmax_sum), new contiguous tensors (or numpy arrays: arrays=NUMPY)."""
+    call, args, outputs = forward_args(query, key, value, arrays, **kw)
+    _lib.run("flash_attention_score", args)
+    return outputs
+
+
+def forward_args(query, key, value, arrays=TORCH, **kw):
+    """(call, packed args, outputs) of a forward, ready for _lib.run (bench/bench_python.py times the run)."""
     call = Call(arrays)
-    args = _lib.FaFwdArgs()
-    _lib.lib.attnops_fa_fwd_args_init(ctypes.byref(args))
-    _params(call, args.p, query, key, value, **kw)
+    args = ctypes.create_string_buffer(PARAMS.size + FWD_OUTPUTS.size)
+    _params(call, args, query, key, value, **kw)
     layout, n1 = kw["input_layout"], kw["head_num"]
     out = call.empty(out_shape(query, key, value, n1, layout), query)
     smax, ssum = (call.empty_f32(stat_shape(query, n1, layout)) for _ in range(2))
-    args.attention_out, args.softmax_max, args.softmax_sum = (call.view(out, "attention_out"),
-                                                              call.view(smax, "softmax_max"),
-                                                              call.view(ssum, "softmax_sum"))
-    _lib.run("flash_attention_score", args)
-    return out, smax, ssum
+    FWD_OUTPUTS.pack_into(args, PARAMS.size, call.view(smax, "softmax_max"), call.view(ssum, "softmax_sum"), 0,
+                          call.view(out, "attention_out"))
+    return call, args, (out, smax, ssum)
 
 
 def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays=TORCH, **kw):
     """(dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty without rope inputs."""
+    call, args, outputs = backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays, **kw)
+    _lib.run("flash_attention_score_grad", args)
+    return outputs
+
+
+def backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays=TORCH, **kw):
+    """(call, packed args, outputs) of a backward, ready for _lib.run."""
     call = Call(arrays)
-    args = _lib.FaBwdArgs()
-    _lib.lib.attnops_fa_bwd_args_init(ctypes.byref(args))
-    _params(call, args.p, query, key, value, **kw)
+    args = ctypes.create_string_buffer(PARAMS.size + BWD_TENSORS.size)
+    _params(call, args, query, key, value, **kw)
     grads = [call.empty(t.shape, t) for t in (query, key, value)]
     rope = [call.empty(t.shape, t) if t is not None else call.empty((0,), query)
             for t in (kw["query_rope"], kw["key_rope"])]
-    args.dy, args.attention_in = call.view(dy, "dy"), call.view(attention_in, "attention_in")
-    args.softmax_max, args.softmax_sum = call.view(softmax_max, "softmax_max"), call.view(softmax_sum, "softmax_sum")
-    args.dq, args.dk, args.dv = (call.view(g, n) for g, n in zip(grads, ("dq", "dk", "dv")))
-    if kw["query_rope"] is not None:
-        args.dq_rope = call.view(rope[0], "dq_rope")
-    if kw["key_rope"] is not None:
-        args.dk_rope = call.view(rope[1], "dk_rope")
-    _lib.run("flash_attention_score_grad", args)
-    return (*grads, *rope)
+    rope_views = [call.view(r, n) if t is not None else 0
+                  for r, t, n in zip(rope, (kw["query_rope"], kw["key_rope"]), ("dq_rope", "dk_rope"))]
+    BWD_TENSORS.pack_into(args, PARAMS.size, call.view(dy, "dy"), call.view(attention_in, "attention_in"),
+                          call.view(softmax_max, "softmax_max"), call.view(softmax_sum, "softmax_sum"), 0,
+                          *(call.view(g, n) for g, n in zip(grads, ("dq", "dk", "dv"))), 0, *rope_views)
+    return call, args, (*grads, *rope)
+
 

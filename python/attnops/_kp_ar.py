@@ -63,13 +63,6 @@ def _impl(impl):
     return _lib.IMPL[impl]
 
 
-def _block_array(call, blocks, name):
-    views = [call.view(t, f"{name}[{i}]") for i, t in enumerate(blocks)]
-    arr = (ctypes.POINTER(_lib.Tensor) * max(len(views), 1))(*views)
-    call.keep.append(arr)
-    return arr
-
-
 def attn_res(blocks, proj_weight, *, partial_block, rmsnorm_gamma, scale, rmsnorm_eps, enable_rmsnorm, impl,
              num_threads, arrays=TORCH):
     """(h, rms, alpha); rms is empty without RMSNorm."""
@@ -78,7 +71,7 @@ def attn_res(blocks, proj_weight, *, partial_block, rmsnorm_gamma, scale, rmsnor
     call = Call(arrays)
     args = _lib.AttnResFwdArgs()
     _lib.lib.attnops_attn_res_fwd_args_init(ctypes.byref(args))
-    args.blocks, args.num_blocks = _block_array(call, blocks, "blocks"), len(blocks)
+    args.blocks, args.num_blocks = call.view_array(blocks, "blocks"), len(blocks)
     args.partial_block = call.view(partial_block, "partial_block")
     args.proj_weight, args.rmsnorm_gamma = call.view(proj_weight, "proj_weight"), call.view(rmsnorm_gamma,
                                                                                             "rmsnorm_gamma")
@@ -105,7 +98,7 @@ def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block, rmsnorm_
     args = _lib.AttnResBwdArgs()
     _lib.lib.attnops_attn_res_bwd_args_init(ctypes.byref(args))
     args.grad_h = call.view(grad_h, "grad_h")
-    args.blocks, args.num_blocks = _block_array(call, blocks, "blocks"), len(blocks)
+    args.blocks, args.num_blocks = call.view_array(blocks, "blocks"), len(blocks)
     args.partial_block = call.view(partial_block, "partial_block")
     args.proj_weight, args.rmsnorm_gamma = call.view(proj_weight, "proj_weight"), call.view(rmsnorm_gamma,
                                                                                             "rmsnorm_gamma")
@@ -113,7 +106,7 @@ def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block, rmsnorm_
     args.scale, args.enable_rmsnorm = scale, int(enable_rmsnorm)
     args.impl, args.num_threads = _impl(impl), num_threads
     grad_blocks = [call.empty(t.shape, t) for t in blocks]
-    args.grad_blocks = _block_array(call, grad_blocks, "grad_blocks")
+    args.grad_blocks = call.view_array(grad_blocks, "grad_blocks")
     grad_partial = call.empty(partial_block.shape if partial_block is not None else (0,), blocks[0])
     grad_proj = call.empty(proj_weight.shape, proj_weight)
     grad_gamma = call.empty(rmsnorm_gamma.shape if enable_rmsnorm else (0,), blocks[0])

@@ -95,7 +95,8 @@ class Tensor(ctypes.Structure):
                 ("shape", _i64x8), ("strides", _i64x8)]
 
 
-_T = ctypes.POINTER(Tensor)
+# Tensor pointers are plain addresses (views are packed by _views.Call).
+_T = ctypes.c_void_p
 
 
 class FaParams(ctypes.Structure):
@@ -137,7 +138,7 @@ class KeyPoolArgs(ctypes.Structure):
         ("capacity", _enum), ("pooled_key", _T), ("impl", _enum), ("num_threads", ctypes.c_int32)]
 
 
-_TT = ctypes.POINTER(_T)
+_TT = ctypes.c_void_p  # const attnops_tensor *const *
 
 
 class AttnResFwdArgs(ctypes.Structure):
@@ -179,8 +180,9 @@ for _struct, _names in (
         (FaBwdArgs, ("flash_attention_score_grad", "flash_attention_unpadding_score_grad")),
         (KeyPoolArgs, ("key_pool",)), (AttnResFwdArgs, ("attn_res",)), (AttnResBwdArgs, ("attn_res_grad",))):
     for _name in _names:
-        _declare(f"attnops_{_name}_workspace_size", ctypes.c_int, ctypes.POINTER(_struct), _size_p)
-        _declare(f"attnops_{_name}", ctypes.c_int, ctypes.POINTER(_struct), ctypes.c_void_p, ctypes.c_size_t)
+        # args by address: a ctypes struct (ctypes.byref) or a packed buffer (python/attnops/_fa.py)
+        _declare(f"attnops_{_name}_workspace_size", ctypes.c_int, ctypes.c_void_p, _size_p)
+        _declare(f"attnops_{_name}", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
         _TWO_PHASE[_name] = (getattr(lib, f"attnops_{_name}_workspace_size"), getattr(lib, f"attnops_{_name}"))
 _declare("attnops_fa_params_init", None, ctypes.POINTER(FaParams))
 _declare("attnops_fa_fwd_args_init", None, ctypes.POINTER(FaFwdArgs))
@@ -214,12 +216,13 @@ def gemm_backend(dtype_code):
 
 def run(op, args):
     """The two-phase call of `op` ("flash_attention_score", ...): workspace query, allocation, run.
+    `args`: the op's ctypes args struct, or a ctypes buffer holding it packed.
 
     The library never allocates; the workspace is an uninitialised numpy
     buffer (not zeroed: the run writes before it reads), freed on return."""
     query, execute = _TWO_PHASE[op]
     size = ctypes.c_size_t(0)
-    ref = ctypes.byref(args)
+    ref = ctypes.addressof(args)
     check(query(ref, ctypes.byref(size)))
     if size.value:
         ws = np.empty(size.value, np.uint8)

@@ -4,6 +4,7 @@ The C API takes any non-negative element strides, which covers every torch
 tensor; a numpy array with negative or non-element-multiple byte strides is
 copied once (the only case that copies)."""
 import ctypes
+import struct
 
 import ml_dtypes
 import numpy as np
@@ -39,24 +40,23 @@ def _torch_code(dtype):
     return code
 
 
-_I64X8 = ctypes.c_int64 * _lib.MAX_RANK
+# attnops_tensor packed by struct (data, dtype, rank, shape[8], strides[8]:
+# 144 bytes, no padding): one pack_into per view is several times cheaper
+# than building ctypes objects, and the argument structs take the views'
+# addresses as plain integers.  test_abi.py checks the size.
+_VIEW = struct.Struct("<Qii8q8q")
+_PAD = (0,) * _lib.MAX_RANK
 
 
-def _make(addr, code, shape, strides):
-    if len(shape) > _lib.MAX_RANK:
-        raise ValueError(f"attnops: rank {len(shape)} exceeds the library's maximum of {_lib.MAX_RANK}")
-    return _lib.Tensor(addr or _EMPTY_ADDR, code, len(shape), _I64X8(*shape), _I64X8(*strides))
-
-
-def of_torch(t, name="tensor"):
-    """attnops_tensor of a CPU torch tensor (the caller keeps `t` alive)."""
+def describe_torch(t, name):
+    """(address, dtype code, shape, strides) of a CPU torch tensor."""
     if not t.is_cpu:
         raise ValueError(f"attnops: {name} is on device {t.device}; attnops runs on the CPU")
-    return _make(t.data_ptr(), _torch_code(t.dtype), t.shape, t.stride())
+    return t.data_ptr(), _torch_code(t.dtype), tuple(t.shape), t.stride(), t
 
 
-def of_numpy(a, name="array"):
-    """(attnops_tensor, array kept alive) of a numpy array."""
+def describe_numpy(a, name):
+    """(address, dtype code, shape, strides, the array kept alive) of a numpy array."""
     a = np.asarray(a)
     code = _NUMPY_CODES.get(a.dtype)
     if code is None:
@@ -64,14 +64,13 @@ def of_numpy(a, name="array"):
     item = a.itemsize
     if any(s < 0 or s % item for s in a.strides):
         a = np.ascontiguousarray(a)
-    return _make(a.ctypes.data, code, a.shape, [s // item for s in a.strides]), a
+    return a.ctypes.data, code, a.shape, tuple(s // item for s in a.strides), a
 
 
 class _TorchArrays:
     """Views and allocations for torch tensors."""
 
-    def view(self, t, name):
-        return of_torch(t, name), t
+    describe = staticmethod(describe_torch)
 
     def int64(self, values):
         import torch
@@ -93,8 +92,7 @@ class _TorchArrays:
 class _NumpyArrays:
     """Views and allocations for numpy arrays (bf16 / f8 through ml_dtypes)."""
 
-    def view(self, a, name):
-        return of_numpy(a, name)
+    describe = staticmethod(describe_numpy)
 
     def int64(self, values):
         return np.asarray(list(values), np.int64)
@@ -113,19 +111,41 @@ TORCH, NUMPY = _TorchArrays(), _NumpyArrays()
 
 
 class Call:
-    """One library call: the views it passes and the arrays behind them, kept alive until the call returns.
-    `arrays` (TORCH or NUMPY) makes the views and allocates the outputs."""
+    """One library call: the views it passes (packed attnops_tensor structs, by address) and the arrays
+    behind them, kept alive until the call returns.  `arrays` (TORCH or NUMPY) describes the inputs and
+    allocates the outputs."""
+
+    _CHUNK = 32  # views per buffer; a new buffer when one is full (addresses never move)
 
     def __init__(self, arrays=TORCH):
         self.arrays = arrays
         self.keep = []
+        self._buf, self._base, self._used = None, 0, self._CHUNK
 
     def view(self, t, name):
+        """The address of a view of `t` (None for None)."""
         if t is None:
             return None
-        v, owner = self.arrays.view(t, name)
-        self.keep += [v, owner]
-        return ctypes.pointer(v)
+        addr, code, shape, strides, owner = self.arrays.describe(t, name)
+        rank = len(shape)
+        if rank > _lib.MAX_RANK:
+            raise ValueError(f"attnops: {name} has rank {rank}, above the library's maximum of {_lib.MAX_RANK}")
+        if self._used == self._CHUNK:
+            self._buf = ctypes.create_string_buffer(self._CHUNK * _VIEW.size)
+            self._base, self._used = ctypes.addressof(self._buf), 0
+            self.keep.append(self._buf)
+        off = self._used * _VIEW.size
+        _VIEW.pack_into(self._buf, off, addr or _EMPTY_ADDR, code, rank, *(shape + _PAD[rank:]),
+                        *(strides + _PAD[rank:]))
+        self._used += 1
+        self.keep.append(owner)
+        return self._base + off
+
+    def view_array(self, tensors, name):
+        """The address of an array of view addresses (the AttnRes block lists)."""
+        arr = (ctypes.c_void_p * max(len(tensors), 1))(*(self.view(t, f"{name}[{i}]") for i, t in enumerate(tensors)))
+        self.keep.append(arr)
+        return ctypes.addressof(arr)
 
     def ints(self, values, name):
         return None if values is None else self.view(self.arrays.int64(values), name)

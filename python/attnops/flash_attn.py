@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from . import ops  # noqa: F401  (registers torch.ops.attnops.*)
+from . import ops
 from .torch_npu import _draw_seed
 
 _INT32_MAX = 2147483647
@@ -80,7 +80,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
     seed, offset = _draw_seed(keep_prob)
-    out, smax, ssum = torch.ops.attnops.flash_attention_score(
+    out, smax, ssum = ops.flash_attention_score_call(
         q, k, v, heads, "BSND", scale=scale, keep_prob=keep_prob, seed=seed, offset=offset,
         deterministic=deterministic, **_mask_args(causal, window_size), **_alibi_args(alibi_slopes, sq, sk))
     if not return_attn_probs:
@@ -126,7 +126,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             raise NotImplementedError("attnops.flash_attn_varlen_func: alibi_slopes need seqlen_q == seqlen_k in "
                                       "every sequence (one start index serves every batch in TND)")
         alibi = _alibi_args(alibi_slopes, 0, 0)
-    out, smax, ssum = torch.ops.attnops.flash_attention_score(
+    out, smax, ssum = ops.flash_attention_score_call(
         q, k, v, heads, "TND", scale=scale, keep_prob=keep_prob, actual_seq_qlen=cq[1:], actual_seq_kvlen=ck[1:],
         seed=seed, offset=offset, deterministic=deterministic, **masks, **alibi)
     if not return_attn_probs:

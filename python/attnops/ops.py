@@ -38,6 +38,54 @@ def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob
                 num_threads=torch.get_num_threads())
 
 
+def can_call_directly(*tensors):
+    """True when a call needs nothing the dispatcher adds: no autograd (no input requires grad, or grad
+    mode is off), no torch.compile tracing, no dispatch or function mode, only plain CPU tensors (no
+    subclass, fake, functional or functorch-wrapped tensor).  The torch_npu and flash-attn entry points
+    then call the implementation below the op directly, saving the dispatcher's ~100 us per call; the
+    results are the same bits (python/tests/test_torch_integration.py)."""
+    if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() or \
+            torch._C._is_torch_function_mode_enabled():
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if t is None:
+            continue
+        if type(t) is not torch.Tensor or (grad and t.requires_grad) or \
+                torch._C._functorch.is_functorch_wrapped_tensor(t):
+            return False
+    return True
+
+
+def flash_attention_score_call(query, key, value, head_num, input_layout, **kw):
+    """flash_attention_score through the dispatcher, or directly when nothing needs it."""
+    if can_call_directly(query, key, value, kw.get("pse"), kw.get("atten_mask"), kw.get("query_rope"),
+                         kw.get("key_rope")):
+        return _fa.forward(query, key, value, **_call_kwargs(head_num, input_layout, kw))
+    return flash_attention_score(query, key, value, head_num, input_layout, **kw)
+
+
+def flash_attention_score_grad_call(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num,
+                                    input_layout, **kw):
+    """flash_attention_score_grad through the dispatcher, or directly when nothing needs it."""
+    if can_call_directly(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw.get("pse"),
+                         kw.get("atten_mask"), kw.get("query_rope"), kw.get("key_rope")):
+        return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum,
+                            **_call_kwargs(head_num, input_layout, kw))
+    return flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num,
+                                      input_layout, **kw)
+
+
+_DEFAULTS = dict(pse=None, drop_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=_fa.INT32_MAX,
+                 next_tokens=_fa.INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None,
+                 sparse_mode=0, pse_type=1, query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None,
+                 seed=2, offset=0, impl="auto", deterministic=False)
+
+
+def _call_kwargs(head_num, input_layout, kw):
+    return _common(head_num, input_layout, **dict(_DEFAULTS, **kw))
+
+
 @torch.library.custom_op(f"{_NS}::flash_attention_score", mutates_args=(), device_types="cpu")
 def flash_attention_score(query: Tensor, key: Tensor, value: Tensor, head_num: int, input_layout: str,
                           pse: Optional[Tensor] = None, drop_mask: Optional[Tensor] = None,

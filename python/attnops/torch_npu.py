@@ -19,7 +19,7 @@ reserves it).
 import torch
 
 from . import _fa, _kp_ar
-from . import ops  # noqa: F401  (registers torch.ops.attnops.*)
+from . import ops
 from ._npu_shim import install, uninstall  # noqa: F401
 
 _INT32_MAX = _fa.INT32_MAX
@@ -55,7 +55,7 @@ def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten
              pse_type, q_start_idx, kv_start_idx):
     _check_reserved(padding_mask)
     seed, offset = _draw_seed(keep_prob)
-    out, smax, ssum = torch.ops.attnops.flash_attention_score(
+    out, smax, ssum = ops.flash_attention_score_call(
         query, key, value, head_num, input_layout, pse=pse, atten_mask=atten_mask, scale=scale, keep_prob=keep_prob,
         pre_tokens=pre_tokens, next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
         actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
@@ -73,7 +73,7 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
     for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum), ("attention_in", attention_in)):
         if t is None:
             raise ValueError(f"npu_fusion_attention_grad: {name} is required (the forward's output); got None")
-    return torch.ops.attnops.flash_attention_score_grad(
+    return ops.flash_attention_score_grad_call(
         query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout, pse=pse,
         atten_mask=atten_mask, scale=scale_value, keep_prob=keep_prob, pre_tokens=pre_tokens,
         next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,

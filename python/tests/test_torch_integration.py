@@ -108,3 +108,25 @@ def test_thread_count_follows_torch(tmp_path, threads):
     run = subprocess.run([sys.executable, str(probe), str(threads)], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
     assert int(run.stdout.strip()) == threads - 1
+
+
+def test_direct_calls_equal_the_op():
+    """The entry points skip the dispatcher when nothing needs it (inference); same bits as the op."""
+    q, k, v = torch.randn(2, 30, 4, 16), torch.randn(2, 40, 2, 16), torch.randn(2, 40, 2, 8)
+    assert attnops.ops.can_call_directly(q, k, v)
+    direct = torch_npu.npu_fusion_attention(q, k, v, 4, "BSND", scale=0.3, keep_prob=0.9)
+    torch.manual_seed(0)
+    seed = direct[4]
+    via_op = torch.ops.attnops.flash_attention_score(q, k, v, 4, "BSND", scale=0.3, keep_prob=0.9, seed=seed)
+    for a, b in zip(direct[:3], via_op):
+        assert torch.equal(a, b)
+    with torch.enable_grad():
+        assert not attnops.ops.can_call_directly(q.requires_grad_())
+    with torch.no_grad():
+        assert attnops.ops.can_call_directly(q)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        fq = torch.empty(2, 30, 4, 16)
+        assert not attnops.ops.can_call_directly(fq)
+        out = torch_npu.npu_fusion_attention(fq, torch.empty(2, 40, 2, 16), torch.empty(2, 40, 2, 8), 4, "BSND")[0]
+        assert out.shape == (2, 30, 4, 8)
