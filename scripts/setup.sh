@@ -2,7 +2,7 @@
 # Installs everything building, testing and benchmarking attnops needs.
 #
 #   scripts/setup.sh           Debian packages + <repo>/.venv with numpy, ml_dtypes, pytest,
-#                              scikit-build-core (builds the Python package) and PyTorch
+#                              flake8, scikit-build-core (builds the Python package) and PyTorch
 #                              (the Python package's tests and bench/'s peer)
 #   scripts/setup.sh --bench   the same (kept for `make bench`; torch is no longer optional)
 #
@@ -89,10 +89,10 @@ pip_install() {  # pip_install LABEL PACKAGE...
     say "pip: installed $label in $((SECONDS - t))s"
 }
 
-if "$vpy" -c 'import numpy, ml_dtypes, pytest, scikit_build_core' >/dev/null 2>&1; then
-    say "pip: numpy, ml_dtypes, pytest, scikit-build-core already importable"
+if "$vpy" -c 'import numpy, ml_dtypes, pytest, scikit_build_core, flake8' >/dev/null 2>&1; then
+    say "pip: numpy, ml_dtypes, pytest, scikit-build-core, flake8 already importable"
 else
-    pip_install "numpy ml_dtypes pytest scikit-build-core" numpy ml_dtypes pytest 'scikit-build-core>=0.10'
+    pip_install "numpy ml_dtypes pytest scikit-build-core flake8" numpy ml_dtypes pytest 'scikit-build-core>=0.10' flake8
 fi
 
 # ---- (c) PyTorch: the Python package's tests and the peer benchmark -----------

@@ -13,3 +13,8 @@ add_test(NAME python_pytest
                  ${PROJECT_SOURCE_DIR}/python/tests
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(python_pytest PROPERTIES FIXTURES_REQUIRED attnops_python)
+# The package's code and tests follow PEP 8 (flake8, 120 columns); the
+# seed's test is kept as the seed wrote it.
+add_test(NAME python_lint
+         COMMAND ${ATTNOPS_VENV_PYTHON} -m flake8 --max-line-length 120 --exclude ${PROJECT_SOURCE_DIR}/python/tests/seed
+                 ${PROJECT_SOURCE_DIR}/python ${PROJECT_SOURCE_DIR}/bench/bench_python.py)

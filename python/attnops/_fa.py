@@ -133,5 +133,3 @@ def backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum,
                           call.view(softmax_max, "softmax_max"), call.view(softmax_sum, "softmax_sum"), 0,
                           *(call.view(g, n) for g, n in zip(grads, ("dq", "dk", "dv"))), 0, *rope_views)
     return call, args, (*grads, *rope)
-
-

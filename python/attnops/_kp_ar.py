@@ -53,8 +53,8 @@ def key_pool_valid_rows(hidden_states, start_pos, cu_seqlens=None, cmp_ratio=4):
         lens = torch.full_like(starts, hidden_states.shape[1])
     else:
         lens = cu_seqlens.to(torch.int64).diff()
-    return torch.div(starts + lens, cmp_ratio, rounding_mode="floor") - torch.div(starts, cmp_ratio,
-                                                                                    rounding_mode="floor")
+    first = torch.div(starts, cmp_ratio, rounding_mode="floor")
+    return torch.div(starts + lens, cmp_ratio, rounding_mode="floor") - first
 
 
 def _impl(impl):

@@ -80,7 +80,8 @@ def check(status):
 
 
 # ---- enums ------------------------------------------------------------------------
-DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_F8_E4M3FN, DTYPE_F8_E5M2, DTYPE_U8, DTYPE_BOOL, DTYPE_I32, DTYPE_I64 = range(1, 10)
+(DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_F8_E4M3FN, DTYPE_F8_E5M2, DTYPE_U8, DTYPE_BOOL, DTYPE_I32,
+ DTYPE_I64) = range(1, 10)
 IMPL = {"auto": 0, "reference": 1, "cpu": 2, "benchmark": 3}
 LAYOUTS = ("BNSD", "BSND", "BSH", "SBH", "TND")
 MAX_RANK = 8

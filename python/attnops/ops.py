@@ -40,10 +40,10 @@ def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob
 
 def can_call_directly(*tensors):
     """True when a call needs nothing the dispatcher adds: no autograd (no input requires grad, or grad
-    mode is off), no torch.compile tracing, no dispatch or function mode, only plain CPU tensors (no
-    subclass, fake, functional or functorch-wrapped tensor).  The torch_npu and flash-attn entry points
-    then call the implementation below the op directly, saving the dispatcher's ~100 us per call; the
-    results are the same bits (python/tests/test_torch_integration.py)."""
+    mode is off), no torch.compile tracing, no dispatch or function mode, only plain CPU tensors (no other
+    device, subclass, fake, functional or functorch-wrapped tensor).  The torch_npu and flash-attn entry
+    points then call the implementation below the op directly, saving the dispatcher's ~100 us per call;
+    the results are the same bits (python/tests/test_torch_integration.py)."""
     if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() or \
             torch._C._is_torch_function_mode_enabled():
         return False
@@ -51,7 +51,7 @@ def can_call_directly(*tensors):
     for t in tensors:
         if t is None:
             continue
-        if type(t) is not torch.Tensor or (grad and t.requires_grad) or \
+        if type(t) is not torch.Tensor or not t.is_cpu or (grad and t.requires_grad) or \
                 torch._C._functorch.is_functorch_wrapped_tensor(t):
             return False
     return True

@@ -140,6 +140,7 @@ def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, 
         kv_start_idx)
     return dq, dk, dv, query.new_empty(0), dq_rope, dk_rope
 
+
 def npu_key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, norm_weight=None,
                  norm_bias=None, cos=None, sin=None, cu_seqlens=None, seqused=None, cmp_ratio=4, norm_eps=1e-6,
                  rotary_mode=0):

@@ -40,7 +40,6 @@ def test_structs_match_the_header(tmp_path):
             assert int(c[f"{cname}.{field}"]) == getattr(struct, field).offset, f"offsetof({cname}, {field})"
 
 
-
 def test_packed_views_match_the_tensor_struct():
     """_views packs attnops_tensor with struct: same size and field offsets as the (C-checked) ctypes struct."""
     from attnops import _views

@@ -130,3 +130,9 @@ def test_direct_calls_equal_the_op():
         assert not attnops.ops.can_call_directly(fq)
         out = torch_npu.npu_fusion_attention(fq, torch.empty(2, 40, 2, 16), torch.empty(2, 40, 2, 8), 4, "BSND")[0]
         assert out.shape == (2, 30, 4, 8)
+
+
+def test_meta_tensors_take_the_fake_implementation():
+    q, k, v = (torch.empty(2, 30, 4, 16, device="meta") for _ in range(3))
+    out, smax, ssum, *_ = torch_npu.npu_fusion_attention(q, k, v, 4, "BSND")
+    assert out.device.type == "meta" and out.shape == (2, 30, 4, 16) and smax.shape == (2, 4, 30, 8)
