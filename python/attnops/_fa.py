@@ -9,6 +9,7 @@ implementations alike (python/attnops/ops.py), so both give the same shapes.
 """
 import ctypes
 import struct
+import typing
 
 from . import _lib
 from ._views import TORCH, Call
@@ -58,6 +59,22 @@ def stat_shape(query, head_num, input_layout):
     return (b, head_num, s1, 8)
 
 
+class Fp8(typing.NamedTuple):
+    """FP8 inputs' de-quantisation factors (f32 [B, N, ceil(S/128), 1], attnops_fp8_quantize_blocks) and
+    the outputs' dtype (0: float16, 1: bfloat16)."""
+    d_scale_q: object
+    d_scale_k: object
+    d_scale_v: object
+    d_scale_dy: object = None
+    d_scale_o: object = None
+    out_dtype: int = 1
+
+
+def _output(call, shape, like, fp8):
+    """An output of `shape`: like's dtype, or FP8's output dtype."""
+    return call.empty(shape, like) if fp8 is None else call.empty_float(shape, ("float16", "bfloat16")[fp8.out_dtype])
+
+
 # attnops_fa_params packed by struct: 19 tensor pointers, scale_value,
 # keep_prob, pre/next_tokens, head_num, input_layout (+4 padding),
 # inner_precise, sparse_mode, pse_type, seed, offset, out_dtype,
@@ -73,12 +90,13 @@ BWD_TENSORS = struct.Struct("<11Q")  # dy, attention_in, softmax_max, softmax_su
 
 def _params(call, buf, query, key, value, *, head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob,
             pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type,
-            query_rope, key_rope, q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads):
-    """Pack the params of one call into `buf` (offset 0)."""
+            query_rope, key_rope, q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads,
+            fp8=None):
+    """Pack the params of one call into `buf` (offset 0).  fp8: the Fp8 block scales of FP8 inputs."""
     check_layout(input_layout)
-    if not call.arrays.is_float(query):
-        raise TypeError(f"attnops: query has dtype {query.dtype}; FlashAttention from Python takes float32, float16 "
-                        "or bfloat16 (FP8 inputs need the C API's block scales)")
+    if fp8 is None and not call.arrays.is_float(query):
+        raise TypeError(f"attnops: query has dtype {query.dtype}; FlashAttention takes float32, float16 or "
+                        "bfloat16 here (FP8 inputs: attnops.golden with their d_scale_* block scales)")
     if impl not in _lib.IMPL:
         raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
     v = call.view
@@ -86,10 +104,11 @@ def _params(call, buf, query, key, value, *, head_num, input_layout, pse, drop_m
                 v(atten_mask, "atten_mask"), call.ints(prefix, "prefix"), call.ints(actual_seq_qlen, "actual_seq_qlen"),
                 call.ints(actual_seq_kvlen, "actual_seq_kvlen"), call.ints(q_start_idx, "q_start_idx"),
                 call.ints(kv_start_idx, "kv_start_idx"), v(query_rope, "query_rope"), v(key_rope, "key_rope"),
-                0, 0, 0, 0, 0)
+                *((v(fp8.d_scale_q, "d_scale_q"), v(fp8.d_scale_k, "d_scale_k"), v(fp8.d_scale_v, "d_scale_v"),
+                   v(fp8.d_scale_dy, "d_scale_dy"), v(fp8.d_scale_o, "d_scale_o")) if fp8 else (0,) * 5))
     PARAMS.pack_into(buf, 0, *(p or 0 for p in pointers), scale, keep_prob, pre_tokens, next_tokens, head_num,
-                     _lib.LAYOUTS.index(input_layout) + 1, inner_precise, sparse_mode, pse_type, seed, offset, 0, 0,
-                     _lib.IMPL[impl], int(deterministic), num_threads)
+                     _lib.LAYOUTS.index(input_layout) + 1, inner_precise, sparse_mode, pse_type, seed, offset,
+                     fp8.out_dtype if fp8 else 0, 0, _lib.IMPL[impl], int(deterministic), num_threads)
 
 
 def forward(query, key, value, arrays=TORCH, **kw):
@@ -104,8 +123,8 @@ def forward_args(query, key, value, arrays=TORCH, **kw):
     call = Call(arrays)
     args = ctypes.create_string_buffer(PARAMS.size + FWD_OUTPUTS.size)
     _params(call, args, query, key, value, **kw)
-    layout, n1 = kw["input_layout"], kw["head_num"]
-    out = call.empty(out_shape(query, key, value, n1, layout), query)
+    layout, n1, fp8 = kw["input_layout"], kw["head_num"], kw.get("fp8")
+    out = _output(call, out_shape(query, key, value, n1, layout), query, fp8)
     smax, ssum = (call.empty_f32(stat_shape(query, n1, layout)) for _ in range(2))
     FWD_OUTPUTS.pack_into(args, PARAMS.size, call.view(smax, "softmax_max"), call.view(ssum, "softmax_sum"), 0,
                           call.view(out, "attention_out"))
@@ -124,7 +143,7 @@ def backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum,
     call = Call(arrays)
     args = ctypes.create_string_buffer(PARAMS.size + BWD_TENSORS.size)
     _params(call, args, query, key, value, **kw)
-    grads = [call.empty(t.shape, t) for t in (query, key, value)]
+    grads = [_output(call, t.shape, t, kw.get("fp8")) for t in (query, key, value)]
     rope = [call.empty(t.shape, t) if t is not None else call.empty((0,), query)
             for t in (kw["query_rope"], kw["key_rope"])]
     rope_views = [call.view(r, n) if t is not None else 0

@@ -193,6 +193,8 @@ _declare("attnops_attn_res_fwd_args_init", None, ctypes.POINTER(AttnResFwdArgs))
 _declare("attnops_attn_res_bwd_args_init", None, ctypes.POINTER(AttnResBwdArgs))
 _declare("attnops_dropout_mask", ctypes.c_int, ctypes.POINTER(DropoutMaskArgs))
 _declare("attnops_alibi_slopes", ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_float))
+_declare("attnops_fp8_quantize_blocks", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_void_p,
+         ctypes.c_void_p)
 _declare("attnops_key_pool_valid_rows", ctypes.c_int, ctypes.POINTER(KeyPoolArgs), ctypes.POINTER(ctypes.c_int64))
 _declare("attnops_key_pool_output_shape", ctypes.c_int, ctypes.POINTER(KeyPoolArgs), ctypes.POINTER(ctypes.c_int32),
          ctypes.POINTER(ctypes.c_int64))

@@ -84,6 +84,10 @@ class _TorchArrays:
         import torch
         return torch.empty(tuple(shape), dtype=torch.float32)
 
+    def empty_float(self, shape, name):
+        import torch
+        return torch.empty(tuple(shape), dtype=getattr(torch, name))
+
     def is_float(self, t):
         import torch
         return t.dtype in (torch.float32, torch.float16, torch.bfloat16)
@@ -102,6 +106,9 @@ class _NumpyArrays:
 
     def empty_f32(self, shape):
         return np.empty(tuple(shape), np.float32)
+
+    def empty_float(self, shape, name):
+        return np.empty(tuple(shape), ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name))
 
     def is_float(self, a):
         return np.asarray(a).dtype in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
@@ -155,3 +162,7 @@ class Call:
 
     def empty_f32(self, shape):
         return self.arrays.empty_f32(shape)
+
+    def empty_float(self, shape, name):
+        """A float16 / bfloat16 array."""
+        return self.arrays.empty_float(shape, name)

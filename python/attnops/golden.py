@@ -8,19 +8,28 @@ not needed.
     verdict = attnops.compare(device_out, out, rule="dual")
 
 Arguments are CANN's (include/attnops.h), with Python lists for the int arrays
-(prefix, actual_seq_qlen, ...).  Outputs are new arrays; state_cache of
+(prefix, actual_seq_qlen, ...).  FP8 inputs (ml_dtypes.float8_e4m3fn /
+float8_e5m2, from fp8_quantize_blocks) take their d_scale_* block scales and
+out_dtype (0: float16, 1: bfloat16 outputs); the forward runs in the
+reference only, as in the C API.  Outputs are new arrays; state_cache of
 key_pool is updated in place.  num_threads 0 means OpenMP's default.
 """
-from . import _fa, _kp_ar
-from ._views import NUMPY
+import math
+
+import ml_dtypes
+import numpy as np
+
+from . import _fa, _kp_ar, _lib
+from ._views import NUMPY, Call
 
 _INT32_MAX = _fa.INT32_MAX
 
 
 def _fa_kw(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
            inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
-           q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads):
-    return dict(head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask, atten_mask=atten_mask,
+           q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8):
+    return dict(fp8=fp8, head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask,
+                atten_mask=atten_mask,
                 scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
                 inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
                 actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, pse_type=pse_type,
@@ -32,12 +41,14 @@ def flash_attention_score(query, key, value, head_num, input_layout, *, pse=None
                           scale=1.0, keep_prob=1.0, pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0,
                           prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
                           query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
-                          impl="reference", deterministic=False, num_threads=0):
+                          impl="reference", deterministic=False, num_threads=0, d_scale_q=None, d_scale_k=None,
+                          d_scale_v=None, d_scale_o=None, out_dtype=1):
     """-> (attention_out, softmax_max, softmax_sum) as numpy arrays."""
+    fp8 = _fp8(query, d_scale_q, d_scale_k, d_scale_v, None, d_scale_o, out_dtype)
     return _fa.forward(query, key, value, arrays=NUMPY, **_fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads))
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8))
 
 
 def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout,
@@ -45,12 +56,50 @@ def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
                                pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, prefix=None,
                                actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
                                query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
-                               impl="reference", deterministic=False, num_threads=0):
+                               impl="reference", deterministic=False, num_threads=0, d_scale_q=None, d_scale_k=None,
+                               d_scale_v=None, d_scale_dy=None, d_scale_o=None, out_dtype=1):
     """-> (dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty arrays without rope inputs."""
+    fp8 = _fp8(query, d_scale_q, d_scale_k, d_scale_v, d_scale_dy, d_scale_o, out_dtype)
     return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays=NUMPY, **_fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads))
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8))
+
+
+_FP8 = (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))
+
+
+def _fp8(query, d_scale_q, d_scale_k, d_scale_v, d_scale_dy, d_scale_o, out_dtype):
+    """The Fp8 scales of FP8 inputs (None for other dtypes, which must not pass scales)."""
+    scales = (d_scale_q, d_scale_k, d_scale_v, d_scale_dy, d_scale_o)
+    if np.asarray(query).dtype not in _FP8:
+        if any(s is not None for s in scales):
+            raise ValueError("attnops.golden: d_scale_* are for FP8 inputs; query has dtype "
+                             f"{np.asarray(query).dtype}")
+        return None
+    return _fa.Fp8(*scales, out_dtype=out_dtype)
+
+
+def fp8_quantize_blocks(src, input_layout, head_num, fp8_dtype=ml_dtypes.float8_e4m3fn):
+    """-> (out, d_scale): src (f32/f16/bf16, BNSD/BSND/BSH/SBH) quantised per block of 128 rows of a head,
+    the way the golden prepares device inputs (attnops_fp8_quantize_blocks): out has src's shape in
+    fp8_dtype, d_scale is f32 [B, N, ceil(S/128), 1] with src ~ out * d_scale."""
+    src = np.asarray(src)
+    _fa.check_layout(input_layout)
+    if input_layout == "TND":
+        raise NotImplementedError("attnops.golden.fp8_quantize_blocks: FP8 inputs are not defined for layout TND")
+    s = src.shape
+    if len(s) not in (3, 4):
+        raise ValueError(f"attnops.golden.fp8_quantize_blocks: src must have rank 3 or 4, got shape {s}")
+    b, seq = {"BNSD": (s[0], s[2]), "BSND": (s[0], s[1]), "BSH": (s[0], s[1]), "SBH": (s[1], s[0])}[input_layout]
+    out = np.empty(s, fp8_dtype)
+    d_scale = np.empty((b, head_num, math.ceil(seq / 128), 1), np.float32)
+    call = Call(NUMPY)
+    layout = _lib.LAYOUTS.index(input_layout) + 1
+    status = _lib.lib.attnops_fp8_quantize_blocks(call.view(src, "src"), layout, head_num, call.view(out, "out"),
+                                                  call.view(d_scale, "d_scale"))
+    _lib.check(status)
+    return out, d_scale
 
 
 def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, *, norm_weight=None,

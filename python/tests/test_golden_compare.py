@@ -108,3 +108,40 @@ def test_compare_refuses_bad_requests():
         attnops.compare(np.zeros(5), e)
     with pytest.raises(ValueError, match="bench"):
         attnops.compare(e, e, rule="triple")
+
+
+def _rel(a, e):
+    a, e = np.asarray(a, np.float64), np.asarray(e, np.float64)
+    return np.linalg.norm(a - e) / np.linalg.norm(e)
+
+
+def test_fp8_golden_takes_its_block_scales():
+    """FP8 inputs from fp8_quantize_blocks against the bf16 golden of the de-quantised values: within
+    2 u_e4m3 = 2^-3 in relative L2 (the FP8 golden also quantises P and dS); the same call with
+    d_scale_k and d_scale_v swapped is far off (the check sees a wrong scale)."""
+    rng = np.random.default_rng(0)
+    b, n, s, d = 1, 2, 200, 64
+    q, k, v, dy = (rng.standard_normal((b, n, s, d)).astype(np.float32) * f for f in (1, 8, 0.05, 3))
+    quant = [golden.fp8_quantize_blocks(x, "BNSD", n) for x in (q, k, v, dy)]
+    assert quant[0][0].dtype == ml_dtypes.float8_e4m3fn and quant[0][1].shape == (b, n, 2, 1)
+    deq = [(x.astype(np.float32) * np.repeat(sc, 128, axis=2)[:, :, :s]).astype(ml_dtypes.bfloat16)
+           for x, sc in quant]
+    (q8, sq), (k8, sk), (v8, sv), (dy8, sdy) = quant
+    scales = dict(d_scale_q=sq, d_scale_k=sk, d_scale_v=sv, d_scale_o=sq)
+    out, smax, ssum = golden.flash_attention_score(q8, k8, v8, n, "BNSD", scale=0.015, **scales)
+    ref, rmax, rsum = golden.flash_attention_score(*deq[:3], n, "BNSD", scale=0.015)
+    assert out.dtype == ml_dtypes.bfloat16 and _rel(out, ref) < 2 * 2.0 ** -4
+    grads = golden.flash_attention_score_grad(q8, k8, v8, dy8, out, smax, ssum, n, "BNSD", scale=0.015,
+                                              d_scale_dy=sdy, **scales)
+    ref_grads = golden.flash_attention_score_grad(*deq, ref, rmax, rsum, n, "BNSD", scale=0.015)
+    for g, rg in zip(grads[:3], ref_grads[:3]):
+        assert _rel(g, rg) < 2 * 2.0 ** -4
+    fast = golden.flash_attention_score_grad(q8, k8, v8, dy8, out, smax, ssum, n, "BNSD", scale=0.015,
+                                             d_scale_dy=sdy, impl="cpu", **scales)
+    for name, a, e in zip(("dq", "dk", "dv"), fast[:3], grads[:3]):
+        assert attnops.compare(a, e, rule="dual", label=name).passed
+    swapped = dict(scales, d_scale_k=sv, d_scale_v=sk)
+    wrong = golden.flash_attention_score(q8, k8, v8, n, "BNSD", scale=0.015, **swapped)[0]
+    assert _rel(wrong, ref) > 1.0
+    with pytest.raises(ValueError, match="d_scale"):
+        golden.flash_attention_score(deq[0], deq[1], deq[2], n, "BNSD", d_scale_q=sq)
