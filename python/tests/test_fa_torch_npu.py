@@ -306,3 +306,41 @@ def test_v2_rope_alibi_equals_grad_v2():
     assert_close("attention_out", out, ref, F32, 56)
     ref_grads = torch.autograd.grad(ref, ref_in, dy.double())
     assert_gradients_close(("dq", "dk", "dv", "dq_rope", "dk_rope"), auto, ref_grads, F32, 56)
+
+
+@pytest.mark.parametrize("pse_type", [0, 1])
+def test_compressed_alibi_pse(pse_type):
+    """The 1024-row ALiBi form [1, N1, 1024, S2] (S1 = S2 > 1024, causal): the oracle gets the full
+    bias slope (j - i) below the diagonal (spec 4.2), the op only its last 1024 rows."""
+    n1, s, d = 2, 1100, 16
+    slopes = fa_oracle.get_slopes(n1).double()
+    i = torch.arange(s).view(-1, 1)
+    j = torch.arange(s).view(1, -1)
+    full = (slopes.view(-1, 1, 1) * (j - i).clamp(max=0))[None].float()
+    q, k, v = (shaped("BSND", 1, n1, s, d, F32) for _ in range(3))
+    mask = compressed_causal()
+    kw = dict(pse=full[:, :, -1024:].contiguous(), pse_type=pse_type, atten_mask=mask, sparse_mode=3)
+    _check_op(q, k, v, n1, kw, dict(pse=full, pse_type=pse_type, atten_mask=mask, sparse_mode=3, nxt=0), F32,
+              (s, s, d))
+
+
+def test_flash_attn_autograd_equals_the_explicit_grad():
+    """flash_attn_func(causal, alibi) through autograd gives the bits of npu_fusion_attention_grad_v2 called
+    with the arguments it maps to (bottom-right causal = sparse_mode 3, ALiBi = pse_type 2 shifted)."""
+    import attnops.flash_attn as fa
+    q, k, v = torch.randn(2, 40, 4, 16), torch.randn(2, 56, 2, 16), torch.randn(2, 56, 2, 16)
+    slopes = torch.rand(4)
+    ins = [t.clone().requires_grad_() for t in (q, k, v)]
+    out, lse, _ = fa.flash_attn_func(*ins, causal=True, alibi_slopes=slopes, return_attn_probs=True)
+    dy = torch.randn(out.shape)
+    auto = torch.autograd.grad(out, ins, dy)
+    fwd = torch_npu.npu_fusion_attention_v2(q, k, v, 4, "BSND", atten_mask=compressed_causal(), sparse_mode=3,
+                                            next_tokens=0, scale=0.25, pse=slopes, pse_type=2, q_start_idx=[16],
+                                            kv_start_idx=[0])
+    assert torch.equal(fwd[0], out.detach())
+    explicit = torch_npu.npu_fusion_attention_grad_v2(
+        q, k, v, dy, 4, "BSND", atten_mask=compressed_causal(), softmax_max=fwd[1], softmax_sum=fwd[2],
+        attention_in=fwd[0], scale_value=0.25, sparse_mode=3, next_tokens=0, pse=slopes, pse_type=2,
+        q_start_idx=[16], kv_start_idx=[0])
+    for a, e in zip(auto, explicit[:3]):
+        assert torch.equal(a, e)
