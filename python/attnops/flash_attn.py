@@ -20,7 +20,6 @@ import math
 import torch
 
 from . import ops
-from .torch_npu import _draw_seed
 
 _INT32_MAX = 2147483647
 _FLT_MAX = 3.4028234663852886e38
@@ -79,9 +78,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     sq, sk, heads = q.shape[1], k.shape[1], q.shape[2]
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
-    seed, offset = _draw_seed(keep_prob)
+    seed, offset, seed_offset = ops.dropout_seed(keep_prob)
     out, smax, ssum = ops.flash_attention_score_call(
-        q, k, v, heads, "BSND", scale=scale, keep_prob=keep_prob, seed=seed, offset=offset,
+        q, k, v, heads, "BSND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
         deterministic=deterministic, **_mask_args(causal, window_size), **_alibi_args(alibi_slopes, sq, sk))
     if not return_attn_probs:
         return out
@@ -114,7 +113,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     heads = q.shape[1]
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
-    seed, offset = _draw_seed(keep_prob)
+    seed, offset, seed_offset = ops.dropout_seed(keep_prob)
     masks = _mask_args(causal, window_size)
     if masks.get("sparse_mode") == 3:  # TND mode 3 needs S1 <= S2 per sequence; mode 4 has the same rows
         masks["sparse_mode"] = 4
@@ -128,7 +127,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         alibi = _alibi_args(alibi_slopes, 0, 0)
     out, smax, ssum = ops.flash_attention_score_call(
         q, k, v, heads, "TND", scale=scale, keep_prob=keep_prob, actual_seq_qlen=cq[1:], actual_seq_kvlen=ck[1:],
-        seed=seed, offset=offset, deterministic=deterministic, **masks, **alibi)
+        **ops.seed_args(seed, offset, seed_offset), deterministic=deterministic, **masks, **alibi)
     if not return_attn_probs:
         return out
     # TND statistics hold per-sequence [H, S_b, 8] blocks back to back.

@@ -27,7 +27,9 @@ _NS = "attnops"
 
 def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
             inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
-            q_start_idx, kv_start_idx, seed, offset, impl, deterministic):
+            q_start_idx, kv_start_idx, seed, offset, impl, deterministic, seed_offset=None):
+    if seed_offset is not None:  # drawn inside a compiled graph: read at run time
+        seed, offset = (int(x) for x in seed_offset.tolist())
     return dict(head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask, atten_mask=atten_mask,
                 scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
                 inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
@@ -36,6 +38,25 @@ def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob
                 seed=seed, offset=offset, impl=impl,
                 deterministic=deterministic or torch.are_deterministic_algorithms_enabled(),
                 num_threads=torch.get_num_threads())
+
+
+def dropout_seed(keep_prob):
+    """(seed, offset, seed_offset) of a dropout call, from torch's default CPU generator: a seed in
+    [0, 2^62) and offset 0 as ints (seed_offset None) in eager mode; inside torch.compile, where reading
+    a drawn number is a graph break, an int64 [2] tensor drawn in the graph, which the op reads at run
+    time, and the same tensor's elements as seed and offset.  No dropout: (0, 0, None)."""
+    if not 0.0 < keep_prob < 1.0:
+        return 0, 0, None
+    if torch.compiler.is_compiling():
+        seed_offset = torch.cat([torch.randint(0, 2 ** 62, (1,), dtype=torch.int64),
+                                 torch.zeros(1, dtype=torch.int64)])
+        return seed_offset[0], seed_offset[1], seed_offset
+    return int(torch.randint(0, 2 ** 62, (1,), dtype=torch.int64).item()), 0, None
+
+
+def seed_args(seed, offset, seed_offset):
+    """The op's keyword arguments for dropout_seed's result."""
+    return dict(seed=seed, offset=offset) if seed_offset is None else dict(seed_offset=seed_offset)
 
 
 def can_call_directly(*tensors):
@@ -60,7 +81,7 @@ def can_call_directly(*tensors):
 def flash_attention_score_call(query, key, value, head_num, input_layout, **kw):
     """flash_attention_score through the dispatcher, or directly when nothing needs it."""
     if can_call_directly(query, key, value, kw.get("pse"), kw.get("atten_mask"), kw.get("query_rope"),
-                         kw.get("key_rope")):
+                         kw.get("key_rope"), kw.get("seed_offset")):
         return _fa.forward(query, key, value, **_call_kwargs(head_num, input_layout, kw))
     return flash_attention_score(query, key, value, head_num, input_layout, **kw)
 
@@ -69,7 +90,7 @@ def flash_attention_score_grad_call(query, key, value, dy, attention_in, softmax
                                     input_layout, **kw):
     """flash_attention_score_grad through the dispatcher, or directly when nothing needs it."""
     if can_call_directly(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw.get("pse"),
-                         kw.get("atten_mask"), kw.get("query_rope"), kw.get("key_rope")):
+                         kw.get("atten_mask"), kw.get("query_rope"), kw.get("key_rope"), kw.get("seed_offset")):
         return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum,
                             **_call_kwargs(head_num, input_layout, kw))
     return flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num,
@@ -79,7 +100,7 @@ def flash_attention_score_grad_call(query, key, value, dy, attention_in, softmax
 _DEFAULTS = dict(pse=None, drop_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=_fa.INT32_MAX,
                  next_tokens=_fa.INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None,
                  sparse_mode=0, pse_type=1, query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None,
-                 seed=2, offset=0, impl="auto", deterministic=False)
+                 seed=2, offset=0, impl="auto", deterministic=False, seed_offset=None)
 
 
 def _call_kwargs(head_num, input_layout, kw):
@@ -96,11 +117,14 @@ def flash_attention_score(query: Tensor, key: Tensor, value: Tensor, head_num: i
                           sparse_mode: int = 0, pse_type: int = 1, query_rope: Optional[Tensor] = None,
                           key_rope: Optional[Tensor] = None, q_start_idx: Optional[List[int]] = None,
                           kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
-                          impl: str = "auto", deterministic: bool = False) -> Tuple[Tensor, Tensor, Tensor]:
+                          impl: str = "auto", deterministic: bool = False,
+                          seed_offset: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+    """seed_offset: int64 [2] (seed, offset) read at run time instead of seed / offset (a dropout seed
+    drawn inside a compiled graph)."""
     return _fa.forward(query, key, value, **_common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic))
+        kv_start_idx, seed, offset, impl, deterministic, seed_offset))
 
 
 @flash_attention_score.register_fake
@@ -122,12 +146,12 @@ def flash_attention_score_grad(query: Tensor, key: Tensor, value: Tensor, dy: Te
                                pse_type: int = 1, query_rope: Optional[Tensor] = None,
                                key_rope: Optional[Tensor] = None, q_start_idx: Optional[List[int]] = None,
                                kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
-                               impl: str = "auto", deterministic: bool = False
+                               impl: str = "auto", deterministic: bool = False, seed_offset: Optional[Tensor] = None
                                ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, **_common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic))
+        kv_start_idx, seed, offset, impl, deterministic, seed_offset))
 
 
 @flash_attention_score_grad.register_fake
@@ -145,8 +169,8 @@ def _(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, i
 _FWD_ARGS = ("query", "key", "value", "head_num", "input_layout", "pse", "drop_mask", "atten_mask", "scale",
              "keep_prob", "pre_tokens", "next_tokens", "inner_precise", "prefix", "actual_seq_qlen",
              "actual_seq_kvlen", "sparse_mode", "pse_type", "query_rope", "key_rope", "q_start_idx", "kv_start_idx",
-             "seed", "offset", "impl", "deterministic")
-_SAVED = ("query", "key", "value", "pse", "drop_mask", "atten_mask", "query_rope", "key_rope")
+             "seed", "offset", "impl", "deterministic", "seed_offset")
+_SAVED = ("query", "key", "value", "pse", "drop_mask", "atten_mask", "query_rope", "key_rope", "seed_offset")
 
 
 def _setup_context(ctx, inputs, output):
@@ -168,7 +192,7 @@ def _backward(ctx, d_out, _d_max, _d_sum):
         prefix=a["prefix"], actual_seq_qlen=a["actual_seq_qlen"], actual_seq_kvlen=a["actual_seq_kvlen"],
         sparse_mode=a["sparse_mode"], pse_type=a["pse_type"], query_rope=t["query_rope"], key_rope=t["key_rope"],
         q_start_idx=a["q_start_idx"], kv_start_idx=a["kv_start_idx"], seed=a["seed"], offset=a["offset"],
-        impl=a["impl"], deterministic=a["deterministic"])
+        impl=a["impl"], deterministic=a["deterministic"], seed_offset=t["seed_offset"])
     grads = dict(query=dq, key=dk, value=dv, query_rope=dq_rope if t["query_rope"] is not None else None,
                  key_rope=dk_rope if t["key_rope"] is not None else None)
     return tuple(grads.get(n) for n in _FWD_ARGS)

@@ -43,24 +43,17 @@ def _check_reserved(padding_mask, softmax_in=None):
         raise ValueError("npu_fusion_attention_grad: softmax_in is reserved by CANN and must be None")
 
 
-def _draw_seed(keep_prob):
-    """(seed, offset) of a dropout call: a seed from torch's default CPU generator, offset 0."""
-    if not 0.0 < keep_prob < 1.0:
-        return 0, 0
-    return int(torch.randint(0, 2 ** 62, (1,), dtype=torch.int64).item()), 0
-
-
 def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, query_rope, key_rope, scale,
              keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode,
              pse_type, q_start_idx, kv_start_idx):
     _check_reserved(padding_mask)
-    seed, offset = _draw_seed(keep_prob)
+    seed, offset, seed_offset = ops.dropout_seed(keep_prob)
     out, smax, ssum = ops.flash_attention_score_call(
         query, key, value, head_num, input_layout, pse=pse, atten_mask=atten_mask, scale=scale, keep_prob=keep_prob,
         pre_tokens=pre_tokens, next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
         actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
         pse_type=pse_type, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
-        kv_start_idx=kv_start_idx, seed=seed, offset=offset)
+        kv_start_idx=kv_start_idx, **ops.seed_args(seed, offset, seed_offset))
     numels = _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen)
     return out, smax, ssum, query.new_empty(0), seed, offset, numels
 

@@ -136,3 +136,30 @@ def test_meta_tensors_take_the_fake_implementation():
     q, k, v = (torch.empty(2, 30, 4, 16, device="meta") for _ in range(3))
     out, smax, ssum, *_ = torch_npu.npu_fusion_attention(q, k, v, 4, "BSND")
     assert out.device.type == "meta" and out.shape == (2, 30, 4, 16) and smax.shape == (2, 4, 30, 8)
+
+
+def test_torch_compile_fullgraph_with_dropout():
+    """Inside a compiled graph the dropout seed is drawn in the graph and read by the op at run time (no
+    graph break); the backward replays the same mask, as an explicit grad call with that seed shows."""
+    q, k, v = (torch.randn(1, 32, 2, 16, requires_grad=True) for _ in range(3))
+
+    def step(q, k, v):
+        out, _, _, _, seed, offset, _ = torch_npu.npu_fusion_attention(q, k, v, 2, "BSND", scale=0.25,
+                                                                       keep_prob=0.8)
+        return out, seed, offset
+
+    torch._dynamo.reset()
+    out, seed, offset = torch.compile(step, fullgraph=True)(q, k, v)
+    assert isinstance(seed, torch.Tensor) and int(offset) == 0
+    seed = int(seed)
+    dy = torch.randn(out.shape)
+    grads = torch.autograd.grad(out, (q, k, v), dy)
+    ref = torch.ops.attnops.flash_attention_score(q, k, v, 2, "BSND", scale=0.25, keep_prob=0.8, seed=seed,
+                                                  offset=0)
+    torch.testing.assert_close(out, ref[0], rtol=0, atol=0)
+    explicit = torch_npu.npu_fusion_attention_grad(q.detach(), k.detach(), v.detach(), dy, 2, "BSND",
+                                                   softmax_max=ref[1], softmax_sum=ref[2],
+                                                   attention_in=ref[0].detach(), scale_value=0.25, keep_prob=0.8,
+                                                   seed=seed, offset=0)
+    for g, e in zip(grads, explicit[:3]):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
