@@ -22,7 +22,9 @@ set(ATTNOPS_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/attnops)
 
 install(FILES ${PROJECT_SOURCE_DIR}/include/attnops.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-install(TARGETS attnops attnops_static EXPORT attnopsTargets
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/acl/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/attnops-acl)
+
+install(TARGETS attnops attnops_static attnops_acl EXPORT attnopsTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -88,3 +90,12 @@ install(CODE "
   configure_file(\"${PROJECT_BINARY_DIR}/pkgconfig/attnops.pc.in\" \"${PROJECT_BINARY_DIR}/pkgconfig/attnops.pc\" @ONLY)
 ")
 install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/attnops.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# attnops-acl.pc: the CANN compatibility layer (CANN's include layout under
+# include/attnops-acl, so `#include "acl/acl.h"` works with one -I).
+configure_file(${CMAKE_CURRENT_LIST_DIR}/attnops-acl.pc.in ${PROJECT_BINARY_DIR}/pkgconfig/attnops-acl.pc.in @ONLY)
+install(CODE "
+  set(ATTNOPS_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  configure_file(\"${PROJECT_BINARY_DIR}/pkgconfig/attnops-acl.pc.in\" \"${PROJECT_BINARY_DIR}/pkgconfig/attnops-acl.pc\" @ONLY)
+")
+install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/attnops-acl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

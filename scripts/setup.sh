@@ -39,9 +39,11 @@ fi
 # recommends; binutils (readelf) comes with gcc.  chromium renders the
 # harness's HTML report in a test (headless screenshot), with a font so the
 # page's text shows.
+# g++: the CANN compatibility headers are checked from C++ too (CANN's
+# host programs are C++).
 # gcc-aarch64-linux-gnu and its libc headers: a test compiles the portable
 # path for aarch64 (the x86 ISA folders must stay x86-only).
-apt_packages=(cmake make gcc libc6-dev pkg-config libxsmm-dev libcjson-dev python3-venv chromium fonts-dejavu-core
+apt_packages=(cmake make gcc g++ libc6-dev pkg-config libxsmm-dev libcjson-dev python3-venv chromium fonts-dejavu-core
               gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 missing=()
 for p in "${apt_packages[@]}"; do

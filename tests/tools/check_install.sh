@@ -84,6 +84,24 @@ fi
 out=$(env -u LD_LIBRARY_PATH "$tmp/hello_static" 2>&1) || { echo "$out" >&2; fail "the pkg-config consumer (static) failed"; }
 say "pkg-config static: $out"
 
+# ---- the CANN compatibility layer: a host program, as C and as C++ ---------------
+acl_src=$here/hello_acl.c
+pkg-config --exists --print-errors attnops-acl || fail "no attnops-acl.pc"
+[ -f "$prefix/include/attnops-acl/acl/acl.h" ] || fail "include/attnops-acl/acl/acl.h not installed"
+cxx=${CXX:-c++}
+command -v "$cxx" >/dev/null 2>&1 || fail "'$cxx' not found (scripts/setup.sh installs g++)"
+# shellcheck disable=SC2046
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$tmp/hello_acl" "$acl_src" $(pkg-config --cflags --libs attnops-acl) \
+    >"$tmp/acl_cc.log" 2>&1 || { show_log "$tmp/acl_cc.log"; fail "cc hello_acl.c \$(pkg-config --cflags --libs attnops-acl) failed"; }
+# shellcheck disable=SC2046
+"$cxx" -std=c++11 -Wall -Wextra -Werror -x c++ -o "$tmp/hello_acl_cxx" "$acl_src" \
+    $(pkg-config --cflags --libs attnops-acl) >"$tmp/acl_cxx.log" 2>&1 \
+    || { show_log "$tmp/acl_cxx.log"; fail "c++ hello_acl.c \$(pkg-config --cflags --libs attnops-acl) failed"; }
+out=$(LD_LIBRARY_PATH=$libdir "$tmp/hello_acl" 2>&1) || { echo "$out" >&2; fail "the acl consumer (C) failed"; }
+out_cxx=$(LD_LIBRARY_PATH=$libdir "$tmp/hello_acl_cxx" 2>&1) || { echo "$out_cxx" >&2; fail "the acl consumer (C++) failed"; }
+[ "$out" = "$out_cxx" ] || fail "the C and C++ acl consumers disagree: '$out' vs '$out_cxx'"
+say "pkg-config attnops-acl (C and C++): $out"
+
 # ---- CMake package ------------------------------------------------------------------
 mkdir -p "$tmp/consumer"
 cat >"$tmp/consumer/CMakeLists.txt" <<CMAKE
@@ -94,6 +112,8 @@ add_executable(hello "$src")
 target_link_libraries(hello attnops::attnops)
 add_executable(hello_static "$src")
 target_link_libraries(hello_static attnops::attnops_static)
+add_executable(hello_acl "$acl_src")
+target_link_libraries(hello_acl attnops::attnops_acl)
 CMAKE
 major=${version%%.*}
 "$cmake_bin" -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_BUILD_TYPE=Release \
@@ -115,5 +135,8 @@ say "find_package shared: $out"
 out=$(env -u LD_LIBRARY_PATH "$tmp/consumer/build/hello_static" 2>&1) \
     || { echo "$out" >&2; fail "the CMake consumer of attnops::attnops_static failed"; }
 say "find_package static: $out"
+out=$(LD_LIBRARY_PATH=$libdir "$tmp/consumer/build/hello_acl" 2>&1) \
+    || { echo "$out" >&2; fail "the CMake consumer of attnops::attnops_acl failed"; }
+say "find_package attnops_acl: $out"
 
 say "all install checks passed"

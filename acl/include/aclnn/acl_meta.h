@@ -1,0 +1,44 @@
+/* attnops' CANN compatibility layer: the aclnn tensor and array objects of
+ * CANN's aclnn/acl_meta.h (C and C++; CANN's own header is C++ only). */
+#ifndef ATTNOPS_ACL_ACL_META_H
+#define ATTNOPS_ACL_ACL_META_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "acl/acl_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct aclOpExecutor aclOpExecutor;
+typedef struct aclTensor aclTensor;
+typedef struct aclIntArray aclIntArray;
+typedef struct aclFloatArray aclFloatArray;
+typedef struct aclBoolArray aclBoolArray;
+
+typedef int32_t aclnnStatus;
+
+/* A view of viewDimsNum dims with element strides `stride`, starting `offset`
+ * elements into the storage at tensorData (storageDims: the storage's
+ * shape, whose element count bounds the view).  NULL on bad arguments
+ * (aclGetRecentErrMsg says which). */
+ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                                               const int64_t *stride, int64_t offset, aclFormat format,
+                                               const int64_t *storageDims, uint64_t storageDimsNum,
+                                               void *tensorData);
+ACL_FUNC_VISIBILITY aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size);
+
+/* NULL is accepted (and is a success). */
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor *tensor);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyFloatArray(const aclFloatArray *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyBoolArray(const aclBoolArray *array);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,258 @@
+/* The acl runtime on the CPU: one device (id 0), host memory, synchronous
+ * streams, the thread's last error sentence (docs/ACL.md). */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl/acl_internal.h"
+
+static _Thread_local char recent_error[512];
+static atomic_bool initialised;
+static atomic_llong deterministic_mode;
+
+void acl_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(recent_error, sizeof recent_error, fmt, ap);
+    va_end(ap);
+}
+
+aclnnStatus acl_status_from(attnops_status status)
+{
+    if (status == ATTNOPS_SUCCESS) return ACLNN_SUCCESS;
+    acl_set_error("%s", attnops_last_error());
+    switch (status) {
+    case ATTNOPS_ERR_NULLPTR: return ACLNN_ERR_PARAM_NULLPTR;
+    case ATTNOPS_ERR_PARAM_INVALID:
+    case ATTNOPS_ERR_UNSUPPORTED: return ACLNN_ERR_PARAM_INVALID;
+    case ATTNOPS_ERR_OUT_OF_MEMORY: return ACLNN_ERR_RUNTIME_ERROR;
+    default: return ACLNN_ERR_INNER;
+    }
+}
+
+int64_t acl_deterministic(void) { return atomic_load(&deterministic_mode); }
+
+const char *aclGetRecentErrMsg(void) { return recent_error[0] ? recent_error : NULL; }
+
+aclError aclInit(const char *configPath)
+{
+    (void)configPath; /* no configuration items are emulated */
+    if (atomic_exchange(&initialised, true)) {
+        acl_set_error("aclInit: already initialised (call aclFinalize first).");
+        return ACL_ERROR_REPEAT_INITIALIZE;
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclFinalize(void)
+{
+    if (!atomic_exchange(&initialised, false)) {
+        acl_set_error("aclFinalize: aclInit was not called.");
+        return ACL_ERROR_UNINITIALIZE;
+    }
+    return ACL_SUCCESS;
+}
+
+static aclError check_device(const char *fn, int32_t device)
+{
+    if (device == 0) return ACL_SUCCESS;
+    acl_set_error("%s: deviceId %d does not exist; the CPU is the only device, id 0.", fn, device);
+    return ACL_ERROR_RT_INVALID_DEVICEID;
+}
+
+aclError aclrtSetDevice(int32_t deviceId) { return check_device("aclrtSetDevice", deviceId); }
+aclError aclrtResetDevice(int32_t deviceId) { return check_device("aclrtResetDevice", deviceId); }
+aclError aclrtSynchronizeDevice(void) { return ACL_SUCCESS; } /* work runs synchronously */
+
+aclError aclrtGetDevice(int32_t *deviceId)
+{
+    if (!deviceId) {
+        acl_set_error("aclrtGetDevice: deviceId is NULL.");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    *deviceId = 0;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetDeviceCount(uint32_t *count)
+{
+    if (!count) {
+        acl_set_error("aclrtGetDeviceCount: count is NULL.");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    *count = 1;
+    return ACL_SUCCESS;
+}
+
+static aclError set_opt(const char *fn, aclSysParamOpt opt, int64_t value)
+{
+    if (opt != ACL_OPT_DETERMINISTIC) {
+        acl_set_error("%s: option %d is not supported (only ACL_OPT_DETERMINISTIC).", fn, (int)opt);
+        return ACL_ERROR_API_NOT_SUPPORT;
+    }
+    if (value != 0 && value != 1) {
+        acl_set_error("%s: ACL_OPT_DETERMINISTIC value %lld must be 0 or 1.", fn, (long long)value);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    atomic_store(&deterministic_mode, value);
+    return ACL_SUCCESS;
+}
+
+static aclError get_opt(const char *fn, aclSysParamOpt opt, int64_t *value)
+{
+    if (!value) {
+        acl_set_error("%s: value is NULL.", fn);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (opt != ACL_OPT_DETERMINISTIC) {
+        acl_set_error("%s: option %d is not supported (only ACL_OPT_DETERMINISTIC).", fn, (int)opt);
+        return ACL_ERROR_API_NOT_SUPPORT;
+    }
+    *value = atomic_load(&deterministic_mode);
+    return ACL_SUCCESS;
+}
+
+/* One context (the process), so the context and process options are one. */
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) { return set_opt("aclrtCtxSetSysParamOpt", opt, value); }
+aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value) { return set_opt("aclrtSetSysParamOpt", opt, value); }
+aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value) { return get_opt("aclrtCtxGetSysParamOpt", opt, value); }
+aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value) { return get_opt("aclrtGetSysParamOpt", opt, value); }
+
+/* ---- streams: the work of an aclnn call runs inside the call ---------------- */
+#define STREAM_MAGIC 0x5354524dU
+
+typedef struct acl_stream {
+    uint32_t magic;
+} acl_stream;
+
+static bool stream_ok(const char *fn, aclrtStream stream)
+{
+    if (!stream || ((acl_stream *)stream)->magic == STREAM_MAGIC) return true; /* NULL: the default stream */
+    acl_set_error("%s: stream %p is not a stream from aclrtCreateStream (or was destroyed).", fn, stream);
+    return false;
+}
+
+aclError aclrtCreateStream(aclrtStream *stream)
+{
+    if (!stream) {
+        acl_set_error("aclrtCreateStream: stream is NULL.");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    acl_stream *s = malloc(sizeof *s);
+    if (!s) {
+        acl_set_error("aclrtCreateStream: out of memory.");
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    s->magic = STREAM_MAGIC;
+    *stream = s;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyStream(aclrtStream stream)
+{
+    if (!stream || !stream_ok("aclrtDestroyStream", stream)) {
+        if (!stream) acl_set_error("aclrtDestroyStream: stream is NULL.");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    ((acl_stream *)stream)->magic = 0;
+    free(stream);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream)
+{
+    return stream_ok("aclrtSynchronizeStream", stream) ? ACL_SUCCESS : ACL_ERROR_INVALID_PARAM;
+}
+
+/* ---- memory: "device" memory is host memory ----------------------------------- */
+static aclError host_alloc(const char *fn, void **ptr, size_t size)
+{
+    if (!ptr || size == 0) {
+        acl_set_error("%s: %s.", fn, !ptr ? "the pointer argument is NULL" : "size is 0");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    /* 64-byte aligned like the device's allocations (32 B at least there) */
+    void *p = aligned_alloc(64, (size + 63) / 64 * 64);
+    if (!p) {
+        acl_set_error("%s: out of memory for %zu bytes.", fn, size);
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    *ptr = p;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    if ((int)policy < ACL_MEM_MALLOC_HUGE_FIRST || (int)policy > ACL_MEM_MALLOC_NORMAL_ONLY_P2P) {
+        acl_set_error("aclrtMalloc: policy %d is not an aclrtMemMallocPolicy.", (int)policy);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    return host_alloc("aclrtMalloc", devPtr, size);
+}
+
+aclError aclrtMallocHost(void **hostPtr, size_t size) { return host_alloc("aclrtMallocHost", hostPtr, size); }
+
+static aclError host_free(const char *fn, void *ptr)
+{
+    if (!ptr) {
+        acl_set_error("%s: the pointer is NULL.", fn);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    free(ptr);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtFree(void *devPtr) { return host_free("aclrtFree", devPtr); }
+aclError aclrtFreeHost(void *hostPtr) { return host_free("aclrtFreeHost", hostPtr); }
+
+aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind)
+{
+    if ((int)kind < ACL_MEMCPY_HOST_TO_HOST || (int)kind > ACL_MEMCPY_DEFAULT) {
+        acl_set_error("aclrtMemcpy: kind %d is not an aclrtMemcpyKind.", (int)kind);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (!dst || !src) {
+        acl_set_error("aclrtMemcpy: %s is NULL.", !dst ? "dst" : "src");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (count > destMax) {
+        acl_set_error("aclrtMemcpy: count %zu exceeds destMax %zu.", count, destMax);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    memmove(dst, src, count); /* every kind is a host copy */
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
+{
+    if (!devPtr) {
+        acl_set_error("aclrtMemset: devPtr is NULL.");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (count > maxCount) {
+        acl_set_error("aclrtMemset: count %zu exceeds maxCount %zu.", count, maxCount);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    memset(devPtr, value, count);
+    return ACL_SUCCESS;
+}
+
+/* ---- dtypes --------------------------------------------------------------------- */
+size_t aclDataTypeSize(aclDataType dataType)
+{
+    switch (dataType) {
+    case ACL_INT8: case ACL_UINT8: case ACL_BOOL: case ACL_HIFLOAT8: case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN:
+    case ACL_FLOAT8_E8M0: return 1;
+    case ACL_FLOAT16: case ACL_BF16: case ACL_INT16: case ACL_UINT16: return 2;
+    case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: case ACL_COMPLEX32: return 4;
+    case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_COMPLEX64: return 8;
+    case ACL_COMPLEX128: return 16;
+    default: return 0; /* strings, sub-byte types */
+    }
+}
+
+float aclFloat16ToFloat(aclFloat16 value) { return attnops_f16_to_f32(value); }
+aclFloat16 aclFloatToFloat16(float value) { return attnops_f32_to_f16(value); }

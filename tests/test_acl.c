@@ -1,0 +1,356 @@
+/* The CANN compatibility layer (libattnops_acl): programs written against the
+ * acl / aclnn API get the native attnops API's bits.
+ *
+ * Each case runs FlashAttentionScore and its grad twice on the same inputs:
+ * through aclInit / aclrtMalloc / aclrtMemcpy / aclCreateTensor and the
+ * two-phase aclnn calls, and through attnops_flash_attention_score(_grad)
+ * directly, and requires identical output bytes.  Query is created with a
+ * non-zero view offset into its device storage and padded (non-contiguous)
+ * rows.  Then the error paths: executor reuse, NULL and invalid arguments
+ * with their aclnn status and sentence, runtime misuse with CANN's aclError. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_flash_attention_score.h"
+#include "aclnnop/aclnn_flash_attention_score_grad.h"
+#include "testutil.h"
+
+typedef enum { V1, V2, VARLEN, VARLEN_V2 } entry;
+
+typedef struct acl_case {
+    const char *name;
+    entry entry;
+    attnops_dtype dtype;
+    const char *layout;
+    int64_t B, N1, N2, S1, S2, D, Dv; /* TND: S1 / S2 unused, lengths below */
+    int64_t nb, qlens[4], kvlens[4];  /* TND batches (cumulative lengths are built here) */
+    int64_t sparse_mode, pre, next;
+    int pse_type;          /* 2 / 3: generated ALiBi from slopes [N1]; 1: none */
+    double keep_prob;
+    int deterministic;
+} acl_case;
+
+static aclDataType acl_dtype(attnops_dtype d)
+{
+    switch (d) {
+    case ATTNOPS_DTYPE_F32: return ACL_FLOAT;
+    case ATTNOPS_DTYPE_F16: return ACL_FLOAT16;
+    case ATTNOPS_DTYPE_BF16: return ACL_BF16;
+    case ATTNOPS_DTYPE_U8: return ACL_UINT8;
+    default: return ACL_FLOAT;
+    }
+}
+
+/* A host tensor's contents in freshly aclrtMalloc'd storage, `lead` elements
+ * into it, and the aclTensor viewing them with the host view's strides. */
+typedef struct dev_tensor {
+    void *storage;
+    aclTensor *t;
+    size_t lead_bytes, bytes;
+} dev_tensor;
+
+static dev_tensor to_device(const tu_tensor *h, int64_t lead)
+{
+    dev_tensor d = {0};
+    const size_t elem = attnops_dtype_size(h->view.dtype);
+    d.lead_bytes = (size_t)lead * elem, d.bytes = h->data_bytes;
+    TU_CHECK(aclrtMalloc(&d.storage, d.lead_bytes + d.bytes, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS, "aclrtMalloc");
+    TU_CHECK(aclrtMemcpy((char *)d.storage + d.lead_bytes, d.bytes, h->view.data, d.bytes,
+                         ACL_MEMCPY_HOST_TO_DEVICE) == ACL_SUCCESS, "aclrtMemcpy H2D");
+    const int64_t storage = lead + (int64_t)(d.bytes / elem);
+    d.t = aclCreateTensor(h->view.shape, (uint64_t)h->view.rank, acl_dtype(h->view.dtype), h->view.strides, lead,
+                          ACL_FORMAT_ND, &storage, 1, d.storage);
+    TU_CHECK(d.t != NULL, "aclCreateTensor: %s", aclGetRecentErrMsg());
+    return d;
+}
+
+static void free_device(dev_tensor *d)
+{
+    aclDestroyTensor(d->t);
+    if (d->storage) aclrtFree(d->storage);
+}
+
+/* The device tensor's bytes equal the host tensor's. */
+static bool same_bytes(const dev_tensor *d, const tu_tensor *h)
+{
+    unsigned char *back = malloc(d->bytes ? d->bytes : 1);
+    aclrtMemcpy(back, d->bytes, (char *)d->storage + d->lead_bytes, d->bytes, ACL_MEMCPY_DEVICE_TO_HOST);
+    const bool same = memcmp(back, h->view.data, d->bytes) == 0;
+    free(back);
+    return same;
+}
+
+static void qkv_shape(const acl_case *c, int64_t n, int64_t s, int64_t d, int64_t t, int64_t shape[4], int *rank)
+{
+    const char *l = c->layout;
+    if (!strcmp(l, "TND")) shape[0] = t, shape[1] = n, shape[2] = d, *rank = 3;
+    else if (!strcmp(l, "BSH")) shape[0] = c->B, shape[1] = s, shape[2] = n * d, *rank = 3;
+    else if (!strcmp(l, "SBH")) shape[0] = s, shape[1] = c->B, shape[2] = n * d, *rank = 3;
+    else if (!strcmp(l, "BSND")) shape[0] = c->B, shape[1] = s, shape[2] = n, shape[3] = d, *rank = 4;
+    else shape[0] = c->B, shape[1] = n, shape[2] = s, shape[3] = d, *rank = 4; /* BNSD */
+}
+
+static int run_case(const acl_case *c, tu_rng *rng)
+{
+    const int failures = tu_failures;
+    const bool tnd = !strcmp(c->layout, "TND");
+    int64_t cq[4], ckv[4], T1 = 0, T2 = 0;
+    for (int64_t b = 0; b < c->nb; b++) T1 += c->qlens[b], T2 += c->kvlens[b], cq[b] = T1, ckv[b] = T2;
+    int64_t qs[4], ks[4], vs[4], os[4], st[4];
+    int rq, rk, rv, ro;
+    qkv_shape(c, c->N1, c->S1, c->D, T1, qs, &rq);
+    qkv_shape(c, c->N2, c->S2, c->D, T2, ks, &rk);
+    qkv_shape(c, c->N2, c->S2, c->Dv, T2, vs, &rv);
+    qkv_shape(c, c->N1, c->S1, c->Dv, T1, os, &ro);
+    int rs = 4;
+    if (tnd) st[0] = T1, st[1] = c->N1, st[2] = 8, rs = 3;
+    else st[0] = c->B, st[1] = c->N1, st[2] = c->S1, st[3] = 8;
+
+    tu_tensor q = tu_tensor_new(c->dtype, rq, qs, 3), k = tu_tensor_new(c->dtype, rk, ks, 0),
+              v = tu_tensor_new(c->dtype, rv, vs, 0), dy = tu_tensor_new(c->dtype, ro, os, 0);
+    tu_tensor_randn(&q, rng, 1.0), tu_tensor_randn(&k, rng, 1.0), tu_tensor_randn(&v, rng, 1.0);
+    tu_tensor_randn(&dy, rng, 1.0);
+    const int64_t mask_shape[2] = {2048, 2048}, slope_shape[1] = {c->N1};
+    tu_tensor mask = tu_tensor_new(ATTNOPS_DTYPE_U8, 2, mask_shape, 0);
+    for (int64_t i = 0; i < 2048; i++)
+        for (int64_t j = 0; j < 2048; j++) ((uint8_t *)mask.view.data)[i * 2048 + j] = j > i;
+    tu_tensor slopes = tu_tensor_new(ATTNOPS_DTYPE_F32, 1, slope_shape, 0);
+    attnops_alibi_slopes(c->N1, slopes.view.data);
+    const bool masked = c->sparse_mode != 0, alibi = c->pse_type >= 2;
+    const int64_t qstart = 5, kvstart = 2;
+
+    /* ---- native ---- */
+    tu_tensor out = tu_tensor_new(c->dtype, ro, os, 0), smax = tu_tensor_new(ATTNOPS_DTYPE_F32, rs, st, 0),
+              ssum = tu_tensor_new(ATTNOPS_DTYPE_F32, rs, st, 0), dq = tu_tensor_new(c->dtype, rq, qs, 0),
+              dk = tu_tensor_new(c->dtype, rk, ks, 0), dv = tu_tensor_new(c->dtype, rv, vs, 0);
+    const int64_t nb = c->nb, one = 1;
+    attnops_tensor tq = attnops_tensor_contiguous(cq, ATTNOPS_DTYPE_I64, 1, &nb),
+                   tkv = attnops_tensor_contiguous(ckv, ATTNOPS_DTYPE_I64, 1, &nb);
+    int64_t qs0 = qstart, kvs0 = kvstart;
+    attnops_tensor tqs = attnops_tensor_contiguous(&qs0, ATTNOPS_DTYPE_I64, 1, &one),
+                   tkvs = attnops_tensor_contiguous(&kvs0, ATTNOPS_DTYPE_I64, 1, &one);
+    attnops_fa_fwd_args f;
+    attnops_fa_fwd_args_init(&f);
+    attnops_fa_params *p = &f.p;
+    p->query = &q.view, p->key = &k.view, p->value = &v.view;
+    p->atten_mask = masked ? &mask.view : NULL, p->pse = alibi ? &slopes.view : NULL;
+    p->actual_seq_qlen = tnd ? &tq : NULL, p->actual_seq_kvlen = tnd ? &tkv : NULL;
+    p->q_start_idx = alibi ? &tqs : NULL, p->kv_start_idx = alibi ? &tkvs : NULL;
+    p->scale_value = 0.125, p->keep_prob = c->keep_prob, p->pre_tokens = c->pre, p->next_tokens = c->next;
+    p->head_num = c->N1, p->input_layout = attnops_layout_from_string(c->layout);
+    p->sparse_mode = c->sparse_mode, p->pse_type = c->pse_type, p->deterministic = c->deterministic;
+    f.attention_out = &out.view, f.softmax_max = &smax.view, f.softmax_sum = &ssum.view;
+    size_t ws_bytes = 0;
+    TU_CHECK(attnops_flash_attention_score_workspace_size(&f, &ws_bytes) == ATTNOPS_SUCCESS, "%s native fwd: %s",
+             c->name, attnops_last_error());
+    void *ws = malloc(ws_bytes ? ws_bytes : 1);
+    TU_CHECK(attnops_flash_attention_score(&f, ws, ws_bytes) == ATTNOPS_SUCCESS, "%s native fwd", c->name);
+    free(ws);
+    attnops_fa_bwd_args g;
+    attnops_fa_bwd_args_init(&g);
+    g.p = f.p, g.dy = &dy.view, g.attention_in = &out.view, g.softmax_max = &smax.view, g.softmax_sum = &ssum.view;
+    g.dq = &dq.view, g.dk = &dk.view, g.dv = &dv.view;
+    TU_CHECK(attnops_flash_attention_score_grad_workspace_size(&g, &ws_bytes) == ATTNOPS_SUCCESS, "%s native bwd: %s",
+             c->name, attnops_last_error());
+    ws = malloc(ws_bytes ? ws_bytes : 1);
+    TU_CHECK(attnops_flash_attention_score_grad(&g, ws, ws_bytes) == ATTNOPS_SUCCESS, "%s native bwd", c->name);
+    free(ws);
+
+    /* ---- through acl / aclnn ---- */
+    TU_CHECK(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, c->deterministic) == ACL_SUCCESS, "deterministic");
+    aclrtStream stream = NULL;
+    TU_CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS, "aclrtCreateStream");
+    dev_tensor aq = to_device(&q, 7), ak = to_device(&k, 0), av = to_device(&v, 0), ady = to_device(&dy, 0),
+               amask = to_device(&mask, 0), aslopes = to_device(&slopes, 0);
+    tu_tensor zero_out = tu_tensor_new(c->dtype, ro, os, 0), zero_st = tu_tensor_new(ATTNOPS_DTYPE_F32, rs, st, 0),
+              zero_dq = tu_tensor_new(c->dtype, rq, qs, 0), zero_dk = tu_tensor_new(c->dtype, rk, ks, 0),
+              zero_dv = tu_tensor_new(c->dtype, rv, vs, 0);
+    dev_tensor aout = to_device(&zero_out, 0), amax = to_device(&zero_st, 0), asum = to_device(&zero_st, 0),
+               adq = to_device(&zero_dq, 0), adk = to_device(&zero_dk, 0), adv = to_device(&zero_dv, 0);
+    aclIntArray *lq = aclCreateIntArray(cq, (uint64_t)c->nb), *lkv = aclCreateIntArray(ckv, (uint64_t)c->nb);
+    aclIntArray *sq = aclCreateIntArray(&qs0, 1), *skv = aclCreateIntArray(&kvs0, 1);
+    const aclTensor *m = masked ? amask.t : NULL, *pse = alibi ? aslopes.t : NULL;
+    char layout[8];
+    snprintf(layout, sizeof layout, "%s", c->layout);
+    uint64_t ws_size = 0;
+    aclOpExecutor *ex = NULL;
+    aclnnStatus s1 = -1, s2 = -1;
+    void *dws = NULL;
+    switch (c->entry) {
+    case V1:
+        s1 = aclnnFlashAttentionScoreGetWorkspaceSize(aq.t, ak.t, av.t, pse, NULL, NULL, m, NULL, 0.125, c->keep_prob,
+                                                      c->pre, c->next, c->N1, layout, 0, c->sparse_mode, amax.t,
+                                                      asum.t, NULL, aout.t, &ws_size, &ex);
+        break;
+    case V2:
+        s1 = aclnnFlashAttentionScoreV2GetWorkspaceSize(aq.t, ak.t, av.t, pse, NULL, NULL, m, NULL, alibi ? sq : NULL,
+                                                        alibi ? skv : NULL, 0.125, c->keep_prob, c->pre, c->next,
+                                                        c->N1, layout, 0, c->sparse_mode, c->pse_type, amax.t, asum.t,
+                                                        NULL, aout.t, &ws_size, &ex);
+        break;
+    case VARLEN:
+        s1 = aclnnFlashAttentionVarLenScoreGetWorkspaceSize(aq.t, ak.t, av.t, pse, NULL, NULL, m, NULL, lq, lkv, 0.125,
+                                                            c->keep_prob, c->pre, c->next, c->N1, layout, 0,
+                                                            c->sparse_mode, amax.t, asum.t, NULL, aout.t, &ws_size,
+                                                            &ex);
+        break;
+    case VARLEN_V2:
+        s1 = aclnnFlashAttentionVarLenScoreV2GetWorkspaceSize(
+            aq.t, ak.t, av.t, pse, NULL, NULL, m, NULL, lq, lkv, alibi ? sq : NULL, alibi ? skv : NULL, 0.125,
+            c->keep_prob, c->pre, c->next, c->N1, layout, 0, c->sparse_mode, c->pse_type, amax.t, asum.t, NULL,
+            aout.t, &ws_size, &ex);
+        break;
+    }
+    TU_CHECK(s1 == ACLNN_SUCCESS, "%s fwd phase one: %d %s", c->name, s1, aclGetRecentErrMsg());
+    if (ws_size) aclrtMalloc(&dws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST);
+    switch (c->entry) {
+    case V1: s2 = aclnnFlashAttentionScore(dws, ws_size, ex, stream); break;
+    case V2: s2 = aclnnFlashAttentionScoreV2(dws, ws_size, ex, stream); break;
+    case VARLEN: s2 = aclnnFlashAttentionVarLenScore(dws, ws_size, ex, stream); break;
+    case VARLEN_V2: s2 = aclnnFlashAttentionVarLenScoreV2(dws, ws_size, ex, stream); break;
+    }
+    TU_CHECK(s2 == ACLNN_SUCCESS, "%s fwd run: %d %s", c->name, s2, aclGetRecentErrMsg());
+    TU_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS, "aclrtSynchronizeStream");
+    if (c->entry == V1) /* an executor runs once */
+        TU_CHECK(aclnnFlashAttentionScore(dws, ws_size, ex, stream) == ACLNN_ERR_PARAM_INVALID &&
+                     strstr(aclGetRecentErrMsg(), "already run"), "%s: a reused executor must be refused", c->name);
+    if (dws) aclrtFree(dws), dws = NULL;
+    TU_CHECK(same_bytes(&aout, &out) && same_bytes(&amax, &smax) && same_bytes(&asum, &ssum),
+             "%s: forward outputs through acl differ from the native API's", c->name);
+
+    ex = NULL, ws_size = 0;
+    const bool v2 = c->entry == V2 || c->entry == VARLEN_V2, unpad = c->entry == VARLEN || c->entry == VARLEN_V2;
+    const aclIntArray *gq = alibi ? sq : NULL, *gkv = alibi ? skv : NULL;
+    if (!unpad && !v2)
+        s1 = aclnnFlashAttentionScoreGradGetWorkspaceSize(aq.t, ak.t, av.t, ady.t, pse, NULL, NULL, m, amax.t, asum.t,
+                                                          NULL, aout.t, NULL, 0.125, c->keep_prob, c->pre, c->next,
+                                                          c->N1, layout, 0, c->sparse_mode, adq.t, adk.t, adv.t, NULL,
+                                                          &ws_size, &ex);
+    else if (!unpad)
+        s1 = aclnnFlashAttentionScoreGradV2GetWorkspaceSize(aq.t, ak.t, av.t, ady.t, pse, NULL, NULL, m, amax.t,
+                                                            asum.t, NULL, aout.t, NULL, gq, gkv, 0.125, c->keep_prob,
+                                                            c->pre, c->next, c->N1, layout, 0, c->sparse_mode,
+                                                            c->pse_type, adq.t, adk.t, adv.t, NULL, &ws_size, &ex);
+    else if (!v2)
+        s1 = aclnnFlashAttentionUnpaddingScoreGradGetWorkspaceSize(
+            aq.t, ak.t, av.t, ady.t, pse, NULL, NULL, m, amax.t, asum.t, NULL, aout.t, NULL, lq, lkv, 0.125,
+            c->keep_prob, c->pre, c->next, c->N1, layout, 0, c->sparse_mode, adq.t, adk.t, adv.t, NULL, &ws_size, &ex);
+    else
+        s1 = aclnnFlashAttentionUnpaddingScoreGradV2GetWorkspaceSize(
+            aq.t, ak.t, av.t, ady.t, pse, NULL, NULL, m, amax.t, asum.t, NULL, aout.t, NULL, lq, lkv, gq, gkv, 0.125,
+            c->keep_prob, c->pre, c->next, c->N1, layout, 0, c->sparse_mode, c->pse_type, adq.t, adk.t, adv.t, NULL,
+            &ws_size, &ex);
+    TU_CHECK(s1 == ACLNN_SUCCESS, "%s bwd phase one: %d %s", c->name, s1, aclGetRecentErrMsg());
+    if (ws_size) aclrtMalloc(&dws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST);
+    if (!unpad && !v2) s2 = aclnnFlashAttentionScoreGrad(dws, ws_size, ex, stream);
+    else if (!unpad) s2 = aclnnFlashAttentionScoreGradV2(dws, ws_size, ex, stream);
+    else if (!v2) s2 = aclnnFlashAttentionUnpaddingScoreGrad(dws, ws_size, ex, stream);
+    else s2 = aclnnFlashAttentionUnpaddingScoreGradV2(dws, ws_size, ex, stream);
+    TU_CHECK(s2 == ACLNN_SUCCESS, "%s bwd run: %d %s", c->name, s2, aclGetRecentErrMsg());
+    if (dws) aclrtFree(dws);
+    TU_CHECK(same_bytes(&adq, &dq) && same_bytes(&adk, &dk) && same_bytes(&adv, &dv),
+             "%s: gradients through acl differ from the native API's", c->name);
+
+    dev_tensor *all[] = {&aq, &ak, &av, &ady, &amask, &aslopes, &aout, &amax, &asum, &adq, &adk, &adv};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free_device(all[i]);
+    aclDestroyIntArray(lq), aclDestroyIntArray(lkv), aclDestroyIntArray(sq), aclDestroyIntArray(skv);
+    aclrtDestroyStream(stream);
+    tu_tensor *host[] = {&q, &k, &v, &dy, &mask, &slopes, &out, &smax, &ssum, &dq, &dk, &dv,
+                         &zero_out, &zero_st, &zero_dq, &zero_dk, &zero_dv};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) tu_tensor_free(host[i]);
+    aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0);
+    return tu_failures == failures;
+}
+
+/* Bad requests get CANN's codes and a sentence; nothing runs. */
+static int run_errors(void)
+{
+    const int failures = tu_failures;
+    int64_t shape[4] = {1, 16, 2, 8}, strides[4] = {256, 16, 8, 1}, storage = 256;
+    float *buf = NULL, *obuf = NULL, *mbuf = NULL, *sbuf = NULL; /* inputs (shared), output, the two stats */
+    float **bufs[] = {&buf, &obuf, &mbuf, &sbuf};
+    for (int i = 0; i < 4; i++)
+        TU_CHECK(aclrtMalloc((void **)bufs[i], sizeof(float) * 256, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS, "malloc");
+    aclTensor *t = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, &storage, 1, buf);
+    aclTensor *o = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, &storage, 1, obuf);
+    int64_t st_shape[4] = {1, 2, 16, 8}, st_strides[4] = {256, 128, 8, 1};
+    aclTensor *sm = aclCreateTensor(st_shape, 4, ACL_FLOAT, st_strides, 0, ACL_FORMAT_ND, &storage, 1, mbuf);
+    aclTensor *ss = aclCreateTensor(st_shape, 4, ACL_FLOAT, st_strides, 0, ACL_FORMAT_ND, &storage, 1, sbuf);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    char bsnd[] = "BSND", bad[] = "BSDN";
+    aclnnStatus s = aclnnFlashAttentionScoreGetWorkspaceSize(NULL, t, t, NULL, NULL, NULL, NULL, NULL, 1.0, 1.0, 65536,
+                                                             65536, 2, bsnd, 0, 0, sm, ss, NULL, o, &ws, &ex);
+    TU_CHECK(s == ACLNN_ERR_PARAM_NULLPTR && aclGetRecentErrMsg() && strstr(aclGetRecentErrMsg(), "query"),
+             "NULL query: status %d, \"%s\"", s, aclGetRecentErrMsg());
+    s = aclnnFlashAttentionScoreGetWorkspaceSize(t, t, t, NULL, NULL, NULL, NULL, NULL, 1.0, 1.0, 65536, 65536, 2, bad,
+                                                 0, 0, sm, ss, NULL, o, &ws, &ex);
+    TU_CHECK(s == ACLNN_ERR_PARAM_INVALID && strstr(aclGetRecentErrMsg(), "inputLayout"),
+             "bad layout: status %d, \"%s\"", s, aclGetRecentErrMsg());
+    s = aclnnFlashAttentionScoreGetWorkspaceSize(t, t, t, NULL, NULL, NULL, NULL, NULL, 1.0, 1.0, 65536, 65536, 3,
+                                                 bsnd, 0, 0, sm, ss, NULL, o, &ws, &ex);
+    TU_CHECK(s == ACLNN_ERR_PARAM_INVALID && strstr(aclGetRecentErrMsg(), "FlashAttentionScore"),
+             "head_num 3 for 2 heads: status %d, \"%s\"", s, aclGetRecentErrMsg());
+    s = aclnnFlashAttentionScoreGetWorkspaceSize(t, t, t, NULL, NULL, NULL, NULL, NULL, 1.0, 1.0, 65536, 65536, 2,
+                                                 bsnd, 0, 0, sm, ss, NULL, o, NULL, &ex);
+    TU_CHECK(s == ACLNN_ERR_PARAM_NULLPTR, "NULL workspaceSize: status %d", s);
+    /* a workspace smaller than asked: refused, and the executor is gone */
+    s = aclnnFlashAttentionScoreGetWorkspaceSize(t, t, t, NULL, NULL, NULL, NULL, NULL, 1.0, 1.0, 65536, 65536, 2,
+                                                 bsnd, 0, 0, sm, ss, NULL, o, &ws, &ex);
+    TU_CHECK(s == ACLNN_SUCCESS && ws > 0, "valid call: status %d (%s)", s, aclGetRecentErrMsg());
+    TU_CHECK(aclnnFlashAttentionScore(NULL, ws - 1, ex, NULL) == ACLNN_ERR_PARAM_INVALID, "short workspace");
+    TU_CHECK(aclnnFlashAttentionScore(NULL, ws, ex, NULL) == ACLNN_ERR_PARAM_INVALID, "executor gone after refusal");
+    TU_CHECK(aclnnFlashAttentionScoreGrad(NULL, 0, NULL, NULL) == ACLNN_ERR_PARAM_NULLPTR, "NULL executor");
+    int dummy_stream = 0;
+    s = aclnnFlashAttentionScoreGetWorkspaceSize(t, t, t, NULL, NULL, NULL, NULL, NULL, 1.0, 1.0, 65536, 65536, 2,
+                                                 bsnd, 0, 0, sm, ss, NULL, o, &ws, &ex);
+    TU_CHECK(aclnnFlashAttentionScore(NULL, ws, ex, &dummy_stream) == ACLNN_ERR_PARAM_INVALID &&
+                 strstr(aclGetRecentErrMsg(), "stream"), "a stream not from aclrtCreateStream");
+
+    /* runtime misuse: CANN's aclError codes */
+    char small[4];
+    TU_CHECK(aclrtMemcpy(small, sizeof small, buf, 8, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_ERROR_INVALID_PARAM &&
+                 strstr(aclGetRecentErrMsg(), "destMax"), "memcpy past destMax");
+    TU_CHECK(aclrtMemset(small, 2, 0, 4) == ACL_ERROR_INVALID_PARAM, "memset past maxCount");
+    TU_CHECK(aclrtSetDevice(1) == ACL_ERROR_RT_INVALID_DEVICEID, "device 1");
+    TU_CHECK(aclrtSetDevice(0) == ACL_SUCCESS, "device 0");
+    void *nothing = NULL;
+    TU_CHECK(aclrtMalloc(&nothing, 0, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_ERROR_INVALID_PARAM, "malloc 0 bytes");
+    const int64_t past[1] = {300}, unit[1] = {1};
+    TU_CHECK(aclCreateTensor(past, 1, ACL_FLOAT, unit, 0, ACL_FORMAT_ND, &storage, 1, buf) == NULL &&
+                 strstr(aclGetRecentErrMsg(), "storage"), "a view past its storage");
+    TU_CHECK(aclCreateTensor(shape, 4, ACL_FLOAT, strides, 1, ACL_FORMAT_ND, &storage, 1, buf) == NULL,
+             "a view shifted past its storage by the offset");
+    TU_CHECK(aclDestroyTensor(NULL) == ACLNN_SUCCESS && aclDestroyIntArray(NULL) == ACLNN_SUCCESS, "destroy NULL");
+    TU_CHECK(aclInit(NULL) == ACL_ERROR_REPEAT_INITIALIZE, "aclInit twice");
+    aclDestroyTensor(t), aclDestroyTensor(o), aclDestroyTensor(sm), aclDestroyTensor(ss);
+    for (int i = 0; i < 4; i++) aclrtFree(*bufs[i]);
+    return tu_failures == failures;
+}
+
+int main(void)
+{
+    tu_rng rng = tu_rng_make(tu_suite_seed());
+    const acl_case cases[] = {
+        {"v1 bf16 BSND GQA causal3", V1, ATTNOPS_DTYPE_BF16, "BSND", 2, 4, 2, 70, 90, 40, 24, 0, {0}, {0}, 3,
+         2147483647, 0, 1, 1.0, 0},
+        {"v1 f32 BSH dropout", V1, ATTNOPS_DTYPE_F32, "BSH", 1, 2, 2, 50, 60, 32, 32, 0, {0}, {0}, 0, 2147483647,
+         2147483647, 1, 0.9, 0},
+        {"v1 f16 SBH band deterministic", V1, ATTNOPS_DTYPE_F16, "SBH", 2, 2, 1, 64, 64, 16, 16, 0, {0}, {0}, 4, 20,
+         10, 1, 1.0, 1},
+        {"v2 f32 BNSD alibi3", V2, ATTNOPS_DTYPE_F32, "BNSD", 1, 4, 4, 40, 56, 32, 32, 0, {0}, {0}, 0, 2147483647,
+         2147483647, 3, 1.0, 0},
+        {"varlen f32 TND causal4", VARLEN, ATTNOPS_DTYPE_F32, "TND", 3, 2, 1, 0, 0, 24, 24, 3, {30, 0, 17},
+         {40, 0, 17}, 4, 2147483647, 0, 1, 1.0, 0},
+        {"varlen v2 bf16 TND alibi2", VARLEN_V2, ATTNOPS_DTYPE_BF16, "TND", 2, 2, 2, 0, 0, 16, 16, 2, {20, 33},
+         {20, 33}, 0, 2147483647, 2147483647, 2, 1.0, 0},
+    };
+    TU_CHECK(aclInit(NULL) == ACL_SUCCESS, "aclInit");
+    TU_CHECK(aclrtSetDevice(0) == ACL_SUCCESS, "aclrtSetDevice");
+    int passed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) passed += run_case(&cases[i], &rng);
+    passed += run_errors();
+    TU_CHECK(aclrtResetDevice(0) == ACL_SUCCESS && aclFinalize() == ACL_SUCCESS, "aclFinalize");
+    return tu_finish("test_acl", passed);
+}
