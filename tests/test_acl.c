@@ -18,6 +18,11 @@
 
 typedef enum { V1, V2, VARLEN, VARLEN_V2 } entry;
 
+/* The atten_mask a case passes: none, the compressed 2048 x 2048 causal one
+ * (modes 2, 3, 4, 7, 8), the 3072 x 2048 prefix one (mode 6), or random full
+ * masks [S1, S2] / [B, 1, S1, S2] (modes 0, 1, 5). */
+typedef enum { MASK_NONE, MASK_CAUSAL, MASK_PREFIX, MASK_SS, MASK_B1SS } mask_kind;
+
 typedef struct acl_case {
     const char *name;
     entry entry;
@@ -26,9 +31,12 @@ typedef struct acl_case {
     int64_t B, N1, N2, S1, S2, D, Dv; /* TND: S1 / S2 unused, lengths below */
     int64_t nb, qlens[4], kvlens[4];  /* TND batches (cumulative lengths are built here) */
     int64_t sparse_mode, pre, next;
-    int pse_type;          /* 2 / 3: generated ALiBi from slopes [N1]; 1: none */
+    int pse_type;          /* 2 / 3: generated ALiBi from slopes [N1]; 0 / 1 with pse_bnss: a [B,N1,S1,S2] bias */
     double keep_prob;
     int deterministic;
+    mask_kind mask;
+    bool pse_bnss, drop_mask; /* drop_mask: an explicit packed keep mask instead of the Philox stream */
+    int64_t prefix[2];        /* modes 5 / 6 */
 } acl_case;
 
 static aclDataType acl_dtype(attnops_dtype d)
@@ -111,13 +119,37 @@ static int run_case(const acl_case *c, tu_rng *rng)
               v = tu_tensor_new(c->dtype, rv, vs, 0), dy = tu_tensor_new(c->dtype, ro, os, 0);
     tu_tensor_randn(&q, rng, 1.0), tu_tensor_randn(&k, rng, 1.0), tu_tensor_randn(&v, rng, 1.0);
     tu_tensor_randn(&dy, rng, 1.0);
-    const int64_t mask_shape[2] = {2048, 2048}, slope_shape[1] = {c->N1};
-    tu_tensor mask = tu_tensor_new(ATTNOPS_DTYPE_U8, 2, mask_shape, 0);
-    for (int64_t i = 0; i < 2048; i++)
-        for (int64_t j = 0; j < 2048; j++) ((uint8_t *)mask.view.data)[i * 2048 + j] = j > i;
+    const int64_t S1 = tnd ? c->qlens[0] : c->S1, S2 = tnd ? c->kvlens[0] : c->S2; /* TND full masks: max lens */
+    int64_t mask_shape[4] = {2048, 2048}, mask_rank = 2;
+    if (c->mask == MASK_PREFIX) mask_shape[0] = 3072;
+    if (c->mask == MASK_SS) mask_shape[0] = S1, mask_shape[1] = S2;
+    if (c->mask == MASK_B1SS) mask_shape[0] = c->B, mask_shape[1] = 1, mask_shape[2] = S1, mask_shape[3] = S2, mask_rank = 4;
+    tu_tensor mask = tu_tensor_new(ATTNOPS_DTYPE_U8, (int)mask_rank, mask_shape, 0);
+    const int64_t cols = mask_shape[mask_rank - 1], rows = tu_numel(&mask.view) / cols;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            uint8_t bit = j > i;                                                   /* causal */
+            if (c->mask == MASK_PREFIX && i >= 2048) bit = j >= 1024;              /* prefix rectangle */
+            if (c->mask == MASK_SS || c->mask == MASK_B1SS) bit = tu_uniform(rng) < 0.3 && j > 0;
+            ((uint8_t *)mask.view.data)[i * cols + j] = bit;
+        }
+    const int64_t slope_shape[1] = {c->N1}, bnss[4] = {c->B, c->N1, c->S1, c->S2};
     tu_tensor slopes = tu_tensor_new(ATTNOPS_DTYPE_F32, 1, slope_shape, 0);
     attnops_alibi_slopes(c->N1, slopes.view.data);
-    const bool masked = c->sparse_mode != 0, alibi = c->pse_type >= 2;
+    tu_tensor pse_t = tu_tensor_new(c->dtype, 4, bnss, 0);
+    tu_tensor_randn(&pse_t, rng, 0.5);
+    const int64_t keep_count = tnd ? 0 : c->B * c->N1 * c->S1 * c->S2, keep_bytes[1] = {(keep_count + 7) / 8 + 1};
+    tu_tensor keep = tu_tensor_new(ATTNOPS_DTYPE_U8, 1, keep_bytes, 0);
+    if (c->drop_mask) {
+        attnops_dropout_mask_args dm = {.seed = 7, .offset = 0, .keep_prob = c->keep_prob, .batch = c->B,
+                                        .head_num = c->N1, .seq_q = c->S1, .seq_kv = c->S2, .bit_mask = &keep.view};
+        TU_CHECK(attnops_dropout_mask(&dm) == ATTNOPS_SUCCESS, "dropout mask: %s", attnops_last_error());
+    }
+    const int64_t prefix_shape[1] = {c->B};
+    tu_tensor prefix = tu_tensor_new(ATTNOPS_DTYPE_I64, 1, prefix_shape, 0);
+    for (int64_t b = 0; b < c->B && b < 2; b++) ((int64_t *)prefix.view.data)[b] = c->prefix[b];
+    const bool masked = c->mask != MASK_NONE, alibi = c->pse_type >= 2, prefixed = c->sparse_mode == 5 ||
+                                                                                   c->sparse_mode == 6;
     const int64_t qstart = 5, kvstart = 2;
 
     /* ---- native ---- */
@@ -134,7 +166,9 @@ static int run_case(const acl_case *c, tu_rng *rng)
     attnops_fa_fwd_args_init(&f);
     attnops_fa_params *p = &f.p;
     p->query = &q.view, p->key = &k.view, p->value = &v.view;
-    p->atten_mask = masked ? &mask.view : NULL, p->pse = alibi ? &slopes.view : NULL;
+    p->atten_mask = masked ? &mask.view : NULL;
+    p->pse = alibi ? &slopes.view : (c->pse_bnss ? &pse_t.view : NULL);
+    p->drop_mask = c->drop_mask ? &keep.view : NULL, p->prefix = prefixed ? &prefix.view : NULL;
     p->actual_seq_qlen = tnd ? &tq : NULL, p->actual_seq_kvlen = tnd ? &tkv : NULL;
     p->q_start_idx = alibi ? &tqs : NULL, p->kv_start_idx = alibi ? &tkvs : NULL;
     p->scale_value = 0.125, p->keep_prob = c->keep_prob, p->pre_tokens = c->pre, p->next_tokens = c->next;
@@ -162,7 +196,8 @@ static int run_case(const acl_case *c, tu_rng *rng)
     aclrtStream stream = NULL;
     TU_CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS, "aclrtCreateStream");
     dev_tensor aq = to_device(&q, 7), ak = to_device(&k, 0), av = to_device(&v, 0), ady = to_device(&dy, 0),
-               amask = to_device(&mask, 0), aslopes = to_device(&slopes, 0);
+               amask = to_device(&mask, 0), aslopes = to_device(&slopes, 0), apse = to_device(&pse_t, 0),
+               akeep = to_device(&keep, 0);
     tu_tensor zero_out = tu_tensor_new(c->dtype, ro, os, 0), zero_st = tu_tensor_new(ATTNOPS_DTYPE_F32, rs, st, 0),
               zero_dq = tu_tensor_new(c->dtype, rq, qs, 0), zero_dk = tu_tensor_new(c->dtype, rk, ks, 0),
               zero_dv = tu_tensor_new(c->dtype, rv, vs, 0);
@@ -170,7 +205,9 @@ static int run_case(const acl_case *c, tu_rng *rng)
                adq = to_device(&zero_dq, 0), adk = to_device(&zero_dk, 0), adv = to_device(&zero_dv, 0);
     aclIntArray *lq = aclCreateIntArray(cq, (uint64_t)c->nb), *lkv = aclCreateIntArray(ckv, (uint64_t)c->nb);
     aclIntArray *sq = aclCreateIntArray(&qs0, 1), *skv = aclCreateIntArray(&kvs0, 1);
-    const aclTensor *m = masked ? amask.t : NULL, *pse = alibi ? aslopes.t : NULL;
+    const aclTensor *m = masked ? amask.t : NULL, *pse = alibi ? aslopes.t : (c->pse_bnss ? apse.t : NULL);
+    const aclTensor *dmask = c->drop_mask ? akeep.t : NULL;
+    aclIntArray *pre_arr = prefixed ? aclCreateIntArray(prefix.view.data, (uint64_t)c->B) : NULL;
     char layout[8];
     snprintf(layout, sizeof layout, "%s", c->layout);
     uint64_t ws_size = 0;
@@ -179,25 +216,25 @@ static int run_case(const acl_case *c, tu_rng *rng)
     void *dws = NULL;
     switch (c->entry) {
     case V1:
-        s1 = aclnnFlashAttentionScoreGetWorkspaceSize(aq.t, ak.t, av.t, pse, NULL, NULL, m, NULL, 0.125, c->keep_prob,
+        s1 = aclnnFlashAttentionScoreGetWorkspaceSize(aq.t, ak.t, av.t, pse, dmask, NULL, m, pre_arr, 0.125, c->keep_prob,
                                                       c->pre, c->next, c->N1, layout, 0, c->sparse_mode, amax.t,
                                                       asum.t, NULL, aout.t, &ws_size, &ex);
         break;
     case V2:
-        s1 = aclnnFlashAttentionScoreV2GetWorkspaceSize(aq.t, ak.t, av.t, pse, NULL, NULL, m, NULL, alibi ? sq : NULL,
+        s1 = aclnnFlashAttentionScoreV2GetWorkspaceSize(aq.t, ak.t, av.t, pse, dmask, NULL, m, pre_arr, alibi ? sq : NULL,
                                                         alibi ? skv : NULL, 0.125, c->keep_prob, c->pre, c->next,
                                                         c->N1, layout, 0, c->sparse_mode, c->pse_type, amax.t, asum.t,
                                                         NULL, aout.t, &ws_size, &ex);
         break;
     case VARLEN:
-        s1 = aclnnFlashAttentionVarLenScoreGetWorkspaceSize(aq.t, ak.t, av.t, pse, NULL, NULL, m, NULL, lq, lkv, 0.125,
+        s1 = aclnnFlashAttentionVarLenScoreGetWorkspaceSize(aq.t, ak.t, av.t, pse, dmask, NULL, m, pre_arr, lq, lkv, 0.125,
                                                             c->keep_prob, c->pre, c->next, c->N1, layout, 0,
                                                             c->sparse_mode, amax.t, asum.t, NULL, aout.t, &ws_size,
                                                             &ex);
         break;
     case VARLEN_V2:
         s1 = aclnnFlashAttentionVarLenScoreV2GetWorkspaceSize(
-            aq.t, ak.t, av.t, pse, NULL, NULL, m, NULL, lq, lkv, alibi ? sq : NULL, alibi ? skv : NULL, 0.125,
+            aq.t, ak.t, av.t, pse, dmask, NULL, m, pre_arr, lq, lkv, alibi ? sq : NULL, alibi ? skv : NULL, 0.125,
             c->keep_prob, c->pre, c->next, c->N1, layout, 0, c->sparse_mode, c->pse_type, amax.t, asum.t, NULL,
             aout.t, &ws_size, &ex);
         break;
@@ -223,22 +260,22 @@ static int run_case(const acl_case *c, tu_rng *rng)
     const bool v2 = c->entry == V2 || c->entry == VARLEN_V2, unpad = c->entry == VARLEN || c->entry == VARLEN_V2;
     const aclIntArray *gq = alibi ? sq : NULL, *gkv = alibi ? skv : NULL;
     if (!unpad && !v2)
-        s1 = aclnnFlashAttentionScoreGradGetWorkspaceSize(aq.t, ak.t, av.t, ady.t, pse, NULL, NULL, m, amax.t, asum.t,
-                                                          NULL, aout.t, NULL, 0.125, c->keep_prob, c->pre, c->next,
+        s1 = aclnnFlashAttentionScoreGradGetWorkspaceSize(aq.t, ak.t, av.t, ady.t, pse, dmask, NULL, m, amax.t, asum.t,
+                                                          NULL, aout.t, pre_arr, 0.125, c->keep_prob, c->pre, c->next,
                                                           c->N1, layout, 0, c->sparse_mode, adq.t, adk.t, adv.t, NULL,
                                                           &ws_size, &ex);
     else if (!unpad)
-        s1 = aclnnFlashAttentionScoreGradV2GetWorkspaceSize(aq.t, ak.t, av.t, ady.t, pse, NULL, NULL, m, amax.t,
-                                                            asum.t, NULL, aout.t, NULL, gq, gkv, 0.125, c->keep_prob,
+        s1 = aclnnFlashAttentionScoreGradV2GetWorkspaceSize(aq.t, ak.t, av.t, ady.t, pse, dmask, NULL, m, amax.t,
+                                                            asum.t, NULL, aout.t, pre_arr, gq, gkv, 0.125, c->keep_prob,
                                                             c->pre, c->next, c->N1, layout, 0, c->sparse_mode,
                                                             c->pse_type, adq.t, adk.t, adv.t, NULL, &ws_size, &ex);
     else if (!v2)
         s1 = aclnnFlashAttentionUnpaddingScoreGradGetWorkspaceSize(
-            aq.t, ak.t, av.t, ady.t, pse, NULL, NULL, m, amax.t, asum.t, NULL, aout.t, NULL, lq, lkv, 0.125,
+            aq.t, ak.t, av.t, ady.t, pse, dmask, NULL, m, amax.t, asum.t, NULL, aout.t, pre_arr, lq, lkv, 0.125,
             c->keep_prob, c->pre, c->next, c->N1, layout, 0, c->sparse_mode, adq.t, adk.t, adv.t, NULL, &ws_size, &ex);
     else
         s1 = aclnnFlashAttentionUnpaddingScoreGradV2GetWorkspaceSize(
-            aq.t, ak.t, av.t, ady.t, pse, NULL, NULL, m, amax.t, asum.t, NULL, aout.t, NULL, lq, lkv, gq, gkv, 0.125,
+            aq.t, ak.t, av.t, ady.t, pse, dmask, NULL, m, amax.t, asum.t, NULL, aout.t, pre_arr, lq, lkv, gq, gkv, 0.125,
             c->keep_prob, c->pre, c->next, c->N1, layout, 0, c->sparse_mode, c->pse_type, adq.t, adk.t, adv.t, NULL,
             &ws_size, &ex);
     TU_CHECK(s1 == ACLNN_SUCCESS, "%s bwd phase one: %d %s", c->name, s1, aclGetRecentErrMsg());
@@ -252,11 +289,12 @@ static int run_case(const acl_case *c, tu_rng *rng)
     TU_CHECK(same_bytes(&adq, &dq) && same_bytes(&adk, &dk) && same_bytes(&adv, &dv),
              "%s: gradients through acl differ from the native API's", c->name);
 
-    dev_tensor *all[] = {&aq, &ak, &av, &ady, &amask, &aslopes, &aout, &amax, &asum, &adq, &adk, &adv};
+    dev_tensor *all[] = {&aq, &ak, &av, &ady, &amask, &aslopes, &apse, &akeep, &aout, &amax, &asum, &adq, &adk, &adv};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free_device(all[i]);
     aclDestroyIntArray(lq), aclDestroyIntArray(lkv), aclDestroyIntArray(sq), aclDestroyIntArray(skv);
+    aclDestroyIntArray(pre_arr);
     aclrtDestroyStream(stream);
-    tu_tensor *host[] = {&q, &k, &v, &dy, &mask, &slopes, &out, &smax, &ssum, &dq, &dk, &dv,
+    tu_tensor *host[] = {&q, &k, &v, &dy, &mask, &slopes, &pse_t, &keep, &prefix, &out, &smax, &ssum, &dq, &dk, &dv,
                          &zero_out, &zero_st, &zero_dq, &zero_dk, &zero_dv};
     for (size_t i = 0; i < sizeof host / sizeof *host; i++) tu_tensor_free(host[i]);
     aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0);
@@ -332,20 +370,51 @@ static int run_errors(void)
 int main(void)
 {
     tu_rng rng = tu_rng_make(tu_suite_seed());
+#define PADDED(B_, N1_, N2_, S1_, S2_, D_, Dv_) .B = B_, .N1 = N1_, .N2 = N2_, .S1 = S1_, .S2 = S2_, .D = D_, .Dv = Dv_
+#define ALL_TOKENS .pre = 2147483647, .next = 2147483647
+#define CAUSAL_TOKENS .pre = 2147483647, .next = 0
     const acl_case cases[] = {
-        {"v1 bf16 BSND GQA causal3", V1, ATTNOPS_DTYPE_BF16, "BSND", 2, 4, 2, 70, 90, 40, 24, 0, {0}, {0}, 3,
-         2147483647, 0, 1, 1.0, 0},
-        {"v1 f32 BSH dropout", V1, ATTNOPS_DTYPE_F32, "BSH", 1, 2, 2, 50, 60, 32, 32, 0, {0}, {0}, 0, 2147483647,
-         2147483647, 1, 0.9, 0},
-        {"v1 f16 SBH band deterministic", V1, ATTNOPS_DTYPE_F16, "SBH", 2, 2, 1, 64, 64, 16, 16, 0, {0}, {0}, 4, 20,
-         10, 1, 1.0, 1},
-        {"v2 f32 BNSD alibi3", V2, ATTNOPS_DTYPE_F32, "BNSD", 1, 4, 4, 40, 56, 32, 32, 0, {0}, {0}, 0, 2147483647,
-         2147483647, 3, 1.0, 0},
-        {"varlen f32 TND causal4", VARLEN, ATTNOPS_DTYPE_F32, "TND", 3, 2, 1, 0, 0, 24, 24, 3, {30, 0, 17},
-         {40, 0, 17}, 4, 2147483647, 0, 1, 1.0, 0},
-        {"varlen v2 bf16 TND alibi2", VARLEN_V2, ATTNOPS_DTYPE_BF16, "TND", 2, 2, 2, 0, 0, 16, 16, 2, {20, 33},
-         {20, 33}, 0, 2147483647, 2147483647, 2, 1.0, 0},
+        {"v1 bf16 BSND GQA causal3", V1, ATTNOPS_DTYPE_BF16, "BSND", PADDED(2, 4, 2, 70, 90, 40, 24), .sparse_mode = 3,
+         CAUSAL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_CAUSAL},
+        {"v1 f32 BSH dropout", V1, ATTNOPS_DTYPE_F32, "BSH", PADDED(1, 2, 2, 50, 60, 32, 32), ALL_TOKENS,
+         .pse_type = 1, .keep_prob = 0.9},
+        {"v1 f16 SBH band deterministic", V1, ATTNOPS_DTYPE_F16, "SBH", PADDED(2, 2, 1, 64, 64, 16, 16),
+         .sparse_mode = 4, .pre = 20, .next = 10, .pse_type = 1, .keep_prob = 1.0, .deterministic = 1,
+         .mask = MASK_CAUSAL},
+        {"v2 f32 BNSD alibi3", V2, ATTNOPS_DTYPE_F32, "BNSD", PADDED(1, 4, 4, 40, 56, 32, 32), ALL_TOKENS,
+         .pse_type = 3, .keep_prob = 1.0},
+        {"v1 f32 BSND explicit mask1", V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 48, 16, 16),
+         .sparse_mode = 1, ALL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_B1SS},
+        {"v1 bf16 BNSD mask0 band", V1, ATTNOPS_DTYPE_BF16, "BNSD", PADDED(1, 2, 1, 48, 48, 16, 16), .pre = 64,
+         .next = 64, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_SS},
+        {"v1 f32 BSND causal2 pse1 bnss", V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 56, 16, 16),
+         .sparse_mode = 2, CAUSAL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_CAUSAL, .pse_bnss = true},
+        {"v2 f16 BSND pse0 bnss", V2, ATTNOPS_DTYPE_F16, "BSND", PADDED(1, 2, 2, 32, 40, 16, 16), ALL_TOKENS,
+         .pse_type = 0, .keep_prob = 1.0, .pse_bnss = true},
+        {"v1 f32 BSND prefix5", V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 56, 16, 16), .sparse_mode = 5,
+         ALL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_B1SS, .prefix = {20, 50}},
+        {"v1 f32 BSND prefix6", V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 56, 16, 16), .sparse_mode = 6,
+         ALL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_PREFIX, .prefix = {20, 50}},
+        {"v1 bf16 BSND drop_mask", V1, ATTNOPS_DTYPE_BF16, "BSND", PADDED(1, 2, 2, 40, 40, 16, 16), ALL_TOKENS,
+         .pse_type = 1, .keep_prob = 0.8, .drop_mask = true},
+        {"varlen f32 TND causal4", VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 3, .N1 = 2, .N2 = 1, .D = 24, .Dv = 24,
+         .nb = 3, .qlens = {30, 0, 17}, .kvlens = {40, 0, 17}, .sparse_mode = 4, CAUSAL_TOKENS, .pse_type = 1,
+         .keep_prob = 1.0, .mask = MASK_CAUSAL},
+        {"varlen v2 bf16 TND alibi2", VARLEN_V2, ATTNOPS_DTYPE_BF16, "TND", .B = 2, .N1 = 2, .N2 = 2, .D = 16,
+         .Dv = 16, .nb = 2, .qlens = {20, 33}, .kvlens = {20, 33}, ALL_TOKENS, .pse_type = 2, .keep_prob = 1.0},
+        {"varlen f32 TND mode7", VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 3, .N1 = 2, .N2 = 2, .D = 16, .Dv = 16,
+         .nb = 3, .qlens = {20, 30, 24}, .kvlens = {30, 30, 24}, .sparse_mode = 7, CAUSAL_TOKENS, .pse_type = 1,
+         .keep_prob = 1.0, .mask = MASK_CAUSAL},
+        {"varlen f32 TND mode8", VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 3, .N1 = 2, .N2 = 2, .D = 16, .Dv = 16,
+         .nb = 3, .qlens = {30, 20, 24}, .kvlens = {30, 30, 24}, .sparse_mode = 8, CAUSAL_TOKENS, .pse_type = 1,
+         .keep_prob = 1.0, .mask = MASK_CAUSAL},
+        {"varlen f32 TND mode1 mask", VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 2, .N1 = 2, .N2 = 2, .D = 16,
+         .Dv = 16, .nb = 2, .qlens = {24, 10}, .kvlens = {30, 12}, .sparse_mode = 1, ALL_TOKENS, .pse_type = 1,
+         .keep_prob = 1.0, .mask = MASK_SS},
     };
+#undef PADDED
+#undef ALL_TOKENS
+#undef CAUSAL_TOKENS
     TU_CHECK(aclInit(NULL) == ACL_SUCCESS, "aclInit");
     TU_CHECK(aclrtSetDevice(0) == ACL_SUCCESS, "aclrtSetDevice");
     int passed = 0;
