@@ -255,6 +255,9 @@ static int run_case(const acl_case *c, tu_rng *rng)
     if (dws) aclrtFree(dws), dws = NULL;
     TU_CHECK(same_bytes(&aout, &out) && same_bytes(&amax, &smax) && same_bytes(&asum, &ssum),
              "%s: forward outputs through acl differ from the native API's", c->name);
+    ((unsigned char *)aout.storage)[aout.lead_bytes] ^= 1; /* the check itself sees one flipped bit */
+    TU_CHECK(!same_bytes(&aout, &out), "%s: same_bytes misses a flipped bit", c->name);
+    ((unsigned char *)aout.storage)[aout.lead_bytes] ^= 1;
 
     ex = NULL, ws_size = 0;
     const bool v2 = c->entry == V2 || c->entry == VARLEN_V2, unpad = c->entry == VARLEN || c->entry == VARLEN_V2;
