@@ -354,6 +354,15 @@ static int run_errors(void)
     TU_CHECK(aclrtMemcpy(small, sizeof small, buf, 8, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_ERROR_INVALID_PARAM &&
                  strstr(aclGetRecentErrMsg(), "destMax"), "memcpy past destMax");
     TU_CHECK(aclrtMemset(small, 2, 0, 4) == ACL_ERROR_INVALID_PARAM, "memset past maxCount");
+    aclrtStream s_ok = NULL;
+    TU_CHECK(aclrtCreateStream(&s_ok) == ACL_SUCCESS, "stream");
+    small[0] = 9;
+    TU_CHECK(aclrtMemsetAsync(small, sizeof small, 0, sizeof small, s_ok) == ACL_SUCCESS && small[0] == 0 &&
+                 aclrtMemcpyAsync(small, sizeof small, "abc", 4, ACL_MEMCPY_HOST_TO_HOST, s_ok) == ACL_SUCCESS &&
+                 small[2] == 'c', "the asynchronous copies run at once");
+    TU_CHECK(aclrtMemcpyAsync(small, sizeof small, buf, 4, ACL_MEMCPY_DEVICE_TO_HOST, &dummy_stream) ==
+                 ACL_ERROR_INVALID_PARAM, "an async copy on a foreign stream");
+    TU_CHECK(aclrtDestroyStream(s_ok) == ACL_SUCCESS, "destroy stream");
     TU_CHECK(aclrtSetDevice(1) == ACL_ERROR_RT_INVALID_DEVICEID, "device 1");
     TU_CHECK(aclrtSetDevice(0) == ACL_SUCCESS, "device 0");
     void *nothing = NULL;

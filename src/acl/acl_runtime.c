@@ -240,6 +240,19 @@ aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
     return ACL_SUCCESS;
 }
 
+aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
+                          aclrtStream stream)
+{
+    if (!stream_ok("aclrtMemcpyAsync", stream)) return ACL_ERROR_INVALID_PARAM;
+    return aclrtMemcpy(dst, destMax, src, count, kind);
+}
+
+aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream)
+{
+    if (!stream_ok("aclrtMemsetAsync", stream)) return ACL_ERROR_INVALID_PARAM;
+    return aclrtMemset(devPtr, maxCount, value, count);
+}
+
 /* ---- dtypes --------------------------------------------------------------------- */
 size_t aclDataTypeSize(aclDataType dataType)
 {
