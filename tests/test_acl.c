@@ -379,6 +379,118 @@ static int run_errors(void)
     return tu_failures == failures;
 }
 
+/* ---- validation through the aclnn entry points: status and sentence ---------------
+ * One valid BSND f32 problem (B 1, S 16, N 2, D 8) and one change per row;
+ * phase one must return the row's aclnn status with a sentence naming the
+ * argument, hand out no executor, and leave the outputs untouched. */
+typedef struct vrow {
+    const char *what, *needle;
+    aclnnStatus status;
+    int drop;                /* 1 + index of a tensor argument passed as NULL (0: none) */
+    const char *layout;      /* NULL: "BSND" */
+    int64_t head_num, sparse_mode, pse_type;
+    double keep_prob;
+    bool int8_query, small_mask, varlen_entry, grad, sum_aliases_max;
+} vrow;
+
+enum { VQ = 1, VK, VV, VOUT, VMAX, VSUM, VDY, VATTN_IN, VDQ };
+
+static int run_validation_table(void)
+{
+    const int failures = tu_failures;
+    const vrow rows[] = {
+        {"NULL query", "query", ACLNN_ERR_PARAM_NULLPTR, .drop = VQ},
+        {"NULL key", "key", ACLNN_ERR_PARAM_NULLPTR, .drop = VK},
+        {"NULL value", "value", ACLNN_ERR_PARAM_NULLPTR, .drop = VV},
+        {"NULL attentionOut", "attention_out", ACLNN_ERR_PARAM_NULLPTR, .drop = VOUT},
+        {"NULL softmaxMax", "softmax_max", ACLNN_ERR_PARAM_NULLPTR, .drop = VMAX},
+        {"unknown layout", "inputLayout", ACLNN_ERR_PARAM_INVALID, .layout = "BDSN"},
+        {"headNum 0", "head_num", ACLNN_ERR_PARAM_INVALID, .head_num = -1},
+        {"headNum 3 for 2 heads", "head_num", ACLNN_ERR_PARAM_INVALID, .head_num = 3},
+        {"keepProb 1.5", "keep_prob", ACLNN_ERR_PARAM_INVALID, .keep_prob = 1.5},
+        {"sparseMode 9", "sparse_mode", ACLNN_ERR_PARAM_INVALID, .sparse_mode = 9},
+        {"pseType 5", "pse_type", ACLNN_ERR_PARAM_INVALID, .pse_type = 5},
+        {"int8 query", "dtype", ACLNN_ERR_PARAM_INVALID, .int8_query = true},
+        {"compressed mode with a 16 x 16 mask", "atten_mask", ACLNN_ERR_PARAM_INVALID, .sparse_mode = 2,
+         .small_mask = true},
+        {"TND with 4-D tensors", "rank 3", ACLNN_ERR_PARAM_INVALID, .layout = "TND"},
+        {"VarLen entry with BSND", "TND", ACLNN_ERR_PARAM_INVALID, .varlen_entry = true},
+        {"softmaxSum over softmaxMax", "overlap", ACLNN_ERR_PARAM_INVALID, .sum_aliases_max = true},
+        {"grad without dy", "dy", ACLNN_ERR_PARAM_NULLPTR, .grad = true, .drop = VDY},
+        {"grad without attentionIn", "attention_in", ACLNN_ERR_PARAM_NULLPTR, .grad = true, .drop = VATTN_IN},
+        {"grad without dq", "dq", ACLNN_ERR_PARAM_NULLPTR, .grad = true, .drop = VDQ},
+        {"grad sparseMode 9", "sparse_mode", ACLNN_ERR_PARAM_INVALID, .grad = true, .sparse_mode = 9},
+    };
+    const int64_t qkv[4] = {1, 16, 2, 8}, st[4] = {1, 2, 16, 8}, mask_small[2] = {16, 16};
+    tu_rng rng = tu_rng_make(11);
+    tu_tensor q = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, qkv, 0), out = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, qkv, 0),
+              smax = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, 0), ssum = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, 0),
+              dq = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, qkv, 0), mask = tu_tensor_new(ATTNOPS_DTYPE_U8, 2, mask_small, 0);
+    tu_tensor_randn(&q, &rng, 1.0);
+    dev_tensor aq = to_device(&q, 0), aout = to_device(&out, 0), amax = to_device(&smax, 0),
+               asum = to_device(&ssum, 0), adq = to_device(&dq, 0), amask = to_device(&mask, 0);
+    const int64_t strides[4] = {256, 16, 8, 1}, storage = 256;
+    aclTensor *q8 = aclCreateTensor(qkv, 4, ACL_INT8, strides, 0, ACL_FORMAT_ND, &storage, 1, aq.storage);
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+        const vrow *v = &rows[r];
+        aclrtMemset(aout.storage, aout.bytes, 0x5A, aout.bytes);
+        const aclTensor *t[10] = {NULL, v->int8_query ? q8 : aq.t, aq.t, aq.t, aout.t, amax.t,
+                                  v->sum_aliases_max ? amax.t : asum.t, aq.t, aq.t, adq.t};
+        if (v->drop) t[v->drop] = NULL;
+        char layout[8];
+        snprintf(layout, sizeof layout, "%s", v->layout ? v->layout : "BSND");
+        const int64_t heads = v->head_num == -1 ? 0 : v->head_num ? v->head_num : 2;
+        const double kp = v->keep_prob ? v->keep_prob : 1.0;
+        const int64_t pse_type = v->pse_type ? v->pse_type : 1;
+        const aclTensor *m = v->small_mask ? amask.t : NULL;
+        uint64_t ws = 0;
+        aclOpExecutor *ex = NULL;
+        aclnnStatus s;
+        if (v->grad)
+            s = aclnnFlashAttentionScoreGradV2GetWorkspaceSize(t[VQ], t[VK], t[VV], t[VDY], NULL, NULL, NULL, m,
+                                                               t[VMAX], t[VSUM], NULL, t[VATTN_IN], NULL, NULL, NULL,
+                                                               1.0, kp, 65536, 65536, heads, layout, 0, v->sparse_mode,
+                                                               pse_type, t[VDQ], aq.t, aq.t, NULL, &ws, &ex);
+        else if (v->varlen_entry)
+            s = aclnnFlashAttentionVarLenScoreGetWorkspaceSize(t[VQ], t[VK], t[VV], NULL, NULL, NULL, m, NULL, NULL,
+                                                               NULL, 1.0, kp, 65536, 65536, heads, layout, 0,
+                                                               v->sparse_mode, t[VMAX], t[VSUM], NULL, t[VOUT], &ws,
+                                                               &ex);
+        else
+            s = aclnnFlashAttentionScoreV2GetWorkspaceSize(t[VQ], t[VK], t[VV], NULL, NULL, NULL, m, NULL, NULL, NULL,
+                                                           1.0, kp, 65536, 65536, heads, layout, 0, v->sparse_mode,
+                                                           pse_type, t[VMAX], t[VSUM], NULL, t[VOUT], &ws, &ex);
+        const char *msg = aclGetRecentErrMsg();
+        TU_CHECK(s == v->status && msg && strstr(msg, v->needle), "%s: status %d (want %d), \"%s\" (want \"%s\")",
+                 v->what, s, v->status, msg ? msg : "", v->needle);
+        TU_CHECK(ex == NULL, "%s: an executor was handed out on failure", v->what);
+        unsigned char *back = malloc(aout.bytes);
+        aclrtMemcpy(back, aout.bytes, aout.storage, aout.bytes, ACL_MEMCPY_DEVICE_TO_HOST);
+        bool untouched = true;
+        for (size_t i = 0; i < aout.bytes; i++) untouched &= back[i] == 0x5A;
+        free(back);
+        TU_CHECK(untouched, "%s: an output was written", v->what);
+    }
+    /* the table itself: a valid row passes (so each failing row fails for its one change) */
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    char bsnd[] = "BSND";
+    TU_CHECK(aclnnFlashAttentionScoreV2GetWorkspaceSize(aq.t, aq.t, aq.t, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1.0,
+                                                        1.0, 65536, 65536, 2, bsnd, 0, 0, 1, amax.t, asum.t, NULL,
+                                                        aout.t, &ws, &ex) == ACLNN_SUCCESS && ex,
+             "the base row must be valid: %s", aclGetRecentErrMsg());
+    void *dws = NULL;
+    if (ws) aclrtMalloc(&dws, ws, ACL_MEM_MALLOC_HUGE_FIRST);
+    TU_CHECK(aclnnFlashAttentionScoreV2(dws, ws, ex, NULL) == ACLNN_SUCCESS, "the base row runs");
+    if (dws) aclrtFree(dws);
+    aclDestroyTensor(q8);
+    dev_tensor *all[] = {&aq, &aout, &amax, &asum, &adq, &amask};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free_device(all[i]);
+    tu_tensor *host[] = {&q, &out, &smax, &ssum, &dq, &mask};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) tu_tensor_free(host[i]);
+    return tu_failures == failures;
+}
+
 int main(void)
 {
     tu_rng rng = tu_rng_make(tu_suite_seed());
@@ -432,6 +544,7 @@ int main(void)
     int passed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) passed += run_case(&cases[i], &rng);
     passed += run_errors();
+    passed += run_validation_table();
     TU_CHECK(aclrtResetDevice(0) == ACL_SUCCESS && aclFinalize() == ACL_SUCCESS, "aclFinalize");
     return tu_finish("test_acl", passed);
 }
