@@ -26,6 +26,23 @@ if(CMAKE_CXX_COMPILER)
       set_tests_properties(acl_sample_${sample}_${impl} PROPERTIES ENVIRONMENT ATTNOPS_ACL_IMPL=${impl})
     endforeach()
   endforeach()
+  # Samples from elsewhere, unmodified (e.g. the "调用示例" programs of
+  # ops-transformer's docs, or its examples/): -DATTNOPS_ACL_SAMPLES_DIR=DIR
+  # builds every DIR/*.cpp against libattnops_acl and runs it; each must exit 0.
+  set(ATTNOPS_ACL_SAMPLES_DIR "" CACHE PATH "A directory of CANN sample programs (*.cpp) to build and run unchanged")
+  if(ATTNOPS_ACL_SAMPLES_DIR)
+    file(GLOB ATTNOPS_ACL_EXTERNAL_SAMPLES ${ATTNOPS_ACL_SAMPLES_DIR}/*.cpp)
+    if(NOT ATTNOPS_ACL_EXTERNAL_SAMPLES)
+      message(FATAL_ERROR "ATTNOPS_ACL_SAMPLES_DIR=${ATTNOPS_ACL_SAMPLES_DIR} holds no *.cpp sample")
+    endif()
+    foreach(src ${ATTNOPS_ACL_EXTERNAL_SAMPLES})
+      get_filename_component(name ${src} NAME_WE)
+      add_executable(acl_external_${name} ${src})
+      target_link_libraries(acl_external_${name} PRIVATE attnops_acl)
+      set_target_properties(acl_external_${name} PROPERTIES CXX_STANDARD 11 CXX_EXTENSIONS OFF)
+      add_test(NAME acl_external_${name} COMMAND acl_external_${name})
+    endforeach()
+  endif()
 else()
   add_test(NAME acl_samples
            COMMAND sh -c "echo 'FAIL: no C++ compiler for the CANN samples (scripts/setup.sh installs g++)'; exit 1")
