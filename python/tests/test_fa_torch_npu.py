@@ -344,3 +344,16 @@ def test_flash_attn_autograd_equals_the_explicit_grad():
         q_start_idx=[16], kv_start_idx=[0])
     for a, e in zip(auto, explicit[:3]):
         assert torch.equal(a, e)
+
+
+def test_tensors_off_the_cpu_are_refused_with_a_sentence():
+    """The library path refuses a tensor of another device by name (the ops are registered for the CPU only,
+    so a CUDA tensor is refused by torch's dispatcher before it gets here)."""
+    import attnops._fa as fa_impl
+    q = torch.empty(1, 8, 2, 16, device="meta")
+    with pytest.raises(ValueError, match="query is on device meta"):
+        fa_impl.forward(q, q, q, head_num=2, input_layout="BSND", pse=None, drop_mask=None, atten_mask=None,
+                        scale=1.0, keep_prob=1.0, pre_tokens=1, next_tokens=1, inner_precise=0, prefix=None,
+                        actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1, query_rope=None,
+                        key_rope=None, q_start_idx=None, kv_start_idx=None, seed=0, offset=0, impl="auto",
+                        deterministic=False, num_threads=1)
