@@ -373,6 +373,23 @@ static int run_errors(void)
     TU_CHECK(aclCreateTensor(shape, 4, ACL_FLOAT, strides, 1, ACL_FORMAT_ND, &storage, 1, buf) == NULL,
              "a view shifted past its storage by the offset");
     TU_CHECK(aclDestroyTensor(NULL) == ACLNN_SUCCESS && aclDestroyIntArray(NULL) == ACLNN_SUCCESS, "destroy NULL");
+    /* frees and destroys of what this layer did not hand out, or took back already: refused, no crash */
+    int64_t one_value = 1;
+    aclIntArray *arr = aclCreateIntArray(&one_value, 1);
+    TU_CHECK(aclDestroyIntArray(arr) == ACLNN_SUCCESS && aclDestroyIntArray(arr) == ACLNN_ERR_PARAM_INVALID &&
+                 strstr(aclGetRecentErrMsg(), "destroyed already"), "a second aclDestroyIntArray");
+    void *once = NULL;
+    TU_CHECK(aclrtMalloc(&once, 64, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS && aclrtFree(once) == ACL_SUCCESS &&
+                 aclrtFree(once) == ACL_ERROR_INVALID_PARAM, "a second aclrtFree");
+    TU_CHECK(aclrtFree(small) == ACL_ERROR_INVALID_PARAM, "aclrtFree of stack memory");
+    TU_CHECK(aclrtDestroyStream(&dummy_stream) == ACL_ERROR_INVALID_PARAM, "destroying a foreign stream");
+    for (int i = 0; i < 5000; i++) { /* churn: the handle table neither leaks nor loses live entries */
+        void *tmp = NULL;
+        if (aclrtMalloc(&tmp, 32, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS || aclrtFree(tmp) != ACL_SUCCESS) {
+            TU_CHECK(false, "alloc / free churn at %d", i);
+            break;
+        }
+    }
     TU_CHECK(aclInit(NULL) == ACL_ERROR_REPEAT_INITIALIZE, "aclInit twice");
     aclDestroyTensor(t), aclDestroyTensor(o), aclDestroyTensor(sm), aclDestroyTensor(ss);
     for (int i = 0; i < 4; i++) aclrtFree(*bufs[i]);

@@ -69,17 +69,30 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
     t->storage_rank = storageDimsNum;
     if (storageDimsNum) memcpy(t->storage_dims, storageDims, storageDimsNum * sizeof *storageDims);
     t->storage = tensorData;
+    if (!acl_handle_add(ACL_HANDLE_TENSOR, (uintptr_t)t)) {
+        free(t);
+        acl_set_error("aclCreateTensor: out of memory.");
+        return NULL;
+    }
     return t;
 }
 
-aclnnStatus aclDestroyTensor(const aclTensor *tensor)
+/* NULL, or a live object of this kind, which is freed; anything else is refused. */
+static aclnnStatus destroy(acl_handle_kind kind, const void *p, const char *fn)
 {
-    free((void *)tensor);
+    if (!p) return ACLNN_SUCCESS;
+    if (!acl_handle_take(kind, (uintptr_t)p)) {
+        acl_set_error("%s: %p was not created by this library, or was destroyed already.", fn, p);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    free((void *)p);
     return ACLNN_SUCCESS;
 }
 
+aclnnStatus aclDestroyTensor(const aclTensor *tensor) { return destroy(ACL_HANDLE_TENSOR, tensor, "aclDestroyTensor"); }
+
 /* One array type per element type, each a size and a copy of the values. */
-#define ACL_ARRAY(Type, elem_t, create, destroy)                                                              \
+#define ACL_ARRAY(Type, elem_t, create, destroy_fn)                                                              \
     Type *create(const elem_t *value, uint64_t size)                                                           \
     {                                                                                                          \
         if (!value && size) {                                                                                  \
@@ -87,7 +100,8 @@ aclnnStatus aclDestroyTensor(const aclTensor *tensor)
             return NULL;                                                                                       \
         }                                                                                                      \
         Type *a = malloc(sizeof *a + size * sizeof(elem_t));                                                   \
-        if (!a) {                                                                                              \
+        if (!a || !acl_handle_add(ACL_HANDLE_ARRAY, (uintptr_t)a)) {                                           \
+            free(a);                                                                                           \
             acl_set_error(#create ": out of memory.");                                                         \
             return NULL;                                                                                       \
         }                                                                                                      \
@@ -95,11 +109,7 @@ aclnnStatus aclDestroyTensor(const aclTensor *tensor)
         if (size) memcpy(a->values, value, size * sizeof(elem_t));                                             \
         return a;                                                                                              \
     }                                                                                                          \
-    aclnnStatus destroy(const Type *array)                                                                     \
-    {                                                                                                          \
-        free((void *)array);                                                                                   \
-        return ACLNN_SUCCESS;                                                                                  \
-    }
+    aclnnStatus destroy_fn(const Type *array) { return destroy(ACL_HANDLE_ARRAY, array, #destroy_fn); }
 
 ACL_ARRAY(aclIntArray, int64_t, aclCreateIntArray, aclDestroyIntArray)
 ACL_ARRAY(aclFloatArray, float, aclCreateFloatArray, aclDestroyFloatArray)

@@ -1,5 +1,6 @@
 /* The acl runtime on the CPU: one device (id 0), host memory, synchronous
  * streams, the thread's last error sentence (docs/ACL.md). */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -34,6 +35,80 @@ aclnnStatus acl_status_from(attnops_status status)
 }
 
 int64_t acl_deterministic(void) { return atomic_load(&deterministic_mode); }
+
+/* ---- live handles: an open-addressing set of (kind, pointer), doubled when half full */
+typedef struct handle {
+    uintptr_t p; /* 0: empty; TOMBSTONE: removed */
+    acl_handle_kind kind;
+} handle;
+
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static handle *handles;
+static size_t handles_cap, handles_used; /* cap a power of two; used counts tombstones too */
+#define TOMBSTONE ((uintptr_t)1) /* no allocation has an odd address */
+
+static size_t slot_of(uintptr_t p, size_t cap) { return (size_t)((p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
+
+static handle *find(acl_handle_kind kind, uintptr_t p)
+{
+    if (!handles_cap) return NULL;
+    for (size_t i = slot_of(p, handles_cap);; i = (i + 1) & (handles_cap - 1)) {
+        if (!handles[i].p) return NULL;
+        if (handles[i].p == p && handles[i].kind == kind) return &handles[i];
+    }
+}
+
+/* Rehash without tombstones, doubling only when live handles fill a quarter
+ * (so alloc / free churn does not grow the table). */
+static bool grow(void)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < handles_cap; i++) live += handles[i].p && handles[i].p != TOMBSTONE;
+    const size_t cap = !handles_cap ? 256 : live * 4 >= handles_cap ? handles_cap * 2 : handles_cap;
+    handle *h = calloc(cap, sizeof *h);
+    if (!h) return false;
+    size_t used = 0;
+    for (size_t i = 0; i < handles_cap; i++)
+        if (handles[i].p && handles[i].p != TOMBSTONE) {
+            size_t j = slot_of(handles[i].p, cap);
+            while (h[j].p) j = (j + 1) & (cap - 1);
+            h[j] = handles[i], used++;
+        }
+    free(handles);
+    handles = h, handles_cap = cap, handles_used = used;
+    return true;
+}
+
+bool acl_handle_add(acl_handle_kind kind, uintptr_t p)
+{
+    pthread_mutex_lock(&handles_lock);
+    bool ok = (handles_used + 1) * 2 <= handles_cap || grow();
+    if (ok) {
+        size_t i = slot_of(p, handles_cap);
+        while (handles[i].p && handles[i].p != TOMBSTONE) i = (i + 1) & (handles_cap - 1);
+        if (!handles[i].p) handles_used++;
+        handles[i] = (handle){p, kind};
+    }
+    pthread_mutex_unlock(&handles_lock);
+    return ok;
+}
+
+bool acl_handle_take(acl_handle_kind kind, uintptr_t p)
+{
+    pthread_mutex_lock(&handles_lock);
+    handle *h = find(kind, p);
+    if (h) h->p = TOMBSTONE;
+    pthread_mutex_unlock(&handles_lock);
+    return h != NULL;
+}
+
+bool acl_handle_live(acl_handle_kind kind, uintptr_t p)
+{
+    pthread_mutex_lock(&handles_lock);
+    const bool live = find(kind, p) != NULL;
+    pthread_mutex_unlock(&handles_lock);
+    return live;
+}
 
 const char *aclGetRecentErrMsg(void) { return recent_error[0] ? recent_error : NULL; }
 
@@ -122,15 +197,13 @@ aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value) { return get
 aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value) { return get_opt("aclrtGetSysParamOpt", opt, value); }
 
 /* ---- streams: the work of an aclnn call runs inside the call ---------------- */
-#define STREAM_MAGIC 0x5354524dU
-
 typedef struct acl_stream {
-    uint32_t magic;
+    char unused; /* a distinct address per stream */
 } acl_stream;
 
 static bool stream_ok(const char *fn, aclrtStream stream)
 {
-    if (!stream || ((acl_stream *)stream)->magic == STREAM_MAGIC) return true; /* NULL: the default stream */
+    if (!stream || acl_handle_live(ACL_HANDLE_STREAM, (uintptr_t)stream)) return true; /* NULL: the default stream */
     acl_set_error("%s: stream %p is not a stream from aclrtCreateStream (or was destroyed).", fn, stream);
     return false;
 }
@@ -142,22 +215,21 @@ aclError aclrtCreateStream(aclrtStream *stream)
         return ACL_ERROR_INVALID_PARAM;
     }
     acl_stream *s = malloc(sizeof *s);
-    if (!s) {
+    if (!s || !acl_handle_add(ACL_HANDLE_STREAM, (uintptr_t)s)) {
+        free(s);
         acl_set_error("aclrtCreateStream: out of memory.");
         return ACL_ERROR_BAD_ALLOC;
     }
-    s->magic = STREAM_MAGIC;
     *stream = s;
     return ACL_SUCCESS;
 }
 
 aclError aclrtDestroyStream(aclrtStream stream)
 {
-    if (!stream || !stream_ok("aclrtDestroyStream", stream)) {
-        if (!stream) acl_set_error("aclrtDestroyStream: stream is NULL.");
+    if (!stream || !acl_handle_take(ACL_HANDLE_STREAM, (uintptr_t)stream)) {
+        acl_set_error("aclrtDestroyStream: stream %p is not a live stream from aclrtCreateStream.", stream);
         return ACL_ERROR_INVALID_PARAM;
     }
-    ((acl_stream *)stream)->magic = 0;
     free(stream);
     return ACL_SUCCESS;
 }
@@ -176,6 +248,7 @@ static aclError host_alloc(const char *fn, void **ptr, size_t size)
     }
     /* 64-byte aligned like the device's allocations (32 B at least there) */
     void *p = aligned_alloc(64, (size + 63) / 64 * 64);
+    if (p && !acl_handle_add(ACL_HANDLE_MEMORY, (uintptr_t)p)) free(p), p = NULL;
     if (!p) {
         acl_set_error("%s: out of memory for %zu bytes.", fn, size);
         return ACL_ERROR_BAD_ALLOC;
@@ -197,8 +270,8 @@ aclError aclrtMallocHost(void **hostPtr, size_t size) { return host_alloc("aclrt
 
 static aclError host_free(const char *fn, void *ptr)
 {
-    if (!ptr) {
-        acl_set_error("%s: the pointer is NULL.", fn);
+    if (!ptr || !acl_handle_take(ACL_HANDLE_MEMORY, (uintptr_t)ptr)) {
+        acl_set_error("%s: %p is not memory from aclrtMalloc / aclrtMallocHost (or was freed already).", fn, ptr);
         return ACL_ERROR_INVALID_PARAM;
     }
     free(ptr);
