@@ -260,7 +260,8 @@ static void check_case(const test_case *t, uint64_t seed)
     int64_t packed = 0, bad = 0, touched = 0;
     for (int b = 0; b < c->B; b++) {
         const int64_t n = valid_rows(c, b), row0 = c->th ? packed : b * cur_rows;
-        for (int64_t g = 0; g < cur_rows; g++)
+        /* TH packs every batch's valid rows back to back: only this batch's n rows are its own */
+        for (int64_t g = 0; g < (c->th ? n : cur_rows); g++)
             for (int64_t e = 0; e < D; e++) {
                 const uint16_t v = bits[(row0 + g) * D + e];
                 const double x = c->dtype == ATTNOPS_DTYPE_BF16 ? attnops_bf16_to_f32(v) : attnops_f16_to_f32(v);

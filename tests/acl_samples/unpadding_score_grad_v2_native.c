@@ -52,5 +52,7 @@ int main(void)
     }
     for (int g = 0; g < 3; g++)
         for (long i = 0; i < T * N * D; i++) printf("mean result[%ld] is: %f\n", i, grads[g][i]);
+    for (int g = 0; g < 3; g++) free(grads[g]);
+    free(ws), free(mask), free(stats), free(ones);
     return 0;
 }
