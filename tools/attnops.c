@@ -157,7 +157,7 @@ static int dropout_mask(int argc, char **argv)
     attnops_status st = attnops_dropout_mask(&a);
     int rc = 1;
     if (st != ATTNOPS_SUCCESS) {
-        fprintf(stderr, "attnops: %s (%s)\n", attnops_last_error(), attnops_status_string(st));
+        fprintf(stderr, "attnops: %s (%s %d)\n", attnops_last_error(), attnops_status_string(st), (int)st);
     } else {
         const int64_t shape4[4] = {a.batch, a.head_num, a.seq_q, a.seq_kv};
         rc = (bits || tnd) ? write_npy_u8(out, mask.view.data, &nbytes, 1) : write_npy_u8(out, mask.view.data, shape4, 4);
@@ -213,7 +213,7 @@ static int demo(int argc, char **argv)
     }
     double t_cpu_fwd = now_ms() - t0;
     if (st != ATTNOPS_SUCCESS) {
-        fprintf(stderr, "attnops: %s (%s)\n", attnops_last_error(), attnops_status_string(st));
+        fprintf(stderr, "attnops: %s (%s %d)\n", attnops_last_error(), attnops_status_string(st), (int)st);
         return 1;
     }
     fa_output_check rows[3 + FA_CASE_MAX_BWD_OUTPUTS];
@@ -228,7 +228,7 @@ static int demo(int argc, char **argv)
     if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&fast, ATTNOPS_IMPL_CPU, threads, 0);
     double t_cpu_bwd = now_ms() - t0;
     if (st != ATTNOPS_SUCCESS) {
-        fprintf(stderr, "attnops: %s (%s)\n", attnops_last_error(), attnops_status_string(st));
+        fprintf(stderr, "attnops: %s (%s %d)\n", attnops_last_error(), attnops_status_string(st), (int)st);
         return 1;
     }
 

@@ -182,7 +182,7 @@ static void summary_print(const summary *s, const harness_case *hc, const char *
 /* A chain that could not run: one FAIL line and a log line. */
 static bool chain_failed(const harness_case *hc, attnops_status st, FILE *log)
 {
-    printf("FAIL %s: %s (%s)\n", hc->name, attnops_last_error(), attnops_status_string(st));
+    printf("FAIL %s: %s (%s %d)\n", hc->name, attnops_last_error(), attnops_status_string(st), (int)st);
     log_line(log, "%s error: %s", hc->name, attnops_last_error());
     return false;
 }

@@ -98,6 +98,11 @@ cat >"$tmp/strict.json" <<'JSON'
 {"strict": {"B": 1, "N1": 2, "N2": 1, "S1": 130, "S2": 70, "D": 64, "dtype": "bf16", "input_layout": "BSND",
             "compare": "ten-thousandth"}}
 JSON
+cat >"$tmp/refused.json" <<'JSON'
+{"refused": {"B": 1, "N1": 3, "N2": 2, "S1": 16, "S2": 16, "D": 16, "dtype": "fp16", "input_layout": "BSND"}}
+JSON
+check "a refused case names its status and CANN's number" 1 \
+    "^FAIL refused: FlashAttentionScore: .*\(ATTNOPS_ERR_PARAM_INVALID 161002\)$" -- "$bin" run "$tmp/refused.json" --log -
 check "a rule the kernel cannot meet fails" 1 "^FAIL strict dq \[ten-thousandth\].*worst at \[" -- \
     "$bin" run "$tmp/strict.json" --log -
 check "the broken kernel fails with coordinates" 1 "^FAIL GQA_01 dq \[dual\].*worst at \[0,[0-9]+,[0-9]+,[0-9]+\]" -- \
