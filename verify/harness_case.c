@@ -485,9 +485,12 @@ int harness_parse_cases(const char *json, const char *origin, harness_case **cas
         snprintf(err, errlen, "%s: not valid JSON near '%.20s'.", origin, at ? at : "");
         return -1;
     }
-    /* one case, a list, or a named dictionary */
-    const bool single = cJSON_IsObject(root) && (cJSON_HasObjectItem(root, "N1") || cJSON_HasObjectItem(root, "B") ||
-                                                 cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "op")));
+    /* one case, a list, or a named dictionary: an object whose members are all
+     * objects is a dictionary of named cases (a case called "b" included), any
+     * other object is one case */
+    bool single = false;
+    if (cJSON_IsObject(root))
+        for (const cJSON *m = root->child; m; m = m->next) single |= !cJSON_IsObject(m);
     const int n = single ? 1 : (cJSON_IsArray(root) || cJSON_IsObject(root) ? cJSON_GetArraySize(root) : -1);
     if (n < 0) {
         snprintf(err, errlen, "%s: expected a case object, a list of cases or a dictionary of named cases.", origin);

@@ -98,6 +98,10 @@ cat >"$tmp/strict.json" <<'JSON'
 {"strict": {"B": 1, "N1": 2, "N2": 1, "S1": 130, "S2": 70, "D": 64, "dtype": "bf16", "input_layout": "BSND",
             "compare": "ten-thousandth"}}
 JSON
+cat >"$tmp/named_b.json" <<'JSON'
+{"b": {"B": 1, "N1": 2, "N2": 1, "S1": 16, "S2": 16, "D": 16, "dtype": "fp16", "input_layout": "BSND"}}
+JSON
+check "a case named like a field (\"b\") is a named case" 0 "^1 of 1 cases passed" -- "$bin" run "$tmp/named_b.json" --log -
 cat >"$tmp/refused.json" <<'JSON'
 {"refused": {"B": 1, "N1": 3, "N2": 2, "S1": 16, "S2": 16, "D": 16, "dtype": "fp16", "input_layout": "BSND"}}
 JSON
