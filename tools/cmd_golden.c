@@ -403,10 +403,14 @@ int cmd_golden(int argc, char **argv)
     const int n = harness_load_all(sources, nsources, filter, &cases);
     export_set *x = n >= 0 ? export_open(out_dir) : NULL;
     if (!x) return free(cases), 2;
+    /* A case the library refuses is reported and the others still exported
+     * (exit 1 at the end); a failure to write the export stops (exit 2). */
     int rc = 0;
-    for (int k = 0; k < n && rc == 0; k++)
-        if ((rc = golden_case(x, &cases[k], threads)) == 0)
-            printf("golden %s: %s/%s\n", cases[k].name, out_dir, cases[k].name);
+    for (int k = 0; k < n && rc < 2; k++) {
+        const int r = golden_case(x, &cases[k], threads);
+        if (r == 0) printf("golden %s: %s/%s\n", cases[k].name, out_dir, cases[k].name);
+        rc = r > rc ? r : rc;
+    }
     if (export_close(x) != 0 && rc == 0) rc = 2;
     free(cases);
     return rc;

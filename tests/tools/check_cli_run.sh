@@ -107,6 +107,15 @@ cat >"$tmp/refused.json" <<'JSON'
 JSON
 check "a refused case names its status and CANN's number" 1 \
     "^FAIL refused: FlashAttentionScore: .*\(ATTNOPS_ERR_PARAM_INVALID 161002\)$" -- "$bin" run "$tmp/refused.json" --log -
+cat >"$tmp/mixed_refused.json" <<'JSON'
+{"refused": {"B": 1, "N1": 3, "N2": 2, "S1": 16, "S2": 16, "D": 16, "dtype": "fp16", "input_layout": "BSND"},
+ "fine": {"B": 1, "N1": 2, "N2": 1, "S1": 16, "S2": 16, "D": 16, "dtype": "fp16", "input_layout": "BSND"}}
+JSON
+check "golden reports a refused case and exports the others" 1 "^golden fine: " -- \
+    "$bin" golden "$tmp/mixed_refused.json" --out "$tmp/golden_mixed"
+grep -q "case refused" "$tmp/out" && [ -d "$tmp/golden_mixed/fine" ] && [ ! -e "$tmp/golden_mixed/refused" ] \
+    && echo "ok   the refused case is named, the good one exported" \
+    || { echo "FAIL golden with a refused case"; head -5 "$tmp/out"; fails=$((fails + 1)); }
 check "a rule the kernel cannot meet fails" 1 "^FAIL strict dq \[ten-thousandth\].*worst at \[" -- \
     "$bin" run "$tmp/strict.json" --log -
 check "the broken kernel fails with coordinates" 1 "^FAIL GQA_01 dq \[dual\].*worst at \[0,[0-9]+,[0-9]+,[0-9]+\]" -- \
