@@ -96,10 +96,17 @@ static int field_in(const field_name *fields, size_t n, const char *k)
 
 static bool is_fp8(attnops_dtype d) { return d == ATTNOPS_DTYPE_F8_E4M3FN || d == ATTNOPS_DTYPE_F8_E5M2; }
 
+enum {
+    F_B, F_N1, F_N2, F_S1, F_S2, F_D, F_DV, F_DTYPE, F_OUT, F_LAYOUT, F_MODE, F_PRE, F_NEXT, F_PSE_TYPE, F_PSE_SHAPE,
+    F_MASK_DTYPE, F_MASK_SHAPE, F_KEEP, F_SEED, F_OFFSET, F_ROPE, F_SEQQ, F_SEQKV, F_PREFIX, F_SCALE, F_DATA_SEED,
+    F_COMPARE, F_INNER, F_IGNORED, F_NAME, F_OP, F_Q_START, F_KV_START, F_COUNT
+};
+
 /* The raw fields of one case before they are combined. */
 typedef struct raw_case {
-    bool has[32];
+    bool has[F_COUNT];
     int64_t B, N1, N2, S1, S2, D, Dv, sparse_mode, pre, next, pse_type, seed, offset, rope, inner_precise, data_seed;
+    int64_t q_start, kv_start;
     attnops_dtype dtype, out_dtype;
     bool bp16;
     const char *layout, *pse_shape, *mask_dtype, *mask_shape, *compare;
@@ -107,12 +114,6 @@ typedef struct raw_case {
     int nq, nkv, nprefix;
     int64_t q[32], kv[32], prefix[32];
 } raw_case;
-
-enum {
-    F_B, F_N1, F_N2, F_S1, F_S2, F_D, F_DV, F_DTYPE, F_OUT, F_LAYOUT, F_MODE, F_PRE, F_NEXT, F_PSE_TYPE, F_PSE_SHAPE,
-    F_MASK_DTYPE, F_MASK_SHAPE, F_KEEP, F_SEED, F_OFFSET, F_ROPE, F_SEQQ, F_SEQKV, F_PREFIX, F_SCALE, F_DATA_SEED,
-    F_COMPARE, F_INNER, F_IGNORED, F_NAME, F_OP, F_COUNT
-};
 
 static int field_of(const char *k)
 {
@@ -126,7 +127,8 @@ static int field_of(const char *k)
         {"offset", F_OFFSET}, {"rope", F_ROPE}, {"actual_seq_qlen", F_SEQQ}, {"actual_seq_kvlen", F_SEQKV},
         {"prefix", F_PREFIX}, {"scale", F_SCALE}, {"data_seed", F_DATA_SEED}, {"compare", F_COMPARE},
         {"inner_precise", F_INNER}, {"is_deter", F_IGNORED}, {"sparse", F_IGNORED}, {"padding_mask", F_IGNORED},
-        {"inner_drop", F_IGNORED}, {"name", F_NAME}, {"op", F_OP}};
+        {"inner_drop", F_IGNORED}, {"name", F_NAME}, {"op", F_OP}, {"q_start_idx", F_Q_START},
+        {"kv_start_idx", F_KV_START}};
     return field_in(fields, sizeof fields / sizeof fields[0], k);
 }
 
@@ -173,6 +175,9 @@ static bool read_fields(parse_ctx *c, const cJSON *obj, raw_case *r)
             if (!(r->scale > 0.0 && isfinite(r->scale))) ok = fail(c, v->string, "must be a positive number");
             break;
         case F_DATA_SEED: ok = get_int(c, v, 0, big, &r->data_seed); break;
+        /* global start of an externally split chunk (pse_type 2/3 positions) */
+        case F_Q_START: ok = get_int(c, v, -tok, tok, &r->q_start); break;
+        case F_KV_START: ok = get_int(c, v, -tok, tok, &r->kv_start); break;
         case F_COMPARE: ok = get_str(c, v, &r->compare); break;
         case F_INNER: ok = get_int(c, v, 0, 2, &r->inner_precise); break;
         default: break;
@@ -285,6 +290,7 @@ static bool parse_fa(parse_ctx *c, const cJSON *obj, harness_case *h)
         s->nprefix = r.nprefix;
         memcpy(s->prefix, r.prefix, sizeof r.prefix);
     }
+    s->q_start = r.q_start, s->kv_start = r.kv_start;
     if (r.has[F_KEEP] && r.keep < 1.0) {
         s->keep_prob = r.keep;
         s->seed = r.has[F_SEED] ? r.seed : 2;

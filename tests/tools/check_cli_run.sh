@@ -116,6 +116,19 @@ check "golden reports a refused case and exports the others" 1 "^golden fine: " 
 grep -q "case refused" "$tmp/out" && [ -d "$tmp/golden_mixed/fine" ] && [ ! -e "$tmp/golden_mixed/refused" ] \
     && echo "ok   the refused case is named, the good one exported" \
     || { echo "FAIL golden with a refused case"; head -5 "$tmp/out"; fails=$((fails + 1)); }
+cat >"$tmp/shifted.json" <<'JSON'
+{"shifted": {"B": 1, "N1": 2, "N2": 2, "S1": 24, "S2": 24, "D": 16, "dtype": "fp16", "input_layout": "BSND",
+             "pse_type": 2, "pse_shape": "N", "q_start_idx": 5, "kv_start_idx": 2},
+ "plain": {"B": 1, "N1": 2, "N2": 2, "S1": 24, "S2": 24, "D": 16, "dtype": "fp16", "input_layout": "BSND",
+           "pse_type": 2, "pse_shape": "N"}}
+JSON
+check "q_start_idx / kv_start_idx from a case file" 0 "^2 of 2 cases passed" -- "$bin" run "$tmp/shifted.json" --log -
+"$bin" golden "$tmp/shifted.json" --out "$tmp/golden_shifted" >/dev/null 2>&1
+[ -f "$tmp/golden_shifted/shifted/q_start_idx.npy" ] && [ ! -e "$tmp/golden_shifted/plain/q_start_idx.npy" ] \
+    && ! cmp -s "$tmp/golden_shifted/shifted/dq.npy" "$tmp/golden_shifted/plain/dq.npy" \
+    && cmp -s "$tmp/golden_shifted/shifted/query.npy" "$tmp/golden_shifted/plain/query.npy" \
+    && echo "ok   the start indices reach the golden (same inputs, different dq)" \
+    || { echo "FAIL q_start_idx / kv_start_idx do not reach the golden"; fails=$((fails + 1)); }
 check "a rule the kernel cannot meet fails" 1 "^FAIL strict dq \[ten-thousandth\].*worst at \[" -- \
     "$bin" run "$tmp/strict.json" --log -
 check "the broken kernel fails with coordinates" 1 "^FAIL GQA_01 dq \[dual\].*worst at \[0,[0-9]+,[0-9]+,[0-9]+\]" -- \
