@@ -2,8 +2,8 @@
 """The Python package's costs, measured side by side in one process:
 
 1. per-call overhead of each Python entry point on a tiny shape (B1 S16 N1
-   D16 f32, one thread) over the library call itself (the two-phase ctypes
-   call on prebuilt arguments, `_lib.run`);
+   D16 f32, one thread) over the library call itself (the two-phase call on
+   prebuilt arguments, `_lib.run`), the entries taking turns in short rounds;
 2. a training step (forward + backward through autograd) at B1 N8 S4096
    D128, f32, bf16 and f32 causal, against torch.nn.functional.
    scaled_dot_product_attention's step on the same threads, and against the
@@ -12,8 +12,9 @@
 
     bench_python.py [--threads N] [--reps R] [--quick] [--json PATH] [--md PATH]
 
-Medians of R rounds; in each round the attnops and torch steps alternate
-which goes first.  Writes a flat JSON object (python_* keys) and a markdown
+Medians: of max(R, 15) * 20 rounds of 100 calls (overhead), of R rounds
+(steps; in each round the attnops and torch steps alternate which goes
+first).  Writes a flat JSON object (python_* keys) and a markdown
 table; bench/run.sh merges both into results.json / results.md.
 """
 import argparse
@@ -42,14 +43,20 @@ def fa_kwargs(n1, layout, scale, **over):
     return kw
 
 
-def per_call_us(fn, calls, rounds):
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(times)
+def per_call_us(entries, calls, rounds):
+    """Median microseconds per call of each entry over `rounds` short rounds of `calls` calls.  The
+    entries take turns within every round (in a rotating order), so a noisy stretch of this shared
+    machine lands on all of them alike instead of on whichever entry was running."""
+    names = list(entries)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn = entries[name]
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - t0) / calls * 1e6)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def overhead(rounds):
@@ -58,12 +65,12 @@ def overhead(rounds):
     torch.set_num_threads(1)
     q = torch.randn(1, 16, 1, 16)
     kw = fa_kwargs(1, "BSND", 0.25)
-    _fwd_call, fwd, (out, smax, ssum) = fa.forward_args(q, q, q, **kw)
-    _bwd_call, bwd, _ = fa.backward_args(q, q, q, out, out, smax, ssum, **kw)
+    _fwd_call, fwd, (out, smax, ssum) = fa.forward_args(q, q, q, kw)
+    _bwd_call, bwd, _ = fa.backward_args(q, q, q, out, out, smax, ssum, kw)
     entries = {
         "c_fwd": lambda: lib.run("flash_attention_score", fwd),
         "c_bwd": lambda: lib.run("flash_attention_score_grad", bwd),
-        "binding_fwd": lambda: fa.forward(q, q, q, **kw),
+        "binding_fwd": lambda: fa.forward(q, q, q, kw),
         "op_fwd": lambda: torch.ops.attnops.flash_attention_score(q, q, q, 1, "BSND", scale=0.25),
         "npu_fusion_attention": lambda: torch_npu.npu_fusion_attention(q, q, q, 1, "BSND", scale=0.25),
         "flash_attn_func": lambda: flash_attn.flash_attn_func(q, q, q, softmax_scale=0.25),
@@ -73,7 +80,7 @@ def overhead(rounds):
     }
     for fn in entries.values():
         fn()
-    res = {name: per_call_us(fn, 2000, rounds) for name, fn in entries.items()}
+    res = per_call_us(entries, 100, rounds)
     torch.set_num_threads(saved)
     return res
 
@@ -93,8 +100,8 @@ def step_case(dtype, causal, s, rounds):
 
     def direct_step():
         kw = fa_kwargs(n, "BSND", scale, **mode)
-        out, smax, ssum = fa.forward(q.detach(), k.detach(), v.detach(), **kw)
-        fa.backward(q.detach(), k.detach(), v.detach(), dy, out, smax, ssum, **kw)
+        out, smax, ssum = fa.forward(q.detach(), k.detach(), v.detach(), kw)
+        fa.backward(q.detach(), k.detach(), v.detach(), dy, out, smax, ssum, kw)
 
     def sdpa_step():
         out = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
@@ -127,7 +134,7 @@ def main():
     res = {"python_attnops_version": attnops.version(), "python_isa": attnops.cpu_isa(),
            "python_cpu_model": attnops.cpu_model(), "python_torch_version": torch.__version__,
            "python_threads": args.threads}
-    over = overhead(max(args.reps, 15))
+    over = overhead(max(args.reps, 15) * 20)
     for name, us in over.items():
         res[f"python_{name}_us"] = us
     md = [f"Python package (attnops {res['python_attnops_version']}, isa {res['python_isa']}, "

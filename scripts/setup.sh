@@ -41,9 +41,10 @@ fi
 # page's text shows.
 # g++: the CANN compatibility headers are checked from C++ too (CANN's
 # host programs are C++).
+# python3-dev: Python.h for the package's small C module (attnops._native).
 # gcc-aarch64-linux-gnu and its libc headers: a test compiles the portable
 # path for aarch64 (the x86 ISA folders must stay x86-only).
-apt_packages=(cmake make gcc g++ libc6-dev pkg-config libxsmm-dev libcjson-dev python3-venv chromium fonts-dejavu-core
+apt_packages=(cmake make gcc g++ libc6-dev python3-dev pkg-config libxsmm-dev libcjson-dev python3-venv chromium fonts-dejavu-core
               gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -80,75 +80,89 @@ def _output(call, shape, like, fp8):
 # inner_precise, sparse_mode, pse_type, seed, offset, out_dtype,
 # softmax_in_layout, impl, deterministic, num_threads (test_abi.py checks it
 # against the ctypes struct, which is checked against the header).  One
-# pack_into per call instead of ~30 ctypes attribute writes; the output
-# pointers follow the params in the args structs.
+# pack_into per call instead of ~30 ctypes attribute writes; the pointers
+# are packed as 0 and then stored by Call.bind, one slot per pointer, the
+# output pointers following the params in the args structs.
 PARAMS = struct.Struct("<19Q2d3qi4x6q4i")
-FWD_OUTPUTS = struct.Struct("<4Q")   # softmax_max, softmax_sum, softmax_out, attention_out
-BWD_TENSORS = struct.Struct("<11Q")  # dy, attention_in, softmax_max, softmax_sum, softmax_in, dq, dk, dv, dpse,
-#                                      dq_rope, dk_rope
+_PTR = 8
+PARAM_TENSORS = ("query", "key", "value", "pse", "drop_mask", "padding_mask", "atten_mask", "prefix",
+                 "actual_seq_qlen", "actual_seq_kvlen", "q_start_idx", "kv_start_idx", "query_rope", "key_rope",
+                 "d_scale_q", "d_scale_k", "d_scale_v", "d_scale_dy", "d_scale_o")
+FWD_OUTPUTS = ("softmax_max", "softmax_sum", "softmax_out", "attention_out")
+BWD_TENSORS = ("dy", "attention_in", "softmax_max", "softmax_sum", "softmax_in", "dq", "dk", "dv", "dpse", "dq_rope",
+               "dk_rope")
+FWD_NAMES, BWD_NAMES = PARAM_TENSORS + FWD_OUTPUTS, PARAM_TENSORS + BWD_TENSORS
 
 
-def _params(call, buf, query, key, value, *, head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob,
-            pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type,
-            query_rope, key_rope, q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads,
-            fp8=None):
-    """Pack the params of one call into `buf` (offset 0).  fp8: the Fp8 block scales of FP8 inputs."""
+def _slots(outputs):
+    """Byte offsets of the pointers: the params' fields, then the args struct's after the params."""
+    return tuple(range(0, _PTR * len(PARAM_TENSORS), _PTR)) + tuple(
+        range(PARAMS.size, PARAMS.size + _PTR * len(outputs), _PTR))
+
+
+FWD_SLOTS, BWD_SLOTS = _slots(FWD_OUTPUTS), _slots(BWD_TENSORS)
+_NO_POINTERS = (0,) * len(PARAM_TENSORS)
+
+
+def _params(call, buf, query, kw):
+    """Pack the params' scalars of one call (kw: the keyword arguments of forward) into `buf` (offset 0);
+    -> the tensors of its pointer fields, in PARAM_TENSORS order (None for NULL)."""
+    input_layout, impl, fp8 = kw["input_layout"], kw["impl"], kw.get("fp8")
     check_layout(input_layout)
     if fp8 is None and not call.arrays.is_float(query):
         raise TypeError(f"attnops: query has dtype {query.dtype}; FlashAttention takes float32, float16 or "
                         "bfloat16 here (FP8 inputs: attnops.golden with their d_scale_* block scales)")
     if impl not in _lib.IMPL:
         raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
-    v = call.view
-    pointers = (v(query, "query"), v(key, "key"), v(value, "value"), v(pse, "pse"), v(drop_mask, "drop_mask"), 0,
-                v(atten_mask, "atten_mask"), call.ints(prefix, "prefix"), call.ints(actual_seq_qlen, "actual_seq_qlen"),
-                call.ints(actual_seq_kvlen, "actual_seq_kvlen"), call.ints(q_start_idx, "q_start_idx"),
-                call.ints(kv_start_idx, "kv_start_idx"), v(query_rope, "query_rope"), v(key_rope, "key_rope"),
-                *((v(fp8.d_scale_q, "d_scale_q"), v(fp8.d_scale_k, "d_scale_k"), v(fp8.d_scale_v, "d_scale_v"),
-                   v(fp8.d_scale_dy, "d_scale_dy"), v(fp8.d_scale_o, "d_scale_o")) if fp8 else (0,) * 5))
-    PARAMS.pack_into(buf, 0, *(p or 0 for p in pointers), scale, keep_prob, pre_tokens, next_tokens, head_num,
-                     _lib.LAYOUTS.index(input_layout) + 1, inner_precise, sparse_mode, pse_type, seed, offset,
-                     fp8.out_dtype if fp8 else 0, 0, _lib.IMPL[impl], int(deterministic), num_threads)
+    PARAMS.pack_into(buf, 0, *_NO_POINTERS, kw["scale"], kw["keep_prob"], kw["pre_tokens"], kw["next_tokens"],
+                     kw["head_num"], _lib.LAYOUTS.index(input_layout) + 1, kw["inner_precise"], kw["sparse_mode"],
+                     kw["pse_type"], kw["seed"], kw["offset"], fp8.out_dtype if fp8 else 0, 0, _lib.IMPL[impl],
+                     int(kw["deterministic"]), kw["num_threads"])
+    ints = call.arrays.int64
+    lists = (kw["prefix"], kw["actual_seq_qlen"], kw["actual_seq_kvlen"], kw["q_start_idx"], kw["kv_start_idx"])
+    return (kw["pse"], kw["drop_mask"], None, kw["atten_mask"], *(None if v is None else ints(v) for v in lists),
+            kw["query_rope"], kw["key_rope"],
+            *((fp8.d_scale_q, fp8.d_scale_k, fp8.d_scale_v, fp8.d_scale_dy, fp8.d_scale_o) if fp8 else (None,) * 5))
 
 
-def forward(query, key, value, arrays=TORCH, **kw):
-    """(attention_out, softmax_max, softmax_sum), new contiguous tensors (or numpy arrays: arrays=NUMPY)."""
-    call, args, outputs = forward_args(query, key, value, arrays, **kw)
+def forward(query, key, value, kw, arrays=TORCH):
+    """(attention_out, softmax_max, softmax_sum), new contiguous tensors (or numpy arrays: arrays=NUMPY).
+    kw: every keyword of the C params (head_num, input_layout, pse, ..., num_threads; fp8 optional), one
+    dict handed down unexpanded (each ** of ~28 names costs a microsecond)."""
+    call, args, outputs = forward_args(query, key, value, kw, arrays)
     _lib.run("flash_attention_score", args)
     return outputs
 
 
-def forward_args(query, key, value, arrays=TORCH, **kw):
+def forward_args(query, key, value, kw, arrays=TORCH):
     """(call, packed args, outputs) of a forward, ready for _lib.run (bench/bench_python.py times the run)."""
     call = Call(arrays)
-    args = ctypes.create_string_buffer(PARAMS.size + FWD_OUTPUTS.size)
-    _params(call, args, query, key, value, **kw)
+    args = ctypes.create_string_buffer(PARAMS.size + _PTR * len(FWD_OUTPUTS))
+    tensors = _params(call, args, query, kw)
     layout, n1, fp8 = kw["input_layout"], kw["head_num"], kw.get("fp8")
     out = _output(call, out_shape(query, key, value, n1, layout), query, fp8)
-    smax, ssum = (call.empty_f32(stat_shape(query, n1, layout)) for _ in range(2))
-    FWD_OUTPUTS.pack_into(args, PARAMS.size, call.view(smax, "softmax_max"), call.view(ssum, "softmax_sum"), 0,
-                          call.view(out, "attention_out"))
+    smax = call.empty_f32(stat_shape(query, n1, layout))
+    ssum = call.empty(smax.shape, smax)
+    call.bind(args, FWD_SLOTS, FWD_NAMES, (query, key, value, *tensors, smax, ssum, None, out))
     return call, args, (out, smax, ssum)
 
 
-def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays=TORCH, **kw):
-    """(dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty without rope inputs."""
-    call, args, outputs = backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays, **kw)
+def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw, arrays=TORCH):
+    """(dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty without rope inputs.  kw: as forward's."""
+    call, args, outputs = backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw, arrays)
     _lib.run("flash_attention_score_grad", args)
     return outputs
 
 
-def backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays=TORCH, **kw):
+def backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw, arrays=TORCH):
     """(call, packed args, outputs) of a backward, ready for _lib.run."""
     call = Call(arrays)
-    args = ctypes.create_string_buffer(PARAMS.size + BWD_TENSORS.size)
-    _params(call, args, query, key, value, **kw)
+    args = ctypes.create_string_buffer(PARAMS.size + _PTR * len(BWD_TENSORS))
+    tensors = _params(call, args, query, kw)
     grads = [_output(call, t.shape, t, kw.get("fp8")) for t in (query, key, value)]
-    rope = [call.empty(t.shape, t) if t is not None else call.empty((0,), query)
-            for t in (kw["query_rope"], kw["key_rope"])]
-    rope_views = [call.view(r, n) if t is not None else 0
-                  for r, t, n in zip(rope, (kw["query_rope"], kw["key_rope"]), ("dq_rope", "dk_rope"))]
-    BWD_TENSORS.pack_into(args, PARAMS.size, call.view(dy, "dy"), call.view(attention_in, "attention_in"),
-                          call.view(softmax_max, "softmax_max"), call.view(softmax_sum, "softmax_sum"), 0,
-                          *(call.view(g, n) for g, n in zip(grads, ("dq", "dk", "dv"))), 0, *rope_views)
+    ropes = (kw["query_rope"], kw["key_rope"])
+    rope = [call.empty(t.shape, t) if t is not None else call.empty((0,), query) for t in ropes]
+    call.bind(args, BWD_SLOTS, BWD_NAMES, (query, key, value, *tensors, dy, attention_in, softmax_max, softmax_sum,
+                                           None, *grads, None,
+                                           *(r if t is not None else None for r, t in zip(rope, ropes))))
     return call, args, (*grads, *rope)

@@ -12,7 +12,7 @@ import ctypes
 import os
 from pathlib import Path
 
-import numpy as np
+from . import _native
 
 _HERE = Path(__file__).resolve().parent
 HEADER = _HERE / "include" / "attnops.h"
@@ -163,7 +163,6 @@ STRUCTS = {"attnops_tensor": Tensor, "attnops_fa_params": FaParams, "attnops_fa_
            "attnops_attn_res_bwd_args": AttnResBwdArgs}
 
 # ---- functions --------------------------------------------------------------------
-_size_p = ctypes.POINTER(ctypes.c_size_t)
 
 
 def _declare(name, restype, *argtypes):
@@ -175,16 +174,11 @@ for _name in ("attnops_last_error", "attnops_version", "attnops_cpu_isa", "attno
     _declare(_name, ctypes.c_char_p)
 _declare("attnops_status_string", ctypes.c_char_p, ctypes.c_int)
 _declare("attnops_gemm_backend", ctypes.c_char_p, ctypes.c_int)
-_TWO_PHASE = {}  # op -> (workspace query, run)
-for _struct, _names in (
-        (FaFwdArgs, ("flash_attention_score", "flash_attention_varlen_score")),
-        (FaBwdArgs, ("flash_attention_score_grad", "flash_attention_unpadding_score_grad")),
-        (KeyPoolArgs, ("key_pool",)), (AttnResFwdArgs, ("attn_res",)), (AttnResBwdArgs, ("attn_res_grad",))):
-    for _name in _names:
-        # args by address: a ctypes struct (ctypes.byref) or a packed buffer (python/attnops/_fa.py)
-        _declare(f"attnops_{_name}_workspace_size", ctypes.c_int, ctypes.c_void_p, _size_p)
-        _declare(f"attnops_{_name}", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-        _TWO_PHASE[_name] = (getattr(lib, f"attnops_{_name}_workspace_size"), getattr(lib, f"attnops_{_name}"))
+# The two-phase ops, called through attnops._native (python/native/attnops_native.c) by index, with the
+# addresses of the functions this library resolved (so ATTNOPS_LIBRARY picks the build for both).
+TWO_PHASE_OPS = ("flash_attention_score", "flash_attention_varlen_score", "flash_attention_score_grad",
+                 "flash_attention_unpadding_score_grad", "key_pool", "attn_res", "attn_res_grad")
+_OP_INDEX = {name: i for i, name in enumerate(TWO_PHASE_OPS)}
 _declare("attnops_fa_params_init", None, ctypes.POINTER(FaParams))
 _declare("attnops_fa_fwd_args_init", None, ctypes.POINTER(FaFwdArgs))
 _declare("attnops_fa_bwd_args_init", None, ctypes.POINTER(FaBwdArgs))
@@ -198,6 +192,17 @@ _declare("attnops_fp8_quantize_blocks", ctypes.c_int, ctypes.c_void_p, ctypes.c_
 _declare("attnops_key_pool_valid_rows", ctypes.c_int, ctypes.POINTER(KeyPoolArgs), ctypes.POINTER(ctypes.c_int64))
 _declare("attnops_key_pool_output_shape", ctypes.c_int, ctypes.POINTER(KeyPoolArgs), ctypes.POINTER(ctypes.c_int32),
          ctypes.POINTER(ctypes.c_int64))
+
+
+# Torch dtype -> attnops_dtype, filled by python/attnops/_views.py when torch is first used (importing
+# torch here would cost every numpy-only user seconds).
+TORCH_DTYPES = {}
+# A tensor without elements may have no storage (data_ptr 0); the library
+# still wants a pointer, and never reads or writes through it.
+_EMPTY = ctypes.create_string_buffer(64)
+_native.init(tuple((ctypes.cast(getattr(lib, f"attnops_{name}_workspace_size"), ctypes.c_void_p).value,
+                    ctypes.cast(getattr(lib, f"attnops_{name}"), ctypes.c_void_p).value) for name in TWO_PHASE_OPS),
+             TORCH_DTYPES, ctypes.addressof(_EMPTY))
 
 
 def version():
@@ -221,14 +226,9 @@ def run(op, args):
     """The two-phase call of `op` ("flash_attention_score", ...): workspace query, allocation, run.
     `args`: the op's ctypes args struct, or a ctypes buffer holding it packed.
 
-    The library never allocates; the workspace is an uninitialised numpy
-    buffer (not zeroed: the run writes before it reads), freed on return."""
-    query, execute = _TWO_PHASE[op]
-    size = ctypes.c_size_t(0)
-    ref = ctypes.addressof(args)
-    check(query(ref, ctypes.byref(size)))
-    if size.value:
-        ws = np.empty(size.value, np.uint8)
-        check(execute(ref, ws.ctypes.data, size.value))
-    else:
-        check(execute(ref, None, 0))
+    The library never allocates; the workspace (uninitialised: the run writes
+    before it reads) is allocated and freed in attnops._native, which
+    releases the GIL for the whole call."""
+    status = _native.run(_OP_INDEX[op], ctypes.addressof(args))
+    if status:
+        check(status)

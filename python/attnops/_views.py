@@ -1,15 +1,17 @@
 """Strided views (attnops_tensor) of torch tensors and numpy arrays, without copies.
 
-The C API takes any non-negative element strides, which covers every torch
-tensor; a numpy array with negative or non-element-multiple byte strides is
-copied once (the only case that copies)."""
+The views are written by attnops._native (python/native/attnops_native.c),
+which reads a torch tensor's data_ptr(), dtype, shape and stride() itself;
+a numpy array is described here first, as (address, dtype code, shape,
+element strides).  The C API takes any non-negative element strides, which
+covers every torch tensor; a numpy array with negative or non-element-multiple
+byte strides is copied once (the only case that copies)."""
 import ctypes
-import struct
 
 import ml_dtypes
 import numpy as np
 
-from . import _lib
+from . import _lib, _native
 
 _NUMPY_CODES = {np.dtype(np.float32): _lib.DTYPE_F32, np.dtype(np.float16): _lib.DTYPE_F16,
                 np.dtype(ml_dtypes.bfloat16): _lib.DTYPE_BF16,
@@ -18,45 +20,20 @@ _NUMPY_CODES = {np.dtype(np.float32): _lib.DTYPE_F32, np.dtype(np.float16): _lib
                 np.dtype(np.bool_): _lib.DTYPE_BOOL, np.dtype(np.int32): _lib.DTYPE_I32,
                 np.dtype(np.int64): _lib.DTYPE_I64}
 
-# A tensor without elements may have no storage (data_ptr 0); the library
-# still wants a pointer, and never reads or writes through it.
-_EMPTY = ctypes.create_string_buffer(64)
-_EMPTY_ADDR = ctypes.addressof(_EMPTY)
-
-_torch_codes = None
+VIEW_SIZE = ctypes.sizeof(_lib.Tensor)
 
 
-def _torch_code(dtype):
-    global _torch_codes
-    if _torch_codes is None:
-        import torch
-        _torch_codes = {torch.float32: _lib.DTYPE_F32, torch.float16: _lib.DTYPE_F16,
-                        torch.bfloat16: _lib.DTYPE_BF16, torch.float8_e4m3fn: _lib.DTYPE_F8_E4M3FN,
-                        torch.float8_e5m2: _lib.DTYPE_F8_E5M2, torch.uint8: _lib.DTYPE_U8,
-                        torch.bool: _lib.DTYPE_BOOL, torch.int32: _lib.DTYPE_I32, torch.int64: _lib.DTYPE_I64}
-    code = _torch_codes.get(dtype)
-    if code is None:
-        raise TypeError(f"attnops: tensors of dtype {dtype} are not supported")
-    return code
-
-
-# attnops_tensor packed by struct (data, dtype, rank, shape[8], strides[8]:
-# 144 bytes, no padding): one pack_into per view is several times cheaper
-# than building ctypes objects, and the argument structs take the views'
-# addresses as plain integers.  test_abi.py checks the size.
-_VIEW = struct.Struct("<Qii8q8q")
-_PAD = (0,) * _lib.MAX_RANK
-
-
-def describe_torch(t, name):
-    """(address, dtype code, shape, strides) of a CPU torch tensor."""
-    if not t.is_cpu:
-        raise ValueError(f"attnops: {name} is on device {t.device}; attnops runs on the CPU")
-    return t.data_ptr(), _torch_code(t.dtype), tuple(t.shape), t.stride(), t
+def _fill_torch_dtypes():
+    import torch
+    _lib.TORCH_DTYPES.update({
+        torch.float32: _lib.DTYPE_F32, torch.float16: _lib.DTYPE_F16, torch.bfloat16: _lib.DTYPE_BF16,
+        torch.float8_e4m3fn: _lib.DTYPE_F8_E4M3FN, torch.float8_e5m2: _lib.DTYPE_F8_E5M2,
+        torch.uint8: _lib.DTYPE_U8, torch.bool: _lib.DTYPE_BOOL, torch.int32: _lib.DTYPE_I32,
+        torch.int64: _lib.DTYPE_I64})
 
 
 def describe_numpy(a, name):
-    """(address, dtype code, shape, strides, the array kept alive) of a numpy array."""
+    """((address, dtype code, shape, element strides), the array to keep alive) of a numpy array."""
     a = np.asarray(a)
     code = _NUMPY_CODES.get(a.dtype)
     if code is None:
@@ -64,13 +41,16 @@ def describe_numpy(a, name):
     item = a.itemsize
     if any(s < 0 or s % item for s in a.strides):
         a = np.ascontiguousarray(a)
-    return a.ctypes.data, code, a.shape, tuple(s // item for s in a.strides), a
+    return (a.ctypes.data, code, a.shape, tuple(s // item for s in a.strides)), a
 
 
 class _TorchArrays:
-    """Views and allocations for torch tensors."""
+    """Views and allocations for torch tensors (attnops._native reads the tensors themselves)."""
 
-    describe = staticmethod(describe_torch)
+    def items(self, items, names, keep):
+        if not _lib.TORCH_DTYPES:
+            _fill_torch_dtypes()
+        return items
 
     def int64(self, values):
         import torch
@@ -96,7 +76,16 @@ class _TorchArrays:
 class _NumpyArrays:
     """Views and allocations for numpy arrays (bf16 / f8 through ml_dtypes)."""
 
-    describe = staticmethod(describe_numpy)
+    def items(self, items, names, keep):
+        described = []
+        for a, name in zip(items, names):
+            if a is None:
+                described.append(None)
+                continue
+            view, owner = describe_numpy(a, name)
+            described.append(view)
+            keep.append(owner)
+        return tuple(described)
 
     def int64(self, values):
         return np.asarray(list(values), np.int64)
@@ -118,39 +107,37 @@ TORCH, NUMPY = _TorchArrays(), _NumpyArrays()
 
 
 class Call:
-    """One library call: the views it passes (packed attnops_tensor structs, by address) and the arrays
-    behind them, kept alive until the call returns.  `arrays` (TORCH or NUMPY) describes the inputs and
+    """One library call: the views it passes (attnops_tensor structs, by address) and the arrays behind
+    them, kept alive until the call returns.  `arrays` (TORCH or NUMPY) describes the inputs and
     allocates the outputs."""
-
-    _CHUNK = 32  # views per buffer; a new buffer when one is full (addresses never move)
 
     def __init__(self, arrays=TORCH):
         self.arrays = arrays
         self.keep = []
-        self._buf, self._base, self._used = None, 0, self._CHUNK
+
+    def bind(self, struct, slots, names, items):
+        """Store in `struct` (a ctypes struct or buffer), at each byte offset of `slots`, the address of a
+        view of the matching item (NULL for None)."""
+        items = self.arrays.items(items, names, self.keep)
+        views = ctypes.create_string_buffer(len(items) * VIEW_SIZE)
+        _native.bind(ctypes.addressof(struct), ctypes.addressof(views), slots, names, items)
+        self.keep += (views, items)
 
     def view(self, t, name):
         """The address of a view of `t` (None for None)."""
         if t is None:
             return None
-        addr, code, shape, strides, owner = self.arrays.describe(t, name)
-        rank = len(shape)
-        if rank > _lib.MAX_RANK:
-            raise ValueError(f"attnops: {name} has rank {rank}, above the library's maximum of {_lib.MAX_RANK}")
-        if self._used == self._CHUNK:
-            self._buf = ctypes.create_string_buffer(self._CHUNK * _VIEW.size)
-            self._base, self._used = ctypes.addressof(self._buf), 0
-            self.keep.append(self._buf)
-        off = self._used * _VIEW.size
-        _VIEW.pack_into(self._buf, off, addr or _EMPTY_ADDR, code, rank, *(shape + _PAD[rank:]),
-                        *(strides + _PAD[rank:]))
-        self._used += 1
-        self.keep.append(owner)
-        return self._base + off
+        (item,) = self.arrays.items((t,), (name,), self.keep)
+        view = ctypes.create_string_buffer(VIEW_SIZE)
+        _native.pack(ctypes.addressof(view), item, name)
+        self.keep += (view, t)
+        return ctypes.addressof(view)
 
     def view_array(self, tensors, name):
         """The address of an array of view addresses (the AttnRes block lists)."""
-        arr = (ctypes.c_void_p * max(len(tensors), 1))(*(self.view(t, f"{name}[{i}]") for i, t in enumerate(tensors)))
+        arr = (ctypes.c_void_p * max(len(tensors), 1))()
+        self.bind(arr, tuple(range(0, len(tensors) * ctypes.sizeof(ctypes.c_void_p), ctypes.sizeof(ctypes.c_void_p))),
+                  tuple(f"{name}[{i}]" for i in range(len(tensors))), tuple(tensors))
         self.keep.append(arr)
         return ctypes.addressof(arr)
 

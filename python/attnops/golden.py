@@ -45,10 +45,10 @@ def flash_attention_score(query, key, value, head_num, input_layout, *, pse=None
                           d_scale_v=None, d_scale_o=None, out_dtype=1):
     """-> (attention_out, softmax_max, softmax_sum) as numpy arrays."""
     fp8 = _fp8(query, d_scale_q, d_scale_k, d_scale_v, None, d_scale_o, out_dtype)
-    return _fa.forward(query, key, value, arrays=NUMPY, **_fa_kw(
+    return _fa.forward(query, key, value, _fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8))
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8), NUMPY)
 
 
 def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout,
@@ -60,10 +60,10 @@ def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
                                d_scale_v=None, d_scale_dy=None, d_scale_o=None, out_dtype=1):
     """-> (dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty arrays without rope inputs."""
     fp8 = _fp8(query, d_scale_q, d_scale_k, d_scale_v, d_scale_dy, d_scale_o, out_dtype)
-    return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, arrays=NUMPY, **_fa_kw(
+    return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, _fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8))
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8), NUMPY)
 
 
 _FP8 = (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))

@@ -28,16 +28,24 @@ _NS = "attnops"
 def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
             inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
             q_start_idx, kv_start_idx, seed, offset, impl, deterministic, seed_offset=None):
+    return _finish(dict(head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask,
+                        atten_mask=atten_mask, scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens,
+                        next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
+                        actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
+                        pse_type=pse_type, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
+                        kv_start_idx=kv_start_idx, seed=seed, offset=offset, impl=impl, deterministic=deterministic,
+                        seed_offset=seed_offset))
+
+
+def _finish(kw):
+    """The op's arguments as the C params want them (_fa.forward's kw): the run-time seed, the global
+    deterministic flag, torch's thread count."""
+    seed_offset = kw.pop("seed_offset")
     if seed_offset is not None:  # drawn inside a compiled graph: read at run time
-        seed, offset = (int(x) for x in seed_offset.tolist())
-    return dict(head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask, atten_mask=atten_mask,
-                scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
-                inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
-                actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, pse_type=pse_type,
-                query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx, kv_start_idx=kv_start_idx,
-                seed=seed, offset=offset, impl=impl,
-                deterministic=deterministic or torch.are_deterministic_algorithms_enabled(),
-                num_threads=torch.get_num_threads())
+        kw["seed"], kw["offset"] = (int(x) for x in seed_offset.tolist())
+    kw["deterministic"] = kw["deterministic"] or torch.are_deterministic_algorithms_enabled()
+    kw["num_threads"] = torch.get_num_threads()
+    return kw
 
 
 def dropout_seed(keep_prob):
@@ -82,7 +90,7 @@ def flash_attention_score_call(query, key, value, head_num, input_layout, **kw):
     """flash_attention_score through the dispatcher, or directly when nothing needs it."""
     if can_call_directly(query, key, value, kw.get("pse"), kw.get("atten_mask"), kw.get("query_rope"),
                          kw.get("key_rope"), kw.get("seed_offset")):
-        return _fa.forward(query, key, value, **_call_kwargs(head_num, input_layout, kw))
+        return _fa.forward(query, key, value, _call_kwargs(head_num, input_layout, kw))
     return flash_attention_score(query, key, value, head_num, input_layout, **kw)
 
 
@@ -92,7 +100,7 @@ def flash_attention_score_grad_call(query, key, value, dy, attention_in, softmax
     if can_call_directly(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw.get("pse"),
                          kw.get("atten_mask"), kw.get("query_rope"), kw.get("key_rope"), kw.get("seed_offset")):
         return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum,
-                            **_call_kwargs(head_num, input_layout, kw))
+                            _call_kwargs(head_num, input_layout, kw))
     return flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num,
                                       input_layout, **kw)
 
@@ -104,7 +112,7 @@ _DEFAULTS = dict(pse=None, drop_mask=None, atten_mask=None, scale=1.0, keep_prob
 
 
 def _call_kwargs(head_num, input_layout, kw):
-    return _common(head_num, input_layout, **dict(_DEFAULTS, **kw))
+    return _finish({**_DEFAULTS, **kw, "head_num": head_num, "input_layout": input_layout})
 
 
 @torch.library.custom_op(f"{_NS}::flash_attention_score", mutates_args=(), device_types="cpu")
@@ -121,7 +129,7 @@ def flash_attention_score(query: Tensor, key: Tensor, value: Tensor, head_num: i
                           seed_offset: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
     """seed_offset: int64 [2] (seed, offset) read at run time instead of seed / offset (a dropout seed
     drawn inside a compiled graph)."""
-    return _fa.forward(query, key, value, **_common(
+    return _fa.forward(query, key, value, _common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
         kv_start_idx, seed, offset, impl, deterministic, seed_offset))
@@ -148,7 +156,7 @@ def flash_attention_score_grad(query: Tensor, key: Tensor, value: Tensor, dy: Te
                                kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
                                impl: str = "auto", deterministic: bool = False, seed_offset: Optional[Tensor] = None
                                ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, **_common(
+    return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, _common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
         kv_start_idx, seed, offset, impl, deterministic, seed_offset))

@@ -40,26 +40,41 @@ def test_structs_match_the_header(tmp_path):
             assert int(c[f"{cname}.{field}"]) == getattr(struct, field).offset, f"offsetof({cname}, {field})"
 
 
-def test_packed_views_match_the_tensor_struct():
-    """_views packs attnops_tensor with struct: same size and field offsets as the (C-checked) ctypes struct."""
+def test_native_views_read_back_through_the_tensor_struct():
+    """attnops._native writes attnops_tensor views (compiled against the header): a strided torch tensor,
+    an empty one and a described numpy array read back field by field through the ctypes struct."""
+    import numpy as np
+    import torch
     from attnops import _views
-    t = _lib.Tensor
-    assert _views._VIEW.size == ctypes.sizeof(t)
-    assert (t.data.offset, t.dtype.offset, t.rank.offset, t.shape.offset, t.strides.offset) == (0, 8, 12, 16, 80)
+    call = _views.Call(_views.TORCH)
+    t = torch.zeros(2, 3, 5).transpose(0, 2)
+    empty = torch.zeros(0, 4)
+    for tensor, code in ((t, _lib.DTYPE_F32), (empty, _lib.DTYPE_F32)):
+        v = _lib.Tensor.from_address(call.view(tensor, "t"))
+        assert (v.dtype, v.rank) == (code, tensor.dim())
+        assert list(v.shape[:v.rank]) == list(tensor.shape) and list(v.strides[:v.rank]) == list(tensor.stride())
+        assert v.data == (tensor.data_ptr() or ctypes.addressof(_lib._EMPTY))
+    a = np.zeros((4, 6), np.int32)[:, ::2]
+    numpy_call = _views.Call(_views.NUMPY)  # owns the view: keep it while reading
+    v = _lib.Tensor.from_address(numpy_call.view(a, "a"))
+    assert (v.data, v.dtype, v.rank, list(v.shape[:2]), list(v.strides[:2])) == (
+        a.ctypes.data, _lib.DTYPE_I32, 2, [4, 3], [6, 2])
 
 
-def test_packed_fa_args_match_the_structs():
-    """_fa packs attnops_fa_params / fwd / bwd args with struct; a round trip through the ctypes structs
-    (checked against the header above) reads every field back at its offset."""
+def test_fa_args_slots_match_the_structs():
+    """_fa packs attnops_fa_params with struct and stores the tensor pointers by byte offset: a round trip
+    through the ctypes structs (checked against the header above) reads every scalar back, and every
+    pointer slot is the offset of the field of its name."""
     from attnops import _fa
     assert _fa.PARAMS.size == ctypes.sizeof(_lib.FaParams)
-    assert _fa.PARAMS.size + _fa.FWD_OUTPUTS.size == ctypes.sizeof(_lib.FaFwdArgs)
-    assert _fa.PARAMS.size + _fa.BWD_TENSORS.size == ctypes.sizeof(_lib.FaBwdArgs)
-    values = [1000 + i for i in range(19)] + [0.5, 0.25] + [3, 4, 5, 6] + [7, 8, 9, 10, 11, 12] + [13, 14, 15, 16]
+    values = [0] * 19 + [0.5, 0.25] + [3, 4, 5, 6] + [7, 8, 9, 10, 11, 12] + [13, 14, 15, 16]
     buf = ctypes.create_string_buffer(ctypes.sizeof(_lib.FaBwdArgs))
     _fa.PARAMS.pack_into(buf, 0, *values)
-    _fa.BWD_TENSORS.pack_into(buf, _fa.PARAMS.size, *range(2000, 2011))
     args = _lib.FaBwdArgs.from_buffer(buf)
-    got = [getattr(args.p, name) for name, _ in _lib.FaParams._fields_]
-    assert got == values
-    assert [getattr(args, name) for name, _ in _lib.FaBwdArgs._fields_[1:]] == list(range(2000, 2011))
+    assert [getattr(args.p, name) or 0 for name, _ in _lib.FaParams._fields_] == values
+    for struct, slots, names in ((_lib.FaFwdArgs, _fa.FWD_SLOTS, _fa.FWD_NAMES),
+                                 (_lib.FaBwdArgs, _fa.BWD_SLOTS, _fa.BWD_NAMES)):
+        assert _fa.PARAMS.size + 8 * (len(names) - len(_fa.PARAM_TENSORS)) == ctypes.sizeof(struct)
+        for slot, name in zip(slots, names):
+            field = getattr(_lib.FaParams, name) if name in _fa.PARAM_TENSORS else getattr(struct, name)
+            assert slot == field.offset, name

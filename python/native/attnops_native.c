@@ -1,0 +1,318 @@
+/* attnops._native: the Python package's per-call marshalling, in C.
+ *
+ * Building an attnops_tensor view of a torch tensor in Python (data_ptr(),
+ * dtype, shape, stride(), then struct.pack_into) costs ~3.5 us a view; a
+ * forward passes six, so the views alone took more than the 15 us the
+ * package may add over the library call (docs/PYTHON.md, "Per-call cost").
+ * Here a view costs the attribute reads and nothing else, and the two-phase
+ * call (workspace query, allocation, run) is one Python call with the GIL
+ * released while the library works.
+ *
+ * Neither libtorch nor libattnops is linked: tensors are read through their
+ * Python attributes, and the library's functions are the addresses ctypes
+ * resolved (python/attnops/_lib.py), so ATTNOPS_LIBRARY still chooses the
+ * build and there is one copy of the library's thread-local error state.
+ * Limited API (abi3): one wheel serves every CPython >= 3.9.
+ *
+ *   init(ops, torch_dtypes, empty_address)
+ *       ops: ((workspace_size_fn, run_fn) addresses, ...) indexed by op id;
+ *       torch_dtypes: the dict torch dtype -> attnops_dtype, filled by the
+ *       caller once torch is imported; empty_address: a pointer handed to
+ *       the library for tensors without storage (never read or written).
+ *   pack(view_address, item, name)
+ *       write the attnops_tensor of `item` at view_address.
+ *   bind(struct_address, views_address, slots, names, items)
+ *       for each i: pack items[i] at views_address + i * sizeof(attnops_tensor)
+ *       and store its address in the struct at byte offset slots[i]; a None
+ *       item stores NULL.
+ *   run(op, args_address) -> status
+ *       the op's workspace query, an aligned workspace, the run; the
+ *       library's status is returned (Python raises with its sentence).
+ *
+ * An item is a CPU torch tensor (any strides), or a described array, the
+ * tuple (address, dtype code, shape, strides) python/attnops/_views.py makes
+ * of a numpy array.  Errors raise TypeError / ValueError naming the
+ * argument, before anything is written to the struct's slot.
+ */
+#define Py_LIMITED_API 0x03090000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnops.h"
+
+typedef int (*workspace_fn)(const void *args, size_t *size);
+typedef int (*run_fn)(const void *args, void *workspace, size_t size);
+
+enum { MAX_OPS = 16, WORKSPACE_ALIGN = 64 };
+
+static struct {
+    workspace_fn workspace[MAX_OPS];
+    run_fn run[MAX_OPS];
+    Py_ssize_t num_ops;
+    PyObject *torch_dtypes; /* dict, owned */
+    void *empty;
+    PyObject *s_data_ptr, *s_dtype, *s_shape, *s_stride, *s_is_cpu, *s_device; /* interned names */
+} st;
+
+static int read_int64s(PyObject *seq, int64_t *out, Py_ssize_t n, const char *what, PyObject *name) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GetItem(seq, i);
+        if (!v)
+            return -1;
+        out[i] = PyLong_AsLongLong(v);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            PyErr_Format(PyExc_TypeError, "attnops: %U has a %s entry that is not an integer", name, what);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* shape and strides (tuples of the same length) into the view. */
+static int fill_dims(attnops_tensor *v, PyObject *shape, PyObject *strides, PyObject *name) {
+    if (!PyTuple_Check(shape) || !PyTuple_Check(strides)) {
+        PyErr_Format(PyExc_TypeError, "attnops: %U has a shape or strides that is not a tuple", name);
+        return -1;
+    }
+    Py_ssize_t rank = PyTuple_Size(shape);
+    if (rank > ATTNOPS_MAX_RANK) {
+        PyErr_Format(PyExc_ValueError, "attnops: %U has rank %zd, above the library's maximum of %d", name, rank,
+                     ATTNOPS_MAX_RANK);
+        return -1;
+    }
+    if (PyTuple_Size(strides) != rank) {
+        PyErr_Format(PyExc_ValueError, "attnops: %U has %zd strides for rank %zd", name, PyTuple_Size(strides),
+                     rank);
+        return -1;
+    }
+    v->rank = (int32_t)rank;
+    if (read_int64s(shape, v->shape, rank, "shape", name) || read_int64s(strides, v->strides, rank, "stride", name))
+        return -1;
+    return 0;
+}
+
+static int describe_torch(attnops_tensor *v, PyObject *t, PyObject *name) {
+    PyObject *is_cpu = PyObject_GetAttr(t, st.s_is_cpu);
+    if (!is_cpu) {
+        PyErr_Clear();
+        PyObject *type = PyObject_Type(t);
+        PyErr_Format(PyExc_TypeError, "attnops: %U is a %S, not a tensor", name, type);
+        Py_XDECREF(type);
+        return -1;
+    }
+    int cpu = PyObject_IsTrue(is_cpu);
+    Py_DECREF(is_cpu);
+    if (cpu < 0)
+        return -1;
+    if (!cpu) {
+        PyObject *device = PyObject_GetAttr(t, st.s_device);
+        if (device)
+            PyErr_Format(PyExc_ValueError, "attnops: %U is on device %S; attnops runs on the CPU", name, device);
+        Py_XDECREF(device);
+        return -1;
+    }
+    PyObject *dtype = PyObject_GetAttr(t, st.s_dtype);
+    if (!dtype)
+        return -1;
+    PyObject *code = PyDict_GetItemWithError(st.torch_dtypes, dtype); /* borrowed */
+    if (!code) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "attnops: %U has dtype %S, which attnops does not support", name, dtype);
+        Py_DECREF(dtype);
+        return -1;
+    }
+    Py_DECREF(dtype);
+    v->dtype = (attnops_dtype)PyLong_AsLong(code);
+
+    PyObject *ptr = PyObject_CallMethodObjArgs(t, st.s_data_ptr, NULL);
+    if (!ptr)
+        return -1;
+    v->data = PyLong_AsVoidPtr(ptr);
+    Py_DECREF(ptr);
+    if (!v->data && PyErr_Occurred())
+        return -1;
+
+    PyObject *shape = PyObject_GetAttr(t, st.s_shape);
+    PyObject *strides = shape ? PyObject_CallMethodObjArgs(t, st.s_stride, NULL) : NULL;
+    int rc = strides ? fill_dims(v, shape, strides, name) : -1;
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    return rc;
+}
+
+/* (address, dtype code, shape, strides): an array described by the caller. */
+static int describe_tuple(attnops_tensor *v, PyObject *item, PyObject *name) {
+    if (PyTuple_Size(item) != 4) {
+        PyErr_Format(PyExc_TypeError, "attnops: %U is described by a tuple of %zd items, not 4", name,
+                     PyTuple_Size(item));
+        return -1;
+    }
+    v->data = PyLong_AsVoidPtr(PyTuple_GetItem(item, 0));
+    if (!v->data && PyErr_Occurred())
+        return -1;
+    v->dtype = (attnops_dtype)PyLong_AsLong(PyTuple_GetItem(item, 1));
+    if (PyErr_Occurred())
+        return -1;
+    return fill_dims(v, PyTuple_GetItem(item, 2), PyTuple_GetItem(item, 3), name);
+}
+
+/* The view of one item into *out (untouched on error). */
+static int describe(attnops_tensor *out, PyObject *item, PyObject *name) {
+    attnops_tensor v;
+    memset(&v, 0, sizeof v);
+    int rc = PyTuple_Check(item) ? describe_tuple(&v, item, name) : describe_torch(&v, item, name);
+    if (rc)
+        return -1;
+    if (!v.data)
+        v.data = st.empty;
+    *out = v;
+    return 0;
+}
+
+static int as_address(PyObject *obj, void **out) {
+    *out = PyLong_AsVoidPtr(obj);
+    return (!*out && PyErr_Occurred()) ? -1 : 0;
+}
+
+static PyObject *native_init(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ops, *dtypes, *empty;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyTuple_Type, &ops, &PyDict_Type, &dtypes, &empty))
+        return NULL;
+    Py_ssize_t n = PyTuple_Size(ops);
+    if (n > MAX_OPS) {
+        PyErr_Format(PyExc_ValueError, "attnops._native.init: %zd ops, at most %d", n, (int)MAX_OPS);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        void *ws, *run;
+        PyObject *pair = PyTuple_GetItem(ops, i);
+        if (!pair || !PyTuple_Check(pair) || PyTuple_Size(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "attnops._native.init: each op is a (workspace, run) address pair");
+            return NULL;
+        }
+        if (as_address(PyTuple_GetItem(pair, 0), &ws) || as_address(PyTuple_GetItem(pair, 1), &run))
+            return NULL;
+        st.workspace[i] = (workspace_fn)(uintptr_t)ws;
+        st.run[i] = (run_fn)(uintptr_t)run;
+    }
+    if (as_address(empty, &st.empty))
+        return NULL;
+    st.num_ops = n;
+    Py_INCREF(dtypes);
+    Py_XDECREF(st.torch_dtypes);
+    st.torch_dtypes = dtypes;
+    Py_RETURN_NONE;
+}
+
+static int check_ready(void) {
+    if (!st.torch_dtypes) {
+        PyErr_SetString(PyExc_RuntimeError, "attnops._native: init() has not been called");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *native_pack(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *addr, *item, *name;
+    void *view;
+    if (!PyArg_ParseTuple(args, "OOU", &addr, &item, &name) || check_ready() || as_address(addr, &view))
+        return NULL;
+    if (describe((attnops_tensor *)view, item, name))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *native_bind(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *struct_addr, *views_addr, *slots, *names, *items;
+    char *base, *views;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!", &struct_addr, &views_addr, &PyTuple_Type, &slots, &PyTuple_Type, &names,
+                          &PyTuple_Type, &items) ||
+        check_ready() || as_address(struct_addr, (void **)&base) || as_address(views_addr, (void **)&views))
+        return NULL;
+    Py_ssize_t n = PyTuple_Size(items);
+    if (PyTuple_Size(slots) != n || PyTuple_Size(names) != n) {
+        PyErr_SetString(PyExc_ValueError, "attnops._native.bind: slots, names and items differ in length");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t slot = PyLong_AsSsize_t(PyTuple_GetItem(slots, i));
+        if (slot < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "attnops._native.bind: a negative slot offset");
+            return NULL;
+        }
+        PyObject *item = PyTuple_GetItem(items, i);
+        void *ptr = NULL;
+        if (item != Py_None) {
+            attnops_tensor *view = (attnops_tensor *)(views + (size_t)i * sizeof(attnops_tensor));
+            if (describe(view, item, PyTuple_GetItem(names, i)))
+                return NULL;
+            ptr = view;
+        }
+        memcpy(base + slot, &ptr, sizeof ptr);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *native_run(PyObject *self, PyObject *args) {
+    (void)self;
+    int op;
+    PyObject *addr;
+    void *op_args;
+    if (!PyArg_ParseTuple(args, "iO", &op, &addr) || check_ready() || as_address(addr, &op_args))
+        return NULL;
+    if (op < 0 || op >= st.num_ops) {
+        PyErr_Format(PyExc_ValueError, "attnops._native.run: op %d is not one of the %zd registered", op,
+                     st.num_ops);
+        return NULL;
+    }
+    size_t size = 0;
+    int status;
+    int no_memory = 0;
+    Py_BEGIN_ALLOW_THREADS
+    status = st.workspace[op](op_args, &size);
+    if (status == ATTNOPS_SUCCESS) {
+        void *ws = NULL;
+        if (size) {
+            ws = aligned_alloc(WORKSPACE_ALIGN, (size + WORKSPACE_ALIGN - 1) / WORKSPACE_ALIGN * WORKSPACE_ALIGN);
+            no_memory = ws == NULL;
+        }
+        if (!no_memory)
+            status = st.run[op](op_args, ws, size);
+        free(ws);
+    }
+    Py_END_ALLOW_THREADS
+    if (no_memory)
+        return PyErr_Format(PyExc_MemoryError, "attnops: cannot allocate the %zu-byte workspace", size);
+    return PyLong_FromLong(status);
+}
+
+static PyMethodDef native_methods[] = {
+    {"init", native_init, METH_VARARGS, "init(ops, torch_dtypes, empty_address)"},
+    {"pack", native_pack, METH_VARARGS, "pack(view_address, item, name): write item's attnops_tensor"},
+    {"bind", native_bind, METH_VARARGS,
+     "bind(struct_address, views_address, slots, names, items): pack the items' views, store their addresses"},
+    {"run", native_run, METH_VARARGS, "run(op, args_address) -> status: the two-phase call, GIL released"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT, "_native", "attnops' per-call marshalling in C (python/native/attnops_native.c)", -1,
+    native_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject **names[] = {&st.s_data_ptr, &st.s_dtype, &st.s_shape, &st.s_stride, &st.s_is_cpu, &st.s_device};
+    const char *texts[] = {"data_ptr", "dtype", "shape", "stride", "is_cpu", "device"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!*names[i] && !(*names[i] = PyUnicode_InternFromString(texts[i])))
+            return NULL;
+    return PyModule_Create(&native_module);
+}
