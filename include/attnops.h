@@ -18,7 +18,11 @@
  * The library never aborts or exits.
  *
  * Thread safety: calls are re-entrant; distinct calls may run concurrently on
- * distinct outputs.  Each call uses OpenMP threads internally.
+ * distinct outputs.  Each call uses OpenMP threads internally: num_threads
+ * of them (0: OpenMP's default) when it runs alone; calls in flight at once
+ * share omp_get_num_procs() threads, each getting at least one, and a call
+ * inside an OpenMP parallel region runs on one.  The team size never
+ * changes a result (docs/RELIABILITY.md, "Threads").
  */
 #ifndef ATTNOPS_H
 #define ATTNOPS_H

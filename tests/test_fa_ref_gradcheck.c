@@ -62,7 +62,7 @@ static void state_init(state *s, const shape_case *c, tu_rng *r)
     p->keep_prob = 1.0; /* no dropout */
     p->dtype = ATTNOPS_DTYPE_F32; /* unused by the double cores */
     p->impl = ATTNOPS_IMPL_REFERENCE;
-    p->threads = 1;
+    p->threads = p->team = 1;
     s->nrow = p->B * p->N1 * p->S1;
     s->nq = s->nrow * p->D;
     s->nk = p->B * p->N2 * p->S2 * p->D;

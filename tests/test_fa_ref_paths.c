@@ -49,7 +49,7 @@ static void problem_init(problem *s, int64_t B, int64_t N1, int64_t N2, int64_t 
     p->keep_prob = 1.0;
     p->dtype = p->out_dtype = ATTNOPS_DTYPE_F32;
     p->impl = ATTNOPS_IMPL_REFERENCE;
-    p->threads = threads;
+    p->threads = p->team = threads;
     p->pse.type = pse_type;
     s->nrow = B * N1 * S1, s->nq = s->nrow * D, s->no = s->nrow * Dv;
     s->nk = B * N2 * S2 * D, s->nv = B * N2 * S2 * Dv;

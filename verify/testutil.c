@@ -8,7 +8,7 @@
 #include "core/core.h"
 #include "cpu/isa.h"
 
-int tu_failures = 0;
+_Atomic int tu_failures = 0; /* atomic: checks may fail on several threads at once */
 
 uint64_t tu_suite_seed(void)
 {

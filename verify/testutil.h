@@ -99,7 +99,7 @@ tu_tolerance tu_attention_tolerance(attnops_dtype out_dtype, attnops_dtype gemm_
 double tu_max_abs(const double *x, int64_t n);
 
 /* ---- checks ---- */
-extern int tu_failures;
+extern _Atomic int tu_failures;
 #define TU_CHECK(cond, ...)                                                                                        \
     do {                                                                                                           \
         if (!(cond)) {                                                                                             \

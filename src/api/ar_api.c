@@ -29,13 +29,15 @@ static attnops_status query(attnops_status validated, const ar_problem *p, size_
     return ATTNOPS_SUCCESS;
 }
 
-static attnops_status run(const char *op, attnops_status validated, const ar_problem *p, void *workspace,
+static attnops_status run(const char *op, attnops_status validated, ar_problem *p, void *workspace,
                           size_t workspace_bytes)
 {
     if (validated != ATTNOPS_SUCCESS) return validated;
     const ar_impl_ops ops = pick(p);
     AO_TRY(ao_check_workspace(op, workspace, workspace_bytes, ops.workspace(p)));
+    p->team = ao_team_acquire(p->threads);
     ops.run(p, workspace);
+    ao_team_release(p->team);
     return ATTNOPS_SUCCESS;
 }
 

@@ -186,7 +186,11 @@ static attnops_status entry_run(const fa_entry *e, const void *args, void *ws, s
     ao_clear_error();
     fa_problem p;
     attnops_status st = validate(e, args, &p);
-    return st != ATTNOPS_SUCCESS ? st : run(&p, e->backward, ws, bytes);
+    if (st != ATTNOPS_SUCCESS) return st;
+    p.team = ao_team_acquire(p.threads);
+    st = run(&p, e->backward, ws, bytes);
+    ao_team_release(p.team);
+    return st;
 }
 
 attnops_status attnops_flash_attention_score_workspace_size(const attnops_fa_fwd_args *args, size_t *bytes)

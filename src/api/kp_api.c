@@ -60,6 +60,8 @@ attnops_status attnops_key_pool(const attnops_key_pool_args *args, void *workspa
     if (st != ATTNOPS_SUCCESS) return st;
     const kp_impl_ops ops = pick(&p);
     AO_TRY(ao_check_workspace(OP, workspace, workspace_bytes, ops.workspace(&p)));
+    p.team = ao_team_acquire(p.threads);
     ops.run(&p, workspace);
+    ao_team_release(p.team);
     return ATTNOPS_SUCCESS;
 }

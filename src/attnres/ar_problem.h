@@ -42,7 +42,8 @@ typedef struct ar_problem {
     float scale, eps;          /* as the golden's f32 tensors see them */
     attnops_impl impl;
     attnops_dtype chain_round; /* impl BENCHMARK: every intermediate rounded to this dtype; 0: the golden */
-    int threads;               /* resolved thread count (>= 1) */
+    int threads;               /* resolved thread count (>= 1): the arithmetic follows it */
+    int team;      /* threads the parallel regions run on: set for the run (ao_team_acquire) */
 
     ar_rows v[AR_MAX_L];       /* inputs: the blocks, then the partial block */
     ar_vec w, gamma;           /* proj_weight; gamma only with RMSNorm */

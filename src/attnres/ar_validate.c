@@ -168,6 +168,7 @@ static attnops_status check_inputs(const char *op, const ar_inputs *in, ar_probl
 #else
     p->threads = 1;
 #endif
+    p->team = p->threads; /* the entry points cap it for their run */
     for (int64_t l = 0; l < p->N; l++) p->v[l] = rows_of(in->blocks[l]);
     if (p->partial) p->v[p->N] = rows_of(in->partial);
     p->w = vec_of(in->w);

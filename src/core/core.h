@@ -35,6 +35,13 @@ void ao_tensor_extent(const attnops_tensor *t, const char **lo, const char **hi)
 int64_t ao_tensor_numel(const attnops_tensor *t);
 bool ao_dtype_is_float(attnops_dtype dtype);
 
+/* A run's team: the threads its parallel regions use (src/core/threads.c):
+ * `requested`, capped so that the runs in flight in the process share
+ * omp_get_num_procs() threads, never below 1; a run alone gets `requested`.
+ * Every ao_team_acquire is paired with an ao_team_release of its result. */
+int ao_team_acquire(int requested);
+void ao_team_release(int team);
+
 static inline size_t ao_align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 /* This thread's number in the enclosing OpenMP team (0 without OpenMP): the

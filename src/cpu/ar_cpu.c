@@ -270,7 +270,7 @@ static void backward_tile(const ar_problem *p, const ar_kernels *k, const row_la
 static void run_forward(const ar_problem *p, const ar_kernels *k, const row_layout *f, char *scratch)
 {
     const int64_t tokens = p->B * p->T, tiles = (tokens + AR_TILE - 1) / AR_TILE;
-#pragma omp parallel for num_threads(p->threads) schedule(static)
+#pragma omp parallel for num_threads(p->team) schedule(static)
     for (int64_t tile = 0; tile < tiles; tile++) {
         float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p));
         const int64_t tok0 = tile * AR_TILE;
@@ -283,7 +283,7 @@ static void run_backward(const ar_problem *p, const ar_kernels *k, const row_lay
 {
     const int64_t D = p->D, ld = (int64_t)(row_bytes(p) / sizeof(float)), chunks = ar_chunks(p), per = ar_chunk_tokens(p);
     const int64_t tokens = p->B * p->T;
-#pragma omp parallel for num_threads(p->threads) schedule(dynamic)
+#pragma omp parallel for num_threads(p->team) schedule(dynamic)
     for (int64_t c = 0; c < chunks; c++) {
         float *s = (float *)(scratch + (size_t)omp_get_thread_num() * thread_bytes(p)), *u = scratch_row(p, s, S_ACC);
         float *cu = chunk_u + c * ld;

@@ -491,7 +491,7 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     const int64_t stride = pl.t.nk + 1;
     int64_t *work64 = (int64_t *)((char *)ws + pl.total - 2 * pl.work_bytes);
     int64_t *work128 = (int64_t *)((char *)work64 + pl.work_bytes);
-#pragma omp parallel for num_threads(p->threads) schedule(dynamic)
+#pragma omp parallel for num_threads(p->team) schedule(dynamic)
     for (int64_t b = 0; b < p->B; b++) count_tile_work(p, b, pl.bk, work64 + b * stride, work128 + b * stride);
     /* FP8 quantises dS per 128 x 128 tile; otherwise the ISA's choice, or 64
      * rows where a narrow band or short sequences make 128 waste work */
@@ -508,7 +508,7 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     const wave_store w = {ws, (char *)ws + (size_t)pl.wave * (size_t)G * pl.qside_bytes};
     char *threads_base = w.parts + (size_t)pl.wave * (size_t)G * (size_t)pl.nsplit * pl.part_bytes;
 
-#pragma omp parallel num_threads(p->threads)
+#pragma omp parallel num_threads(p->team)
     {
         size_t th_sz[TH_COUNT];
         char *th[TH_COUNT];

@@ -222,7 +222,7 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
     char *packs = ws, *threads_base = packs + (size_t)pl.wave * (pl.k_bytes + pl.v_bytes);
     const int64_t heads = p->B * p->N2, items_per_head = p->G * t->nq;
 
-#pragma omp parallel num_threads(p->threads)
+#pragma omp parallel num_threads(p->team)
     {
         const int tid = omp_get_thread_num();
         const fwd_scratch sc = thread_scratch(&pl, p, threads_base + (size_t)tid * pl.thread_bytes);

@@ -218,7 +218,7 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
     const int64_t D = p->D, items = q.tiles * q.split, span = (2 * D + q.split - 1) / q.split;
     const int64_t w_pieces = 2 * ((D + W_ROWS - 1) / W_ROWS);
 
-#pragma omp parallel num_threads(p->threads)
+#pragma omp parallel num_threads(p->team)
     {
         const int tid = omp_get_thread_num();
         char *xbuf = scratch + (size_t)tid * (q.x_bytes + q.c_bytes + q.pool_bytes);

@@ -105,7 +105,8 @@ typedef struct fa_problem {
     attnops_impl impl;
     attnops_dtype chain_round;       /* impl BENCHMARK: every intermediate rounded to this dtype; 0: the golden */
     bool deterministic;
-    int threads;                     /* resolved thread count (>= 1) */
+    int threads;                     /* resolved thread count (>= 1): the arithmetic follows it */
+    int team;      /* threads the parallel regions run on: set for the run (ao_team_acquire) */
 } fa_problem;
 
 /* Batch b's query / key lengths and the row of its first one in the views

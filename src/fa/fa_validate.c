@@ -646,6 +646,7 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
 #else
     pr->threads = 1;
 #endif
+    pr->team = pr->threads; /* the entry points cap it for their run */
     AO_TRY(derive_rope(op, p, pr));
     AO_TRY(derive_fp8(op, p, pr));
     AO_TRY(derive_mask(op, p, pr));

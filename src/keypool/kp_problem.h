@@ -37,7 +37,8 @@ typedef struct kp_problem {
     bool layer_norm;
     attnops_key_pool_capacity capacity;
     attnops_impl impl;
-    int threads;          /* resolved thread count (>= 1) */
+    int threads;          /* resolved thread count (>= 1): the arithmetic follows it */
+    int team;      /* threads the parallel regions run on: set for the run (ao_team_acquire) */
 
     /* hidden row of token i of batch b: BSH (b, i); TH (cu[b] + i) */
     kp_matrix hidden;     /* [rows][H]; BSH rows are b*S + i through hb */

@@ -263,6 +263,7 @@ attnops_status kp_validate(const attnops_key_pool_args *a, const char *op, bool 
 #else
     p->threads = 1;
 #endif
+    p->team = p->threads; /* the entry points cap it for their run */
     p->start = a->start_pos->data, p->start_s = a->start_pos->strides[0];
     p->table = a->cache_block_table->data;
     p->table_sb = a->cache_block_table->strides[0], p->table_sl = a->cache_block_table->strides[1];

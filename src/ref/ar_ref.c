@@ -219,7 +219,7 @@ size_t ar_ref_workspace(const ar_problem *p)
 static void run_forward(const ar_problem *p, const double *w, const double *gamma, char *scratch)
 {
     const int64_t tokens = p->B * p->T;
-#pragma omp parallel for num_threads(p->threads) schedule(static)
+#pragma omp parallel for num_threads(p->team) schedule(static)
     for (int64_t tok = 0; tok < tokens; tok++) {
         const int64_t b = tok / p->T, t = tok % p->T;
         double *V = (double *)(scratch + (size_t)ao_thread_id() * thread_bytes(p)), *h = V + p->L * p->D;
@@ -239,7 +239,7 @@ static void run_backward(const ar_problem *p, const double *w, const double *gam
 {
     const int64_t D = p->D, chunks = ar_chunks(p), per = ar_chunk_tokens(p), tokens = p->B * p->T;
     double *chunk_dw = chunk_sums, *chunk_dg = chunk_sums + chunks * D;
-#pragma omp parallel for num_threads(p->threads) schedule(dynamic)
+#pragma omp parallel for num_threads(p->team) schedule(dynamic)
     for (int64_t c = 0; c < chunks; c++) {
         double *V = (double *)(scratch + (size_t)ao_thread_id() * thread_bytes(p));
         double *g = V + p->L * D, *tmp = g + D, *dw = tmp + D, *dg = dw + D;

@@ -141,7 +141,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
     const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, T2 = p->T2;
     const size_t per_thread = thread_scratch(p, false);
     const int64_t rows_max = fwd_rows(p);
-#pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
+#pragma omp parallel for num_threads(p->team) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t h = 0; h < p->N1; h++) {
             /* s: rows_max x S2 scores, then exponentials; chunk: the rows_max x REF_KC block a product
@@ -268,7 +268,7 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
     scratch += shared_scratch(p, true);
     for (int64_t b = 0; b < p->B; b++) {
         const int64_t S1 = fa_q_len(p, b);
-#pragma omp parallel for num_threads(p->threads) collapse(2) schedule(static)
+#pragma omp parallel for num_threads(p->team) collapse(2) schedule(static)
         for (int64_t h = 0; h < p->N1; h++)
             for (int64_t i = 0; i < S1; i++) {
                 const int64_t row = h * T1 + canonical_q(p, b) + i;
@@ -276,7 +276,7 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
             }
     }
     /* One task per kv head: it owns dk/dv of that head and dq of its G query heads. */
-#pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
+#pragma omp parallel for num_threads(p->team) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
             /* P and G = scale dS of REF_ROWS query rows x REF_KC keys, one row's keep bytes */
@@ -354,7 +354,7 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
 {
     const int64_t D = p->D, Dv = p->Dv, T1 = p->T1, R = FA_FP8_BLOCK;
     const double fp8_max = fa_fp8_max(p->dtype);
-#pragma omp parallel for num_threads(p->threads) schedule(dynamic) collapse(2)
+#pragma omp parallel for num_threads(p->team) schedule(dynamic) collapse(2)
     for (int64_t b = 0; b < p->B; b++) {
         for (int64_t n2 = 0; n2 < p->N2; n2++) {
             double *P = scratch + (size_t)ao_thread_id() * thread_scratch(p, true), *dS = P + R * p->S2;
@@ -429,7 +429,7 @@ static void transfer(const fa_problem *p, const fa_view *v, side sd, int64_t N, 
         const int64_t len = sd == SIDE_Q ? fa_q_len(p, b) : fa_kv_len(p, b);
         const int64_t first = sd == SIDE_Q ? fa_q_first(p, b) : fa_kv_first(p, b);
         const int64_t crow = sd == SIDE_Q ? canonical_q(p, b) : canonical_kv(p, b);
-#pragma omp parallel for num_threads(p->threads) collapse(2) schedule(static)
+#pragma omp parallel for num_threads(p->team) collapse(2) schedule(static)
         for (int64_t n = 0; n < N; n++)
             for (int64_t s = 0; s < len; s++) {
                 double *x = canon + (n * T + crow + s) * D;
@@ -447,7 +447,7 @@ static void transfer(const fa_problem *p, const fa_view *v, side sd, int64_t N, 
 static void transfer_stats(const fa_problem *p, const fa_view *v, double *canon, bool load)
 {
     for (int64_t b = 0; b < p->B; b++)
-#pragma omp parallel for num_threads(p->threads) collapse(2) schedule(static)
+#pragma omp parallel for num_threads(p->team) collapse(2) schedule(static)
         for (int64_t n = 0; n < p->N1; n++)
             for (int64_t s = 0; s < fa_q_len(p, b); s++) {
                 double *x = canon + n * p->T1 + canonical_q(p, b) + s;

@@ -64,7 +64,7 @@ void kp_ref_run(const kp_problem *p, void *workspace)
     float *key_ws = workspace, *gate_ws = (float *)((char *)workspace + rows_bytes(p));
     int64_t *row0 = (int64_t *)((char *)workspace + 2 * rows_bytes(p));
 
-#pragma omp parallel for num_threads(p->threads) schedule(dynamic, 4)
+#pragma omp parallel for num_threads(p->team) schedule(dynamic, 4)
     for (int64_t t = 0; t < p->T; t++) {
         const char *x = kp_hidden_row(p, t);
         for (int64_t d = 0; d < p->D; d++) {
@@ -79,7 +79,7 @@ void kp_ref_run(const kp_problem *p, void *workspace)
     kp_out_row0(p, row0);
     for (int64_t b = 0; b < p->B; b++) {
         const int64_t first = kp_first_group(p, b), n = kp_valid_rows(p, b);
-#pragma omp parallel for num_threads(p->threads) schedule(dynamic)
+#pragma omp parallel for num_threads(p->team) schedule(dynamic)
         for (int64_t g = 0; g < n; g++) {
             const float *key[128], *gate[128];
             int64_t stride[128];
