@@ -8,6 +8,71 @@
 #include "npy.h"
 #include "testutil.h"
 
+/* A version 1.0 file: preamble, `header` padded as numpy pads it, then
+ * `data_bytes` bytes of data (zeros). */
+static size_t make_npy(unsigned char *buf, const char *header, size_t data_bytes)
+{
+    size_t len = strlen(header);
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (unsigned char)((len + 1) & 0xff), buf[9] = (unsigned char)((len + 1) >> 8);
+    memcpy(buf + 10, header, len);
+    buf[10 + len] = '\n';
+    memset(buf + 11 + len, 0, data_bytes);
+    return 11 + len + data_bytes;
+}
+
+/* Hostile files (issue 16, item 3): each refused with a sentence naming the
+ * file and what is wrong, nothing allocated from the untrusted sizes. */
+static int hostile(const char *dir)
+{
+    const int before = tu_failures;
+    static unsigned char buf[1 << 16];
+    char err[512], path[1024];
+    static const struct { const char *header; size_t data; const char *reason; } cases[] = {
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 23, "truncated data (23 bytes"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 25, "trailing bytes after the data (25"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 0, "overflows 64 bits"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 2), }", 0, "byte size overflows"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 0, "bad shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", 0, "bad shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }", 4, "bad shape"},
+        {"{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8, "unsupported dtype '<c8'"},
+        {"{'descr': '<f4', 'shape': (1,), }", 4, "header is not a numpy dict"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3", 24, "bad shape"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const size_t n = make_npy(buf, cases[i].header, cases[i].data);
+        npy_array a;
+        int rc = npy_parse(buf, n, "mem.npy", 0, &a, err, sizeof err);
+        TU_CHECK(rc == -1 && a.data == NULL && strstr(err, cases[i].reason) && strstr(err, "mem.npy"),
+                 "hostile %zu in memory: rc %d, \"%s\" (expected \"%s\")", i, rc, err, cases[i].reason);
+        snprintf(path, sizeof path, "%s/hostile_%zu.npy", dir, i);
+        FILE *f = fopen(path, "wb");
+        if (f) fwrite(buf, 1, n, f), fclose(f);
+        rc = npy_read(path, 0, &a, err, sizeof err);
+        TU_CHECK(rc == -1 && a.data == NULL && strstr(err, cases[i].reason) && strstr(err, path),
+                 "hostile %zu as a file: rc %d, \"%s\" (expected \"%s\")", i, rc, err, cases[i].reason);
+    }
+    /* Every prefix of a good file is refused (truncation at each byte). */
+    const size_t good = make_npy(buf, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", 24);
+    for (size_t cut = 0; cut < good; cut++) {
+        npy_array a;
+        TU_CHECK(npy_parse(buf, cut, "cut.npy", 0, &a, err, sizeof err) == -1 && a.data == NULL,
+                 "a file cut to %zu of %zu bytes was accepted", cut, good);
+    }
+    npy_array a;
+    TU_CHECK(npy_parse(buf, good, "good.npy", 0, &a, err, sizeof err) == 0 && a.bytes == 24, "the whole file: %s",
+             err);
+    free(a.data);
+    /* A header length above 1 MiB (version 2.0) and a directory. */
+    memcpy(buf, "\x93NUMPY\x02\x00\xff\xff\xff\x7f", 12);
+    TU_CHECK(npy_parse(buf, 12, "long.npy", 0, &a, err, sizeof err) == -1 && strstr(err, "header length"),
+             "a 2 GiB header length: \"%s\"", err);
+    TU_CHECK(npy_read(dir, 0, &a, err, sizeof err) == -1 && strstr(err, "not a regular file"),
+             "a directory: \"%s\"", err);
+    return tu_failures == before;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) return fprintf(stderr, "usage: test_npy DIR\n"), 2;
@@ -58,5 +123,6 @@ int main(int argc, char **argv)
                  "%s: rc %d, message \"%s\" (expected \"%s\")", broken[i].file, rc, err, broken[i].reason);
     }
     passed += tu_failures == before;
+    passed += hostile(argv[1]);
     return tu_finish("test_npy", passed);
 }

@@ -32,7 +32,13 @@ typedef struct npy_array {
 /* Writes a version 1.0 file (2.0 when the header needs it).  0, or -1 with err. */
 int npy_write(const char *path, attnops_dtype dtype, int rank, const int64_t *shape, const void *data, char *err,
               size_t errlen);
-/* Reads a file; hint (0 for none) names the dtype of a void descr. */
+/* Reads a file; hint (0 for none) names the dtype of a void descr.  The
+ * file must be a regular file whose size is exactly the header's plus the
+ * data its shape needs (checked, overflow included, before the data is
+ * allocated).  0, or -1 with err and *out zeroed. */
 int npy_read(const char *path, attnops_dtype hint, npy_array *out, char *err, size_t errlen);
+/* The same from a whole file's n bytes in memory; `origin` names it in err. */
+int npy_parse(const void *buf, size_t n, const char *origin, attnops_dtype hint, npy_array *out, char *err,
+              size_t errlen);
 
 #endif
