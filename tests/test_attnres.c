@@ -554,7 +554,8 @@ static bool same_spec(const ar_case_spec *a, const ar_case_spec *b)
  * (c)'s two cases, in order, with (c)'s data seed and the triple rule. */
 static bool check_suite(const char *path)
 {
-    char *text = harness_read_text(path), err[512] = "cannot read the file";
+    char err[512];
+    char *text = harness_read_text(path, err, sizeof err);
     harness_case *cases = NULL;
     const int n = text ? harness_parse_cases(text, path, &cases, err, sizeof err) : -1;
     bool ok = n == COUNT(SEED_CASES);

@@ -409,7 +409,8 @@ static bool same_spec(const kp_case_spec *a, const kp_case_spec *b)
  * these four cases, in order, with the data seeds this test uses. */
 static void check_suite(const char *path)
 {
-    char *text = harness_read_text(path), err[512] = "cannot read the file";
+    char err[512];
+    char *text = harness_read_text(path, err, sizeof err);
     harness_case *cases = NULL;
     const int n = text ? harness_parse_cases(text, path, &cases, err, sizeof err) : -1;
     EXPECT(n == (int)(sizeof SEED_CASES / sizeof *SEED_CASES), "suite %s: %d cases (%s)", path, n, n < 0 ? err : "");

@@ -327,9 +327,9 @@ static int load(const char *what, harness_case **cases)
             if (n < 0) fprintf(stderr, "attnops: %s\n", err);
             return n;
         }
-    char *text = harness_read_text(what);
+    char *text = harness_read_text(what, err, sizeof err);
     if (!text) {
-        fprintf(stderr, "attnops: '%s' is neither a built-in suite (attnops list) nor a readable file\n", what);
+        fprintf(stderr, "attnops: '%s' is not a built-in suite (attnops list), and as a file: %s\n", what, err);
         return -1;
     }
     const int n = harness_parse_cases(text, what, cases, err, sizeof err);

@@ -1,10 +1,14 @@
 #include "harness_case.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct parse_ctx {
     const char *origin, *name;
@@ -467,18 +471,82 @@ attnops_dtype harness_triple_dtype(harness_op op, attnops_dtype dtype)
     return op == HARNESS_OP_ATTNRES ? ATTNOPS_DTYPE_F32 : dtype;
 }
 
+/* A member name that occurs twice in obj, or NULL (cJSON keeps both). */
+static const char *duplicate_key(const cJSON *obj)
+{
+    for (const cJSON *a = obj->child; a; a = a->next)
+        for (const cJSON *b = a->next; b; b = b->next)
+            if (a->string && b->string && !strcmp(a->string, b->string)) return a->string;
+    return NULL;
+}
+
+/* A case name names the export's directory (DIR/<case>/...): 1 to 63 of
+ * letters, digits, '_', '-', '.', '+', not starting with '.', so that no
+ * name leaves DIR or hides in it. */
+static bool name_is_safe(const char *name)
+{
+    const size_t n = strlen(name);
+    if (n == 0 || n > HARNESS_NAME_MAX || name[0] == '.') return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && !strchr("_-.+", name[i])) return false;
+    return true;
+}
+
+/* What the case's tensors need, roughly and from above (as doubles: the
+ * dims are untrusted, and their product must not overflow before it is
+ * checked): every tensor the harness allocates, each also held as doubles
+ * by the comparison. */
+static double case_bytes(const harness_case *h)
+{
+    const double f64 = 8.0;
+    if (h->op == HARNESS_OP_KEYPOOL) {
+        const kp_case_spec *k = &h->kp;
+        double tokens = 0.0, blocks = 1.0;
+        for (int b = 0; b < k->B; b++) {
+            tokens += (double)k->len[b];
+            blocks += ceil(((double)k->start[b] + (double)k->len[b]) / (double)k->block_size) + 1.0;
+        }
+        return f64 * ((double)k->H * (tokens + 2.0 * (double)k->D) + blocks * (double)k->block_size * 4.0 *
+                      (double)k->D + tokens * (double)k->D);
+    }
+    if (h->op == HARNESS_OP_ATTNRES) {
+        const ar_case_spec *a = &h->ar;
+        return f64 * 2.0 * ((double)a->N + 3.0) * (double)a->B * (double)a->T * (double)a->D;
+    }
+    const fa_case_shape *s = &h->shape;
+    double rows_q = (double)s->B * (double)s->S1, rows_kv = (double)s->B * (double)s->S2;
+    if (s->layout == ATTNOPS_LAYOUT_TND) {
+        rows_q = rows_kv = 0.0;
+        for (int b = 0; b < s->nseq; b++) rows_q += (double)s->seq_q[b], rows_kv += (double)s->seq_kv[b];
+    }
+    const double d = (double)(s->D > s->Dv ? s->D : s->Dv) + (double)s->Dr;
+    const double scores = s->mask != FA_CASE_MASK_NONE || s->pse != FA_CASE_PSE_NONE
+                              ? (double)s->B * (double)s->N1 * (double)s->S1 * (double)s->S2 : 0.0;
+    return f64 * (5.0 * rows_q * (double)s->N1 * d + 5.0 * rows_kv * (double)s->N2 * d + 2.0 * scores +
+                  16.0 * rows_q * (double)s->N1);
+}
+
 static bool parse_one(parse_ctx *c, const cJSON *obj, harness_case *h)
 {
     if (!cJSON_IsObject(obj)) return fail(c, NULL, "is not a JSON object");
+    if (!name_is_safe(h->name))
+        return fail(c, NULL, "has a name that is not 1 to %d letters, digits, '_', '-', '.' or '+' (not starting "
+                    "with '.'); it names the export's directory", HARNESS_NAME_MAX);
+    const char *dup = duplicate_key(obj);
+    if (dup) return fail(c, dup, "is given twice");
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(obj, "op");
     h->op = HARNESS_OP_FA_GRAD;
     if (op && !(cJSON_IsString(op) && harness_op_parse(op->valuestring, &h->op)))
         return fail(c, "op", "must be \"flash_attention_grad\" (the default), \"keypool\" or \"attnres\"");
-    switch (h->op) {
-    case HARNESS_OP_KEYPOOL: return parse_keypool(c, obj, h);
-    case HARNESS_OP_ATTNRES: return parse_attnres(c, obj, h);
-    default: return parse_fa(c, obj, h);
-    }
+    const bool ok = h->op == HARNESS_OP_KEYPOOL   ? parse_keypool(c, obj, h)
+                    : h->op == HARNESS_OP_ATTNRES ? parse_attnres(c, obj, h)
+                                                  : parse_fa(c, obj, h);
+    if (!ok) return false;
+    const double bytes = case_bytes(h), limit = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (!(bytes <= limit))
+        return fail(c, NULL, "needs about %.3g GB for its tensors, more than this machine's %.3g GB of memory",
+                    bytes / 1e9, limit / 1e9);
+    return true;
 }
 
 int harness_parse_cases(const char *json, const char *origin, harness_case **cases, char *err, size_t errlen)
@@ -507,11 +575,15 @@ int harness_parse_cases(const char *json, const char *origin, harness_case **cas
     int k = 0;
     for (const cJSON *item = single ? root : root->child; k < n; item = item->next, k++) {
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(item, "name");
-        if (cJSON_IsObject(root) && !single) snprintf(out[k].name, sizeof out[k].name, "%s", item->string);
-        else if (cJSON_IsString(nm)) snprintf(out[k].name, sizeof out[k].name, "%s", nm->valuestring);
+        const char *name = cJSON_IsObject(root) && !single ? item->string : cJSON_IsString(nm) ? nm->valuestring : NULL;
+        if (name && strlen(name) > HARNESS_NAME_MAX) snprintf(out[k].name, sizeof out[k].name, "%.40s...", name);
+        else if (name) snprintf(out[k].name, sizeof out[k].name, "%s", name);
         else snprintf(out[k].name, sizeof out[k].name, "case%d", k);
         c.name = out[k].name;
-        if (!parse_one(&c, item, &out[k])) {
+        bool ok = parse_one(&c, item, &out[k]);
+        for (int j = 0; ok && j < k; j++)
+            if (!strcmp(out[j].name, out[k].name)) ok = fail(&c, NULL, "is the name of an earlier case too");
+        if (!ok) {
             free(out);
             cJSON_Delete(root);
             return -1;
@@ -522,18 +594,32 @@ int harness_parse_cases(const char *json, const char *origin, harness_case **cas
     return n;
 }
 
-char *harness_read_text(const char *path)
+char *harness_read_text(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (int ch; (ch = fgetc(f)) != EOF;) {
-        if (len + 1 >= cap) text = realloc(text, cap = cap ? 2 * cap : 4096);
-        text[len++] = (char)ch;
+    if (!f) return snprintf(err, errlen, "%s: %s.", path, strerror(errno)), NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return snprintf(err, errlen, "%s: not a regular file.", path), NULL;
     }
+    if (st.st_size > HARNESS_TEXT_MAX_BYTES) {
+        fclose(f);
+        return snprintf(err, errlen, "%s: %lld bytes, above the %d MiB a case file or manifest may have.", path,
+                        (long long)st.st_size, HARNESS_TEXT_MAX_BYTES >> 20), NULL;
+    }
+    const size_t size = (size_t)st.st_size;
+    char *text = malloc(size + 1);
+    const size_t got = text ? fread(text, 1, size, f) : 0;
     fclose(f);
-    if (!text) text = calloc(1, 1);
-    text[len] = '\0';
+    if (!text || got != size) {
+        free(text);
+        return snprintf(err, errlen, "%s: cannot read the file.", path), NULL;
+    }
+    text[size] = '\0';
+    if (strlen(text) != size) {
+        free(text);
+        return snprintf(err, errlen, "%s: holds a NUL byte; it is not a JSON text file.", path), NULL;
+    }
     return text;
 }

@@ -34,8 +34,10 @@
  *
  * A document holds one case (an object with "B", "N1" or "op"), a list of
  * cases, or a named dictionary {name: case} like the seed's TestCases.
- * Unknown fields and bad values are errors that name the case and the
- * field. */
+ * Unknown fields, fields given twice, bad values, unsafe or repeated case
+ * names and cases whose tensors need more than the machine's memory (a
+ * rough estimate from above, made before anything is allocated) are errors
+ * that name the case and the field. */
 #ifndef ATTNOPS_VERIFY_HARNESS_CASE_H
 #define ATTNOPS_VERIFY_HARNESS_CASE_H
 
@@ -46,8 +48,12 @@
 
 typedef enum harness_op { HARNESS_OP_FA_GRAD, HARNESS_OP_KEYPOOL, HARNESS_OP_ATTNRES, HARNESS_OP_COUNT } harness_op;
 
+/* A case's name: 1 to HARNESS_NAME_MAX letters, digits, '_', '-', '.', '+',
+ * not starting with '.' (it names the export's directory); unique in a file. */
+#define HARNESS_NAME_MAX 63
+
 typedef struct harness_case {
-    char name[64];
+    char name[HARNESS_NAME_MAX + 1];
     harness_op op;
     union {
         fa_case_shape shape; /* HARNESS_OP_FA_GRAD */
@@ -74,7 +80,9 @@ attnops_dtype harness_triple_dtype(harness_op op, attnops_dtype dtype);
  * one sentence in err. */
 int harness_parse_cases(const char *json, const char *origin, harness_case **cases, char *err, size_t errlen);
 
-/* A whole file as a string (free() it); NULL when unreadable. */
-char *harness_read_text(const char *path);
+/* A whole file as a string (free() it): a regular file of at most
+ * HARNESS_TEXT_MAX_BYTES without NUL bytes; NULL with one sentence in err. */
+#define HARNESS_TEXT_MAX_BYTES (64 << 20)
+char *harness_read_text(const char *path, char *err, size_t errlen);
 
 #endif

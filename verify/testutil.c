@@ -55,15 +55,22 @@ tu_tensor tu_tensor_new(attnops_dtype dtype, int rank, const int64_t *shape, int
     t.view.dtype = dtype;
     t.view.rank = rank;
     int64_t stride = 1;
+    bool overflow = false;
     for (int i = rank - 1; i >= 0; i--) {
         t.view.shape[i] = shape[i];
         t.view.strides[i] = stride;
         int64_t extent = shape[i] + (i == rank - 1 ? pad : 0);
-        stride *= extent > 0 ? extent : 1;
+        overflow |= __builtin_mul_overflow(stride, extent > 0 ? extent : 1, &stride);
     }
     size_t esize = attnops_dtype_size(dtype);
-    t.data_bytes = (size_t)stride * esize;
-    t.block = malloc(t.data_bytes + 2 * TU_CANARY_BYTES);
+    overflow |= __builtin_mul_overflow((size_t)stride, esize, &t.data_bytes);
+    t.block = overflow ? NULL : malloc(t.data_bytes + 2 * TU_CANARY_BYTES);
+    if (!t.block) { /* the harness and the tests cannot go on; say why instead of crashing */
+        if (overflow) fprintf(stderr, "attnops: a %s tensor's size overflows 64 bits\n", attnops_dtype_name(dtype));
+        else fprintf(stderr, "attnops: out of memory for a %s tensor of %zu bytes\n", attnops_dtype_name(dtype),
+                     t.data_bytes);
+        exit(2);
+    }
     memset(t.block, TU_CANARY_BYTE, t.data_bytes + 2 * TU_CANARY_BYTES);
     t.view.data = t.block + TU_CANARY_BYTES;
     return t;

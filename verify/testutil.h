@@ -36,6 +36,8 @@ typedef struct tu_tensor {
 /* A tensor of `shape`.  With `pad` > 0 the innermost extent is stored with
  * `pad` extra elements of row padding, so the view is non-contiguous. */
 tu_tensor tu_tensor_new(attnops_dtype dtype, int rank, const int64_t *shape, int64_t pad);
+/* (Tests and the CLI cannot go on without it: a size that overflows or
+ * memory that cannot be had prints one line and exits with status 2.) */
 void tu_tensor_free(tu_tensor *t);
 /* Fills every byte of the storage (padding included) with `byte`. */
 void tu_tensor_poison(tu_tensor *t, unsigned char byte);

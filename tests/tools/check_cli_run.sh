@@ -142,12 +142,36 @@ JSON
 check "triple against the benchmark chain" 0 "^2 of 2 cases passed" -- "$bin" run "$tmp/triple.json" --log -
 check "triple sees the broken kernel" 1 "^FAIL t16 dq \[triple\] mare_ratio" -- \
     env ATTNOPS_TEST_BREAK_KERNEL=1 "$bin" run "$tmp/triple.json" --log -
-check "missing file" 2 "neither a built-in suite .* nor a readable file" -- "$bin" run "$tmp/none.json"
+check "missing file" 2 "is not a built-in suite .*, and as a file: .*none.json: No such file" -- "$bin" run "$tmp/none.json"
 printf '{"B": 1,' >"$tmp/bad.json"
 check "bad JSON" 2 "not valid JSON" -- "$bin" run "$tmp/bad.json"
 printf '{"B": 1, "S1": 3, "S2": 3, "N1": 1, "N2": 1, "D": 8, "dtype": "fp16", "input_layout": "BSND", "colour": 1}' \
     >"$tmp/field.json"
 check "unknown field" 2 "field 'colour' is not a known case field" -- "$bin" run "$tmp/field.json"
+# Hostile case files (issue 16): each refused with the file, the case and the field, nothing allocated or written.
+small='"B": 1, "S1": 3, "S2": 3, "N1": 1, "N2": 1, "D": 8, "dtype": "fp16", "input_layout": "BSND"'
+printf '{"../../escape": {%s}}' "$small" >"$tmp/evil_name.json"
+check "a case name that leaves the export directory" 2 "case '../../escape': has a name that is not 1 to 63" -- \
+    "$bin" golden "$tmp/evil_name.json" --out "$tmp/evil_out"
+[ ! -e "$tmp/escape" ] && [ ! -e "$tmp/evil_out/../escape" ] && echo "ok   nothing written outside" \
+    || { echo "FAIL a hostile case name wrote outside the export"; fails=$((fails + 1)); }
+printf '[{"name": "twin", %s}, {"name": "twin", %s}]' "$small" "$small" >"$tmp/twins.json"
+check "two cases with one name" 2 "case 'twin': is the name of an earlier case too" -- "$bin" run "$tmp/twins.json"
+printf '{"B": 1, "B": 2, "S1": 3, "S2": 3, "N1": 1, "N2": 1, "D": 8, "dtype": "fp16", "input_layout": "BSND"}' \
+    >"$tmp/dup_key.json"
+check "a key given twice" 2 "dup_key.json: case 'case0': field 'B' is given twice" -- "$bin" run "$tmp/dup_key.json"
+printf '{"B": 1e300, "S1": 3, "S2": 3, "N1": 1, "N2": 1, "D": 8, "dtype": "fp16", "input_layout": "BSND"}' \
+    >"$tmp/huge_number.json"
+check "a huge number" 2 "field 'B' must be an integer in \\[1, " -- "$bin" run "$tmp/huge_number.json"
+printf '{"B": 1048576, "S1": 1048576, "S2": 1048576, "N1": 64, "N2": 64, "D": 128, "dtype": "fp16", "input_layout": "BSND"}' \
+    >"$tmp/huge_case.json"
+check "a case larger than memory" 2 "needs about .* GB for its tensors, more than this machine's" -- \
+    "$bin" run "$tmp/huge_case.json"
+python3 -c 'print("[" * 100000 + "]" * 100000)' >"$tmp/deep.json"
+check "deep nesting" 2 "deep.json: not valid JSON" -- "$bin" run "$tmp/deep.json"
+printf '{"B": 1,\0 "S1": 3}' >"$tmp/nul.json"
+check "a NUL byte" 2 "nul.json: holds a NUL byte" -- "$bin" run "$tmp/nul.json"
+check "a directory as a case file" 2 "as a file: .*: not a regular file" -- "$bin" run "$tmp"
 check "save" 0 "^1 of 1 cases passed" -- "$bin" run fag-seed --filter '^GQA' --log - --save "$tmp/saved"
 [ -s "$tmp/saved/GQA_01/kernel_dq.npy" ] && grep -q '"role":[[:space:]]*"kernel"' "$tmp/saved/manifest.json" \
     && echo "ok   --save writes both chains and a manifest" || { echo "FAIL --save files"; fails=$((fails + 1)); }

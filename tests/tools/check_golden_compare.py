@@ -4,7 +4,8 @@ the export loads in numpy + ml_dtypes with the shapes and dtypes the
 manifest records; GQA_01's exported gradients agree with a float64 numpy
 backward computed here from the exported inputs; a "device" that returns
 the golden passes `compare` (exit 0), one whose dq is 1 % off fails it
-(exit 1, FAIL line for that output), a missing output file gives exit 2.
+(exit 1, FAIL line for that output), a missing output file gives exit 2,
+and so do a manifest path that leaves the export and a symbolic link.
 Usage: check_golden_compare.py ATTNOPS_BINARY"""
 import json
 import os
@@ -69,6 +70,22 @@ def main(binary):
         check(r.returncode == 2 and "dq.npy" in r.stderr, "a missing device output gives exit 2 and names the file")
         r = compare(binary, tmp, dev)
         check(r.returncode == 2 and "manifest" in r.stderr, "a directory without a manifest gives exit 2")
+
+        # Hostile exports: a manifest path that leaves the export, and a symbolic link inside it.
+        shutil.copy(os.path.join(g, t["file"]), os.path.join(dev, t["file"]))
+        manifest_path = os.path.join(g, "manifest.json")
+        evil = json.load(open(manifest_path))
+        next(c for c in evil["cases"] if c["name"] == "GQA_01")["tensors"]["dq"]["file"] = "../device/GQA_01/dq.npy"
+        json.dump(evil, open(manifest_path, "w"))
+        r = compare(binary, g, dev)
+        check(r.returncode == 2 and "case 'GQA_01': tensor 'dq': field 'file' must be a relative path" in r.stderr,
+              "a manifest path with '..' is refused, naming the case and the field")
+        json.dump(m, open(manifest_path, "w"))
+        os.remove(os.path.join(dev, t["file"]))
+        os.symlink(os.path.join(g, t["file"]), os.path.join(dev, t["file"]))
+        r = compare(binary, g, dev)
+        check(r.returncode == 2 and "a symbolic link" in r.stderr and "dq.npy" in r.stderr,
+              "a device output that is a symbolic link is refused")
     finally:
         shutil.rmtree(tmp)
     return golden_files.summary("check_golden_compare")
