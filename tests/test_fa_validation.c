@@ -523,7 +523,7 @@ static int verify_failure(fixture *fx, const expect *e)
     X(DY_DTYPE) X(ATTENTION_IN_SHAPE) X(ATTENTION_IN_DTYPE) X(OVERLAP_SUM_MAX) X(OVERLAP_OUT_SUM) X(OVERLAP_DQ_DK) \
     X(OVERLAP_DK_DV) X(KEEP_PROB_ZERO) X(KEEP_PROB_1_5) X(KEEP_PROB_NAN) X(SPARSE_MODE_9) X(SPARSE_MODE_NEGATIVE)   \
     X(SPARSE_MODE_7_NOT_TND) X(PSE_TYPE_4) X(PSE_TYPE_2_WITHOUT_PSE) X(INNER_PRECISE_3) X(OUT_DTYPE_2) X(IMPL_4)              \
-    X(NEGATIVE_STRIDE_INPUT) X(NEGATIVE_STRIDE_OUTPUT) X(ZERO_STRIDE_OUTPUT) X(SCALE_NAN)           \
+    X(NEGATIVE_STRIDE_INPUT) X(NEGATIVE_STRIDE_OUTPUT) X(ZERO_STRIDE_OUTPUT) X(OVERLAPPING_STRIDE_OUTPUT) X(SCALE_NAN) X(SCALE_F32_INF)        \
     X(PADDING_MASK) X(SOFTMAX_IN) X(MASK_DTYPE_F32) X(MASK_RANK_3) X(MASK_MODE0_S1) X(MASK_MODE0_S2)               \
     X(MASK_MODE1_S1) X(MASK_MODE1_S2) X(MASK_MODE5_S1) X(MASK_MODE5_S2) X(MASK_MODE1_1NSS) X(MASK_MODE5_SS)        \
     X(MASK_MODE5_11SS) X(MASK_MODE2_1024) X(MASK_MODE3_1024) X(MASK_MODE4_1024) X(MASK_MODE6_2048)                 \
@@ -738,7 +738,16 @@ static bool apply_case(fixture *fx, int c, expect *e)
         e->name = TNAME[i];
         return true;
     }
+    case C_OVERLAPPING_STRIDE_OUTPUT: { /* rows 1 element apart over rows of D elements (found by fuzz_fa_args) */
+        int i = fwd ? O : DK;
+        attnops_tensor *v = &fx->t[i].view;
+        v->strides[v->rank - 2] = 1;
+        e->name = TNAME[i];
+        return true;
+    }
     case C_SCALE_NAN: p->scale_value = NAN; e->name = "scale_value"; return true;
+    /* finite as a double, infinite as the f32 CANN's attribute is (found by fuzz_fa_args) */
+    case C_SCALE_F32_INF: p->scale_value = -1.14e98; e->name = "scale_value"; return true;
     case C_PADDING_MASK: p->padding_mask = &fx->t[Q].view; e->name = "padding_mask"; return true;
     case C_SOFTMAX_IN: if (fwd) return false; fx->ba.softmax_in = &fx->t[SMAX].view; e->name = "softmax_in"; return true;
 

@@ -68,17 +68,43 @@ attnops_status ao_check_dtype(const char *op, const char *name, const attnops_te
                    attnops_dtype_name(t->dtype), attnops_dtype_name(want), why);
 }
 
-/* Outputs must not share bytes: a later write would clobber an earlier one.
- * Within one output, a zero stride over an extent > 1 would alias elements. */
+/* An output's elements must not share bytes.  Taken by increasing stride,
+ * each dimension (of extent > 1) must step past everything the smaller ones
+ * span: that proves the view non-overlapping (slices, transposes and padded
+ * rows pass).  Views that interleave their dimensions without overlapping
+ * (strides (2, 3) over extents (3, 2)) fail it too; deciding those exactly
+ * is a subset-sum problem, and no output a caller allocates is one. */
+static attnops_status check_no_self_overlap(const char *op, const char *name, const attnops_tensor *t)
+{
+    int order[ATTNOPS_MAX_RANK], n = 0;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->shape[d] <= 1) continue;
+        if (t->strides[d] == 0)
+            return ao_fail(INVALID, "%s: output tensor '%s' has stride 0 in dimension %d of extent %lld, so its "
+                           "elements overlap.", op, name, d, (long long)t->shape[d]);
+        int k = n++;
+        while (k > 0 && t->strides[order[k - 1]] > t->strides[d]) order[k] = order[k - 1], k--;
+        order[k] = d;
+    }
+    int64_t span = 0; /* elements reached by the dimensions so far, minus one */
+    for (int k = 0; k < n; k++) {
+        const int d = order[k];
+        if (t->strides[d] <= span)
+            return ao_fail(INVALID, "%s: output tensor '%s' has stride %lld in dimension %d, within the %lld elements "
+                           "its smaller-stride dimensions span, so its elements overlap (or interleave).", op, name,
+                           (long long)t->strides[d], d, (long long)span + 1);
+        span += (t->shape[d] - 1) * t->strides[d];
+    }
+    return ATTNOPS_SUCCESS;
+}
+
+/* Outputs must not share bytes: a later write would clobber an earlier one. */
 attnops_status ao_check_disjoint(const char *op, const attnops_tensor *const *outs, const char *const *names,
                                      int n)
 {
     for (int i = 0; i < n; i++) {
         if (!outs[i]) continue;
-        for (int d = 0; d < outs[i]->rank; d++)
-            if (outs[i]->strides[d] == 0 && outs[i]->shape[d] > 1)
-                return ao_fail(INVALID, "%s: output tensor '%s' has stride 0 in dimension %d of extent %lld, so its "
-                               "elements overlap.", op, names[i], d, (long long)outs[i]->shape[d]);
+        AO_TRY(check_no_self_overlap(op, names[i], outs[i]));
         const char *lo_i, *hi_i;
         ao_tensor_extent(outs[i], &lo_i, &hi_i);
         for (int j = i + 1; j < n; j++) {

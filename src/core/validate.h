@@ -23,8 +23,9 @@ attnops_status ao_check_shape(const char *op, const char *name, const attnops_te
                               int rank, const char *why);
 attnops_status ao_check_dtype(const char *op, const char *name, const attnops_tensor *t, attnops_dtype want,
                               const char *why);
-/* No output aliases itself (stride 0 over an extent > 1) or another output;
- * NULL entries are skipped. */
+/* No output aliases itself (a zero stride over an extent > 1, or a stride
+ * within what its smaller-stride dimensions span) or another output; NULL
+ * entries are skipped. */
 attnops_status ao_check_disjoint(const char *op, const attnops_tensor *const *outs, const char *const *names, int n);
 /* The run phase's workspace: NULL while the call needs `need` bytes -> 161001,
  * fewer than `need` bytes -> 161002 (the workspace query gives `need`). */

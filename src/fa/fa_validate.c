@@ -105,8 +105,8 @@ static fa_view stats_view(const attnops_tensor *t)
  * merely unsupported. */
 static attnops_status check_attributes(const char *op, const attnops_fa_params *p)
 {
-    if (!isfinite(p->scale_value))
-        return ao_fail(INVALID, "%s: scale_value is %g; it must be finite.", op, p->scale_value);
+    if (!isfinite(p->scale_value) || !isfinite((float)p->scale_value)) /* CANN's attribute is a float */
+        return ao_fail(INVALID, "%s: scale_value is %g; it must be finite as an f32.", op, p->scale_value);
     if (p->padding_mask)
         return ao_fail(INVALID, "%s: padding_mask is reserved by CANN and must be NULL.", op);
     if (p->head_num <= 0)

@@ -61,8 +61,10 @@ double kp_ref_pool_channel(const kp_problem *p, int64_t d, const float *const *k
 
 void kp_ref_run(const kp_problem *p, void *workspace)
 {
-    float *key_ws = workspace, *gate_ws = (float *)((char *)workspace + rows_bytes(p));
-    int64_t *row0 = (int64_t *)((char *)workspace + 2 * rows_bytes(p));
+    /* no tokens: an empty workspace, possibly NULL (no offsets from it) */
+    char *ws = workspace;
+    float *key_ws = (float *)ws, *gate_ws = ws ? (float *)(ws + rows_bytes(p)) : NULL;
+    int64_t *row0 = ws ? (int64_t *)(ws + 2 * rows_bytes(p)) : NULL;
 
 #pragma omp parallel for num_threads(p->team) schedule(dynamic, 4)
     for (int64_t t = 0; t < p->T; t++) {
