@@ -4,6 +4,7 @@
 #   make run       install what is missing, build, run the built-in seed suites
 #                  (attnops run fag-seed pypto-fag; run_log.txt in the build dir)
 #   make test-sanitize  the C suite again in an ASan + UBSan build ($(SAN_DIR)); any report fails
+#   make fuzz      the libFuzzer targets, FUZZ_SECONDS (60) each (clang build in $(FUZZ_DIR))
 #   make bench     ... plus the Python package in .venv, then bench/run.sh
 #   make build     configure + build into $(BUILD_DIR) (nothing installed)
 #   make install   build, then install into $(PREFIX) (default /usr/local)
@@ -28,7 +29,7 @@ define do_build
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 endef
 
-.PHONY: all setup build test test-sanitize run bench install clean distclean
+.PHONY: all setup build test test-sanitize fuzz run bench install clean distclean
 .NOTPARALLEL:
 
 all: build
@@ -61,6 +62,31 @@ test-sanitize:
 	ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    ctest --test-dir $(SAN_DIR) --output-on-failure --no-tests=error -j$(JOBS) \
 	    -E '^(python_|install_pkgconfig|portable_cross_build)' $(CTEST_ARGS)
+
+# libFuzzer (docs/RELIABILITY.md, "Fuzzing"): the targets of fuzz/ in a clang
+# build with ASan + UBSan ($(FUZZ_DIR)), each run for FUZZ_SECONDS on a
+# scratch copy of its committed corpus (fuzz/corpus/<target>/); a crash
+# fails the run and leaves its input in $(FUZZ_DIR)/artifacts/.
+FUZZ_DIR     ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := fuzz_case_json fuzz_npy fuzz_manifest fuzz_compare fuzz_fa_args fuzz_kp_args fuzz_ar_args
+FUZZ_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link \
+                -fno-omit-frame-pointer -Wno-psabi
+fuzz:
+	bash scripts/setup.sh
+	cmake -S . -B $(FUZZ_DIR) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNOPS_FUZZ=ON \
+	    -DCMAKE_C_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined
+	cmake --build $(FUZZ_DIR) -j$(JOBS)
+	@mkdir -p $(FUZZ_DIR)/artifacts
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	    rm -rf $(FUZZ_DIR)/corpus/$$t && mkdir -p $(FUZZ_DIR)/corpus/$$t && cp fuzz/corpus/$$t/* $(FUZZ_DIR)/corpus/$$t/; \
+	    OMP_NUM_THREADS=1 ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 $(FUZZ_DIR)/fuzz/$$t \
+	        -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- $(FUZZ_DIR)/corpus/$$t >$(FUZZ_DIR)/$$t.log 2>&1 \
+	        || { tail -40 $(FUZZ_DIR)/$$t.log; echo "fuzz: $$t FAILED (input in $(FUZZ_DIR)/artifacts/)"; exit 1; }; \
+	    echo "fuzz: $$t $$(grep -m1 -o 'stat::number_of_executed_units: [0-9]*' $(FUZZ_DIR)/$$t.log | \
+	        grep -o '[0-9]*$$') executions in $(FUZZ_SECONDS) s, no crash"; \
+	done
 
 run:
 	bash scripts/setup.sh

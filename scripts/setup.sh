@@ -42,10 +42,12 @@ fi
 # g++: the CANN compatibility headers are checked from C++ too (CANN's
 # host programs are C++).
 # python3-dev: Python.h for the package's small C module (attnops._native).
+# clang with libFuzzer (libclang-rt-14-dev) and its OpenMP (libomp-14-dev):
+# `make fuzz`.
 # gcc-aarch64-linux-gnu and its libc headers: a test compiles the portable
 # path for aarch64 (the x86 ISA folders must stay x86-only).
 apt_packages=(cmake make gcc g++ libc6-dev python3-dev pkg-config libxsmm-dev libcjson-dev python3-venv chromium fonts-dejavu-core
-              gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+              gcc-aarch64-linux-gnu libc6-dev-arm64-cross clang libclang-rt-14-dev libomp-14-dev)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -14,11 +14,20 @@
 static bool always(void) { return true; }
 
 #if defined(__x86_64__)
+#include <cpuid.h>
+
+/* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no "f16c". */
+static bool x86_f16c(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+}
+
 /* AVX2 with FMA and F16C: every AVX2 CPU made has the other two, and the kernels use them. */
 static bool x86_avx2(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && x86_f16c();
 }
 
 static bool x86_avx512(void)
