@@ -6,9 +6,10 @@
  * NULL -- on tiny data.  Every call must keep the contract (fz_check_status:
  * a documented status, a sentence exactly on failure, no output written on
  * failure), a successful call must give finite attention_out / dq / dk / dv
- * (when |scale_value| <= 64: the data are below 2 in magnitude, so the
- * scores and gradients then fit every output dtype; a larger scale may
- * overflow f16 or f32 as IEEE arithmetic must), and no access may leave a view (AddressSanitizer: every tensor and the
+ * (when |scale_value| <= 64 and keep_prob >= 1/1024: the data are below 2
+ * in magnitude, so the scores, the dropout's 1/keep_prob scaling and the
+ * gradients then fit every output dtype; beyond that they may overflow f16
+ * or f32 as IEEE arithmetic must), and no access may leave a view (AddressSanitizer: every tensor and the
  * workspace are allocated to their exact size). */
 #include "fuzz_input.h"
 
@@ -122,6 +123,9 @@ static void draw_params(fz *f, fz_pool *pool, const problem *pr, attnops_fa_para
         p->drop_mask = fz_tensor_new(f, pool, ATTNOPS_DTYPE_U8, 1, shape, true);
     }
 }
+
+/* Attributes under which the outputs cannot overflow (above). */
+static bool in_range(const attnops_fa_params *p) { return fabs(p->scale_value) <= 64 && p->keep_prob >= 1.0 / 1024; }
 
 /* The call being checked, printed with a failure. */
 static char described[512];
@@ -239,7 +243,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (st == ATTNOPS_SUCCESS && !skipped) st = attnops_flash_attention_score(&a, ws, bytes);
         free(ws);
         if (!skipped) fz_check_status("FlashAttention", st, &pool, first_output);
-        if (st == ATTNOPS_SUCCESS && !skipped && fabs(p.scale_value) <= 64) check_finite(a.attention_out, "attention_out");
+        if (st == ATTNOPS_SUCCESS && !skipped && in_range(&p)) check_finite(a.attention_out, "attention_out");
     } else {
         /* The backward consumes a forward's outputs: run that forward first
          * (into the backward's inputs) so that, when it succeeds, the
@@ -275,7 +279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (st == ATTNOPS_SUCCESS && !skipped) st = attnops_flash_attention_score_grad(&a, ws, bytes);
         free(ws);
         if (!skipped) fz_check_status("FlashAttention", st, &pool, first_output);
-        if (st == ATTNOPS_SUCCESS && !skipped && real_stats && !pr.fp8 && fabs(p.scale_value) <= 64) {
+        if (st == ATTNOPS_SUCCESS && !skipped && real_stats && !pr.fp8 && in_range(&p)) {
             check_finite(a.dq, "dq"), check_finite(a.dk, "dk"), check_finite(a.dv, "dv");
         }
     }

@@ -521,7 +521,7 @@ static int verify_failure(fixture *fx, const expect *e)
     X(ATTENTION_OUT_SHAPE) X(ATTENTION_OUT_DTYPE) X(SOFTMAX_MAX_SHAPE) X(SOFTMAX_MAX_DTYPE) X(SOFTMAX_SUM_SHAPE)   \
     X(SOFTMAX_SUM_DTYPE) X(DQ_SHAPE) X(DQ_DTYPE) X(DK_SHAPE) X(DK_DTYPE) X(DV_SHAPE) X(DV_DTYPE) X(DY_SHAPE)       \
     X(DY_DTYPE) X(ATTENTION_IN_SHAPE) X(ATTENTION_IN_DTYPE) X(OVERLAP_SUM_MAX) X(OVERLAP_OUT_SUM) X(OVERLAP_DQ_DK) \
-    X(OVERLAP_DK_DV) X(KEEP_PROB_ZERO) X(KEEP_PROB_1_5) X(KEEP_PROB_NAN) X(SPARSE_MODE_9) X(SPARSE_MODE_NEGATIVE)   \
+    X(OVERLAP_DK_DV) X(KEEP_PROB_ZERO) X(KEEP_PROB_F32_ZERO) X(KEEP_PROB_1_5) X(KEEP_PROB_NAN) X(SPARSE_MODE_9) X(SPARSE_MODE_NEGATIVE)   \
     X(SPARSE_MODE_7_NOT_TND) X(PSE_TYPE_4) X(PSE_TYPE_2_WITHOUT_PSE) X(INNER_PRECISE_3) X(OUT_DTYPE_2) X(IMPL_4)              \
     X(NEGATIVE_STRIDE_INPUT) X(NEGATIVE_STRIDE_OUTPUT) X(ZERO_STRIDE_OUTPUT) X(OVERLAPPING_STRIDE_OUTPUT) X(SCALE_NAN) X(SCALE_F32_INF)        \
     X(PADDING_MASK) X(SOFTMAX_IN) X(MASK_DTYPE_F32) X(MASK_RANK_3) X(MASK_MODE0_S1) X(MASK_MODE0_S2)               \
@@ -715,6 +715,7 @@ static bool apply_case(fixture *fx, int c, expect *e)
         e->name = "dv";
         return true;
     case C_KEEP_PROB_ZERO: p->keep_prob = 0.0; e->name = "keep_prob"; return true;
+    case C_KEEP_PROB_F32_ZERO: p->keep_prob = 7.7e-307; e->name = "keep_prob"; return true; /* 0 as an f32 (fuzz_fa_args) */
     case C_KEEP_PROB_1_5: p->keep_prob = 1.5; e->name = "keep_prob"; return true;
     case C_KEEP_PROB_NAN: p->keep_prob = NAN; e->name = "keep_prob"; return true;
     case C_SPARSE_MODE_9: p->sparse_mode = 9; e->name = "sparse_mode"; return true;

@@ -112,8 +112,8 @@ static attnops_status check_attributes(const char *op, const attnops_fa_params *
     if (p->head_num <= 0)
         return ao_fail(INVALID, "%s: head_num is %lld; it must be the number of query heads (>= 1).", op,
                        (long long)p->head_num);
-    if (!(p->keep_prob > 0.0 && p->keep_prob <= 1.0))
-        return ao_fail(INVALID, "%s: keep_prob is %g; it must lie in (0, 1].", op, p->keep_prob);
+    if (!(p->keep_prob > 0.0 && p->keep_prob <= 1.0 && (float)p->keep_prob > 0.0f)) /* a float in CANN */
+        return ao_fail(INVALID, "%s: keep_prob is %g; it must lie in (0, 1] (as an f32).", op, p->keep_prob);
     if (p->sparse_mode < 0 || p->sparse_mode > 8)
         return ao_fail(INVALID, "%s: sparse_mode is %lld; it must be 0..8.", op, (long long)p->sparse_mode);
     if ((p->sparse_mode == 7 || p->sparse_mode == 8) && p->input_layout != ATTNOPS_LAYOUT_TND)
