@@ -4,6 +4,7 @@
 #   make run       install what is missing, build, run the built-in seed suites
 #                  (attnops run fag-seed pypto-fag; run_log.txt in the build dir)
 #   make test-sanitize  the C suite again in an ASan + UBSan build ($(SAN_DIR)); any report fails
+#   make test-large  the scale tests (label large: T = 2^20, S = 131072, a 2^31-element mask)
 #   make fuzz      the libFuzzer targets, FUZZ_SECONDS (60) each (clang build in $(FUZZ_DIR))
 #   make bench     ... plus the Python package in .venv, then bench/run.sh
 #   make build     configure + build into $(BUILD_DIR) (nothing installed)
@@ -29,7 +30,7 @@ define do_build
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 endef
 
-.PHONY: all setup build test test-sanitize fuzz run bench install clean distclean
+.PHONY: all setup build test test-large test-sanitize fuzz run bench install clean distclean
 .NOTPARALLEL:
 
 all: build
@@ -43,7 +44,13 @@ build:
 test:
 	bash scripts/setup.sh
 	$(do_build)
-	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error $(CTEST_ARGS)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -LE large $(CTEST_ARGS)
+
+# The scale tests (docs/RELIABILITY.md "Scale"): minutes and ~8 GB of memory.
+test-large:
+	bash scripts/setup.sh
+	$(do_build)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -L large -V $(CTEST_ARGS)
 
 # The sanitizer run (docs/RELIABILITY.md): every C test, in the same ctest
 # entries, under AddressSanitizer (with leak checks) and UBSan, halting on
@@ -61,7 +68,7 @@ test-sanitize:
 	cmake --build $(SAN_DIR) -j$(JOBS)
 	ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    ctest --test-dir $(SAN_DIR) --output-on-failure --no-tests=error -j$(JOBS) \
-	    -E '^(python_|install_pkgconfig|portable_cross_build)' $(CTEST_ARGS)
+	    -E '^(python_|install_pkgconfig|portable_cross_build)' -LE large $(CTEST_ARGS)
 
 # libFuzzer (docs/RELIABILITY.md, "Fuzzing"): the targets of fuzz/ in a clang
 # build with ASan + UBSan ($(FUZZ_DIR)), each run for FUZZ_SECONDS on a

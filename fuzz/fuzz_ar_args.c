@@ -55,12 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     a.alpha = fz_tensor_new(&f, &pool, ATTNOPS_DTYPE_F32, 3, btl, true);
     if (pool.too_big) goto done;
     fz_poison(&pool, forward_outputs);
-    size_t bytes = 0;
-    bool skipped = false;
-    attnops_status st = attnops_attn_res_workspace_size(&a, &bytes);
-    void *ws = fz_workspace(st, bytes, &skipped);
-    if (st == ATTNOPS_SUCCESS && !skipped) st = attnops_attn_res(&a, ws, bytes);
-    free(ws);
+    attnops_status st;
+    bool skipped;
+    FZ_TWO_PHASE(attnops_attn_res_workspace_size, attnops_attn_res, &a, st, skipped);
     if (skipped) goto done;
     fz_check_status("AttnRes", st, &pool, forward_outputs);
     /* finite inputs, a finite scale and a positive eps: a finite h -- except
@@ -86,10 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g.grad_rmsnorm_gamma = rmsnorm ? fz_tensor_new(&f, &pool, dt, 1, d1, true) : NULL;
     if (pool.too_big) goto done;
     fz_poison(&pool, backward_outputs);
-    st = attnops_attn_res_grad_workspace_size(&g, &bytes);
-    ws = fz_workspace(st, bytes, &skipped);
-    if (st == ATTNOPS_SUCCESS && !skipped) st = attnops_attn_res_grad(&g, ws, bytes);
-    free(ws);
+    FZ_TWO_PHASE(attnops_attn_res_grad_workspace_size, attnops_attn_res_grad, &g, st, skipped);
     if (skipped) goto done;
     fz_check_status("AttnRes", st, &pool, backward_outputs);
     if (st == ATTNOPS_SUCCESS && forward_ok && sane) {

@@ -237,11 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         a.attention_out = fz_tensor_new(&f, &pool, pr.out, qr, shape, true);
         if (pool.too_big) goto done;
         fz_poison(&pool, first_output);
-        size_t bytes = 0;
-        st = attnops_flash_attention_score_workspace_size(&a, &bytes);
-        void *ws = fz_workspace(st, bytes, &skipped);
-        if (st == ATTNOPS_SUCCESS && !skipped) st = attnops_flash_attention_score(&a, ws, bytes);
-        free(ws);
+        FZ_TWO_PHASE(attnops_flash_attention_score_workspace_size, attnops_flash_attention_score, &a, st, skipped);
         if (!skipped) fz_check_status("FlashAttention", st, &pool, first_output);
         if (st == ATTNOPS_SUCCESS && !skipped && in_range(&p)) check_finite(a.attention_out, "attention_out");
     } else {
@@ -267,17 +263,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (pool.too_big) goto done;
         attnops_fa_fwd_args fw = {.p = p, .softmax_max = a.softmax_max, .softmax_sum = a.softmax_sum,
                                   .attention_out = a.attention_in};
-        size_t bytes = 0;
-        st = attnops_flash_attention_score_workspace_size(&fw, &bytes);
-        void *ws = fz_workspace(st, bytes, &skipped);
-        if (st == ATTNOPS_SUCCESS && !skipped) st = attnops_flash_attention_score(&fw, ws, bytes);
-        free(ws);
+        FZ_TWO_PHASE(attnops_flash_attention_score_workspace_size, attnops_flash_attention_score, &fw, st, skipped);
         const bool real_stats = st == ATTNOPS_SUCCESS && !skipped;
         fz_poison(&pool, first_output);
-        st = attnops_flash_attention_score_grad_workspace_size(&a, &bytes);
-        ws = fz_workspace(st, bytes, &skipped);
-        if (st == ATTNOPS_SUCCESS && !skipped) st = attnops_flash_attention_score_grad(&a, ws, bytes);
-        free(ws);
+        FZ_TWO_PHASE(attnops_flash_attention_score_grad_workspace_size, attnops_flash_attention_score_grad, &a, st,
+                     skipped);
         if (!skipped) fz_check_status("FlashAttention", st, &pool, first_output);
         if (st == ATTNOPS_SUCCESS && !skipped && real_stats && !pr.fp8 && in_range(&p)) {
             check_finite(a.dq, "dq"), check_finite(a.dk, "dk"), check_finite(a.dv, "dv");

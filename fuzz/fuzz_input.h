@@ -236,13 +236,19 @@ static inline void fz_check_status(const char *op, attnops_status st, const fz_p
         fprintf(stderr, "%s: failed (%s) but wrote an output\n", op, why), abort();
 }
 
-/* The run with an exactly sized workspace, after its query `st` (and
- * `bytes`); *skipped (and SUCCESS) when the workspace is too large for a
- * fuzzing run, which proves nothing either way. */
-static inline void *fz_workspace(attnops_status st, size_t bytes, bool *skipped)
-{
-    *skipped = st == ATTNOPS_SUCCESS && bytes > ((size_t)256 << 20);
-    return st == ATTNOPS_SUCCESS && !*skipped && bytes ? malloc(bytes) : NULL;
-}
+/* The workspace query `query(args, &bytes)`, then `run(args, ws, bytes)`
+ * with an exactly sized workspace, the status in `st`; `skipped` (and no
+ * run) when the workspace is too large for a fuzzing run, which proves
+ * nothing either way.  (A macro: the ops' functions differ in their
+ * argument types.) */
+#define FZ_TWO_PHASE(query, run, args, st, skipped)                                                                   \
+    do {                                                                                                             \
+        size_t bytes_ = 0;                                                                                           \
+        (st) = query((args), &bytes_);                                                                               \
+        (skipped) = (st) == ATTNOPS_SUCCESS && bytes_ > ((size_t)256 << 20);                                        \
+        void *ws_ = (st) == ATTNOPS_SUCCESS && !(skipped) && bytes_ ? malloc(bytes_) : NULL;                         \
+        if ((st) == ATTNOPS_SUCCESS && !(skipped)) (st) = run((args), ws_, bytes_);                                  \
+        free(ws_);                                                                                                   \
+    } while (0)
 
 #endif

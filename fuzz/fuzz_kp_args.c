@@ -90,12 +90,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (&pool.t[i].view == a.state_cache) cache = &pool.t[i];
         unsigned char *before = cache ? malloc(cache->bytes) : NULL;
         if (cache) memcpy(before, cache->mem, cache->bytes);
-        size_t bytes = 0;
-        bool skipped = false;
-        attnops_status st = attnops_key_pool_workspace_size(&a, &bytes);
-        void *ws = fz_workspace(st, bytes, &skipped);
-        if (st == ATTNOPS_SUCCESS && !skipped) st = attnops_key_pool(&a, ws, bytes);
-        free(ws);
+        attnops_status st;
+        bool skipped;
+        FZ_TWO_PHASE(attnops_key_pool_workspace_size, attnops_key_pool, &a, st, skipped);
         if (!skipped) fz_check_status("KeyPool", st, &pool, first_output);
         if (!skipped && st != ATTNOPS_SUCCESS && cache && memcmp(before, cache->mem, cache->bytes))
             fprintf(stderr, "KeyPool failed (%s) but changed state_cache\n", attnops_last_error()), abort();

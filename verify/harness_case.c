@@ -480,10 +480,7 @@ static const char *duplicate_key(const cJSON *obj)
     return NULL;
 }
 
-/* A case name names the export's directory (DIR/<case>/...): 1 to 63 of
- * letters, digits, '_', '-', '.', '+', not starting with '.', so that no
- * name leaves DIR or hides in it. */
-static bool name_is_safe(const char *name)
+bool harness_name_is_safe(const char *name)
 {
     const size_t n = strlen(name);
     if (n == 0 || n > HARNESS_NAME_MAX || name[0] == '.') return false;
@@ -529,7 +526,7 @@ static double case_bytes(const harness_case *h)
 static bool parse_one(parse_ctx *c, const cJSON *obj, harness_case *h)
 {
     if (!cJSON_IsObject(obj)) return fail(c, NULL, "is not a JSON object");
-    if (!name_is_safe(h->name))
+    if (!harness_name_is_safe(h->name))
         return fail(c, NULL, "has a name that is not 1 to %d letters, digits, '_', '-', '.' or '+' (not starting "
                     "with '.'); it names the export's directory", HARNESS_NAME_MAX);
     const char *dup = duplicate_key(obj);

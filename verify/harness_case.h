@@ -51,6 +51,7 @@ typedef enum harness_op { HARNESS_OP_FA_GRAD, HARNESS_OP_KEYPOOL, HARNESS_OP_ATT
 /* A case's name: 1 to HARNESS_NAME_MAX letters, digits, '_', '-', '.', '+',
  * not starting with '.' (it names the export's directory); unique in a file. */
 #define HARNESS_NAME_MAX 63
+bool harness_name_is_safe(const char *name);
 
 typedef struct harness_case {
     char name[HARNESS_NAME_MAX + 1];

@@ -29,15 +29,6 @@ static int fail(const ctx *c, const char *case_name, const char *fmt, ...)
     return -1;
 }
 
-static bool is_name(const char *s)
-{
-    const size_t n = strlen(s);
-    if (n == 0 || n > HARNESS_NAME_MAX || s[0] == '.') return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && !strchr("_-.+", s[i])) return false;
-    return true;
-}
-
 bool manifest_file_is_safe(const char *rel)
 {
     const size_t n = strlen(rel);
@@ -98,7 +89,7 @@ static attnops_dtype dtype_named(const char *name)
 
 static int parse_tensor(const ctx *c, const char *case_name, const cJSON *t, manifest_tensor *out)
 {
-    if (!is_name(t->string))
+    if (!harness_name_is_safe(t->string))
         return fail(c, case_name, "tensor '%.64s' has a name that is not 1 to %d letters, digits, '_', '-', '.' or "
                     "'+'", t->string, HARNESS_NAME_MAX);
     if (!cJSON_IsObject(t)) return fail(c, case_name, "tensor '%s' is not an object", t->string);
@@ -131,7 +122,7 @@ static int parse_case(const ctx *c, const cJSON *e, int index, manifest_case *ou
     const char *name = string_field(e, "name"), *op = string_field(e, "op"), *rule = string_field(e, "compare");
     const char *label = name ? name : fallback, *dup = duplicate_key(e);
     if (dup) return fail(c, label, "field '%.64s' is given twice", dup);
-    if (!name || !is_name(name))
+    if (!name || !harness_name_is_safe(name))
         return fail(c, label, "field 'name' must be 1 to %d letters, digits, '_', '-', '.' or '+'", HARNESS_NAME_MAX);
     snprintf(out->name, sizeof out->name, "%s", name);
     if (!op || !harness_op_parse(op, &out->op))
