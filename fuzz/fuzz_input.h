@@ -135,13 +135,15 @@ static inline const attnops_tensor *fz_tensor_new(fz *f, fz_pool *pool, attnops_
     memset(t, 0, sizeof *t);
     attnops_tensor *v = &t->view;
     v->dtype = dtype, v->rank = rank;
-    for (int i = 0; i < rank && i < ATTNOPS_MAX_RANK; i++) v->shape[i] = shape[i];
+    /* the rank asked for may itself come from a perturbed view */
+    const int r0 = rank < 0 ? 0 : rank > ATTNOPS_MAX_RANK ? ATTNOPS_MAX_RANK : rank;
+    for (int i = 0; i < r0; i++) v->shape[i] = shape[i];
     if (perturb && fz_one_in(f, 24)) {
         switch (fz_u8(f) % 4) {
         case 0: v->rank = (int32_t)fz_range(f, -1, ATTNOPS_MAX_RANK + 1); break;
         case 1:
-            if (rank) {
-                const int64_t d = fz_range(f, 0, rank - 1);
+            if (r0 > 0) {
+                const int64_t d = fz_range(f, 0, r0 - 1);
                 v->shape[d] = fz_range(f, -2, 12);
             }
             break;
