@@ -69,24 +69,22 @@ static bool all_finite(const tu_tensor *t, const char *what)
     return true;
 }
 
+static attnops_status run_fwd(const void *a, void *ws, size_t n) { return attnops_flash_attention_score(a, ws, n); }
+static attnops_status run_bwd(const void *a, void *ws, size_t n) { return attnops_flash_attention_score_grad(a, ws, n); }
+
+/* The workspace query, then the run on a canary-guarded workspace. */
 static attnops_status two_phase_fwd(const attnops_fa_fwd_args *a)
 {
     size_t bytes = 0;
-    attnops_status st = attnops_flash_attention_score_workspace_size(a, &bytes);
-    void *ws = st == ATTNOPS_SUCCESS && bytes ? malloc(bytes) : NULL;
-    if (st == ATTNOPS_SUCCESS) st = attnops_flash_attention_score(a, ws, bytes);
-    free(ws);
-    return st;
+    const attnops_status st = attnops_flash_attention_score_workspace_size(a, &bytes);
+    return st != ATTNOPS_SUCCESS ? st : tu_run_with_workspace(run_fwd, a, bytes, "forward");
 }
 
 static attnops_status two_phase_bwd(const attnops_fa_bwd_args *a)
 {
     size_t bytes = 0;
-    attnops_status st = attnops_flash_attention_score_grad_workspace_size(a, &bytes);
-    void *ws = st == ATTNOPS_SUCCESS && bytes ? malloc(bytes) : NULL;
-    if (st == ATTNOPS_SUCCESS) st = attnops_flash_attention_score_grad(a, ws, bytes);
-    free(ws);
-    return st;
+    const attnops_status st = attnops_flash_attention_score_grad_workspace_size(a, &bytes);
+    return st != ATTNOPS_SUCCESS ? st : tu_run_with_workspace(run_bwd, a, bytes, "backward");
 }
 
 /* One problem's tensors and argument structs (q-like [rows, N, D] or BNSD). */
