@@ -257,7 +257,8 @@ static void backward_tile(const ar_problem *p, const ar_kernels *k, const row_la
             const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
             const float s = p->scale * (alpha[j][l] * (dA[j][l] - sum[j]));
             const float r = p->rmsnorm ? *ar_cache_at(&p->rms, b, t, l) : 1.0f;
-            const float e = p->rmsnorm ? -(s * q[j][l]) / ((float)D * r * r * r) : 0.0f;
+            /* divided by r three times, not by r^3: for a zero row r = sqrt(eps) and r^3 leaves f32 (0 / 0) */
+            const float e = p->rmsnorm ? -(s * q[j][l]) / ((float)D * r) / r / r : 0.0f;
             attnops_dtype dt, odt;
             const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
             void *dv = output_row(p, &p->dv[l], b, t, obuf, &odt);
