@@ -471,8 +471,7 @@ attnops_dtype harness_triple_dtype(harness_op op, attnops_dtype dtype)
     return op == HARNESS_OP_ATTNRES ? ATTNOPS_DTYPE_F32 : dtype;
 }
 
-/* A member name that occurs twice in obj, or NULL (cJSON keeps both). */
-static const char *duplicate_key(const cJSON *obj)
+const char *harness_duplicate_key(const cJSON *obj)
 {
     for (const cJSON *a = obj->child; a; a = a->next)
         for (const cJSON *b = a->next; b; b = b->next)
@@ -529,7 +528,7 @@ static bool parse_one(parse_ctx *c, const cJSON *obj, harness_case *h)
     if (!harness_name_is_safe(h->name))
         return fail(c, NULL, "has a name that is not 1 to %d letters, digits, '_', '-', '.' or '+' (not starting "
                     "with '.'); it names the export's directory", HARNESS_NAME_MAX);
-    const char *dup = duplicate_key(obj);
+    const char *dup = harness_duplicate_key(obj);
     if (dup) return fail(c, dup, "is given twice");
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(obj, "op");
     h->op = HARNESS_OP_FA_GRAD;

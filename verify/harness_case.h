@@ -52,6 +52,10 @@ typedef enum harness_op { HARNESS_OP_FA_GRAD, HARNESS_OP_KEYPOOL, HARNESS_OP_ATT
  * not starting with '.' (it names the export's directory); unique in a file. */
 #define HARNESS_NAME_MAX 63
 bool harness_name_is_safe(const char *name);
+/* A member name that occurs twice in a JSON object, or NULL (cJSON keeps both;
+ * the case files and the manifest refuse them). */
+struct cJSON;
+const char *harness_duplicate_key(const struct cJSON *obj);
 
 typedef struct harness_case {
     char name[HARNESS_NAME_MAX + 1];

@@ -66,14 +66,6 @@ int manifest_path(const char *dir, const char *rel, char *path, size_t n, char *
     return 0;
 }
 
-static const char *duplicate_key(const cJSON *obj)
-{
-    for (const cJSON *a = obj->child; a; a = a->next)
-        for (const cJSON *b = a->next; b; b = b->next)
-            if (!strcmp(a->string, b->string)) return a->string;
-    return NULL;
-}
-
 static const char *string_field(const cJSON *obj, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -93,7 +85,7 @@ static int parse_tensor(const ctx *c, const char *case_name, const cJSON *t, man
         return fail(c, case_name, "tensor '%.64s' has a name that is not 1 to %d letters, digits, '_', '-', '.' or "
                     "'+'", t->string, HARNESS_NAME_MAX);
     if (!cJSON_IsObject(t)) return fail(c, case_name, "tensor '%s' is not an object", t->string);
-    const char *dup = duplicate_key(t);
+    const char *dup = harness_duplicate_key(t);
     if (dup) return fail(c, case_name, "tensor '%s': field '%.64s' is given twice", t->string, dup);
     snprintf(out->name, sizeof out->name, "%s", t->string);
     const char *file = string_field(t, "file"), *dtype = string_field(t, "dtype"), *role = string_field(t, "role");
@@ -120,7 +112,7 @@ static int parse_case(const ctx *c, const cJSON *e, int index, manifest_case *ou
     snprintf(fallback, sizeof fallback, "#%d", index);
     if (!cJSON_IsObject(e)) return fail(c, fallback, "is not an object");
     const char *name = string_field(e, "name"), *op = string_field(e, "op"), *rule = string_field(e, "compare");
-    const char *label = name ? name : fallback, *dup = duplicate_key(e);
+    const char *label = name ? name : fallback, *dup = harness_duplicate_key(e);
     if (dup) return fail(c, label, "field '%.64s' is given twice", dup);
     if (!name || !harness_name_is_safe(name))
         return fail(c, label, "field 'name' must be 1 to %d letters, digits, '_', '-', '.' or '+'", HARNESS_NAME_MAX);
@@ -130,7 +122,7 @@ static int parse_case(const ctx *c, const cJSON *e, int index, manifest_case *ou
     if (!rule || !cmp_rule_parse(rule, &out->rule)) return fail(c, label, "field 'compare' must name a rule");
     const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(e, "tensors");
     if (!cJSON_IsObject(tensors)) return fail(c, label, "field 'tensors' must be an object");
-    if ((dup = duplicate_key(tensors))) return fail(c, label, "tensor '%.64s' is given twice", dup);
+    if ((dup = harness_duplicate_key(tensors))) return fail(c, label, "tensor '%.64s' is given twice", dup);
     const int n = cJSON_GetArraySize(tensors);
     out->tensors = calloc((size_t)(n ? n : 1), sizeof *out->tensors);
     if (!out->tensors) return fail(c, label, "out of memory");
@@ -166,7 +158,7 @@ int manifest_parse(const char *json, const char *origin, manifest *m, char *err,
         cJSON_Delete(root);
         return fail(&c, NULL, "not a manifest written by attnops golden (a JSON object with a 'cases' list)");
     }
-    const char *dup = duplicate_key(root);
+    const char *dup = harness_duplicate_key(root);
     const int n = cJSON_GetArraySize(cases);
     int rc = dup ? fail(&c, NULL, "field '%.64s' is given twice", dup) : 0;
     if (rc == 0 && !(m->cases = calloc((size_t)(n ? n : 1), sizeof *m->cases))) rc = fail(&c, NULL, "out of memory");
