@@ -14,21 +14,10 @@ static char described[256];
 
 static void check_finite(const attnops_tensor *t, const char *what)
 {
-    if (!t) return;
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++) n *= t->shape[i];
-    for (int64_t e = 0; e < n; e++) {
-        int64_t rest = e, off = 0;
-        for (int i = t->rank - 1; i >= 0; i--) off += rest % t->shape[i] * t->strides[i], rest /= t->shape[i];
-        float x;
-        if (t->dtype == ATTNOPS_DTYPE_F32) memcpy(&x, (float *)t->data + off, 4);
-        else if (t->dtype == ATTNOPS_DTYPE_BF16) x = attnops_bf16_to_f32(((uint16_t *)t->data)[off]);
-        else x = attnops_f16_to_f32(((uint16_t *)t->data)[off]);
-        if (!isfinite(x)) {
-            fprintf(stderr, "a successful chain left %s[%lld] = %g\n  %s\n", what, (long long)e, x, described);
-            abort();
-        }
-    }
+    const int64_t e = fz_first_nonfinite(t);
+    if (e < 0) return;
+    fprintf(stderr, "a successful chain left %s[%lld] non-finite\n  %s\n", what, (long long)e, described);
+    abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -59,6 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     a.h = fz_tensor_new(&f, &pool, dt, 3, btd, true);
     a.rms = rmsnorm ? fz_tensor_new(&f, &pool, ATTNOPS_DTYPE_F32, 4, btl1, true) : NULL;
     a.alpha = fz_tensor_new(&f, &pool, ATTNOPS_DTYPE_F32, 3, btl, true);
+    snprintf(described, sizeof described, "B %lld T %lld N %lld D %lld dtype %d partial %d rmsnorm %d scale %g eps %g "
+             "impl %d", (long long)B, (long long)T, (long long)N, (long long)D, (int)dt, partial, rmsnorm, a.scale,
+             a.rmsnorm_eps, (int)a.impl);
     if (pool.too_big) goto done;
     fz_poison(&pool, forward_outputs);
     attnops_status st;
@@ -66,17 +58,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_TWO_PHASE(attnops_attn_res_workspace_size, attnops_attn_res, &a, st, skipped);
     if (skipped) goto done;
     fz_check_status("AttnRes", st, &pool, forward_outputs);
-    /* finite inputs, a finite scale and a positive eps: a finite h -- except
-     * in the benchmark chain, which rounds every intermediate to the dtype
-     * and so overflows f16 as a device computing in f16 would (a scale of
-     * 1e23 gives inf - inf = NaN there, by design) */
-    const bool sane = isfinite(a.scale) && a.rmsnorm_eps > 0 && isfinite(a.rmsnorm_eps) &&
+    /* finite inputs, |scale| <= 64 and a positive eps: a finite h and finite
+     * gradients.  The logits scale * w.K are f32 in every implementation (as
+     * on the device), |w.K| reaches ~10^3 for these data (|K| <= 2 sqrt(D)),
+     * so a scale of -6.3e37 makes them infinite and the softmax inf - inf =
+     * NaN, as IEEE arithmetic must (found by this target: an oracle bound,
+     * not a library bug); the gradients are multiplied by scale again.  The
+     * benchmark chain is excluded: it rounds every intermediate to the
+     * dtype and so overflows f16 as a device computing in f16 would (a scale
+     * of 1e23 gives NaN there, by design). */
+    const bool sane = fabs(a.scale) <= 64 && a.rmsnorm_eps > 0 && isfinite(a.rmsnorm_eps) &&
                       a.impl != ATTNOPS_IMPL_BENCHMARK;
     if (st == ATTNOPS_SUCCESS && sane) check_finite(a.h, "h");
     const bool forward_ok = st == ATTNOPS_SUCCESS;
-    snprintf(described, sizeof described, "B %lld T %lld N %lld D %lld dtype %d partial %d rmsnorm %d scale %g eps %g "
-             "impl %d", (long long)B, (long long)T, (long long)N, (long long)D, (int)dt, partial, rmsnorm, a.scale,
-             a.rmsnorm_eps, (int)a.impl);
 
     attnops_attn_res_bwd_args g;
     attnops_attn_res_bwd_args_init(&g);

@@ -188,24 +188,11 @@ static void dump_views(void)
 
 static void check_finite(const attnops_tensor *t, const char *what)
 {
-    if (!t) return;
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++) n *= t->shape[i];
-    const size_t es = attnops_dtype_size(t->dtype);
-    for (int64_t e = 0; e < n; e++) { /* row-major index to offset */
-        int64_t rest = e, off = 0;
-        for (int i = t->rank - 1; i >= 0; i--) off += rest % t->shape[i] * t->strides[i], rest /= t->shape[i];
-        float x;
-        if (t->dtype == ATTNOPS_DTYPE_F32) memcpy(&x, (char *)t->data + (size_t)off * es, 4);
-        else if (t->dtype == ATTNOPS_DTYPE_BF16) x = attnops_bf16_to_f32(((uint16_t *)t->data)[off]);
-        else if (t->dtype == ATTNOPS_DTYPE_F16) x = attnops_f16_to_f32(((uint16_t *)t->data)[off]);
-        else return;
-        if (!isfinite(x)) {
-            fprintf(stderr, "a successful call left %s[%lld] = %g\n  %s\n", what, (long long)e, x, described);
-            if (getenv("FUZZ_DUMP")) dump_views();
-            abort();
-        }
-    }
+    const int64_t e = fz_first_nonfinite(t);
+    if (e < 0) return;
+    fprintf(stderr, "a successful call left %s[%lld] non-finite\n  %s\n", what, (long long)e, described);
+    if (getenv("FUZZ_DUMP")) dump_views();
+    abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

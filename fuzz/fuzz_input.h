@@ -16,6 +16,16 @@
 
 #include "attnops.h"
 
+/* The oracle's own loops (comparing outputs, looking for NaN) are not the
+ * code under test: clang leaves them without coverage instrumentation,
+ * which otherwise traced every element's compare.  (gcc builds these files
+ * for the corpus replays only, without coverage.) */
+#ifdef __clang__
+#define FZ_ORACLE __attribute__((no_sanitize("coverage")))
+#else
+#define FZ_ORACLE
+#endif
+
 typedef struct fz {
     const uint8_t *p;
     size_t n;
@@ -208,12 +218,32 @@ static inline void fz_poison(fz_pool *pool, int first)
 }
 
 /* True when no byte of the tensors from `first` on changed since fz_poison. */
-static inline bool fz_untouched(const fz_pool *pool, int first)
+FZ_ORACLE static inline bool fz_untouched(const fz_pool *pool, int first)
 {
     for (int i = first; i < pool->n; i++)
         for (size_t b = 0; b < pool->t[i].bytes; b++)
             if (pool->t[i].mem[b] != 0xC3) return false;
     return true;
+}
+
+/* The row-major index of the first NaN or infinity in a f32 / bf16 / f16
+ * view, -1 when all are finite (or the dtype is another). */
+FZ_ORACLE static inline int64_t fz_first_nonfinite(const attnops_tensor *t)
+{
+    if (!t) return -1;
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) n *= t->shape[i];
+    for (int64_t e = 0; e < n; e++) {
+        int64_t rest = e, off = 0;
+        for (int i = t->rank - 1; i >= 0; i--) off += rest % t->shape[i] * t->strides[i], rest /= t->shape[i];
+        float x;
+        if (t->dtype == ATTNOPS_DTYPE_F32) memcpy(&x, (const float *)t->data + off, 4);
+        else if (t->dtype == ATTNOPS_DTYPE_BF16) x = attnops_bf16_to_f32(((const uint16_t *)t->data)[off]);
+        else if (t->dtype == ATTNOPS_DTYPE_F16) x = attnops_f16_to_f32(((const uint16_t *)t->data)[off]);
+        else return -1;
+        if (!isfinite(x)) return e;
+    }
+    return -1;
 }
 
 static inline void fz_pool_free(fz_pool *pool)
