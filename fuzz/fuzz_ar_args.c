@@ -3,8 +3,11 @@
  * partial block, RMSNorm on and off, scale and eps (NaN, infinities),
  * impl, threads -- each tensor sometimes perturbed or NULL -- on tiny data;
  * the forward, then the backward on the forward's caches.  The contract of
- * fz_check_status holds for both, and a backward fed by a successful
- * forward gives finite gradients. */
+ * fz_check_status holds for both, and for sane attributes (below) the
+ * outputs are finite wherever the true values fit the dtype: a NaN always
+ * fails, and an infinity from the fast kernel must be the reference's
+ * answer to the same call too (a gradient through RMSNorm at a zero row is
+ * ~1/sqrt(eps), which with eps = 1.4e-23 overflows f16 as it must). */
 #include "fuzz_input.h"
 
 enum { MAXN = 130 };
@@ -12,18 +15,33 @@ enum { MAXN = 130 };
 /* The chain being checked, printed with a failure. */
 static char described[256];
 
-static void check_finite(const attnops_tensor *t, const char *what)
+/* Aborts when `t` has a NaN or an infinity that the reference's answer
+ * `golden` does not explain (fz_first_nonfinite); for impl REFERENCE
+ * itself, golden is NULL and infinities are overflows of the true value. */
+static void check_finite(const attnops_tensor *t, const attnops_tensor *golden, attnops_impl impl, const char *what)
 {
-    const int64_t e = fz_first_nonfinite(t);
+    float x;
+    const int64_t e = fz_first_nonfinite(t, golden, impl == ATTNOPS_IMPL_REFERENCE, &x);
     if (e < 0) return;
-    fprintf(stderr, "a successful chain left %s[%lld] non-finite\n  %s\n", what, (long long)e, described);
+    fprintf(stderr, "a successful chain left %s[%lld] = %g (the reference: %g)\n  %s\n", what, (long long)e, x,
+            golden ? fz_element(golden, e) : x, described);
     abort();
+}
+
+/* Whether any output of `n` has a NaN or an infinity (then the reference
+ * answers the same call, to tell an overflow from a bug). */
+static bool any_nonfinite(const attnops_tensor *const *outputs, int64_t n)
+{
+    float x;
+    for (int64_t i = 0; i < n; i++)
+        if (fz_first_nonfinite(outputs[i], NULL, false, &x) >= 0) return true;
+    return false;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz f = {data, size, 0xD1B54A32D192ED03ull ^ size};
-    fz_pool pool = {.n = 0};
+    fz_pool pool = {.n = 0}, golden = {.n = 0}; /* golden: the reference's answers, when an output is not finite */
     const int64_t B = fz_range(&f, 0, 3), T = fz_range(&f, 0, 12), D = fz_range(&f, 1, 40);
     const int64_t N = fz_one_in(&f, 30) ? fz_range(&f, 0, MAXN) : fz_range(&f, 1, 6);
     static const attnops_dtype dtypes[] = {ATTNOPS_DTYPE_BF16, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_I32};
@@ -58,18 +76,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_TWO_PHASE(attnops_attn_res_workspace_size, attnops_attn_res, &a, st, skipped);
     if (skipped) goto done;
     fz_check_status("AttnRes", st, &pool, forward_outputs);
-    /* finite inputs, |scale| <= 64 and a positive eps: a finite h and finite
-     * gradients.  The logits scale * w.K are f32 in every implementation (as
-     * on the device), |w.K| reaches ~10^3 for these data (|K| <= 2 sqrt(D)),
-     * so a scale of -6.3e37 makes them infinite and the softmax inf - inf =
-     * NaN, as IEEE arithmetic must (found by this target: an oracle bound,
-     * not a library bug); the gradients are multiplied by scale again.  The
-     * benchmark chain is excluded: it rounds every intermediate to the
-     * dtype and so overflows f16 as a device computing in f16 would (a scale
-     * of 1e23 gives NaN there, by design). */
+    /* Sane: |scale| <= 64 and a positive eps.  The fast kernel's logits
+     * scale * w.K are f32, as on the device, and |w.K| reaches ~10^3 for
+     * these data (|K| <= 2 sqrt(D)), so a scale of -6.3e37 makes them
+     * infinite and the softmax NaN (found by this target; the reference's
+     * are double and stay finite).  The benchmark chain is left out: it
+     * rounds every intermediate to the dtype and so overflows f16 as a
+     * device computing in f16 would (a scale of 1e23 gives NaN there, by
+     * design). */
     const bool sane = fabs(a.scale) <= 64 && a.rmsnorm_eps > 0 && isfinite(a.rmsnorm_eps) &&
                       a.impl != ATTNOPS_IMPL_BENCHMARK;
-    if (st == ATTNOPS_SUCCESS && sane) check_finite(a.h, "h");
+    if (st == ATTNOPS_SUCCESS && sane) {
+        const attnops_tensor *h = NULL;
+        if (a.impl != ATTNOPS_IMPL_REFERENCE && any_nonfinite(&a.h, 1)) {
+            attnops_attn_res_fwd_args r = a;
+            r.impl = ATTNOPS_IMPL_REFERENCE;
+            r.h = h = fz_tensor_like(&golden, &pool, a.h);
+            r.rms = fz_tensor_like(&golden, &pool, a.rms), r.alpha = fz_tensor_like(&golden, &pool, a.alpha);
+            FZ_TWO_PHASE(attnops_attn_res_workspace_size, attnops_attn_res, &r, st, skipped);
+            if (st != ATTNOPS_SUCCESS) fprintf(stderr, "the reference refused the call\n  %s\n", described), abort();
+            if (skipped) goto done;
+        }
+        check_finite(a.h, h, a.impl, "h");
+    }
     const bool forward_ok = st == ATTNOPS_SUCCESS;
 
     attnops_attn_res_bwd_args g;
@@ -90,10 +119,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (skipped) goto done;
     fz_check_status("AttnRes", st, &pool, backward_outputs);
     if (st == ATTNOPS_SUCCESS && forward_ok && sane) {
-        for (int64_t l = 0; l < N; l++) check_finite(grads[l], "grad_block");
-        check_finite(g.grad_proj_weight, "grad_proj_weight");
+        const attnops_tensor *outputs[MAXN + 3], *answers[MAXN + 3] = {NULL};
+        int64_t n = 0;
+        for (int64_t l = 0; l < N; l++) outputs[n++] = grads[l];
+        outputs[n++] = g.grad_partial_block, outputs[n++] = g.grad_proj_weight, outputs[n++] = g.grad_rmsnorm_gamma;
+        if (g.impl != ATTNOPS_IMPL_REFERENCE && any_nonfinite(outputs, n)) {
+            attnops_attn_res_bwd_args r = g;
+            static const attnops_tensor *reference_grads[MAXN];
+            for (int64_t i = 0; i < n; i++) answers[i] = fz_tensor_like(&golden, &pool, outputs[i]);
+            for (int64_t l = 0; l < N; l++) reference_grads[l] = answers[l];
+            r.impl = ATTNOPS_IMPL_REFERENCE, r.grad_blocks = reference_grads;
+            r.grad_partial_block = answers[N], r.grad_proj_weight = answers[N + 1];
+            r.grad_rmsnorm_gamma = answers[N + 2];
+            FZ_TWO_PHASE(attnops_attn_res_grad_workspace_size, attnops_attn_res_grad, &r, st, skipped);
+            if (st != ATTNOPS_SUCCESS) fprintf(stderr, "the reference refused the call\n  %s\n", described), abort();
+            if (skipped) goto done;
+        }
+        static const char *const names[] = {"grad_partial_block", "grad_proj_weight", "grad_rmsnorm_gamma"};
+        for (int64_t i = 0; i < n; i++) check_finite(outputs[i], answers[i], g.impl, i < N ? "grad_block" : names[i - N]);
     }
 done:
+    fz_pool_free(&golden);
     fz_pool_free(&pool);
     return 0;
 }

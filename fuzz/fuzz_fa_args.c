@@ -188,9 +188,10 @@ static void dump_views(void)
 
 static void check_finite(const attnops_tensor *t, const char *what)
 {
-    const int64_t e = fz_first_nonfinite(t);
+    float x;
+    const int64_t e = fz_first_nonfinite(t, NULL, false, &x);
     if (e < 0) return;
-    fprintf(stderr, "a successful call left %s[%lld] non-finite\n  %s\n", what, (long long)e, described);
+    fprintf(stderr, "a successful call left %s[%lld] = %g\n  %s\n", what, (long long)e, x, described);
     if (getenv("FUZZ_DUMP")) dump_views();
     abort();
 }

@@ -226,24 +226,65 @@ FZ_ORACLE static inline bool fz_untouched(const fz_pool *pool, int first)
     return true;
 }
 
-/* The row-major index of the first NaN or infinity in a f32 / bf16 / f16
- * view, -1 when all are finite (or the dtype is another). */
-FZ_ORACLE static inline int64_t fz_first_nonfinite(const attnops_tensor *t)
+/* Element e (row-major) of an f32 / bf16 / f16 view as a float; NaN for
+ * another dtype. */
+FZ_ORACLE static inline float fz_element(const attnops_tensor *t, int64_t e)
 {
-    if (!t) return -1;
+    int64_t off = 0;
+    for (int i = t->rank - 1; i >= 0; i--) off += e % t->shape[i] * t->strides[i], e /= t->shape[i];
+    float x = NAN;
+    if (t->dtype == ATTNOPS_DTYPE_F32) memcpy(&x, (const float *)t->data + off, 4);
+    else if (t->dtype == ATTNOPS_DTYPE_BF16) x = attnops_bf16_to_f32(((const uint16_t *)t->data)[off]);
+    else if (t->dtype == ATTNOPS_DTYPE_F16) x = attnops_f16_to_f32(((const uint16_t *)t->data)[off]);
+    return x;
+}
+
+/* The row-major index of the first NaN or infinity of an f32 / bf16 / f16
+ * view that nothing explains (its value in *value), -1 when there is none
+ * (or the dtype is another).  Explained: with inf_ok, any infinity (the
+ * view is the reference's answer: it computes in double and rounds once,
+ * so an infinity is the true value overflowing the dtype); with `golden`
+ * (the reference's answer to the same call, same shape), an infinity where
+ * the golden has the same one or is within a factor 2 of the dtype's
+ * largest value (whether f32 arithmetic crosses it there is a matter of the
+ * last bits).  A NaN is never explained. */
+FZ_ORACLE static inline int64_t fz_first_nonfinite(const attnops_tensor *t, const attnops_tensor *golden, bool inf_ok,
+                                                   float *value)
+{
+    if (!t || (t->dtype != ATTNOPS_DTYPE_F32 && t->dtype != ATTNOPS_DTYPE_BF16 && t->dtype != ATTNOPS_DTYPE_F16))
+        return -1;
+    const float largest = t->dtype == ATTNOPS_DTYPE_F16 ? 65504.0f : t->dtype == ATTNOPS_DTYPE_BF16 ? 3.3895314e38f
+                                                                                                  : 3.4028235e38f;
     int64_t n = 1;
     for (int i = 0; i < t->rank; i++) n *= t->shape[i];
     for (int64_t e = 0; e < n; e++) {
-        int64_t rest = e, off = 0;
-        for (int i = t->rank - 1; i >= 0; i--) off += rest % t->shape[i] * t->strides[i], rest /= t->shape[i];
-        float x;
-        if (t->dtype == ATTNOPS_DTYPE_F32) memcpy(&x, (const float *)t->data + off, 4);
-        else if (t->dtype == ATTNOPS_DTYPE_BF16) x = attnops_bf16_to_f32(((const uint16_t *)t->data)[off]);
-        else if (t->dtype == ATTNOPS_DTYPE_F16) x = attnops_f16_to_f32(((const uint16_t *)t->data)[off]);
-        else return -1;
-        if (!isfinite(x)) return e;
+        const float x = fz_element(t, e);
+        if (isfinite(x)) continue;
+        bool explained = isinf(x) && inf_ok;
+        if (isinf(x) && golden) {
+            const float g = fz_element(golden, e);
+            explained |= g == x || (isfinite(g) && fabsf(g) >= largest / 2 && signbit(g) == signbit(x));
+        }
+        if (!explained) return *value = x, e;
     }
     return -1;
+}
+
+/* A tensor with v's view (shape, strides, extent) in fresh memory of
+ * `into`, for a second implementation's answer to the same call; NULL
+ * when v is NULL or not a tensor of `from`. */
+static inline const attnops_tensor *fz_tensor_like(fz_pool *into, const fz_pool *from, const attnops_tensor *v)
+{
+    for (int i = 0; v && i < from->n && into->n < FZ_MAX_TENSORS; i++) {
+        if (&from->t[i].view != v) continue;
+        fz_tensor *t = &into->t[into->n++];
+        t->bytes = from->t[i].bytes;
+        t->mem = malloc(t->bytes);
+        t->view = *v;
+        t->view.data = t->mem;
+        return &t->view;
+    }
+    return NULL;
 }
 
 static inline void fz_pool_free(fz_pool *pool)
