@@ -16,26 +16,11 @@ enum { MAXN = 130 };
 static char described[256];
 
 /* Aborts when `t` has a NaN or an infinity that the reference's answer
- * `golden` does not explain (fz_first_nonfinite); for impl REFERENCE
- * itself, golden is NULL and infinities are overflows of the true value. */
+ * `golden` does not explain; for impl REFERENCE itself, golden is NULL and
+ * infinities are overflows of the true value. */
 static void check_finite(const attnops_tensor *t, const attnops_tensor *golden, attnops_impl impl, const char *what)
 {
-    float x;
-    const int64_t e = fz_first_nonfinite(t, golden, impl == ATTNOPS_IMPL_REFERENCE, &x);
-    if (e < 0) return;
-    fprintf(stderr, "a successful chain left %s[%lld] = %g (the reference: %g)\n  %s\n", what, (long long)e, x,
-            golden ? fz_element(golden, e) : x, described);
-    abort();
-}
-
-/* Whether any output of `n` has a NaN or an infinity (then the reference
- * answers the same call, to tell an overflow from a bug). */
-static bool any_nonfinite(const attnops_tensor *const *outputs, int64_t n)
-{
-    float x;
-    for (int64_t i = 0; i < n; i++)
-        if (fz_first_nonfinite(outputs[i], NULL, false, &x) >= 0) return true;
-    return false;
+    if (fz_unexplained_nonfinite(t, golden, impl == ATTNOPS_IMPL_REFERENCE, what, described)) abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -88,13 +73,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                       a.impl != ATTNOPS_IMPL_BENCHMARK;
     if (st == ATTNOPS_SUCCESS && sane) {
         const attnops_tensor *h = NULL;
-        if (a.impl != ATTNOPS_IMPL_REFERENCE && any_nonfinite(&a.h, 1)) {
+        if (a.impl != ATTNOPS_IMPL_REFERENCE && fz_any_nonfinite(&a.h, 1)) {
             attnops_attn_res_fwd_args r = a;
             r.impl = ATTNOPS_IMPL_REFERENCE;
             r.h = h = fz_tensor_like(&golden, &pool, a.h);
             r.rms = fz_tensor_like(&golden, &pool, a.rms), r.alpha = fz_tensor_like(&golden, &pool, a.alpha);
             FZ_TWO_PHASE(attnops_attn_res_workspace_size, attnops_attn_res, &r, st, skipped);
-            if (st != ATTNOPS_SUCCESS) fprintf(stderr, "the reference refused the call\n  %s\n", described), abort();
+            if (st != ATTNOPS_SUCCESS) fz_reference_refused(described);
             if (skipped) goto done;
         }
         check_finite(a.h, h, a.impl, "h");
@@ -123,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t n = 0;
         for (int64_t l = 0; l < N; l++) outputs[n++] = grads[l];
         outputs[n++] = g.grad_partial_block, outputs[n++] = g.grad_proj_weight, outputs[n++] = g.grad_rmsnorm_gamma;
-        if (g.impl != ATTNOPS_IMPL_REFERENCE && any_nonfinite(outputs, n)) {
+        if (g.impl != ATTNOPS_IMPL_REFERENCE && fz_any_nonfinite(outputs, n)) {
             attnops_attn_res_bwd_args r = g;
             static const attnops_tensor *reference_grads[MAXN];
             for (int64_t i = 0; i < n; i++) answers[i] = fz_tensor_like(&golden, &pool, outputs[i]);
@@ -132,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             r.grad_partial_block = answers[N], r.grad_proj_weight = answers[N + 1];
             r.grad_rmsnorm_gamma = answers[N + 2];
             FZ_TWO_PHASE(attnops_attn_res_grad_workspace_size, attnops_attn_res_grad, &r, st, skipped);
-            if (st != ATTNOPS_SUCCESS) fprintf(stderr, "the reference refused the call\n  %s\n", described), abort();
+            if (st != ATTNOPS_SUCCESS) fz_reference_refused(described);
             if (skipped) goto done;
         }
         static const char *const names[] = {"grad_partial_block", "grad_proj_weight", "grad_rmsnorm_gamma"};

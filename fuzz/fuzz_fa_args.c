@@ -5,12 +5,14 @@
  * tensor sometimes perturbed (rank, a dim, the dtype, a stride) or left
  * NULL -- on tiny data.  Every call must keep the contract (fz_check_status:
  * a documented status, a sentence exactly on failure, no output written on
- * failure), a successful call must give finite attention_out / dq / dk / dv
- * (when |scale_value| <= 64 and keep_prob >= 1/1024: the data are below 2
- * in magnitude, so the scores, the dropout's 1/keep_prob scaling and the
- * gradients then fit every output dtype; beyond that they may overflow f16
- * or f32 as IEEE arithmetic must), and no access may leave a view (AddressSanitizer: every tensor and the
- * workspace are allocated to their exact size). */
+ * failure), a successful call with |scale_value| <= 64 and keep_prob >=
+ * 1/1024 (the data are below 2 in magnitude, so the scores and the
+ * dropout's 1/keep_prob scaling stay far inside f32) must give an
+ * attention_out / dq / dk / dv without NaN, and with an infinity only where
+ * the reference's answer to the same call has it too (a gradient may
+ * overflow f16 as the true value does), and no access may leave a view
+ * (AddressSanitizer: every tensor and the workspace are allocated to their
+ * exact size). */
 #include "fuzz_input.h"
 
 enum { MAXB = 4 };
@@ -145,7 +147,7 @@ static void draw_params(fz *f, fz_pool *pool, const problem *pr, attnops_fa_para
     }
 }
 
-/* Attributes under which the outputs cannot overflow (above). */
+/* Attributes under which the intermediates cannot overflow (above). */
 static bool in_range(const attnops_fa_params *p) { return fabs(p->scale_value) <= 64 && p->keep_prob >= 1.0 / 1024; }
 
 /* The call being checked, printed with a failure. */
@@ -186,12 +188,13 @@ static void dump_views(void)
     }
 }
 
-static void check_finite(const attnops_tensor *t, const char *what)
+/* Aborts when `t` has a NaN or an infinity that the reference's answer
+ * `golden` does not explain; for impl REFERENCE itself, golden is NULL and
+ * infinities are overflows of the true value (it computes in double and
+ * rounds once). */
+static void check_finite(const attnops_tensor *t, const attnops_tensor *golden, attnops_impl impl, const char *what)
 {
-    float x;
-    const int64_t e = fz_first_nonfinite(t, NULL, false, &x);
-    if (e < 0) return;
-    fprintf(stderr, "a successful call left %s[%lld] = %g\n  %s\n", what, (long long)e, x, described);
+    if (!fz_unexplained_nonfinite(t, golden, impl == ATTNOPS_IMPL_REFERENCE, what, described)) return;
     if (getenv("FUZZ_DUMP")) dump_views();
     abort();
 }
@@ -199,7 +202,7 @@ static void check_finite(const attnops_tensor *t, const char *what)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz f = {data, size, 0x9E3779B97F4A7C15ull ^ size};
-    fz_pool pool = {.n = 0};
+    fz_pool pool = {.n = 0}, golden = {.n = 0}; /* golden: the reference's answers, when an output is not finite */
     current_pool = &pool;
     problem pr;
     draw_problem(&f, &pr);
@@ -248,7 +251,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_poison(&pool, first_output);
         FZ_TWO_PHASE(attnops_flash_attention_score_workspace_size, attnops_flash_attention_score, &a, st, skipped);
         if (!skipped) fz_check_status("FlashAttention", st, &pool, first_output);
-        if (st == ATTNOPS_SUCCESS && !skipped && in_range(&p)) check_finite(a.attention_out, "attention_out");
+        if (st == ATTNOPS_SUCCESS && !skipped && in_range(&p)) {
+            const attnops_tensor *answer = NULL;
+            if (p.impl != ATTNOPS_IMPL_REFERENCE && fz_any_nonfinite(&a.attention_out, 1)) {
+                attnops_fa_fwd_args r = a;
+                r.p.impl = ATTNOPS_IMPL_REFERENCE;
+                r.softmax_max = fz_tensor_like(&golden, &pool, a.softmax_max);
+                r.softmax_sum = fz_tensor_like(&golden, &pool, a.softmax_sum);
+                r.attention_out = answer = fz_tensor_like(&golden, &pool, a.attention_out);
+                FZ_TWO_PHASE(attnops_flash_attention_score_workspace_size, attnops_flash_attention_score, &r, st,
+                             skipped);
+                if (st != ATTNOPS_SUCCESS) fz_reference_refused(described);
+                if (skipped) goto done;
+            }
+            check_finite(a.attention_out, answer, p.impl, "attention_out");
+        }
     } else {
         /* The backward consumes a forward's outputs: run that forward first
          * (into the backward's inputs) so that, when it succeeds, the
@@ -279,10 +296,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      skipped);
         if (!skipped) fz_check_status("FlashAttention", st, &pool, first_output);
         if (st == ATTNOPS_SUCCESS && !skipped && real_stats && !pr.fp8 && in_range(&p)) {
-            check_finite(a.dq, "dq"), check_finite(a.dk, "dk"), check_finite(a.dv, "dv");
+            const attnops_tensor *grads[5] = {a.dq, a.dk, a.dv, a.dq_rope, a.dk_rope}, *answers[5] = {NULL};
+            if (p.impl != ATTNOPS_IMPL_REFERENCE && fz_any_nonfinite(grads, 5)) {
+                attnops_fa_bwd_args r = a;
+                r.p.impl = ATTNOPS_IMPL_REFERENCE;
+                for (int i = 0; i < 5; i++) answers[i] = fz_tensor_like(&golden, &pool, grads[i]);
+                r.dq = answers[0], r.dk = answers[1], r.dv = answers[2], r.dq_rope = answers[3], r.dk_rope = answers[4];
+                FZ_TWO_PHASE(attnops_flash_attention_score_grad_workspace_size, attnops_flash_attention_score_grad,
+                             &r, st, skipped);
+                if (st != ATTNOPS_SUCCESS) fz_reference_refused(described);
+                if (skipped) goto done;
+            }
+            static const char *const names[5] = {"dq", "dk", "dv", "dq_rope", "dk_rope"};
+            for (int i = 0; i < 5; i++) check_finite(grads[i], answers[i], p.impl, names[i]);
         }
     }
 done:
+    fz_pool_free(&golden);
     fz_pool_free(&pool);
     return 0;
 }

@@ -270,6 +270,37 @@ FZ_ORACLE static inline int64_t fz_first_nonfinite(const attnops_tensor *t, cons
     return -1;
 }
 
+/* True (after printing which element, its value, the reference's and the
+ * call `described`) when `t` has a NaN or infinity that fz_first_nonfinite
+ * does not explain. */
+static inline bool fz_unexplained_nonfinite(const attnops_tensor *t, const attnops_tensor *golden, bool inf_ok,
+                                            const char *what, const char *described)
+{
+    float x;
+    const int64_t e = fz_first_nonfinite(t, golden, inf_ok, &x);
+    if (e < 0) return false;
+    fprintf(stderr, "a successful call left %s[%lld] = %g (the reference: %g)\n  %s\n", what, (long long)e, x,
+            golden ? fz_element(golden, e) : x, described);
+    return true;
+}
+
+/* Whether any of the n views has a NaN or an infinity (then the reference
+ * answers the same call, to tell an overflow from a bug). */
+static inline bool fz_any_nonfinite(const attnops_tensor *const *views, int64_t n)
+{
+    float x;
+    for (int64_t i = 0; i < n; i++)
+        if (fz_first_nonfinite(views[i], NULL, false, &x) >= 0) return true;
+    return false;
+}
+
+/* The reference refused a call the subject accepted: a contract broken. */
+static inline void fz_reference_refused(const char *described)
+{
+    fprintf(stderr, "the reference refused a call the kernel took\n  %s\n", described);
+    abort();
+}
+
 /* A tensor with v's view (shape, strides, extent) in fresh memory of
  * `into`, for a second implementation's answer to the same call; NULL
  * when v is NULL or not a tensor of `from`. */
