@@ -71,9 +71,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * design). */
     const bool sane = fabs(a.scale) <= 64 && a.rmsnorm_eps > 0 && isfinite(a.rmsnorm_eps) &&
                       a.impl != ATTNOPS_IMPL_BENCHMARK;
-    if (st == ATTNOPS_SUCCESS && sane) {
+    if (st == ATTNOPS_SUCCESS && sane && fz_any_nonfinite(&a.h, 1)) {
         const attnops_tensor *h = NULL;
-        if (a.impl != ATTNOPS_IMPL_REFERENCE && fz_any_nonfinite(&a.h, 1)) {
+        if (a.impl != ATTNOPS_IMPL_REFERENCE) {
             attnops_attn_res_fwd_args r = a;
             r.impl = ATTNOPS_IMPL_REFERENCE;
             r.h = h = fz_tensor_like(&golden, &pool, a.h);
@@ -103,12 +103,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_TWO_PHASE(attnops_attn_res_grad_workspace_size, attnops_attn_res_grad, &g, st, skipped);
     if (skipped) goto done;
     fz_check_status("AttnRes", st, &pool, backward_outputs);
-    if (st == ATTNOPS_SUCCESS && forward_ok && sane) {
-        const attnops_tensor *outputs[MAXN + 3], *answers[MAXN + 3] = {NULL};
-        int64_t n = 0;
-        for (int64_t l = 0; l < N; l++) outputs[n++] = grads[l];
-        outputs[n++] = g.grad_partial_block, outputs[n++] = g.grad_proj_weight, outputs[n++] = g.grad_rmsnorm_gamma;
-        if (g.impl != ATTNOPS_IMPL_REFERENCE && fz_any_nonfinite(outputs, n)) {
+    const attnops_tensor *outputs[MAXN + 3], *answers[MAXN + 3] = {NULL};
+    int64_t n = 0;
+    for (int64_t l = 0; l < N; l++) outputs[n++] = grads[l];
+    outputs[n++] = g.grad_partial_block, outputs[n++] = g.grad_proj_weight, outputs[n++] = g.grad_rmsnorm_gamma;
+    if (st == ATTNOPS_SUCCESS && forward_ok && sane && fz_any_nonfinite(outputs, n)) {
+        if (g.impl != ATTNOPS_IMPL_REFERENCE) {
             attnops_attn_res_bwd_args r = g;
             static const attnops_tensor *reference_grads[MAXN];
             for (int64_t i = 0; i < n; i++) answers[i] = fz_tensor_like(&golden, &pool, outputs[i]);

@@ -284,8 +284,8 @@ static inline bool fz_unexplained_nonfinite(const attnops_tensor *t, const attno
     return true;
 }
 
-/* Whether any of the n views has a NaN or an infinity (then the reference
- * answers the same call, to tell an overflow from a bug). */
+/* Whether any of the n views has a NaN or an infinity: the targets scan
+ * once, and only then ask the reference and explain each one. */
 static inline bool fz_any_nonfinite(const attnops_tensor *const *views, int64_t n)
 {
     float x;
