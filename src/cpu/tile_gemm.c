@@ -5,6 +5,7 @@
 #endif
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attnops.h"
@@ -39,6 +40,32 @@ static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ld
 #endif
 }
 
+#if ATTNOPS_HAVE_LIBXSMM
+/* libxsmm_init writes into the process environment: OMP_PROC_BIND=TRUE when
+ * no affinity variable is set (and I_MPI_SHM_HEAP=1 under MPI; libxsmm's
+ * src/libxsmm_main.c, "setup some viable affinity").  The OpenMP runtimes in
+ * the process read their settings when they loaded, so the variable only
+ * reaches child processes, where it pins every thread, the main one
+ * included, to the first CPU: two ranks of a torch.multiprocessing job then
+ * shared one core (docs/DISTRIBUTED.md).  A library does not change its
+ * caller's environment, so what libxsmm added is taken out again.  It writes
+ * only a variable that is unset (OMP_PROC_BIND also when empty), once, under
+ * xsmm_once. */
+static void xsmm_init_keeping_environment(void)
+{
+    const char *bind = getenv("OMP_PROC_BIND");
+    const bool bind_unset = bind == NULL, bind_empty = bind != NULL && *bind == '\0';
+    const bool shm_heap_unset = getenv("I_MPI_SHM_HEAP") == NULL;
+    libxsmm_init();
+    if (bind_unset)
+        unsetenv("OMP_PROC_BIND");
+    else if (bind_empty)
+        setenv("OMP_PROC_BIND", "", 1);
+    if (shm_heap_unset)
+        unsetenv("I_MPI_SHM_HEAP");
+}
+#endif
+
 /* The ISA in use decides whether libxsmm may JIT and for which target (a
  * forced ATTNOPS_ISA=avx2 on an AVX-512 CPU gets AVX2 code); libxsmm then
  * decides per kind by returning a kernel or not. */
@@ -49,7 +76,7 @@ static void xsmm_init(void)
 #if ATTNOPS_HAVE_LIBXSMM
     if (jit_allowed) {
         if (*target) libxsmm_set_target_arch(target);
-        libxsmm_init();
+        xsmm_init_keeping_environment();
     }
 #endif
     for (int kind = 0; kind < 3; kind++) {
