@@ -4,6 +4,7 @@
     import attnops.ops         # the torch.library custom ops (torch.ops.attnops.*)
     import attnops.flash_attn  # flash-attn-style flash_attn_func, flash_attn_varlen_func, ...
     import attnops.golden      # numpy goldens of every operator (no torch needed)
+    import attnops.distributed # ring attention across processes on torch.distributed
     attnops.compare(actual, expected, rule="dual")   # the harness's comparison rules
 
 The C library (libattnops.so) ships inside this package and is bound with

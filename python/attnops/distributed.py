@@ -1,0 +1,295 @@
+"""Context-parallel attention across processes on torch.distributed: ring attention.
+
+    local = shard(x, rank, world_size, seq_dim=1, zigzag=True)        # this rank's part of the sequence
+    out = ring_attention(q, k, v, causal=True, zigzag=True)             # q, k, v: local shards
+    full = unshard(out, seq_dim=1, zigzag=True)                         # all_gather and reassemble
+
+Each rank of the process group holds a shard of the sequence: q, k, v are
+[B, S_local, N, D] (layout "BSND") or [B, N, S_local, D] ("BNSD"), the same
+shape on every rank (checked with one all_gather per call; a mismatch raises
+ValueError on every rank).  K/V travel around the ring (rank r sends to r+1
+and receives from r-1 with isend/irecv) while the block in hand is computed;
+the library call releases the GIL, so gloo's threads move the next block
+during it.  After W steps every rank has attended its queries to every key.
+
+Merging.  A block's call returns its output O_b and the row statistics of
+its scores s = scale q.k: m_b = max s, l_b = sum exp(s - m_b).  The running
+result is merged in fp32 (ring-flash-attention's and CANN's
+FlashAttentionScore: softmax_max / softmax_sum are exactly these):
+    M = max(m, m_b),  L = l exp(m - M) + l_b exp(m_b - M),
+    O = (O l exp(m - M) + O_b l_b exp(m_b - M)) / L.
+(M, L) are the global statistics of the rows, so the backward's block calls
+get them with the merged output as attention_in: FlashAttentionScoreGrad
+recomputes P = exp(s - M) / L and Drow = rowsum(dy * O), each block's dq,
+dk, dv are its exact share, and dq is summed locally in fp32 while the dK/dV
+accumulators (fp32) travel the ring with their K/V block, arriving home after
+W sends.
+
+Causal.  With contiguous shards (zigzag=False) rank r's queries see rank
+r' < r's keys fully, its own causally, later ranks' not at all (those steps
+are skipped: no call, the block still travels).  That leaves rank W-1 with W
+blocks of work and rank 0 with one; zigzag=True balances it: the sequence is
+cut into 2W chunks and rank r holds chunks r and 2W-1-r (shard()), so every
+step is half a block of work on every rank (q x its own kv causally at step
+0; then all of q x the first kv chunk when the kv came from a lower rank, or
+the second q chunk x all of the kv from a higher rank) - the layout of
+zhuzilin/ring-flash-attention's zigzag_ring_flash_attn.  Causal needs the
+same global length for queries and keys (both origins coincide then).
+
+Not in this version (they raise NotImplementedError): dropout, ALiBi / pse,
+sliding windows, TND, Ulysses.  docs/DISTRIBUTED.md.
+"""
+import torch
+import torch.distributed as dist
+
+from . import _fa, flash_attn, ops
+
+_FLT_MAX = 3.4028234663852886e38
+_LAYOUT_SEQ_DIM = {"BSND": 1, "BNSD": 2}
+_DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+
+
+# ---- sharding ---------------------------------------------------------------------------
+def _chunks_of(rank, world_size, zigzag):
+    """The sequence chunks rank holds, in order: (rank,) of W, or (rank, 2W-1-rank) of 2W."""
+    return (rank, 2 * world_size - 1 - rank) if zigzag else (rank,)
+
+
+def shard(x, rank, world_size, *, seq_dim=1, zigzag=False):
+    """rank's part of the full sequence x (a contiguous copy): the rank-th of W equal chunks along
+    seq_dim, or with zigzag the chunks rank and 2W-1-rank of 2W, concatenated."""
+    pieces = 2 * world_size if zigzag else world_size
+    if not 0 <= rank < world_size:
+        raise ValueError(f"attnops.distributed.shard: rank {rank} is not in [0, {world_size})")
+    if x.shape[seq_dim] % pieces:
+        raise ValueError(f"attnops.distributed.shard: the sequence length {x.shape[seq_dim]} (dim {seq_dim}) does "
+                         f"not split into {pieces} equal chunks")
+    chunks = x.chunk(pieces, dim=seq_dim)
+    return torch.cat([chunks[c] for c in _chunks_of(rank, world_size, zigzag)], dim=seq_dim).contiguous()
+
+
+def merge_shards(shards, *, seq_dim=1, zigzag=False):
+    """The full sequence from every rank's shard (shards[r] = shard(x, r, W, ...)): shard's inverse."""
+    world_size = len(shards)
+    chunks = [None] * (2 * world_size if zigzag else world_size)
+    for rank, local in enumerate(shards):
+        held = _chunks_of(rank, world_size, zigzag)
+        for c, piece in zip(held, local.chunk(len(held), dim=seq_dim)):
+            chunks[c] = piece
+    return torch.cat(chunks, dim=seq_dim)
+
+
+def unshard(local, *, group=None, seq_dim=1, zigzag=False):
+    """The full sequence on every rank: all_gather of the shards, then merge_shards."""
+    gathered = [torch.empty_like(local) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(gathered, local.contiguous(), group=group)
+    return merge_shards(gathered, seq_dim=seq_dim, zigzag=zigzag)
+
+
+# ---- the ring ---------------------------------------------------------------------------------
+class _Ring:
+    """Neighbours in the group's ring, and one step's exchange: send to rank+1, receive from rank-1."""
+
+    def __init__(self, group):
+        self.group = group
+        self.rank = dist.get_rank(group)
+        self.world_size = dist.get_world_size(group)
+        self.next, self.prev = (self._global((self.rank + step) % self.world_size) for step in (1, -1))
+
+    def _global(self, group_rank):
+        """The rank in the default group that P2POp wants, of a rank of this group."""
+        return group_rank if self.group is None else dist.get_global_rank(self.group, group_rank)
+
+    def start(self, tensors, tag):
+        """Start sending `tensors` (contiguous) to the next rank and receiving their successors from the
+        previous one -> a function that waits for the exchange and returns what arrived.  Each kind of
+        exchange has its own tags (tag, tag + 1, ...), so two in flight never match each other's messages."""
+        if self.world_size == 1:
+            return lambda: tuple(tensors)
+        received = [torch.empty_like(t) for t in tensors]
+        p2p = [dist.P2POp(dist.isend, t, self.next, self.group, tag + i) for i, t in enumerate(tensors)] + \
+              [dist.P2POp(dist.irecv, t, self.prev, self.group, tag + i) for i, t in enumerate(received)]
+        works = dist.batch_isend_irecv(p2p)
+
+        def wait():
+            for w in works:
+                w.wait()
+            return tuple(received)
+        return wait
+
+
+_KV_TAG, _DKV_TAG = 0, 2
+
+
+class _Plan:
+    """One call's fixed arguments: the ring, the layout, the mask rule, the library's keyword args."""
+
+    def __init__(self, ring, layout, head_num, scale, causal, zigzag):
+        self.ring, self.layout, self.causal, self.zigzag = ring, layout, causal, zigzag
+        self.seq_dim = _LAYOUT_SEQ_DIM[layout]
+        self.full = ops._call_kwargs(head_num, layout, dict(scale=scale))
+        self.diagonal = ops._call_kwargs(head_num, layout, dict(
+            scale=scale, atten_mask=flash_attn._compressed_mask(), sparse_mode=3, next_tokens=0))
+
+    def blocks(self, src, s_q, s_kv):
+        """The calls of the step that holds rank src's K/V: (query rows, key rows, kwargs) with rows
+        as slices of the local sequence."""
+        rank, every = self.ring.rank, slice(None)
+        if not self.causal:
+            return [(every, every, self.full)]
+        if src == rank:
+            return [(every, every, self.diagonal)]
+        if not self.zigzag:
+            return [(every, every, self.full)] if src < rank else []
+        if src < rank:  # kv chunks (src, 2W-1-src): the first is before both q chunks, the second after
+            return [(every, slice(0, s_kv // 2), self.full)]
+        return [(slice(s_q // 2, None), every, self.full)]  # only q chunk 2W-1-rank sees kv from a higher rank
+
+    def rows(self, t, rows):
+        """t's rows (sequence positions) of a slice, as a view."""
+        index = [slice(None)] * t.dim()
+        index[self.seq_dim] = rows
+        return t[tuple(index)]
+
+    def stat_rows(self, t, rows):
+        """Rows of a [B, N, S(, 8)] statistic."""
+        return t[:, :, rows]
+
+    def to_layout(self, w):
+        """A [B, N, S] weight broadcast against the layout's [.., D]."""
+        return (w.transpose(1, 2) if self.layout == "BSND" else w).unsqueeze(-1)
+
+
+def _merge(plan, acc, rows, out_b, smax_b, ssum_b):
+    """Merge one block's (O_b, m_b, l_b) into the running fp32 (O, m, l) of the local rows `rows`."""
+    out, row_max, row_sum = acc
+    m_b, l_b = smax_b[..., 0], ssum_b[..., 0]
+    l_b = torch.where(m_b == -_FLT_MAX, torch.zeros_like(l_b), l_b)  # a row that saw no key adds nothing
+    m_rows, l_rows, out_rows = plan.stat_rows(row_max, rows), plan.stat_rows(row_sum, rows), plan.rows(out, rows)
+    m_new = torch.maximum(m_rows, m_b)
+    w_old, w_b = l_rows * torch.exp(m_rows - m_new), l_b * torch.exp(m_b - m_new)
+    l_new = w_old + w_b
+    safe = torch.where(l_new > 0, l_new, torch.ones_like(l_new))
+    out_rows.copy_(out_rows * plan.to_layout(w_old / safe) + out_b.float() * plan.to_layout(w_b / safe))
+    m_rows.copy_(m_new)
+    l_rows.copy_(l_new)
+
+
+def _finish_stats(row_max, row_sum):
+    """The global softmax_max / softmax_sum [B, N, S, 8] (f32) of the merged rows; rows that saw no key
+    get CANN's sentinels (max -FLT_MAX, sum FLT_MAX), as the library's own call gives them."""
+    empty = row_sum == 0
+    smax = torch.where(empty, torch.full_like(row_max, -_FLT_MAX), row_max)
+    ssum = torch.where(empty, torch.full_like(row_sum, _FLT_MAX), row_sum)
+    return (smax.unsqueeze(-1).expand(*smax.shape, 8).contiguous(),
+            ssum.unsqueeze(-1).expand(*ssum.shape, 8).contiguous())
+
+
+def _ring_forward(plan, q, k, v):
+    """(out in q's dtype, softmax_max, softmax_sum) of the local queries against every rank's keys."""
+    stat = _fa.stat_shape(q, plan.full["head_num"], plan.layout)[:3]
+    out = torch.zeros(_fa.out_shape(q, k, v, plan.full["head_num"], plan.layout), dtype=torch.float32)
+    acc = (out, torch.full(stat, -_FLT_MAX), torch.zeros(stat))  # a row that sees no key keeps out = 0
+    ring, kv = plan.ring, (k.contiguous(), v.contiguous())
+    s_q, s_kv = q.shape[plan.seq_dim], k.shape[plan.seq_dim]
+    for step in range(ring.world_size):
+        wait_kv = ring.start(kv, _KV_TAG) if step + 1 < ring.world_size else None
+        src = (ring.rank - step) % ring.world_size
+        for q_rows, kv_rows, kw in plan.blocks(src, s_q, s_kv):
+            out_b, smax_b, ssum_b = _fa.forward(plan.rows(q, q_rows), plan.rows(kv[0], kv_rows),
+                                                plan.rows(kv[1], kv_rows), kw)
+            _merge(plan, acc, q_rows, out_b, smax_b, ssum_b)
+        if wait_kv:
+            kv = wait_kv()
+    return (out.to(q.dtype), *_finish_stats(acc[1], acc[2]))
+
+
+def _ring_backward(plan, q, k, v, out, smax, ssum, dy):
+    """(dq, dk, dv) of the local shards: each step's block gradients with the global statistics.  The
+    dK/dV accumulators (fp32) travel with their K/V block, one step behind it, so that a step's compute
+    hides the previous accumulator's transfer; after W sends each is home."""
+    ring = plan.ring
+    dq = torch.zeros(q.shape, dtype=torch.float32)
+    kv = (k.contiguous(), v.contiguous())
+    dkv, wait_dkv = (torch.zeros(k.shape), torch.zeros(v.shape)), None
+    s_q, s_kv = q.shape[plan.seq_dim], k.shape[plan.seq_dim]
+    dy = dy.contiguous()
+    for step in range(ring.world_size):
+        wait_kv = ring.start(kv, _KV_TAG) if step + 1 < ring.world_size else None
+        src = (ring.rank - step) % ring.world_size
+        grads = [(q_rows, kv_rows, *_fa.backward(
+            plan.rows(q, q_rows), plan.rows(kv[0], kv_rows), plan.rows(kv[1], kv_rows), plan.rows(dy, q_rows),
+            plan.rows(out, q_rows), plan.stat_rows(smax, q_rows), plan.stat_rows(ssum, q_rows), kw)[:3])
+            for q_rows, kv_rows, kw in plan.blocks(src, s_q, s_kv)]
+        if wait_dkv:
+            dkv = wait_dkv()  # the accumulator of the block in hand
+        for q_rows, kv_rows, dq_b, dk_b, dv_b in grads:
+            plan.rows(dq, q_rows).add_(dq_b)
+            plan.rows(dkv[0], kv_rows).add_(dk_b)
+            plan.rows(dkv[1], kv_rows).add_(dv_b)
+        wait_dkv = ring.start(dkv, _DKV_TAG)
+        if wait_kv:
+            kv = wait_kv()
+    dk, dv = wait_dkv()
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
+class _RingAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, plan):
+        out, smax, ssum = _ring_forward(plan, q.detach(), k.detach(), v.detach())
+        ctx.plan = plan
+        ctx.save_for_backward(q, k, v, out, smax, ssum)
+        return out
+
+    @staticmethod
+    def backward(ctx, dy):
+        q, k, v, out, smax, ssum = ctx.saved_tensors
+        dq, dk, dv = _ring_backward(ctx.plan, q.detach(), k.detach(), v.detach(), out, smax, ssum, dy)
+        return dq, dk, dv, None
+
+
+def _check_same_everywhere(ring, q, k, v, signature):
+    """Every rank must make the same call: one all_gather of the shapes, dtypes and options."""
+    mine = torch.tensor([*q.shape, *k.shape, *v.shape, *signature], dtype=torch.int64)
+    every = [torch.empty_like(mine) for _ in range(ring.world_size)]
+    dist.all_gather(every, mine, group=ring.group)
+    for r, theirs in enumerate(every):
+        if not torch.equal(theirs, mine):
+            raise ValueError(f"attnops.distributed.ring_attention: rank {r} calls with shapes / options "
+                             f"{theirs.tolist()}, rank {ring.rank} with {mine.tolist()} (q, k, v shapes, dtypes, "
+                             "layout, causal, zigzag must agree on every rank)")
+
+
+def ring_attention(q, k, v, *, group=None, causal=False, zigzag=False, scale=None, layout="BSND", dropout_p=0.0,
+                   alibi_slopes=None, window_size=(-1, -1)):
+    """Attention of this rank's query shard against the keys of every rank of `group` (default: the
+    world): out, the local shard of the output, differentiable in q, k, v.  zigzag=True: the shards are
+    shard(..., zigzag=True)'s (causal load balancing).  scale defaults to D^-0.5."""
+    if dropout_p != 0.0 or alibi_slopes is not None or tuple(window_size) != (-1, -1):
+        raise NotImplementedError("attnops.distributed.ring_attention: dropout, ALiBi and sliding windows are not "
+                                  "supported yet (docs/DISTRIBUTED.md)")
+    if layout not in _LAYOUT_SEQ_DIM:
+        raise NotImplementedError(f"attnops.distributed.ring_attention: layout {layout!r} is not supported; use "
+                                  f"one of {', '.join(_LAYOUT_SEQ_DIM)}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 4:
+            raise ValueError(f"attnops.distributed.ring_attention: {name} must have rank 4 ({layout}), got shape "
+                             f"{tuple(t.shape)}")
+        if t.dtype not in _DTYPE_CODES:
+            raise TypeError(f"attnops.distributed.ring_attention: {name} has dtype {t.dtype}; float32, float16 or "
+                            "bfloat16 are supported")
+    ring = _Ring(group)
+    seq_dim = _LAYOUT_SEQ_DIM[layout]
+    _check_same_everywhere(ring, q, k, v, (_DTYPE_CODES[q.dtype], _DTYPE_CODES[k.dtype], _DTYPE_CODES[v.dtype],
+                                           seq_dim, int(causal), int(zigzag)))
+    if causal and q.shape[seq_dim] != k.shape[seq_dim]:
+        raise ValueError(f"attnops.distributed.ring_attention: causal needs as many keys as queries per rank, got "
+                         f"{q.shape[seq_dim]} and {k.shape[seq_dim]}")
+    if causal and zigzag and q.shape[seq_dim] % 2:
+        raise ValueError(f"attnops.distributed.ring_attention: a zigzag shard holds two equal chunks; its length "
+                         f"{q.shape[seq_dim]} is odd")
+    head_num = q.shape[2] if layout == "BSND" else q.shape[1]
+    plan = _Plan(ring, layout, head_num, q.shape[-1] ** -0.5 if scale is None else scale, causal,
+                 causal and zigzag)
+    return _RingAttention.apply(q, k, v, plan)

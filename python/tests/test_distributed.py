@@ -1,0 +1,107 @@
+"""attnops.distributed on gloo over loopback: the ring's outputs and gradients equal the single-process
+call (by the shared comparator's fp32- / bf16-derived bound), for full and causal attention, contiguous
+and zigzag shards, GQA, BSND and BNSD, on 2 and 4 processes; mismatched calls and lost peers raise."""
+import multiprocessing
+import os
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+import attnops.distributed as cp
+import attnops.torch_npu as torch_npu
+import cp_worker
+
+F32, BF16 = torch.float32, torch.bfloat16
+TIMEOUT_S = 5
+
+
+def _spawn(fn, world, tmp_path, *args):
+    mp.spawn(fn, args=(world, str(tmp_path / "rendezvous"), *args), nprocs=world, join=True)
+
+
+CASES_2 = [
+    dict(layout="BSND", dtype=F32, causal=False, zigzag=False),
+    dict(layout="BSND", dtype=F32, causal=True, zigzag=False),
+    dict(layout="BSND", dtype=F32, causal=True, zigzag=True),
+    dict(layout="BNSD", dtype=F32, causal=True, zigzag=True, n=4, nk=2),
+    dict(layout="BSND", dtype=BF16, causal=True, zigzag=True, b=2),
+    dict(layout="BNSD", dtype=BF16, causal=False, zigzag=False, n=4, nk=1),
+]
+CASES_4 = [
+    dict(layout="BSND", dtype=F32, causal=True, zigzag=True, n=4, nk=2),
+    dict(layout="BNSD", dtype=F32, causal=True, zigzag=False),
+    dict(layout="BSND", dtype=BF16, causal=False, zigzag=True, s=128),
+]
+
+
+def test_ring_equals_single_process_2_ranks(tmp_path):
+    _spawn(cp_worker.run_cases, 2, tmp_path, CASES_2)
+
+
+def test_ring_equals_single_process_4_ranks(tmp_path):
+    _spawn(cp_worker.run_cases, 4, tmp_path, CASES_4)
+
+
+def test_two_rings_in_subgroups_of_a_4_process_world(tmp_path):
+    _spawn(cp_worker.run_in_subgroups, 4, tmp_path, dict(layout="BSND", dtype=F32, causal=True, zigzag=True))
+
+
+def test_mismatched_shards_raise_on_every_rank(tmp_path):
+    _spawn(cp_worker.mismatched_shapes, 2, tmp_path)
+
+
+@pytest.mark.parametrize("how", ["exit", "hang"])
+def test_lost_peer_raises_within_the_timeout(tmp_path, how):
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=cp_worker.lost_peer, args=(r, 2, str(tmp_path / "rendezvous"), how, TIMEOUT_S,
+                                                           results)) for r in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        kind, message, seconds = results.get(timeout=120)
+    finally:
+        for p in procs:
+            p.join(timeout=TIMEOUT_S * 6)
+            if p.is_alive():
+                p.kill()
+    assert kind != "returned", "ring_attention returned although its peer was gone"
+    assert kind.endswith("Error"), (kind, message)
+    print(f"rank 0 raised {kind} after {seconds:.2f} s: {message}")
+    assert seconds < TIMEOUT_S * 3, f"rank 0 raised after {seconds:.1f} s, the group's timeout is {TIMEOUT_S} s"
+
+
+def test_shard_and_merge_are_inverse():
+    x = torch.arange(2 * 24 * 3).reshape(2, 24, 3)
+    for zigzag in (False, True):
+        shards = [cp.shard(x, r, 3, seq_dim=1, zigzag=zigzag) for r in range(3)]
+        assert torch.equal(cp.merge_shards(shards, seq_dim=1, zigzag=zigzag), x)
+    # 6 chunks of 4 positions (x[0, s, 0] = 3 s): rank 1 holds chunks 1 and 4
+    assert (cp.shard(x, 1, 3, seq_dim=1, zigzag=True)[0, :, 0] // 3).tolist() == [4, 5, 6, 7, 16, 17, 18, 19]
+    with pytest.raises(ValueError, match="does not split into 6 equal chunks"):
+        cp.shard(x[:, :20], 0, 3, seq_dim=1, zigzag=True)
+
+
+def test_unsupported_options_raise_before_any_communication():
+    q = torch.randn(1, 8, 2, 16)
+    with pytest.raises(NotImplementedError, match="dropout"):
+        cp.ring_attention(q, q, q, dropout_p=0.1)
+    with pytest.raises(NotImplementedError, match="layout 'TND'"):
+        cp.ring_attention(q, q, q, layout="TND")
+    with pytest.raises(TypeError, match="float64"):
+        cp.ring_attention(q.double(), q.double(), q.double())
+
+
+def test_a_call_leaves_child_processes_unpinned():
+    """libxsmm's set-up put OMP_PROC_BIND=TRUE into the environment, and every process started afterwards
+    (these ranks) ran its threads on CPU 0 alone: 2 ranks x 1 thread took twice 1 rank x 2 threads."""
+    q = torch.randn(1, 16, 1, 16)
+    torch_npu.npu_fusion_attention(q, q, q, 1, "BSND")  # the GEMM set-up has run in this process
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    child = ctx.Process(target=cp_worker.report_affinity, args=(results,))
+    child.start()
+    cpus = results.get(timeout=60)
+    child.join()
+    assert cpus == sorted(os.sched_getaffinity(0)), f"a child process may run on CPUs {cpus} only"
