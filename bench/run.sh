@@ -18,7 +18,8 @@
 #      order; the peer measures torch's peak memory in round 1 only (--mem);
 #   3d. runs bench/bench_python.py once (the Python package's per-call
 #      overhead and a training step through autograd vs SDPA, R rounds of its
-#      own, alternating);
+#      own, alternating), and with 2+ threads bench/bench_distributed.py
+#      (ring attention on THREADS ranks x 1 thread vs 1 rank x THREADS threads);
 #   4. merges everything into build/bench/results.json (medians over rounds,
 #      GFLOP/s, % of peak, speedups vs torch, and the ratios between cases:
 #      masked vs dense, band vs proportional, pse vs plain, varlen vs the
@@ -136,11 +137,16 @@ for ((r = 1; r <= REPS; r++)); do
 done
 
 # ---- the Python package ---------------------------------------------------------
-rm -f "$OUT/python.json" "$OUT/python.md"
+rm -f "$OUT/python.json" "$OUT/python.md" "$OUT/cp.json" "$OUT/cp.md"
 if ((have_torch)) && "$PY" -c 'import attnops' 2>/dev/null; then
     echo "== Python package: per-call overhead, training step vs SDPA"
     "$PY" -u "$ROOT/bench/bench_python.py" --threads "$THREADS" --reps "$REPS" "${quick_flag[@]}" \
         --json "$OUT/python.json" --md "$OUT/python.md"
+    if ((THREADS >= 2)); then
+        echo "== context parallelism: $THREADS ranks x 1 thread vs 1 rank x $THREADS threads"
+        "$PY" -u "$ROOT/bench/bench_distributed.py" --ranks "$THREADS" --reps "$REPS" \
+            --seq "$([[ $QUICK == 1 ]] && echo 1024 || echo 8192)" --json "$OUT/cp.json" --md "$OUT/cp.md"
+    fi
 else
     echo "bench/run.sh: the attnops Python package is not installed in $PY (make test installs it); skipped" >&2
 fi
@@ -531,12 +537,13 @@ for p in sorted(glob.glob(os.path.join(out_dir, "rss_*.json"))):
 if rss_rows:
     res["rss_budget_mib"] = RSS_BUDGET_MIB
 
-py_md = None
-if os.path.exists(os.path.join(out_dir, "python.json")):
-    with open(os.path.join(out_dir, "python.json")) as f:
-        res.update(json.load(f))
-    with open(os.path.join(out_dir, "python.md")) as f:
-        py_md = f.read().rstrip("\n")
+extra_md = []  # the Python programs' own tables (python: the package; cp: context parallelism)
+for part in ("python", "cp"):
+    if os.path.exists(os.path.join(out_dir, f"{part}.json")):
+        with open(os.path.join(out_dir, f"{part}.json")) as f:
+            res.update(json.load(f))
+        with open(os.path.join(out_dir, f"{part}.md")) as f:
+            extra_md.append(f.read().rstrip("\n"))
 
 with open(os.path.join(out_dir, "results.json"), "w") as f:
     json.dump(res, f, indent=2)
@@ -583,9 +590,9 @@ if rss_rows:
     md.append("| peak RSS case | inputs MiB | outputs MiB | workspace MiB | peak RSS MiB | RSS − (in+out) MiB | budget MiB |")
     md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     md += rss_rows
-if py_md:
+for part_md in extra_md:
     md.append("")
-    md.append(py_md)
+    md.append(part_md)
 md.append("")
 md.append("GFLOP/s are dense-equivalent (forward 2·B·N1·S1·S2·(D+Dv), backward 2.5×) at the median time, "
           "also for masked cases (whose % of peak can pass 100); varlen cases count their real work "
