@@ -1,7 +1,8 @@
-"""Context-parallel attention across processes on torch.distributed: ring attention.
+"""Context-parallel attention across processes on torch.distributed: ring and Ulysses attention.
 
     local = shard(x, rank, world_size, seq_dim=1, zigzag=True)        # this rank's part of the sequence
     out = ring_attention(q, k, v, causal=True, zigzag=True)             # q, k, v: local shards
+    out = ulysses_attention(q, k, v, causal=True, zigzag=True)          # the same, by all-to-all
     full = unshard(out, seq_dim=1, zigzag=True)                         # all_gather and reassemble
 
 Each rank of the process group holds a shard of the sequence: q, k, v are
@@ -36,9 +37,19 @@ the second q chunk x all of the kv from a higher rank) - the layout of
 zhuzilin/ring-flash-attention's zigzag_ring_flash_attn.  Causal needs the
 same global length for queries and keys (both origins coincide then).
 
-Not in this version (they raise NotImplementedError): dropout, ALiBi / pse,
-sliding windows, TND, Ulysses.  docs/DISTRIBUTED.md.
+Ulysses.  ulysses_attention trades the sequence shards for head shards with
+one all-to-all (rank r gets heads [r N/W, (r+1) N/W) of the whole sequence),
+runs attnops.flash_attn.flash_attn_func on them - any mask, window or ALiBi
+it supports, the slopes of the rank's heads - and trades back; the
+backward is autograd's, through the reverse all-to-alls.  N and N_kv must
+divide by W, or W by N_kv (K/V heads are then repeated, their gradients
+summed back).
+
+Not in this version (they raise NotImplementedError): dropout; ALiBi and
+sliding windows in the ring; TND.  docs/DISTRIBUTED.md.
 """
+import math
+
 import torch
 import torch.distributed as dist
 
@@ -249,16 +260,29 @@ class _RingAttention(torch.autograd.Function):
         return dq, dk, dv, None
 
 
-def _check_same_everywhere(ring, q, k, v, signature):
+def _check_same_everywhere(op, ring, q, k, v, signature):
     """Every rank must make the same call: one all_gather of the shapes, dtypes and options."""
     mine = torch.tensor([*q.shape, *k.shape, *v.shape, *signature], dtype=torch.int64)
     every = [torch.empty_like(mine) for _ in range(ring.world_size)]
     dist.all_gather(every, mine, group=ring.group)
     for r, theirs in enumerate(every):
         if not torch.equal(theirs, mine):
-            raise ValueError(f"attnops.distributed.ring_attention: rank {r} calls with shapes / options "
-                             f"{theirs.tolist()}, rank {ring.rank} with {mine.tolist()} (q, k, v shapes, dtypes, "
-                             "layout, causal, zigzag must agree on every rank)")
+            raise ValueError(f"attnops.distributed.{op}: rank {r} calls with shapes / options {theirs.tolist()}, "
+                             f"rank {ring.rank} with {mine.tolist()} (q, k, v shapes, dtypes, layout and options "
+                             "must agree on every rank)")
+
+
+def _check_inputs(op, q, k, v, layout):
+    if layout not in _LAYOUT_SEQ_DIM:
+        raise NotImplementedError(f"attnops.distributed.{op}: layout {layout!r} is not supported; use one of "
+                                  f"{', '.join(_LAYOUT_SEQ_DIM)}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 4:
+            raise ValueError(f"attnops.distributed.{op}: {name} must have rank 4 ({layout}), got shape "
+                             f"{tuple(t.shape)}")
+        if t.dtype not in _DTYPE_CODES:
+            raise TypeError(f"attnops.distributed.{op}: {name} has dtype {t.dtype}; float32, float16 or bfloat16 "
+                            "are supported")
 
 
 def ring_attention(q, k, v, *, group=None, causal=False, zigzag=False, scale=None, layout="BSND", dropout_p=0.0,
@@ -268,21 +292,12 @@ def ring_attention(q, k, v, *, group=None, causal=False, zigzag=False, scale=Non
     shard(..., zigzag=True)'s (causal load balancing).  scale defaults to D^-0.5."""
     if dropout_p != 0.0 or alibi_slopes is not None or tuple(window_size) != (-1, -1):
         raise NotImplementedError("attnops.distributed.ring_attention: dropout, ALiBi and sliding windows are not "
-                                  "supported yet (docs/DISTRIBUTED.md)")
-    if layout not in _LAYOUT_SEQ_DIM:
-        raise NotImplementedError(f"attnops.distributed.ring_attention: layout {layout!r} is not supported; use "
-                                  f"one of {', '.join(_LAYOUT_SEQ_DIM)}")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.dim() != 4:
-            raise ValueError(f"attnops.distributed.ring_attention: {name} must have rank 4 ({layout}), got shape "
-                             f"{tuple(t.shape)}")
-        if t.dtype not in _DTYPE_CODES:
-            raise TypeError(f"attnops.distributed.ring_attention: {name} has dtype {t.dtype}; float32, float16 or "
-                            "bfloat16 are supported")
+                                  "supported yet (ulysses_attention has ALiBi and windows; docs/DISTRIBUTED.md)")
+    _check_inputs("ring_attention", q, k, v, layout)
     ring = _Ring(group)
     seq_dim = _LAYOUT_SEQ_DIM[layout]
-    _check_same_everywhere(ring, q, k, v, (_DTYPE_CODES[q.dtype], _DTYPE_CODES[k.dtype], _DTYPE_CODES[v.dtype],
-                                           seq_dim, int(causal), int(zigzag)))
+    _check_same_everywhere("ring_attention", ring, q, k, v, (
+        _DTYPE_CODES[q.dtype], _DTYPE_CODES[k.dtype], _DTYPE_CODES[v.dtype], seq_dim, int(causal), int(zigzag)))
     if causal and q.shape[seq_dim] != k.shape[seq_dim]:
         raise ValueError(f"attnops.distributed.ring_attention: causal needs as many keys as queries per rank, got "
                          f"{q.shape[seq_dim]} and {k.shape[seq_dim]}")
@@ -293,3 +308,90 @@ def ring_attention(q, k, v, *, group=None, causal=False, zigzag=False, scale=Non
     plan = _Plan(ring, layout, head_num, q.shape[-1] ** -0.5 if scale is None else scale, causal,
                  causal and zigzag)
     return _RingAttention.apply(q, k, v, plan)
+
+
+# ---- Ulysses: all-to-all between sequence shards and head shards --------------------------------
+def _all_to_all(x, group, scatter_dim, gather_pieces):
+    """Cut x into W pieces along scatter_dim, send piece j to rank j -> the W pieces received, in rank
+    order, for gather_pieces to put together."""
+    world_size = dist.get_world_size(group)
+    sent = torch.stack(x.chunk(world_size, dim=scatter_dim)).contiguous()
+    received = torch.empty_like(sent)
+    dist.all_to_all_single(received, sent, group=group)
+    return gather_pieces(list(received.unbind(0)))
+
+
+class _SeqToHeads(torch.autograd.Function):
+    """[.., S_local, .., N, ..] sequence shards -> [.., S, .., N / W, ..] head shards, and back in the
+    backward (the layout's seq and head dims, zigzag or contiguous shards)."""
+
+    @staticmethod
+    def forward(ctx, x, group, seq_dim, head_dim, zigzag):
+        ctx.args = (group, seq_dim, head_dim, zigzag)
+        return _seq_to_heads(x, group, seq_dim, head_dim, zigzag)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return _heads_to_seq(dy, *ctx.args), None, None, None, None
+
+
+class _HeadsToSeq(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, group, seq_dim, head_dim, zigzag):
+        ctx.args = (group, seq_dim, head_dim, zigzag)
+        return _heads_to_seq(x, group, seq_dim, head_dim, zigzag)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return _seq_to_heads(dy, *ctx.args), None, None, None, None
+
+
+def _seq_to_heads(x, group, seq_dim, head_dim, zigzag):
+    return _all_to_all(x, group, head_dim, lambda pieces: merge_shards(pieces, seq_dim=seq_dim, zigzag=zigzag))
+
+
+def _heads_to_seq(x, group, seq_dim, head_dim, zigzag):
+    world_size = dist.get_world_size(group)
+    # piece j of the scatter must be rank j's sequence shard: reorder so that chunk() cuts them out
+    ordered = torch.cat([shard(x, r, world_size, seq_dim=seq_dim, zigzag=zigzag) for r in range(world_size)],
+                        dim=seq_dim) if zigzag else x
+    return _all_to_all(ordered, group, seq_dim, lambda pieces: torch.cat(pieces, dim=head_dim))
+
+
+def ulysses_attention(q, k, v, *, group=None, causal=False, window_size=(-1, -1), alibi_slopes=None, scale=None,
+                      layout="BSND", zigzag=False, dropout_p=0.0):
+    """Attention of this rank's query shard against the whole sequence by head parallelism: out, the local
+    shard of the output, differentiable in q, k, v.  causal, window_size and alibi_slopes (f32 [N], of all
+    the heads) have flash_attn_func's meanings on the global sequence; zigzag: the shards are
+    shard(..., zigzag=True)'s."""
+    if dropout_p != 0.0:
+        raise NotImplementedError("attnops.distributed.ulysses_attention: dropout is not supported yet "
+                                  "(docs/DISTRIBUTED.md)")
+    _check_inputs("ulysses_attention", q, k, v, layout)
+    ring = _Ring(group)
+    w = ring.world_size
+    seq_dim, head_dim = _LAYOUT_SEQ_DIM[layout], 3 - _LAYOUT_SEQ_DIM[layout]
+    window = tuple(window_size)
+    _check_same_everywhere("ulysses_attention", ring, q, k, v, (
+        _DTYPE_CODES[q.dtype], _DTYPE_CODES[k.dtype], _DTYPE_CODES[v.dtype], seq_dim, int(causal), int(zigzag),
+        *window, int(alibi_slopes is not None)))
+    n, n_kv = q.shape[head_dim], k.shape[head_dim]
+    if n % w or (n_kv % w and w % n_kv):
+        raise ValueError(f"attnops.distributed.ulysses_attention: {n} query heads and {n_kv} key/value heads "
+                         f"cannot be shared by {w} ranks (N and N_kv must divide by W, or W by N_kv)")
+    if n_kv % w:  # W / N_kv ranks share each kv head: repeat it (autograd sums its gradients back)
+        k, v = (t.repeat_interleave(w // math.gcd(n_kv, w), dim=head_dim) for t in (k, v))
+    slopes = None
+    if alibi_slopes is not None:
+        if tuple(alibi_slopes.shape) != (n,):
+            raise ValueError(f"attnops.distributed.ulysses_attention: alibi_slopes must be [{n}] (every head's), got "
+                             f"{tuple(alibi_slopes.shape)}")
+        slopes = alibi_slopes.chunk(w)[ring.rank].contiguous()
+    heads = [_SeqToHeads.apply(t, group, seq_dim, head_dim, zigzag) for t in (q, k, v)]
+    if layout == "BNSD":  # flash_attn_func takes [B, S, N, D]: strided views, no copies
+        heads = [t.transpose(1, 2) for t in heads]
+    out = flash_attn.flash_attn_func(*heads, softmax_scale=scale, causal=causal, window_size=window,
+                                     alibi_slopes=slopes)
+    if layout == "BNSD":
+        out = out.transpose(1, 2)
+    return _HeadsToSeq.apply(out, group, seq_dim, head_dim, zigzag)

@@ -121,3 +121,36 @@ def report_affinity(results):
     results.put(sorted(os.sched_getaffinity(0)))
     results.close()
     results.join_thread()
+
+
+def check_ulysses_case(rank, world, layout, dtype, causal=False, window=(-1, -1), alibi=False, zigzag=False,
+                       b=1, s=64, n=4, nk=4, d=16):
+    """ulysses_attention's output and gradients, gathered, against flash_attn_func on the whole sequence."""
+    g = torch.Generator().manual_seed(2000 + s + n + nk + int(causal) + window[0])
+    q = torch.randn(_shape(layout, b, s, n, d), generator=g).to(dtype)
+    k, v = (torch.randn(_shape(layout, b, s, nk, d), generator=g).to(dtype) for _ in range(2))
+    dy = torch.randn(q.shape, generator=g).to(dtype)
+    slopes = torch.rand(n, generator=g) * 0.5 if alibi else None
+    to_bsnd = (lambda t: t) if layout == "BSND" else (lambda t: t.transpose(1, 2))
+    whole = [t.clone().requires_grad_() for t in (q, k, v)]
+    expected = to_bsnd(fa.flash_attn_func(*(to_bsnd(t) for t in whole), causal=causal, window_size=window,
+                                          alibi_slopes=slopes))
+    expected_grads = torch.autograd.grad(expected, whole, dy)
+
+    seq = SEQ_DIM[layout]
+    local = [cp.shard(t, rank, world, seq_dim=seq, zigzag=zigzag).requires_grad_() for t in (q, k, v)]
+    out = cp.ulysses_attention(*local, causal=causal, window_size=window, alibi_slopes=slopes, layout=layout,
+                               zigzag=zigzag)
+    grads = torch.autograd.grad(out, local, cp.shard(dy, rank, world, seq_dim=seq, zigzag=zigzag))
+    gathered = [cp.unshard(t.detach(), seq_dim=seq, zigzag=zigzag) for t in (out, *grads)]
+    label = (f"ulysses rank {rank}/{world} {layout} {dtype} causal={causal} window={window} alibi={alibi} "
+             f"zigzag={zigzag} N{n}/{nk}")
+    assert_close(f"{label} out", gathered[0], expected, dtype, s)
+    assert_gradients_close([f"{label} d{x}" for x in "qkv"], gathered[1:], expected_grads, dtype, s)
+
+
+def run_ulysses_cases(rank, world, init_file, cases):
+    _join(rank, world, init_file, 120)
+    for case in cases:
+        check_ulysses_case(rank, world, **case)
+    _leave()

@@ -1,6 +1,7 @@
-"""attnops.distributed on gloo over loopback: the ring's outputs and gradients equal the single-process
-call (by the shared comparator's fp32- / bf16-derived bound), for full and causal attention, contiguous
-and zigzag shards, GQA, BSND and BNSD, on 2 and 4 processes; mismatched calls and lost peers raise."""
+"""attnops.distributed on gloo over loopback: ring and Ulysses outputs and gradients equal the
+single-process call (by the shared comparator's fp32- / bf16-derived bound), for full and causal
+attention, contiguous and zigzag shards, GQA, BSND and BNSD (Ulysses also windows and ALiBi), on 2 and
+4 processes; mismatched calls and lost peers raise."""
 import multiprocessing
 import os
 
@@ -35,12 +36,32 @@ CASES_4 = [
 ]
 
 
+ULYSSES_2 = [
+    dict(layout="BSND", dtype=F32),
+    dict(layout="BSND", dtype=F32, causal=True, zigzag=True),
+    dict(layout="BNSD", dtype=F32, window=(8, 4), alibi=True, nk=2),
+    dict(layout="BSND", dtype=BF16, causal=True, alibi=True, nk=1),
+]
+ULYSSES_4 = [
+    dict(layout="BSND", dtype=F32, causal=True, nk=2),
+    dict(layout="BNSD", dtype=F32, window=(16, -1), zigzag=True, n=8, nk=4, alibi=True),
+]
+
+
 def test_ring_equals_single_process_2_ranks(tmp_path):
     _spawn(cp_worker.run_cases, 2, tmp_path, CASES_2)
 
 
 def test_ring_equals_single_process_4_ranks(tmp_path):
     _spawn(cp_worker.run_cases, 4, tmp_path, CASES_4)
+
+
+def test_ulysses_equals_single_process_2_ranks(tmp_path):
+    _spawn(cp_worker.run_ulysses_cases, 2, tmp_path, ULYSSES_2)
+
+
+def test_ulysses_equals_single_process_4_ranks(tmp_path):
+    _spawn(cp_worker.run_ulysses_cases, 4, tmp_path, ULYSSES_4)
 
 
 def test_two_rings_in_subgroups_of_a_4_process_world(tmp_path):
@@ -91,6 +112,8 @@ def test_unsupported_options_raise_before_any_communication():
         cp.ring_attention(q, q, q, layout="TND")
     with pytest.raises(TypeError, match="float64"):
         cp.ring_attention(q.double(), q.double(), q.double())
+    with pytest.raises(NotImplementedError, match="dropout"):
+        cp.ulysses_attention(q, q, q, dropout_p=0.1)
 
 
 def test_a_call_leaves_child_processes_unpinned():
