@@ -45,8 +45,12 @@ backward is autograd's, through the reverse all-to-alls.  N and N_kv must
 divide by W, or W by N_kv (K/V heads are then repeated, their gradients
 summed back).
 
-Not in this version (they raise NotImplementedError): dropout; ALiBi and
-sliding windows in the ring; TND.  docs/DISTRIBUTED.md.
+ALiBi in the ring: each call is cut into pieces whose rows are contiguous in
+the global sequence and gets their global starts as q_start_idx /
+kv_start_idx, which shift CANN's generated ALiBi distance.
+
+Not in this version (they raise NotImplementedError): dropout; sliding
+windows in the ring; TND.  docs/DISTRIBUTED.md.
 """
 import math
 
@@ -135,12 +139,42 @@ _KV_TAG, _DKV_TAG = 0, 2
 class _Plan:
     """One call's fixed arguments: the ring, the layout, the mask rule, the library's keyword args."""
 
-    def __init__(self, ring, layout, head_num, scale, causal, zigzag):
+    def __init__(self, ring, layout, head_num, scale, causal, zigzag, zigzag_shards, pse):
         self.ring, self.layout, self.causal, self.zigzag = ring, layout, causal, zigzag
+        self.zigzag_shards = zigzag_shards  # the shards' layout (zigzag: causal balancing of the steps)
         self.seq_dim = _LAYOUT_SEQ_DIM[layout]
-        self.full = ops._call_kwargs(head_num, layout, dict(scale=scale))
+        self.pse = pse  # ALiBi: dict(pse=slopes, pse_type=2 or 3), or None
+        self.full = ops._call_kwargs(head_num, layout, dict(scale=scale, **(pse or {})))
         self.diagonal = ops._call_kwargs(head_num, layout, dict(
-            scale=scale, atten_mask=flash_attn._compressed_mask(), sparse_mode=3, next_tokens=0))
+            scale=scale, atten_mask=flash_attn._compressed_mask(), sparse_mode=3, next_tokens=0, **(pse or {})))
+
+    def calls(self, src, s_q, s_kv):
+        """The library calls of the step that holds rank src's K/V: (query rows, key rows, kwargs).  With
+        ALiBi the distance needs the rows' global positions, so each call is cut into pieces whose rows are
+        contiguous in the global sequence (one chunk of a zigzag shard), and each piece gets its chunks'
+        start indices (q_start_idx / kv_start_idx shift only the ALiBi distance; the causal mask of a
+        diagonal piece stays local)."""
+        if self.pse is None:
+            return self.blocks(src, s_q, s_kv)
+        pieces = []
+        for q_rows, kv_rows, kw in self.blocks(src, s_q, s_kv):
+            for q_chunk, q_start, q_piece in self._chunks(self.ring.rank, s_q, q_rows):
+                for kv_chunk, kv_start, kv_piece in self._chunks(src, s_kv, kv_rows):
+                    if kw is self.diagonal and kv_chunk > q_chunk:
+                        continue  # keys after every query of the piece
+                    piece_kw = self.diagonal if kw is self.diagonal and kv_chunk == q_chunk else self.full
+                    pieces.append((q_piece, kv_piece, dict(piece_kw, q_start_idx=[q_start],
+                                                           kv_start_idx=[kv_start])))
+        return pieces
+
+    def _chunks(self, rank, length, rows):
+        """(chunk id, global start, local rows) of the shard's chunks that `rows` covers (whole chunks)."""
+        if not self.zigzag_shards:
+            return [(rank, rank * length + (rows.start or 0), rows)]
+        half = length // 2
+        held = zip(_chunks_of(rank, self.ring.world_size, True), (slice(0, half), slice(half, length)))
+        lo, hi = rows.start or 0, length if rows.stop is None else rows.stop
+        return [(chunk, chunk * half, local) for chunk, local in held if lo <= local.start and local.stop <= hi]
 
     def blocks(self, src, s_q, s_kv):
         """The calls of the step that holds rank src's K/V: (query rows, key rows, kwargs) with rows
@@ -206,7 +240,7 @@ def _ring_forward(plan, q, k, v):
     for step in range(ring.world_size):
         wait_kv = ring.start(kv, _KV_TAG) if step + 1 < ring.world_size else None
         src = (ring.rank - step) % ring.world_size
-        for q_rows, kv_rows, kw in plan.blocks(src, s_q, s_kv):
+        for q_rows, kv_rows, kw in plan.calls(src, s_q, s_kv):
             out_b, smax_b, ssum_b = _fa.forward(plan.rows(q, q_rows), plan.rows(kv[0], kv_rows),
                                                 plan.rows(kv[1], kv_rows), kw)
             _merge(plan, acc, q_rows, out_b, smax_b, ssum_b)
@@ -231,7 +265,7 @@ def _ring_backward(plan, q, k, v, out, smax, ssum, dy):
         grads = [(q_rows, kv_rows, *_fa.backward(
             plan.rows(q, q_rows), plan.rows(kv[0], kv_rows), plan.rows(kv[1], kv_rows), plan.rows(dy, q_rows),
             plan.rows(out, q_rows), plan.stat_rows(smax, q_rows), plan.stat_rows(ssum, q_rows), kw)[:3])
-            for q_rows, kv_rows, kw in plan.blocks(src, s_q, s_kv)]
+            for q_rows, kv_rows, kw in plan.calls(src, s_q, s_kv)]
         if wait_dkv:
             dkv = wait_dkv()  # the accumulator of the block in hand
         for q_rows, kv_rows, dq_b, dk_b, dv_b in grads:
@@ -286,27 +320,34 @@ def _check_inputs(op, q, k, v, layout):
 
 
 def ring_attention(q, k, v, *, group=None, causal=False, zigzag=False, scale=None, layout="BSND", dropout_p=0.0,
-                   alibi_slopes=None, window_size=(-1, -1)):
+                   alibi_slopes=None, pse_type=2, window_size=(-1, -1)):
     """Attention of this rank's query shard against the keys of every rank of `group` (default: the
     world): out, the local shard of the output, differentiable in q, k, v.  zigzag=True: the shards are
-    shard(..., zigzag=True)'s (causal load balancing).  scale defaults to D^-0.5."""
-    if dropout_p != 0.0 or alibi_slopes is not None or tuple(window_size) != (-1, -1):
-        raise NotImplementedError("attnops.distributed.ring_attention: dropout, ALiBi and sliding windows are not "
-                                  "supported yet (ulysses_attention has ALiBi and windows; docs/DISTRIBUTED.md)")
+    shard(..., zigzag=True)'s (causal load balancing).  scale defaults to D^-0.5.  alibi_slopes (f32 [N]
+    or [B, N]) add CANN's generated ALiBi at the global positions: -slope |i - j| (pse_type 2) or
+    -slope sqrt|i - j| (pse_type 3)."""
+    if dropout_p != 0.0 or tuple(window_size) != (-1, -1):
+        raise NotImplementedError("attnops.distributed.ring_attention: dropout and sliding windows are not "
+                                  "supported yet (ulysses_attention has windows; docs/DISTRIBUTED.md)")
+    if alibi_slopes is not None and (pse_type not in (2, 3) or alibi_slopes.dtype != torch.float32):
+        raise ValueError(f"attnops.distributed.ring_attention: ALiBi takes float32 slopes and pse_type 2 or 3, got "
+                         f"{alibi_slopes.dtype} and pse_type {pse_type}")
     _check_inputs("ring_attention", q, k, v, layout)
     ring = _Ring(group)
     seq_dim = _LAYOUT_SEQ_DIM[layout]
     _check_same_everywhere("ring_attention", ring, q, k, v, (
-        _DTYPE_CODES[q.dtype], _DTYPE_CODES[k.dtype], _DTYPE_CODES[v.dtype], seq_dim, int(causal), int(zigzag)))
+        _DTYPE_CODES[q.dtype], _DTYPE_CODES[k.dtype], _DTYPE_CODES[v.dtype], seq_dim, int(causal), int(zigzag),
+        0 if alibi_slopes is None else pse_type))
     if causal and q.shape[seq_dim] != k.shape[seq_dim]:
         raise ValueError(f"attnops.distributed.ring_attention: causal needs as many keys as queries per rank, got "
                          f"{q.shape[seq_dim]} and {k.shape[seq_dim]}")
-    if causal and zigzag and q.shape[seq_dim] % 2:
-        raise ValueError(f"attnops.distributed.ring_attention: a zigzag shard holds two equal chunks; its length "
-                         f"{q.shape[seq_dim]} is odd")
+    if zigzag and (q.shape[seq_dim] % 2 or k.shape[seq_dim] % 2):
+        raise ValueError(f"attnops.distributed.ring_attention: a zigzag shard holds two equal chunks; the lengths "
+                         f"{q.shape[seq_dim]} (q) and {k.shape[seq_dim]} (k) must be even")
     head_num = q.shape[2] if layout == "BSND" else q.shape[1]
+    pse = None if alibi_slopes is None else dict(pse=alibi_slopes.contiguous(), pse_type=pse_type)
     plan = _Plan(ring, layout, head_num, q.shape[-1] ** -0.5 if scale is None else scale, causal,
-                 causal and zigzag)
+                 causal and zigzag, zigzag, pse)
     return _RingAttention.apply(q, k, v, plan)
 
 

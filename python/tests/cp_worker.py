@@ -38,24 +38,28 @@ def _shape(layout, b, s, n, d):
     return (b, s, n, d) if layout == "BSND" else (b, n, s, d)
 
 
-def check_case(rank, world, layout, dtype, causal, zigzag, b=1, s=64, n=2, nk=2, d=16, group=None):
+def check_case(rank, world, layout, dtype, causal, zigzag, b=1, s=64, n=2, nk=2, d=16, group=None, pse_type=None):
     """The ring's output and gradients, gathered, against the single-process call on the whole sequence.
-    rank, world: in `group` (default: the world)."""
+    rank, world: in `group` (default: the world); pse_type 2 / 3: with ALiBi slopes [N]."""
     g = torch.Generator().manual_seed(1000 + s + n + nk + int(causal))
     q = torch.randn(_shape(layout, b, s, n, d), generator=g).to(dtype)
     k, v = (torch.randn(_shape(layout, b, s, nk, d), generator=g).to(dtype) for _ in range(2))
     dy = torch.randn(q.shape, generator=g).to(dtype)
     mode = dict(atten_mask=fa._compressed_mask(), sparse_mode=3) if causal else {}
+    alibi = {}
+    if pse_type is not None:
+        alibi = dict(alibi_slopes=torch.rand(n, generator=g) * 0.5, pse_type=pse_type)
+        mode.update(pse=alibi["alibi_slopes"], pse_type=pse_type)
     whole = [t.clone().requires_grad_() for t in (q, k, v)]
-    expected = torch_npu.npu_fusion_attention(*whole, n, layout, scale=d ** -0.5, **mode)[0]
+    expected = torch_npu.npu_fusion_attention_v2(*whole, n, layout, scale=d ** -0.5, **mode)[0]
     expected_grads = torch.autograd.grad(expected, whole, dy)
 
     seq = SEQ_DIM[layout]
     local = [cp.shard(t, rank, world, seq_dim=seq, zigzag=zigzag).requires_grad_() for t in (q, k, v)]
-    out = cp.ring_attention(*local, group=group, causal=causal, zigzag=zigzag, layout=layout)
+    out = cp.ring_attention(*local, group=group, causal=causal, zigzag=zigzag, layout=layout, **alibi)
     grads = torch.autograd.grad(out, local, cp.shard(dy, rank, world, seq_dim=seq, zigzag=zigzag))
     gathered = [cp.unshard(t.detach(), group=group, seq_dim=seq, zigzag=zigzag) for t in (out, *grads)]
-    label = f"rank {rank}/{world} {layout} {dtype} causal={causal} zigzag={zigzag} N{n}/{nk}"
+    label = f"rank {rank}/{world} {layout} {dtype} causal={causal} zigzag={zigzag} N{n}/{nk} pse_type={pse_type}"
     assert_close(f"{label} out", gathered[0], expected, dtype, s)
     assert_gradients_close([f"{label} d{x}" for x in "qkv"], gathered[1:], expected_grads, dtype, s)
     if world > 1 and causal:  # the check sees a chunk put back in the wrong place

@@ -28,11 +28,15 @@ CASES_2 = [
     dict(layout="BNSD", dtype=F32, causal=True, zigzag=True, n=4, nk=2),
     dict(layout="BSND", dtype=BF16, causal=True, zigzag=True, b=2),
     dict(layout="BNSD", dtype=BF16, causal=False, zigzag=False, n=4, nk=1),
+    dict(layout="BSND", dtype=F32, causal=True, zigzag=True, pse_type=2),
+    dict(layout="BNSD", dtype=F32, causal=False, zigzag=False, pse_type=3),
 ]
 CASES_4 = [
     dict(layout="BSND", dtype=F32, causal=True, zigzag=True, n=4, nk=2),
     dict(layout="BNSD", dtype=F32, causal=True, zigzag=False),
     dict(layout="BSND", dtype=BF16, causal=False, zigzag=True, s=128),
+    dict(layout="BSND", dtype=F32, causal=True, zigzag=True, n=4, nk=2, pse_type=3),
+    dict(layout="BNSD", dtype=F32, causal=False, zigzag=True, pse_type=2),
 ]
 
 
@@ -108,6 +112,8 @@ def test_unsupported_options_raise_before_any_communication():
     q = torch.randn(1, 8, 2, 16)
     with pytest.raises(NotImplementedError, match="dropout"):
         cp.ring_attention(q, q, q, dropout_p=0.1)
+    with pytest.raises(ValueError, match="pse_type 1"):
+        cp.ring_attention(q, q, q, alibi_slopes=torch.ones(2), pse_type=1)
     with pytest.raises(NotImplementedError, match="layout 'TND'"):
         cp.ring_attention(q, q, q, layout="TND")
     with pytest.raises(TypeError, match="float64"):
