@@ -362,29 +362,19 @@ def _all_to_all(x, group, scatter_dim, gather_pieces):
     return gather_pieces(list(received.unbind(0)))
 
 
-class _SeqToHeads(torch.autograd.Function):
-    """[.., S_local, .., N, ..] sequence shards -> [.., S, .., N / W, ..] head shards, and back in the
-    backward (the layout's seq and head dims, zigzag or contiguous shards)."""
+class _Regroup(torch.autograd.Function):
+    """to_heads: [.., S_local, .., N, ..] sequence shards -> [.., S, .., N / W, ..] head shards; otherwise
+    the way back.  The backward is the other direction (the layout's seq and head dims, zigzag or
+    contiguous shards)."""
 
     @staticmethod
-    def forward(ctx, x, group, seq_dim, head_dim, zigzag):
-        ctx.args = (group, seq_dim, head_dim, zigzag)
-        return _seq_to_heads(x, group, seq_dim, head_dim, zigzag)
-
-    @staticmethod
-    def backward(ctx, dy):
-        return _heads_to_seq(dy, *ctx.args), None, None, None, None
-
-
-class _HeadsToSeq(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, group, seq_dim, head_dim, zigzag):
-        ctx.args = (group, seq_dim, head_dim, zigzag)
-        return _heads_to_seq(x, group, seq_dim, head_dim, zigzag)
+    def forward(ctx, x, to_heads, group, seq_dim, head_dim, zigzag):
+        ctx.to_heads, ctx.args = to_heads, (group, seq_dim, head_dim, zigzag)
+        return (_seq_to_heads if to_heads else _heads_to_seq)(x, *ctx.args)
 
     @staticmethod
     def backward(ctx, dy):
-        return _seq_to_heads(dy, *ctx.args), None, None, None, None
+        return (_heads_to_seq if ctx.to_heads else _seq_to_heads)(dy, *ctx.args), None, None, None, None, None
 
 
 def _seq_to_heads(x, group, seq_dim, head_dim, zigzag):
@@ -428,11 +418,11 @@ def ulysses_attention(q, k, v, *, group=None, causal=False, window_size=(-1, -1)
             raise ValueError(f"attnops.distributed.ulysses_attention: alibi_slopes must be [{n}] (every head's), got "
                              f"{tuple(alibi_slopes.shape)}")
         slopes = alibi_slopes.chunk(w)[ring.rank].contiguous()
-    heads = [_SeqToHeads.apply(t, group, seq_dim, head_dim, zigzag) for t in (q, k, v)]
+    heads = [_Regroup.apply(t, True, group, seq_dim, head_dim, zigzag) for t in (q, k, v)]
     if layout == "BNSD":  # flash_attn_func takes [B, S, N, D]: strided views, no copies
         heads = [t.transpose(1, 2) for t in heads]
     out = flash_attn.flash_attn_func(*heads, softmax_scale=scale, causal=causal, window_size=window,
                                      alibi_slopes=slopes)
     if layout == "BNSD":
         out = out.transpose(1, 2)
-    return _HeadsToSeq.apply(out, group, seq_dim, head_dim, zigzag)
+    return _Regroup.apply(out, False, group, seq_dim, head_dim, zigzag)
