@@ -32,6 +32,8 @@ import attnops.distributed as cp
 import attnops.flash_attn as flash_attn
 import attnops.torch_npu as torch_npu
 
+import peer_common  # bench/, beside this script
+
 
 def _inputs(s, n, d, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -171,15 +173,7 @@ def main():
                   f"| {r['comm_s']:.3f} | {hidden * 100:.0f} % |")
     md += ["", f"Bytes sent per rank per ring step: forward {kv_bytes / 2**20:.1f} MiB (K+V), backward "
                f"{2 * kv_bytes / 2**20:.1f} MiB (K+V and the fp32 dK/dV accumulators)."]
-    text = "\n".join(md) + "\n"
-    print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=2)
-            f.write("\n")
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text)
+    peer_common.report("\n".join(md) + "\n", res, args.json, args.md)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ table; bench/run.sh merges both into results.json / results.md.
 """
 import argparse
 import ctypes
-import json
 import statistics
 import time
 
@@ -31,6 +30,8 @@ import attnops._lib as lib
 import attnops.flash_attn as flash_attn
 import attnops.torch_npu as torch_npu
 from attnops._views import Call
+
+import peer_common  # bench/, beside this script
 
 INT32_MAX = 2147483647
 
@@ -188,15 +189,7 @@ def main():
         md.append(f"| {label} | {t['autograd'] * 1e3:.1f} | {t['direct'] * 1e3:.1f} | {t['sdpa'] * 1e3:.1f} "
                   f"| {t['sdpa'] / t['autograd']:.2f}× | {t['sdpa'] / t['direct']:.2f}× "
                   f"| {t['autograd'] / t['direct']:.3f} |")
-    text = "\n".join(md) + "\n"
-    print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=2)
-            f.write("\n")
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text)
+    peer_common.report("\n".join(md) + "\n", res, args.json, args.md)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """What the one-round PyTorch peers (peer_keypool.py, peer_attnres.py) share:
-their options, the median and min of timed calls, and the JSON they write.
+their options, the median and min of timed calls, and the JSON they write;
+bench_python.py and bench_distributed.py use the JSON and table output too.
 No torch import here (peer_attnres.py sets the thread count before its own)."""
 import argparse
 import json
@@ -30,3 +31,12 @@ def write_json(path, res):
         with open(path, "w") as f:
             json.dump(res, f, indent=2)
             f.write("\n")
+
+
+def report(text, res, json_path, md_path):
+    """Print the markdown table `text`, write res as JSON and the table to their paths (when given)."""
+    print(text)
+    write_json(json_path, res)
+    if md_path:
+        with open(md_path, "w") as f:
+            f.write(text)
