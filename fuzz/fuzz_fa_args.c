@@ -1,7 +1,7 @@
 /* FlashAttentionScore(Grad)'s argument space (issue 16, item 2): random
  * layouts, shapes, GQA ratios, dtypes (FP8 with its scales), masks and
  * sparse modes, pse types and shapes, dropout, prefix and TND lengths, MLA
- * rope, start indices, attributes, impl, threads -- mostly valid, each
+ * rope, start indices, dropout blocks, attributes, impl, threads -- mostly valid, each
  * tensor sometimes perturbed (rank, a dim, the dtype, a stride) or left
  * NULL -- on tiny data.  Every call must keep the contract (fz_check_status:
  * a documented status, a sentence exactly on failure, no output written on
@@ -144,6 +144,26 @@ static void draw_params(fz *f, fz_pool *pool, const problem *pr, attnops_fa_para
     if (fz_one_in(f, 12) && p->keep_prob < 1.0) { /* an explicit packed keep mask */
         shape[0] = (B * N1 * S1 * S2 + 7) / 8 + fz_range(f, -1, 1);
         p->drop_mask = fz_tensor_new(f, pool, ATTNOPS_DTYPE_U8, 1, shape, true);
+    }
+    if (fz_one_in(f, 8)) { /* a dropout block of a larger call: lengths and starts mostly fitting */
+        p->dropout_head_num = N1 + fz_range(f, fz_one_in(f, 10) ? -1 : 0, 3);
+        const int64_t spare = p->dropout_head_num - N1 + fz_one_in(f, 10); /* may be -1 */
+        p->dropout_head_start = fz_range(f, fz_one_in(f, 10) ? -1 : 0, spare < 0 ? 0 : spare);
+        const bool tnd = pr->layout == ATTNOPS_LAYOUT_TND;
+        const int64_t n = tnd ? B : 1;
+        int64_t lens[2][MAXB + 1];
+        for (int k = 0; k < 2; k++) {
+            int64_t total = 0;
+            for (int64_t b = 0; b < n; b++) lens[k][b] = total += (k ? S2 : S1) + fz_range(f, fz_one_in(f, 10) ? -9 : 0, 8);
+            if (!tnd) lens[k][0] = total;
+        }
+        if (!fz_one_in(f, 20)) p->dropout_seq_qlen = fz_ints(f, pool, lens[0], n);
+        if (!fz_one_in(f, 20)) p->dropout_seq_kvlen = fz_ints(f, pool, lens[1], n);
+        for (int k = 0; k < 2 && !fz_one_in(f, 4); k++) {
+            const int64_t count = fz_one_in(f, 2) ? 1 : B;
+            for (int64_t b = 0; b < count; b++) values[b] = fz_range(f, fz_one_in(f, 10) ? -2 : 0, 8);
+            *(k ? &p->dropout_kv_start : &p->dropout_q_start) = fz_ints(f, pool, values, count);
+        }
     }
 }
 

@@ -214,7 +214,21 @@ typedef enum attnops_softmax_layout {
  * before dQ and dK (docs/NUMERICS.md).  Not with layout TND (the device
  * rejects it too, 161003) nor with rope inputs (161003).  The forward runs
  * in the reference (impl AUTO or REFERENCE; CPU gives 161003); the backward
- * in both. */
+ * in both.
+ *
+ * Dropout of one block of a split call (an attnops extension, not in CANN;
+ * for context parallelism, docs/DISTRIBUTED.md): with dropout_head_num > 0
+ * this call is the block of heads [dropout_head_start, + N1), query rows
+ * [dropout_q_start[b], + S1_b) and key rows [dropout_kv_start[b], + S2_b) of
+ * a whole call with dropout_head_num heads and, per batch, dropout_seq_qlen
+ * query and dropout_seq_kvlen key rows, and it draws the whole call's
+ * Philox stream at those positions: split into such blocks, a problem drops
+ * exactly the elements its unsplit call drops.  Padded layouts: the two
+ * lengths are [1] lists (the whole call's S1, S2); TND: [B] cumulative
+ * lists like actual_seq_qlen, one entry per entry of actual_seq_qlen.  The
+ * starts are [1] (every batch) or [B] lists, NULL = 0.  Batches and their
+ * order are the whole call's.  Not with an explicit drop_mask (pass the
+ * block's own bits instead); ignored when keep_prob = 1. */
 typedef struct attnops_fa_params {
     /* required inputs */
     const attnops_tensor *query;
@@ -239,6 +253,10 @@ typedef struct attnops_fa_params {
     const attnops_tensor *d_scale_v;
     const attnops_tensor *d_scale_dy;
     const attnops_tensor *d_scale_o;
+    const attnops_tensor *dropout_seq_qlen;  /* i64 (or i32): dropout block (above) */
+    const attnops_tensor *dropout_seq_kvlen;
+    const attnops_tensor *dropout_q_start;
+    const attnops_tensor *dropout_kv_start;
 
     /* attributes (CANN defaults set by attnops_fa_params_init) */
     double scale_value;    /* 1.0                                       */
@@ -255,6 +273,8 @@ typedef struct attnops_fa_params {
     int64_t pse_type;      /* 1                                         */
     int64_t seed;          /* 2                                         */
     int64_t offset;        /* 0                                         */
+    int64_t dropout_head_num;   /* 0: the call is whole (dropout block, above) */
+    int64_t dropout_head_start; /* 0                                         */
     int64_t out_dtype;     /* 0; FP8 inputs: 0 = f16 outputs, 1 = bf16  */
     attnops_softmax_layout softmax_in_layout; /* DEFAULT                */
 

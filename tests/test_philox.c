@@ -41,7 +41,8 @@ static bool check_order(const char *spec)
         }
         uint8_t byte, keep;
         ao_philox_bytes(&d.gen, idx, 1, &byte);
-        fa_dropout_row(&d, fa_dropout_row_start(&p, &d, b, fa_dropout_batch_base(&p, &d, b), h, i), j, 1, &keep);
+        const fa_dropout_batch at = fa_dropout_batch_of(&p, &d, b);
+        fa_dropout_row(&d, fa_dropout_row_start(&at, h, i), j, 1, &keep);
         if (keep != (byte <= d.threshold)) {
             TU_CHECK(false, "%s: element (%lld,%lld,%lld,%lld) keep %d, stream byte %u at %llu", spec, (long long)b,
                      (long long)h, (long long)i, (long long)j, keep, byte, (unsigned long long)idx);

@@ -50,13 +50,31 @@ def out_shape(query, key, value, head_num, input_layout):
     return (*query.shape[:-1], head_num * dv if _hidden(input_layout) else dv)
 
 
-def stat_shape(query, head_num, input_layout):
-    """softmax_max / softmax_sum: [B,N1,S1,8], in TND [T1,N1,8]."""
+def stat_shape(query, head_num, input_layout, softmax_in_layout=""):
+    """softmax_max / softmax_sum: [B,N1,S1,8], in TND [T1,N1,8] (softmax_in_layout "same_as_input":
+    [N1,T1,8])."""
     s = query.shape
     if input_layout == "TND":
-        return (s[0], head_num, 8)
+        return (head_num, s[0], 8) if softmax_in_layout == "same_as_input" else (s[0], head_num, 8)
     b, s1 = (s[1], s[0]) if input_layout == "SBH" else (s[0], s[2] if input_layout == "BNSD" else s[1])
     return (b, head_num, s1, 8)
+
+
+class DropoutBlock(typing.NamedTuple):
+    """A call that is a block of a larger one and drops what that call drops at the block's positions (the
+    C params' dropout_* fields, include/attnops.h): heads [head_start, + N1) of head_num, and per batch
+    query rows [q_start[b], + S1_b) of seq_qlen's and key rows [kv_start[b], + S2_b) of seq_kvlen's.
+    Padded layouts: seq_qlen / seq_kvlen are [S1] / [S2] of the whole call; TND: cumulative lists like
+    actual_seq_qlen.  Starts: one value for every batch, or one per batch; None = 0."""
+    head_num: int
+    head_start: int
+    seq_qlen: list
+    seq_kvlen: list
+    q_start: list = None
+    kv_start: list = None
+
+
+_NO_BLOCK = DropoutBlock(0, 0, None, None)
 
 
 class Fp8(typing.NamedTuple):
@@ -75,19 +93,21 @@ def _output(call, shape, like, fp8):
     return call.empty(shape, like) if fp8 is None else call.empty_float(shape, ("float16", "bfloat16")[fp8.out_dtype])
 
 
-# attnops_fa_params packed by struct: 19 tensor pointers, scale_value,
+# attnops_fa_params packed by struct: 23 tensor pointers, scale_value,
 # keep_prob, pre/next_tokens, head_num, input_layout (+4 padding),
-# inner_precise, sparse_mode, pse_type, seed, offset, out_dtype,
+# inner_precise, sparse_mode, pse_type, seed, offset, dropout_head_num,
+# dropout_head_start, out_dtype,
 # softmax_in_layout, impl, deterministic, num_threads (test_abi.py checks it
 # against the ctypes struct, which is checked against the header).  One
 # pack_into per call instead of ~30 ctypes attribute writes; the pointers
 # are packed as 0 and then stored by Call.bind, one slot per pointer, the
 # output pointers following the params in the args structs.
-PARAMS = struct.Struct("<19Q2d3qi4x6q4i")
+PARAMS = struct.Struct("<23Q2d3qi4x8q4i")
 _PTR = 8
 PARAM_TENSORS = ("query", "key", "value", "pse", "drop_mask", "padding_mask", "atten_mask", "prefix",
                  "actual_seq_qlen", "actual_seq_kvlen", "q_start_idx", "kv_start_idx", "query_rope", "key_rope",
-                 "d_scale_q", "d_scale_k", "d_scale_v", "d_scale_dy", "d_scale_o")
+                 "d_scale_q", "d_scale_k", "d_scale_v", "d_scale_dy", "d_scale_o", "dropout_seq_qlen",
+                 "dropout_seq_kvlen", "dropout_q_start", "dropout_kv_start")
 FWD_OUTPUTS = ("softmax_max", "softmax_sum", "softmax_out", "attention_out")
 BWD_TENSORS = ("dy", "attention_in", "softmax_max", "softmax_sum", "softmax_in", "dq", "dk", "dv", "dpse", "dq_rope",
                "dk_rope")
@@ -102,6 +122,7 @@ def _slots(outputs):
 
 FWD_SLOTS, BWD_SLOTS = _slots(FWD_OUTPUTS), _slots(BWD_TENSORS)
 _NO_POINTERS = (0,) * len(PARAM_TENSORS)
+_SOFTMAX_LAYOUTS = {"": 0, "same_as_input": 1}
 
 
 def _params(call, buf, query, kw):
@@ -114,15 +135,18 @@ def _params(call, buf, query, kw):
                         "bfloat16 here (FP8 inputs: attnops.golden with their d_scale_* block scales)")
     if impl not in _lib.IMPL:
         raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
+    block = kw.get("dropout_block") or _NO_BLOCK
     PARAMS.pack_into(buf, 0, *_NO_POINTERS, kw["scale"], kw["keep_prob"], kw["pre_tokens"], kw["next_tokens"],
                      kw["head_num"], _lib.LAYOUTS.index(input_layout) + 1, kw["inner_precise"], kw["sparse_mode"],
-                     kw["pse_type"], kw["seed"], kw["offset"], fp8.out_dtype if fp8 else 0, 0, _lib.IMPL[impl],
+                     kw["pse_type"], kw["seed"], kw["offset"], block.head_num, block.head_start,
+                     fp8.out_dtype if fp8 else 0, _SOFTMAX_LAYOUTS[kw.get("softmax_in_layout", "")], _lib.IMPL[impl],
                      int(kw["deterministic"]), kw["num_threads"])
     ints = call.arrays.int64
     lists = (kw["prefix"], kw["actual_seq_qlen"], kw["actual_seq_kvlen"], kw["q_start_idx"], kw["kv_start_idx"])
     return (kw["pse"], kw["drop_mask"], None, kw["atten_mask"], *(None if v is None else ints(v) for v in lists),
             kw["query_rope"], kw["key_rope"],
-            *((fp8.d_scale_q, fp8.d_scale_k, fp8.d_scale_v, fp8.d_scale_dy, fp8.d_scale_o) if fp8 else (None,) * 5))
+            *((fp8.d_scale_q, fp8.d_scale_k, fp8.d_scale_v, fp8.d_scale_dy, fp8.d_scale_o) if fp8 else (None,) * 5),
+            *(None if v is None else ints(v) for v in block[2:]))
 
 
 def forward(query, key, value, kw, arrays=TORCH):
@@ -141,7 +165,7 @@ def forward_args(query, key, value, kw, arrays=TORCH):
     tensors = _params(call, args, query, kw)
     layout, n1, fp8 = kw["input_layout"], kw["head_num"], kw.get("fp8")
     out = _output(call, out_shape(query, key, value, n1, layout), query, fp8)
-    smax = call.empty_f32(stat_shape(query, n1, layout))
+    smax = call.empty_f32(stat_shape(query, n1, layout, kw.get("softmax_in_layout", "")))
     ssum = call.empty(smax.shape, smax)
     call.bind(args, FWD_SLOTS, FWD_NAMES, (query, key, value, *tensors, smax, ssum, None, out))
     return call, args, (out, smax, ssum)

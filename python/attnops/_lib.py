@@ -104,11 +104,13 @@ class FaParams(ctypes.Structure):
     _fields_ = [(name, _T) for name in (
         "query", "key", "value", "pse", "drop_mask", "padding_mask", "atten_mask", "prefix", "actual_seq_qlen",
         "actual_seq_kvlen", "q_start_idx", "kv_start_idx", "query_rope", "key_rope", "d_scale_q", "d_scale_k",
-        "d_scale_v", "d_scale_dy", "d_scale_o")] + [
+        "d_scale_v", "d_scale_dy", "d_scale_o", "dropout_seq_qlen", "dropout_seq_kvlen", "dropout_q_start",
+        "dropout_kv_start")] + [
         ("scale_value", ctypes.c_double), ("keep_prob", ctypes.c_double), ("pre_tokens", ctypes.c_int64),
         ("next_tokens", ctypes.c_int64), ("head_num", ctypes.c_int64), ("input_layout", _enum),
         ("inner_precise", ctypes.c_int64), ("sparse_mode", ctypes.c_int64), ("pse_type", ctypes.c_int64),
-        ("seed", ctypes.c_int64), ("offset", ctypes.c_int64), ("out_dtype", ctypes.c_int64),
+        ("seed", ctypes.c_int64), ("offset", ctypes.c_int64), ("dropout_head_num", ctypes.c_int64),
+        ("dropout_head_start", ctypes.c_int64), ("out_dtype", ctypes.c_int64),
         ("softmax_in_layout", _enum), ("impl", _enum), ("deterministic", ctypes.c_int32),
         ("num_threads", ctypes.c_int32)]
 

@@ -62,13 +62,13 @@ attnops_status attnops_dropout_mask(const attnops_dropout_mask_args *a)
     uint8_t keep[1024];
     int64_t e = 0; /* element index in the unaligned output order */
     for (int64_t b = 0; b < p.B; b++) {
-        const uint64_t base = fa_dropout_batch_base(&p, &d, b);
+        const fa_dropout_batch at = fa_dropout_batch_of(&p, &d, b);
         const int64_t s1 = fa_q_len(&p, b), s2 = fa_kv_len(&p, b);
         for (int64_t h = 0; h < p.N1; h++)
             for (int64_t i = 0; i < s1; i++)
                 for (int64_t j0 = 0; j0 < s2; j0 += 1024) {
                     const int64_t m = s2 - j0 < 1024 ? s2 - j0 : 1024;
-                    if (d.active) fa_dropout_row(&d, fa_dropout_row_start(&p, &d, b, base, h, i), j0, m, keep);
+                    if (d.active) fa_dropout_row(&d, fa_dropout_row_start(&at, h, i), j0, m, keep);
                     else memset(keep, 1, (size_t)m);
                     for (int64_t c = 0; c < m; c++, e++) {
                         if (bytes) bytes[e * bs] = keep[c];

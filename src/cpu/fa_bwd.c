@@ -328,7 +328,7 @@ static float quantise_ds(const fa_kernels *kern, float *ds, int n, attnops_dtype
 
 /* One (query tile, kv tile) step of head (b, h); pos gives the tile. */
 static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const fa_tile_pos *pos,
-                 uint64_t drop_base, char **th, float *dq_part)
+                 const fa_dropout_batch *drop_at, char **th, float *dq_part)
 {
     const fa_problem *p = c->p;
     const bwd_gemms *gm = c->gm;
@@ -364,7 +364,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     }
     uint8_t *keep = (uint8_t *)th[TH_KEEP];
     if (c->drop.active) { /* dS takes dP * keep / keep_prob; dV takes P * keep / keep_prob */
-        fa_dropout_tile(&c->drop, p, pos->b, drop_base, pos->h, q0, pos->rows, pos->k0, pos->cols, keep, bk);
+        fa_dropout_tile(&c->drop, drop_at, pos->h, q0, pos->rows, pos->k0, pos->cols, keep, bk);
         c->kern->apply_keep(dP, keep, pos->rows, pos->cols, bk, c->drop.scale);
     }
     c->kern->softmax_bwd(S, dP, bq, bk, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
@@ -453,7 +453,7 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
     const int bq = c->pl->bq, bk = c->pl->bk;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_kv_first(p, b), end = first + S2;
     const fa_band band = fa_band_of(p, b, S1, S2);
-    const uint64_t drop_base = c->drop.active ? fa_dropout_batch_base(p, &c->drop, b) : 0;
+    const fa_dropout_batch drop_at = c->drop.active ? fa_dropout_batch_of(p, &c->drop, b) : (fa_dropout_batch){0};
     int64_t kt0, kt1;
     split_range(c->pl->nsplit, c->work + b * (t->nk + 1), (S2 + bk - 1) / bk, s, &kt0, &kt1);
     const int64_t S1p = (S1 + bq - 1) / bq * bq;
@@ -472,7 +472,7 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
             for (int64_t qt = 0; qt < nq; qt++) {
                 const int64_t q0 = qt * bq;
                 const fa_tile_pos pos = {b, n2 * p->G + g, q0, k0, (int)(S1 - q0 < bq ? S1 - q0 : bq), valid, S1, S2};
-                step(c, &qs, &band, &pos, drop_base, th, part);
+                step(c, &qs, &band, &pos, &drop_at, th, part);
             }
         }
         if (t->bf16) { /* accumulated transposed: [D][BK], [Dv][BK] */

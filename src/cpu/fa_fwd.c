@@ -147,7 +147,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
                      const fa_dropout *drop, const fwd_scratch *sc, int64_t b, int64_t h, int64_t q0, const char *kbuf,
                      const char *vbuf)
 {
-    const uint64_t drop_base = drop->active ? fa_dropout_batch_base(p, drop, b) : 0;
+    const fa_dropout_batch drop_at = drop->active ? fa_dropout_batch_of(p, drop, b) : (fa_dropout_batch){0};
     const size_t e = t->bf16 ? 2 : 4;
     const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b), first = fa_q_first(p, b);
     if (q0 >= S1) return; /* a short batch in TND */
@@ -178,7 +178,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         }
         kern->softmax_fwd(sc->s, trows, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);
         if (drop->active) { /* l summed the undropped P; O takes P * keep / keep_prob */
-            fa_dropout_tile(drop, p, b, drop_base, h, q0, rows, k0, valid, sc->keep, FA_BK);
+            fa_dropout_tile(drop, &drop_at, h, q0, rows, k0, valid, sc->keep, FA_BK);
             kern->apply_keep(sc->s, sc->keep, rows, valid, FA_BK, drop->scale);
         }
         if (!all_ones(sc->alpha, trows)) kern->scale_rows(sc->o, trows, (int)p->Dv, sc->alpha);

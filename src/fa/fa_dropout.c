@@ -23,14 +23,43 @@ fa_dropout fa_dropout_for(const fa_problem *p)
     return d;
 }
 
-static uint64_t row_width(const fa_dropout *d, int64_t s2) { return (uint64_t)(d->bits ? s2 : (s2 + 15) / 16 * 16); }
+static int64_t row_width(const fa_dropout *d, int64_t s2) { return d->bits ? s2 : (s2 + 15) / 16 * 16; }
 
-uint64_t fa_dropout_batch_base(const fa_problem *p, const fa_dropout *d, int64_t b)
+/* Batch b's lengths in the whole call of a dropout block. */
+static int64_t block_len(const fa_list *cumulative, bool varlen, int64_t b)
 {
-    if (!p->varlen) return (uint64_t)(b * p->N1 * p->S1) * row_width(d, p->S2);
+    if (!varlen) return fa_list_at(cumulative, 0);
+    return fa_list_at(cumulative, b) - (b ? fa_list_at(cumulative, b - 1) : 0);
+}
+
+static int64_t block_start(const fa_list *starts, int64_t count, int64_t b)
+{
+    return count == 0 ? 0 : fa_list_at(starts, count == 1 ? 0 : b);
+}
+
+fa_dropout_batch fa_dropout_batch_of(const fa_problem *p, const fa_dropout *d, int64_t b)
+{
+    const fa_drop_block *blk = &p->drop_block;
+    fa_dropout_batch db = {0};
+    if (!blk->active) {
+        db.rows = fa_q_len(p, b), db.width = row_width(d, fa_kv_len(p, b));
+        if (!p->varlen) {
+            db.base = (uint64_t)(b * p->N1 * p->S1 * db.width);
+            return db;
+        }
+        uint64_t qk = 0;
+        for (int64_t k = 0; k < b; k++) qk += (uint64_t)(fa_q_len(p, k) * row_width(d, fa_kv_len(p, k)));
+        db.base = (uint64_t)p->N1 * qk;
+        return db;
+    }
+    db.rows = block_len(&blk->seq_q, p->varlen, b), db.width = row_width(d, block_len(&blk->seq_kv, p->varlen, b));
+    db.head0 = blk->head0;
+    db.row0 = block_start(&blk->q0, blk->q0_count, b), db.col0 = block_start(&blk->kv0, blk->kv0_count, b);
     uint64_t qk = 0;
-    for (int64_t k = 0; k < b; k++) qk += (uint64_t)fa_q_len(p, k) * row_width(d, fa_kv_len(p, k));
-    return (uint64_t)p->N1 * qk;
+    for (int64_t k = 0; k < b; k++)
+        qk += (uint64_t)(block_len(&blk->seq_q, p->varlen, k) * row_width(d, block_len(&blk->seq_kv, p->varlen, k)));
+    db.base = (uint64_t)blk->N1 * qk;
+    return db;
 }
 
 void fa_dropout_row(const fa_dropout *d, uint64_t row_start, int64_t j0, int64_t cols, uint8_t *keep)
@@ -73,17 +102,17 @@ static void emit(const fa_dropout *d, block_batch *bb, int cols, uint8_t *keep, 
     bb->n = 0;
 }
 
-void fa_dropout_tile(const fa_dropout *d, const fa_problem *p, int64_t b, uint64_t batch_base, int64_t h, int64_t i0,
-                     int rows, int64_t j0, int cols, uint8_t *keep, int ld)
+void fa_dropout_tile(const fa_dropout *d, const fa_dropout_batch *db, int64_t h, int64_t i0, int rows, int64_t j0,
+                     int cols, uint8_t *keep, int ld)
 {
     if (d->bits || !d->blocks) {
         for (int r = 0; r < rows; r++)
-            fa_dropout_row(d, fa_dropout_row_start(p, d, b, batch_base, h, i0 + r), j0, cols, keep + (size_t)r * ld);
+            fa_dropout_row(d, fa_dropout_row_start(db, h, i0 + r), j0, cols, keep + (size_t)r * ld);
         return;
     }
     block_batch bb = {.n = 0};
     for (int r = 0; r < rows; r++) {
-        const uint64_t e0 = fa_dropout_row_start(p, d, b, batch_base, h, i0 + r) + (uint64_t)j0, e1 = e0 + (uint64_t)cols;
+        const uint64_t e0 = fa_dropout_row_start(db, h, i0 + r) + (uint64_t)j0, e1 = e0 + (uint64_t)cols;
         for (uint64_t blk = e0 / 16; blk * 16 < e1; blk++) {
             bb.index[bb.n] = blk, bb.row[bb.n] = r, bb.col[bb.n] = (int64_t)(blk * 16) - (int64_t)e0;
             if (++bb.n == 16) emit(d, &bb, cols, keep, ld);

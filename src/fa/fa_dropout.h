@@ -36,15 +36,22 @@ fa_dropout fa_dropout_make(int64_t seed, int64_t offset, double keep_prob);
 /* The dropout of a call: its explicit drop_mask if given, else the stream. */
 fa_dropout fa_dropout_for(const fa_problem *p);
 
-/* Index of (b, h, i, 0): batch b's base plus the row's position (aligned
- * rows for the stream, unaligned for an explicit mask).
- * fa_dropout_batch_base is O(B) in TND; call it once per batch. */
-uint64_t fa_dropout_batch_base(const fa_problem *p, const fa_dropout *d, int64_t b);
-static inline uint64_t fa_dropout_row_start(const fa_problem *p, const fa_dropout *d, int64_t b, uint64_t batch_base,
-                                            int64_t h, int64_t i)
+/* Where batch b's rows lie in the stream (or the drop_mask): element
+ * (h, i, j) of this call is stream index
+ *   base + ((h + head0) * rows + i + row0) * width + col0 + j
+ * -- the whole call's indexing, which is this call's own unless it is a
+ * dropout block (fa_drop_block).  O(B) in TND: take it once per batch. */
+typedef struct fa_dropout_batch {
+    uint64_t base;               /* element (b, 0, 0, 0) of the whole call */
+    int64_t rows;                /* query rows of the whole call's batch b */
+    int64_t width;               /* its row width: S2, aligned to 16 for the generated stream */
+    int64_t head0, row0, col0;   /* this call's origin in it */
+} fa_dropout_batch;
+
+fa_dropout_batch fa_dropout_batch_of(const fa_problem *p, const fa_dropout *d, int64_t b);
+static inline uint64_t fa_dropout_row_start(const fa_dropout_batch *db, int64_t h, int64_t i)
 {
-    const int64_t s1 = fa_q_len(p, b), s2 = fa_kv_len(p, b), width = d->bits ? s2 : (s2 + 15) / 16 * 16;
-    return batch_base + (uint64_t)((h * s1 + i) * width);
+    return db->base + (uint64_t)(((h + db->head0) * db->rows + i + db->row0) * db->width + db->col0);
 }
 
 /* keep[c] = 1 for the kept elements (b, h, i, j0 + c), c < cols, of one row. */
@@ -52,7 +59,7 @@ void fa_dropout_row(const fa_dropout *d, uint64_t row_start, int64_t j0, int64_t
 
 /* The same for rows i0 .. i0 + rows - 1 of head (b, h): keep[r * ld + c].
  * Gathers the blocks of all rows into full passes of the block generator. */
-void fa_dropout_tile(const fa_dropout *d, const fa_problem *p, int64_t b, uint64_t batch_base, int64_t h, int64_t i0,
-                     int rows, int64_t j0, int cols, uint8_t *keep, int ld);
+void fa_dropout_tile(const fa_dropout *d, const fa_dropout_batch *db, int64_t h, int64_t i0, int rows, int64_t j0,
+                     int cols, uint8_t *keep, int ld);
 
 #endif

@@ -68,6 +68,18 @@ typedef struct fa_pse_cfg {
     int64_t q_start, kv_start;
 } fa_pse_cfg;
 
+/* Dropout of a block of a larger call (attnops_fa_params.dropout_*): this
+ * call's (b, h, i, j) is the whole call's (b, h + head0, i + q0[b], j + kv0[b]),
+ * and the whole call has N1 heads and batch lengths seq_q[b] x seq_kv[b]
+ * (padded: one value each; TND: cumulative lists). */
+typedef struct fa_drop_block {
+    bool active;
+    int64_t N1, head0;
+    fa_list seq_q, seq_kv;           /* [1] or cumulative [B] */
+    fa_list q0, kv0;                 /* [1] or [B]; count 0 = all zero */
+    int64_t q0_count, kv0_count;
+} fa_drop_block;
+
 typedef struct fa_problem {
     const char *op;                  /* "FlashAttentionScore" or "...Grad" for messages */
     /* S1, S2: the lengths of every batch, or in TND the longest ones (sizing). */
@@ -102,6 +114,7 @@ typedef struct fa_problem {
     double keep_prob;                /* 1: no dropout */
     const uint8_t *drop_bits;        /* explicit drop_mask (spec 5.6), or NULL */
     int64_t drop_bits_stride;
+    fa_drop_block drop_block;        /* the call is a block of a larger one (fa_dropout.h) */
     attnops_impl impl;
     attnops_dtype chain_round;       /* impl BENCHMARK: every intermediate rounded to this dtype; 0: the golden */
     bool deterministic;

@@ -151,7 +151,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
             const int64_t S1 = fa_q_len(p, b), S2 = fa_kv_len(p, b);
             const int64_t qrow = h * T1 + canonical_q(p, b), kvrow = (h / p->G) * T2 + canonical_kv(p, b);
             const fa_dropout drop = fa_dropout_for(p);
-            const uint64_t drop_base = fa_dropout_batch_base(p, &drop, b);
+            const fa_dropout_batch drop_at = fa_dropout_batch_of(p, &drop, b);
             const double *kh = k + kvrow * D, *vh = v + kvrow * Dv;
             const fa_band band = fa_band_of(p, b, S1, S2);
             const bool plain = plain_scores(p);
@@ -206,7 +206,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                         if (!live[r]) continue;
                         const int64_t i = i0 + r;
                         if (drop.active)
-                            fa_dropout_row(&drop, fa_dropout_row_start(p, &drop, b, drop_base, h, i), j0, kc, keep);
+                            fa_dropout_row(&drop, fa_dropout_row_start(&drop_at, h, i), j0, kc, keep);
                         for (int64_t j = j0; j < j0 + kc; j++) {
                             double pj = R(p, s[r * S2 + j] / sum[r]);
                             if (drop.active) pj = R(p, pj * (keep[j - j0] ? drop.scale_f64 : 0.0));
@@ -231,7 +231,7 @@ typedef struct kv_task {
     double *dkh, *dvh;
     fa_band band;
     fa_dropout drop;
-    uint64_t drop_base;
+    fa_dropout_batch drop_at;
 } kv_task;
 
 static kv_task kv_task_begin(const fa_problem *p, const double *k, const double *v, double *dk, double *dv,
@@ -239,7 +239,7 @@ static kv_task kv_task_begin(const fa_problem *p, const double *k, const double 
 {
     kv_task t;
     t.drop = fa_dropout_for(p);
-    t.drop_base = fa_dropout_batch_base(p, &t.drop, b);
+    t.drop_at = fa_dropout_batch_of(p, &t.drop, b);
     t.S1 = fa_q_len(p, b), t.S2 = fa_kv_len(p, b);
     const int64_t kvrow = n2 * p->T2 + canonical_kv(p, b);
     t.kh = k + kvrow * p->D, t.vh = v + kvrow * p->Dv;
@@ -254,7 +254,7 @@ static kv_task kv_task_begin(const fa_problem *p, const double *k, const double 
 static void task_keep_row(const fa_problem *p, const kv_task *t, int64_t b, int64_t h, int64_t i, uint8_t *keep)
 {
     if (t->drop.active)
-        fa_dropout_row(&t->drop, fa_dropout_row_start(p, &t->drop, b, t->drop_base, h, i), 0, t->S2, keep);
+        fa_dropout_row(&t->drop, fa_dropout_row_start(&t->drop_at, h, i), 0, t->S2, keep);
 }
 
 void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, const double *v, const double *o,
@@ -312,7 +312,7 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
                                 continue;
                             }
                             if (t.drop.active)
-                                fa_dropout_row(&t.drop, fa_dropout_row_start(p, &t.drop, b, t.drop_base, h, i), j0, kc,
+                                fa_dropout_row(&t.drop, fa_dropout_row_start(&t.drop_at, h, i), j0, kc,
                                                keep);
                             for (int64_t c = 0; c < kc; c++) {
                                 const int64_t j = j0 + c;
