@@ -29,6 +29,7 @@ import torch.multiprocessing as mp
 
 import attnops
 import attnops.distributed as cp
+from attnops.distributed import _common, _ring
 import attnops.flash_attn as flash_attn
 import attnops.torch_npu as torch_npu
 
@@ -58,7 +59,7 @@ class _WaitClock:
 
     def __init__(self):
         self.waited = 0.0
-        self._start = cp._Ring.start
+        self._start = _common.Ring.start
         clock = self
 
         def start(ring, tensors, tag):
@@ -70,7 +71,7 @@ class _WaitClock:
                 clock.waited += time.perf_counter() - t0
                 return got
             return timed
-        cp._Ring.start = start
+        _common.Ring.start = start
 
 
 def _comm_alone_s(ring, k, v):
@@ -79,9 +80,9 @@ def _comm_alone_s(ring, k, v):
     t0 = time.perf_counter()
     kv, dkv = (k, v), (torch.zeros(k.shape), torch.zeros(v.shape))
     for _ in range(2 * (ring.world_size - 1)):
-        kv = ring.start(kv, cp._KV_TAG)()
+        kv = ring.start(kv, _ring._KV_TAG)()
     for _ in range(ring.world_size):
-        dkv = ring.start(dkv, cp._DKV_TAG)()
+        dkv = ring.start(dkv, _ring._DKV_TAG)()
     return time.perf_counter() - t0
 
 
@@ -115,7 +116,7 @@ def rank_main(rank, world, init_file, s, n, d, reps, out_file):
             if rep:
                 steps.append(step)
                 waits.append(_across_ranks(clock.waited, dist.ReduceOp.MIN))
-        comm = statistics.median(_slowest(_comm_alone_s(cp._Ring(None), k.detach(), v.detach()))
+        comm = statistics.median(_slowest(_comm_alone_s(_common.Ring(None), k.detach(), v.detach()))
                                  for _ in range(reps))
         case = "causal" if causal else "full"
         results[case] = dict(step_s=statistics.median(steps), wait_s=statistics.median(waits), comm_s=comm)

@@ -11,10 +11,11 @@ import torch.distributed as dist
 
 import attnops.distributed as cp
 import attnops.flash_attn as fa
-import attnops.torch_npu as torch_npu
+from attnops import ops
 from checks import assert_close, assert_gradients_close, compare
 
-SEQ_DIM = {"BSND": 1, "BNSD": 2}
+SEQ_DIM = {"BSND": 1, "BNSD": 2, "TND": 0}
+INT32_MAX = 2147483647
 
 
 def _leave():
@@ -38,36 +39,84 @@ def _shape(layout, b, s, n, d):
     return (b, s, n, d) if layout == "BSND" else (b, n, s, d)
 
 
-def check_case(rank, world, layout, dtype, causal, zigzag, b=1, s=64, n=2, nk=2, d=16, group=None, pse_type=None):
+def _cumulative(lengths):
+    out = [0]
+    for n in lengths:
+        out.append(out[-1] + n)
+    return out
+
+
+def _whole_mask(causal, window, origin, s, s_kv):
+    """The single call's mask of flash-attn's band (left, right) from either origin."""
+    if origin == "bottom_right":
+        return fa._mask_args(causal, window)
+    left, right = window[0], 0 if causal else window[1]
+    if left < 0 and right < 0:
+        return {}
+    if left < 0 and right == 0:
+        return dict(atten_mask=fa._compressed_mask(), sparse_mode=2)
+    return dict(atten_mask=fa._compressed_mask(), sparse_mode=4,  # mode 4 counts from the bottom-right corner
+                pre_tokens=INT32_MAX if left < 0 else left - s + s_kv,
+                next_tokens=INT32_MAX if right < 0 else right + s - s_kv)
+
+
+def check_case(rank, world, layout, dtype, causal, zigzag, b=1, s=64, s_kv=None, n=2, nk=2, d=16, group=None,
+               pse_type=None, window=(-1, -1), dropout_p=0.0, origin="bottom_right", seqs=None, kv_seqs=None):
     """The ring's output and gradients, gathered, against the single-process call on the whole sequence.
-    rank, world: in `group` (default: the world); pse_type 2 / 3: with ALiBi slopes [N]."""
-    g = torch.Generator().manual_seed(1000 + s + n + nk + int(causal))
-    q = torch.randn(_shape(layout, b, s, n, d), generator=g).to(dtype)
-    k, v = (torch.randn(_shape(layout, b, s, nk, d), generator=g).to(dtype) for _ in range(2))
+    rank, world: in `group` (default: the world); s / s_kv: the global query / key lengths; pse_type 2 / 3:
+    with ALiBi slopes [N]; window: flash-attn's (left, right); origin: the band's; dropout_p: both calls
+    with the same seed.  TND: seqs / kv_seqs, the sequences' global lengths."""
+    s_kv = s if s_kv is None else s_kv
+    g = torch.Generator().manual_seed(1000 + s + s_kv + n + nk + int(causal) + window[0])
+    tnd = layout == "TND"
+    cu_q = cu_kv = None
+    if tnd:
+        cu_q, cu_kv = _cumulative(seqs), _cumulative(kv_seqs or seqs)
+        q_shape, kv_shape = (cu_q[-1], n, d), (cu_kv[-1], nk, d)
+    else:
+        q_shape, kv_shape = _shape(layout, b, s, n, d), _shape(layout, b, s_kv, nk, d)
+    q = torch.randn(q_shape, generator=g).to(dtype)
+    k, v = (torch.randn(kv_shape, generator=g).to(dtype) for _ in range(2))
     dy = torch.randn(q.shape, generator=g).to(dtype)
-    mode = dict(atten_mask=fa._compressed_mask(), sparse_mode=3) if causal else {}
-    alibi = {}
+    extra = _whole_mask(causal, window, origin, s, s_kv)
+    if tnd:
+        extra.update(actual_seq_qlen=cu_q[1:], actual_seq_kvlen=cu_kv[1:])
+    alibi, seed = {}, 4242 + s
     if pse_type is not None:
         alibi = dict(alibi_slopes=torch.rand(n, generator=g) * 0.5, pse_type=pse_type)
-        mode.update(pse=alibi["alibi_slopes"], pse_type=pse_type)
-    whole = [t.clone().requires_grad_() for t in (q, k, v)]
-    expected = torch_npu.npu_fusion_attention_v2(*whole, n, layout, scale=d ** -0.5, **mode)[0]
-    expected_grads = torch.autograd.grad(expected, whole, dy)
+        extra.update(pse=alibi["alibi_slopes"], pse_type=pse_type)
+
+    def whole_call(seed):
+        whole = [t.clone().requires_grad_() for t in (q, k, v)]
+        out = ops.flash_attention_score(*whole, n, layout, scale=d ** -0.5, keep_prob=1.0 - dropout_p, seed=seed,
+                                        **extra)[0]
+        return out, torch.autograd.grad(out, whole, dy)
+    expected, expected_grads = whole_call(seed)
 
     seq = SEQ_DIM[layout]
-    local = [cp.shard(t, rank, world, seq_dim=seq, zigzag=zigzag).requires_grad_() for t in (q, k, v)]
-    out = cp.ring_attention(*local, group=group, causal=causal, zigzag=zigzag, layout=layout, **alibi)
-    grads = torch.autograd.grad(out, local, cp.shard(dy, rank, world, seq_dim=seq, zigzag=zigzag))
-    gathered = [cp.unshard(t.detach(), group=group, seq_dim=seq, zigzag=zigzag) for t in (out, *grads)]
-    label = f"rank {rank}/{world} {layout} {dtype} causal={causal} zigzag={zigzag} N{n}/{nk} pse_type={pse_type}"
-    assert_close(f"{label} out", gathered[0], expected, dtype, s)
-    assert_gradients_close([f"{label} d{x}" for x in "qkv"], gathered[1:], expected_grads, dtype, s)
-    if world > 1 and causal:  # the check sees a chunk put back in the wrong place
+    cuts = [dict(seq_dim=seq, zigzag=zigzag, cu_seqlens=cu) for cu in (cu_q, cu_kv, cu_kv)]
+    local = [cp.shard(t, rank, world, **cut).requires_grad_() for t, cut in zip((q, k, v), cuts)]
+    out = cp.ring_attention(*local, group=group, causal=causal, causal_origin=origin, zigzag=zigzag, layout=layout,
+                            window_size=window, dropout_p=dropout_p, seed=seed, cu_seqlens_q=cu_q,
+                            cu_seqlens_k=cu_kv, **alibi)
+    grads = torch.autograd.grad(out, local, cp.shard(dy, rank, world, **cuts[0]))
+    gathered = [cp.unshard(t.detach(), group=group, **cut) for t, cut in zip((out, *grads), (cuts[0], *cuts))]
+    label = (f"rank {rank}/{world} {layout} {dtype} causal={causal} ({origin}) zigzag={zigzag} N{n}/{nk} "
+             f"S{s}/{s_kv} seqs={seqs}/{kv_seqs} pse_type={pse_type} window={window} dropout_p={dropout_p}")
+    reduce_len = max(s, s_kv) if not tnd else max(seqs + (kv_seqs or []))
+    assert_close(f"{label} out", gathered[0], expected, dtype, reduce_len)
+    assert_gradients_close([f"{label} d{x}" for x in "qkv"], gathered[1:], expected_grads, dtype, reduce_len)
+    if world > 1 and (causal or window != (-1, -1)):  # the check sees a chunk put back in the wrong place
         shards = [torch.empty_like(out) for _ in range(world)]
         dist.all_gather(shards, out.detach().contiguous(), group=group)
-        misplaced = cp.merge_shards(shards, seq_dim=seq, zigzag=not zigzag)
-        ok, msg = compare(f"{label} misplaced", misplaced, expected, dtype, s)
+        misplaced = cp.merge_shards(shards, seq_dim=seq, zigzag=not zigzag, cu_seqlens=cu_q)
+        ok, msg = compare(f"{label} misplaced", misplaced, expected, dtype, reduce_len)
         assert not ok, f"the comparison passed output chunks put in the wrong order: {msg}"
+    if dropout_p:  # and one that dropped other elements
+        other, other_grads = whole_call(seed + 1)
+        for name, mine, theirs in zip(("out", "dq", "dk", "dv"), gathered, (other, *other_grads)):
+            ok, msg = compare(f"{label} {name} of another seed", mine, theirs, dtype, reduce_len)
+            assert not ok, f"the comparison passed {name} of a call that dropped other elements: {msg}"
 
 
 def run_cases(rank, world, init_file, cases):
@@ -128,29 +177,54 @@ def report_affinity(results):
 
 
 def check_ulysses_case(rank, world, layout, dtype, causal=False, window=(-1, -1), alibi=False, zigzag=False,
-                       b=1, s=64, n=4, nk=4, d=16):
-    """ulysses_attention's output and gradients, gathered, against flash_attn_func on the whole sequence."""
+                       b=1, s=64, n=4, nk=4, d=16, dropout_p=0.0, seqs=None, kv_seqs=None):
+    """ulysses_attention's output and gradients, gathered, against flash_attn_func (flash_attn_varlen_func
+    in TND, seqs / kv_seqs the global lengths) on the whole sequence; with dropout both draw their seed
+    from torch's generator, seeded alike (ulysses uses rank 0's)."""
     g = torch.Generator().manual_seed(2000 + s + n + nk + int(causal) + window[0])
-    q = torch.randn(_shape(layout, b, s, n, d), generator=g).to(dtype)
-    k, v = (torch.randn(_shape(layout, b, s, nk, d), generator=g).to(dtype) for _ in range(2))
+    tnd = layout == "TND"
+    cu_q = cu_kv = None
+    if tnd:
+        cu_q, cu_kv = _cumulative(seqs), _cumulative(kv_seqs or seqs)
+        q_shape, kv_shape = (cu_q[-1], n, d), (cu_kv[-1], nk, d)
+    else:
+        q_shape, kv_shape = _shape(layout, b, s, n, d), _shape(layout, b, s, nk, d)
+    q = torch.randn(q_shape, generator=g).to(dtype)
+    k, v = (torch.randn(kv_shape, generator=g).to(dtype) for _ in range(2))
     dy = torch.randn(q.shape, generator=g).to(dtype)
     slopes = torch.rand(n, generator=g) * 0.5 if alibi else None
-    to_bsnd = (lambda t: t) if layout == "BSND" else (lambda t: t.transpose(1, 2))
-    whole = [t.clone().requires_grad_() for t in (q, k, v)]
-    expected = to_bsnd(fa.flash_attn_func(*(to_bsnd(t) for t in whole), causal=causal, window_size=window,
-                                          alibi_slopes=slopes))
-    expected_grads = torch.autograd.grad(expected, whole, dy)
+    to_bsnd = (lambda t: t) if layout != "BNSD" else (lambda t: t.transpose(1, 2))
+
+    def whole_call(torch_seed):
+        whole = [t.clone().requires_grad_() for t in (q, k, v)]
+        torch.manual_seed(torch_seed)
+        common = dict(dropout_p=dropout_p, causal=causal, window_size=window, alibi_slopes=slopes)
+        if tnd:
+            cu = [torch.tensor(c, dtype=torch.int32) for c in (cu_q, cu_kv)]
+            out = fa.flash_attn_varlen_func(*whole, *cu, max(seqs), max(kv_seqs or seqs), **common)
+        else:
+            out = to_bsnd(fa.flash_attn_func(*(to_bsnd(t) for t in whole), **common))
+        return out, torch.autograd.grad(out, whole, dy)
+    expected, expected_grads = whole_call(77)
 
     seq = SEQ_DIM[layout]
-    local = [cp.shard(t, rank, world, seq_dim=seq, zigzag=zigzag).requires_grad_() for t in (q, k, v)]
+    cuts = [dict(seq_dim=seq, zigzag=zigzag, cu_seqlens=cu) for cu in (cu_q, cu_kv, cu_kv)]
+    local = [cp.shard(t, rank, world, **cut).requires_grad_() for t, cut in zip((q, k, v), cuts)]
+    torch.manual_seed(77 if rank == 0 else 78)  # rank 0's draw decides
     out = cp.ulysses_attention(*local, causal=causal, window_size=window, alibi_slopes=slopes, layout=layout,
-                               zigzag=zigzag)
-    grads = torch.autograd.grad(out, local, cp.shard(dy, rank, world, seq_dim=seq, zigzag=zigzag))
-    gathered = [cp.unshard(t.detach(), seq_dim=seq, zigzag=zigzag) for t in (out, *grads)]
+                               zigzag=zigzag, dropout_p=dropout_p, cu_seqlens_q=cu_q, cu_seqlens_k=cu_kv)
+    grads = torch.autograd.grad(out, local, cp.shard(dy, rank, world, **cuts[0]))
+    gathered = [cp.unshard(t.detach(), **cut) for t, cut in zip((out, *grads), (cuts[0], *cuts))]
     label = (f"ulysses rank {rank}/{world} {layout} {dtype} causal={causal} window={window} alibi={alibi} "
-             f"zigzag={zigzag} N{n}/{nk}")
-    assert_close(f"{label} out", gathered[0], expected, dtype, s)
-    assert_gradients_close([f"{label} d{x}" for x in "qkv"], gathered[1:], expected_grads, dtype, s)
+             f"zigzag={zigzag} N{n}/{nk} seqs={seqs}/{kv_seqs} dropout_p={dropout_p}")
+    reduce_len = s if not tnd else max(seqs + (kv_seqs or []))
+    assert_close(f"{label} out", gathered[0], expected, dtype, reduce_len)
+    assert_gradients_close([f"{label} d{x}" for x in "qkv"], gathered[1:], expected_grads, dtype, reduce_len)
+    if dropout_p:  # a call that dropped other elements fails the same comparison
+        other, other_grads = whole_call(78)
+        for name, mine, theirs in zip(("out", "dq", "dk", "dv"), gathered, (other, *other_grads)):
+            ok, msg = compare(f"{label} {name} of another seed", mine, theirs, dtype, reduce_len)
+            assert not ok, f"the comparison passed {name} of a call that dropped other elements: {msg}"
 
 
 def run_ulysses_cases(rank, world, init_file, cases):

@@ -1,7 +1,8 @@
 """attnops.distributed on gloo over loopback: ring and Ulysses outputs and gradients equal the
 single-process call (by the shared comparator's fp32- / bf16-derived bound), for full and causal
-attention, contiguous and zigzag shards, GQA, BSND and BNSD (Ulysses also windows and ALiBi), on 2 and
-4 processes; mismatched calls and lost peers raise."""
+attention, sliding windows, ALiBi, dropout (the same seed drops the same elements; another seed's
+call fails the comparison), contiguous and zigzag shards, GQA, BSND and BNSD, on 2 and 4 processes;
+mismatched calls and lost peers raise."""
 import multiprocessing
 import os
 
@@ -30,6 +31,14 @@ CASES_2 = [
     dict(layout="BNSD", dtype=BF16, causal=False, zigzag=False, n=4, nk=1),
     dict(layout="BSND", dtype=F32, causal=True, zigzag=True, pse_type=2),
     dict(layout="BNSD", dtype=F32, causal=False, zigzag=False, pse_type=3),
+    dict(layout="BSND", dtype=F32, causal=False, zigzag=False, dropout_p=0.3),
+    dict(layout="BSND", dtype=F32, causal=True, zigzag=True, n=4, nk=2, dropout_p=0.2),
+    dict(layout="BNSD", dtype=F32, causal=False, zigzag=True, window=(8, 4)),
+    dict(layout="BSND", dtype=BF16, causal=True, zigzag=True, window=(20, -1), dropout_p=0.1),
+    dict(layout="BSND", dtype=F32, causal=True, zigzag=True, s=64, s_kv=128),
+    dict(layout="BNSD", dtype=F32, causal=True, zigzag=False, s=128, s_kv=64, origin="top_left", dropout_p=0.2),
+    dict(layout="TND", dtype=F32, causal=True, zigzag=True, seqs=[32, 8, 0, 24], dropout_p=0.25, n=4, nk=2),
+    dict(layout="TND", dtype=BF16, causal=False, zigzag=False, seqs=[12, 30], kv_seqs=[40, 6]),
 ]
 CASES_4 = [
     dict(layout="BSND", dtype=F32, causal=True, zigzag=True, n=4, nk=2),
@@ -37,6 +46,10 @@ CASES_4 = [
     dict(layout="BSND", dtype=BF16, causal=False, zigzag=True, s=128),
     dict(layout="BSND", dtype=F32, causal=True, zigzag=True, n=4, nk=2, pse_type=3),
     dict(layout="BNSD", dtype=F32, causal=False, zigzag=True, pse_type=2),
+    dict(layout="BSND", dtype=F32, causal=False, zigzag=True, window=(8, 8), pse_type=2, dropout_p=0.25),
+    dict(layout="BNSD", dtype=F32, causal=True, zigzag=False, window=(10, -1), dropout_p=0.2),
+    dict(layout="TND", dtype=F32, causal=True, zigzag=True, seqs=[16, 40, 8], dropout_p=0.3),
+    dict(layout="BSND", dtype=F32, causal=False, zigzag=True, s=64, s_kv=32, window=(4, 12), origin="top_left"),
 ]
 
 
@@ -45,10 +58,15 @@ ULYSSES_2 = [
     dict(layout="BSND", dtype=F32, causal=True, zigzag=True),
     dict(layout="BNSD", dtype=F32, window=(8, 4), alibi=True, nk=2),
     dict(layout="BSND", dtype=BF16, causal=True, alibi=True, nk=1),
+    dict(layout="BSND", dtype=F32, causal=True, dropout_p=0.2, nk=1),
+    dict(layout="TND", dtype=F32, causal=True, zigzag=True, seqs=[32, 8, 24], dropout_p=0.2, nk=2),
+    dict(layout="TND", dtype=BF16, window=(6, 2), seqs=[20, 12], kv_seqs=[28, 16], alibi=False),
 ]
 ULYSSES_4 = [
     dict(layout="BSND", dtype=F32, causal=True, nk=2),
     dict(layout="BNSD", dtype=F32, window=(16, -1), zigzag=True, n=8, nk=4, alibi=True),
+    dict(layout="BNSD", dtype=F32, window=(8, 4), zigzag=True, n=8, nk=2, dropout_p=0.3),
+    dict(layout="TND", dtype=F32, causal=True, seqs=[16, 48], alibi=True, n=8, nk=8),
 ]
 
 
@@ -110,16 +128,27 @@ def test_shard_and_merge_are_inverse():
 
 def test_unsupported_options_raise_before_any_communication():
     q = torch.randn(1, 8, 2, 16)
-    with pytest.raises(NotImplementedError, match="dropout"):
-        cp.ring_attention(q, q, q, dropout_p=0.1)
+    with pytest.raises(ValueError, match="dropout_p is 1.0"):
+        cp.ring_attention(q, q, q, dropout_p=1.0)
+    with pytest.raises(ValueError, match=r"window_size is \(-2, 4\)"):
+        cp.ring_attention(q, q, q, window_size=(-2, 4))
     with pytest.raises(ValueError, match="pse_type 1"):
         cp.ring_attention(q, q, q, alibi_slopes=torch.ones(2), pse_type=1)
-    with pytest.raises(NotImplementedError, match="layout 'TND'"):
+    with pytest.raises(NotImplementedError, match="layout 'SBH'"):
+        cp.ring_attention(q, q, q, layout="SBH")
+    t = torch.randn(8, 2, 16)
+    with pytest.raises(NotImplementedError, match="without ALiBi or windows"):
+        cp.ring_attention(t, t, t, layout="TND", cu_seqlens_q=[0, 8], cu_seqlens_k=[0, 8], window_size=(4, 4))
+    with pytest.raises(NotImplementedError, match="equal query and key lengths"):
+        cp.ring_attention(t, t, t, layout="TND", cu_seqlens_q=[0, 4, 8], cu_seqlens_k=[0, 2, 8], causal=True)
+    with pytest.raises(ValueError, match="rank 3"):
         cp.ring_attention(q, q, q, layout="TND")
+    with pytest.raises(ValueError, match="causal_origin"):
+        cp.ring_attention(q, q, q, causal=True, causal_origin="top")
     with pytest.raises(TypeError, match="float64"):
         cp.ring_attention(q.double(), q.double(), q.double())
-    with pytest.raises(NotImplementedError, match="dropout"):
-        cp.ulysses_attention(q, q, q, dropout_p=0.1)
+    with pytest.raises(ValueError, match="dropout_p is -0.5"):
+        cp.ulysses_attention(q, q, q, dropout_p=-0.5)
 
 
 def test_a_call_leaves_child_processes_unpinned():
