@@ -46,6 +46,26 @@ def _cumulative(lengths):
     return out
 
 
+def _inputs(g, layout, dtype, b, s, s_kv, n, nk, d, seqs, kv_seqs):
+    """(q, k, v, dy, cu_seqlens_q, cu_seqlens_k) of a whole problem; the lengths are None but in TND."""
+    cu_q = cu_kv = None
+    if layout == "TND":
+        cu_q, cu_kv = _cumulative(seqs), _cumulative(kv_seqs or seqs)
+        q_shape, kv_shape = (cu_q[-1], n, d), (cu_kv[-1], nk, d)
+    else:
+        q_shape, kv_shape = _shape(layout, b, s, n, d), _shape(layout, b, s_kv, nk, d)
+    q = torch.randn(q_shape, generator=g).to(dtype)
+    k, v = (torch.randn(kv_shape, generator=g).to(dtype) for _ in range(2))
+    return q, k, v, torch.randn(q.shape, generator=g).to(dtype), cu_q, cu_kv
+
+
+def _check_differs(label, gathered, other, other_grads, dtype, reduce_len):
+    """The comparison must fail against a call that dropped other elements (another seed)."""
+    for name, mine, theirs in zip(("out", "dq", "dk", "dv"), gathered, (other, *other_grads)):
+        ok, msg = compare(f"{label} {name} of another seed", mine, theirs, dtype, reduce_len)
+        assert not ok, f"the comparison passed {name} of a call that dropped other elements: {msg}"
+
+
 def _whole_mask(causal, window, origin, s, s_kv):
     """The single call's mask of flash-attn's band (left, right) from either origin."""
     if origin == "bottom_right":
@@ -69,15 +89,7 @@ def check_case(rank, world, layout, dtype, causal, zigzag, b=1, s=64, s_kv=None,
     s_kv = s if s_kv is None else s_kv
     g = torch.Generator().manual_seed(1000 + s + s_kv + n + nk + int(causal) + window[0])
     tnd = layout == "TND"
-    cu_q = cu_kv = None
-    if tnd:
-        cu_q, cu_kv = _cumulative(seqs), _cumulative(kv_seqs or seqs)
-        q_shape, kv_shape = (cu_q[-1], n, d), (cu_kv[-1], nk, d)
-    else:
-        q_shape, kv_shape = _shape(layout, b, s, n, d), _shape(layout, b, s_kv, nk, d)
-    q = torch.randn(q_shape, generator=g).to(dtype)
-    k, v = (torch.randn(kv_shape, generator=g).to(dtype) for _ in range(2))
-    dy = torch.randn(q.shape, generator=g).to(dtype)
+    q, k, v, dy, cu_q, cu_kv = _inputs(g, layout, dtype, b, s, s_kv, n, nk, d, seqs, kv_seqs)
     extra = _whole_mask(causal, window, origin, s, s_kv)
     if tnd:
         extra.update(actual_seq_qlen=cu_q[1:], actual_seq_kvlen=cu_kv[1:])
@@ -113,10 +125,7 @@ def check_case(rank, world, layout, dtype, causal, zigzag, b=1, s=64, s_kv=None,
         ok, msg = compare(f"{label} misplaced", misplaced, expected, dtype, reduce_len)
         assert not ok, f"the comparison passed output chunks put in the wrong order: {msg}"
     if dropout_p:  # and one that dropped other elements
-        other, other_grads = whole_call(seed + 1)
-        for name, mine, theirs in zip(("out", "dq", "dk", "dv"), gathered, (other, *other_grads)):
-            ok, msg = compare(f"{label} {name} of another seed", mine, theirs, dtype, reduce_len)
-            assert not ok, f"the comparison passed {name} of a call that dropped other elements: {msg}"
+        _check_differs(label, gathered, *whole_call(seed + 1), dtype, reduce_len)
 
 
 def run_cases(rank, world, init_file, cases):
@@ -183,15 +192,7 @@ def check_ulysses_case(rank, world, layout, dtype, causal=False, window=(-1, -1)
     from torch's generator, seeded alike (ulysses uses rank 0's)."""
     g = torch.Generator().manual_seed(2000 + s + n + nk + int(causal) + window[0])
     tnd = layout == "TND"
-    cu_q = cu_kv = None
-    if tnd:
-        cu_q, cu_kv = _cumulative(seqs), _cumulative(kv_seqs or seqs)
-        q_shape, kv_shape = (cu_q[-1], n, d), (cu_kv[-1], nk, d)
-    else:
-        q_shape, kv_shape = _shape(layout, b, s, n, d), _shape(layout, b, s, nk, d)
-    q = torch.randn(q_shape, generator=g).to(dtype)
-    k, v = (torch.randn(kv_shape, generator=g).to(dtype) for _ in range(2))
-    dy = torch.randn(q.shape, generator=g).to(dtype)
+    q, k, v, dy, cu_q, cu_kv = _inputs(g, layout, dtype, b, s, s, n, nk, d, seqs, kv_seqs)
     slopes = torch.rand(n, generator=g) * 0.5 if alibi else None
     to_bsnd = (lambda t: t) if layout != "BNSD" else (lambda t: t.transpose(1, 2))
 
@@ -220,11 +221,11 @@ def check_ulysses_case(rank, world, layout, dtype, causal=False, window=(-1, -1)
     reduce_len = s if not tnd else max(seqs + (kv_seqs or []))
     assert_close(f"{label} out", gathered[0], expected, dtype, reduce_len)
     assert_gradients_close([f"{label} d{x}" for x in "qkv"], gathered[1:], expected_grads, dtype, reduce_len)
+    if nk % world == 0:  # each head's call is the whole call's head: the same bits (no merge, no repeated K/V)
+        for name, mine, theirs in zip(("out", "dq", "dk", "dv"), gathered, (expected, *expected_grads)):
+            assert torch.equal(mine, theirs), f"{label} {name}: not bitwise the single call's"
     if dropout_p:  # a call that dropped other elements fails the same comparison
-        other, other_grads = whole_call(78)
-        for name, mine, theirs in zip(("out", "dq", "dk", "dv"), gathered, (other, *other_grads)):
-            ok, msg = compare(f"{label} {name} of another seed", mine, theirs, dtype, reduce_len)
-            assert not ok, f"the comparison passed {name} of a call that dropped other elements: {msg}"
+        _check_differs(label, gathered, *whole_call(78), dtype, reduce_len)
 
 
 def run_ulysses_cases(rank, world, init_file, cases):

@@ -39,6 +39,8 @@ CASES_2 = [
     dict(layout="BNSD", dtype=F32, causal=True, zigzag=False, s=128, s_kv=64, origin="top_left", dropout_p=0.2),
     dict(layout="TND", dtype=F32, causal=True, zigzag=True, seqs=[32, 8, 0, 24], dropout_p=0.25, n=4, nk=2),
     dict(layout="TND", dtype=BF16, causal=False, zigzag=False, seqs=[12, 30], kv_seqs=[40, 6]),
+    dict(layout="TND", dtype=F32, causal=False, zigzag=True, seqs=[16, 32], window=(6, 3), pse_type=2,
+         dropout_p=0.2),
 ]
 CASES_4 = [
     dict(layout="BSND", dtype=F32, causal=True, zigzag=True, n=4, nk=2),
@@ -50,6 +52,8 @@ CASES_4 = [
     dict(layout="BNSD", dtype=F32, causal=True, zigzag=False, window=(10, -1), dropout_p=0.2),
     dict(layout="TND", dtype=F32, causal=True, zigzag=True, seqs=[16, 40, 8], dropout_p=0.3),
     dict(layout="BSND", dtype=F32, causal=False, zigzag=True, s=64, s_kv=32, window=(4, 12), origin="top_left"),
+    dict(layout="TND", dtype=F32, causal=True, zigzag=True, seqs=[16, 32], kv_seqs=[32, 48], dropout_p=0.1,
+         pse_type=3),
 ]
 
 
@@ -136,11 +140,6 @@ def test_unsupported_options_raise_before_any_communication():
         cp.ring_attention(q, q, q, alibi_slopes=torch.ones(2), pse_type=1)
     with pytest.raises(NotImplementedError, match="layout 'SBH'"):
         cp.ring_attention(q, q, q, layout="SBH")
-    t = torch.randn(8, 2, 16)
-    with pytest.raises(NotImplementedError, match="without ALiBi or windows"):
-        cp.ring_attention(t, t, t, layout="TND", cu_seqlens_q=[0, 8], cu_seqlens_k=[0, 8], window_size=(4, 4))
-    with pytest.raises(NotImplementedError, match="equal query and key lengths"):
-        cp.ring_attention(t, t, t, layout="TND", cu_seqlens_q=[0, 4, 8], cu_seqlens_k=[0, 2, 8], causal=True)
     with pytest.raises(ValueError, match="rank 3"):
         cp.ring_attention(q, q, q, layout="TND")
     with pytest.raises(ValueError, match="causal_origin"):

@@ -83,6 +83,10 @@ class _Plan:
         # order: whole shards per call.  Otherwise each call is a piece of rows contiguous in the globals.
         self.whole_blocks = layout != "TND" and pse is None and dropout is None and (
             band == (-1, -1) or (band == (-1, 0) and square))
+        # TND: one call per chunk pair serves every sequence unless their starts or bands differ (CANN's
+        # start indices and tokens are one value for all): ALiBi, windows, causal on unequal lengths
+        self.per_sequence = layout == "TND" and (pse is not None or band not in ((-1, -1), (-1, 0)) or (
+            band == (-1, 0) and not square))
         self._pieces = {}
 
     def calls(self, src):
@@ -90,7 +94,7 @@ class _Plan:
         if self.whole_blocks:
             return self._whole_blocks(src)
         if src not in self._pieces:
-            self._pieces[src] = self._cut(src)
+            self._pieces[src] = self._cut_per_sequence(src) if self.per_sequence else self._cut(src)
         return self._pieces[src]
 
     def _whole_blocks(self, src):
@@ -120,7 +124,7 @@ class _Plan:
                 if mask is None:
                     continue
                 kw = dict(self.full, **mask)
-                if self.pse is not None:  # padded only: one start serves every batch
+                if self.pse is not None:  # padded: one start serves every batch
                     kw.update(q_start_idx=q_starts[:1], kv_start_idx=kv_starts[:1])
                 if rows.tnd:
                     kw.update(actual_seq_qlen=_cumulative(rows.chunk_q), actual_seq_kvlen=_cumulative(rows.chunk_kv))
@@ -131,12 +135,44 @@ class _Plan:
                 pieces.append((q_rows, kv_rows, kw))
         return pieces
 
+    def _cut_per_sequence(self, src):
+        """TND, each (query chunk, key chunk) pair of each sequence as a call of one sequence, with its own
+        starts, band and ALiBi slopes.  The dropout block of a one-sequence call is batch 0 of a whole
+        call of that sequence alone; the stream offset moves it to the sequence's place in the whole
+        call's stream (a multiple of 16 bytes: the offset's unit)."""
+        rows, pieces = self.rows_of, []
+        before_q, before_kv = [0] + _cumulative(rows.chunk_q)[:-1], [0] + _cumulative(rows.chunk_kv)[:-1]
+        stream_base = [0]
+        for s_q, s_kv in zip(rows.global_q, rows.global_kv):
+            stream_base.append(stream_base[-1] + self.head_num * s_q * -(-s_kv // 16) * 16)
+        for c_q, q_pos in rows.chunks(self.ring.rank, kv=False):
+            for c_kv, kv_pos in rows.chunks(src, kv=True):
+                for b, (len_q, len_kv) in enumerate(zip(rows.chunk_q, rows.chunk_kv)):
+                    q0, kv0 = c_q * len_q, c_kv * len_kv
+                    align = rows.global_kv[b] - rows.global_q[b] if self.bottom_right else 0
+                    mask = _band_args(self.band, q0, kv0, len_q, len_kv, align) if len_q and len_kv else None
+                    if mask is None:
+                        continue
+                    kw = dict(self.full, **mask, actual_seq_qlen=[len_q], actual_seq_kvlen=[len_kv])
+                    if self.pse is not None:
+                        slopes = self.pse["pse"]
+                        kw.update(pse=slopes[b] if slopes.dim() == 2 else slopes, q_start_idx=[q0],
+                                  kv_start_idx=[kv0])
+                    if self.dropout is not None:
+                        kw.update(offset=self.dropout["offset"] + stream_base[b], dropout_block=_fa.DropoutBlock(
+                            self.head_num, 0, [rows.global_q[b]], [rows.global_kv[b]], [q0], [kv0]))
+                    q_rows = slice(q_pos.start + before_q[b], q_pos.start + before_q[b] + len_q)
+                    kv_rows = slice(kv_pos.start + before_kv[b], kv_pos.start + before_kv[b] + len_kv)
+                    pieces.append((q_rows, kv_rows, kw))
+        return pieces
+
     def _mask(self, q_starts, kv_starts):
         """The piece's mask arguments, one for all its sequences: None when the band masks every element,
-        {} when none.  In TND (causal on square sequences only, ring_attention checks) a sequence of one
-        row per chunk sees its whole piece ({}) where the others need the band, which covers it too."""
+        {} when none.  In TND (full, or causal on square sequences: _cut_per_sequence takes the rest) a
+        sequence of one row per chunk sees its whole piece ({}) where the others need the band, which
+        covers it too."""
         rows, seen = self.rows_of, []
-        for b, (q0, kv0) in enumerate(zip(q_starts, kv_starts)):
+        for b, (q0, kv0) in enumerate(zip(q_starts, kv_starts)):  # one entry for the padded layouts
             len_q, len_kv = rows.chunk_q[b], rows.chunk_kv[b]
             if len_q and len_kv:
                 align = rows.global_kv[b] - rows.global_q[b] if self.bottom_right else 0
@@ -328,12 +364,6 @@ def ring_attention(q, k, v, *, group=None, causal=False, causal_origin="bottom_r
     check_inputs(op, q, k, v, layout, SEQ_DIM)
     band = _window(op, causal, window_size)
     keep_prob, seed = dropout_seed(op, dropout_p, seed)
-    if layout == "TND" and (alibi_slopes is not None or band not in ((-1, -1), (-1, 0)) or (
-            band == (-1, 0) and cu_seqlens_q is not None and
-            seqlens_list(cu_seqlens_q, op) != seqlens_list(cu_seqlens_k, op))):
-        raise NotImplementedError(f"attnops.distributed.{op}: layout TND takes full attention, or causal with equal "
-                                  "query and key lengths in every sequence, without ALiBi or windows (one call "
-                                  "serves all sequences, whose chunks start at different positions)")
     ring = Ring(group)
     lengths = _global_lengths(op, q, k, layout, ring.world_size, ring.world_size * (2 if zigzag else 1),
                               cu_seqlens_q, cu_seqlens_k)
