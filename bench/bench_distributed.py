@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Context parallelism on this machine: one training step (forward + backward through autograd) of
 attnops.distributed.ring_attention on W ranks x 1 thread (gloo over loopback, zigzag shards) against
-the single-process call (attnops.torch_npu.npu_fusion_attention) on 1 rank x W threads, same problem.
+the single-process call (the attnops::flash_attention_score op) on 1 rank x W threads, same problem:
+full, causal, and causal with dropout 0.1 (the same seed in both, so the same elements are dropped).
 
     bench_distributed.py [--ranks W] [--seq S] [--heads N] [--dim D] [--reps R] [--json PATH] [--md PATH]
 
@@ -31,7 +32,7 @@ import attnops
 import attnops.distributed as cp
 from attnops.distributed import _common, _ring
 import attnops.flash_attn as flash_attn
-import attnops.torch_npu as torch_npu
+from attnops import ops
 
 import peer_common  # bench/, beside this script
 
@@ -41,15 +42,26 @@ def _inputs(s, n, d, seed=0):
     return [torch.randn(1, s, n, d, generator=g) for _ in range(4)]
 
 
-def _mode(causal):
-    return dict(atten_mask=flash_attn._compressed_mask(), sparse_mode=3) if causal else {}
+# The cases: ring_attention's options.  causal_dropout (dropout_p 0.1) takes the ring's path of pieces
+# (one call per chunk pair with its dropout block: 3 quarter-block calls per step instead of one half block).
+CASES = {"full": dict(causal=False), "causal": dict(causal=True), "causal_dropout": dict(causal=True, dropout_p=0.1)}
+_SEED = 1234
 
 
-def single_step_s(s, n, d, causal):
+def _single_args(case):
+    """npu_fusion_attention's arguments for a case."""
+    opts = CASES[case]
+    args = dict(atten_mask=flash_attn._compressed_mask(), sparse_mode=3) if opts["causal"] else {}
+    if opts.get("dropout_p"):
+        args.update(keep_prob=1.0 - opts["dropout_p"], seed=_SEED)
+    return args
+
+
+def single_step_s(s, n, d, case):
     q, k, v, dy = _inputs(s, n, d)
     q, k, v = (t.requires_grad_() for t in (q, k, v))
     t0 = time.perf_counter()
-    out = torch_npu.npu_fusion_attention(q, k, v, n, "BSND", scale=d ** -0.5, **_mode(causal))[0]
+    out = ops.flash_attention_score(q, k, v, n, "BSND", scale=d ** -0.5, **_single_args(case))[0]
     torch.autograd.grad(out, (q, k, v), dy)
     return time.perf_counter() - t0
 
@@ -102,7 +114,7 @@ def rank_main(rank, world, init_file, s, n, d, reps, out_file):
                             timeout=datetime.timedelta(seconds=600))
     clock = _WaitClock()
     results = {}
-    for causal in (False, True):
+    for case, opts in CASES.items():
         q, k, v, dy = (cp.shard(t, rank, world, seq_dim=1, zigzag=True) for t in _inputs(s, n, d))
         q, k, v = (t.requires_grad_() for t in (q, k, v))
         steps, waits = [], []
@@ -110,7 +122,7 @@ def rank_main(rank, world, init_file, s, n, d, reps, out_file):
             dist.barrier()
             clock.waited = 0.0
             t0 = time.perf_counter()
-            out = cp.ring_attention(q, k, v, causal=causal, zigzag=True)
+            out = cp.ring_attention(q, k, v, zigzag=True, seed=_SEED, **opts)
             torch.autograd.grad(out, (q, k, v), dy)
             step = _slowest(time.perf_counter() - t0)
             if rep:
@@ -118,7 +130,6 @@ def rank_main(rank, world, init_file, s, n, d, reps, out_file):
                 waits.append(_across_ranks(clock.waited, dist.ReduceOp.MIN))
         comm = statistics.median(_slowest(_comm_alone_s(_common.Ring(None), k.detach(), v.detach()))
                                  for _ in range(reps))
-        case = "causal" if causal else "full"
         results[case] = dict(step_s=statistics.median(steps), wait_s=statistics.median(waits), comm_s=comm)
     if rank == 0:
         with open(out_file, "w") as f:
@@ -140,12 +151,12 @@ def main():
     args = ap.parse_args()
     w, s, n, d = args.ranks, args.seq, args.heads, args.dim
     torch.set_num_threads(w)
-    single = {"full": [], "causal": []}
+    single = {case: [] for case in CASES}
 
     def run_single():
         for case in single:
-            single_step_s(s, n, d, case == "causal")  # warm-up
-            single[case] += [single_step_s(s, n, d, case == "causal") for _ in range(args.reps)]
+            single_step_s(s, n, d, case)  # warm-up
+            single[case] += [single_step_s(s, n, d, case) for _ in range(args.reps)]
 
     run_single()
     with tempfile.TemporaryDirectory() as tmp:

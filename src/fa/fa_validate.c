@@ -500,54 +500,17 @@ static attnops_status derive_drop_mask(const char *op, const attnops_fa_params *
 
 /* The dropout block (attnops_fa_params.dropout_*): where this call lies in
  * the whole call whose stream it draws. */
-static attnops_status derive_dropout_block(const char *op, const attnops_fa_params *p, fa_problem *pr)
+static const char *const block_len_names[2] = {"dropout_seq_qlen", "dropout_seq_kvlen"};
+static const char *const block_start_names[2] = {"dropout_q_start", "dropout_kv_start"};
+
+/* Every length and start in [0, INT32_MAX] and the whole call's stream
+ * below 2^62 bytes, before any position is computed from them.  entries:
+ * the lengths' count (TND: actual_seq_qlen's, trailing empty batches too). */
+static attnops_status check_block_values(const char *op, const attnops_fa_params *p, const fa_problem *pr,
+                                         int64_t entries)
 {
     const attnops_tensor *lens[2] = {p->dropout_seq_qlen, p->dropout_seq_kvlen};
     const attnops_tensor *starts[2] = {p->dropout_q_start, p->dropout_kv_start};
-    const char *len_names[2] = {"dropout_seq_qlen", "dropout_seq_kvlen"};
-    const char *start_names[2] = {"dropout_q_start", "dropout_kv_start"};
-    if (p->dropout_head_num == 0) {
-        for (int k = 0; k < 2; k++)
-            if (lens[k] || starts[k])
-                return ao_fail(INVALID, "%s: '%s' is given but dropout_head_num is 0; a dropout block needs "
-                               "dropout_head_num, the whole call's head count.", op,
-                               lens[k] ? len_names[k] : start_names[k]);
-        if (p->dropout_head_start != 0)
-            return ao_fail(INVALID, "%s: dropout_head_start is %lld but dropout_head_num is 0 (no dropout block).",
-                           op, (long long)p->dropout_head_start);
-        return ATTNOPS_SUCCESS;
-    }
-    if (p->dropout_head_num < 0 || p->dropout_head_num > INT32_MAX || p->dropout_head_start < 0 ||
-        p->dropout_head_start > p->dropout_head_num - pr->N1)
-        return ao_fail(INVALID, "%s: dropout_head_start %lld with this call's %lld heads does not fit in "
-                       "dropout_head_num = %lld heads.", op, (long long)p->dropout_head_start, (long long)pr->N1,
-                       (long long)p->dropout_head_num);
-    if (p->drop_mask)
-        return ao_fail(INVALID, "%s: drop_mask is given with a dropout block (dropout_head_num %lld); pass the "
-                       "block's own bits and no dropout block.", op, (long long)p->dropout_head_num);
-    /* TND: one entry per entry of actual_seq_qlen (trailing empty batches included) */
-    const int64_t entries = pr->varlen ? p->actual_seq_qlen->shape[0] : 1;
-    fa_drop_block *blk = &pr->drop_block;
-    fa_list *len_lists[2] = {&blk->seq_q, &blk->seq_kv}, *start_lists[2] = {&blk->q0, &blk->kv0};
-    int64_t *start_counts[2] = {&blk->q0_count, &blk->kv0_count};
-    for (int k = 0; k < 2; k++) {
-        if (!lens[k])
-            return ao_fail(NULLPTR, "%s: a dropout block (dropout_head_num %lld) needs '%s'.", op,
-                           (long long)p->dropout_head_num, len_names[k]);
-        AO_TRY(check_list(op, len_names[k], lens[k], entries, entries));
-        *len_lists[k] = (fa_list){lens[k]->data, lens[k]->dtype, lens[k]->strides[0]};
-        if (starts[k]) {
-            const int64_t batches = pr->varlen ? entries : pr->B;
-            AO_TRY(check_list(op, start_names[k], starts[k], 1, batches));
-            if (starts[k]->shape[0] != 1 && starts[k]->shape[0] != batches)
-                return ao_fail(INVALID, "%s: '%s' has %lld entries; it takes 1 (every batch) or %lld (one per "
-                               "batch).", op, start_names[k], (long long)starts[k]->shape[0], (long long)batches);
-            *start_lists[k] = (fa_list){starts[k]->data, starts[k]->dtype, starts[k]->strides[0]};
-            *start_counts[k] = starts[k]->shape[0];
-        }
-    }
-    /* every length and start in [0, INT32_MAX] and the whole call's stream below 2^62 bytes, before
-     * any position is computed from them */
     double stream_bytes = 0;
     for (int64_t b = 0; b < entries; b++) {
         int64_t whole[2];
@@ -555,7 +518,8 @@ static attnops_status derive_dropout_block(const char *op, const attnops_fa_para
             const int64_t end = list_at(lens[k], b), begin = pr->varlen && b ? list_at(lens[k], b - 1) : 0;
             whole[k] = end - begin;
             if (end < begin || begin < 0 || end > INT32_MAX)
-                return ao_fail(INVALID, "%s: %s[%lld] is %lld; %s.", op, len_names[k], (long long)b, (long long)end,
+                return ao_fail(INVALID, "%s: %s[%lld] is %lld; %s.", op, block_len_names[k], (long long)b,
+                               (long long)end,
                                pr->varlen ? "the whole call's cumulative lengths must not decrease and stay in [0, "
                                             "INT32_MAX]"
                                           : "the whole call's length must lie in [0, INT32_MAX]");
@@ -566,28 +530,81 @@ static attnops_status derive_dropout_block(const char *op, const attnops_fa_para
         for (int64_t b = 0; starts[k] && b < starts[k]->shape[0]; b++) {
             const int64_t first = list_at(starts[k], b);
             if (first < 0 || first > INT32_MAX)
-                return ao_fail(INVALID, "%s: %s[%lld] is %lld; it must lie in [0, INT32_MAX].", op, start_names[k],
-                               (long long)b, (long long)first);
+                return ao_fail(INVALID, "%s: %s[%lld] is %lld; it must lie in [0, INT32_MAX].", op,
+                               block_start_names[k], (long long)b, (long long)first);
         }
     if (stream_bytes >= 0x1p62)
         return ao_fail(INVALID, "%s: the whole call of the dropout block (dropout_head_num %lld and its lengths) has "
                        "%.3g elements; at most 2^62 are supported.", op, (long long)p->dropout_head_num, stream_bytes);
-    blk->active = true;
-    blk->N1 = p->dropout_head_num, blk->head0 = p->dropout_head_start;
+    return ATTNOPS_SUCCESS;
+}
+
+/* Each batch's rows fit in the whole call's from their starts. */
+static attnops_status check_block_fits(const char *op, const fa_problem *pr)
+{
     const fa_dropout d = fa_dropout_make(0, 0, 0.5); /* the generated stream's indexing */
+    const fa_drop_block *blk = &pr->drop_block;
     for (int64_t b = 0; b < pr->B; b++) {
         const fa_dropout_batch at = fa_dropout_batch_of(pr, &d, b);
-        const int64_t whole[2] = {at.rows, pr->varlen ? fa_list_at(&blk->seq_kv, b) -
-                                                            (b ? fa_list_at(&blk->seq_kv, b - 1) : 0)
-                                                      : fa_list_at(&blk->seq_kv, 0)};
-        const int64_t start[2] = {at.row0, at.col0}, mine[2] = {fa_q_len(pr, b), fa_kv_len(pr, b)};
+        const int64_t kv_whole = pr->varlen ? fa_list_at(&blk->seq_kv, b) - (b ? fa_list_at(&blk->seq_kv, b - 1) : 0)
+                                            : fa_list_at(&blk->seq_kv, 0);
+        const int64_t whole[2] = {at.rows, kv_whole}, start[2] = {at.row0, at.col0};
+        const int64_t mine[2] = {fa_q_len(pr, b), fa_kv_len(pr, b)};
         for (int k = 0; k < 2; k++)
             if (start[k] > whole[k] - mine[k])
                 return ao_fail(INVALID, "%s: batch %lld's %lld %s rows from %s = %lld do not fit in the whole "
                                "call's %lld (%s).", op, (long long)b, (long long)mine[k], k ? "key" : "query",
-                               start_names[k], (long long)start[k], (long long)whole[k], len_names[k]);
+                               block_start_names[k], (long long)start[k], (long long)whole[k], block_len_names[k]);
     }
     return ATTNOPS_SUCCESS;
+}
+
+static attnops_status derive_dropout_block(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    const attnops_tensor *lens[2] = {p->dropout_seq_qlen, p->dropout_seq_kvlen};
+    const attnops_tensor *starts[2] = {p->dropout_q_start, p->dropout_kv_start};
+    if (p->dropout_head_num == 0) {
+        for (int k = 0; k < 2; k++)
+            if (lens[k] || starts[k])
+                return ao_fail(INVALID, "%s: '%s' is given but dropout_head_num is 0; a dropout block needs "
+                               "dropout_head_num, the whole call's head count.", op,
+                               lens[k] ? block_len_names[k] : block_start_names[k]);
+        if (p->dropout_head_start != 0)
+            return ao_fail(INVALID, "%s: dropout_head_start is %lld but dropout_head_num is 0 (no dropout block).",
+                           op, (long long)p->dropout_head_start);
+        return ATTNOPS_SUCCESS;
+    }
+    if (p->dropout_head_num < 0 || p->dropout_head_num > INT32_MAX || p->dropout_head_start < 0 ||
+        p->dropout_head_start > p->dropout_head_num - pr->N1)
+        return ao_fail(INVALID, "%s: dropout_head_num %lld and dropout_head_start %lld do not hold this call's %lld "
+                       "heads (0 <= start <= dropout_head_num - N1, dropout_head_num <= INT32_MAX).", op,
+                       (long long)p->dropout_head_num, (long long)p->dropout_head_start, (long long)pr->N1);
+    if (p->drop_mask)
+        return ao_fail(INVALID, "%s: drop_mask is given with a dropout block (dropout_head_num %lld); pass the "
+                       "block's own bits and no dropout block.", op, (long long)p->dropout_head_num);
+    const int64_t entries = pr->varlen ? p->actual_seq_qlen->shape[0] : 1;
+    const int64_t batches = pr->varlen ? entries : pr->B;
+    fa_drop_block *blk = &pr->drop_block;
+    fa_list *len_lists[2] = {&blk->seq_q, &blk->seq_kv}, *start_lists[2] = {&blk->q0, &blk->kv0};
+    int64_t *start_counts[2] = {&blk->q0_count, &blk->kv0_count};
+    for (int k = 0; k < 2; k++) {
+        if (!lens[k])
+            return ao_fail(NULLPTR, "%s: a dropout block (dropout_head_num %lld) needs '%s'.", op,
+                           (long long)p->dropout_head_num, block_len_names[k]);
+        AO_TRY(check_list(op, block_len_names[k], lens[k], entries, entries));
+        *len_lists[k] = (fa_list){lens[k]->data, lens[k]->dtype, lens[k]->strides[0]};
+        if (!starts[k]) continue;
+        AO_TRY(check_list(op, block_start_names[k], starts[k], 1, batches));
+        if (starts[k]->shape[0] != 1 && starts[k]->shape[0] != batches)
+            return ao_fail(INVALID, "%s: '%s' has %lld entries; it takes 1 (every batch) or %lld (one per batch).",
+                           op, block_start_names[k], (long long)starts[k]->shape[0], (long long)batches);
+        *start_lists[k] = (fa_list){starts[k]->data, starts[k]->dtype, starts[k]->strides[0]};
+        *start_counts[k] = starts[k]->shape[0];
+    }
+    AO_TRY(check_block_values(op, p, pr, entries));
+    blk->active = true;
+    blk->N1 = p->dropout_head_num, blk->head0 = p->dropout_head_start;
+    return check_block_fits(op, pr);
 }
 
 /* q, k, v: dtypes, ranks and the derived sizes. */
