@@ -6,7 +6,8 @@
  * two-phase aclnn calls, and through attnops_flash_attention_score(_grad)
  * directly, and requires identical output bytes.  Query is created with a
  * non-zero view offset into its device storage and padded (non-contiguous)
- * rows.  Then the error paths: executor reuse, NULL and invalid arguments
+ * rows.  The fixed cases, then RANDOM_CASES random ones (random_case; the
+ * draws follow ATTNOPS_TEST_SEED).  Then the error paths: executor reuse, NULL and invalid arguments
  * with their aclnn status and sentence, runtime misuse with CANN's aclError. */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #include "testutil.h"
 
 typedef enum { V1, V2, VARLEN, VARLEN_V2 } entry;
+
+enum { RANDOM_CASES = 150 };
 
 /* The atten_mask a case passes: none, the compressed 2048 x 2048 causal one
  * (modes 2, 3, 4, 7, 8), the 3072 x 2048 prefix one (mode 6), or random full
@@ -508,6 +511,68 @@ static int run_validation_table(void)
     return tu_failures == failures;
 }
 
+/* Random calls over the space the fixed cases sample: every entry point,
+ * layout, dtype, GQA, sparse mode with its mask, pse type, dropout (stream
+ * or explicit mask), deterministic mode -- drawn valid by construction, so a
+ * refusal fails the test like a differing bit.  `name` receives the draw. */
+static acl_case random_case(tu_rng *r, char *name, size_t name_size)
+{
+    static const char *padded_layouts[] = {"BNSD", "BSND", "BSH", "SBH"};
+    static const attnops_dtype dtypes[] = {ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16};
+    static const double keeps[] = {1.0, 1.0, 0.9, 0.6};
+    const int64_t pick2[] = {1, 2}, dims[] = {16, 24, 40};
+    acl_case c = {.name = name, .pse_type = 1};
+    c.entry = (entry)(tu_next(r) % 4);
+    const bool tnd = c.entry == VARLEN || c.entry == VARLEN_V2, v2 = c.entry == V2 || c.entry == VARLEN_V2;
+    c.dtype = dtypes[tu_next(r) % 3];
+    c.layout = tnd ? "TND" : padded_layouts[tu_next(r) % 4];
+    c.N2 = tu_pick(r, pick2, 2), c.N1 = c.N2 * tu_pick(r, pick2, 2);
+    c.D = tu_pick(r, dims, 3), c.Dv = tu_next(r) % 2 ? c.D : 16;
+    c.deterministic = (int)(tu_next(r) % 2);
+    c.keep_prob = keeps[tu_next(r) % 4];
+    c.pre = c.next = 2147483647;
+    /* sparse mode and its mask: padded 0-6, TND 0-4, 7, 8 */
+    static const int64_t padded_modes[] = {0, 0, 1, 2, 3, 4, 5, 6}, tnd_modes[] = {0, 0, 1, 2, 3, 4, 7, 8};
+    c.sparse_mode = tnd ? tnd_modes[tu_next(r) % 8] : padded_modes[tu_next(r) % 8];
+    const int64_t mode = c.sparse_mode;
+    const bool causal_modes = mode >= 2 && mode != 5 && mode != 6;
+    if (mode == 0) c.mask = tu_next(r) % 2 ? MASK_NONE : (tnd || tu_next(r) % 2 ? MASK_SS : MASK_B1SS);
+    else if (mode == 1) c.mask = tnd || tu_next(r) % 2 ? MASK_SS : MASK_B1SS;
+    else if (mode == 5) c.mask = MASK_B1SS;
+    else if (mode == 6) c.mask = MASK_PREFIX;
+    else c.mask = MASK_CAUSAL;
+    if (mode == 2 || mode == 3 || mode >= 7) c.next = 0;
+    if (mode == 4) c.pre = 1 + (int64_t)(tu_next(r) % 24), c.next = (int64_t)(tu_next(r) % 24);
+    /* pse: V1 entries have pse_type 1 (a [B, N1, S1, S2] bias, padded only); V2 entries 0-3 */
+    const bool alibi_ok = !(tnd && (mode == 7 || mode == 8));
+    if (v2) c.pse_type = (int)(tu_next(r) % 4);
+    if ((c.pse_type >= 2 && !alibi_ok) || (c.pse_type == 0 && tnd)) c.pse_type = 1;
+    if (c.pse_type < 2) c.pse_bnss = !tnd && (c.pse_type == 0 || tu_next(r) % 3 == 0); /* type 0 needs a tensor */
+    const bool any_pse = c.pse_type >= 2 || c.pse_bnss;
+    /* lengths: TND batch 0 the longest (the full masks are [max S1, max S2]); causal TND modes on equal lengths */
+    if (tnd) {
+        c.nb = 1 + (int64_t)(tu_next(r) % 3), c.B = c.nb;
+        for (int64_t b = 0; b < c.nb; b++) {
+            c.qlens[b] = (any_pse ? 1 : 0) + (int64_t)(tu_next(r) % 36);
+            c.kvlens[b] = causal_modes ? c.qlens[b] : (any_pse ? 1 : 0) + (int64_t)(tu_next(r) % 36);
+        }
+        c.qlens[0] = c.kvlens[0] = 40;
+    } else {
+        c.B = tu_pick(r, pick2, 2);
+        c.S1 = 1 + (int64_t)(tu_next(r) % 64), c.S2 = 1 + (int64_t)(tu_next(r) % 64);
+        const int64_t lo = c.S2 > c.S1 ? c.S2 - c.S1 : 0;
+        for (int64_t b = 0; b < 2; b++) c.prefix[b] = lo + (int64_t)(tu_next(r) % (uint64_t)(c.S2 - lo + 1));
+        c.drop_mask = c.keep_prob < 1.0 && tu_next(r) % 3 == 0;
+    }
+    snprintf(name, name_size, "random %s %s %s N%lld/%lld D%lld/%lld S%lld/%lld nb%lld mode %lld (%lld, %lld) "
+             "pse_type %d%s keep %g%s det %d", c.entry == V1 ? "v1" : c.entry == V2 ? "v2" : c.entry == VARLEN ?
+             "varlen" : "varlen v2", attnops_dtype_name(c.dtype), c.layout, (long long)c.N1, (long long)c.N2,
+             (long long)c.D, (long long)c.Dv, (long long)c.S1, (long long)c.S2, (long long)c.nb, (long long)mode,
+             (long long)c.pre, (long long)c.next, c.pse_type, c.pse_bnss ? " bnss" : "", c.keep_prob,
+             c.drop_mask ? " drop_mask" : "", c.deterministic);
+    return c;
+}
+
 int main(void)
 {
     tu_rng rng = tu_rng_make(tu_suite_seed());
@@ -560,6 +625,12 @@ int main(void)
     TU_CHECK(aclrtSetDevice(0) == ACL_SUCCESS, "aclrtSetDevice");
     int passed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) passed += run_case(&cases[i], &rng);
+    tu_rng draws = tu_rng_make(tu_suite_seed() + 1);
+    for (int i = 0; i < RANDOM_CASES; i++) {
+        char name[320];
+        const acl_case c = random_case(&draws, name, sizeof name);
+        passed += run_case(&c, &rng);
+    }
     passed += run_errors();
     passed += run_validation_table();
     TU_CHECK(aclrtResetDevice(0) == ACL_SUCCESS && aclFinalize() == ACL_SUCCESS, "aclFinalize");
