@@ -26,15 +26,14 @@ def _cumulative(lengths):
 
 class _Rows:
     """Where the rows of the shards lie in the global sequences.  global_q / global_kv: the lengths of
-    the sequences ([S] padded, one per sequence in TND); every rank holds `positions` chunks of each
-    sequence (1, or 2 with zigzag) of chunk_q[b] / chunk_kv[b] rows.  Inside the ring a TND shard is
+    the sequences ([S] padded, one per sequence in TND); every rank holds one chunk of each
+    sequence (two with zigzag), of chunk_q[b] / chunk_kv[b] rows.  Inside the ring a TND shard is
     kept position-major (every sequence's first chunk, then every sequence's second), so that each chunk
     position is one slice of rows; `perm_q` / `perm_kv` map that order to the caller's (None: the same)."""
 
     def __init__(self, world_size, zigzag, tnd, global_q, global_kv):
         self.world_size, self.zigzag, self.tnd = world_size, zigzag, tnd
-        self.positions = 2 if zigzag else 1
-        pieces = self.positions * world_size
+        pieces = (2 if zigzag else 1) * world_size
         self.global_q, self.global_kv = global_q, global_kv
         self.chunk_q = [n // pieces for n in global_q]
         self.chunk_kv = [n // pieces for n in global_kv]
@@ -54,11 +53,11 @@ class _Rows:
                 for p, c in enumerate(chunks_of(rank, self.world_size, self.zigzag))]
 
 
-def to_internal(t, perm):
+def _to_internal(t, perm):
     return t if perm is None else t.index_select(0, perm)
 
 
-def from_internal(t, perm):
+def _from_internal(t, perm):
     return t if perm is None else torch.empty_like(t).index_copy_(0, perm, t)
 
 
@@ -298,18 +297,19 @@ class _RingAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, plan):
         rows = plan.rows_of
-        q_in, k_in, v_in = to_internal(q.detach(), rows.perm_q), *(to_internal(t.detach(), rows.perm_kv)
-                                                                   for t in (k, v))
+        q_in = _to_internal(q.detach(), rows.perm_q)
+        k_in, v_in = (_to_internal(t.detach(), rows.perm_kv) for t in (k, v))
         out, smax, ssum = _ring_forward(plan, q_in, k_in, v_in)
         ctx.plan = plan
         ctx.save_for_backward(q_in, k_in, v_in, out, smax, ssum)
-        return from_internal(out, rows.perm_q)
+        return _from_internal(out, rows.perm_q)
 
     @staticmethod
     def backward(ctx, dy):
         plan, rows = ctx.plan, ctx.plan.rows_of
-        dq, dk, dv = _ring_backward(plan, *ctx.saved_tensors, to_internal(dy, rows.perm_q))
-        return from_internal(dq, rows.perm_q), from_internal(dk, rows.perm_kv), from_internal(dv, rows.perm_kv), None
+        dq, dk, dv = _ring_backward(plan, *ctx.saved_tensors, _to_internal(dy, rows.perm_q))
+        return (_from_internal(dq, rows.perm_q), _from_internal(dk, rows.perm_kv), _from_internal(dv, rows.perm_kv),
+                None)
 
 
 def _global_lengths(op, q, k, layout, world_size, pieces, cu_seqlens_q, cu_seqlens_k):
