@@ -25,11 +25,10 @@ fa_dropout fa_dropout_for(const fa_problem *p)
 
 static int64_t row_width(const fa_dropout *d, int64_t s2) { return d->bits ? s2 : (s2 + 15) / 16 * 16; }
 
-/* Batch b's lengths in the whole call of a dropout block. */
-static int64_t block_len(const fa_list *cumulative, bool varlen, int64_t b)
+static int64_t block_len(const fa_list *lengths, bool varlen, int64_t b)
 {
-    if (!varlen) return fa_list_at(cumulative, 0);
-    return fa_list_at(cumulative, b) - (b ? fa_list_at(cumulative, b - 1) : 0);
+    if (!varlen) return fa_list_at(lengths, 0);
+    return fa_list_at(lengths, b) - (b ? fa_list_at(lengths, b - 1) : 0);
 }
 
 static int64_t block_start(const fa_list *starts, int64_t count, int64_t b)
@@ -37,28 +36,34 @@ static int64_t block_start(const fa_list *starts, int64_t count, int64_t b)
     return count == 0 ? 0 : fa_list_at(starts, count == 1 ? 0 : b);
 }
 
+void fa_dropout_whole_lengths(const fa_problem *p, int64_t b, int64_t *s1, int64_t *s2)
+{
+    const fa_drop_block *blk = &p->drop_block;
+    *s1 = blk->active ? block_len(&blk->seq_q, p->varlen, b) : fa_q_len(p, b);
+    *s2 = blk->active ? block_len(&blk->seq_kv, p->varlen, b) : fa_kv_len(p, b);
+}
+
 fa_dropout_batch fa_dropout_batch_of(const fa_problem *p, const fa_dropout *d, int64_t b)
 {
     const fa_drop_block *blk = &p->drop_block;
-    fa_dropout_batch db = {0};
-    if (!blk->active) {
-        db.rows = fa_q_len(p, b), db.width = row_width(d, fa_kv_len(p, b));
-        if (!p->varlen) {
-            db.base = (uint64_t)(b * p->N1 * p->S1 * db.width);
-            return db;
-        }
-        uint64_t qk = 0;
-        for (int64_t k = 0; k < b; k++) qk += (uint64_t)(fa_q_len(p, k) * row_width(d, fa_kv_len(p, k)));
-        db.base = (uint64_t)p->N1 * qk;
+    const int64_t heads = blk->active ? blk->N1 : p->N1;
+    int64_t s1, s2;
+    fa_dropout_whole_lengths(p, b, &s1, &s2);
+    fa_dropout_batch db = {.rows = s1, .width = row_width(d, s2)};
+    if (blk->active) {
+        db.head0 = blk->head0;
+        db.row0 = block_start(&blk->q0, blk->q0_count, b), db.col0 = block_start(&blk->kv0, blk->kv0_count, b);
+    }
+    if (!p->varlen) { /* every batch has the same lengths */
+        db.base = (uint64_t)(b * heads * s1 * db.width);
         return db;
     }
-    db.rows = block_len(&blk->seq_q, p->varlen, b), db.width = row_width(d, block_len(&blk->seq_kv, p->varlen, b));
-    db.head0 = blk->head0;
-    db.row0 = block_start(&blk->q0, blk->q0_count, b), db.col0 = block_start(&blk->kv0, blk->kv0_count, b);
     uint64_t qk = 0;
-    for (int64_t k = 0; k < b; k++)
-        qk += (uint64_t)(block_len(&blk->seq_q, p->varlen, k) * row_width(d, block_len(&blk->seq_kv, p->varlen, k)));
-    db.base = (uint64_t)blk->N1 * qk;
+    for (int64_t k = 0; k < b; k++) {
+        fa_dropout_whole_lengths(p, k, &s1, &s2);
+        qk += (uint64_t)(s1 * row_width(d, s2));
+    }
+    db.base = (uint64_t)heads * qk;
     return db;
 }
 

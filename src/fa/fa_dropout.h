@@ -49,6 +49,8 @@ typedef struct fa_dropout_batch {
 } fa_dropout_batch;
 
 fa_dropout_batch fa_dropout_batch_of(const fa_problem *p, const fa_dropout *d, int64_t b);
+/* Batch b's query and key lengths in the whole call (this call's own unless it is a dropout block). */
+void fa_dropout_whole_lengths(const fa_problem *p, int64_t b, int64_t *s1, int64_t *s2);
 static inline uint64_t fa_dropout_row_start(const fa_dropout_batch *db, int64_t h, int64_t i)
 {
     return db->base + (uint64_t)(((h + db->head0) * db->rows + i + db->row0) * db->width + db->col0);

@@ -543,13 +543,11 @@ static attnops_status check_block_values(const char *op, const attnops_fa_params
 static attnops_status check_block_fits(const char *op, const fa_problem *pr)
 {
     const fa_dropout d = fa_dropout_make(0, 0, 0.5); /* the generated stream's indexing */
-    const fa_drop_block *blk = &pr->drop_block;
     for (int64_t b = 0; b < pr->B; b++) {
         const fa_dropout_batch at = fa_dropout_batch_of(pr, &d, b);
-        const int64_t kv_whole = pr->varlen ? fa_list_at(&blk->seq_kv, b) - (b ? fa_list_at(&blk->seq_kv, b - 1) : 0)
-                                            : fa_list_at(&blk->seq_kv, 0);
-        const int64_t whole[2] = {at.rows, kv_whole}, start[2] = {at.row0, at.col0};
-        const int64_t mine[2] = {fa_q_len(pr, b), fa_kv_len(pr, b)};
+        int64_t whole[2];
+        fa_dropout_whole_lengths(pr, b, &whole[0], &whole[1]);
+        const int64_t start[2] = {at.row0, at.col0}, mine[2] = {fa_q_len(pr, b), fa_kv_len(pr, b)};
         for (int k = 0; k < 2; k++)
             if (start[k] > whole[k] - mine[k])
                 return ao_fail(INVALID, "%s: batch %lld's %lld %s rows from %s = %lld do not fit in the whole "
