@@ -62,6 +62,20 @@ def _alibi_args(alibi_slopes, sq, sk):
     return dict(pse=alibi_slopes, pse_type=2, q_start_idx=[max(sk - sq, 0)], kv_start_idx=[max(sq - sk, 0)])
 
 
+def _varlen_args(cq, ck, causal, window_size, alibi_slopes, op):
+    """flash_attn_varlen_func's TND arguments: the lengths (cu_seqlens without the leading 0), the mask
+    (bottom-right per sequence: sparse_mode 4) and ALiBi (equal query and key lengths per sequence)."""
+    args = _mask_args(causal, window_size)
+    if args.get("sparse_mode") == 3:  # TND mode 3 needs S1 <= S2 per sequence; mode 4 has the same rows
+        args["sparse_mode"] = 4
+    if alibi_slopes is not None:
+        if cq != ck:
+            raise NotImplementedError(f"{op}: alibi_slopes need seqlen_q == seqlen_k in every sequence (one start "
+                                      "index serves every batch in TND)")
+        args.update(_alibi_args(alibi_slopes, 0, 0))
+    return dict(args, actual_seq_qlen=cq[1:], actual_seq_kvlen=ck[1:])
+
+
 def _lse(smax, ssum):
     """max + log(sum) in fp32; rows that saw no key (sentinel or TND-masked statistics) get +inf."""
     lse = smax + torch.log(ssum)
@@ -114,20 +128,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
     seed, offset, seed_offset = ops.dropout_seed(keep_prob)
-    masks = _mask_args(causal, window_size)
-    if masks.get("sparse_mode") == 3:  # TND mode 3 needs S1 <= S2 per sequence; mode 4 has the same rows
-        masks["sparse_mode"] = 4
-    alibi = dict()
-    if alibi_slopes is not None:
-        lens_q = [b - a for a, b in zip(cq, cq[1:])]
-        lens_k = [b - a for a, b in zip(ck, ck[1:])]
-        if lens_q != lens_k:
-            raise NotImplementedError("attnops.flash_attn_varlen_func: alibi_slopes need seqlen_q == seqlen_k in "
-                                      "every sequence (one start index serves every batch in TND)")
-        alibi = _alibi_args(alibi_slopes, 0, 0)
     out, smax, ssum = ops.flash_attention_score_call(
-        q, k, v, heads, "TND", scale=scale, keep_prob=keep_prob, actual_seq_qlen=cq[1:], actual_seq_kvlen=ck[1:],
-        **ops.seed_args(seed, offset, seed_offset), deterministic=deterministic, **masks, **alibi)
+        q, k, v, heads, "TND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
+        deterministic=deterministic, **_varlen_args(cq, ck, causal, window_size, alibi_slopes,
+                                                    "attnops.flash_attn_varlen_func"))
     if not return_attn_probs:
         return out
     # TND statistics hold per-sequence [H, S_b, 8] blocks back to back.

@@ -54,10 +54,10 @@ def check_same_everywhere(op, ring, q, k, v, signature, seed):
     return int(every[0][-1])
 
 
-def check_inputs(op, q, k, v, layout, layouts):
-    if layout not in layouts:
+def check_inputs(op, q, k, v, layout):
+    if layout not in SEQ_DIM:
         raise NotImplementedError(f"attnops.distributed.{op}: layout {layout!r} is not supported; use one of "
-                                  f"{', '.join(layouts)}")
+                                  f"{', '.join(SEQ_DIM)}")
     rank = 3 if layout == "TND" else 4
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.dim() != rank:

@@ -4,6 +4,8 @@ Shapes: q [B, S_q/W, N, D] (BSND), [B, N, S_q/W, D] (BNSD) or [T_q/W, N, D] (TND
 shard, concatenated); k, v the same with S_kv (T_kv) and N_kv heads.  The running result is the fp32
 output [.., Dv] and the rows' statistics m, l: [B, N, S_q/W] padded, [N, T_q/W] TND.
 """
+from itertools import accumulate
+
 import torch
 
 from .. import _fa, flash_attn, ops
@@ -14,14 +16,6 @@ from ._shards import chunks_of, seqlens_list
 _FLT_MAX = 3.4028234663852886e38
 _INT32_MAX = 2147483647
 _KV_TAG, _DKV_TAG = 0, 2
-
-
-def _cumulative(lengths):
-    out, total = [], 0
-    for n in lengths:
-        total += n
-        out.append(total)
-    return out
 
 
 class _Rows:
@@ -43,7 +37,7 @@ class _Rows:
     def _position_major(self, chunk):
         if not (self.tnd and self.zigzag) or len(chunk) == 1:
             return None
-        starts = [2 * x for x in _cumulative([0] + chunk[:-1])]  # sequence b's first local row
+        starts = [2 * x for x in accumulate(chunk[:-1], initial=0)]  # sequence b's first local row
         return torch.cat([torch.arange(s + p * n, s + (p + 1) * n) for p in range(2) for s, n in zip(starts, chunk)])
 
     def chunks(self, rank, kv):
@@ -126,9 +120,10 @@ class _Plan:
                 if self.pse is not None:  # padded: one start serves every batch
                     kw.update(q_start_idx=q_starts[:1], kv_start_idx=kv_starts[:1])
                 if rows.tnd:
-                    kw.update(actual_seq_qlen=_cumulative(rows.chunk_q), actual_seq_kvlen=_cumulative(rows.chunk_kv))
+                    kw.update(actual_seq_qlen=list(accumulate(rows.chunk_q)),
+                              actual_seq_kvlen=list(accumulate(rows.chunk_kv)))
                 if self.dropout is not None:
-                    lens = (_cumulative(rows.global_q), _cumulative(rows.global_kv)) if rows.tnd else \
+                    lens = (list(accumulate(rows.global_q)), list(accumulate(rows.global_kv))) if rows.tnd else \
                         (rows.global_q, rows.global_kv)
                     kw["dropout_block"] = _fa.DropoutBlock(self.head_num, 0, *lens, q_starts, kv_starts)
                 pieces.append((q_rows, kv_rows, kw))
@@ -140,16 +135,14 @@ class _Plan:
         call of that sequence alone; the stream offset moves it to the sequence's place in the whole
         call's stream (a multiple of 16 bytes: the offset's unit)."""
         rows, pieces = self.rows_of, []
-        before_q, before_kv = [0] + _cumulative(rows.chunk_q)[:-1], [0] + _cumulative(rows.chunk_kv)[:-1]
-        stream_base = [0]
-        for s_q, s_kv in zip(rows.global_q, rows.global_kv):
-            stream_base.append(stream_base[-1] + self.head_num * s_q * -(-s_kv // 16) * 16)
+        before_q, before_kv = (list(accumulate(chunk[:-1], initial=0)) for chunk in (rows.chunk_q, rows.chunk_kv))
+        stream_base = list(accumulate((self.head_num * s_q * -(-s_kv // 16) * 16 for s_q, s_kv in
+                                       zip(rows.global_q, rows.global_kv)), initial=0))
         for c_q, q_pos in rows.chunks(self.ring.rank, kv=False):
             for c_kv, kv_pos in rows.chunks(src, kv=True):
                 for b, (len_q, len_kv) in enumerate(zip(rows.chunk_q, rows.chunk_kv)):
                     q0, kv0 = c_q * len_q, c_kv * len_kv
-                    align = rows.global_kv[b] - rows.global_q[b] if self.bottom_right else 0
-                    mask = _band_args(self.band, q0, kv0, len_q, len_kv, align) if len_q and len_kv else None
+                    mask = self._sequence_band(b, q0, kv0) if len_q and len_kv else None
                     if mask is None:
                         continue
                     kw = dict(self.full, **mask, actual_seq_qlen=[len_q], actual_seq_kvlen=[len_kv])
@@ -170,12 +163,9 @@ class _Plan:
         {} when none.  In TND (full, or causal on square sequences: _cut_per_sequence takes the rest) a
         sequence of one row per chunk sees its whole piece ({}) where the others need the band, which
         covers it too."""
-        rows, seen = self.rows_of, []
-        for b, (q0, kv0) in enumerate(zip(q_starts, kv_starts)):  # one entry for the padded layouts
-            len_q, len_kv = rows.chunk_q[b], rows.chunk_kv[b]
-            if len_q and len_kv:
-                align = rows.global_kv[b] - rows.global_q[b] if self.bottom_right else 0
-                seen.append(_band_args(self.band, q0, kv0, len_q, len_kv, align))
+        rows = self.rows_of
+        seen = [self._sequence_band(b, q0, kv0) for b, (q0, kv0) in enumerate(zip(q_starts, kv_starts))
+                if rows.chunk_q[b] and rows.chunk_kv[b]]  # one entry for the padded layouts
         if all(m is None for m in seen):
             return None
         bands = [m for m in seen if m]
@@ -183,6 +173,12 @@ class _Plan:
             raise NotImplementedError("attnops.distributed.ring_attention: the sequences of a block need different "
                                       "masks")
         return bands[0] if bands else {}
+
+    def _sequence_band(self, b, q_start, kv_start):
+        """_band_args of sequence b's chunks starting at q_start / kv_start, from the band's origin."""
+        rows = self.rows_of
+        align = rows.global_kv[b] - rows.global_q[b] if self.bottom_right else 0
+        return _band_args(self.band, q_start, kv_start, rows.chunk_q[b], rows.chunk_kv[b], align)
 
     def rows(self, t, rows):
         """t's rows (sequence positions) of a slice, as a view."""
@@ -361,7 +357,7 @@ def ring_attention(q, k, v, *, group=None, causal=False, causal_origin="bottom_r
     if causal_origin not in ("bottom_right", "top_left"):
         raise ValueError(f"attnops.distributed.{op}: causal_origin is {causal_origin!r}; it is 'bottom_right' or "
                          "'top_left'")
-    check_inputs(op, q, k, v, layout, SEQ_DIM)
+    check_inputs(op, q, k, v, layout)
     band = _window(op, causal, window_size)
     keep_prob, seed = dropout_seed(op, dropout_p, seed)
     ring = Ring(group)

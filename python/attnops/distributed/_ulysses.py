@@ -72,17 +72,11 @@ class _HeadShardAttention(torch.autograd.Function):
 
 def _call_args(layout, band, slopes, s_q, s_kv, cu_seqlens_q, cu_seqlens_k):
     """flash_attn_func's (flash_attn_varlen_func's in TND) mask, ALiBi and sequence arguments."""
+    if layout == "TND":
+        return flash_attn._varlen_args(cu_seqlens_q, cu_seqlens_k, False, band, slopes,
+                                       "attnops.distributed.ulysses_attention")
     args = flash_attn._mask_args(False, band)
-    if layout != "TND":
-        return {**args, **(flash_attn._alibi_args(slopes, s_q, s_kv) if slopes is not None else {})}
-    if args.get("sparse_mode") == 3:  # TND mode 3 needs S1 <= S2 per sequence; mode 4 has the same rows
-        args["sparse_mode"] = 4
-    if slopes is not None:
-        if cu_seqlens_q != cu_seqlens_k:
-            raise NotImplementedError("attnops.distributed.ulysses_attention: alibi_slopes in TND need equal query "
-                                      "and key lengths in every sequence (one start index serves every sequence)")
-        args.update(flash_attn._alibi_args(slopes, 0, 0))
-    return dict(args, actual_seq_qlen=cu_seqlens_q[1:], actual_seq_kvlen=cu_seqlens_k[1:])
+    return {**args, **(flash_attn._alibi_args(slopes, s_q, s_kv) if slopes is not None else {})}
 
 
 def ulysses_attention(q, k, v, *, group=None, causal=False, window_size=(-1, -1), alibi_slopes=None, scale=None,
@@ -94,7 +88,7 @@ def ulysses_attention(q, k, v, *, group=None, causal=False, window_size=(-1, -1)
     the shards are shard(..., zigzag=True)'s.  dropout_p drops what the single-process call with the
     same seed drops; seed defaults to one drawn from torch's default generator on rank 0."""
     op = "ulysses_attention"
-    check_inputs(op, q, k, v, layout, SEQ_DIM)
+    check_inputs(op, q, k, v, layout)
     band = _window(op, causal, window_size)
     keep_prob, seed = dropout_seed(op, dropout_p, seed)
     ring = Ring(group)
