@@ -12,12 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "acl/acl.h"
-#include "aclnnop/aclnn_flash_attention_score.h"
-#include "aclnnop/aclnn_flash_attention_score_grad.h"
+#include "acl_bridge.h"
 #include "testutil.h"
-
-typedef enum { V1, V2, VARLEN, VARLEN_V2 } entry;
 
 enum { RANDOM_CASES = 150 };
 
@@ -28,7 +24,7 @@ typedef enum { MASK_NONE, MASK_CAUSAL, MASK_PREFIX, MASK_SS, MASK_B1SS } mask_ki
 
 typedef struct acl_case {
     const char *name;
-    entry entry;
+    aclb_entry entry;
     attnops_dtype dtype;
     const char *layout;
     int64_t B, N1, N2, S1, S2, D, Dv; /* TND: S1 / S2 unused, lengths below */
@@ -41,17 +37,6 @@ typedef struct acl_case {
     bool pse_bnss, drop_mask; /* drop_mask: an explicit packed keep mask instead of the Philox stream */
     int64_t prefix[2];        /* modes 5 / 6 */
 } acl_case;
-
-static aclDataType acl_dtype(attnops_dtype d)
-{
-    switch (d) {
-    case ATTNOPS_DTYPE_F32: return ACL_FLOAT;
-    case ATTNOPS_DTYPE_F16: return ACL_FLOAT16;
-    case ATTNOPS_DTYPE_BF16: return ACL_BF16;
-    case ATTNOPS_DTYPE_U8: return ACL_UINT8;
-    default: return ACL_FLOAT;
-    }
-}
 
 /* A host tensor's contents in freshly aclrtMalloc'd storage, `lead` elements
  * into it, and the aclTensor viewing them with the host view's strides. */
@@ -70,7 +55,7 @@ static dev_tensor to_device(const tu_tensor *h, int64_t lead)
     TU_CHECK(aclrtMemcpy((char *)d.storage + d.lead_bytes, d.bytes, h->view.data, d.bytes,
                          ACL_MEMCPY_HOST_TO_DEVICE) == ACL_SUCCESS, "aclrtMemcpy H2D");
     const int64_t storage = lead + (int64_t)(d.bytes / elem);
-    d.t = aclCreateTensor(h->view.shape, (uint64_t)h->view.rank, acl_dtype(h->view.dtype), h->view.strides, lead,
+    d.t = aclCreateTensor(h->view.shape, (uint64_t)h->view.rank, aclb_dtype(h->view.dtype), h->view.strides, lead,
                           ACL_FORMAT_ND, &storage, 1, d.storage);
     TU_CHECK(d.t != NULL, "aclCreateTensor: %s", aclGetRecentErrMsg());
     return d;
@@ -211,49 +196,25 @@ static int run_case(const acl_case *c, tu_rng *rng)
     const aclTensor *m = masked ? amask.t : NULL, *pse = alibi ? aslopes.t : (c->pse_bnss ? apse.t : NULL);
     const aclTensor *dmask = c->drop_mask ? akeep.t : NULL;
     aclIntArray *pre_arr = prefixed ? aclCreateIntArray(prefix.view.data, (uint64_t)c->B) : NULL;
-    char layout[8];
-    snprintf(layout, sizeof layout, "%s", c->layout);
+    /* one call description for both directions: each entry point takes the arguments it has */
+    aclb_call call = {.entry = c->entry, .query = aq.t, .key = ak.t, .value = av.t, .pse = pse, .drop_mask = dmask,
+                      .atten_mask = m, .prefix = pre_arr, .qlen = lq, .kvlen = lkv, .qstart = alibi ? sq : NULL,
+                      .kvstart = alibi ? skv : NULL, .scale = 0.125, .keep_prob = c->keep_prob, .pre_tokens = c->pre,
+                      .next_tokens = c->next, .head_num = c->N1, .sparse_mode = c->sparse_mode,
+                      .pse_type = c->pse_type, .softmax_max = amax.t, .softmax_sum = asum.t, .attention_out = aout.t,
+                      .deterministic = -1};
+    snprintf(call.layout, sizeof call.layout, "%s", c->layout);
     uint64_t ws_size = 0;
     aclOpExecutor *ex = NULL;
-    aclnnStatus s1 = -1, s2 = -1;
     void *dws = NULL;
-    switch (c->entry) {
-    case V1:
-        s1 = aclnnFlashAttentionScoreGetWorkspaceSize(aq.t, ak.t, av.t, pse, dmask, NULL, m, pre_arr, 0.125, c->keep_prob,
-                                                      c->pre, c->next, c->N1, layout, 0, c->sparse_mode, amax.t,
-                                                      asum.t, NULL, aout.t, &ws_size, &ex);
-        break;
-    case V2:
-        s1 = aclnnFlashAttentionScoreV2GetWorkspaceSize(aq.t, ak.t, av.t, pse, dmask, NULL, m, pre_arr, alibi ? sq : NULL,
-                                                        alibi ? skv : NULL, 0.125, c->keep_prob, c->pre, c->next,
-                                                        c->N1, layout, 0, c->sparse_mode, c->pse_type, amax.t, asum.t,
-                                                        NULL, aout.t, &ws_size, &ex);
-        break;
-    case VARLEN:
-        s1 = aclnnFlashAttentionVarLenScoreGetWorkspaceSize(aq.t, ak.t, av.t, pse, dmask, NULL, m, pre_arr, lq, lkv, 0.125,
-                                                            c->keep_prob, c->pre, c->next, c->N1, layout, 0,
-                                                            c->sparse_mode, amax.t, asum.t, NULL, aout.t, &ws_size,
-                                                            &ex);
-        break;
-    case VARLEN_V2:
-        s1 = aclnnFlashAttentionVarLenScoreV2GetWorkspaceSize(
-            aq.t, ak.t, av.t, pse, dmask, NULL, m, pre_arr, lq, lkv, alibi ? sq : NULL, alibi ? skv : NULL, 0.125,
-            c->keep_prob, c->pre, c->next, c->N1, layout, 0, c->sparse_mode, c->pse_type, amax.t, asum.t, NULL,
-            aout.t, &ws_size, &ex);
-        break;
-    }
+    aclnnStatus s1 = aclb_prepare(&call, &ws_size, &ex);
     TU_CHECK(s1 == ACLNN_SUCCESS, "%s fwd phase one: %d %s", c->name, s1, aclGetRecentErrMsg());
     if (ws_size) aclrtMalloc(&dws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST);
-    switch (c->entry) {
-    case V1: s2 = aclnnFlashAttentionScore(dws, ws_size, ex, stream); break;
-    case V2: s2 = aclnnFlashAttentionScoreV2(dws, ws_size, ex, stream); break;
-    case VARLEN: s2 = aclnnFlashAttentionVarLenScore(dws, ws_size, ex, stream); break;
-    case VARLEN_V2: s2 = aclnnFlashAttentionVarLenScoreV2(dws, ws_size, ex, stream); break;
-    }
+    aclnnStatus s2 = aclb_run(&call, dws, ws_size, ex, stream);
     TU_CHECK(s2 == ACLNN_SUCCESS, "%s fwd run: %d %s", c->name, s2, aclGetRecentErrMsg());
     TU_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS, "aclrtSynchronizeStream");
-    if (c->entry == V1) /* an executor runs once */
-        TU_CHECK(aclnnFlashAttentionScore(dws, ws_size, ex, stream) == ACLNN_ERR_PARAM_INVALID &&
+    if (c->entry == ACLB_V1) /* an executor runs once */
+        TU_CHECK(aclb_run(&call, dws, ws_size, ex, stream) == ACLNN_ERR_PARAM_INVALID &&
                      strstr(aclGetRecentErrMsg(), "already run"), "%s: a reused executor must be refused", c->name);
     if (dws) aclrtFree(dws), dws = NULL;
     TU_CHECK(same_bytes(&aout, &out) && same_bytes(&amax, &smax) && same_bytes(&asum, &ssum),
@@ -262,34 +223,13 @@ static int run_case(const acl_case *c, tu_rng *rng)
     TU_CHECK(!same_bytes(&aout, &out), "%s: same_bytes misses a flipped bit", c->name);
     ((unsigned char *)aout.storage)[aout.lead_bytes] ^= 1;
 
+    call.grad = true, call.dy = ady.t, call.attention_in = aout.t, call.attention_out = NULL;
+    call.dq = adq.t, call.dk = adk.t, call.dv = adv.t;
     ex = NULL, ws_size = 0;
-    const bool v2 = c->entry == V2 || c->entry == VARLEN_V2, unpad = c->entry == VARLEN || c->entry == VARLEN_V2;
-    const aclIntArray *gq = alibi ? sq : NULL, *gkv = alibi ? skv : NULL;
-    if (!unpad && !v2)
-        s1 = aclnnFlashAttentionScoreGradGetWorkspaceSize(aq.t, ak.t, av.t, ady.t, pse, dmask, NULL, m, amax.t, asum.t,
-                                                          NULL, aout.t, pre_arr, 0.125, c->keep_prob, c->pre, c->next,
-                                                          c->N1, layout, 0, c->sparse_mode, adq.t, adk.t, adv.t, NULL,
-                                                          &ws_size, &ex);
-    else if (!unpad)
-        s1 = aclnnFlashAttentionScoreGradV2GetWorkspaceSize(aq.t, ak.t, av.t, ady.t, pse, dmask, NULL, m, amax.t,
-                                                            asum.t, NULL, aout.t, pre_arr, gq, gkv, 0.125, c->keep_prob,
-                                                            c->pre, c->next, c->N1, layout, 0, c->sparse_mode,
-                                                            c->pse_type, adq.t, adk.t, adv.t, NULL, &ws_size, &ex);
-    else if (!v2)
-        s1 = aclnnFlashAttentionUnpaddingScoreGradGetWorkspaceSize(
-            aq.t, ak.t, av.t, ady.t, pse, dmask, NULL, m, amax.t, asum.t, NULL, aout.t, pre_arr, lq, lkv, 0.125,
-            c->keep_prob, c->pre, c->next, c->N1, layout, 0, c->sparse_mode, adq.t, adk.t, adv.t, NULL, &ws_size, &ex);
-    else
-        s1 = aclnnFlashAttentionUnpaddingScoreGradV2GetWorkspaceSize(
-            aq.t, ak.t, av.t, ady.t, pse, dmask, NULL, m, amax.t, asum.t, NULL, aout.t, pre_arr, lq, lkv, gq, gkv, 0.125,
-            c->keep_prob, c->pre, c->next, c->N1, layout, 0, c->sparse_mode, c->pse_type, adq.t, adk.t, adv.t, NULL,
-            &ws_size, &ex);
+    s1 = aclb_prepare(&call, &ws_size, &ex);
     TU_CHECK(s1 == ACLNN_SUCCESS, "%s bwd phase one: %d %s", c->name, s1, aclGetRecentErrMsg());
     if (ws_size) aclrtMalloc(&dws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST);
-    if (!unpad && !v2) s2 = aclnnFlashAttentionScoreGrad(dws, ws_size, ex, stream);
-    else if (!unpad) s2 = aclnnFlashAttentionScoreGradV2(dws, ws_size, ex, stream);
-    else if (!v2) s2 = aclnnFlashAttentionUnpaddingScoreGrad(dws, ws_size, ex, stream);
-    else s2 = aclnnFlashAttentionUnpaddingScoreGradV2(dws, ws_size, ex, stream);
+    s2 = aclb_run(&call, dws, ws_size, ex, stream);
     TU_CHECK(s2 == ACLNN_SUCCESS, "%s bwd run: %d %s", c->name, s2, aclGetRecentErrMsg());
     if (dws) aclrtFree(dws);
     TU_CHECK(same_bytes(&adq, &dq) && same_bytes(&adk, &dk) && same_bytes(&adv, &dv),
@@ -399,114 +339,81 @@ static int run_errors(void)
     return tu_failures == failures;
 }
 
-/* ---- validation through the aclnn entry points: status and sentence ---------------
- * One valid BSND f32 problem (B 1, S 16, N 2, D 8) and one change per row;
- * phase one must return the row's aclnn status with a sentence naming the
- * argument, hand out no executor, and leave the outputs untouched. */
-typedef struct vrow {
-    const char *what, *needle;
-    aclnnStatus status;
-    int drop;                /* 1 + index of a tensor argument passed as NULL (0: none) */
-    const char *layout;      /* NULL: "BSND" */
-    int64_t head_num, sparse_mode, pse_type;
-    double keep_prob;
-    bool int8_query, small_mask, varlen_entry, grad, sum_aliases_max;
-} vrow;
-
-enum { VQ = 1, VK, VV, VOUT, VMAX, VSUM, VDY, VATTN_IN, VDQ };
+/* ---- the aclnn layer's own argument rules -----------------------------------------
+ * (Every rule of the library, made through the aclnn entry points, is
+ * fa_validation_acl's: test_fa_validation --through-acl.)  One valid BSND
+ * f32 problem (B 1, S 16, N 2, D 8) and one change per row; phase one must
+ * return the row's status with a sentence naming the argument, hand out no
+ * executor and leave the output untouched. */
+typedef enum { ROW_LAYOUT_UNKNOWN, ROW_LAYOUT_NULL, ROW_INT8_QUERY, ROW_IMPL, ROW_NULL_EXECUTOR, ROWS } row;
 
 static int run_validation_table(void)
 {
     const int failures = tu_failures;
-    const vrow rows[] = {
-        {"NULL query", "query", ACLNN_ERR_PARAM_NULLPTR, .drop = VQ},
-        {"NULL key", "key", ACLNN_ERR_PARAM_NULLPTR, .drop = VK},
-        {"NULL value", "value", ACLNN_ERR_PARAM_NULLPTR, .drop = VV},
-        {"NULL attentionOut", "attention_out", ACLNN_ERR_PARAM_NULLPTR, .drop = VOUT},
-        {"NULL softmaxMax", "softmax_max", ACLNN_ERR_PARAM_NULLPTR, .drop = VMAX},
-        {"unknown layout", "inputLayout", ACLNN_ERR_PARAM_INVALID, .layout = "BDSN"},
-        {"headNum 0", "head_num", ACLNN_ERR_PARAM_INVALID, .head_num = -1},
-        {"headNum 3 for 2 heads", "head_num", ACLNN_ERR_PARAM_INVALID, .head_num = 3},
-        {"keepProb 1.5", "keep_prob", ACLNN_ERR_PARAM_INVALID, .keep_prob = 1.5},
-        {"sparseMode 9", "sparse_mode", ACLNN_ERR_PARAM_INVALID, .sparse_mode = 9},
-        {"pseType 5", "pse_type", ACLNN_ERR_PARAM_INVALID, .pse_type = 5},
-        {"int8 query", "dtype", ACLNN_ERR_PARAM_INVALID, .int8_query = true},
-        {"compressed mode with a 16 x 16 mask", "atten_mask", ACLNN_ERR_PARAM_INVALID, .sparse_mode = 2,
-         .small_mask = true},
-        {"TND with 4-D tensors", "rank 3", ACLNN_ERR_PARAM_INVALID, .layout = "TND"},
-        {"VarLen entry with BSND", "TND", ACLNN_ERR_PARAM_INVALID, .varlen_entry = true},
-        {"softmaxSum over softmaxMax", "overlap", ACLNN_ERR_PARAM_INVALID, .sum_aliases_max = true},
-        {"grad without dy", "dy", ACLNN_ERR_PARAM_NULLPTR, .grad = true, .drop = VDY},
-        {"grad without attentionIn", "attention_in", ACLNN_ERR_PARAM_NULLPTR, .grad = true, .drop = VATTN_IN},
-        {"grad without dq", "dq", ACLNN_ERR_PARAM_NULLPTR, .grad = true, .drop = VDQ},
-        {"grad sparseMode 9", "sparse_mode", ACLNN_ERR_PARAM_INVALID, .grad = true, .sparse_mode = 9},
+    static const struct {
+        const char *what, *needle;
+        aclnnStatus status;
+    } want[ROWS] = {
+        [ROW_LAYOUT_UNKNOWN] = {"unknown layout", "inputLayout is \"BDSN\"", ACLNN_ERR_PARAM_INVALID},
+        [ROW_LAYOUT_NULL] = {"NULL layout", "inputLayout is NULL", ACLNN_ERR_PARAM_NULLPTR},
+        [ROW_INT8_QUERY] = {"an aclDataType attnops has no type for", "dtype", ACLNN_ERR_PARAM_INVALID},
+        [ROW_IMPL] = {"ATTNOPS_ACL_IMPL=gpu", "ATTNOPS_ACL_IMPL is \"gpu\"", ACLNN_ERR_PARAM_INVALID},
+        [ROW_NULL_EXECUTOR] = {"NULL executor pointer", "executor is NULL", ACLNN_ERR_PARAM_NULLPTR},
     };
-    const int64_t qkv[4] = {1, 16, 2, 8}, st[4] = {1, 2, 16, 8}, mask_small[2] = {16, 16};
+    const int64_t qkv[4] = {1, 16, 2, 8}, st[4] = {1, 2, 16, 8};
     tu_rng rng = tu_rng_make(11);
     tu_tensor q = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, qkv, 0), out = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, qkv, 0),
-              smax = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, 0), ssum = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, 0),
-              dq = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, qkv, 0), mask = tu_tensor_new(ATTNOPS_DTYPE_U8, 2, mask_small, 0);
+              smax = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, 0), ssum = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, st, 0);
     tu_tensor_randn(&q, &rng, 1.0);
     dev_tensor aq = to_device(&q, 0), aout = to_device(&out, 0), amax = to_device(&smax, 0),
-               asum = to_device(&ssum, 0), adq = to_device(&dq, 0), amask = to_device(&mask, 0);
+               asum = to_device(&ssum, 0);
     const int64_t strides[4] = {256, 16, 8, 1}, storage = 256;
     aclTensor *q8 = aclCreateTensor(qkv, 4, ACL_INT8, strides, 0, ACL_FORMAT_ND, &storage, 1, aq.storage);
-    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
-        const vrow *v = &rows[r];
+    const aclb_call base = {.entry = ACLB_V2, .query = aq.t, .key = aq.t, .value = aq.t, .softmax_max = amax.t,
+                            .softmax_sum = asum.t, .attention_out = aout.t, .scale = 1.0, .keep_prob = 1.0,
+                            .pre_tokens = 65536, .next_tokens = 65536, .head_num = 2, .pse_type = 1,
+                            .layout = "BSND", .deterministic = -1};
+    for (int r = 0; r < ROWS; r++) {
         aclrtMemset(aout.storage, aout.bytes, 0x5A, aout.bytes);
-        const aclTensor *t[10] = {NULL, v->int8_query ? q8 : aq.t, aq.t, aq.t, aout.t, amax.t,
-                                  v->sum_aliases_max ? amax.t : asum.t, aq.t, aq.t, adq.t};
-        if (v->drop) t[v->drop] = NULL;
-        char layout[8];
-        snprintf(layout, sizeof layout, "%s", v->layout ? v->layout : "BSND");
-        const int64_t heads = v->head_num == -1 ? 0 : v->head_num ? v->head_num : 2;
-        const double kp = v->keep_prob ? v->keep_prob : 1.0;
-        const int64_t pse_type = v->pse_type ? v->pse_type : 1;
-        const aclTensor *m = v->small_mask ? amask.t : NULL;
+        aclb_call c = base;
         uint64_t ws = 0;
         aclOpExecutor *ex = NULL;
         aclnnStatus s;
-        if (v->grad)
-            s = aclnnFlashAttentionScoreGradV2GetWorkspaceSize(t[VQ], t[VK], t[VV], t[VDY], NULL, NULL, NULL, m,
-                                                               t[VMAX], t[VSUM], NULL, t[VATTN_IN], NULL, NULL, NULL,
-                                                               1.0, kp, 65536, 65536, heads, layout, 0, v->sparse_mode,
-                                                               pse_type, t[VDQ], aq.t, aq.t, NULL, &ws, &ex);
-        else if (v->varlen_entry)
-            s = aclnnFlashAttentionVarLenScoreGetWorkspaceSize(t[VQ], t[VK], t[VV], NULL, NULL, NULL, m, NULL, NULL,
-                                                               NULL, 1.0, kp, 65536, 65536, heads, layout, 0,
-                                                               v->sparse_mode, t[VMAX], t[VSUM], NULL, t[VOUT], &ws,
-                                                               &ex);
-        else
-            s = aclnnFlashAttentionScoreV2GetWorkspaceSize(t[VQ], t[VK], t[VV], NULL, NULL, NULL, m, NULL, NULL, NULL,
-                                                           1.0, kp, 65536, 65536, heads, layout, 0, v->sparse_mode,
-                                                           pse_type, t[VMAX], t[VSUM], NULL, t[VOUT], &ws, &ex);
+        if (r == ROW_LAYOUT_NULL) { /* the bridge always passes a layout */
+            s = aclnnFlashAttentionScoreGetWorkspaceSize(aq.t, aq.t, aq.t, NULL, NULL, NULL, NULL, NULL, 1.0, 1.0,
+                                                         65536, 65536, 2, NULL, 0, 0, amax.t, asum.t, NULL, aout.t,
+                                                         &ws, &ex);
+        } else {
+            if (r == ROW_LAYOUT_UNKNOWN) snprintf(c.layout, sizeof c.layout, "BDSN");
+            if (r == ROW_INT8_QUERY) c.query = q8;
+            if (r == ROW_IMPL) c.impl = "gpu";
+            s = aclb_prepare(&c, &ws, r == ROW_NULL_EXECUTOR ? NULL : &ex);
+        }
         const char *msg = aclGetRecentErrMsg();
-        TU_CHECK(s == v->status && msg && strstr(msg, v->needle), "%s: status %d (want %d), \"%s\" (want \"%s\")",
-                 v->what, s, v->status, msg ? msg : "", v->needle);
-        TU_CHECK(ex == NULL, "%s: an executor was handed out on failure", v->what);
+        TU_CHECK(s == want[r].status && msg && strstr(msg, want[r].needle) && msg[strlen(msg) - 1] == '.',
+                 "%s: status %d (want %d), \"%s\" (want \"%s\")", want[r].what, s, want[r].status, msg ? msg : "",
+                 want[r].needle);
+        TU_CHECK(ex == NULL, "%s: an executor was handed out on failure", want[r].what);
         unsigned char *back = malloc(aout.bytes);
         aclrtMemcpy(back, aout.bytes, aout.storage, aout.bytes, ACL_MEMCPY_DEVICE_TO_HOST);
         bool untouched = true;
         for (size_t i = 0; i < aout.bytes; i++) untouched &= back[i] == 0x5A;
         free(back);
-        TU_CHECK(untouched, "%s: an output was written", v->what);
+        TU_CHECK(untouched, "%s: an output was written", want[r].what);
     }
-    /* the table itself: a valid row passes (so each failing row fails for its one change) */
+    /* the base row itself is valid (so each failing row fails for its one change) */
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
-    char bsnd[] = "BSND";
-    TU_CHECK(aclnnFlashAttentionScoreV2GetWorkspaceSize(aq.t, aq.t, aq.t, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1.0,
-                                                        1.0, 65536, 65536, 2, bsnd, 0, 0, 1, amax.t, asum.t, NULL,
-                                                        aout.t, &ws, &ex) == ACLNN_SUCCESS && ex,
-             "the base row must be valid: %s", aclGetRecentErrMsg());
+    TU_CHECK(aclb_prepare(&base, &ws, &ex) == ACLNN_SUCCESS && ex, "the base row must be valid: %s",
+             aclGetRecentErrMsg());
     void *dws = NULL;
     if (ws) aclrtMalloc(&dws, ws, ACL_MEM_MALLOC_HUGE_FIRST);
-    TU_CHECK(aclnnFlashAttentionScoreV2(dws, ws, ex, NULL) == ACLNN_SUCCESS, "the base row runs");
+    TU_CHECK(aclb_run(&base, dws, ws, ex, NULL) == ACLNN_SUCCESS, "the base row runs");
     if (dws) aclrtFree(dws);
     aclDestroyTensor(q8);
-    dev_tensor *all[] = {&aq, &aout, &amax, &asum, &adq, &amask};
+    dev_tensor *all[] = {&aq, &aout, &amax, &asum};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free_device(all[i]);
-    tu_tensor *host[] = {&q, &out, &smax, &ssum, &dq, &mask};
+    tu_tensor *host[] = {&q, &out, &smax, &ssum};
     for (size_t i = 0; i < sizeof host / sizeof *host; i++) tu_tensor_free(host[i]);
     return tu_failures == failures;
 }
@@ -522,8 +429,8 @@ static acl_case random_case(tu_rng *r, char *name, size_t name_size)
     static const double keeps[] = {1.0, 1.0, 0.9, 0.6};
     const int64_t pick2[] = {1, 2}, dims[] = {16, 24, 40};
     acl_case c = {.name = name, .pse_type = 1};
-    c.entry = (entry)(tu_next(r) % 4);
-    const bool tnd = c.entry == VARLEN || c.entry == VARLEN_V2, v2 = c.entry == V2 || c.entry == VARLEN_V2;
+    c.entry = (aclb_entry)(tu_next(r) % 4);
+    const bool tnd = c.entry == ACLB_VARLEN || c.entry == ACLB_VARLEN_V2, v2 = c.entry == ACLB_V2 || c.entry == ACLB_VARLEN_V2;
     c.dtype = dtypes[tu_next(r) % 3];
     c.layout = tnd ? "TND" : padded_layouts[tu_next(r) % 4];
     c.N2 = tu_pick(r, pick2, 2), c.N1 = c.N2 * tu_pick(r, pick2, 2);
@@ -565,7 +472,7 @@ static acl_case random_case(tu_rng *r, char *name, size_t name_size)
         c.drop_mask = c.keep_prob < 1.0 && tu_next(r) % 3 == 0;
     }
     snprintf(name, name_size, "random %s %s %s N%lld/%lld D%lld/%lld S%lld/%lld nb%lld mode %lld (%lld, %lld) "
-             "pse_type %d%s keep %g%s det %d", c.entry == V1 ? "v1" : c.entry == V2 ? "v2" : c.entry == VARLEN ?
+             "pse_type %d%s keep %g%s det %d", c.entry == ACLB_V1 ? "v1" : c.entry == ACLB_V2 ? "v2" : c.entry == ACLB_VARLEN ?
              "varlen" : "varlen v2", attnops_dtype_name(c.dtype), c.layout, (long long)c.N1, (long long)c.N2,
              (long long)c.D, (long long)c.Dv, (long long)c.S1, (long long)c.S2, (long long)c.nb, (long long)mode,
              (long long)c.pre, (long long)c.next, c.pse_type, c.pse_bnss ? " bnss" : "", c.keep_prob,
@@ -580,41 +487,41 @@ int main(void)
 #define ALL_TOKENS .pre = 2147483647, .next = 2147483647
 #define CAUSAL_TOKENS .pre = 2147483647, .next = 0
     const acl_case cases[] = {
-        {"v1 bf16 BSND GQA causal3", V1, ATTNOPS_DTYPE_BF16, "BSND", PADDED(2, 4, 2, 70, 90, 40, 24), .sparse_mode = 3,
+        {"v1 bf16 BSND GQA causal3", ACLB_V1, ATTNOPS_DTYPE_BF16, "BSND", PADDED(2, 4, 2, 70, 90, 40, 24), .sparse_mode = 3,
          CAUSAL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_CAUSAL},
-        {"v1 f32 BSH dropout", V1, ATTNOPS_DTYPE_F32, "BSH", PADDED(1, 2, 2, 50, 60, 32, 32), ALL_TOKENS,
+        {"v1 f32 BSH dropout", ACLB_V1, ATTNOPS_DTYPE_F32, "BSH", PADDED(1, 2, 2, 50, 60, 32, 32), ALL_TOKENS,
          .pse_type = 1, .keep_prob = 0.9},
-        {"v1 f16 SBH band deterministic", V1, ATTNOPS_DTYPE_F16, "SBH", PADDED(2, 2, 1, 64, 64, 16, 16),
+        {"v1 f16 SBH band deterministic", ACLB_V1, ATTNOPS_DTYPE_F16, "SBH", PADDED(2, 2, 1, 64, 64, 16, 16),
          .sparse_mode = 4, .pre = 20, .next = 10, .pse_type = 1, .keep_prob = 1.0, .deterministic = 1,
          .mask = MASK_CAUSAL},
-        {"v2 f32 BNSD alibi3", V2, ATTNOPS_DTYPE_F32, "BNSD", PADDED(1, 4, 4, 40, 56, 32, 32), ALL_TOKENS,
+        {"v2 f32 BNSD alibi3", ACLB_V2, ATTNOPS_DTYPE_F32, "BNSD", PADDED(1, 4, 4, 40, 56, 32, 32), ALL_TOKENS,
          .pse_type = 3, .keep_prob = 1.0},
-        {"v1 f32 BSND explicit mask1", V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 48, 16, 16),
+        {"v1 f32 BSND explicit mask1", ACLB_V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 48, 16, 16),
          .sparse_mode = 1, ALL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_B1SS},
-        {"v1 bf16 BNSD mask0 band", V1, ATTNOPS_DTYPE_BF16, "BNSD", PADDED(1, 2, 1, 48, 48, 16, 16), .pre = 64,
+        {"v1 bf16 BNSD mask0 band", ACLB_V1, ATTNOPS_DTYPE_BF16, "BNSD", PADDED(1, 2, 1, 48, 48, 16, 16), .pre = 64,
          .next = 64, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_SS},
-        {"v1 f32 BSND causal2 pse1 bnss", V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 56, 16, 16),
+        {"v1 f32 BSND causal2 pse1 bnss", ACLB_V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 56, 16, 16),
          .sparse_mode = 2, CAUSAL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_CAUSAL, .pse_bnss = true},
-        {"v2 f16 BSND pse0 bnss", V2, ATTNOPS_DTYPE_F16, "BSND", PADDED(1, 2, 2, 32, 40, 16, 16), ALL_TOKENS,
+        {"v2 f16 BSND pse0 bnss", ACLB_V2, ATTNOPS_DTYPE_F16, "BSND", PADDED(1, 2, 2, 32, 40, 16, 16), ALL_TOKENS,
          .pse_type = 0, .keep_prob = 1.0, .pse_bnss = true},
-        {"v1 f32 BSND prefix5", V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 56, 16, 16), .sparse_mode = 5,
+        {"v1 f32 BSND prefix5", ACLB_V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 56, 16, 16), .sparse_mode = 5,
          ALL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_B1SS, .prefix = {20, 50}},
-        {"v1 f32 BSND prefix6", V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 56, 16, 16), .sparse_mode = 6,
+        {"v1 f32 BSND prefix6", ACLB_V1, ATTNOPS_DTYPE_F32, "BSND", PADDED(2, 2, 2, 40, 56, 16, 16), .sparse_mode = 6,
          ALL_TOKENS, .pse_type = 1, .keep_prob = 1.0, .mask = MASK_PREFIX, .prefix = {20, 50}},
-        {"v1 bf16 BSND drop_mask", V1, ATTNOPS_DTYPE_BF16, "BSND", PADDED(1, 2, 2, 40, 40, 16, 16), ALL_TOKENS,
+        {"v1 bf16 BSND drop_mask", ACLB_V1, ATTNOPS_DTYPE_BF16, "BSND", PADDED(1, 2, 2, 40, 40, 16, 16), ALL_TOKENS,
          .pse_type = 1, .keep_prob = 0.8, .drop_mask = true},
-        {"varlen f32 TND causal4", VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 3, .N1 = 2, .N2 = 1, .D = 24, .Dv = 24,
+        {"varlen f32 TND causal4", ACLB_VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 3, .N1 = 2, .N2 = 1, .D = 24, .Dv = 24,
          .nb = 3, .qlens = {30, 0, 17}, .kvlens = {40, 0, 17}, .sparse_mode = 4, CAUSAL_TOKENS, .pse_type = 1,
          .keep_prob = 1.0, .mask = MASK_CAUSAL},
-        {"varlen v2 bf16 TND alibi2", VARLEN_V2, ATTNOPS_DTYPE_BF16, "TND", .B = 2, .N1 = 2, .N2 = 2, .D = 16,
+        {"varlen v2 bf16 TND alibi2", ACLB_VARLEN_V2, ATTNOPS_DTYPE_BF16, "TND", .B = 2, .N1 = 2, .N2 = 2, .D = 16,
          .Dv = 16, .nb = 2, .qlens = {20, 33}, .kvlens = {20, 33}, ALL_TOKENS, .pse_type = 2, .keep_prob = 1.0},
-        {"varlen f32 TND mode7", VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 3, .N1 = 2, .N2 = 2, .D = 16, .Dv = 16,
+        {"varlen f32 TND mode7", ACLB_VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 3, .N1 = 2, .N2 = 2, .D = 16, .Dv = 16,
          .nb = 3, .qlens = {20, 30, 24}, .kvlens = {30, 30, 24}, .sparse_mode = 7, CAUSAL_TOKENS, .pse_type = 1,
          .keep_prob = 1.0, .mask = MASK_CAUSAL},
-        {"varlen f32 TND mode8", VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 3, .N1 = 2, .N2 = 2, .D = 16, .Dv = 16,
+        {"varlen f32 TND mode8", ACLB_VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 3, .N1 = 2, .N2 = 2, .D = 16, .Dv = 16,
          .nb = 3, .qlens = {30, 20, 24}, .kvlens = {30, 30, 24}, .sparse_mode = 8, CAUSAL_TOKENS, .pse_type = 1,
          .keep_prob = 1.0, .mask = MASK_CAUSAL},
-        {"varlen f32 TND mode1 mask", VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 2, .N1 = 2, .N2 = 2, .D = 16,
+        {"varlen f32 TND mode1 mask", ACLB_VARLEN, ATTNOPS_DTYPE_F32, "TND", .B = 2, .N1 = 2, .N2 = 2, .D = 16,
          .Dv = 16, .nb = 2, .qlens = {24, 10}, .kvlens = {30, 12}, .sparse_mode = 1, ALL_TOKENS, .pse_type = 1,
          .keep_prob = 1.0, .mask = MASK_SS},
     };

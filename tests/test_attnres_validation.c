@@ -219,7 +219,7 @@ static attnops_status bwd_query(const void *a, size_t *bytes)
     return attnops_attn_res_grad_workspace_size(a, bytes);
 }
 static attnops_status bwd_run(const void *a, void *ws, size_t bytes) { return attnops_attn_res_grad(a, ws, bytes); }
-static const vc_op OP[2] = {{"AttnRes", fwd_query, fwd_run}, {"AttnResGrad", bwd_query, bwd_run}};
+static const vc_op OP[2] = {{"AttnRes", fwd_query, fwd_run, NULL}, {"AttnResGrad", bwd_query, bwd_run, NULL}};
 
 /* The argument struct of the fixture's direction. */
 static const void *args_of(const fixture *fx)

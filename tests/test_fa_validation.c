@@ -29,12 +29,22 @@
  * entries of CASES and SUCCESS_VARIANTS).  They run once, not once per padded
  * layout, through both the general entry points and the varlen ones
  * (attnops_flash_attention_varlen_score, ..._unpadding_score_grad).
+ *
+ * With --through-acl the same failure cases are made through CANN's aclnn
+ * entry points instead (libattnops_acl, tests/acl_bridge.h: aclTensors over
+ * the same memory, so the same poison, snapshot and canary checks apply).
+ * There the first phase validates and the second only runs what the first
+ * accepted, so a case makes the first phase alone; CANN's codes replace
+ * 161003 by 161002.  Cases the aclnn parameter lists cannot express are
+ * listed in NOT_IN_ACLNN with the reason the bridge gives: a case that turns
+ * out expressible, or one that is not and is not listed, fails the test.
  */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl_bridge.h"
 #include "validation_check.h"
 
 /* ---- the base problem ---- */
@@ -444,11 +454,61 @@ static attnops_status varlen_bwd_run(const void *a, void *ws, size_t b)
     return attnops_flash_attention_unpadding_score_grad(a, ws, b);
 }
 static const vc_op ENTRY[2][2] = {
-    [FWD] = {{"FlashAttentionScore", fwd_query, fwd_run},
-             {"FlashAttentionVarLenScore", varlen_fwd_query, varlen_fwd_run}},
-    [BWD] = {{"FlashAttentionScoreGrad", bwd_query, bwd_run},
-             {"FlashAttentionUnpaddingScoreGrad", varlen_bwd_query, varlen_bwd_run}},
+    [FWD] = {{"FlashAttentionScore", fwd_query, fwd_run, NULL},
+             {"FlashAttentionVarLenScore", varlen_fwd_query, varlen_fwd_run, NULL}},
+    [BWD] = {{"FlashAttentionScoreGrad", bwd_query, bwd_run, NULL},
+             {"FlashAttentionUnpaddingScoreGrad", varlen_bwd_query, varlen_bwd_run, NULL}},
 };
+
+/* ---- the same calls through the aclnn entry points (--through-acl) ---- */
+static bool through_acl;
+static struct {
+    op_kind op;
+    bool varlen;
+    aclb_call call;
+    aclOpExecutor *executor; /* from a successful first phase, not yet run */
+    const char *error;       /* the bridge's own sentence, or NULL: aclGetRecentErrMsg */
+} acl_state;
+
+/* The native call the aclnn call stands for, translated; NULL or why not. */
+static const char *acl_translate(op_kind op, bool varlen, const void *args)
+{
+    aclb_release(&acl_state.call);
+    return op == FWD ? aclb_from_fwd(&acl_state.call, args, varlen) : aclb_from_bwd(&acl_state.call, args, varlen);
+}
+
+static attnops_status acl_query(const void *args, size_t *bytes)
+{
+    acl_state.error = acl_translate(acl_state.op, acl_state.varlen, args);
+    if (acl_state.error) return ATTNOPS_ERR_INTERNAL;
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    const aclnnStatus st = aclb_prepare(&acl_state.call, bytes ? &ws : NULL, &ex);
+    if (bytes) *bytes = (size_t)ws;
+    if (st != ACLNN_SUCCESS && ex) {
+        acl_state.error = "aclnn: a failed first phase handed out an executor.";
+        return ATTNOPS_ERR_INTERNAL;
+    }
+    acl_state.executor = ex;
+    return (attnops_status)st;
+}
+
+static attnops_status acl_run(const void *args, void *ws, size_t bytes)
+{
+    (void)args; /* the executor carries the call */
+    aclOpExecutor *ex = acl_state.executor;
+    acl_state.executor = NULL, acl_state.error = NULL;
+    return (attnops_status)aclb_run(&acl_state.call, ws, bytes, ex, NULL);
+}
+
+static const char *acl_last_error(void)
+{
+    if (acl_state.error) return acl_state.error;
+    const char *m = aclGetRecentErrMsg();
+    return m ? m : "";
+}
+
+static const vc_op ACL_ENTRY = {"aclnn", acl_query, acl_run, acl_last_error};
 
 /* The operator's argument struct, or NULL. */
 static const void *args_of(const fixture *fx, bool null_args)
@@ -476,7 +536,14 @@ static void call_case(fixture *fx, const expect *e)
                                         [CALL_NULL_BYTES] = VC_NULL_BYTES, [CALL_WS_NULL] = VC_WS_NULL,
                                         [CALL_WS_SHORT] = VC_WS_SHORT};
     fx_snapshot(fx);
-    vc_call(&fx->oc, &ENTRY[fx->op][fx->varlen], args_of(fx, e->mode == CALL_NULL_ARGS), KIND[e->mode], e->st);
+    if (through_acl) {
+        acl_state.op = fx->op, acl_state.varlen = fx->varlen;
+        const attnops_status st = e->st == ATTNOPS_ERR_UNSUPPORTED ? ATTNOPS_ERR_PARAM_INVALID : e->st;
+        vc_call(&fx->oc, &ACL_ENTRY, args_of(fx, e->mode == CALL_NULL_ARGS),
+                e->mode == CALL_BOTH ? VC_QUERY : KIND[e->mode], st);
+    } else {
+        vc_call(&fx->oc, &ENTRY[fx->op][fx->varlen], args_of(fx, e->mode == CALL_NULL_ARGS), KIND[e->mode], e->st);
+    }
     fx_restore_views(fx);
 }
 
@@ -504,7 +571,13 @@ static int verify_failure(fixture *fx, const expect *e)
     const char *general = ENTRY[fx->op][0].name, *varlen = ENTRY[fx->op][1].name;
     const vc_expect want = {e->st, e->name, e->also};
     vc_begin();
-    vc_check_outcome(&fx->oc, &want, fx->varlen && !tnd ? varlen : general, fx->varlen && tnd ? varlen : NULL);
+    if (through_acl) { /* the library's sentence, or the aclnn layer's own (naming its entry point) */
+        const char *const ops[3] = {fx->varlen && !tnd ? varlen : general, aclb_entry_name(&acl_state.call),
+                                    varlen};
+        vc_check_outcome_any(&fx->oc, &want, ops, fx->varlen && tnd ? 3 : 2);
+    } else {
+        vc_check_outcome(&fx->oc, &want, fx->varlen && !tnd ? varlen : general, fx->varlen && tnd ? varlen : NULL);
+    }
     const vc_tensors s = tensors(fx);
     vc_check_failed_call(&s);
     return vc_problems();
@@ -1249,15 +1322,87 @@ static bool apply_case(fixture *fx, int c, expect *e)
 static const attnops_layout LAYOUTS[] = {ATTNOPS_LAYOUT_BNSD, ATTNOPS_LAYOUT_BSND, ATTNOPS_LAYOUT_BSH,
                                          ATTNOPS_LAYOUT_SBH};
 
+/* The failure cases CANN's aclnn parameter lists cannot express, each with
+ * words of the reason the bridge gives (--through-acl). */
+static const struct {
+    int c;
+    const char *why;
+} NOT_IN_ACLNN[] = {
+    {C_NULL_ARGS, "argument struct"},
+    {C_LAYOUT_UNSET, "input_layout"},
+    {C_LAYOUT_TOO_BIG, "input_layout"},
+    {C_LAYOUT_NEGATIVE, "input_layout"},
+    {C_OUT_DTYPE_2, "out_dtype"},
+    {C_IMPL_4, "impl"},
+    {C_NEGATIVE_STRIDE_INPUT, "negative stride"},
+    {C_NEGATIVE_STRIDE_OUTPUT, "negative stride"},
+    {C_SOFTMAX_IN, "softmaxInOptional"},
+    {C_PREFIX_DTYPE_F32, "int list"},
+    {C_Q_START_IDX_F32, "int list"},
+    {C_TND_SEQ_DTYPE_F32, "int list"},
+    {C_ACTUAL_SEQ_QLEN_NOT_TND, "actual_seq_qlen"},
+    {C_TND_STATS_SAME_AS_INPUT_TN8, "softmax_in_layout"},
+    /* FP8: the aclnn entry points have no d_scale or out_dtype arguments */
+    {C_FP8_NO_D_SCALE_Q, "FP8 de-scales"},
+    {C_FP8_D_SCALE_K_SHAPE, "FP8 de-scales"},
+    {C_FP8_D_SCALE_V_DTYPE, "out_dtype"},
+    {C_FP8_NO_D_SCALE_DY, "out_dtype"},
+    {C_FP8_NO_D_SCALE_O, "FP8 de-scales"},
+    {C_FP8_OUT_DTYPE_MISMATCH, "out_dtype"},
+    {C_FP8_KEY_E5M2, "FP8 de-scales"},
+    {C_FP8_IMPL_CPU_FORWARD, "impl"},
+    {C_FP8_IMPL_BENCHMARK, "impl"},
+    {C_FP8_ROPE, "rope"},
+    {C_D_SCALE_WITHOUT_FP8, "FP8 de-scales"},
+    {C_TND_FP8, "FP8 de-scales"},
+    /* MLA: no query_rope / key_rope (or their gradients) either */
+    {C_ROPE_QUERY_ONLY, "rope"},
+    {C_ROPE_KEY_ONLY, "rope"},
+    {C_ROPE_DTYPE, "rope"},
+    {C_ROPE_WIDER_THAN_D, "rope"},
+    {C_ROPE_KEY_SHAPE, "rope"},
+    {C_ROPE_NO_DQ_ROPE, "rope"},
+    {C_ROPE_DK_ROPE_SHAPE, "rope"},
+    {C_ROPE_DQ_ROPE_OVERLAPS_DQ, "rope"},
+    {C_ROPE_GRADS_WITHOUT_INPUTS, "rope"},
+};
+
+/* NULL, or the reason words when case c is listed in NOT_IN_ACLNN. */
+static const char *listed_not_in_aclnn(int c)
+{
+    for (size_t i = 0; i < sizeof NOT_IN_ACLNN / sizeof *NOT_IN_ACLNN; i++)
+        if (NOT_IN_ACLNN[i].c == c) return NOT_IN_ACLNN[i].why;
+    return NULL;
+}
+
+/* Through aclnn: true when the case is to be made; a case expressible
+ * against the list, or inexpressible for another reason, fails. */
+static bool expressible_in_aclnn(fixture *fx, int c, expect *e, int *inexpressible)
+{
+    const char *listed = listed_not_in_aclnn(c);
+    const char *gap = acl_translate(fx->op, fx->varlen, args_of(fx, e->mode == CALL_NULL_ARGS));
+    if (gap) {
+        (*inexpressible)++;
+        TU_CHECK(listed && strstr(gap, listed), "%s: not expressible through aclnn (\"%s\"), but %s", vc_label_text(),
+                 gap, listed ? "NOT_IN_ACLNN gives another reason" : "not in NOT_IN_ACLNN");
+        return false;
+    }
+    TU_CHECK(!listed, "%s: listed in NOT_IN_ACLNN (%s) but expressible through aclnn", vc_label_text(), listed);
+    if (c == C_NULL_WORKSPACE_BYTES) e->name = "workspaceSize"; /* aclnn's name of the pointer */
+    return true;
+}
+
 /* The padded cases run in each of LAYOUTS through the general entry points;
- * the TND cases once, in TND, through the general and then the varlen ones. */
+ * the TND cases once, in TND, through the general and then the varlen ones
+ * (through aclnn the varlen ones only: the others take no sequence lists). */
 static int run_failure_cases(void)
 {
-    int passed = 0, ran = 0;
+    int passed = 0, ran = 0, inexpressible = 0;
     const size_t n_layouts = sizeof LAYOUTS / sizeof LAYOUTS[0];
     for (int op = FWD; op <= BWD; op++) {
         for (size_t li = 0; li < n_layouts + 2; li++) {
             const bool tnd = li >= n_layouts;
+            if (through_acl && li == n_layouts) continue;
             for (int c = tnd ? TND_FIRST_CASE : 0; c < (tnd ? N_CASES : TND_FIRST_CASE); c++) {
                 fixture fx;
                 fx_init(&fx, (op_kind)op, tnd ? ATTNOPS_LAYOUT_TND : LAYOUTS[li], BASE, tu_suite_seed() + (uint64_t)c);
@@ -1269,6 +1414,10 @@ static int run_failure_cases(void)
                 }
                 vc_label("%s %s%s %s", op == FWD ? "fwd" : "bwd",
                          attnops_layout_name(fx.layout), fx.varlen ? " varlen" : "", CASE_NAME[c]);
+                if (through_acl && !expressible_in_aclnn(&fx, c, &e, &inexpressible)) {
+                    fx_free(&fx);
+                    continue;
+                }
                 call_case(&fx, &e);
                 ran++;
                 if (verify_failure(&fx, &e) == 0) passed++;
@@ -1276,7 +1425,8 @@ static int run_failure_cases(void)
             }
         }
     }
-    printf("failure cases: %d of %d as expected\n", passed, ran);
+    printf("failure cases%s: %d of %d as expected\n", through_acl ? " through aclnn" : "", passed, ran);
+    if (through_acl) printf("not expressible through aclnn (NOT_IN_ACLNN): %d\n", inexpressible);
     return passed;
 }
 
@@ -1332,9 +1482,12 @@ static int run_checker_self_test(void)
     TU_CHECK(all_left == numel && one_written == numel - 1,
              "unwritten() counts %lld and %lld of %lld poisoned elements, expected %lld and %lld", (long long)all_left,
              (long long)one_written, (long long)numel, (long long)numel, (long long)(numel - 1));
-    TU_CHECK(found_valid >= 3, "checker did not detect a successful call (status x2, writes): %d", found_valid);
-    TU_CHECK(found_op >= 2, "checker did not detect a sentence naming another operator: %d", found_op);
-    passed += (all_left == numel && one_written == numel - 1) + (found_valid >= 3) + (found_op >= 2);
+    /* natively a case makes two phases, through aclnn one (the second runs only what the first accepted) */
+    const int phases = through_acl ? 1 : 2, want_valid = phases + 1;
+    TU_CHECK(found_valid >= want_valid, "checker did not detect a successful call (status x%d, %s): %d", phases,
+             through_acl ? "the sentence" : "writes", found_valid);
+    TU_CHECK(found_op >= phases, "checker did not detect a sentence naming another operator: %d", found_op);
+    passed += (all_left == numel && one_written == numel - 1) + (found_valid >= want_valid) + (found_op >= phases);
     return passed;
 }
 
@@ -1684,14 +1837,28 @@ static int run_status_strings(void)
     return passed + (unknown && *unknown);
 }
 
-int main(void)
+/* test_fa_validation [--through-acl] */
+int main(int argc, char **argv)
 {
+    through_acl = argc > 1 && !strcmp(argv[1], "--through-acl");
+    if (argc > 2 || (argc == 2 && !through_acl)) {
+        fprintf(stderr, "usage: %s [--through-acl]\n", argv[0]);
+        return 2;
+    }
     int passed = 0;
-    passed += run_status_strings();
-    passed += run_failure_cases();
-    passed += run_checker_self_test();
-    passed += run_success_cases();
-    passed += run_empty_cases();
+    if (through_acl) { /* the failure cases and the checker's self-test, through aclnn */
+        TU_CHECK(aclInit(NULL) == ACL_SUCCESS && aclrtSetDevice(0) == ACL_SUCCESS, "aclInit");
+        passed += run_failure_cases();
+        passed += run_checker_self_test();
+        aclb_release(&acl_state.call);
+        TU_CHECK(aclrtResetDevice(0) == ACL_SUCCESS && aclFinalize() == ACL_SUCCESS, "aclFinalize");
+    } else {
+        passed += run_status_strings();
+        passed += run_failure_cases();
+        passed += run_checker_self_test();
+        passed += run_success_cases();
+        passed += run_empty_cases();
+    }
     if (tu_failures) fprintf(stderr, "seed %llu (ATTNOPS_TEST_SEED)\n", (unsigned long long)tu_suite_seed());
-    return tu_finish("fa_validation", passed);
+    return tu_finish(through_acl ? "fa_validation_acl" : "fa_validation", passed);
 }

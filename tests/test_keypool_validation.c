@@ -243,7 +243,7 @@ static void fx_free(fixture *fx)
 /* ---- calling ---- */
 static attnops_status kp_query(const void *a, size_t *bytes) { return attnops_key_pool_workspace_size(a, bytes); }
 static attnops_status kp_run(const void *a, void *ws, size_t bytes) { return attnops_key_pool(a, ws, bytes); }
-static const vc_op KEY_POOL = {"KeyPool", kp_query, kp_run};
+static const vc_op KEY_POOL = {"KeyPool", kp_query, kp_run, NULL};
 
 /* How a case calls: the vc_call kinds (VC_NULL_BYTES, VC_WS_SHORT,
  * VC_WS_NULL) and KeyPool's own. */

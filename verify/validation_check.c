@@ -143,7 +143,8 @@ int64_t vc_padding_changed(const tu_tensor *t, const unsigned char *before)
 /* ---- calling ---- */
 static unsigned char ample_ws[VC_WORKSPACE_BYTES];
 
-void vc_record(vc_outcome *oc, const char *name, attnops_status st, attnops_status want)
+static void record_message(vc_outcome *oc, const char *name, attnops_status st, attnops_status want,
+                           const char *msg)
 {
     if (oc->n == VC_MAX_PHASES) {
         TU_CHECK(0, "vc_record: more than %d phases", VC_MAX_PHASES);
@@ -151,7 +152,18 @@ void vc_record(vc_outcome *oc, const char *name, attnops_status st, attnops_stat
     }
     vc_phase *p = &oc->ph[oc->n++];
     p->name = name, p->st = st, p->want = want;
-    snprintf(p->msg, sizeof p->msg, "%s", attnops_last_error());
+    snprintf(p->msg, sizeof p->msg, "%s", msg ? msg : "");
+}
+
+void vc_record(vc_outcome *oc, const char *name, attnops_status st, attnops_status want)
+{
+    record_message(oc, name, st, want, attnops_last_error());
+}
+
+/* One phase of op: its status and its last error right after it. */
+static void record_phase(vc_outcome *oc, const vc_op *op, const char *name, attnops_status st, attnops_status want)
+{
+    record_message(oc, name, st, want, op->last_error ? op->last_error() : attnops_last_error());
 }
 
 void vc_call(vc_outcome *oc, const vc_op *op, const void *args, vc_call_kind kind, attnops_status want)
@@ -160,17 +172,18 @@ void vc_call(vc_outcome *oc, const vc_op *op, const void *args, vc_call_kind kin
     size_t bytes = 12345;
     switch (kind) {
     case VC_CALL:
-        vc_record(oc, "workspace query", op->query(args, &bytes), want);
-        vc_record(oc, "run", op->run(args, ample_ws, sizeof ample_ws), want);
+        record_phase(oc, op, "workspace query", op->query(args, &bytes), want);
+        record_phase(oc, op, "run", op->run(args, ample_ws, sizeof ample_ws), want);
         break;
-    case VC_NULL_BYTES: vc_record(oc, "workspace query", op->query(args, NULL), want); break;
+    case VC_QUERY: record_phase(oc, op, "workspace query", op->query(args, &bytes), want); break;
+    case VC_NULL_BYTES: record_phase(oc, op, "workspace query", op->query(args, NULL), want); break;
     case VC_WS_SHORT:
     case VC_WS_NULL:
         oc->pre = true;
         oc->pre_st = op->query(args, &bytes);
         oc->pre_bytes = bytes;
-        vc_record(oc, "run", kind == VC_WS_SHORT ? op->run(args, ample_ws, bytes - 1) : op->run(args, NULL, bytes),
-                  want);
+        record_phase(oc, op, "run",
+                     kind == VC_WS_SHORT ? op->run(args, ample_ws, bytes - 1) : op->run(args, NULL, bytes), want);
         break;
     default: break;
     }
@@ -186,6 +199,12 @@ static bool sentence_of(const char *m, const char *op)
 
 void vc_check_outcome(const vc_outcome *oc, const vc_expect *e, const char *op, const char *alt_op)
 {
+    const char *const ops[2] = {op, alt_op};
+    vc_check_outcome_any(oc, e, ops, alt_op ? 2 : 1);
+}
+
+void vc_check_outcome_any(const vc_outcome *oc, const vc_expect *e, const char *const *ops, int n)
+{
     if (oc->pre)
         VC_EXPECT(oc->pre_st == ATTNOPS_SUCCESS && oc->pre_bytes > 0,
                   "the workspace query of a valid call returned %d with %zu bytes", (int)oc->pre_st, oc->pre_bytes);
@@ -198,9 +217,13 @@ void vc_check_outcome(const vc_outcome *oc, const vc_expect *e, const char *op, 
             VC_EXPECT(p->msg[0] == '\0', "%s: last error after a success is \"%s\"", p->name, p->msg);
             continue;
         }
-        VC_EXPECT(sentence_of(p->msg, op) || (alt_op && sentence_of(p->msg, alt_op)),
-                  "%s: message is not one sentence \"%s: ... .\"%s%s: \"%s\"", p->name, op, alt_op ? " or of " : "",
-                  alt_op ? alt_op : "", p->msg);
+        bool sentence = false;
+        char names[256] = "";
+        for (int i = 0; i < n; i++) {
+            sentence |= sentence_of(p->msg, ops[i]);
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s\"%s: ... .\"", i ? " or " : "", ops[i]);
+        }
+        VC_EXPECT(sentence, "%s: message is not one sentence %s: \"%s\"", p->name, names, p->msg);
         VC_EXPECT(strstr(p->msg, e->name) != NULL, "%s: message does not name '%s': \"%s\"", p->name, e->name,
                   p->msg);
         if (e->also)

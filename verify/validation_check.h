@@ -98,6 +98,9 @@ typedef struct vc_op {
     const char *name; /* the subject of its error sentences: "<name>: ... ." */
     attnops_status (*query)(const void *args, size_t *workspace_bytes);
     attnops_status (*run)(const void *args, void *workspace, size_t workspace_bytes);
+    /* The sentence of the last failure; NULL: attnops_last_error (another
+     * API, e.g. aclnn's aclGetRecentErrMsg, has its own). */
+    const char *(*last_error)(void);
 } vc_op;
 
 typedef enum vc_call_kind {
@@ -105,6 +108,7 @@ typedef enum vc_call_kind {
     VC_NULL_BYTES, /* workspace query with workspace_bytes == NULL */
     VC_WS_SHORT,   /* valid query, run with one byte less than it returned */
     VC_WS_NULL,    /* valid query, run with a NULL workspace of the queried size */
+    VC_QUERY,      /* the workspace query alone (an API whose run only runs what its query accepted) */
     VC_CALL_KINDS  /* a test numbers its own kinds from here */
 } vc_call_kind;
 
@@ -123,7 +127,7 @@ typedef struct vc_outcome {
     size_t pre_bytes;
 } vc_outcome;
 
-/* Appends one phase: the status st got (want expected) and the last error. */
+/* Appends one phase: the status st got (want expected) and attnops' last error. */
 void vc_record(vc_outcome *oc, const char *name, attnops_status st, attnops_status want);
 /* Clears *oc, then calls op on args as `kind` says, every phase expected to
  * return want. */
@@ -155,6 +159,8 @@ typedef struct vc_case {
  * alt_op is not NULL, "<alt_op>: ... .") containing e->name and e->also.  A
  * preparatory workspace query must have succeeded with a positive size. */
 void vc_check_outcome(const vc_outcome *oc, const vc_expect *e, const char *op, const char *alt_op);
+/* The same with n accepted operators ops[0..n-1]. */
+void vc_check_outcome_any(const vc_outcome *oc, const vc_expect *e, const char *const *ops, int n);
 
 /* A valid call: snapshots s, queries the workspace twice (status 0, the same
  * size), fails once (NULL args, so that the run has an error to clear), runs
