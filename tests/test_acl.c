@@ -307,6 +307,24 @@ static int run_errors(void)
                  ACL_ERROR_INVALID_PARAM, "an async copy on a foreign stream");
     TU_CHECK(aclrtDestroyStream(s_ok) == ACL_SUCCESS, "destroy stream");
     TU_CHECK(aclrtSetDevice(1) == ACL_ERROR_RT_INVALID_DEVICEID, "device 1");
+    /* contexts: a new one is the thread's current one and carries its own deterministic option */
+    aclrtContext ctx = NULL, now = NULL, dflt = NULL;
+    int64_t det = -1, process = -1;
+    TU_CHECK(aclrtGetCurrentContext(&dflt) == ACL_SUCCESS && dflt != NULL, "the default context");
+    TU_CHECK(aclrtCreateContext(&ctx, 1) == ACL_ERROR_RT_INVALID_DEVICEID, "a context on device 1");
+    TU_CHECK(aclrtCreateContext(&ctx, 0) == ACL_SUCCESS && aclrtGetCurrentContext(&now) == ACL_SUCCESS && now == ctx,
+             "a created context becomes current");
+    TU_CHECK(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1) == ACL_SUCCESS &&
+                 aclrtCtxGetSysParamOpt(ACL_OPT_DETERMINISTIC, &det) == ACL_SUCCESS && det == 1 &&
+                 aclrtGetSysParamOpt(ACL_OPT_DETERMINISTIC, &process) == ACL_SUCCESS && process == 0,
+             "the context's option (%lld) is its own, the process's (%lld) stays", (long long)det, (long long)process);
+    TU_CHECK(aclrtDestroyContext(ctx) == ACL_SUCCESS && aclrtGetCurrentContext(&now) == ACL_SUCCESS && now == dflt &&
+                 aclrtCtxGetSysParamOpt(ACL_OPT_DETERMINISTIC, &det) == ACL_SUCCESS && det == 0,
+             "destroying the current context returns the thread to the default one");
+    TU_CHECK(aclrtDestroyContext(ctx) == ACL_ERROR_INVALID_PARAM && strstr(aclGetRecentErrMsg(), "context"),
+             "a second aclrtDestroyContext");
+    TU_CHECK(aclrtSetCurrentContext(&dummy_stream) == ACL_ERROR_INVALID_PARAM, "a foreign context");
+    TU_CHECK(aclrtDestroyContext(dflt) == ACL_ERROR_INVALID_PARAM, "the default context cannot be destroyed");
     TU_CHECK(aclrtSetDevice(0) == ACL_SUCCESS, "device 0");
     void *nothing = NULL;
     TU_CHECK(aclrtMalloc(&nothing, 0, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_ERROR_INVALID_PARAM, "malloc 0 bytes");

@@ -47,13 +47,14 @@ void acl_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * as ACLNN_ERR_INNER. */
 aclnnStatus acl_status_from(attnops_status status);
 
-/* The deterministic mode set by aclrtCtxSetSysParamOpt / aclrtSetSysParamOpt. */
+/* The deterministic mode of the calling thread's current context: its own
+ * (aclrtCtxSetSysParamOpt), else the process's (aclrtSetSysParamOpt). */
 int64_t acl_deterministic(void);
 
 /* Live handles by kind, so that a free or destroy of a pointer this layer
  * did not hand out (or already took back) is an error, not a crash.  Keys
  * are the addresses (never dereferenced). */
-typedef enum { ACL_HANDLE_MEMORY, ACL_HANDLE_TENSOR, ACL_HANDLE_ARRAY, ACL_HANDLE_STREAM } acl_handle_kind;
+typedef enum { ACL_HANDLE_MEMORY, ACL_HANDLE_TENSOR, ACL_HANDLE_ARRAY, ACL_HANDLE_STREAM, ACL_HANDLE_CONTEXT } acl_handle_kind;
 /* false when out of memory (the caller then frees p and fails). */
 bool acl_handle_add(acl_handle_kind kind, uintptr_t p);
 /* true when p was live (it is not any more). */

@@ -1,5 +1,6 @@
 /* The acl runtime on the CPU: one device (id 0), host memory, synchronous
- * streams, the thread's last error sentence (docs/ACL.md). */
+ * streams, contexts that carry the deterministic option, the thread's last
+ * error sentence (docs/ACL.md). */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -11,7 +12,23 @@
 
 static _Thread_local char recent_error[512];
 static atomic_bool initialised;
-static atomic_llong deterministic_mode;
+static atomic_llong deterministic_mode; /* the process's (aclrtSetSysParamOpt) */
+
+/* A context holds its own deterministic option (-1: the process's).  The
+ * default context (the device's, used while a thread has set none) is not a
+ * handle: it cannot be destroyed. */
+typedef struct acl_context {
+    atomic_llong deterministic;
+} acl_context;
+static acl_context default_context = {-1};
+static _Thread_local acl_context *current_context; /* NULL: the default context */
+
+static acl_context *context_now(void)
+{
+    acl_context *c = current_context;
+    /* a context destroyed while current here (CANN leaves that undefined) counts as none */
+    return c && acl_handle_live(ACL_HANDLE_CONTEXT, (uintptr_t)c) ? c : &default_context;
+}
 
 void acl_set_error(const char *fmt, ...)
 {
@@ -34,7 +51,11 @@ aclnnStatus acl_status_from(attnops_status status)
     }
 }
 
-int64_t acl_deterministic(void) { return atomic_load(&deterministic_mode); }
+int64_t acl_deterministic(void)
+{
+    const long long own = atomic_load(&context_now()->deterministic);
+    return own >= 0 ? own : atomic_load(&deterministic_mode);
+}
 
 /* ---- live handles: an open-addressing set of (kind, pointer), doubled when half full */
 typedef struct handle {
@@ -162,39 +183,105 @@ aclError aclrtGetDeviceCount(uint32_t *count)
     return ACL_SUCCESS;
 }
 
-static aclError set_opt(const char *fn, aclSysParamOpt opt, int64_t value)
+/* The one option there is; false (with the sentence) for any other. */
+static bool known_opt(const char *fn, aclSysParamOpt opt)
 {
-    if (opt != ACL_OPT_DETERMINISTIC) {
-        acl_set_error("%s: option %d is not supported (only ACL_OPT_DETERMINISTIC).", fn, (int)opt);
-        return ACL_ERROR_API_NOT_SUPPORT;
-    }
+    if (opt == ACL_OPT_DETERMINISTIC) return true;
+    acl_set_error("%s: option %d is not supported (only ACL_OPT_DETERMINISTIC).", fn, (int)opt);
+    return false;
+}
+
+static aclError set_opt(const char *fn, aclSysParamOpt opt, int64_t value, atomic_llong *where)
+{
+    if (!known_opt(fn, opt)) return ACL_ERROR_API_NOT_SUPPORT;
     if (value != 0 && value != 1) {
         acl_set_error("%s: ACL_OPT_DETERMINISTIC value %lld must be 0 or 1.", fn, (long long)value);
         return ACL_ERROR_INVALID_PARAM;
     }
-    atomic_store(&deterministic_mode, value);
+    atomic_store(where, value);
     return ACL_SUCCESS;
 }
 
-static aclError get_opt(const char *fn, aclSysParamOpt opt, int64_t *value)
+static aclError get_opt(const char *fn, aclSysParamOpt opt, int64_t *value, int64_t now)
 {
     if (!value) {
         acl_set_error("%s: value is NULL.", fn);
         return ACL_ERROR_INVALID_PARAM;
     }
-    if (opt != ACL_OPT_DETERMINISTIC) {
-        acl_set_error("%s: option %d is not supported (only ACL_OPT_DETERMINISTIC).", fn, (int)opt);
-        return ACL_ERROR_API_NOT_SUPPORT;
-    }
-    *value = atomic_load(&deterministic_mode);
+    if (!known_opt(fn, opt)) return ACL_ERROR_API_NOT_SUPPORT;
+    *value = now;
     return ACL_SUCCESS;
 }
 
-/* One context (the process), so the context and process options are one. */
-aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) { return set_opt("aclrtCtxSetSysParamOpt", opt, value); }
-aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value) { return set_opt("aclrtSetSysParamOpt", opt, value); }
-aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value) { return get_opt("aclrtCtxGetSysParamOpt", opt, value); }
-aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value) { return get_opt("aclrtGetSysParamOpt", opt, value); }
+/* The context's option wins over the process's while it is set. */
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value)
+{
+    return set_opt("aclrtCtxSetSysParamOpt", opt, value, &context_now()->deterministic);
+}
+aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value)
+{
+    return set_opt("aclrtSetSysParamOpt", opt, value, &deterministic_mode);
+}
+aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value)
+{
+    return get_opt("aclrtCtxGetSysParamOpt", opt, value, acl_deterministic());
+}
+aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value)
+{
+    return get_opt("aclrtGetSysParamOpt", opt, value, atomic_load(&deterministic_mode));
+}
+
+/* ---- contexts ---------------------------------------------------------------- */
+aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
+{
+    if (!context) {
+        acl_set_error("aclrtCreateContext: context is NULL.");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    const aclError st = check_device("aclrtCreateContext", deviceId);
+    if (st != ACL_SUCCESS) return st;
+    acl_context *c = malloc(sizeof *c);
+    if (!c || !acl_handle_add(ACL_HANDLE_CONTEXT, (uintptr_t)c)) {
+        free(c);
+        acl_set_error("aclrtCreateContext: out of memory.");
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    atomic_init(&c->deterministic, -1);
+    current_context = c; /* as on the device, a new context is the creating thread's current one */
+    *context = c;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyContext(aclrtContext context)
+{
+    if (!context || !acl_handle_take(ACL_HANDLE_CONTEXT, (uintptr_t)context)) {
+        acl_set_error("aclrtDestroyContext: context %p is not a live context from aclrtCreateContext.", context);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (current_context == context) current_context = NULL;
+    free(context);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetCurrentContext(aclrtContext context)
+{
+    if (!context || !acl_handle_live(ACL_HANDLE_CONTEXT, (uintptr_t)context)) {
+        acl_set_error("aclrtSetCurrentContext: context %p is not a live context from aclrtCreateContext.", context);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    current_context = context;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetCurrentContext(aclrtContext *context)
+{
+    if (!context) {
+        acl_set_error("aclrtGetCurrentContext: context is NULL.");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    *context = context_now();
+    return ACL_SUCCESS;
+}
 
 /* ---- streams: the work of an aclnn call runs inside the call ---------------- */
 typedef struct acl_stream {
