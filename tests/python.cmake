@@ -24,4 +24,5 @@ set_tests_properties(python_distributed PROPERTIES FIXTURES_REQUIRED attnops_pyt
 add_test(NAME python_lint
          COMMAND ${ATTNOPS_VENV_PYTHON} -m flake8 --max-line-length 120 --exclude ${PROJECT_SOURCE_DIR}/python/tests/seed
                  ${PROJECT_SOURCE_DIR}/python ${PROJECT_SOURCE_DIR}/bench/bench_python.py
-                 ${PROJECT_SOURCE_DIR}/bench/bench_distributed.py)
+                 ${PROJECT_SOURCE_DIR}/bench/bench_distributed.py
+                 ${PROJECT_SOURCE_DIR}/tests/tools/cann_doc_samples.py)
