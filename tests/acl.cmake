@@ -39,7 +39,8 @@ if(CMAKE_CXX_COMPILER)
   #      tests/tools/cann_doc_samples.py into the build tree;
   #   -DATTNOPS_ACL_SAMPLES_DIR=DIR: every DIR/*.cpp (e.g. its examples/).
   # Each is built against libattnops_acl and run with both implementations;
-  # each must exit 0.  Without either, acl_cann_samples says SKIPPED.
+  # each must exit 0, and the pages' samples must print what their native
+  # twin prints.  Without either, acl_cann_samples says SKIPPED.
   set(ATTNOPS_OPS_TRANSFORMER_DIR "" CACHE PATH "An ops-transformer checkout whose aclnn doc samples to build and run")
   set(ATTNOPS_ACL_SAMPLES_DIR "" CACHE PATH "A directory of CANN sample programs (*.cpp) to build and run unchanged")
   set(ATTNOPS_CANN_SAMPLES "")
@@ -62,13 +63,41 @@ if(CMAKE_CXX_COMPILER)
     endif()
     list(APPEND ATTNOPS_CANN_SAMPLES ${dir_samples})
   endif()
+  # The pages' samples acl_samples/cann_doc_sample_native.c was written for
+  # (ops-transformer c29bc10), by SHA-256: those are also compared with it,
+  # output for output; any other program is run and must exit 0.
+  set(cann_sample_sha256_aclnnFlashAttentionScore b8613247a3bb44f07dc7aa2db641818956dc5a3486efef3a78329029b35e9308)
+  set(cann_sample_sha256_aclnnFlashAttentionScoreV2 77e556ae5e9bb447121d5323634b6aafcf5ae9fdb70610331d4eaf6568a9faac)
+  set(cann_sample_sha256_aclnnFlashAttentionVarLenScore d656ed343df074427e68c5d07e01145bc30f6f72a674b806c9aacbbfdbcd5567)
+  set(cann_sample_sha256_aclnnFlashAttentionVarLenScoreV2 ea9a6f4e7ddadd98d7bda39ccf3f34ce9525477511d4b7a76a47c44d7e0b766d)
+  set(cann_sample_sha256_aclnnFlashAttentionScoreGrad ec9714ab03dbf00e57abb8671f4145c1895cceca2a11d426a72e7731e024c9f9)
+  set(cann_sample_sha256_aclnnFlashAttentionScoreGradV2 e792285c8c136a76e4d49cc2dd22dbfff25265b5abaafa4c05fce3ed5a2463fe)
+  set(cann_sample_sha256_aclnnFlashAttentionUnpaddingScoreGrad 44d4a6f5b39b3114210c67038ca337208bf2bef051a404e40e733eb704061c6f)
+  set(cann_sample_sha256_aclnnFlashAttentionUnpaddingScoreGradV2 cae868059cc829bfe811fb28fff9f4ec51c52b64316c845edd32683a23740eee)
+  if(ATTNOPS_CANN_SAMPLES)
+    add_executable(cann_doc_sample_native ${CMAKE_CURRENT_SOURCE_DIR}/acl_samples/cann_doc_sample_native.c)
+    target_link_libraries(cann_doc_sample_native PRIVATE attnops)
+  endif()
   foreach(src ${ATTNOPS_CANN_SAMPLES})
     get_filename_component(name ${src} NAME_WE)
     add_executable(acl_cann_${name} ${src})
     target_link_libraries(acl_cann_${name} PRIVATE attnops_acl)
     set_target_properties(acl_cann_${name} PROPERTIES CXX_STANDARD 11 CXX_EXTENSIONS OFF)
+    file(SHA256 ${src} sha)
+    set(compared OFF)
+    if(sha STREQUAL "${cann_sample_sha256_${name}}")
+      set(compared ON)
+    elseif(DEFINED cann_sample_sha256_${name})
+      message(STATUS "${src}: not the page cann_doc_sample_native.c was written for; run, not compared")
+    endif()
     foreach(impl cpu reference)
-      add_test(NAME acl_cann_${name}_${impl} COMMAND acl_cann_${name})
+      if(compared)
+        add_test(NAME acl_cann_${name}_${impl}
+                 COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_acl_sample.sh
+                         $<TARGET_FILE:acl_cann_${name}> $<TARGET_FILE:cann_doc_sample_native> ${name})
+      else()
+        add_test(NAME acl_cann_${name}_${impl} COMMAND acl_cann_${name})
+      endif()
       set_tests_properties(acl_cann_${name}_${impl} PROPERTIES ENVIRONMENT ATTNOPS_ACL_IMPL=${impl})
     endforeach()
   endforeach()
