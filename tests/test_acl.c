@@ -357,6 +357,131 @@ static int run_errors(void)
     return tu_failures == failures;
 }
 
+/* ---- reusable executors ------------------------------------------------------------
+ * A forward executor made repeatable runs as prepared (twice) and with its
+ * query re-pointed; a backward one with dy (index 3, after value), the
+ * attention mask (index 7, after the pse, dropout and padding masks) and dq
+ * re-pointed.  Each run must give the native API's bits for the tensors it
+ * then points at.  Then the misuses. */
+static attnops_status native_fa(const tu_tensor *q, const tu_tensor *k, const tu_tensor *v, const tu_tensor *mask,
+                                const tu_tensor *dy, tu_tensor *out, tu_tensor *smax, tu_tensor *ssum, tu_tensor *dq,
+                                tu_tensor *dk, tu_tensor *dv)
+{
+    attnops_fa_params p;
+    attnops_fa_params_init(&p);
+    p.query = &q->view, p.key = &k->view, p.value = &v->view, p.atten_mask = mask ? &mask->view : NULL;
+    p.scale_value = 0.25, p.head_num = 2, p.input_layout = ATTNOPS_LAYOUT_BSND;
+    size_t bytes = 0;
+    attnops_status st;
+    void *ws = NULL;
+    if (!dy) {
+        attnops_fa_fwd_args f;
+        attnops_fa_fwd_args_init(&f);
+        f.p = p, f.attention_out = &out->view, f.softmax_max = &smax->view, f.softmax_sum = &ssum->view;
+        st = attnops_flash_attention_score_workspace_size(&f, &bytes);
+        if (!st && (ws = malloc(bytes ? bytes : 1))) st = attnops_flash_attention_score(&f, ws, bytes);
+    } else {
+        attnops_fa_bwd_args g;
+        attnops_fa_bwd_args_init(&g);
+        g.p = p, g.dy = &dy->view, g.attention_in = &out->view, g.softmax_max = &smax->view;
+        g.softmax_sum = &ssum->view, g.dq = &dq->view, g.dk = &dk->view, g.dv = &dv->view;
+        st = attnops_flash_attention_score_grad_workspace_size(&g, &bytes);
+        if (!st && (ws = malloc(bytes ? bytes : 1))) st = attnops_flash_attention_score_grad(&g, ws, bytes);
+    }
+    free(ws);
+    return st;
+}
+
+static aclnnStatus run_with_workspace(const aclb_call *c, aclOpExecutor *ex, uint64_t ws)
+{
+    void *w = NULL;
+    if (ws) aclrtMalloc(&w, ws, ACL_MEM_MALLOC_HUGE_FIRST);
+    const aclnnStatus st = aclb_run(c, w, ws, ex, NULL);
+    if (w) aclrtFree(w);
+    return st;
+}
+
+static int run_repeatable(void)
+{
+    const int failures = tu_failures;
+    const int64_t qkv[4] = {1, 16, 2, 8}, st[4] = {1, 2, 16, 8};
+    tu_rng rng = tu_rng_make(21);
+    const int64_t ss[2] = {16, 16};
+    enum { Q, Q2, K, V, DY, DY2, OUT, SMAX, SSUM, DQ, DK, DV, MASK, MASK2, N_HOST };
+    tu_tensor h[N_HOST], want[N_HOST];
+    for (int i = 0; i < N_HOST; i++) {
+        const bool stat = i == SMAX || i == SSUM, mask = i >= MASK;
+        const attnops_dtype dt = mask ? ATTNOPS_DTYPE_U8 : ATTNOPS_DTYPE_F32;
+        h[i] = tu_tensor_new(dt, mask ? 2 : 4, mask ? ss : stat ? st : qkv, 0);
+        want[i] = tu_tensor_new(dt, mask ? 2 : 4, mask ? ss : stat ? st : qkv, 0);
+        if (i < OUT) tu_tensor_randn(&h[i], &rng, 1.0);
+    }
+    for (int i = 0; i < 16 * 16; i++) /* MASK: nothing masked; MASK2: the upper triangle */
+        ((uint8_t *)h[MASK].view.data)[i] = 0, ((uint8_t *)h[MASK2].view.data)[i] = i % 16 > i / 16;
+    dev_tensor d[N_HOST];
+    for (int i = 0; i < N_HOST; i++) d[i] = to_device(&h[i], 0);
+    aclb_call c = {.entry = ACLB_V1, .query = d[Q].t, .key = d[K].t, .value = d[V].t, .softmax_max = d[SMAX].t,
+                   .softmax_sum = d[SSUM].t, .attention_out = d[OUT].t, .scale = 0.25, .keep_prob = 1.0,
+                   .pre_tokens = 2147483647, .next_tokens = 2147483647, .head_num = 2, .pse_type = 1,
+                   .layout = "BSND", .deterministic = -1};
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    TU_CHECK(aclb_prepare(&c, &ws, &ex) == ACLNN_SUCCESS && aclSetAclOpExecutorRepeatable(ex) == ACLNN_SUCCESS,
+             "a repeatable forward executor: %s", aclGetRecentErrMsg());
+    /* run 1 and 2: as prepared */
+    TU_CHECK(native_fa(&h[Q], &h[K], &h[V], NULL, NULL, &want[OUT], &want[SMAX], &want[SSUM], NULL, NULL, NULL) == 0,
+             "native forward");
+    for (int run = 0; run < 2; run++)
+        TU_CHECK(run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS && same_bytes(&d[OUT], &want[OUT]) &&
+                     same_bytes(&d[SMAX], &want[SMAX]), "repeatable forward, run %d: %s", run + 1,
+                 aclGetRecentErrMsg());
+    /* run 3: query re-pointed at Q2 */
+    TU_CHECK(aclSetInputTensorAddr(ex, 0, d[Q].t, d[Q2].storage) == ACLNN_SUCCESS, "aclSetInputTensorAddr");
+    TU_CHECK(native_fa(&h[Q2], &h[K], &h[V], NULL, NULL, &want[OUT], &want[SMAX], &want[SSUM], NULL, NULL, NULL) ==
+                 0, "native forward on q2");
+    TU_CHECK(run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS && same_bytes(&d[OUT], &want[OUT]),
+             "the run after aclSetInputTensorAddr reads the new query");
+    /* misuses: index past the inputs, an input that was NULL, NULL arguments */
+    aclnnStatus s = aclSetInputTensorAddr(ex, 7, d[Q].t, d[Q2].storage);
+    TU_CHECK(s == ACLNN_ERR_PARAM_INVALID && strstr(aclGetRecentErrMsg(), "index 7"), "input index 7: %d", s);
+    s = aclSetInputTensorAddr(ex, 3, d[Q].t, d[Q2].storage);
+    TU_CHECK(s == ACLNN_ERR_PARAM_INVALID && strstr(aclGetRecentErrMsg(), "was NULL"), "the NULL realShift: %d", s);
+    s = aclSetOutputTensorAddr(ex, 4, d[OUT].t, d[DQ].storage);
+    TU_CHECK(s == ACLNN_ERR_PARAM_INVALID && strstr(aclGetRecentErrMsg(), "out of range"), "output index 4: %d", s);
+    TU_CHECK(aclSetInputTensorAddr(NULL, 0, d[Q].t, NULL) == ACLNN_ERR_INNER_NULLPTR &&
+                 aclSetAclOpExecutorRepeatable(NULL) == ACLNN_ERR_INNER_NULLPTR &&
+                 aclDestroyAclOpExecutor(NULL) == ACLNN_ERR_INNER_NULLPTR, "NULL executors: 561103");
+    TU_CHECK(aclDestroyAclOpExecutor(ex) == ACLNN_SUCCESS, "aclDestroyAclOpExecutor");
+    TU_CHECK(aclDestroyAclOpExecutor(ex) == ACLNN_ERR_PARAM_INVALID && run_with_workspace(&c, ex, ws) ==
+                 ACLNN_ERR_PARAM_INVALID, "a destroyed executor: neither destroyed again nor run");
+
+    /* the backward: dy is input 3, the attention mask input 7; dq re-pointed as output 0 */
+    c.query = d[Q2].t, c.grad = true, c.dy = d[DY].t, c.attention_in = d[OUT].t, c.attention_out = NULL;
+    c.atten_mask = d[MASK].t, c.dq = d[DQ].t, c.dk = d[DK].t, c.dv = d[DV].t, ex = NULL;
+    TU_CHECK(aclb_prepare(&c, &ws, &ex) == ACLNN_SUCCESS && aclSetAclOpExecutorRepeatable(ex) == ACLNN_SUCCESS,
+             "a repeatable backward executor: %s", aclGetRecentErrMsg());
+    TU_CHECK(aclSetInputTensorAddr(ex, 3, d[DY].t, d[DY2].storage) == ACLNN_SUCCESS &&
+                 aclSetInputTensorAddr(ex, 7, d[MASK].t, d[MASK2].storage) == ACLNN_SUCCESS &&
+                 aclSetOutputTensorAddr(ex, 0, d[DQ].t, d[Q].storage) == ACLNN_SUCCESS,
+             "re-pointing dy, the mask and dq: %s", aclGetRecentErrMsg());
+    TU_CHECK(native_fa(&h[Q2], &h[K], &h[V], &h[MASK2], &h[DY2], &want[OUT], &want[SMAX], &want[SSUM], &want[DQ],
+                       &want[DK], &want[DV]) == 0, "native backward on dy2 and mask2");
+    dev_tensor dq_moved = d[Q]; /* dq now lives where the first query was */
+    TU_CHECK(run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS && same_bytes(&dq_moved, &want[DQ]) &&
+                 same_bytes(&d[DK], &want[DK]) && same_bytes(&d[DV], &want[DV]),
+             "the backward after re-pointing dy, the mask and dq: %s", aclGetRecentErrMsg());
+    TU_CHECK(aclDestroyAclOpExecutor(ex) == ACLNN_SUCCESS, "destroy the backward executor");
+    /* a single-use executor cannot be made repeatable once it ran, nor re-pointed before */
+    c.grad = false, c.query = d[Q2].t, c.attention_out = d[OUT].t, c.atten_mask = NULL, ex = NULL;
+    TU_CHECK(aclb_prepare(&c, &ws, &ex) == ACLNN_SUCCESS, "a single-use executor");
+    TU_CHECK(aclSetInputTensorAddr(ex, 0, d[Q2].t, d[Q2].storage) == ACLNN_ERR_PARAM_INVALID &&
+                 strstr(aclGetRecentErrMsg(), "repeatable"), "re-pointing a single-use executor");
+    TU_CHECK(run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS && aclSetAclOpExecutorRepeatable(ex) ==
+                 ACLNN_ERR_PARAM_INVALID, "a single-use executor that ran cannot become repeatable");
+    for (int i = 0; i < N_HOST; i++) free_device(&d[i]), tu_tensor_free(&h[i]), tu_tensor_free(&want[i]);
+    return tu_failures == failures;
+}
+
 /* ---- the aclnn layer's own argument rules -----------------------------------------
  * (Every rule of the library, made through the aclnn entry points, is
  * fa_validation_acl's: test_fa_validation --through-acl.)  One valid BSND
@@ -558,6 +683,7 @@ int main(void)
     }
     passed += run_errors();
     passed += run_validation_table();
+    passed += run_repeatable();
     TU_CHECK(aclrtResetDevice(0) == ACL_SUCCESS && aclFinalize() == ACL_SUCCESS, "aclFinalize");
     return tu_finish("test_acl", passed);
 }

@@ -3,9 +3,13 @@
  * Phase one copies every view and int array the call needs into a new
  * executor, validates through attnops' workspace query (so failures carry
  * the library's sentence, with CANN's status) and returns the executor;
- * phase two runs it once, synchronously, and frees it.  Live executors are
- * kept in a list, so a second run of the same executor (or a pointer that
- * never was one) is refused with 161002 instead of touching freed memory.
+ * phase two runs it once, synchronously, and frees it -- unless
+ * aclSetAclOpExecutorRepeatable made it reusable: then it runs as often as
+ * asked, its tensors' addresses can move (aclSetInputTensorAddr /
+ * aclSetOutputTensorAddr), and aclDestroyAclOpExecutor frees it.  Live
+ * executors are kept in a list, so a second run of a single-use executor
+ * (or a pointer that never was one) is refused with 161002 instead of
+ * touching freed memory.
  * ATTNOPS_ACL_IMPL=cpu (default: the fast kernel) or reference picks the
  * implementation; aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1) the
  * deterministic backward. */
@@ -20,8 +24,24 @@
 /* Every view an FA call can pass (inputs, int arrays, outputs). */
 #define EXEC_VIEWS 24
 #define EXEC_ARRAYS 5
+/* The tensor arguments by their index in the entry point's signature, as
+ * aclSetInputTensorAddr / aclSetOutputTensorAddr count them: the forward's
+ * query, key, value, realShift, dropMask, paddingMask, attenMask and
+ * softmaxMax, softmaxSum, softmaxOut, attentionOut; the backward's query,
+ * key, value, dy, pseShift, dropMask, paddingMask, attenMask, softmaxMax,
+ * softmaxSum, softmaxIn, attentionIn and dq, dk, dv, dpse. */
+#define EXEC_INPUTS 12
+#define EXEC_OUTPUTS 4
+
+typedef struct exec_slot {
+    attnops_tensor *view; /* the executor's copy; NULL: the argument was NULL (or is not read: softmaxIn) */
+    int64_t offset;       /* the aclTensor's view offset, in elements */
+    size_t elem;
+    bool given;           /* a tensor was passed */
+} exec_slot;
 
 typedef enum { EXEC_SCORE, EXEC_VARLEN_SCORE, EXEC_GRAD, EXEC_UNPADDING_GRAD } exec_kind;
+#define EXEC_ANY (-1)
 
 struct aclOpExecutor {
     aclOpExecutor *next; /* the live list */
@@ -32,6 +52,9 @@ struct aclOpExecutor {
     int n_views;
     int64_t *arrays[EXEC_ARRAYS];
     int n_arrays;
+    exec_slot inputs[EXEC_INPUTS], outputs[EXEC_OUTPUTS];
+    int n_inputs, n_outputs;
+    bool repeatable;
     size_t workspace;
 };
 
@@ -51,14 +74,16 @@ static void publish(aclOpExecutor *e)
     pthread_mutex_unlock(&live_lock);
 }
 
-/* Takes e off the live list if it is there with this kind. */
-static bool claim(aclOpExecutor *e, exec_kind kind)
+/* True when e is on the live list (with this kind, unless kind is
+ * EXEC_ANY); `take` removes it. */
+static bool find_live(aclOpExecutor *e, int kind, bool take)
 {
     bool found = false;
     pthread_mutex_lock(&live_lock);
     for (aclOpExecutor **p = &live; *p; p = &(*p)->next)
-        if (*p == e && e->kind == kind) {
-            *p = e->next, found = true;
+        if (*p == e && (kind == EXEC_ANY || (int)e->kind == kind)) {
+            if (take) *p = e->next;
+            found = true;
             break;
         }
     pthread_mutex_unlock(&live_lock);
@@ -70,6 +95,14 @@ static const attnops_tensor *own_view(aclOpExecutor *e, const aclTensor *t)
     if (!t) return NULL;
     e->views[e->n_views] = t->view;
     return &e->views[e->n_views++];
+}
+
+/* The executor's copy of t (NULL for NULL), remembered as signature slot `slot`. */
+static const attnops_tensor *slot_view(aclOpExecutor *e, exec_slot *slot, const aclTensor *t)
+{
+    const attnops_tensor *v = own_view(e, t);
+    *slot = (exec_slot){(attnops_tensor *)v, t ? t->offset : 0, t ? aclDataTypeSize(t->acl_dtype) : 0, t != NULL};
+    return v;
 }
 
 /* An int array as an i64 [size] view of the executor's own copy; false when out of memory. */
@@ -97,7 +130,8 @@ typedef struct fa_call {
     const char *layout;
 } fa_call;
 
-static aclnnStatus fill_params(aclOpExecutor *e, attnops_fa_params *p, const fa_call *c)
+/* gap: 1 in the backward, whose signature has dy between value and the pse. */
+static aclnnStatus fill_params(aclOpExecutor *e, attnops_fa_params *p, const fa_call *c, int gap)
 {
     if (!c->layout) {
         acl_set_error("%s: inputLayout is NULL.", c->op);
@@ -115,9 +149,12 @@ static aclnnStatus fill_params(aclOpExecutor *e, attnops_fa_params *p, const fa_
         acl_set_error("%s: ATTNOPS_ACL_IMPL is \"%s\"; it must be cpu or reference.", c->op, impl);
         return ACLNN_ERR_PARAM_INVALID;
     }
-    p->query = own_view(e, c->query), p->key = own_view(e, c->key), p->value = own_view(e, c->value);
-    p->pse = own_view(e, c->pse), p->drop_mask = own_view(e, c->drop_mask);
-    p->padding_mask = own_view(e, c->padding_mask), p->atten_mask = own_view(e, c->atten_mask);
+    exec_slot *in = e->inputs;
+    p->query = slot_view(e, &in[0], c->query), p->key = slot_view(e, &in[1], c->key);
+    p->value = slot_view(e, &in[2], c->value), p->pse = slot_view(e, &in[3 + gap], c->pse);
+    p->drop_mask = slot_view(e, &in[4 + gap], c->drop_mask);
+    p->padding_mask = slot_view(e, &in[5 + gap], c->padding_mask);
+    p->atten_mask = slot_view(e, &in[6 + gap], c->atten_mask);
     if (!own_array(e, c->prefix, &p->prefix) || !own_array(e, c->qlen, &p->actual_seq_qlen) ||
         !own_array(e, c->kvlen, &p->actual_seq_kvlen) || !own_array(e, c->qstart, &p->q_start_idx) ||
         !own_array(e, c->kvstart, &p->kv_start_idx)) {
@@ -174,11 +211,15 @@ static aclnnStatus score_prepare(const fa_call *c, exec_kind kind, const aclTens
     if (st) return st;
     aclOpExecutor *e = exec_new(c->op, kind);
     if (!e) return ACLNN_ERR_RUNTIME_ERROR;
-    st = fill_params(e, &e->fwd.p, c);
+    st = fill_params(e, &e->fwd.p, c, 0);
     size_t bytes = 0;
     if (st == ACLNN_SUCCESS) {
-        e->fwd.softmax_max = own_view(e, softmax_max), e->fwd.softmax_sum = own_view(e, softmax_sum);
-        e->fwd.softmax_out = own_view(e, softmax_out), e->fwd.attention_out = own_view(e, attention_out);
+        exec_slot *out = e->outputs;
+        e->n_inputs = 7, e->n_outputs = 4;
+        e->fwd.softmax_max = slot_view(e, &out[0], softmax_max);
+        e->fwd.softmax_sum = slot_view(e, &out[1], softmax_sum);
+        e->fwd.softmax_out = slot_view(e, &out[2], softmax_out);
+        e->fwd.attention_out = slot_view(e, &out[3], attention_out);
         st = acl_status_from(kind == EXEC_VARLEN_SCORE ? attnops_flash_attention_varlen_score_workspace_size(&e->fwd, &bytes)
                                                        : attnops_flash_attention_score_workspace_size(&e->fwd, &bytes));
     }
@@ -186,7 +227,8 @@ static aclnnStatus score_prepare(const fa_call *c, exec_kind kind, const aclTens
 }
 
 static aclnnStatus grad_prepare(const fa_call *c, exec_kind kind, const aclTensor *dy, const aclTensor *softmax_max,
-                                const aclTensor *softmax_sum, const aclTensor *attention_in, const aclTensor *dq,
+                                const aclTensor *softmax_sum, const aclTensor *softmax_in,
+                                const aclTensor *attention_in, const aclTensor *dq,
                                 const aclTensor *dk, const aclTensor *dv, const aclTensor *dpse,
                                 uint64_t *workspace_size, aclOpExecutor **executor)
 {
@@ -194,13 +236,18 @@ static aclnnStatus grad_prepare(const fa_call *c, exec_kind kind, const aclTenso
     if (st) return st;
     aclOpExecutor *e = exec_new(c->op, kind);
     if (!e) return ACLNN_ERR_RUNTIME_ERROR;
-    st = fill_params(e, &e->bwd.p, c);
+    st = fill_params(e, &e->bwd.p, c, 1);
     size_t bytes = 0;
     if (st == ACLNN_SUCCESS) {
         attnops_fa_bwd_args *b = &e->bwd;
-        b->dy = own_view(e, dy), b->attention_in = own_view(e, attention_in);
-        b->softmax_max = own_view(e, softmax_max), b->softmax_sum = own_view(e, softmax_sum);
-        b->dq = own_view(e, dq), b->dk = own_view(e, dk), b->dv = own_view(e, dv), b->dpse = own_view(e, dpse);
+        exec_slot *in = e->inputs, *out = e->outputs;
+        e->n_inputs = 12, e->n_outputs = 4;
+        b->dy = slot_view(e, &in[3], dy), b->softmax_max = slot_view(e, &in[8], softmax_max);
+        b->softmax_sum = slot_view(e, &in[9], softmax_sum);
+        in[10] = (exec_slot){NULL, 0, 0, softmax_in != NULL}; /* reserved: not read */
+        b->attention_in = slot_view(e, &in[11], attention_in);
+        b->dq = slot_view(e, &out[0], dq), b->dk = slot_view(e, &out[1], dk), b->dv = slot_view(e, &out[2], dv);
+        b->dpse = slot_view(e, &out[3], dpse);
         st = acl_status_from(kind == EXEC_UNPADDING_GRAD
                                  ? attnops_flash_attention_unpadding_score_grad_workspace_size(b, &bytes)
                                  : attnops_flash_attention_score_grad_workspace_size(b, &bytes));
@@ -216,9 +263,10 @@ static aclnnStatus run(const char *op, exec_kind kind, void *workspace, uint64_t
         return ACLNN_ERR_PARAM_NULLPTR;
     }
     if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) return ACLNN_ERR_PARAM_INVALID; /* the sentence is set */
-    if (!claim(executor, kind)) {
+    /* a single-use executor leaves the list now; a repeatable one stays for the next run */
+    if (!find_live(executor, (int)kind, false) || (!executor->repeatable && !find_live(executor, (int)kind, true))) {
         acl_set_error("%s: executor %p was already run, or is not one that %sGetWorkspaceSize returned (an executor "
-                      "runs once).", op, (void *)executor, op);
+                      "runs once unless aclSetAclOpExecutorRepeatable made it repeatable).", op, (void *)executor, op);
         return ACLNN_ERR_PARAM_INVALID;
     }
     aclnnStatus st = ACLNN_SUCCESS;
@@ -242,8 +290,82 @@ static aclnnStatus run(const char *op, exec_kind kind, void *workspace, uint64_t
             break;
         }
     }
-    exec_free(executor); /* single use, run or refused */
+    if (!executor->repeatable) exec_free(executor); /* single use, run or refused */
     return st;
+}
+
+/* ---- reusable executors (CANN's acl_meta.h) ----------------------------------------- */
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor)
+{
+    if (!executor) {
+        acl_set_error("aclSetAclOpExecutorRepeatable: executor is NULL.");
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+    if (!find_live(executor, EXEC_ANY, false)) {
+        acl_set_error("aclSetAclOpExecutorRepeatable: executor %p is not a live executor from a first phase (a "
+                      "single-use executor is gone once run).", (void *)executor);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    executor->repeatable = true;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor)
+{
+    if (!executor) {
+        acl_set_error("aclDestroyAclOpExecutor: executor is NULL.");
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+    if (!find_live(executor, EXEC_ANY, true)) {
+        acl_set_error("aclDestroyAclOpExecutor: executor %p is not a live executor (destroyed already, or a "
+                      "single-use one that ran).", (void *)executor);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    exec_free(executor);
+    return ACLNN_SUCCESS;
+}
+
+/* Points tensor argument `index` of a repeatable executor (and the aclTensor) at new storage. */
+static aclnnStatus set_tensor_addr(const char *fn, aclOpExecutor *executor, size_t index, aclTensor *tensor,
+                                   void *addr, bool output)
+{
+    if (!executor || !tensor) {
+        acl_set_error("%s: %s is NULL.", fn, !executor ? "executor" : "tensor");
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+    if (!find_live(executor, EXEC_ANY, false) || !executor->repeatable) {
+        acl_set_error("%s: executor %p is not a live executor made repeatable by aclSetAclOpExecutorRepeatable.", fn,
+                      (void *)executor);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    const int n = output ? executor->n_outputs : executor->n_inputs;
+    if (index >= (size_t)n) {
+        acl_set_error("%s: index %zu is out of range; this operator has %d %s tensors.", fn, index, n,
+                      output ? "output" : "input");
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    exec_slot *slot = &(output ? executor->outputs : executor->inputs)[index];
+    if (!slot->given) {
+        acl_set_error("%s: %s tensor %zu was NULL in the first phase; its address cannot be set.", fn,
+                      output ? "output" : "input", index);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (slot->view) slot->view->data = addr ? (char *)addr + (size_t)slot->offset * slot->elem : NULL;
+    if (acl_handle_live(ACL_HANDLE_TENSOR, (uintptr_t)tensor)) { /* the descriptor follows, as on the device */
+        tensor->storage = addr;
+        tensor->view.data = addr ? (char *)addr + (size_t)tensor->offset * aclDataTypeSize(tensor->acl_dtype) : NULL;
+    }
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr)
+{
+    return set_tensor_addr("aclSetInputTensorAddr", executor, index, tensor, addr, false);
+}
+
+aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr)
+{
+    return set_tensor_addr("aclSetOutputTensorAddr", executor, index, tensor, addr, true);
 }
 
 /* ---- the forward entries ------------------------------------------------------- */
@@ -340,7 +462,8 @@ aclnnStatus aclnnFlashAttentionVarLenScoreV2(void *workspace, uint64_t workspace
 
 /* ---- the backward entries --------------------------------------------------------
  * softmaxInOptional is reserved by CANN and not read (attnops refuses a
- * non-NULL one; the device ignores it); dpseOut is reserved and not written. */
+ * non-NULL one; the device ignores it; only its slot for
+ * aclSetInputTensorAddr is kept); dpseOut is reserved and not written. */
 aclnnStatus aclnnFlashAttentionScoreGradGetWorkspaceSize(
     const aclTensor *query, const aclTensor *keyIn, const aclTensor *value, const aclTensor *dy,
     const aclTensor *pseShiftOptional, const aclTensor *dropMaskOptional, const aclTensor *paddingMaskOptional,
@@ -350,12 +473,11 @@ aclnnStatus aclnnFlashAttentionScoreGradGetWorkspaceSize(
     int64_t innerPrecise, int64_t sparseMode, const aclTensor *dqOut, const aclTensor *dkOut, const aclTensor *dvOut,
     const aclTensor *dpseOut, uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    (void)softmaxInOptional;
     const fa_call c = {"aclnnFlashAttentionScoreGrad", query, keyIn, value, pseShiftOptional, dropMaskOptional,
                        paddingMaskOptional, attenMaskOptional, prefixOptional, NULL, NULL, NULL, NULL, scaleValue,
                        keepProb, preTokens, nextTokens, headNum, innerPrecise, sparseMode, 1, inputLayout};
-    return grad_prepare(&c, EXEC_GRAD, dy, softmaxMaxOptional, softmaxSumOptional, attentionInOptional, dqOut, dkOut,
-                        dvOut, dpseOut, workspaceSize, executor);
+    return grad_prepare(&c, EXEC_GRAD, dy, softmaxMaxOptional, softmaxSumOptional, softmaxInOptional,
+                        attentionInOptional, dqOut, dkOut, dvOut, dpseOut, workspaceSize, executor);
 }
 
 aclnnStatus aclnnFlashAttentionScoreGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
@@ -374,13 +496,12 @@ aclnnStatus aclnnFlashAttentionScoreGradV2GetWorkspaceSize(
     int64_t sparseMode, int64_t pseType, const aclTensor *dqOut, const aclTensor *dkOut, const aclTensor *dvOut,
     const aclTensor *dpseOut, uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    (void)softmaxInOptional;
     const fa_call c = {"aclnnFlashAttentionScoreGradV2", query, keyIn, value, pseShiftOptional, dropMaskOptional,
                        paddingMaskOptional, attenMaskOptional, prefixOptional, NULL, NULL, qStartIdxOptional,
                        kvStartIdxOptional, scaleValue, keepProb, preTokens, nextTokens, headNum, innerPrecise,
                        sparseMode, pseType, inputLayout};
-    return grad_prepare(&c, EXEC_GRAD, dy, softmaxMaxOptional, softmaxSumOptional, attentionInOptional, dqOut, dkOut,
-                        dvOut, dpseOut, workspaceSize, executor);
+    return grad_prepare(&c, EXEC_GRAD, dy, softmaxMaxOptional, softmaxSumOptional, softmaxInOptional,
+                        attentionInOptional, dqOut, dkOut, dvOut, dpseOut, workspaceSize, executor);
 }
 
 aclnnStatus aclnnFlashAttentionScoreGradV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
@@ -399,13 +520,12 @@ aclnnStatus aclnnFlashAttentionUnpaddingScoreGradGetWorkspaceSize(
     int64_t sparseMode, const aclTensor *dqOut, const aclTensor *dkOut, const aclTensor *dvOut,
     const aclTensor *dpseOut, uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    (void)softmaxInOptional;
     const fa_call c = {"aclnnFlashAttentionUnpaddingScoreGrad", query, keyIn, value, pseShiftOptional,
                        dropMaskOptional, paddingMaskOptional, attenMaskOptional, prefixOptional,
                        actualSeqQLenOptional, actualSeqKvLenOptional, NULL, NULL, scaleValue, keepProb, preTokens,
                        nextTokens, headNum, innerPrecise, sparseMode, 1, inputLayout};
-    return grad_prepare(&c, EXEC_UNPADDING_GRAD, dy, softmaxMaxOptional, softmaxSumOptional, attentionInOptional,
-                        dqOut, dkOut, dvOut, dpseOut, workspaceSize, executor);
+    return grad_prepare(&c, EXEC_UNPADDING_GRAD, dy, softmaxMaxOptional, softmaxSumOptional, softmaxInOptional,
+                        attentionInOptional, dqOut, dkOut, dvOut, dpseOut, workspaceSize, executor);
 }
 
 aclnnStatus aclnnFlashAttentionUnpaddingScoreGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
@@ -426,14 +546,13 @@ aclnnStatus aclnnFlashAttentionUnpaddingScoreGradV2GetWorkspaceSize(
     int64_t sparseMode, int64_t pseType, const aclTensor *dqOut, const aclTensor *dkOut, const aclTensor *dvOut,
     const aclTensor *dpseOut, uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    (void)softmaxInOptional;
     const fa_call c = {"aclnnFlashAttentionUnpaddingScoreGradV2", query, keyIn, value, pseShiftOptional,
                        dropMaskOptional, paddingMaskOptional, attenMaskOptional, prefixOptional,
                        actualSeqQLenOptional, actualSeqKvLenOptional, qStartIdxOptional, kvStartIdxOptional,
                        scaleValue, keepProb, preTokens, nextTokens, headNum, innerPrecise, sparseMode, pseType,
                        inputLayout};
-    return grad_prepare(&c, EXEC_UNPADDING_GRAD, dy, softmaxMaxOptional, softmaxSumOptional, attentionInOptional,
-                        dqOut, dkOut, dvOut, dpseOut, workspaceSize, executor);
+    return grad_prepare(&c, EXEC_UNPADDING_GRAD, dy, softmaxMaxOptional, softmaxSumOptional, softmaxInOptional,
+                        attentionInOptional, dqOut, dkOut, dvOut, dpseOut, workspaceSize, executor);
 }
 
 aclnnStatus aclnnFlashAttentionUnpaddingScoreGradV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
