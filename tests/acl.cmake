@@ -17,19 +17,20 @@ include(CheckLanguage)
 check_language(CXX)
 if(CMAKE_CXX_COMPILER)
   enable_language(CXX)
-  foreach(sample unpadding_score_grad_v2)
-    add_executable(acl_sample_${sample} ${CMAKE_CURRENT_SOURCE_DIR}/acl_samples/${sample}.cpp)
-    target_link_libraries(acl_sample_${sample} PRIVATE attnops_acl)
-    # as CANN's sample CMakeLists builds them
-    set_target_properties(acl_sample_${sample} PROPERTIES CXX_STANDARD 11 CXX_EXTENSIONS OFF)
-    add_executable(acl_sample_${sample}_native ${CMAKE_CURRENT_SOURCE_DIR}/acl_samples/${sample}_native.c)
-    target_link_libraries(acl_sample_${sample}_native PRIVATE attnops)
-    foreach(impl cpu reference)
-      add_test(NAME acl_sample_${sample}_${impl}
-               COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_acl_sample.sh
-                       $<TARGET_FILE:acl_sample_${sample}> $<TARGET_FILE:acl_sample_${sample}_native>)
-      set_tests_properties(acl_sample_${sample}_${impl} PROPERTIES ENVIRONMENT ATTNOPS_ACL_IMPL=${impl})
-    endforeach()
+  # The native twin of every sample whose output is compared (below).
+  add_executable(cann_doc_sample_native ${CMAKE_CURRENT_SOURCE_DIR}/acl_samples/cann_doc_sample_native.c)
+  target_link_libraries(cann_doc_sample_native PRIVATE attnops)
+  # The seed's UnpaddingScoreGradV2 sample (FLOAT tensors).
+  add_executable(acl_sample_unpadding_score_grad_v2 ${CMAKE_CURRENT_SOURCE_DIR}/acl_samples/unpadding_score_grad_v2.cpp)
+  target_link_libraries(acl_sample_unpadding_score_grad_v2 PRIVATE attnops_acl)
+  # as CANN's sample CMakeLists builds them
+  set_target_properties(acl_sample_unpadding_score_grad_v2 PROPERTIES CXX_STANDARD 11 CXX_EXTENSIONS OFF)
+  foreach(impl cpu reference)
+    add_test(NAME acl_sample_unpadding_score_grad_v2_${impl}
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_acl_sample.sh
+                     $<TARGET_FILE:acl_sample_unpadding_score_grad_v2> $<TARGET_FILE:cann_doc_sample_native>
+                     aclnnFlashAttentionUnpaddingScoreGradV2 f32)
+    set_tests_properties(acl_sample_unpadding_score_grad_v2_${impl} PROPERTIES ENVIRONMENT ATTNOPS_ACL_IMPL=${impl})
   endforeach()
   # CANN's own sample programs, unmodified, from the user's copy: attnops
   # does not carry them (their licence allows use with Huawei processors only,
@@ -74,9 +75,7 @@ if(CMAKE_CXX_COMPILER)
   set(cann_sample_sha256_aclnnFlashAttentionScoreGradV2 e792285c8c136a76e4d49cc2dd22dbfff25265b5abaafa4c05fce3ed5a2463fe)
   set(cann_sample_sha256_aclnnFlashAttentionUnpaddingScoreGrad 44d4a6f5b39b3114210c67038ca337208bf2bef051a404e40e733eb704061c6f)
   set(cann_sample_sha256_aclnnFlashAttentionUnpaddingScoreGradV2 cae868059cc829bfe811fb28fff9f4ec51c52b64316c845edd32683a23740eee)
-  # Built and run in every build, so that it stays right where no pages are at hand.
-  add_executable(cann_doc_sample_native ${CMAKE_CURRENT_SOURCE_DIR}/acl_samples/cann_doc_sample_native.c)
-  target_link_libraries(cann_doc_sample_native PRIVATE attnops)
+  # The twin's page inputs run in every build, so that it stays right where no pages are at hand.
   add_test(NAME cann_doc_sample_native
            COMMAND sh -c "for e in Score ScoreV2 VarLenScore VarLenScoreV2 ScoreGrad ScoreGradV2 UnpaddingScoreGrad UnpaddingScoreGradV2; do $<TARGET_FILE:cann_doc_sample_native> aclnnFlashAttention$e >/dev/null || exit 1; done")
   foreach(src ${ATTNOPS_CANN_SAMPLES})

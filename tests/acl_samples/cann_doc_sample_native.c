@@ -1,11 +1,15 @@
 /* The native-API twin of the sample program on each FlashAttention aclnn
  * entry point's page in ops-transformer ("调用示例"; the programs stay in the
- * user's checkout, tests/acl.cmake): the same inputs through attnops.h,
+ * user's checkout, tests/acl.cmake) and of the seed's UnpaddingScoreGradV2
+ * sample (unpadding_score_grad_v2.cpp): the same inputs through attnops.h,
  * printed in the sample's format, so that the two outputs must be identical
  * text.  Written for the pages of ops-transformer c29bc10; acl.cmake compares
- * only samples whose SHA-256 is the one recorded for this twin.
+ * only pages whose SHA-256 is the one recorded for this twin.
  *
- *   cann_doc_sample_native ENTRY      (ENTRY: aclnnFlashAttentionScore, ...)
+ *   cann_doc_sample_native ENTRY [f16|f32]   (ENTRY: aclnnFlashAttentionScore, ...)
+ *
+ * f16 (the default): the pages, whose tensors are FLOAT16 over float host
+ * vectors (below); f32: the seed's sample, whose tensors are FLOAT.
  *
  * The pages' inputs: T = S = 256, N = 1, D = 128; layout SBH ([256, 1, 128])
  * for the padded entry points, TND with one sequence of 256 (lengths {256})
@@ -51,13 +55,16 @@ static void print_floats(const float *v, long n)
 int main(int argc, char **argv)
 {
     const entry *e = NULL;
-    for (size_t i = 0; argc == 2 && i < sizeof ENTRIES / sizeof *ENTRIES; i++)
+    for (size_t i = 0; (argc == 2 || argc == 3) && i < sizeof ENTRIES / sizeof *ENTRIES; i++)
         if (!strcmp(argv[1], ENTRIES[i].name)) e = &ENTRIES[i];
-    if (!e) {
-        fprintf(stderr, "usage: %s aclnnFlashAttention<Entry>\n", argv[0]);
+    const bool f32 = argc == 3 && !strcmp(argv[2], "f32");
+    if (!e || (argc == 3 && !f32 && strcmp(argv[2], "f16"))) {
+        fprintf(stderr, "usage: %s aclnnFlashAttention<Entry> [f16|f32]\n", argv[0]);
         return 2;
     }
-    const int64_t halves[3] = {S, 1, D}, mask_shape[2] = {S, S}, one = 1;
+    /* f16: the tensors view the float buffers' bytes as halves (the pages) */
+    const attnops_dtype dt = f32 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_F16;
+    const int64_t shape[3] = {S, 1, D}, mask_shape[2] = {S, S}, one = 1;
     const int64_t stat_padded[4] = {1, 1, S, 8}, stat_tnd[3] = {S, 1, 8};
     float *ones = malloc(sizeof(float) * FLOATS), *smax = malloc(sizeof(float) * STATS),
           *ssum = malloc(sizeof(float) * STATS), *out[3];
@@ -66,8 +73,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < STATS; i++) smax[i] = ssum[i] = 3.0f;
     for (int i = 0; i < 3; i++) out[i] = calloc(FLOATS, sizeof(float));
     int64_t zero = 0, length = S;
-    /* the FLOAT16 tensors view the float buffers' bytes */
-    attnops_tensor in = attnops_tensor_contiguous(ones, ATTNOPS_DTYPE_F16, 3, halves);
+    attnops_tensor in = attnops_tensor_contiguous(ones, dt, 3, shape);
     attnops_tensor m = attnops_tensor_contiguous(mask, ATTNOPS_DTYPE_U8, 2, mask_shape);
     attnops_tensor tmax = e->varlen ? attnops_tensor_contiguous(smax, ATTNOPS_DTYPE_F32, 3, stat_tnd)
                                     : attnops_tensor_contiguous(smax, ATTNOPS_DTYPE_F32, 4, stat_padded);
@@ -76,7 +82,7 @@ int main(int argc, char **argv)
     attnops_tensor tzero = attnops_tensor_contiguous(&zero, ATTNOPS_DTYPE_I64, 1, &one);
     attnops_tensor tlen = attnops_tensor_contiguous(&length, ATTNOPS_DTYPE_I64, 1, &one);
     attnops_tensor tout[3];
-    for (int i = 0; i < 3; i++) tout[i] = attnops_tensor_contiguous(out[i], ATTNOPS_DTYPE_F16, 3, halves);
+    for (int i = 0; i < 3; i++) tout[i] = attnops_tensor_contiguous(out[i], dt, 3, shape);
 
     attnops_fa_params p;
     attnops_fa_params_init(&p);
