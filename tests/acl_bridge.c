@@ -18,18 +18,22 @@ const char *aclb_entry_name(const aclb_call *c) { return (c->grad ? BWD_NAME : F
 typedef struct saved_options {
     char *impl;
     bool had_impl;
+    int64_t deterministic;
 } saved_options;
 
 static saved_options options_set(const aclb_call *c)
 {
-    saved_options s = {NULL, false};
+    saved_options s = {NULL, false, 0};
     if (c->impl) {
         const char *old = getenv("ATTNOPS_ACL_IMPL");
         s.had_impl = old != NULL;
         s.impl = old ? strdup(old) : NULL;
         setenv("ATTNOPS_ACL_IMPL", c->impl, 1);
     }
-    if (c->deterministic >= 0) aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, c->deterministic);
+    if (c->deterministic >= 0) {
+        aclrtCtxGetSysParamOpt(ACL_OPT_DETERMINISTIC, &s.deterministic);
+        aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, c->deterministic);
+    }
     return s;
 }
 
@@ -40,7 +44,7 @@ static void options_restore(const aclb_call *c, saved_options *s)
         else unsetenv("ATTNOPS_ACL_IMPL");
         free(s->impl);
     }
-    if (c->deterministic >= 0) aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0);
+    if (c->deterministic >= 0) aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, s->deterministic);
 }
 
 static aclnnStatus prepare_fwd(const aclb_call *c, char *layout, uint64_t *ws, aclOpExecutor **ex)

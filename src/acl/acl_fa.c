@@ -74,15 +74,19 @@ static void publish(aclOpExecutor *e)
     pthread_mutex_unlock(&live_lock);
 }
 
+/* What find_live does with an executor it finds. */
+typedef enum { LIVE_LOOK, LIVE_TAKE, LIVE_TAKE_SINGLE_USE } live_action;
+
 /* True when e is on the live list (with this kind, unless kind is
- * EXEC_ANY); `take` removes it. */
-static bool find_live(aclOpExecutor *e, int kind, bool take)
+ * EXEC_ANY).  LIVE_TAKE removes it; LIVE_TAKE_SINGLE_USE (a run) removes it
+ * unless it is repeatable.  One pass under the lock. */
+static bool find_live(aclOpExecutor *e, int kind, live_action act)
 {
     bool found = false;
     pthread_mutex_lock(&live_lock);
     for (aclOpExecutor **p = &live; *p; p = &(*p)->next)
         if (*p == e && (kind == EXEC_ANY || (int)e->kind == kind)) {
-            if (take) *p = e->next;
+            if (act == LIVE_TAKE || (act == LIVE_TAKE_SINGLE_USE && !e->repeatable)) *p = e->next;
             found = true;
             break;
         }
@@ -264,7 +268,7 @@ static aclnnStatus run(const char *op, exec_kind kind, void *workspace, uint64_t
     }
     if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) return ACLNN_ERR_PARAM_INVALID; /* the sentence is set */
     /* a single-use executor leaves the list now; a repeatable one stays for the next run */
-    if (!find_live(executor, (int)kind, false) || (!executor->repeatable && !find_live(executor, (int)kind, true))) {
+    if (!find_live(executor, (int)kind, LIVE_TAKE_SINGLE_USE)) {
         acl_set_error("%s: executor %p was already run, or is not one that %sGetWorkspaceSize returned (an executor "
                       "runs once unless aclSetAclOpExecutorRepeatable made it repeatable).", op, (void *)executor, op);
         return ACLNN_ERR_PARAM_INVALID;
@@ -295,34 +299,31 @@ static aclnnStatus run(const char *op, exec_kind kind, void *workspace, uint64_t
 }
 
 /* ---- reusable executors (CANN's acl_meta.h) ----------------------------------------- */
-aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor)
+/* 561103 for a NULL executor, 161002 for anything but a live one (found as `act` says). */
+static aclnnStatus check_live(const char *fn, aclOpExecutor *executor, live_action act)
 {
     if (!executor) {
-        acl_set_error("aclSetAclOpExecutorRepeatable: executor is NULL.");
+        acl_set_error("%s: executor is NULL.", fn);
         return ACLNN_ERR_INNER_NULLPTR;
     }
-    if (!find_live(executor, EXEC_ANY, false)) {
-        acl_set_error("aclSetAclOpExecutorRepeatable: executor %p is not a live executor from a first phase (a "
-                      "single-use executor is gone once run).", (void *)executor);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
-    executor->repeatable = true;
-    return ACLNN_SUCCESS;
+    if (find_live(executor, EXEC_ANY, act)) return ACLNN_SUCCESS;
+    acl_set_error("%s: executor %p is not a live executor from a first phase (destroyed already, or a single-use one "
+                  "that ran).", fn, (void *)executor);
+    return ACLNN_ERR_PARAM_INVALID;
+}
+
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor)
+{
+    const aclnnStatus st = check_live("aclSetAclOpExecutorRepeatable", executor, LIVE_LOOK);
+    if (st == ACLNN_SUCCESS) executor->repeatable = true;
+    return st;
 }
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor)
 {
-    if (!executor) {
-        acl_set_error("aclDestroyAclOpExecutor: executor is NULL.");
-        return ACLNN_ERR_INNER_NULLPTR;
-    }
-    if (!find_live(executor, EXEC_ANY, true)) {
-        acl_set_error("aclDestroyAclOpExecutor: executor %p is not a live executor (destroyed already, or a "
-                      "single-use one that ran).", (void *)executor);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
-    exec_free(executor);
-    return ACLNN_SUCCESS;
+    const aclnnStatus st = check_live("aclDestroyAclOpExecutor", executor, LIVE_TAKE);
+    if (st == ACLNN_SUCCESS) exec_free(executor);
+    return st;
 }
 
 /* Points tensor argument `index` of a repeatable executor (and the aclTensor) at new storage. */
@@ -333,7 +334,7 @@ static aclnnStatus set_tensor_addr(const char *fn, aclOpExecutor *executor, size
         acl_set_error("%s: %s is NULL.", fn, !executor ? "executor" : "tensor");
         return ACLNN_ERR_INNER_NULLPTR;
     }
-    if (!find_live(executor, EXEC_ANY, false) || !executor->repeatable) {
+    if (!find_live(executor, EXEC_ANY, LIVE_LOOK) || !executor->repeatable) {
         acl_set_error("%s: executor %p is not a live executor made repeatable by aclSetAclOpExecutorRepeatable.", fn,
                       (void *)executor);
         return ACLNN_ERR_PARAM_INVALID;
