@@ -1,10 +1,10 @@
 # test_acl: programs written against CANN's acl / aclnn API (libattnops_acl)
 # get the native API's bits; executor reuse, validation and runtime errors
 # get CANN's codes and a sentence.
-# tests/acl_bridge.c: the FlashAttention aclnn entry points called from one
+# tests/support/acl_bridge.c: the FlashAttention aclnn entry points called from one
 # call description, or from a native argument struct (test support).
-add_library(attnops_acl_bridge STATIC acl_bridge.c)
-target_include_directories(attnops_acl_bridge PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+add_library(attnops_acl_bridge STATIC support/acl_bridge.c)
+target_include_directories(attnops_acl_bridge PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/support)
 target_link_libraries(attnops_acl_bridge PUBLIC attnops_acl attnops)
 add_attnops_test(test_acl test_acl.c)
 target_link_libraries(test_acl PRIVATE attnops_acl_bridge)

@@ -8,7 +8,7 @@
 # Once per ISA; the portable path runs the quick part (its row kernels are
 # plain C loops, and the large cases add nothing the quick ones miss there).
 add_executable(attnres test_attnres.c)
-target_link_libraries(attnres PRIVATE attnops_verify)
+target_link_libraries(attnres PRIVATE attnops_test_support)
 foreach(isa ${ATTNOPS_TEST_ISAS})
   if(isa STREQUAL "portable")
     add_attnops_isa_test(attnres ${isa} attnres --quick)

@@ -1,7 +1,8 @@
 # `attnops run` / `attnops list`: exit codes, verdict lines, run_log.txt.
 # Once per ISA; its attnres-seed run's chains use OpenMP on all cores (see attnres.cmake).
 foreach(isa ${ATTNOPS_TEST_ISAS})
-  add_attnops_isa_test(cli_run ${isa} bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_cli_run.sh $<TARGET_FILE:attnops_cli>)
+  add_attnops_isa_test(cli_run ${isa} bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_cli_run.sh $<TARGET_FILE:attnops_cli>
+                       $<TARGET_FILE:attnops_broken>)
   set_tests_properties(cli_run_${isa} PROPERTIES PROCESSORS 2)
 endforeach()
 # The built-in fag-matrix suite (222 cases) passes, and is its generator's output.

@@ -14,6 +14,7 @@
 
 #include "acl_bridge.h"
 #include "testutil.h"
+#include "suite.h"
 
 enum { RANDOM_CASES = 150 };
 

@@ -44,6 +44,7 @@
 #include "cpu/isa.h"
 #include "harness_case.h"
 #include "ref/ar_ref.h"
+#include "suite.h"
 
 static const attnops_dtype F32 = ATTNOPS_DTYPE_F32, F16 = ATTNOPS_DTYPE_F16, BF16 = ATTNOPS_DTYPE_BF16;
 

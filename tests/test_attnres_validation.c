@@ -16,7 +16,7 @@
  *     "AttnResGrad: ... ." (backward) naming the argument (and the value),
  *   - that no output byte was written (outputs are poisoned before the call),
  *     that every input is byte-for-byte unchanged and every canary intact.
- * The checker (verify/validation_check.h, shared with the other validation
+ * The checker (tests/support/validation_check.h, shared with the other validation
  * tests) also runs on deliberately wrong expectations and must report a
  * problem each time (it can fail).
  *
@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "validation_check.h"
+#include "suite.h"
 
 #define NUL ATTNOPS_ERR_NULLPTR
 #define INV ATTNOPS_ERR_PARAM_INVALID

@@ -6,6 +6,7 @@
 
 #include "compare.h"
 #include "testutil.h"
+#include "suite.h"
 
 enum { N = 10000 };
 static double a[N], e[N], bm[N];

@@ -23,6 +23,7 @@
 #include "ar_case.h"
 #include "fa_case.h"
 #include "kp_case.h"
+#include "suite.h"
 
 enum { USER_THREADS = 16, ROUNDS = 10, REFUSED_CALLS = 60, MAX_OUTPUTS = 16 };
 

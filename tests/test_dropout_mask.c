@@ -16,6 +16,7 @@
 #include "core/philox.h"
 #include "fa_case.h"
 #include "testutil.h"
+#include "suite.h"
 
 static int passed = 0;
 

@@ -15,6 +15,7 @@
 
 #include "core/core.h"
 #include "testutil.h"
+#include "suite.h"
 
 #define MAX_PRINTED 5 /* per table: a broken rounding fails 10^5 entries */
 

@@ -12,6 +12,7 @@
 
 #include "cpu/tile_gemm.h"
 #include "testutil.h"
+#include "suite.h"
 
 static void check_same(const char *name, const char *before)
 {

@@ -7,11 +7,15 @@
  * never from the case.
  *
  * Usage: test_fa_accuracy [--cases N] [--masked-cases N] [--tnd-cases N] [--threads T]
- *        test_fa_accuracy --case 'B=1,N1=2,...' --seed S     (reproduce one case) */
+ *        test_fa_accuracy --case 'B=1,N1=2,...' --seed S     (reproduce one case)
+ *        --break-kernel: run with tests/support/broken_kernel.h installed (the
+ *        comparisons must report a backward MISMATCH) */
 #include <stdlib.h>
 #include <string.h>
 
+#include "broken_kernel.h"
 #include "fa_case.h"
+#include "suite.h"
 
 static int threads = 2;
 
@@ -153,6 +157,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) one = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--break-kernel")) broken_kernel_install();
     }
     printf("test_fa_accuracy: suite seed %llu, %d threads, isa %s\n", (unsigned long long)seed, threads,
            attnops_cpu_isa());

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fa_case.h"
+#include "suite.h"
 
 static bool same_bits(const tu_tensor *a, const tu_tensor *b) { return memcmp(a->view.data, b->view.data, a->data_bytes) == 0; }
 

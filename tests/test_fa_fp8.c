@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "suite.h"
 
 typedef struct golden {
     int64_t B, N1, N2, S1, S2, D, Dv;

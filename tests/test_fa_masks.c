@@ -17,6 +17,7 @@
 #include "fa/fa_mask.h"
 #include "fa/fa_pse.h"
 #include "fa_case.h"
+#include "suite.h"
 
 static int passed = 0;
 

@@ -20,6 +20,7 @@
 
 #include "ref/fa_ref.h"
 #include "testutil.h"
+#include "suite.h"
 
 #define H 1e-5
 #define EPS 0x1p-53 /* unit roundoff of double */

@@ -18,6 +18,7 @@
 
 #include "ref/fa_ref.h"
 #include "testutil.h"
+#include "suite.h"
 
 typedef struct outputs {
     double *o, *m, *l, *dq, *dk, *dv;

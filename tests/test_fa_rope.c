@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fa_case.h"
+#include "suite.h"
 
 /* Element (b, n, row, d) of a case tensor with head dim `hd`; row is the
  * global token in TND (b ignored there). */

@@ -10,7 +10,7 @@
  *   - that no output byte changed (outputs are poisoned with a byte pattern
  *     before the call), that no input byte changed, and that every canary
  *     around every tensor is intact.
- * The checker (verify/validation_check.h, shared with the other validation
+ * The checker (tests/support/validation_check.h, shared with the other validation
  * tests) is also run in an inverted mode on deliberately wrong expectations
  * and must report a mismatch each time (the checker can fail).
  *
@@ -46,6 +46,7 @@
 
 #include "acl_bridge.h"
 #include "validation_check.h"
+#include "suite.h"
 
 /* ---- the base problem ---- */
 typedef struct dims {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness_case.h"
+#include "suite.h"
 
 static int parse(const char *json, harness_case **cases, char *err, size_t n)
 {

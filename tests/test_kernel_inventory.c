@@ -21,6 +21,7 @@
 #include "cpu/vec_exp.h"
 #include "fa/fa_fp8.h"
 #include "testutil.h"
+#include "suite.h"
 
 static void check_to_bf16(const fa_kernels *k, const char *name)
 {

@@ -33,6 +33,7 @@
 #include "core/core.h"
 #include "harness_case.h"
 #include "kp_case.h"
+#include "suite.h"
 
 /* A problem (verify/kp_case.h) with a name and the seed table's count of
  * cache rows written (-1: not given). */

@@ -17,7 +17,7 @@
  * not look at pooled_key, must fail the same way for a broken input and
  * succeed when only pooled_key, the workspace or an output stride is wrong.
  *
- * The checker (verify/validation_check.h, shared with the other validation
+ * The checker (tests/support/validation_check.h, shared with the other validation
  * tests) also runs in an inverted mode on deliberately wrong expectations
  * and must report a mismatch each time (the checker can fail).
  *

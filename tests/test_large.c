@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "testutil.h"
+#include "suite.h"
 
 static double seconds(void)
 {

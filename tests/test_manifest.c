@@ -13,6 +13,7 @@
 
 #include "manifest.h"
 #include "testutil.h"
+#include "suite.h"
 
 static const char GOOD_TENSOR[] = "{\"file\": \"c1/dq.npy\", \"dtype\": \"bf16\", \"role\": \"output\"}";
 

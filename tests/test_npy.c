@@ -7,6 +7,7 @@
 
 #include "npy.h"
 #include "testutil.h"
+#include "suite.h"
 
 /* A version 1.0 file: preamble, `header` padded as numpy pads it, then
  * `data_bytes` bytes of data (zeros). */

@@ -10,6 +10,7 @@
 #include "fa/fa_dropout.h"
 #include "fa_case.h"
 #include "testutil.h"
+#include "suite.h"
 
 /* fa_dropout_row against the stream byte at the spec's index, computed here
  * from the formula: padded ((b*N1 + h)*S1 + i)*S2a + j; TND

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness_case.h"
+#include "suite.h"
 
 static bool dual_check(const char *label, const tu_tensor *a, const tu_tensor *e)
 {

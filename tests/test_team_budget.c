@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "testutil.h"
+#include "suite.h"
 
 enum { USER_THREADS = 16, CYCLES = 20000 };
 

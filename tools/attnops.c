@@ -253,7 +253,7 @@ static int demo(int argc, char **argv)
     return ok ? 0 : 1;
 }
 
-int main(int argc, char **argv)
+int attnops_main(int argc, char **argv)
 {
     if (argc < 2) return usage();
     if (!strcmp(argv[1], "demo")) return demo(argc - 2, argv + 2);

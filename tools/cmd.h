@@ -9,6 +9,10 @@
 
 #include "harness_case.h"
 
+/* The whole CLI: argv[1] names the subcommand (tools/main.c is the
+ * binary's main; tests/support/broken_cli.c runs it with a faulty kernel). */
+int attnops_main(int argc, char **argv);
+
 int cmd_list(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_golden(int argc, char **argv);

@@ -6,7 +6,6 @@
 
 #include "compare.h"
 #include "core/core.h"
-#include "cpu/isa.h"
 
 _Atomic int tu_failures = 0; /* atomic: checks may fail on several threads at once */
 
@@ -275,24 +274,4 @@ tu_tolerance tu_attention_tolerance(attnops_dtype out_dtype, attnops_dtype gemm_
     double u_out = tu_unit_roundoff(out_dtype), u_gemm = tu_unit_roundoff(gemm_dtype);
     double u_acc = 0x1p-24 * sqrt((double)(reduce_len > 1 ? reduce_len : 1));
     return (tu_tolerance){2.0 * u_out, 8.0 * (u_gemm + u_acc) * scale};
-}
-
-int tu_finish(const char *suite, int passed)
-{
-    printf("%s: %d passed, %d failed\n", suite, passed, tu_failures);
-    return tu_failures ? 1 : 0;
-}
-
-void tu_require_isa(void)
-{
-    const char *want = getenv("ATTNOPS_ISA");
-    if (!want || !*want) return;
-    for (int i = 0; i < cpu_isa_count(); i++)
-        if (strcmp(want, cpu_isa_name(i)) == 0) {
-            if (cpu_isa_supported(i)) return;
-            printf("SKIPPED: ATTNOPS_ISA=%s: this CPU lacks it\n", want);
-            exit(TU_SKIP_EXIT);
-        }
-    fprintf(stderr, "FAIL: ATTNOPS_ISA=%s names no ISA of this build\n", want);
-    exit(1);
 }

@@ -1,6 +1,8 @@
-/* Shared test support: seeded random data, tensors with canary guards,
- * the one comparator and the dtype-derived tolerances.  Every test links it;
- * no test carries its own comparator. */
+/* What the harness and the tests share: seeded random data, tensors with
+ * canary guards, the one comparator, the dtype-derived tolerances and the
+ * failure counter.  The CLI ships with it (attnops_verify); the pieces only
+ * test programs need are in tests/support.  No test carries its own
+ * comparator. */
 #ifndef ATTNOPS_TESTUTIL_H
 #define ATTNOPS_TESTUTIL_H
 
@@ -111,15 +113,5 @@ extern _Atomic int tu_failures;
             fputc('\n', stderr);                                                                                   \
         }                                                                                                          \
     } while (0)
-
-/* A suite run under ATTNOPS_ISA (tests/CMakeLists.txt, once per ISA) calls
- * this first: it exits TU_SKIP_EXIT, which ctest reports as skipped, after
- * printing SKIPPED when the CPU lacks that ISA, and fails on a name no ISA
- * of this build has; without ATTNOPS_ISA it returns. */
-#define TU_SKIP_EXIT 77
-void tu_require_isa(void);
-
-/* Prints "N passed, M failed" and returns the process exit code. */
-int tu_finish(const char *suite, int passed);
 
 #endif

@@ -39,7 +39,6 @@
  *         bf16 operand; this keeps P and dS conversions transpose-free)
  *   dQ_i += dS K_j                                   (scale applied at the end) */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <omp.h>
@@ -292,7 +291,6 @@ typedef struct bwd_ctx {
     const fa_kernels *kern;
     fa_dropout drop;
     const int64_t *work; /* the chosen tiling's cumulative tile work, [B][nk + 1] */
-    bool broken; /* test-only: ATTNOPS_TEST_BREAK_KERNEL */
 } bwd_ctx;
 
 /* Rows [k0, k0 + BK) of batch b's keys (global rows from `first`, ending at `end`). */
@@ -464,8 +462,7 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
         pack_kv_tile(c, b, n2, first + k0, end, th);
         memset(th[TH_DK], 0, (size_t)(bk * p->D) * sizeof(float));
         memset(th[TH_DV], 0, (size_t)(bk * p->Dv) * sizeof(float));
-        const int64_t nq_b = (S1 + bq - 1) / bq;
-        const int64_t nq = c->broken ? nq_b - 1 : nq_b; /* the test-only fault: skip a query tile */
+        const int64_t nq = (S1 + bq - 1) / bq;
         for (int64_t g = 0; g < p->G; g++) {
             const qside qs = wave_qside(c, w, i, g, b, n2 * p->G + g);
             float *part = wave_part(c, w, i, g, s);
@@ -499,9 +496,7 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
                                     narrow_tiles_pay(p, work64, work128, stride));
     pl.bq = narrow ? FA_BWD_BQ_NARROW : FA_BWD_BQ;
     const bwd_gemms gm = make_gemms(p, &pl);
-    const char *broken = getenv("ATTNOPS_TEST_BREAK_KERNEL");
-    bwd_ctx c = {p, &pl, &gm, &cpu_kernels()->fa, fa_dropout_for(p), narrow ? work64 : work128,
-                 broken && *broken == '1'};
+    bwd_ctx c = {p, &pl, &gm, &cpu_kernels()->fa, fa_dropout_for(p), narrow ? work64 : work128};
     c.drop.stream = c.kern->philox_bytes, c.drop.blocks = c.kern->philox_blocks;
     const fa_tiling *t = &pl.t;
     const int64_t heads = p->B * p->N2, G = p->G, bq = pl.bq, nq = t->S1p / bq;

@@ -134,6 +134,8 @@ int cpu_kernel_provider(int isa, const cpu_kernel_entry *e)
 
 const cpu_kernel_set *cpu_kernels(void) { return &merged[cpu_isa_selected()]; }
 
+cpu_kernel_set *cpu_kernels_for_fault_injection(void) { return &merged[cpu_isa_selected()]; }
+
 const cpu_tuning *cpu_tuning_selected(void) { return &isas[cpu_isa_selected()].tuning; }
 
 const char *cpu_isa_gemm_target(int isa) { return isa >= 0 && isa < ISA_COUNT ? isas[isa].gemm_target : NULL; }

@@ -22,6 +22,13 @@ int cpu_isa_selected(void);
 const cpu_kernel_set *cpu_kernels_of(int isa);
 int cpu_kernel_provider(int isa, const cpu_kernel_entry *e);
 
+/* The table cpu_kernels() returns, writable, for one caller: a test that
+ * swaps a kernel for a faulty one (tests/support/broken_kernel.c) to prove
+ * that the comparisons catch it.  The library never calls it, and it is
+ * hidden from libattnops.so (tests link the static library); call it before
+ * any operator runs. */
+cpu_kernel_set *cpu_kernels_for_fault_injection(void);
+
 /* Blocking that depends on the ISA's GEMMs, registered per ISA as BLIS
  * registers its blocksizes per configuration. */
 typedef struct cpu_tuning {

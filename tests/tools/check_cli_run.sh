@@ -2,7 +2,8 @@
 # The harness CLI's exit codes and messages: `attnops run` of the built-in
 # suites passes (0) and writes the seed's run_log lines; a failing verdict
 # gives 1 with FAIL lines and coordinates (a too-strict rule, and the
-# test-only broken kernel); bad arguments and files give 2 and one line.
+# broken backward kernel: attnops_broken, tests/support/broken_cli.c); bad
+# arguments and files give 2 and one line.
 # KeyPool: keypool-seed is listed with 4 cases and passes, alone and mixed
 # with FlashAttention cases; its outputs reach run_log.txt, --save, --report.
 # AttnRes: attnres-seed is listed with 2 cases and passes by the triple rule
@@ -10,9 +11,9 @@
 # one and summarised, every one in run_log.txt); AttnRes cases mix with the
 # other ops, reach --save (all three chains), --report and --rows; a rule the
 # kernel cannot meet fails on every block it fails on.
-# Usage: check_cli_run.sh ATTNOPS_BINARY
+# Usage: check_cli_run.sh ATTNOPS_BINARY ATTNOPS_BROKEN_BINARY
 set -u
-bin=$1
+bin=$1 broken=$2
 # Run once per ISA by ctest (ATTNOPS_ISA): skipped (exit 77) where the CPU lacks it.
 if [ -n "${ATTNOPS_ISA:-}" ] && ! "$bin" version 2>/dev/null | grep -qx "isa: $ATTNOPS_ISA"; then
     echo "SKIPPED: ATTNOPS_ISA=$ATTNOPS_ISA: this CPU lacks it"
@@ -132,7 +133,7 @@ check "q_start_idx / kv_start_idx from a case file" 0 "^2 of 2 cases passed" -- 
 check "a rule the kernel cannot meet fails" 1 "^FAIL strict dq \[ten-thousandth\].*worst at \[" -- \
     "$bin" run "$tmp/strict.json" --log -
 check "the broken kernel fails with coordinates" 1 "^FAIL GQA_01 dq \[dual\].*worst at \[0,[0-9]+,[0-9]+,[0-9]+\]" -- \
-    env ATTNOPS_TEST_BREAK_KERNEL=1 "$bin" run fag-seed --filter GQA --log -
+    "$broken" run fag-seed --filter GQA --log -
 cat >"$tmp/triple.json" <<'JSON'
 {"t16": {"B": 1, "N1": 2, "N2": 1, "S1": 130, "S2": 97, "D": 64, "dtype": "fp16", "input_layout": "BSND",
          "compare": "triple", "sparse_mode": 2, "atten_mask_shape": "SS", "atten_mask_dtype": "BOOL"},
@@ -141,7 +142,7 @@ cat >"$tmp/triple.json" <<'JSON'
 JSON
 check "triple against the benchmark chain" 0 "^2 of 2 cases passed" -- "$bin" run "$tmp/triple.json" --log -
 check "triple sees the broken kernel" 1 "^FAIL t16 dq \[triple\] mare_ratio" -- \
-    env ATTNOPS_TEST_BREAK_KERNEL=1 "$bin" run "$tmp/triple.json" --log -
+    "$broken" run "$tmp/triple.json" --log -
 check "missing file" 2 "is not a built-in suite .*, and as a file: .*none.json: No such file" -- "$bin" run "$tmp/none.json"
 printf '{"B": 1,' >"$tmp/bad.json"
 check "bad JSON" 2 "not valid JSON" -- "$bin" run "$tmp/bad.json"

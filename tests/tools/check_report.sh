@@ -2,14 +2,15 @@
 # `attnops run --report`: the page is self-contained (no network), holds the
 # summary table and one histogram + strip per output, and renders in
 # headless Chromium (a screenshot is taken; the rendered DOM has the summary).
-# The run uses the test-only broken kernel, so the page shows failures.
-# Usage: check_report.sh ATTNOPS_BINARY
+# The run uses the broken backward kernel (attnops_broken,
+# tests/support/broken_cli.c), so the page shows failures.
+# Usage: check_report.sh ATTNOPS_BROKEN_BINARY
 set -u
 bin=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; exit 1; }
-ATTNOPS_TEST_BREAK_KERNEL=1 "$bin" run fag-seed --filter 'GQA|TND' --log - --report "$tmp/r.html" >"$tmp/out" 2>&1
+"$bin" run fag-seed --filter 'GQA|TND' --log - --report "$tmp/r.html" >"$tmp/out" 2>&1
 [ $? = 1 ] || fail "the broken kernel's run must exit 1"
 page=$(cat "$tmp/r.html")
 grep -q '<table id="summary">' <<<"$page" || fail "no summary table"

@@ -1,0 +1,3 @@
+#include "cmd.h"
+
+int main(int argc, char **argv) { return attnops_main(argc, argv); }
