@@ -1669,90 +1669,98 @@ static int64_t outputs_f64(const fixture *fx, double *buf)
 
 /* The workspace query is deterministic, the exact size suffices, the last
  * error is "" after a success (even after an earlier failure), the outputs
- * are written, and an oversized workspace gives identical results. */
+ * are written, and an oversized workspace gives identical results.  Under
+ * the reference and under AUTO (the fast kernel wherever it serves the call),
+ * so that an output element the fast kernel leaves unwritten is seen. */
 static int run_success_cases(void)
 {
     int passed = 0, ran = 0;
     static double first[4096], second[4096];
-    for (int v = 0; v < N_VALID; v++) {
-        /* padded variants in each of LAYOUTS; TND ones once, in TND, through
-         * the general (k = 0) and the varlen (k = 1) entry points */
-        const bool tnd = v >= TND_FIRST_VALID;
-        const size_t n_runs = tnd ? 2 : sizeof LAYOUTS / sizeof LAYOUTS[0];
-        for (int op = FWD; op <= BWD; op++) {
-            for (size_t k = 0; k < n_runs; k++) {
-                const attnops_layout layout = tnd ? ATTNOPS_LAYOUT_TND : LAYOUTS[k];
-                const bool route = tnd && k == 1;
-                int before = tu_failures;
-                vc_label("%s %s%s success %s", op == FWD ? "fwd" : "bwd",
-                         attnops_layout_name(layout), route ? " varlen" : "", VALID_NAME[v]);
-                fixture fx;
-                fx_init(&fx, (op_kind)op, layout, BASE, tu_suite_seed() + 99 + (uint64_t)v);
-                fx.varlen = route;
-                apply_valid(&fx, v);
-                ran++;
-                if (op == BWD) {
-                    /* realistic attention_in and statistics: the forward's own results */
-                    attnops_fa_fwd_args fa;
-                    attnops_fa_fwd_args_init(&fa);
-                    fa.p = fx.ba.p;
-                    fa.attention_out = &fx.t[AIN].view, fa.softmax_max = &fx.t[SMAX].view;
-                    fa.softmax_sum = &fx.t[SSUM].view;
-                    size_t b = 0;
-                    VC_EXPECT(attnops_flash_attention_score_workspace_size(&fa, &b) == 0, "forward setup query: %s",
-                              attnops_last_error());
-                    tu_tensor w = new_workspace(b);
-                    VC_EXPECT(attnops_flash_attention_score(&fa, w.view.data, b) == 0, "forward setup: %s",
-                              attnops_last_error());
-                    tu_tensor_free(&w);
-                }
-                fx_snapshot(&fx);
-                size_t b1 = 1, b2 = 2;
-                attnops_status s1 = q_size(&fx, false, &b1), s2 = q_size(&fx, false, &b2);
-                VC_EXPECT(s1 == 0 && s2 == 0, "workspace query failed: %s", attnops_last_error());
-                VC_EXPECT(b1 == b2, "workspace query not deterministic: %zu then %zu", b1, b2);
-                VC_EXPECT(b1 > 0, "the reference needs a workspace, got 0 bytes");
-
-                /* a failure first, so that the success has an error to clear */
-                VC_EXPECT(q_run(&fx, true, NULL, 0) == ATTNOPS_ERR_NULLPTR, "NULL args accepted");
-                VC_EXPECT(attnops_last_error()[0] != '\0', "no sentence after a failure");
-                tu_tensor w = new_workspace(b1);
-                attnops_status st = q_run(&fx, false, w.view.data, b1);
-                VC_EXPECT(st == ATTNOPS_SUCCESS, "run with exactly %zu bytes failed: %d %s", b1, (int)st,
-                          attnops_last_error());
-                VC_EXPECT(strcmp(attnops_last_error(), "") == 0, "last error after a success is \"%s\"",
-                          attnops_last_error());
-                VC_EXPECT(tu_canaries_ok(&w, "workspace"), "the run wrote outside its workspace");
-                VC_EXPECT(all_canaries(&fx), "canary broken by a successful run");
-                for (int i = 0; i < NT; i++) {
-                    if (!fx.t[i].block) continue;
-                    if (is_output(&fx, i)) {
-                        int64_t left = unwritten(&fx.t[i]);
-                        VC_EXPECT(left == 0, "output '%s': %lld of %lld elements not written", TNAME[i],
-                                  (long long)left, (long long)tu_numel(&fx.t[i].view));
-                    } else {
-                        VC_EXPECT(memcmp(fx.snap[i], vc_storage(&fx.t[i]), fx.t[i].data_bytes) == 0,
-                                  "input '%s' modified by a successful run", TNAME[i]);
+    static const attnops_impl IMPLS[] = {ATTNOPS_IMPL_REFERENCE, ATTNOPS_IMPL_AUTO};
+    for (size_t m = 0; m < sizeof IMPLS / sizeof IMPLS[0]; m++) {
+        for (int v = 0; v < N_VALID; v++) {
+            /* padded variants in each of LAYOUTS; TND ones once, in TND, through
+             * the general (k = 0) and the varlen (k = 1) entry points */
+            const bool tnd = v >= TND_FIRST_VALID;
+            const size_t n_runs = tnd ? 2 : sizeof LAYOUTS / sizeof LAYOUTS[0];
+            for (int op = FWD; op <= BWD; op++) {
+                for (size_t k = 0; k < n_runs; k++) {
+                    const attnops_layout layout = tnd ? ATTNOPS_LAYOUT_TND : LAYOUTS[k];
+                    const bool route = tnd && k == 1;
+                    int before = tu_failures;
+                    vc_label("%s %s%s success %s (impl %s)", op == FWD ? "fwd" : "bwd",
+                             attnops_layout_name(layout), route ? " varlen" : "", VALID_NAME[v],
+                             IMPLS[m] == ATTNOPS_IMPL_AUTO ? "AUTO" : "REFERENCE");
+                    fixture fx;
+                    fx_init(&fx, (op_kind)op, layout, BASE, tu_suite_seed() + 99 + (uint64_t)v);
+                    fx.varlen = route;
+                    apply_valid(&fx, v);
+                    P(&fx)->impl = IMPLS[m];
+                    ran++;
+                    if (op == BWD) {
+                        /* realistic attention_in and statistics: the forward's own results */
+                        attnops_fa_fwd_args fa;
+                        attnops_fa_fwd_args_init(&fa);
+                        fa.p = fx.ba.p;
+                        fa.attention_out = &fx.t[AIN].view, fa.softmax_max = &fx.t[SMAX].view;
+                        fa.softmax_sum = &fx.t[SSUM].view;
+                        size_t b = 0;
+                        VC_EXPECT(attnops_flash_attention_score_workspace_size(&fa, &b) == 0, "forward setup query: %s",
+                                  attnops_last_error());
+                        tu_tensor w = new_workspace(b);
+                        VC_EXPECT(attnops_flash_attention_score(&fa, w.view.data, b) == 0, "forward setup: %s",
+                                  attnops_last_error());
+                        tu_tensor_free(&w);
                     }
-                }
-                int64_t n = outputs_f64(&fx, first);
-                tu_tensor_free(&w);
+                    fx_snapshot(&fx);
+                    size_t b1 = 1, b2 = 2;
+                    attnops_status s1 = q_size(&fx, false, &b1), s2 = q_size(&fx, false, &b2);
+                    VC_EXPECT(s1 == 0 && s2 == 0, "workspace query failed: %s", attnops_last_error());
+                    VC_EXPECT(b1 == b2, "workspace query not deterministic: %zu then %zu", b1, b2);
+                    VC_EXPECT(b1 > 0 || IMPLS[m] != ATTNOPS_IMPL_REFERENCE,
+                              "the reference needs a workspace, got 0 bytes");
 
-                /* an oversized workspace (and a clean one) gives the same bits */
-                for (int i = 0; i < NT; i++)
-                    if (fx.t[i].block && is_output(&fx, i)) tu_tensor_poison(&fx.t[i], VC_POISON);
-                w = new_workspace(b1 + 4096);
-                tu_tensor_poison(&w, 0x7F);
-                st = q_run(&fx, false, w.view.data, b1 + 4096);
-                VC_EXPECT(st == ATTNOPS_SUCCESS, "run with a larger workspace failed: %s",
-                          attnops_last_error());
-                outputs_f64(&fx, second);
-                tu_compare_result r =
-                    tu_compare(vc_label_text(), second, first, n, (tu_tolerance){0.0, 0.0}, NULL, 0, NULL);
-                VC_EXPECT(r.pass, "results depend on the workspace size or contents");
-                tu_tensor_free(&w);
-                fx_free(&fx);
-                if (tu_failures == before) passed++;
+                    /* a failure first, so that the success has an error to clear */
+                    VC_EXPECT(q_run(&fx, true, NULL, 0) == ATTNOPS_ERR_NULLPTR, "NULL args accepted");
+                    VC_EXPECT(attnops_last_error()[0] != '\0', "no sentence after a failure");
+                    tu_tensor w = new_workspace(b1);
+                    attnops_status st = q_run(&fx, false, w.view.data, b1);
+                    VC_EXPECT(st == ATTNOPS_SUCCESS, "run with exactly %zu bytes failed: %d %s", b1, (int)st,
+                              attnops_last_error());
+                    VC_EXPECT(strcmp(attnops_last_error(), "") == 0, "last error after a success is \"%s\"",
+                              attnops_last_error());
+                    VC_EXPECT(tu_canaries_ok(&w, "workspace"), "the run wrote outside its workspace");
+                    VC_EXPECT(all_canaries(&fx), "canary broken by a successful run");
+                    for (int i = 0; i < NT; i++) {
+                        if (!fx.t[i].block) continue;
+                        if (is_output(&fx, i)) {
+                            int64_t left = unwritten(&fx.t[i]);
+                            VC_EXPECT(left == 0, "output '%s': %lld of %lld elements not written", TNAME[i],
+                                      (long long)left, (long long)tu_numel(&fx.t[i].view));
+                        } else {
+                            VC_EXPECT(memcmp(fx.snap[i], vc_storage(&fx.t[i]), fx.t[i].data_bytes) == 0,
+                                      "input '%s' modified by a successful run", TNAME[i]);
+                        }
+                    }
+                    int64_t n = outputs_f64(&fx, first);
+                    tu_tensor_free(&w);
+
+                    /* an oversized workspace (and a clean one) gives the same bits */
+                    for (int i = 0; i < NT; i++)
+                        if (fx.t[i].block && is_output(&fx, i)) tu_tensor_poison(&fx.t[i], VC_POISON);
+                    w = new_workspace(b1 + 4096);
+                    tu_tensor_poison(&w, 0x7F);
+                    st = q_run(&fx, false, w.view.data, b1 + 4096);
+                    VC_EXPECT(st == ATTNOPS_SUCCESS, "run with a larger workspace failed: %s",
+                              attnops_last_error());
+                    outputs_f64(&fx, second);
+                    tu_compare_result r =
+                        tu_compare(vc_label_text(), second, first, n, (tu_tolerance){0.0, 0.0}, NULL, 0, NULL);
+                    VC_EXPECT(r.pass, "results depend on the workspace size or contents");
+                    tu_tensor_free(&w);
+                    fx_free(&fx);
+                    if (tu_failures == before) passed++;
+                }
             }
         }
     }
