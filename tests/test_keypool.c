@@ -172,10 +172,16 @@ static int64_t valid_rows(const kp_case_spec *c, int b)
     return (c->start[b] + c->len[b]) / c->cmp_ratio - c->start[b] / c->cmp_ratio;
 }
 
-static bool same_bits(const double *a, const double *b, int64_t n, int64_t *where)
+/* The first element where a and b differ in bits, as coordinates of the
+ * row-major [d0][d1][d2] they hold, in where[3]. */
+static bool same_bits(const double *a, const double *b, const int64_t shape[3], int64_t where[3])
 {
+    const int64_t n = shape[0] * shape[1] * shape[2];
     for (int64_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof(double)) != 0) return *where = i, false;
+        if (memcmp(&a[i], &b[i], sizeof(double)) != 0) {
+            where[0] = i / (shape[1] * shape[2]), where[1] = i / shape[2] % shape[1], where[2] = i % shape[2];
+            return false;
+        }
     return true;
 }
 
@@ -192,12 +198,15 @@ static double ulp_of(attnops_dtype dt, double x)
     return ldexp(1.0, e - 1 - (dt == ATTNOPS_DTYPE_BF16 ? 7 : 10));
 }
 
-/* isclose(rtol 1/128, atol 1e-4) >= 99.5 % and finite, optionally on counted elements only. */
-static bool seed_rule(const char *label, const double *a, const double *e, int64_t n, const uint8_t *counted)
+/* isclose(rtol 1/128, atol 1e-4) >= 99.5 % and finite, optionally on
+ * counted elements only, over a row-major [d0][d1][d2] (failures name the
+ * worst element's coordinates). */
+static bool seed_rule(const char *label, const double *a, const double *e, const int64_t shape[3],
+                      const uint8_t *counted)
 {
     cmp_options o = {.rule = CMP_ISCLOSE, .rtol = 0.0078125, .atol = 1e-4, .counted = counted};
-    cmp_verdict v = cmp_compare(&o, a, e, NULL, n);
-    if (!v.pass) cmp_print(stdout, label, &v, a, e, NULL, 0);
+    cmp_verdict v = cmp_compare(&o, a, e, NULL, shape[0] * shape[1] * shape[2]);
+    if (!v.pass) cmp_print(stdout, label, &v, a, e, shape, 3);
     return v.pass;
 }
 
@@ -236,11 +245,17 @@ static void check_case(const test_case *t, uint64_t seed)
     double *got = malloc(sizeof(double) * (size_t)(tu_numel(&fixed.view) + 1));
     tu_tensor_to_f64(&fixed, got);
     tu_tensor_to_f64(&d.cache, got_cache);
-    int64_t at = 0;
-    EXPECT(same_bits(got, want, c->B * pcap * D, &at), "%s: reference (fixed) != oracle at flat %lld: %.9g vs %.9g",
-           name, (long long)at, got[at], want[at]);
-    EXPECT(same_bits(got_cache, want_cache, cache_n, &at), "%s: reference cache != oracle at flat %lld", name,
-           (long long)at);
+    /* pooled_key [B][pcap][D]; the cache [block][slot][row floats] */
+    const int64_t pooled_shape[3] = {c->B, pcap, D}, cache_shape[3] = {d.block_num, d.rows_per_block, d.row_floats};
+    int64_t at[3] = {0, 0, 0};
+    if (!same_bits(got, want, pooled_shape, at)) {
+        const int64_t i = (at[0] * pcap + at[1]) * D + at[2];
+        EXPECT(0, "%s: reference (fixed) != oracle at pooled_key [b %lld, row %lld, %lld]: %.9g vs %.9g", name,
+               (long long)at[0], (long long)at[1], (long long)at[2], got[i], want[i]);
+    }
+    EXPECT(same_bits(got_cache, want_cache, cache_shape, at),
+           "%s: reference cache != oracle at [block %lld, slot %lld, float %lld]", name, (long long)at[0],
+           (long long)at[1], (long long)at[2]);
     int written = 0, wrong = 0;
     for (int64_t blk = 0; blk < d.block_num; blk++)
         for (int64_t s = 0; s < d.rows_per_block; s++) {
@@ -285,7 +300,7 @@ static void check_case(const test_case *t, uint64_t seed)
         for (int64_t g = 0; g < valid_rows(c, b); g++) memset(counted + (b * pcap + g) * D, 1, (size_t)D);
     char label[160];
     snprintf(label, sizeof label, "%s pooled_key (cpu vs reference)", name);
-    EXPECT(seed_rule(label, got_fast, got, c->B * pcap * D, counted), "%s: fast kernel output", name);
+    EXPECT(seed_rule(label, got_fast, got, pooled_shape, counted), "%s: fast kernel output", name);
     for (int64_t i = 0; i < c->B * pcap * D; i++) {
         if (!counted[i]) continue;
         fast_stats.values++;
@@ -306,7 +321,7 @@ static void check_case(const test_case *t, uint64_t seed)
     EXPECT(unrounded == 0, "%s: fast kernel cached %lld gate values that are not %s values", name,
            (long long)unrounded, attnops_dtype_name(c->dtype));
     snprintf(label, sizeof label, "%s state_cache (cpu vs reference)", name);
-    EXPECT(seed_rule(label, got_cache, want_cache, cache_n, NULL), "%s: fast kernel cache", name);
+    EXPECT(seed_rule(label, got_cache, want_cache, cache_shape, NULL), "%s: fast kernel cache", name);
 
     tu_tensor_free(&fixed), tu_tensor_free(&cur), tu_tensor_free(&fast);
     free(got), free(got_fast), free(counted), free(want), free(want_cache), free(got_cache), free(oracle_cache);
@@ -357,10 +372,11 @@ static void check_decode(attnops_impl impl, int64_t H, int64_t D, int64_t R, int
         free(o), free(ws);
         tu_tensor_free(&out);
     }
-    int64_t at = 0;
+    const int64_t pooled_shape[3] = {1, n_all, D};
+    int64_t at[3] = {0, 0, 0};
     EXPECT(rows == n_all, "decode: %lld rows from the calls, %lld from one call", (long long)rows, (long long)n_all);
-    EXPECT(same_bits(got, want, n_all * D, &at), "decode (impl %d): row %lld differs from one call", (int)impl,
-           (long long)(at / D));
+    EXPECT(same_bits(got, want, pooled_shape, at), "decode (impl %d): pooled_key [row %lld, %lld] differs from one call",
+           (int)impl, (long long)at[1], (long long)at[2]);
     free(want), free(got);
     tu_tensor_free(&all);
     kp_case_free(&d);
