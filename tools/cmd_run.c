@@ -26,14 +26,18 @@
  * chain's outputs as .npy with a manifest (the export of attnops golden).
  * Exit status: 0 all pass, 1 a case failed, 2 bad
  * arguments or files. */
-#include <regex.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cases.h"
+#include "chains.h"
 #include "cmd.h"
+#include "export.h"
 #include "harness_case.h"
 #include "localise.h"
 #include "report.h"
@@ -187,16 +191,6 @@ static bool chain_failed(const harness_case *hc, attnops_status st, FILE *log)
     return false;
 }
 
-attnops_status fa_bench_chain(const harness_case *hc, bool auto_grad, int threads, const fa_case *golden,
-                              fa_case *bench)
-{
-    fa_case_init(bench, &hc->shape, hc->data_seed);
-    attnops_status st = ATTNOPS_SUCCESS;
-    if (auto_grad) st = fa_case_forward(bench, ATTNOPS_IMPL_BENCHMARK, threads, 0);
-    else fa_case_copy_forward(bench, golden);
-    return st == ATTNOPS_SUCCESS ? fa_case_backward(bench, ATTNOPS_IMPL_BENCHMARK, threads, 0) : st;
-}
-
 static bool run_fa_case(const harness_case *hc, const run_options *ro, FILE *log)
 {
     fa_case gold, kern, bench = {0}; /* bench: only the triple rule runs it */
@@ -315,55 +309,6 @@ static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
     case HARNESS_OP_ATTNRES: return run_ar_case(hc, ro, log);
     default: return run_fa_case(hc, ro, log);
     }
-}
-
-/* The cases of a built-in suite name or a file; -1 with a message. */
-static int load(const char *what, harness_case **cases)
-{
-    char err[512];
-    for (const builtin_suite *s = builtin_suites; s->name; s++)
-        if (!strcmp(what, s->name)) {
-            const int n = harness_parse_cases(s->json, s->name, cases, err, sizeof err);
-            if (n < 0) fprintf(stderr, "attnops: %s\n", err);
-            return n;
-        }
-    char *text = harness_read_text(what, err, sizeof err);
-    if (!text) {
-        fprintf(stderr, "attnops: '%s' is not a built-in suite (attnops list), and as a file: %s\n", what, err);
-        return -1;
-    }
-    const int n = harness_parse_cases(text, what, cases, err, sizeof err);
-    free(text);
-    if (n < 0) fprintf(stderr, "attnops: %s\n", err);
-    return n;
-}
-
-int harness_load_all(const char *const *sources, int nsources, const char *filter, harness_case **out)
-{
-    *out = NULL;
-    regex_t re;
-    if (filter && regcomp(&re, filter, REG_EXTENDED | REG_NOSUB) != 0) {
-        fprintf(stderr, "attnops: --filter '%s' is not a valid regular expression\n", filter);
-        return -1;
-    }
-    harness_case *all = NULL;
-    int total = 0;
-    for (int s = 0; s < nsources; s++) {
-        harness_case *cases = NULL;
-        const int n = load(sources[s], &cases);
-        if (n < 0) {
-            free(all);
-            total = -1;
-            break;
-        }
-        all = realloc(all, sizeof *all * (size_t)(total + n + 1));
-        for (int i = 0; i < n; i++)
-            if (!filter || regexec(&re, cases[i].name, 0, NULL, 0) == 0) all[total++] = cases[i];
-        free(cases);
-    }
-    if (filter) regfree(&re);
-    *out = all;
-    return total;
 }
 
 int cmd_run(int argc, char **argv)
