@@ -6,6 +6,9 @@ foreach(isa ${ATTNOPS_TEST_ISAS})
   set_tests_properties(cli_run_${isa} PROPERTIES PROCESSORS 2)
 endforeach()
 # The built-in fag-matrix suite (222 cases) passes, and is its generator's output.
-add_test(NAME suite_fag_matrix COMMAND $<TARGET_FILE:attnops_cli> run fag-matrix --log -)
+# In auto_grad mode: the kernel chain runs the fast forward, whose outputs are
+# judged too, and its backward consumes them (the only_grad backward, on the
+# golden forward, is judged by cli_run's fag-seed runs and test_fa_accuracy).
+add_test(NAME suite_fag_matrix COMMAND $<TARGET_FILE:attnops_cli> run fag-matrix --mode auto_grad --log -)
 add_test(NAME suite_fag_matrix_generated COMMAND ${ATTNOPS_VENV_PYTHON}
          ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_fag_matrix_json.py ${PROJECT_SOURCE_DIR}/verify/suites)

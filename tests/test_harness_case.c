@@ -46,6 +46,13 @@ int main(void)
     TU_CHECK(c && !strcmp(c[0].name, "a") && !strcmp(c[1].name, "case1") && c[1].rule == CMP_ISCLOSE &&
                  c[1].shape.pre == 5 && c[1].shape.next == 1, "list case fields");
     free(c);
+    /* the default rule: dual, but allclose for bf16 (dual is finer than a bf16 rounding step) */
+    TU_CHECK(parse("[{\"B\": 1, \"S1\": 3, \"S2\": 3, \"N1\": 1, \"N2\": 1, \"D\": 8, \"dtype\": \"bf16\", "
+                   "\"input_layout\": \"BSND\"}, {\"B\": 1, \"S1\": 3, \"S2\": 3, \"N1\": 1, \"N2\": 1, \"D\": 8, "
+                   "\"dtype\": \"bf16\", \"input_layout\": \"BSND\", \"compare\": \"dual\"}]",
+                   &c, err, sizeof err) == 2 && c && c[0].rule == CMP_ALLCLOSE && c[1].rule == CMP_DUAL,
+             "bf16's default rule is allclose, an explicit one is kept: %s", err);
+    free(c);
     TU_CHECK(parse("{\"x\": {\"B\": 1, \"S1\": 3, \"S2\": 3, " BASE "}}", &c, err, sizeof err) == 1 && c &&
                  !strcmp(c[0].name, "x"), "dictionary: %s", err);
     free(c);

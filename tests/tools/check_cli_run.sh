@@ -95,6 +95,13 @@ check "keypool save" 0 "^1 of 1 cases passed" -- "$bin" run keypool-seed --filte
     && grep -q '"op":[[:space:]]*"keypool"' "$tmp/kp_saved/manifest.json" \
     && echo "ok   --save writes KeyPool's chains and a manifest" || { echo "FAIL KeyPool --save files"; fails=$((fails + 1)); }
 check "filter" 0 "^1 of 1 cases passed" -- "$bin" run fag-seed --filter '^GQA' --log -
+# bf16 without "compare": PyPTO's bf16 rule (the dual rule is finer than a bf16 rounding step), and the
+# fast forward's outputs judged by it in auto_grad.
+cat >"$tmp/bf16.json" <<'JSON'
+{"bf": {"B": 1, "N1": 2, "N2": 1, "S1": 200, "S2": 300, "D": 64, "dtype": "bf16", "input_layout": "BSND"}}
+JSON
+check "a bf16 case's default rule, auto_grad" 0 "^PASS bf attention_out \[allclose\]" -- \
+    "$bin" run "$tmp/bf16.json" --mode auto_grad --log -
 cat >"$tmp/strict.json" <<'JSON'
 {"strict": {"B": 1, "N1": 2, "N2": 1, "S1": 130, "S2": 70, "D": 64, "dtype": "bf16", "input_layout": "BSND",
             "compare": "ten-thousandth"}}
