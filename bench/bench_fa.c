@@ -4,7 +4,9 @@
  *   bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref]
  *            [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]
  *                    [,varlen=K|,varlen_dense=K]]...
- *   bench_fa --list-cases [--quick] [--case ...]...
+ *   bench_fa --list-cases [--quick] [--json PATH] [--case ...]...
+ *       (the specs, one a line; --json also writes them as JSON descriptors,
+ *       which the Python peers and the report read)
  *   bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,...] [--threads N] [--json PATH] [--quick]
  *
  * Optional case fields (any order, after the ten fixed ones):
@@ -480,8 +482,36 @@ static void print_case_spec(FILE *f, const fa_case *c)
     fputc('\n', f);
 }
 
-/* The targets of docs/PERFORMANCE.md.  Keep bench/peer_torch.py's
- * DEFAULT_CASES in step (run.sh passes this list to both). */
+/* The case list as JSON, one object per case: the descriptors the Python
+ * programs (bench/peer_torch.py, bench/bench_report.py) read instead of
+ * parsing specs themselves.  S1, S2 as in the spec (T for varlen_dense);
+ * mask and pse are the tags of the names ("none" without). */
+static void write_case_list_json(const char *path, const fa_case *cases, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) die("cannot write %s", path);
+    fputs("[\n", f);
+    for (int i = 0; i < n; i++) {
+        const fa_case *c = &cases[i];
+        char m[32];
+        mask_tag(c, m, sizeof m);
+        const int64_t S1 = c->vl_dense ? c->T : c->S1, S2 = c->vl_dense ? c->T : c->S2;
+        fprintf(f, "  {\"name\": \"%s\", \"B\": %lld, \"N1\": %lld, \"N2\": %lld, \"S1\": %lld, \"S2\": %lld, "
+                   "\"D\": %lld, \"Dv\": %lld, \"dtype\": \"%s\", \"layout\": \"%s\", \"dir\": \"%s\", "
+                   "\"mask\": \"%s\", \"pse\": \"%s\", \"peer\": %s, \"varlen\": %lld, \"varlen_dense\": %lld, "
+                   "\"keep\": %.17g, \"det\": %d}%s\n",
+                c->name, (long long)c->B, (long long)c->N1, (long long)c->N2, (long long)S1, (long long)S2,
+                (long long)c->D, (long long)c->Dv, attnops_dtype_name(c->dtype), attnops_layout_name(c->layout),
+                c->bwd ? "bwd" : "fwd", c->mask ? m : "none", c->pse ? pse_tag(c) : "none",
+                c->no_peer ? "false" : "true", (long long)c->varlen, (long long)c->vl_dense, c->keep > 0 ? c->keep : 0.0,
+                c->det, i + 1 < n ? "," : "");
+    }
+    fputs("]\n", f);
+    if (fclose(f) != 0) die("cannot write %s", path);
+}
+
+/* The targets of docs/PERFORMANCE.md: the one case list (run.sh passes it
+ * to the peers as the JSON of --list-cases --json). */
 static const char *const default_cases[] = {
     ":1,8,8,4096,4096,128,128,f32,BNSD,fwd",
     ":1,8,8,4096,4096,128,128,f32,BNSD,bwd",
@@ -960,7 +990,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref]\n"
             "                [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]]...\n"
-            "       bench_fa --list-cases [--quick] [--case ...]...\n"
+            "       bench_fa --list-cases [--quick] [--json PATH] [--case ...]...\n"
             "       bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,...] [--threads N] [--json PATH] [--quick]\n"
             "  dtype: f32 | bf16 | f16   layout: BNSD | BSND | BSH | SBH | TND (varlen= only)   dir: fwd | bwd\n"
             "  mask:  none | causal2 (sparse_mode 2) | causal3 (mode 3) | bandW (mode 4, pre = next = W/2)\n"
@@ -1076,6 +1106,7 @@ int main(int argc, char **argv)
             if (!strcmp(cases[i].name, cases[j].name)) die("two cases are named %s", cases[i].name);
     if (list) {
         for (int i = 0; i < ncases; i++) print_case_spec(stdout, &cases[i]);
+        if (json_path) write_case_list_json(json_path, cases, ncases);
         return 0;
     }
 

@@ -111,7 +111,8 @@ def main():
     ap.add_argument("binary")
     for k, d in (("B", 1), ("N", 8), ("S", 4096), ("D", 128), ("threads", 2), ("repeat", 3)):
         ap.add_argument(f"--{k}", type=int, default=d)
-    ap.add_argument("--skip-seed", action="store_true", help="leave out the seed-steps timing (it needs ~10 x S^2 x N x 4 bytes)")
+    ap.add_argument("--skip-seed", action="store_true",
+                    help="leave out the seed-steps timing (it needs ~10 x S^2 x N x 4 bytes)")
     a = ap.parse_args()
     import torch
     torch.set_num_threads(a.threads)

@@ -41,6 +41,7 @@ Writes torch_attnres_{fwd,bwd}_ms_median / _ms_min, torch_version,
 torch_threads and, with --mem, the memory figures.
 """
 import argparse
+import functools
 import json
 import math
 import os
@@ -59,7 +60,9 @@ def make(T, torch, gen):
     """The seed's _make_inputs distributions (randn; proj_weight randn/sqrt(4D)
     divided in the dtype; gamma ones), bf16, one block at a time."""
     bf = torch.bfloat16
-    rn = lambda *s: torch.randn(*s, generator=gen).to(bf)
+
+    def rn(*s):
+        return torch.randn(*s, generator=gen).to(bf)
     blocks = [rn(1, T, D) for _ in range(NBLK)]
     partial, grad_h = rn(1, T, D), rn(1, T, D)
     w = rn(D) / math.sqrt(D * 4)
@@ -146,7 +149,7 @@ def mem_child(direction, T, threads):
     else:
         leaves, h = graph(torch, *x[:4])
         out["torch_attnres_bwd_graph_bytes"] = status_bytes("VmRSS") - before
-        grads = torch.autograd.grad(h, leaves, x[4])
+        grads = torch.autograd.grad(h, leaves, x[4])  # noqa: F841 (alive while the peak is read)
         rise = rss_peak(reset) - before
         del grads, h, leaves
     out.update({f"torch_attnres_{direction}_input_bytes": in_bytes,
@@ -171,7 +174,7 @@ def main():
     res = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads()}
     x = make(T, torch, torch.Generator().manual_seed(7))
     for direction, run in (("fwd", run_fwd), ("bwd", run_bwd)):
-        med, lo = peer_common.median_min(lambda: run(torch, x), a.calls)
+        med, lo = peer_common.median_min(functools.partial(run, torch, x), a.calls)
         print(f"torch {direction} B1 T{T} N{NBLK}(+partial) D{D} bf16 rms: {med:.2f} ms (min {lo:.2f})", flush=True)
         res.update({f"torch_attnres_{direction}_ms_median": med, f"torch_attnres_{direction}_ms_min": lo})
     del x

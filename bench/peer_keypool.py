@@ -25,7 +25,10 @@ H, D, R, BLOCK = 4096, 128, 4, 128
 def make(B, S, history, gen):
     L = (history + S + BLOCK - 1) // BLOCK
     block_num = 1 + B * L
-    u = lambda *shape: torch.rand(*shape, generator=gen) * 2 - 1
+
+    def u(*shape):
+        return torch.rand(*shape, generator=gen) * 2 - 1
+
     return dict(
         x=u(B, S, H).to(torch.bfloat16), wk=(u(D, H) * 0.03).to(torch.bfloat16),
         gate=(u(D, H) * 0.03).to(torch.bfloat16), ape=u(R, D) * 0.1,

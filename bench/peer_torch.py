@@ -2,13 +2,12 @@
 """The PyTorch peer of bench_fa: the same cases through
 torch.nn.functional.scaled_dot_product_attention on the CPU.
 
-    peer_torch.py [--threads N] [--reps R] [--json PATH] [--quick]
-                  [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]]...
+    peer_torch.py --cases CASES.json [--threads N] [--reps R] [--json PATH]
 
-Case specs, names and --quick are those of bench_fa (bench/bench_fa.c), which
-holds the one built-in case list; bench/run.sh passes the list that
-`bench_fa --list-cases` prints, so both programs time the same shapes under
-the same names.
+The cases are the descriptors `bench_fa --list-cases --json CASES.json [--quick]
+[--case ...]` writes: bench_fa (bench/bench_fa.c) holds the one case list and
+the one parser of case specs, so both programs time the same shapes under the
+same names (bench/run.sh does this).
 
 Masks, where SDPA has the same call (CANN polarity: 1 = masked out; SDPA's
 boolean attn_mask is True = takes part, so the peer passes ~mask):
@@ -20,8 +19,9 @@ boolean attn_mask is True = takes part, so the peer passes ~mask):
                  W/2, right-down origin)
   mask=mask1     boolean attn_mask [S1, S2], ~(j > i)
 keep=P runs SDPA with dropout_p = 1 - P (PyTorch's CPU SDPA then takes its
-unfused math path).  Cases with a pse (alibi2, bnss), FP8 cases, det=1 cases
-and cases marked peer=no are skipped (listed as skipped, no numbers).
+unfused math path).  Cases with a pse (alibi2, bnss), FP8 cases, det=1
+cases, varlen cases and cases marked peer=no are skipped (listed as skipped,
+no numbers).
 
 Forward: SDPA under torch.no_grad().  Backward: each repetition builds a fresh
 forward graph (untimed) and times torch.autograd.grad(out, (q, k, v), dy)
@@ -38,112 +38,29 @@ torch_version and torch_threads.
 import argparse
 import json
 import math
-import re
 import statistics
 import sys
 import time
 
 
-DTYPES = {"f32": "float32", "fp32": "float32", "float32": "float32",
-          "bf16": "bfloat16", "bfloat16": "bfloat16",
-          "f16": "float16", "fp16": "float16", "float16": "float16",
-          "f8_e4m3fn": "float8_e4m3fn", "fp8_e4m3fn": "float8_e4m3fn", "f8_e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2"}
-DTYPE_NAME = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float8_e4m3fn": "f8_e4m3fn",
-              "float8_e5m2": "f8_e5m2"}
-LAYOUTS = ("BNSD", "BSND", "BSH", "SBH")
+TORCH_DTYPE = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}  # bench_fa's names; FP8 is skipped
 
 
-def mask_tag(c):
-    return f"band{c['band_w']}" if c["mask"] == "band" else ("" if c["mask"] == "none" else c["mask"])
-
-
-def canonical_name(c):
-    """Same rule as bench_fa.c canonical_name()."""
-    g = f"_G{c['N2']}" if c["N2"] != c["N1"] else ""
-    s2 = f"x{c['S2']}" if c["S2"] != c["S1"] else ""
-    dv = f"_Dv{c['Dv']}" if c["Dv"] != c["D"] else ""
-    lay = f"_{c['layout']}" if c["layout"] != "BNSD" else ""
-    m = f"_{mask_tag(c)}" if c["mask"] != "none" else ""
-    p = f"_{c['pse']}" if c["pse"] != "none" else ""
-    k = f"_keep{round(c['keep'] * 100)}" if c["keep"] else ""
-    det = "_det" if c["det"] else ""
-    return (f"{c['dir']}_{DTYPE_NAME[c['dtype']]}_B{c['B']}_N{c['N1']}{g}"
-            f"_S{c['S1']}{s2}_D{c['D']}{dv}{lay}{m}{p}{k}{det}")
-
-
-def parse_options(c, opts, spec):
-    """The optional key=value fields of bench_fa.c parse_option()."""
-    c.update(mask="none", band_w=0, pse="none", peer=True, keep=0.0, det=0)
-    for o in opts:
-        key, eq, v = o.partition("=")
-        if not eq:
-            sys.exit(f"peer_torch: optional case fields are key=value (mask=, pse=, peer=); got '{spec}'")
-        if key == "mask":
-            mb = re.fullmatch(r"band(\d+)", v)
-            if mb and int(mb.group(1)) > 0:
-                c.update(mask="band", band_w=int(mb.group(1)))
-            elif v in ("none", "causal2", "causal3", "mask1"):
-                c["mask"] = v
-            else:
-                sys.exit(f"peer_torch: mask must be none, causal2, causal3, bandW or mask1 in case '{spec}'")
-        elif key == "pse":
-            if v not in ("none", "alibi2", "bnss"):
-                sys.exit(f"peer_torch: pse must be none, alibi2 or bnss in case '{spec}'")
-            c["pse"] = v
-        elif key == "peer":
-            if v not in ("yes", "no"):
-                sys.exit(f"peer_torch: peer must be yes or no in case '{spec}'")
-            c["peer"] = v == "yes"
-        elif key == "keep":
-            try:
-                c["keep"] = float(v)
-            except ValueError:
-                sys.exit(f"peer_torch: keep=P needs a number in '{spec}'")
-            if not 0.0 < c["keep"] < 1.0:
-                sys.exit(f"peer_torch: keep=P needs 0 < P < 1 in '{spec}'")
-        elif key == "det":
-            if v not in ("0", "1"):
-                sys.exit(f"peer_torch: det must be 0 or 1 in case '{spec}'")
-            c["det"] = int(v)
-        else:
-            sys.exit(f"peer_torch: unknown optional case field in '{spec}' (known: mask=, pse=, peer=, keep=, det=)")
-
-
-def parse_case(spec, quick):
-    name, _, body = spec.rpartition(":") if ":" in spec else ("", "", spec)
-    f = body.split(",")
-    if len(f) < 10:
-        sys.exit(f"peer_torch: a case needs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]; "
-                 f"got '{spec}'")
-    try:
-        dims = [int(x) for x in f[:7]]
-    except ValueError:
-        sys.exit(f"peer_torch: bad dimension in case '{spec}'")
-    if min(dims) <= 0:
-        sys.exit(f"peer_torch: dimensions must be positive in case '{spec}'")
-    if f[7] not in DTYPES or f[8] not in LAYOUTS or f[9] not in ("fwd", "bwd"):
-        sys.exit(f"peer_torch: bad dtype, layout or direction in case '{spec}'")
-    if name and not re.fullmatch(r"[A-Za-z0-9_]+", name):
-        sys.exit(f"peer_torch: case names may hold only letters, digits and '_': '{name}'")
-    c = dict(zip(("B", "N1", "N2", "S1", "S2", "D", "Dv"), dims))
-    c.update(dtype=DTYPES[f[7]], layout=f[8], dir=f[9])
-    parse_options(c, f[10:], spec)
-    if quick:
-        c["S1"] = max(1, c["S1"] // 8)
-        c["S2"] = max(1, c["S2"] // 8)
-        if c["mask"] == "band":
-            c["band_w"] = max(1, c["band_w"] // 8)
-    c["name"] = name or canonical_name(c)
-    return c
+def read_cases(path):
+    """The descriptors of `bench_fa --list-cases --json` (bench_fa holds the one case parser)."""
+    with open(path) as f:
+        return json.load(f)
 
 
 def skip_reason(c):
     """Why SDPA has no equivalent of the case (None: it has one)."""
     if not c["peer"]:
         return "peer=no"
+    if c["varlen"] or c["varlen_dense"]:
+        return "varlen: no SDPA call of this shape"
     if c["pse"] != "none":
         return f"pse={c['pse']}: no SDPA equivalent"
-    if c["dtype"].startswith("float8"):
+    if c["dtype"] not in TORCH_DTYPE:
         return "FP8: no SDPA equivalent"
     if c["det"]:
         return "det=1: no SDPA equivalent"
@@ -160,8 +77,9 @@ def cann_mask(torch, c):
         pre, nxt = inf, 0
     elif c["mask"] == "causal3":
         pre, nxt = inf, S2 - S1
-    else:  # band, sparse_mode 4: right-down origin
-        pre, nxt = c["band_w"] // 2 + S1 - S2, c["band_w"] // 2 - S1 + S2
+    else:  # bandW, sparse_mode 4: right-down origin
+        w = int(c["mask"][4:])
+        pre, nxt = w // 2 + S1 - S2, w // 2 - S1 + S2
     d = torch.arange(S2).view(1, S2) - torch.arange(S1).view(S1, 1)
     return (d > nxt) | (d < -pre)
 
@@ -174,7 +92,7 @@ def case_flop(c):
 class Case:
     def __init__(self, torch, c, gen):
         self.torch, self.c = torch, c
-        dt = getattr(torch, c["dtype"])
+        dt = getattr(torch, TORCH_DTYPE[c["dtype"]])
         self.gqa = c["N1"] != c["N2"]
         self.scale = 1.0 / math.sqrt(c["D"])
         self.q = self._make(c["S1"], c["N1"], c["D"], dt, gen)
@@ -237,8 +155,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: OMP_NUM_THREADS or all)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json")
-    ap.add_argument("--quick", action="store_true", help="divide every S by 8")
-    ap.add_argument("--case", action="append", default=[])
+    ap.add_argument("--cases", required=True, help="the JSON of bench_fa --list-cases --json")
     a = ap.parse_args()
 
     import os
@@ -246,17 +163,10 @@ def main():
 
     threads = a.threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or os.cpu_count()
     torch.set_num_threads(threads)
-    if not a.case:
-        sys.exit("peer_torch: give the cases with --case (bench/run.sh passes what `bench_fa --list-cases` prints; "
-                 "the list lives in one place, bench/bench_fa.c)")
-    cases = [parse_case(s, a.quick) for s in a.case]
-    names = [c["name"] for c in cases]
-    if len(set(names)) != len(names):
-        sys.exit("peer_torch: two cases share a name")
+    cases = read_cases(a.cases)
 
     print(f"peer_torch: torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"cpu capability {torch.backends.cpu.get_cpu_capability()}, {a.reps} rounds"
-          f"{', quick (S/8)' if a.quick else ''}", flush=True)
+          f"cpu capability {torch.backends.cpu.get_cpu_capability()}, {a.reps} rounds", flush=True)
     gen = torch.Generator().manual_seed(1234)
     runs, times, failed, skipped = [], {}, {}, {}
     for c in cases:
@@ -278,7 +188,7 @@ def main():
         print(f"peer_torch: round {rep + 1}/{a.reps} done", file=sys.stderr, flush=True)
 
     out = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
-           "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(), "reps": a.reps, "quick": int(a.quick)}
+           "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(), "reps": a.reps}
     print(f"\n{'case (torch SDPA, dense-equivalent FLOPs)':<44} {'ms median':>10} {'ms min':>10} {'GFLOP/s':>10}")
     for r in runs:
         n, t = r.c["name"], times[r.c["name"]]

@@ -19,10 +19,13 @@ add_test(NAME python_distributed
                  ${PROJECT_SOURCE_DIR}/python/tests/test_distributed.py
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(python_distributed PROPERTIES FIXTURES_REQUIRED attnops_python RUN_SERIAL TRUE)
-# The package's code and tests follow PEP 8 (flake8, 120 columns); the
-# seed's test is kept as the seed wrote it.
+# The bench's merge and report step (bench/bench_report.py) on rounds its test writes.
+add_test(NAME bench_report
+         COMMAND ${ATTNOPS_VENV_PYTHON} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/bench/test_bench_report.py
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# The package's code and tests and the bench's Python programs follow PEP 8
+# (flake8, 120 columns); the seed's test is kept as the seed wrote it.
 add_test(NAME python_lint
          COMMAND ${ATTNOPS_VENV_PYTHON} -m flake8 --max-line-length 120 --exclude ${PROJECT_SOURCE_DIR}/python/tests/seed
-                 ${PROJECT_SOURCE_DIR}/python ${PROJECT_SOURCE_DIR}/bench/bench_python.py
-                 ${PROJECT_SOURCE_DIR}/bench/bench_distributed.py
+                 ${PROJECT_SOURCE_DIR}/python ${PROJECT_SOURCE_DIR}/bench
                  ${PROJECT_SOURCE_DIR}/tests/tools/cann_doc_samples.py)

@@ -1,0 +1,113 @@
+"""bench/bench_report.py on rounds written here: medians over rounds, ratios taken within a round and
+then their median (never a ratio of medians), the ratios between cases, the markdown and the docs
+update.  Run by ctest (bench_report) with pytest."""
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_report  # noqa: E402
+
+
+def case(name, direction="bwd", mask="none", keep=0, dtype="f32", **kw):
+    c = dict(name=name, B=1, N1=8, N2=8, S1=4096, S2=4096, D=128, Dv=128, dtype=dtype, layout="BNSD",
+             dir=direction, mask=mask, pse="none", peer=True, varlen=0, varlen_dense=0, keep=keep, det=0)
+    c.update(kw)
+    return c
+
+
+CASES = [case("dense"), case("causal", mask="causal2"), case("drop", keep=0.9)]
+
+
+def write_run(tmp_path, attnops_rounds, torch_rounds=()):
+    rounds = tmp_path / "rounds"
+    rounds.mkdir()
+    for r, body in enumerate(attnops_rounds, 1):
+        (rounds / f"attnops.{r}.json").write_text(json.dumps(body))
+    for r, body in enumerate(torch_rounds, 1):
+        (rounds / f"torch.{r}.json").write_text(json.dumps(body))
+    (tmp_path / "cases.json").write_text(json.dumps(CASES))
+    return bench_report.parse_args(["--out", str(tmp_path), "--cases", str(tmp_path / "cases.json"),
+                                    "--threads", "2", "--git", "abc1234", "--cpu", "Test CPU"])
+
+
+def attnops_round(dense, causal, drop, peak=100.0):
+    r = {"attnops_version": "0.1.0", "attnops_isa": "avx2", "gemm_peak_f32_gflops": peak}
+    for n, ms in (("dense", dense), ("causal", causal), ("drop", drop)):
+        r[f"{n}_ms_median"] = r[f"{n}_ms_min"] = ms
+    r["causal_unmasked_fraction"] = 0.5
+    return r
+
+
+def torch_round(dense, causal, drop):
+    r = {"torch_version": "2.x", "torch_threads": 2, "torch_cpu_capability": "AVX2"}
+    for n, ms in (("dense", dense), ("causal", causal), ("drop", drop)):
+        r[f"torch_{n}_ms_median"] = r[f"torch_{n}_ms_min"] = ms
+    return r
+
+
+def test_medians_and_per_round_ratios(tmp_path):
+    # Round 2 is slow for both programs (a noisy neighbour).  dense's speedups within the rounds are
+    # 1.5, 3 and 4, median 3; the ratio of the two medians (200 / 100) would say 2.
+    args = write_run(tmp_path, [attnops_round(100, 60, 110), attnops_round(400, 240, 440), attnops_round(50, 30, 55)],
+                     [torch_round(150, 120, 300), torch_round(1200, 480, 1200), torch_round(200, 60, 150)])
+    text = bench_report.report(args)
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["rounds"] == 3 and res["torch_rounds"] == 3 and res["git_commit"] == "abc1234"
+    assert res["dense_ms_median"] == 100 and res["torch_dense_ms_median"] == 200
+    assert res["dense_speedup_vs_torch"] == pytest.approx(3.0)
+    assert res["bwd_f32_causal2_ratio_vs_dense"] == pytest.approx(0.6)
+    assert res["bwd_f32_keep90_ratio_vs_no_dropout"] == pytest.approx(1.1)
+    assert res["bwd_f32_keep90_speedup_vs_torch"] == pytest.approx(300 / 110)
+    gflop = 2.5 * 2.0 * 8 * 4096 * 4096 * 256 * 1e-9
+    assert res["dense_gflop"] == pytest.approx(gflop) and res["dense_gflops"] == pytest.approx(gflop / 0.1)
+    assert "| `bwd_f32_causal2_ratio_vs_dense` | 0.600 | time / time of `dense` | ≤ 0.55 |" in text
+    assert "torch 2.x (2 threads, AVX2)." in text
+    assert (tmp_path / "results.md").read_text() == text
+
+
+def test_without_torch(tmp_path):
+    args = write_run(tmp_path, [attnops_round(100, 60, 110)])
+    text = bench_report.report(args)
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert "torch: not run." in text and "torch_rounds" not in res and "dense_speedup_vs_torch" not in res
+    assert "| `dense` | 100.00 |" in text and "| – | – | – |" in text
+
+
+def test_quick_runs_say_so(tmp_path):
+    args = write_run(tmp_path, [attnops_round(100, 60, 110)])
+    args.quick = True
+    assert "quick mode (S/8)" in bench_report.report(args)
+
+
+def test_bases_and_labels(tmp_path):
+    cases = [case("a", mask="band1024"), case("b", varlen=32, layout="TND"), case("c", det=1), case("d"),
+             case("e", mask="band1024", dtype="bf16")]
+    (tmp_path / "c.json").write_text(json.dumps(cases))
+    cases = bench_report.read_cases(str(tmp_path / "c.json"), [])
+    assert bench_report.label(cases[0], cases) == "bwd_f32_band1024"
+    assert bench_report.band_width(cases[0]) == 1024 and bench_report.band_width(cases[3]) is None
+    assert bench_report.base_of(cases[0], cases) is cases[3]
+    assert bench_report.base_of(cases[4], cases) is None  # no bf16 case without the mask
+    assert bench_report.variant_base(cases[2], cases) == (cases[3], "ratio_vs_default")
+    assert bench_report.ratio_target(cases[0], "ratio_vs_proportional") == "≤ 1.2"
+
+
+def test_read_cases_counts_flops_and_tags(tmp_path):
+    (tmp_path / "c.json").write_text(json.dumps([case("x", direction="fwd", keep=0.9, mask="causal3"),
+                                                 case("v", varlen=32, layout="TND")]))
+    got = bench_report.read_cases(str(tmp_path / "c.json"), [{"v_gflop": 12.5}])
+    assert got[0]["tags"] == "_causal3_keep90" and got[0]["gflop"] == pytest.approx(2.0 * 8 * 4096 ** 2 * 256e-9)
+    assert got[1]["tags"] == "_varlen32" and got[1]["gflop"] == 12.5  # bench_fa's count of the real work
+
+
+def test_update_docs(tmp_path):
+    doc = tmp_path / "PERFORMANCE.md"
+    doc.write_text("intro\n<!-- BENCH-RESULTS:BEGIN -->\nold table\n<!-- BENCH-RESULTS:END -->\nafter\n")
+    assert "updated" in bench_report.update_docs(str(doc), "new table\n")
+    assert doc.read_text() == "intro\n<!-- BENCH-RESULTS:BEGIN -->\nnew table\n<!-- BENCH-RESULTS:END -->\nafter\n"
+    doc.write_text("no markers\n")
+    assert "not updated" in bench_report.update_docs(str(doc), "x")
+    assert doc.read_text() == "no markers\n"
