@@ -167,68 +167,10 @@ typedef enum attnops_softmax_layout {
 
 /* Everything the forward and the backward share: inputs, attributes (CANN
  * names and defaults) and execution options.  Fill it with
- * attnops_fa_params_init() and then set what you need.
- *
- * Masks (CANN polarity): atten_mask element 1/true = the (query, key) pair is
- * masked out, 0 = it takes part (PyTorch SDPA's boolean mask is the
- * opposite).  sparse_mode 0 and 1 read a full mask [S1,S2], [1,1,S1,S2],
- * [B,1,S1,S2] or [B,N1,S1,S2], mode 5 a per-batch one ([B,1,S1,S2] or
- * [B,N1,S1,S2]); modes 2, 3, 4 take the compressed 2048x2048 mask and mode 6
- * the 3072x2048 one (only their last two dims are read, as the kernel reads
- * them by diagonal offset).  Without an
- * atten_mask nothing is masked, whatever sparse_mode, pre/next_tokens say.
- * A masked score is replaced by -40000 (the golden's masked_fill), so a row
- * with every key masked gets uniform weights, unless the sentinel behaviour
- * applies (inner_precise = 2, or the golden's conditions of spec 1.1): then
- * it gets attention_out 0, softmax_max = -FLT_MAX, softmax_sum = FLT_MAX and
- * zero gradients.  docs/NUMERICS.md lists when each applies.
- *
- * Position bias: pse_type 1 computes (q.k + pse) * scale, 0 q.k * scale +
- * pse, with pse of query's dtype shaped [B,N1,S1,S2], [1,N1,S1,S2],
- * [B,N1,1,S2], or the compressed ALiBi [B|1,N1,1024,S2] (S1 = S2 > 1024,
- * causal mask).  pse_type 2/3 generate ALiBi from f32 slopes [N1] or
- * [B,N1]: bias = -slope * |delta| (2) or -slope * sqrt|delta| (3) with
- * delta = (j + kv_start_idx) - (i + q_start_idx).
- *
- * MLA rope: query_rope and key_rope (both or neither) extend the head dim,
- * Q = [query | query_rope], K = [key | key_rope]; they have query's / key's
- * layout and dtype with their own head dim Dr <= D (for the seed's D = 192
- * split at 128: D = 128, Dr = 64).  The scores use all D + Dr columns, and
- * scale_value is whatever you pass (the FAG golden uses 1/sqrt(D + Dr)).
- * The backward then writes dq_rope / dk_rope (required, shapes of
- * query_rope / key_rope).  Rope combines with every layout, mask, pse and
- * dropout (the aclnn entry's bf16/TND-only limits are device limits); the
- * workspace holds a joined copy of Q and K (and of dq, dk).
- *
- * FP8 (spec 6): query, key, value (and dy) of dtype f8_e4m3fn or f8_e5m2,
- * all the same, hold values quantised per block of 128 rows of a head (see
- * attnops_fp8_quantize_blocks); d_scale_q, d_scale_dy and d_scale_o are f32
- * [B,N1,ceil(S1/128),1], d_scale_k and d_scale_v f32 [B,N2,ceil(S2/128),1]:
- * the de-quantisation factors (1 / scale).  All five are required by the
- * backward, q/k/v's by the forward; d_scale_o is checked but not used
- * (attention_in is not quantised; the golden passes d_scale_q there).
- * attention_out / attention_in, dq, dk, dv and a pse tensor then have
- * out_dtype's dtype (0: f16, 1: bf16).  Computation follows the golden's
- * blocks: scores de-quantised per (128-row, 128-key) block, P quantised to
- * f8 before P.V and dV, dS quantised per 128 x 128 tile with its own scale
- * before dQ and dK (docs/NUMERICS.md).  Not with layout TND (the device
- * rejects it too, 161003) nor with rope inputs (161003).  The forward runs
- * in the reference (impl AUTO or REFERENCE; CPU gives 161003); the backward
- * in both.
- *
- * Dropout of one block of a split call (an attnops extension, not in CANN;
- * for context parallelism, docs/DISTRIBUTED.md): with dropout_head_num > 0
- * this call is the block of heads [dropout_head_start, + N1), query rows
- * [dropout_q_start[b], + S1_b) and key rows [dropout_kv_start[b], + S2_b) of
- * a whole call with dropout_head_num heads and, per batch, dropout_seq_qlen
- * query and dropout_seq_kvlen key rows, and it draws the whole call's
- * Philox stream at those positions: split into such blocks, a problem drops
- * exactly the elements its unsplit call drops.  Padded layouts: the two
- * lengths are [1] lists (the whole call's S1, S2); TND: [B] cumulative
- * lists like actual_seq_qlen, one entry per entry of actual_seq_qlen.  The
- * starts are [1] (every batch) or [B] lists, NULL = 0.  Batches and their
- * order are the whole call's.  Not with an explicit drop_mask (pass the
- * block's own bits instead); ignored when keep_prob = 1. */
+ * attnops_fa_params_init() and then set what you need.  Each field says its
+ * form; docs/FLASH_ATTENTION_API.md has the rules (masks and the sentinel
+ * rows, the position bias, MLA rope, FP8 blocks, the dropout block of a split
+ * call). */
 typedef struct attnops_fa_params {
     /* required inputs */
     const attnops_tensor *query;
@@ -236,24 +178,35 @@ typedef struct attnops_fa_params {
     const attnops_tensor *value;
 
     /* optional inputs (NULL = absent) */
-    const attnops_tensor *pse;             /* real_shift / pse_shift, or ALiBi slopes (pse_type 2/3) */
+    /* query's dtype: [B,N1,S1,S2], [1,N1,S1,S2], [B,N1,1,S2] or the compressed
+     * ALiBi [B|1,N1,1024,S2] (pse_type 0/1); f32 slopes [N1] or [B,N1] (2/3) */
+    const attnops_tensor *pse;
     const attnops_tensor *drop_mask;       /* u8 [>= ceil(count/8)]: packed keep bits, LSB first, used */
                                            /* instead of the generated mask (keep_prob < 1 required)  */
     const attnops_tensor *padding_mask;    /* reserved by CANN, must be NULL                           */
-    const attnops_tensor *atten_mask;      /* bool/u8, 1 = masked out (does not participate); see below */
+    /* bool/u8, 1 = masked out: [S1,S2], [1,1,S1,S2], [B,1,S1,S2] or [B,N1,S1,S2]
+     * (modes 0, 1, 5); the compressed 2048x2048 (modes 2, 3, 4, 7, 8) or
+     * 3072x2048 (mode 6) mask.  NULL: nothing is masked, whatever sparse_mode. */
+    const attnops_tensor *atten_mask;
     const attnops_tensor *prefix;          /* i64 (or i32) [B], sparse modes 5/6                       */
-    const attnops_tensor *actual_seq_qlen; /* i64 (or i32) [B], cumulative, TND (see below)           */
+    const attnops_tensor *actual_seq_qlen; /* i64 (or i32) [B], cumulative (no leading 0), TND        */
     const attnops_tensor *actual_seq_kvlen;/* i64 (or i32) [B], cumulative, TND                        */
     const attnops_tensor *q_start_idx;     /* i64 (or i32) [0 or 1]; used by pse_type 2/3 only         */
     const attnops_tensor *kv_start_idx;    /* i64 (or i32) [0 or 1]; used by pse_type 2/3 only         */
-    const attnops_tensor *query_rope;      /* MLA: Q = [query | query_rope] on the head dim            */
-    const attnops_tensor *key_rope;        /* MLA: K = [key | key_rope]                                */
-    const attnops_tensor *d_scale_q;       /* FP8 block de-scales                                      */
+    const attnops_tensor *query_rope;      /* MLA: Q = [query | query_rope] on the head dim (Dr <= D)  */
+    const attnops_tensor *key_rope;        /* MLA: K = [key | key_rope]; both or neither               */
+    /* FP8 block de-scales (1 / scale), f32: q, dy, o [B,N1,ceil(S1/128),1],
+     * k, v [B,N2,ceil(S2/128),1]; all five in the backward, q/k/v's in the
+     * forward (d_scale_o is checked, not used) */
+    const attnops_tensor *d_scale_q;
     const attnops_tensor *d_scale_k;
     const attnops_tensor *d_scale_v;
     const attnops_tensor *d_scale_dy;
     const attnops_tensor *d_scale_o;
-    const attnops_tensor *dropout_seq_qlen;  /* i64 (or i32): dropout block (above) */
+    /* The dropout block of a split call (an attnops extension, for context
+     * parallelism; NULL = the call is whole): i64 (or i32) [1] (padded) or
+     * [B] cumulative (TND) lengths of the whole call, [1] or [B] starts */
+    const attnops_tensor *dropout_seq_qlen;
     const attnops_tensor *dropout_seq_kvlen;
     const attnops_tensor *dropout_q_start;
     const attnops_tensor *dropout_kv_start;
@@ -268,12 +221,13 @@ typedef struct attnops_fa_params {
     attnops_layout input_layout; /* required, no default                */
     int64_t inner_precise; /* 0; 0 and 1 (CANN: high precision / high  */
                            /* performance) compute the same here; 2     */
-                           /* forces the invalid-row sentinels (above)  */
+                           /* forces the invalid-row sentinels          */
     int64_t sparse_mode;   /* 0                                         */
-    int64_t pse_type;      /* 1                                         */
+    int64_t pse_type;      /* 1: (q.k + pse) * scale; 0: q.k * scale + pse; */
+                           /* 2/3: generated ALiBi (|delta|, sqrt|delta|) */
     int64_t seed;          /* 2                                         */
     int64_t offset;        /* 0                                         */
-    int64_t dropout_head_num;   /* 0: the call is whole (dropout block, above) */
+    int64_t dropout_head_num;   /* 0: the call is whole (the dropout block) */
     int64_t dropout_head_start; /* 0                                         */
     int64_t out_dtype;     /* 0; FP8 inputs: 0 = f16 outputs, 1 = bf16  */
     attnops_softmax_layout softmax_in_layout; /* DEFAULT                */
