@@ -192,7 +192,7 @@ static void fx_init(fixture *fx, direction dir, int64_t n, uint64_t seed)
     fx_caches(fx, T0, n + 1);
 }
 
-static void fx_free(fixture *fx)
+static void fx_free(void *fx)
 {
     const vc_tensors s = tensors(fx);
     vc_tensors_free(&s);
@@ -231,16 +231,18 @@ static const void *args_of(const fixture *fx)
 
 /* Calls the direction's entry points as fx->kind says, expecting `want`;
  * the outcome goes to fx->oc. */
-static void call_case(fixture *fx, attnops_status want)
+static void call_case(void *vfx, attnops_status want)
 {
+    fixture *fx = vfx;
     const vc_tensors s = tensors(fx);
     vc_snapshot(&s);
     vc_call(&fx->oc, &OP[fx->dir], args_of(fx), (vc_call_kind)fx->kind, want);
 }
 
 /* Checks the last call against e; returns the number of problems found. */
-static int verify_failure(fixture *fx, const vc_expect *e)
+static int verify_failure(void *vfx, const vc_expect *e)
 {
+    fixture *fx = vfx;
     vc_begin();
     vc_check_outcome(&fx->oc, e, OP[fx->dir].name, NULL);
     const vc_tensors s = tensors(fx);
@@ -339,8 +341,9 @@ enum { CASES(VC_CASE_ENUM) N_CASES };
 static const vc_case CASE[N_CASES] = {CASES(VC_CASE_ROW)};
 
 /* Breaks the one thing case c is about in a freshly built fixture. */
-static void apply_case(fixture *fx, int c)
+static void apply_case(void *vfx, int c)
 {
+    fixture *fx = vfx;
     const attnops_dtype f32 = ATTNOPS_DTYPE_F32, f16 = ATTNOPS_DTYPE_F16, bf16 = ATTNOPS_DTYPE_BF16;
     attnops_attn_res_fwd_args *f = &fx->f;
     attnops_attn_res_bwd_args *b = &fx->b;
@@ -444,29 +447,14 @@ static void apply_case(fixture *fx, int c)
     }
 }
 
-static int run_failure_cases(void)
-{
-    int passed = 0, ran = 0;
-    for (int dir = FWD; dir <= BWD; dir++)
-        for (int c = 0; c < N_CASES; c++) {
-            if (CASE[c].scope == (dir == FWD ? BWD_ONLY : FWD_ONLY)) continue;
-            fixture fx;
-            fx_init(&fx, (direction)dir, N0, tu_suite_seed() + (uint64_t)c);
-            apply_case(&fx, c);
-            vc_label("%s %s", dir == FWD ? "forward" : "backward", CASE[c].name);
-            call_case(&fx, CASE[c].e.st);
-            ran++;
-            if (verify_failure(&fx, &CASE[c].e) == 0) passed++;
-            fx_free(&fx);
-        }
-    printf("failure cases: %d of %d as expected\n", passed, ran);
-    return passed;
-}
+static bool applies(const vc_case *c, int dir) { return c->scope != (dir == FWD ? BWD_ONLY : FWD_ONLY); }
+static void fx_init_case(void *fx, int dir, uint64_t seed) { fx_init(fx, (direction)dir, N0, seed); }
+
+static fixture case_fixture;
+static const vc_suite SUITE = {CASE, N_CASES, 2, (const char *const[]){"forward", "backward"}, applies, &case_fixture,
+                               fx_init_case, apply_case, call_case, verify_failure, fx_free};
 
 /* ---- the checker must be able to fail ---- */
-static void subject_call(void *fx, const vc_expect *e) { call_case(fx, e->st); }
-static int subject_verify(void *fx, const vc_expect *e) { return verify_failure(fx, e); }
-
 static void run_checker_self_test(void)
 {
     fixture fx;
@@ -475,7 +463,7 @@ static void run_checker_self_test(void)
     fx_init(&fx, BWD, N0, 11);
     apply_case(&fx, C_NULL_PROJ_WEIGHT);
     vc_self_test(&(vc_subject){
-        .ctx = &fx, .call = subject_call, .verify = subject_verify, .right = CASE[C_NULL_PROJ_WEIGHT].e,
+        .suite = &SUITE, .ctx = &fx, .right = CASE[C_NULL_PROJ_WEIGHT].e,
         .wrong_st = INV, .wrong_name = "rmsnorm_gamma", .wrong_also = "got 128",
         .tamper = {{vc_storage(&fx.t[DB + 1]) + 3, 0xFF, "a written output byte (grad_blocks[1])", NULL},
                    {vc_storage(&fx.t[ALPHA]) + 5, 0x01, "a changed input byte (alpha)", NULL},
@@ -486,7 +474,7 @@ static void run_checker_self_test(void)
     /* a valid call expected to fail: wrong statuses, outputs written */
     fx_init(&fx, FWD, N0, 13);
     fx.kind = VC_CALL;
-    vc_self_test_wrong(&(vc_subject){.ctx = &fx, .call = subject_call, .verify = subject_verify},
+    vc_self_test_wrong(&(vc_subject){.suite = &SUITE, .ctx = &fx},
                        &(vc_expect){INV, "scale", NULL}, "a valid call");
     fx_free(&fx);
     printf("checker self-test done\n");
@@ -618,7 +606,7 @@ int main(void)
         vc_check_workspace_fits(&OP[dir], args_of(&fx));
         fx_free(&fx);
     }
-    const int passed = run_failure_cases() + run_success_cases();
+    const int passed = vc_run_failure_cases(&SUITE) + run_success_cases();
     run_checker_self_test();
     vc_summary("attnres_validation");
     return tu_finish("attnres_validation", passed);

@@ -211,8 +211,10 @@ static void fx_norm(fixture *fx)
     fx_set(fx, NB, ATTNOPS_DTYPE_F32, 1, &d);
 }
 
-static void fx_init(fixture *fx, bool th, uint64_t seed)
+/* scope: 0 BSH, 1 TH (the suite's scopes) */
+static void fx_init(void *vfx, int th, uint64_t seed)
 {
+    fixture *fx = vfx;
     memset(fx, 0, sizeof *fx);
     fx->th = th;
     fx->rng = tu_rng_make(seed);
@@ -234,7 +236,7 @@ static void fx_init(fixture *fx, bool th, uint64_t seed)
 static vc_role role_of(const void *fx, int i) { return i == OUT ? VC_OUTPUT : i == CACHE ? VC_STATE : VC_INPUT; }
 static vc_tensors tensors(fixture *fx) { return (vc_tensors){NT, fx->t, fx->snap, fx, role_of, TNAME, NULL}; }
 
-static void fx_free(fixture *fx)
+static void fx_free(void *fx)
 {
     const vc_tensors s = tensors(fx);
     vc_tensors_free(&s);
@@ -255,8 +257,9 @@ enum call_kind {
 
 /* Calls the entry points as fx->kind says, expecting `want`; the outcome
  * goes to fx->oc. */
-static void call_case(fixture *fx, attnops_status want)
+static void call_case(void *vfx, attnops_status want)
 {
+    fixture *fx = vfx;
     const attnops_key_pool_args *a = fx->null_args ? NULL : &fx->a;
     vc_outcome *oc = &fx->oc;
     int32_t rank = 0;
@@ -282,8 +285,9 @@ static void call_case(fixture *fx, attnops_status want)
 }
 
 /* Checks the last call against e; returns the number of problems found. */
-static int verify_failure(fixture *fx, const vc_expect *e)
+static int verify_failure(void *vfx, const vc_expect *e)
 {
+    fixture *fx = vfx;
     vc_begin();
     vc_check_outcome(&fx->oc, e, KEY_POOL.name, NULL);
     const vc_tensors s = tensors(fx);
@@ -384,8 +388,9 @@ enum { CASES(VC_CASE_ENUM) N_CASES };
 static const vc_case CASE[N_CASES] = {CASES(VC_CASE_ROW)};
 
 /* Breaks the one thing case c is about in a freshly built fixture. */
-static void apply_case(fixture *fx, int c)
+static void apply_case(void *vfx, int c)
 {
+    fixture *fx = vfx;
     const attnops_dtype f32 = ATTNOPS_DTYPE_F32, f16 = ATTNOPS_DTYPE_F16, bf16 = ATTNOPS_DTYPE_BF16,
                         i32 = ATTNOPS_DTYPE_I32, i64 = ATTNOPS_DTYPE_I64;
     attnops_key_pool_args *a = &fx->a;
@@ -504,30 +509,13 @@ static void apply_case(fixture *fx, int c)
     }
 }
 
-static int run_failure_cases(void)
-{
-    int passed = 0, ran = 0;
-    for (int layout = BSH; layout <= TH; layout++) {
-        for (int c = 0; c < N_CASES; c++) {
-            if (CASE[c].scope != ANY && CASE[c].scope != layout) continue;
-            fixture fx;
-            fx_init(&fx, layout == TH, tu_suite_seed() + (uint64_t)c);
-            apply_case(&fx, c);
-            vc_label("%s %s", layout == TH ? "TH" : "BSH", CASE[c].name);
-            call_case(&fx, CASE[c].e.st);
-            ran++;
-            if (verify_failure(&fx, &CASE[c].e) == 0) passed++;
-            fx_free(&fx);
-        }
-    }
-    printf("failure cases: %d of %d as expected\n", passed, ran);
-    return passed;
-}
+static bool applies(const vc_case *c, int scope) { return c->scope == ANY || c->scope == scope + 1; }
+
+static fixture case_fixture;
+static const vc_suite SUITE = {CASE, N_CASES, 2, (const char *const[]){"BSH", "TH"}, applies, &case_fixture,
+                               fx_init, apply_case, call_case, verify_failure, fx_free};
 
 /* ---- the checker must be able to fail ---- */
-static void subject_call(void *fx, const vc_expect *e) { call_case(fx, e->st); }
-static int subject_verify(void *fx, const vc_expect *e) { return verify_failure(fx, e); }
-
 static void run_checker_self_test(void)
 {
     fixture fx;
@@ -536,7 +524,7 @@ static void run_checker_self_test(void)
     fx_init(&fx, false, 11);
     apply_case(&fx, C_NULL_HIDDEN);
     vc_self_test(&(vc_subject){
-        .ctx = &fx, .call = subject_call, .verify = subject_verify, .right = CASE[C_NULL_HIDDEN].e,
+        .suite = &SUITE, .ctx = &fx, .right = CASE[C_NULL_HIDDEN].e,
         .wrong_st = INV, .wrong_name = "gate_weight", .wrong_also = "cmp_ratio=3",
         .tamper = {{vc_storage(&fx.t[OUT]) + 5, 0xFF, "a written pooled_key byte", NULL},
                    {vc_storage(&fx.t[CACHE]) + 100, 0x01, "a changed state_cache byte", NULL},
@@ -545,7 +533,7 @@ static void run_checker_self_test(void)
     fx_free(&fx);
 
     /* an output rule checked as an input rule: the shape queries succeed */
-    const vc_subject other = {.ctx = &fx, .call = subject_call, .verify = subject_verify};
+    const vc_subject other = {.suite = &SUITE, .ctx = &fx};
     fx_init(&fx, true, 12);
     apply_case(&fx, C_POOLED_KEY_DTYPE);
     fx.kind = K_IN;
@@ -745,7 +733,7 @@ int main(void)
         vc_check_workspace_fits(&KEY_POOL, &fx.a);
         fx_free(&fx);
     }
-    run_failure_cases();
+    vc_run_failure_cases(&SUITE);
     run_checker_self_test();
     run_success_cases();
     return vc_summary("keypool_validation");

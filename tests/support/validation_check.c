@@ -278,10 +278,22 @@ static bool detected(int found, const char *what)
     return found > 0;
 }
 
+/* The subject's call and check: its suite's, or its own. */
+static void subject_call(const vc_subject *s, const vc_expect *e)
+{
+    if (s->suite) s->suite->call(s->ctx, e->st);
+    else s->call(s->ctx, e);
+}
+
+static int subject_verify(const vc_subject *s, const vc_expect *e)
+{
+    return s->suite ? s->suite->verify(s->ctx, e) : s->verify(s->ctx, e);
+}
+
 static bool detect(const vc_subject *s, const vc_expect *e, const char *what)
 {
     vc_label("self-test %s", what);
-    return detected(s->verify(s->ctx, e), what);
+    return detected(subject_verify(s, e), what);
 }
 
 /* The sentence rule on a made-up failed phase with message m. */
@@ -300,7 +312,7 @@ int vc_self_test_wrong(const vc_subject *s, const vc_expect *wrong, const char *
 {
     const bool was = g_inverted;
     g_inverted = true;
-    s->call(s->ctx, wrong);
+    subject_call(s, wrong);
     const bool found = detect(s, wrong, what);
     g_inverted = was;
     return found;
@@ -310,15 +322,15 @@ int vc_self_test(const vc_subject *s)
 {
     const bool was = g_inverted;
     g_inverted = true;
-    s->call(s->ctx, &s->right);
+    subject_call(s, &s->right);
     vc_label("self-test right expectation");
-    const int clean = s->verify(s->ctx, &s->right);
+    const int clean = subject_verify(s, &s->right);
 
     vc_expect wrong = s->right;
     wrong.st = s->wrong_st;
     int passed = vc_self_test_wrong(s, &wrong, "a wrong expected status");
 
-    s->call(s->ctx, &s->right);
+    subject_call(s, &s->right);
     wrong = s->right, wrong.name = s->wrong_name;
     passed += detect(s, &wrong, "a wrong expected argument name");
     wrong = s->right, wrong.also = s->wrong_also;
@@ -338,4 +350,22 @@ int vc_self_test(const vc_subject *s)
     g_checks++;
     TU_CHECK(clean == 0, "checker self-test: the right expectation reported %d problems", clean);
     return passed + (clean == 0);
+}
+
+int vc_run_failure_cases(const vc_suite *s)
+{
+    int passed = 0, ran = 0;
+    for (int scope = 0; scope < s->n_scopes; scope++)
+        for (int c = 0; c < s->n_cases; c++) {
+            if (!s->applies(&s->cases[c], scope)) continue;
+            s->init(s->fixture, scope, tu_suite_seed() + (uint64_t)c);
+            s->apply(s->fixture, c);
+            vc_label("%s %s", s->scope_names[scope], s->cases[c].name);
+            s->call(s->fixture, s->cases[c].e.st);
+            ran++;
+            if (s->verify(s->fixture, &s->cases[c].e) == 0) passed++;
+            s->free(s->fixture);
+        }
+    printf("failure cases: %d of %d as expected\n", passed, ran);
+    return passed;
 }

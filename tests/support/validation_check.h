@@ -154,6 +154,29 @@ typedef struct vc_case {
 #define VC_CASE_ENUM(id, ...) C_##id,
 #define VC_CASE_ROW(id, scope, st, name, also, kind) {#id, scope, {st, name, also}, kind},
 
+/* An operator's validation test as the shared drivers see it: its table of
+ * failure cases and the few functions that build, break, call, check and
+ * free one fixture.  A case runs in every scope (layout, direction, ...) it
+ * applies to, each time on a fresh fixture. */
+typedef struct vc_suite {
+    const vc_case *cases;
+    int n_cases;
+    int n_scopes;
+    const char *const *scope_names; /* the labels' first word */
+    bool (*applies)(const vc_case *c, int scope);
+    void *fixture; /* the test's fixture, reused case after case */
+    void (*init)(void *fx, int scope, uint64_t seed);
+    void (*apply)(void *fx, int c);                  /* breaks case c's rule in a fresh fixture */
+    void (*call)(void *fx, attnops_status want);     /* calls as the case says (vc_case.kind) */
+    int (*verify)(void *fx, const vc_expect *e);     /* checks the last call; returns the problems */
+    void (*free)(void *fx);
+} vc_suite;
+
+/* Every case of the suite in every scope it applies to (seeded from the
+ * suite seed and the case's index): one label "<scope> <case>" each.
+ * Prints "failure cases: N of M as expected"; returns N. */
+int vc_run_failure_cases(const vc_suite *s);
+
 /* Checks every phase of oc: the status it had to return; after a success an
  * empty last error; after a failure one sentence "<op>: ... ." (or, when
  * alt_op is not NULL, "<alt_op>: ... .") containing e->name and e->also.  A
@@ -183,8 +206,11 @@ typedef struct vc_tamper {
 } vc_tamper;
 
 #define VC_MAX_TAMPERS 4
-/* A failing call the self-test knows the right expectation of. */
+/* A failing call the self-test knows the right expectation of: a suite's
+ * fixture (suite set: its call and verify are used) or a context with its
+ * own call and verify. */
 typedef struct vc_subject {
+    const vc_suite *suite;
     void *ctx;
     void (*call)(void *ctx, const vc_expect *e);  /* calls again, expecting e */
     int (*verify)(void *ctx, const vc_expect *e); /* checks the last call against e; returns the problems */
@@ -201,8 +227,8 @@ typedef struct vc_subject {
  * rule (another operator, no colon, no final period): every one must be
  * detected.  One check each; returns how many passed. */
 int vc_self_test(const vc_subject *s);
-/* One more wrong expectation for the subject's call (only ctx, call and
- * verify are used): calls it expecting `wrong`; a problem must be found.
+/* One more wrong expectation for the subject's call (only suite, ctx, call
+ * and verify are used): calls it expecting `wrong`; a problem must be found.
  * One check; returns 1 when it passed. */
 int vc_self_test_wrong(const vc_subject *s, const vc_expect *wrong, const char *what);
 /* The byte `k` past the end of t's data: in its back canary. */
