@@ -14,8 +14,8 @@
  *     before the call), that no input byte changed, and that every canary
  *     around every tensor is intact.
  * The checker (tests/support/validation_check.h, shared with the other
- * validation tests) is also run in an inverted mode on deliberately wrong expectations
- * and must report a mismatch each time (the checker can fail).
+ * validation tests) is also run in an inverted mode on deliberately wrong
+ * expectations and must report a mismatch each time (the checker can fail).
  *
  * The masks, sparse modes 0-6, PSE types 0-3 and the prefix / start-index
  * lists (spec 3.1, 3.2, 4.1) get one failure case per rule, and valid calls
