@@ -60,6 +60,21 @@ def attn_res(T, attrs):
 
 
 
+def rounding_errors(T, tensors, outputs, want):
+    """Per output, the worst |got - exact| in units of one rounding of its dtype: u |exact| (u = 2^-8 for
+    bf16, 2^-22 for f32) plus a floor of the output's largest magnitude times 1e-6 for the bf16
+    gradients, whose elements cancel to ~0 (the golden rounds its bf16 intermediates where the device
+    does), and times 1e-9 for the f32 rms and alpha, which are positive and never cancel: at 1e-6
+    their floor hid an eps-sized change of the RMSNorm."""
+    worst = {}
+    for name in outputs:
+        got, exact = T[name].astype(np.float64), want[name]
+        bf16 = tensors[name]["dtype"] == "bf16"
+        u, floor = (2.0 ** -8, 1e-6) if bf16 else (2.0 ** -22, 1e-9)
+        worst[name] = np.max(np.abs(got - exact) / (u * np.abs(exact) + floor * np.abs(exact).max()))
+    return worst
+
+
 def main(binary):
     tmp = tempfile.mkdtemp()
     try:
@@ -89,16 +104,14 @@ def main(binary):
               and T["grad_proj_weight"].shape == (512,) and T["rms"].dtype == np.float32,
               "every exported tensor loads with its manifest shape and dtype")
 
-        want = attn_res(T, c["attributes"])  # the golden against numpy, on the exported inputs
-        worst = {}
-        for name in outputs:
-            got, exact = T[name].astype(np.float64), want[name]
-            u = 2.0 ** -8 if tensors[name]["dtype"] == "bf16" else 2.0 ** -22
-            scale = np.abs(exact).max()
-            worst[name] = np.max(np.abs(got - exact) / (u * np.abs(exact) + 1e-6 * scale))
+        worst = rounding_errors(T, tensors, outputs, attn_res(T, c["attributes"]))  # golden vs numpy
         bad = {k: round(float(v), 2) for k, v in worst.items() if not v <= 1.0}
         check(not bad, f"h, rms, alpha and all {len(outputs) - 3} gradients as a float64 numpy AttnRes computes them "
                        f"(within one rounding; worst {max(worst.values()):.2f} of it){' ' + str(bad) if bad else ''}")
+        # the comparison sees an RMSNorm off by its eps (2 eps instead of eps)
+        off_eps = rounding_errors(T, tensors, outputs, attn_res(T, dict(c["attributes"], rmsnorm_eps=2e-6)))
+        check(off_eps["rms"] > 1.0, f"... and would see an eps-sized RMSNorm change (rms at {off_eps['rms']:.2f} "
+                                    "roundings with 2 eps)")
         check(all(T["bench_" + o].shape == T[o].shape for o in outputs) and not np.array_equal(T["bench_h"], T["h"]),
               "the benchmark chain's outputs have the golden's shapes and are not the golden's values")
 
