@@ -59,7 +59,6 @@ def attn_res(T, attrs):
     return out
 
 
-
 def rounding_errors(T, tensors, outputs, want):
     """Per output, the worst |got - exact| in units of one rounding of its dtype: u |exact| (u = 2^-8 for
     bf16, 2^-22 for f32) plus a floor of the output's largest magnitude times 1e-6 for the bf16
