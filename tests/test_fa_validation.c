@@ -1549,7 +1549,8 @@ static int run_checker_self_test(void)
     /* from here on layout TND only (TND_FIRST_VALID) */                                                           \
     X(TND_PLAIN) X(TND_I32_LISTS) X(TND_TRAILING_EMPTY_BATCHES) X(TND_STATS_SAME_AS_INPUT) X(TND_MODE0_SS_TOKENS)  \
     X(TND_MODE1_SS) X(TND_MODE3_COMPRESSED) X(TND_MODE7_BAND) X(TND_MODE8_BAND) X(TND_PSE2_SLOPES)                 \
-    X(TND_PSE2_BN_SLOPES_MODE8_SQUARE) X(TND_NO_MASK_NO_BAND) X(TND_DROPOUT) X(TND_ROPE)
+    X(TND_PSE2_BN_SLOPES_MODE8_SQUARE) X(TND_NO_MASK_NO_BAND) X(TND_DROPOUT) X(TND_ROPE)                           \
+    X(TND_PSE2_SLOPES_TRAILING_EMPTY) X(TND_MODE0_NEGATIVE_PRE_TRAILING_EMPTY)
 
 #define AS_VALID_ENUM(c) V_##c,
 enum { SUCCESS_VARIANTS(AS_VALID_ENUM) N_VALID };
@@ -1664,6 +1665,22 @@ static void apply_valid(fixture *fx, int v)
         fx_reseq(fx, &no_empty);
         fx_slopes(fx, false);
         p->pse_type = 2;
+        break;
+    }
+    /* valid only because trailing empty batches are dropped (spec 3.4): pse and
+     * negative tokens refuse an empty batch that remains */
+    case V_TND_PSE2_SLOPES_TRAILING_EMPTY: {
+        static const seqs trailing = {4, {3, 2, 4, 0}, {5, 2, 6, 0}};
+        fx_reseq(fx, &trailing);
+        fx_slopes(fx, false);
+        p->pse_type = 2;
+        break;
+    }
+    case V_TND_MODE0_NEGATIVE_PRE_TRAILING_EMPTY: { /* a band 1 to 3 keys after the diagonal */
+        static const seqs trailing = {3, {3, 4, 0}, {5, 6, 0}};
+        fx_reseq(fx, &trailing);
+        int64_t sh[2] = {4, 6};
+        fx_mask(fx, b8, 2, sh), p->pre_tokens = -1, p->next_tokens = 3;
         break;
     }
     case V_TND_PSE2_BN_SLOPES_MODE8_SQUARE: { /* mode 8 takes pse when every S1 = S2 and q/kv starts agree */

@@ -136,6 +136,38 @@ def test_generated_alibi(pse_type, per_batch):
     _check_op(q, k, v, n1, kw, dict(pse=slopes, pse_type=pse_type, q_start=7, kv_start=3), F32, (s1, s2, 40))
 
 
+@pytest.mark.parametrize("pse_type", [2, 3])
+def test_generated_alibi_tnd_trailing_empty_batch(pse_type):
+    """Generated ALiBi in TND with a trailing empty batch: valid, since trailing empty batches are dropped
+    (spec 3.4) and the pse rule refuses only empty batches that remain."""
+    qlens, kvlens, n1 = [30, 30, 0], [50, 33, 0], 4
+    slopes = fa_oracle.get_slopes(n1)
+    q = shaped("TND", 0, n1, 0, 40, F32, qlens)
+    k, v = shaped("TND", 0, 2, 0, 40, F32, kvlens), shaped("TND", 0, 2, 0, 24, F32, kvlens)
+    kw = dict(pse=slopes, pse_type=pse_type, actual_seq_qlen=cumulative(qlens), actual_seq_kvlen=cumulative(kvlens))
+    _check_op(q, k, v, n1, kw, dict(pse=slopes, pse_type=pse_type, qlens=qlens, kvlens=kvlens), F32, (50, 40),
+              layout="TND")
+
+
+def test_bf16_forward_rounds_p():
+    """The bf16 forward rounds P to bf16 before P.V, as the device's bf16 GEMM takes it (docs/NUMERICS.md):
+    its output is, bit for bit, o = (bf16(exp(s - m)) V) / l in float64 rounded once, and not the output
+    of an unrounded P.  One key tile (S2 = 64), so that the running max is the final max; a sharp softmax
+    (scale 3/sqrt(D)) spreads P.  Tolerance-based checks cannot see the rounding: leaving it out moves the
+    kernel closer to the float64 oracle."""
+    b, n, s1, s2, d = 1, 4, 128, 64, 64
+    q, k, v = shaped("BSND", b, n, s1, d, BF16), shaped("BSND", b, n, s2, d, BF16), shaped("BSND", b, n, s2, d, BF16)
+    scale = 3 * d ** -0.5
+    out = torch_npu.npu_fusion_attention(q, k, v, n, "BSND", scale=scale)[0]
+    qd, kd, vd = (t.double().transpose(1, 2) for t in (q, k, v))
+    s = (qd @ kd.transpose(-1, -2)) * scale
+    p = torch.exp(s - s.amax(-1, keepdim=True))
+    lsum = p.sum(-1, keepdim=True)
+    rounded, unrounded = ((pp @ vd / lsum).transpose(1, 2).to(BF16) for pp in (p.to(BF16).double(), p))
+    assert (out == rounded).double().mean().item() >= 0.995
+    assert (out == unrounded).double().mean().item() < 0.9
+
+
 def test_rope():
     b, n1, s1, s2 = 2, 4, 70, 90
     q, k, v = shaped("BNSD", b, n1, s1, 32, F32), shaped("BNSD", b, 2, s2, 32, F32), shaped("BNSD", b, 2, s2, 32, F32)
