@@ -168,6 +168,31 @@ def test_bf16_forward_rounds_p():
     assert (out == unrounded).double().mean().item() < 0.9
 
 
+def test_bf16_backward_rounds_p_and_ds():
+    """The bf16 backward rounds P before dV = P^T dY and dS before dQ = scale dS K, as the bf16 GEMMs take
+    them: dv and dq are, bit for bit, those float64 products of the rounded P and dS (P from the forward's
+    softmax_max / softmax_sum), and not those of the unrounded ones.  One key tile (S2 = 64)."""
+    b, n, s1, s2, d = 1, 4, 128, 64, 64
+    q, k, v = shaped("BSND", b, n, s1, d, BF16), shaped("BSND", b, n, s2, d, BF16), shaped("BSND", b, n, s2, d, BF16)
+    dy = shaped("BSND", b, n, s1, d, BF16)
+    scale = 3 * d ** -0.5
+    out, smax, ssum = torch_npu.npu_fusion_attention(q, k, v, n, "BSND", scale=scale)[:3]
+    dq, dk, dv = torch_npu.npu_fusion_attention_grad(q, k, v, dy, n, "BSND", softmax_max=smax, softmax_sum=ssum,
+                                                     attention_in=out, scale_value=scale)[:3]
+    qd, kd, vd, dyd, od = (t.double().transpose(1, 2) for t in (q, k, v, dy, out))
+    p = torch.exp((qd @ kd.transpose(-1, -2)) * scale - smax[..., :1].double()) / ssum[..., :1].double()
+    ds = p * (dyd @ vd.transpose(-1, -2) - (dyd * od).sum(-1, keepdim=True))
+
+    def bf16(x):
+        return x.to(BF16).double()
+
+    for name, got, rounded, unrounded in (
+            ("dv", dv, bf16(p).transpose(-1, -2) @ dyd, p.transpose(-1, -2) @ dyd),
+            ("dq", dq, scale * bf16(ds) @ kd, scale * ds @ kd)):
+        same = [(got == x.transpose(1, 2).to(BF16)).double().mean().item() for x in (rounded, unrounded)]
+        assert same[0] >= 0.995 and same[1] < 0.9, f"{name}: bit-equal to rounded {same[0]}, to unrounded {same[1]}"
+
+
 def test_rope():
     b, n1, s1, s2 = 2, 4, 70, 90
     q, k, v = shaped("BNSD", b, n1, s1, 32, F32), shaped("BNSD", b, 2, s2, 32, F32), shaped("BNSD", b, 2, s2, 32, F32)
