@@ -94,6 +94,7 @@ typedef struct fixture {
     attnops_fa_fwd_args fa;
     attnops_fa_bwd_args ba;
     vc_outcome oc; /* of the last call_case */
+    int mode;      /* how call_case calls: a call_mode (0: CALL_BOTH) */
     tu_rng rng;
 } fixture;
 
@@ -422,12 +423,6 @@ typedef enum call_mode {
     CALL_WS_SHORT    /* valid query, run with one byte less than the queried size */
 } call_mode;
 
-typedef struct expect {
-    attnops_status st;
-    const char *name; /* must appear in the sentence */
-    call_mode mode;
-    const char *also; /* NULL, or more text that must appear (a value the sentence must state) */
-} expect;
 
 /* The entry points: [op][varlen].  The varlen ones (TND only) name
  * themselves for the layout check. */
@@ -532,9 +527,9 @@ static attnops_status q_run(fixture *fx, bool null_args, void *ws, size_t bytes)
     return ENTRY[fx->op][fx->varlen].run(args_of(fx, null_args), ws, bytes);
 }
 
-/* Calls the entry points as e->mode says, expecting e->st; the outcome goes
+/* Calls the entry points as fx->mode says, expecting e->st; the outcome goes
  * to fx->oc. */
-static void call_case(fixture *fx, const expect *e)
+static void call_case(fixture *fx, const vc_expect *e)
 {
     static const vc_call_kind KIND[] = {[CALL_BOTH] = VC_CALL, [CALL_NULL_ARGS] = VC_CALL,
                                         [CALL_NULL_BYTES] = VC_NULL_BYTES, [CALL_WS_NULL] = VC_WS_NULL,
@@ -543,10 +538,10 @@ static void call_case(fixture *fx, const expect *e)
     if (through_acl) {
         acl_state.op = fx->op, acl_state.varlen = fx->varlen;
         const attnops_status st = e->st == ATTNOPS_ERR_UNSUPPORTED ? ATTNOPS_ERR_PARAM_INVALID : e->st;
-        vc_call(&fx->oc, &ACL_ENTRY, args_of(fx, e->mode == CALL_NULL_ARGS),
-                e->mode == CALL_BOTH ? VC_QUERY : KIND[e->mode], st);
+        vc_call(&fx->oc, &ACL_ENTRY, args_of(fx, fx->mode == CALL_NULL_ARGS),
+                fx->mode == CALL_BOTH ? VC_QUERY : KIND[fx->mode], st);
     } else {
-        vc_call(&fx->oc, &ENTRY[fx->op][fx->varlen], args_of(fx, e->mode == CALL_NULL_ARGS), KIND[e->mode], e->st);
+        vc_call(&fx->oc, &ENTRY[fx->op][fx->varlen], args_of(fx, fx->mode == CALL_NULL_ARGS), KIND[fx->mode], e->st);
     }
     fx_restore_views(fx);
 }
@@ -569,18 +564,17 @@ static int64_t unwritten(const tu_tensor *t)
  * where the varlen entry point runs the general operator, either name.
  * Outputs untouched, inputs unchanged, canaries intact (tu_tensor_untouched
  * reads through view.data, which call_case restored). */
-static int verify_failure(fixture *fx, const expect *e)
+static int verify_failure(fixture *fx, const vc_expect *want)
 {
     const bool tnd = fx->layout == ATTNOPS_LAYOUT_TND;
     const char *general = ENTRY[fx->op][0].name, *varlen = ENTRY[fx->op][1].name;
-    const vc_expect want = {e->st, e->name, e->also};
     vc_begin();
     if (through_acl) { /* the library's sentence, or the aclnn layer's own (naming its entry point) */
         const char *const ops[3] = {fx->varlen && !tnd ? varlen : general, aclb_entry_name(&acl_state.call),
                                     varlen};
-        vc_check_outcome_any(&fx->oc, &want, ops, fx->varlen && tnd ? 3 : 2);
+        vc_check_outcome_any(&fx->oc, want, ops, fx->varlen && tnd ? 3 : 2);
     } else {
-        vc_check_outcome(&fx->oc, &want, fx->varlen && !tnd ? varlen : general, fx->varlen && tnd ? varlen : NULL);
+        vc_check_outcome(&fx->oc, want, fx->varlen && !tnd ? varlen : general, fx->varlen && tnd ? varlen : NULL);
     }
     const vc_tensors s = tensors(fx);
     vc_check_failed_call(&s);
@@ -769,13 +763,8 @@ enum { BOTH, FWD_ONLY, BWD_ONLY };
 
 #define AS_ENUM(c, ...) C_##c,
 #define AS_NAME(c) #c,
-#define AS_CASE(c, ops, st, name, also, call) {#c, ops, {st, name, call, also}},
 enum { CASES(AS_ENUM) N_CASES };
-static const struct {
-    const char *name;
-    int ops; /* BOTH, FWD_ONLY or BWD_ONLY */
-    expect e;
-} CASE[] = {CASES(AS_CASE)};
+static const vc_case CASE[] = {CASES(VC_CASE_ROW)}; /* scope: BOTH, FWD_ONLY or BWD_ONLY */
 enum { TND_FIRST_CASE = C_TND_NULL_SEQ_QLEN };
 
 static bool hidden_layout(attnops_layout l) { return l == ATTNOPS_LAYOUT_BSH || l == ATTNOPS_LAYOUT_SBH; }
@@ -784,7 +773,7 @@ static bool hidden_layout(attnops_layout l) { return l == ATTNOPS_LAYOUT_BSH || 
  * applies to; *e holds the case's row, which a case that names another
  * argument in this layout or operator corrects.  Returns false when the case
  * does not exist for this layout. */
-static bool apply_case(fixture *fx, int c, expect *e)
+static bool apply_case(fixture *fx, int c, vc_expect *e)
 {
     const dims d = fx->d;
     const bool fwd = fx->op == FWD, bwd = !fwd, hid = hidden_layout(fx->layout);
@@ -1185,7 +1174,7 @@ static bool apply_case(fixture *fx, int c, expect *e)
     case C_FP8_OUT_DTYPE_MISMATCH: /* f16 outputs, out_dtype says bf16 */
         fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
         p->out_dtype = 1;
-        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, fwd ? "attention_out" : "attention_in", CALL_BOTH, "out_dtype"};
+        *e = (vc_expect){ATTNOPS_ERR_PARAM_INVALID, fwd ? "attention_out" : "attention_in", "out_dtype"};
         return true;
     case C_FP8_KEY_E5M2:
         fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
@@ -1216,7 +1205,7 @@ static bool apply_case(fixture *fx, int c, expect *e)
         int64_t cu[8];
         for (int64_t b = 0; b < d.B; b++) cu[b] = (b + 1) * d.S1;
         fx_list(fx, SEQQ, ATTNOPS_DTYPE_I64, d.B, cu);
-        *e = (expect){ATTNOPS_ERR_PARAM_INVALID, "actual_seq_qlen", CALL_BOTH, attnops_layout_name(fx->layout)};
+        *e = (vc_expect){ATTNOPS_ERR_PARAM_INVALID, "actual_seq_qlen", attnops_layout_name(fx->layout)};
         return true;
     }
     /* the varlen entry points take TND only (spec 8.1, 8.2 step 1): a BSND
@@ -1418,10 +1407,10 @@ static const char *listed_not_in_aclnn(int c)
 
 /* Through aclnn: true when the case is to be made; a case expressible
  * against the list, or inexpressible for another reason, fails. */
-static bool expressible_in_aclnn(fixture *fx, int c, expect *e, int *inexpressible)
+static bool expressible_in_aclnn(fixture *fx, int c, vc_expect *e, int *inexpressible)
 {
     const char *listed = listed_not_in_aclnn(c);
-    const char *gap = acl_translate(fx->op, fx->varlen, args_of(fx, e->mode == CALL_NULL_ARGS));
+    const char *gap = acl_translate(fx->op, fx->varlen, args_of(fx, fx->mode == CALL_NULL_ARGS));
     if (gap) {
         (*inexpressible)++;
         TU_CHECK(listed && strstr(gap, listed), "%s: not expressible through aclnn (\"%s\"), but %s", vc_label_text(),
@@ -1433,51 +1422,64 @@ static bool expressible_in_aclnn(fixture *fx, int c, expect *e, int *inexpressib
     return true;
 }
 
-/* The padded cases run in each of LAYOUTS through the general entry points;
- * the TND cases once, in TND, through the general and then the varlen ones
- * (through aclnn the varlen ones only: the others take no sequence lists). */
+/* The failure cases as a vc_suite.  Scopes: the operator times the padded
+ * LAYOUTS (through the general entry points), then TND through the general
+ * and through the varlen ones; the padded cases run in the padded scopes,
+ * the TND cases in the two TND ones (through aclnn the varlen one only: the
+ * others take no sequence lists). */
+#define N_LAYOUTS ((int)(sizeof LAYOUTS / sizeof LAYOUTS[0]))
+enum { SCOPES_PER_OP = N_LAYOUTS + 2 };
+_Static_assert(N_LAYOUTS == 4, "SCOPE_NAME lists the layouts of LAYOUTS");
+static const char *const SCOPE_NAME[2 * SCOPES_PER_OP] = {
+    "fwd BNSD", "fwd BSND", "fwd BSH", "fwd SBH", "fwd TND", "fwd TND varlen",
+    "bwd BNSD", "bwd BSND", "bwd BSH", "bwd SBH", "bwd TND", "bwd TND varlen"};
+static op_kind scope_op(int scope) { return scope < SCOPES_PER_OP ? FWD : BWD; }
+static int scope_layout(int scope) { return scope % SCOPES_PER_OP; } /* >= N_LAYOUTS: TND */
+
+static bool case_applies(const vc_case *c, int scope)
+{
+    const int li = scope_layout(scope);
+    const bool tnd = li >= N_LAYOUTS, tnd_case = c - CASE >= TND_FIRST_CASE;
+    if (through_acl && li == N_LAYOUTS) return false;
+    return tnd == tnd_case && c->scope != (scope_op(scope) == FWD ? BWD_ONLY : FWD_ONLY);
+}
+
+static fixture case_fixture;
+static int inexpressible; /* through aclnn: cases the aclnn API cannot state (NOT_IN_ACLNN) */
+
+static void suite_init(void *fx, int scope, uint64_t seed)
+{
+    const int li = scope_layout(scope);
+    fx_init(fx, scope_op(scope), li >= N_LAYOUTS ? ATTNOPS_LAYOUT_TND : LAYOUTS[li], BASE, seed);
+    ((fixture *)fx)->varlen = li == N_LAYOUTS + 1;
+}
+
+static bool suite_apply(void *vfx, int c, vc_expect *e)
+{
+    fixture *fx = vfx;
+    fx->mode = CASE[c].kind;
+    if (!apply_case(fx, c, e)) return false; /* the case does not exist in this layout */
+    if (fx->varlen && fx->layout != ATTNOPS_LAYOUT_TND) /* a padded case that calls the varlen entry */
+        vc_label("%s %s varlen %s", fx->op == FWD ? "fwd" : "bwd", attnops_layout_name(fx->layout), CASE[c].name);
+    return !through_acl || expressible_in_aclnn(fx, c, e, &inexpressible);
+}
+
+static void suite_call(void *fx, const vc_expect *e) { call_case(fx, e); }
+static int suite_verify(void *fx, const vc_expect *e) { return verify_failure(fx, e); }
+static void suite_free(void *fx) { fx_free(fx); }
+
 static int run_failure_cases(void)
 {
-    int passed = 0, ran = 0, inexpressible = 0;
-    const size_t n_layouts = sizeof LAYOUTS / sizeof LAYOUTS[0];
-    for (int op = FWD; op <= BWD; op++) {
-        for (size_t li = 0; li < n_layouts + 2; li++) {
-            const bool tnd = li >= n_layouts;
-            if (through_acl && li == n_layouts) continue;
-            for (int c = tnd ? TND_FIRST_CASE : 0; c < (tnd ? N_CASES : TND_FIRST_CASE); c++) {
-                if (CASE[c].ops == (op == FWD ? BWD_ONLY : FWD_ONLY)) continue;
-                fixture fx;
-                fx_init(&fx, (op_kind)op, tnd ? ATTNOPS_LAYOUT_TND : LAYOUTS[li], BASE, tu_suite_seed() + (uint64_t)c);
-                fx.varlen = li == n_layouts + 1;
-                expect e = CASE[c].e;
-                if (!apply_case(&fx, c, &e)) {
-                    fx_free(&fx);
-                    continue;
-                }
-                vc_label("%s %s%s %s", op == FWD ? "fwd" : "bwd",
-                         attnops_layout_name(fx.layout), fx.varlen ? " varlen" : "", CASE[c].name);
-                if (through_acl && !expressible_in_aclnn(&fx, c, &e, &inexpressible)) {
-                    fx_free(&fx);
-                    continue;
-                }
-                call_case(&fx, &e);
-                ran++;
-                if (verify_failure(&fx, &e) == 0) passed++;
-                fx_free(&fx);
-            }
-        }
-    }
-    printf("failure cases%s: %d of %d as expected\n", through_acl ? " through aclnn" : "", passed, ran);
+    const vc_suite suite = {CASE, N_CASES, 2 * SCOPES_PER_OP, SCOPE_NAME, case_applies, &case_fixture, suite_init,
+                            suite_apply, suite_call, suite_verify, suite_free,
+                            through_acl ? "failure cases through aclnn" : "failure cases"};
+    inexpressible = 0;
+    const int passed = vc_run_failure_cases(&suite);
     if (through_acl) printf("not expressible through aclnn (NOT_IN_ACLNN): %d\n", inexpressible);
     return passed;
 }
 
 /* ---- the checker must be able to fail ---- */
-static void subject_call(void *fx, const vc_expect *e) { call_case(fx, &(expect){e->st, e->name, CALL_BOTH, e->also}); }
-static int subject_verify(void *fx, const vc_expect *e)
-{
-    return verify_failure(fx, &(expect){e->st, e->name, CALL_BOTH, e->also});
-}
 
 static int run_checker_self_test(void)
 {
@@ -1486,7 +1488,7 @@ static int run_checker_self_test(void)
     fx_init(&fx, FWD, ATTNOPS_LAYOUT_BNSD, BASE, 11);
     fx.fa.p.query = NULL;
     int passed = vc_self_test(&(vc_subject){
-        .ctx = &fx, .call = subject_call, .verify = subject_verify, .right = {ATTNOPS_ERR_NULLPTR, "query", NULL},
+        .ctx = &fx, .call = suite_call, .verify = suite_verify, .right = {ATTNOPS_ERR_NULLPTR, "query", NULL},
         .wrong_st = ATTNOPS_ERR_PARAM_INVALID, .wrong_name = "softmax_sum", .wrong_also = "3072",
         .tamper = {{vc_storage(&fx.t[SMAX]) + 17, 0xFF, "a written output byte (softmax_max)", NULL},
                    {vc_storage(&fx.t[K]) + 3, 0x01, "a changed input byte (key)", NULL},
@@ -1503,7 +1505,7 @@ static int run_checker_self_test(void)
     vc_invert(true);
     /* a valid call that is (wrongly) expected to fail: wrong status and outputs written */
     fx_init(&fx, FWD, ATTNOPS_LAYOUT_BSH, BASE, 12);
-    expect wrongly_invalid = {ATTNOPS_ERR_PARAM_INVALID, "head_num", CALL_BOTH, NULL};
+    const vc_expect wrongly_invalid = {ATTNOPS_ERR_PARAM_INVALID, "head_num", NULL};
     vc_label("self-test valid call");
     call_case(&fx, &wrongly_invalid);
     int found_valid = verify_failure(&fx, &wrongly_invalid);
@@ -1513,7 +1515,7 @@ static int run_checker_self_test(void)
      * ("FlashAttentionVarLenScore: ..."), checked as a general call */
     fx_init(&fx, FWD, ATTNOPS_LAYOUT_BSND, BASE, 14);
     fx.varlen = true;
-    expect layout_refused = {ATTNOPS_ERR_PARAM_INVALID, "TND", CALL_BOTH, NULL};
+    const vc_expect layout_refused = {ATTNOPS_ERR_PARAM_INVALID, "TND", NULL};
     call_case(&fx, &layout_refused);
     fx.varlen = false;
     vc_label("self-test other operator");

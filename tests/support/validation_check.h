@@ -162,19 +162,23 @@ typedef struct vc_suite {
     const vc_case *cases;
     int n_cases;
     int n_scopes;
-    const char *const *scope_names; /* the labels' first word */
+    const char *const *scope_names; /* the labels' first words */
     bool (*applies)(const vc_case *c, int scope);
     void *fixture; /* the test's fixture, reused case after case */
     void (*init)(void *fx, int scope, uint64_t seed);
-    void (*apply)(void *fx, int c);                  /* breaks case c's rule in a fresh fixture */
-    void (*call)(void *fx, attnops_status want);     /* calls as the case says (vc_case.kind) */
-    int (*verify)(void *fx, const vc_expect *e);     /* checks the last call; returns the problems */
+    /* Breaks case c's rule in a fresh fixture; *e starts as the row's
+     * expectation, which a case that names another argument in this scope
+     * corrects.  False: the case cannot be made here (it is not counted). */
+    bool (*apply)(void *fx, int c, vc_expect *e);
+    void (*call)(void *fx, const vc_expect *e);  /* calls as the case says (vc_case.kind), expecting e->st */
+    int (*verify)(void *fx, const vc_expect *e); /* checks the last call; returns the problems */
     void (*free)(void *fx);
+    const char *title; /* the summary line's words; NULL: "failure cases" */
 } vc_suite;
 
 /* Every case of the suite in every scope it applies to (seeded from the
  * suite seed and the case's index): one label "<scope> <case>" each.
- * Prints "failure cases: N of M as expected"; returns N. */
+ * Prints "<title>: N of M as expected"; returns N. */
 int vc_run_failure_cases(const vc_suite *s);
 
 /* Checks every phase of oc: the status it had to return; after a success an
