@@ -1,52 +1,53 @@
 /* bench_fa — throughput of attnops FlashAttentionScore / FlashAttentionScoreGrad
  * against the machine's own tile-GEMM limit, measured in the same run.
  *
- *   bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref]
- *            [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]
- *                    [,varlen=K|,varlen_dense=K]]...
- *   bench_fa --list-cases [--quick] [--json PATH] [--case ...]...
- *       (the specs, one a line; --json also writes them as JSON descriptors,
- *       which the Python peers and the report read)
- *   bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,...] [--threads N] [--json PATH] [--quick]
+ *   bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref] [--case SPEC]...
+ *   bench_fa --list-cases [--quick] [--json PATH] [--case SPEC]...
+ *       (the resolved specs, one a line; --json also writes them as JSON
+ *       descriptors, which the Python peers and the report read)
+ *   bench_fa --rss SPEC [--threads N] [--json PATH] [--quick]
  *
- * Optional case fields (any order, after the ten fixed ones):
- *   mask=none     no atten_mask (default)
- *   mask=causal2  sparse_mode 2 (left-up causal), compressed 2048x2048 mask
- *   mask=causal3  sparse_mode 3 (right-down causal), compressed mask
- *   mask=bandW    sparse_mode 4, compressed mask, pre_tokens = next_tokens = W/2
- *                 (a band of total width W around the right-down diagonal)
- *   mask=mask1    sparse_mode 1 with an explicit full [S1,S2] bool mask holding
- *                 the causal pattern (j > i masked): causal2's pattern, read
- *                 element by element
- *   pse=none      no position bias (default)
- *   pse=alibi2    pse_type 2: generated ALiBi from f32 slopes [N1]
- *                 (attnops_alibi_slopes)
- *   pse=bnss      pse_type 1: an external [B,N1,S1,S2] tensor of q's dtype,
- *                 uniform in [-1, 1)
- *   peer=no       bench/peer_torch.py skips the case (bench_fa ignores it)
- *   keep=P        dropout with keep probability P in (0, 1) (seed 2, offset 0,
- *                 the in-kernel Philox mask); the peer runs SDPA with
+ * A case is verify's case descriptor (verify/fa_case_shape.h, the text form
+ * the tests and the CLI use) plus the benchmark's own keys:
+ *
+ *   [NAME:]B=1,N1=8,N2=8,S1=4096,S2=4096,D=128,Dv=128,dtype=bf16,layout=BNSD,dir=bwd[,...]
+ *
+ * Of the descriptor the bench runs (anything else is refused by name):
+ *   masks         none; mode=1,mask=ss (an explicit [S1,S2] bool mask holding
+ *                 the causal pattern j > i: mode 2's pattern, read element by
+ *                 element); mode=2 / mode=3,mask=compressed (the 2048x2048
+ *                 compressed mask); mode=4,mask=compressed,pre=H,next=H (a
+ *                 band of total width 2H around the right-down diagonal)
+ *   pse           pse=slopes_n,pse_type=2 (generated ALiBi from f32 slopes
+ *                 [N1], attnops_alibi_slopes); pse=bnss,pse_type=1 (an
+ *                 external [B,N1,S1,S2] tensor of q's dtype, uniform in [-1, 1))
+ *   keep=P        dropout with keep probability P in (0, 1), seed=, offset=
+ *                 (the in-kernel Philox mask); the peer runs SDPA with
  *                 dropout_p = 1 - P (PyTorch's unfused path)
+ *   dtype=f8_e4m3fn / f8_e5m2 with out=bf16 (or f16): FP8 inputs
+ *                 (block-quantised, d_scales 1); backward only, its statistics
+ *                 synthetic (the FP8 forward is the reference only), like --rss
+ *   layout=TND    variable length with B = 1, S1 = S2 = T and varlen=K: K <= 32
+ *                 sequences whose lengths are drawn once from a fixed seed,
+ *                 uniform in [128, 896), and scaled (cumulative sums rounded)
+ *                 to sum to T exactly; or seqs=L0:L1:... given (the listing
+ *                 writes them so); kv lengths = q lengths; called through
+ *                 attnops_flash_attention_varlen_score /
+ *                 attnops_flash_attention_unpadding_score_grad.  A mask
+ *                 applies per sequence (mode 1: one [max L, max L] mask); no pse.
+ * The bench's keys:
+ *   dir=fwd|bwd   the direction (required)
+ *   peer=no       bench/peer_torch.py skips the case (bench_fa ignores it)
  *   det=1         deterministic = 1 (bitwise identical for any thread count)
- * dtype f8_e4m3fn / f8_e5m2: FP8 inputs (block-quantised, d_scales 1) with bf16
- * outputs; the backward's statistics are synthetic (the FP8 forward is the
- * reference only), like --rss.
- *   varlen=K      variable length, layout TND (and only there), B = 1,
- *                 S1 = S2 = T: K sequences whose lengths are drawn once from a
- *                 fixed seed, uniform in [128, 896), and scaled (cumulative
- *                 sums rounded) to sum to T exactly; kv lengths = q lengths;
- *                 p.actual_seq_qlen = p.actual_seq_kvlen = the cumulative i64
- *                 list [K]; called through attnops_flash_attention_varlen_score
- *                 / attnops_flash_attention_unpadding_score_grad.  A mask=
- *                 applies per sequence (mask1: one [max L, max L] mask); no pse.
+ *   varlen=K      see layout=TND
  *   varlen_dense=K  the "same total work" dense reference of varlen=K at the
  *                 same T: one sequence (B = 1, S1 = S2 = T in the spec) that
  *                 runs at L_eq = round(sqrt(sum L_i^2)); any padded layout
  *                 (BSND is TND's memory layout at B = 1); no mask, no pse.
- * --quick also divides a band's W by 8 (and T, then the lengths are drawn for
- * T/8).  Canonical names get _causal2, _band1024, _mask1, _alibi2, _bnss,
- * _varlen32, _varlen32dense appended (a varlen_dense case is named by its
- * L_eq: fwd_f32_B1_N8_S3156_D128_BSND_varlen32dense).
+ * --quick divides S1, S2 (T before the lengths are drawn) and a band's
+ * pre/next by 8.  Canonical names get _causal2, _band1024, _mask1, _alibi2,
+ * _bnss, _varlen32, _varlen32dense appended (a varlen_dense case is named by
+ * its L_eq: fwd_f32_B1_N8_S3156_D128_BSND_varlen32dense).
  *
  * Ratios: a case with a mask and no pse is compared with its "base", the
  * case of the same fields without mask and pse (ratio_vs_dense = time /
@@ -98,6 +99,7 @@
 
 #include "attnops.h"
 #include "bench_common.h"
+#include "fa_case_shape.h"
 #include "fma_ceiling.h"
 
 #define MAX_CASES 64
@@ -131,27 +133,44 @@ static float urand(void)
 enum { MASK_NONE = 0, MASK_CAUSAL2, MASK_CAUSAL3, MASK_BAND, MASK_FULL1 };
 enum { PSE_NONE = 0, PSE_ALIBI2, PSE_BNSS };
 
-typedef struct fa_case {
+/* One benchmark case: verify's case descriptor (fa_case_shape.h, the text
+ * form the tests and the CLI use) plus what only a benchmark asks.  In
+ * layout TND the bench keeps s.B = 1 and s.S1 = s.S2 = T, the total rows,
+ * with the K sequence lengths in s.seq_q (s.nseq = K). */
+typedef struct bench_case {
     char name[NAME_LEN];
-    int64_t B, N1, N2, S1, S2, D, Dv;
-    attnops_dtype dtype;
-    attnops_layout layout;
-    int bwd;
-    int mask;        /* MASK_* */
-    int64_t band_w;  /* MASK_BAND: total width W, pre_tokens = next_tokens = W/2 */
-    int pse;         /* PSE_* */
-    int no_peer;     /* peer=no: only read by bench/peer_torch.py */
-    int64_t varlen;  /* varlen=K (layout TND): K sequences drawn for total T = S1 = S2 */
-    int64_t vl_dense;/* varlen_dense=K: one dense sequence of L_eq(K, T) (S1 = S2 = L_eq) */
-    int64_t T;       /* varlen / varlen_dense: the total length the K lengths are drawn for */
-    double keep;     /* keep=P: dropout keep probability; 0 = no dropout */
-    int det;         /* det=1: deterministic */
-} fa_case;
+    fa_case_shape s;
+    int bwd;          /* dir=bwd */
+    int det;          /* det=1: deterministic = 1 */
+    int no_peer;      /* peer=no: only read by bench/peer_torch.py */
+    int64_t vl_dense; /* varlen_dense=K: one dense sequence of L_eq(K, T) (S1 = S2 = L_eq) */
+    int64_t T;        /* TND and varlen_dense: the total length */
+} bench_case;
 
 static int is_fp8(attnops_dtype d) { return d == ATTNOPS_DTYPE_F8_E4M3FN || d == ATTNOPS_DTYPE_F8_E5M2; }
 
-/* The dtype of outputs (and of a pse tensor): bf16 for FP8 inputs. */
-static attnops_dtype out_dtype_of(const fa_case *c) { return is_fp8(c->dtype) ? ATTNOPS_DTYPE_BF16 : c->dtype; }
+/* The dtype of outputs (and of a pse tensor): out= for FP8 inputs. */
+static attnops_dtype out_dtype_of(const bench_case *c) { return is_fp8(c->s.dtype) ? c->s.out_dtype : c->s.dtype; }
+
+/* K sequences of a TND case, 0 otherwise. */
+static int64_t varlen_of(const bench_case *c) { return c->s.layout == ATTNOPS_LAYOUT_TND ? c->s.nseq : 0; }
+
+/* The mask kinds the bench runs (parse_case admits no other). */
+static int mask_kind(const bench_case *c)
+{
+    switch (c->s.sparse_mode) {
+    case 1: return MASK_FULL1;
+    case 2: return MASK_CAUSAL2;
+    case 3: return MASK_CAUSAL3;
+    case 4: return MASK_BAND;
+    default: return MASK_NONE;
+    }
+}
+
+static int pse_kind(const bench_case *c)
+{
+    return c->s.pse == FA_CASE_PSE_SLOPES_N ? PSE_ALIBI2 : c->s.pse == FA_CASE_PSE_BNSS ? PSE_BNSS : PSE_NONE;
+}
 
 /* ------------------------------------------------------------------------ */
 /* variable-length draws                                                     */
@@ -188,94 +207,75 @@ static int varlen_lengths(int64_t K, int64_t T, int64_t *len)
     return bad ? -1 : 0;
 }
 
-/* sum of L_i^2 over the K lengths of (K, T); also min, max. */
-static double varlen_sumsq(int64_t K, int64_t T, int64_t *lmin, int64_t *lmax)
+/* sum of L_i^2 over K lengths; also min, max. */
+static double sum_sq(const int64_t *len, int64_t K, int64_t *lmin, int64_t *lmax)
 {
-    int64_t *len = malloc((size_t)K * sizeof *len);
     double ss = 0;
     int64_t lo = INT64_MAX, hi = 0;
-    if (!len || varlen_lengths(K, T, len) != 0) {
-        free(len);
-        return -1;
-    }
     for (int64_t i = 0; i < K; i++) {
         ss += (double)len[i] * (double)len[i];
         lo = len[i] < lo ? len[i] : lo;
         hi = len[i] > hi ? len[i] : hi;
     }
-    free(len);
     if (lmin) *lmin = lo;
     if (lmax) *lmax = hi;
     return ss;
 }
 
-/* The "same total work" dense length: round(sqrt(sum L_i^2)). */
-static int64_t varlen_eq_len(int64_t K, int64_t T)
-{
-    double ss = varlen_sumsq(K, T, NULL, NULL);
-    return ss < 0 ? -1 : (int64_t)llround(sqrt(ss));
-}
-
+/* ------------------------------------------------------------------------ */
+/* names and masks                                                           */
+/* ------------------------------------------------------------------------ */
 /* "causal2", "band1024", ... ("" for MASK_NONE) */
-static void mask_tag(const fa_case *c, char *out, size_t n)
+static void mask_tag(const bench_case *c, char *out, size_t n)
 {
-    switch (c->mask) {
+    switch (mask_kind(c)) {
     case MASK_CAUSAL2: snprintf(out, n, "causal2"); break;
     case MASK_CAUSAL3: snprintf(out, n, "causal3"); break;
-    case MASK_BAND: snprintf(out, n, "band%lld", (long long)c->band_w); break;
+    case MASK_BAND: snprintf(out, n, "band%lld", (long long)(c->s.pre + c->s.next)); break;
     case MASK_FULL1: snprintf(out, n, "mask1"); break;
     default: snprintf(out, n, "%s", ""); break;
     }
 }
 
-static const char *pse_tag(const fa_case *c)
+static const char *pse_tag(const bench_case *c)
 {
-    return c->pse == PSE_ALIBI2 ? "alibi2" : c->pse == PSE_BNSS ? "bnss" : "";
+    return pse_kind(c) == PSE_ALIBI2 ? "alibi2" : pse_kind(c) == PSE_BNSS ? "bnss" : "";
 }
 
 /* "_causal2_alibi2", "_band1024", "_varlen32", "_varlen32_causal3",
  * "_varlen32dense", "" ... */
-static void tags_suffix(const fa_case *c, char *out, size_t n)
+static void tags_suffix(const bench_case *c, char *out, size_t n)
 {
-    char m[32], v[40] = "";
+    char m[32], v[40] = "", k[24] = "", o[16] = "";
     mask_tag(c, m, sizeof m);
-    if (c->varlen) snprintf(v, sizeof v, "_varlen%lld", (long long)c->varlen);
+    if (varlen_of(c)) snprintf(v, sizeof v, "_varlen%lld", (long long)varlen_of(c));
     else if (c->vl_dense) snprintf(v, sizeof v, "_varlen%llddense", (long long)c->vl_dense);
-    char k[24] = "";
-    if (c->keep > 0) snprintf(k, sizeof k, "_keep%d", (int)lround(c->keep * 100)); /* names hold no '.' */
-    snprintf(out, n, "%s%s%s%s%s%s%s", v, m[0] ? "_" : "", m, c->pse ? "_" : "", pse_tag(c), k, c->det ? "_det" : "");
-}
-
-static int64_t sparse_mode_of(const fa_case *c)
-{
-    switch (c->mask) {
-    case MASK_CAUSAL2: return 2;
-    case MASK_CAUSAL3: return 3;
-    case MASK_BAND: return 4;
-    case MASK_FULL1: return 1;
-    default: return 0;
-    }
+    if (c->s.keep_prob > 0) snprintf(k, sizeof k, "_keep%d", (int)lround(c->s.keep_prob * 100)); /* names hold no '.' */
+    if (is_fp8(c->s.dtype) && c->s.out_dtype != ATTNOPS_DTYPE_BF16)
+        snprintf(o, sizeof o, "_out%s", attnops_dtype_name(c->s.out_dtype));
+    snprintf(out, n, "%s%s%s%s%s%s%s%s", v, m[0] ? "_" : "", m, pse_kind(c) ? "_" : "", pse_tag(c), k,
+             c->det ? "_det" : "", o);
 }
 
 /* The band the case's mask keeps on an S1 x S2 block (one batch, or one
  * sequence of a varlen case), as attnops applies it: key j takes part in
  * query row i when -pre <= j - i <= next.  Returns 0 for "no mask". */
 #define TOKENS_INF ((int64_t)1 << 60)
-static int band_of(const fa_case *c, int64_t S1, int64_t S2, int64_t *pre, int64_t *next)
+static int band_of(const bench_case *c, int64_t S1, int64_t S2, int64_t *pre, int64_t *next)
 {
-    switch (c->mask) {
+    switch (mask_kind(c)) {
     case MASK_CAUSAL2:
     case MASK_FULL1: *pre = TOKENS_INF, *next = 0; return 1;         /* j > i masked */
     case MASK_CAUSAL3: *pre = TOKENS_INF, *next = S2 - S1; return 1;
     case MASK_BAND: /* sparse_mode 4: right-down origin */
-        *pre = c->band_w / 2 + S1 - S2, *next = c->band_w / 2 - S1 + S2;
+        *pre = c->s.pre + S1 - S2, *next = c->s.next - S1 + S2;
         return 1;
     default: *pre = *next = TOKENS_INF; return 0;
     }
 }
 
 /* Unmasked (i, j) pairs of one S1 x S2 block, counted exactly row by row. */
-static double kept_pairs(const fa_case *c, int64_t S1, int64_t S2)
+static double kept_pairs(const bench_case *c, int64_t S1, int64_t S2)
 {
     int64_t pre, next;
     if (!band_of(c, S1, S2, &pre, &next)) return (double)S1 * (double)S2;
@@ -291,220 +291,198 @@ static double kept_pairs(const fa_case *c, int64_t S1, int64_t S2)
 
 /* (unmasked (i, j) pairs) / (S1 * S2); for a varlen case summed over the
  * sequences, over sum L_i^2. */
-static double unmasked_fraction(const fa_case *c)
+static double unmasked_fraction(const bench_case *c)
 {
-    if (!c->mask) return 1.0;
-    if (!c->varlen) return kept_pairs(c, c->S1, c->S2) / ((double)c->S1 * (double)c->S2);
-    int64_t *len = xmalloc((size_t)c->varlen * sizeof *len);
-    double kept = 0, all = 0;
-    varlen_lengths(c->varlen, c->T, len);
-    for (int64_t i = 0; i < c->varlen; i++) {
-        kept += kept_pairs(c, len[i], len[i]);
-        all += (double)len[i] * (double)len[i];
-    }
-    free(len);
-    return kept / all;
-}
-
-static attnops_dtype parse_dtype(const char *s)
-{
-    if (!strcmp(s, "f32") || !strcmp(s, "fp32") || !strcmp(s, "float32")) return ATTNOPS_DTYPE_F32;
-    if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16")) return ATTNOPS_DTYPE_BF16;
-    if (!strcmp(s, "f16") || !strcmp(s, "fp16") || !strcmp(s, "float16")) return ATTNOPS_DTYPE_F16;
-    if (!strcmp(s, "f8_e4m3fn") || !strcmp(s, "fp8_e4m3fn")) return ATTNOPS_DTYPE_F8_E4M3FN;
-    if (!strcmp(s, "f8_e5m2") || !strcmp(s, "fp8_e5m2")) return ATTNOPS_DTYPE_F8_E5M2;
-    return 0;
+    if (!mask_kind(c)) return 1.0;
+    if (!varlen_of(c)) return kept_pairs(c, c->s.S1, c->s.S2) / ((double)c->s.S1 * (double)c->s.S2);
+    double kept = 0;
+    for (int64_t i = 0; i < varlen_of(c); i++) kept += kept_pairs(c, c->s.seq_q[i], c->s.seq_q[i]);
+    return kept / sum_sq(c->s.seq_q, varlen_of(c), NULL, NULL);
 }
 
 /* fwd_f32_B1_N8_S4096_D128, with _G<N2>, x<S2>, _Dv<Dv>, _<layout>, _<mask>,
  * _<pse> only when they differ from the plain case. */
-static void canonical_name(const fa_case *c, char *out, size_t n)
+static void canonical_name(const bench_case *c, char *out, size_t n)
 {
-    char g[24] = "", s2[24] = "", dv[24] = "", lay[16] = "", tags[48];
-    if (c->N2 != c->N1) snprintf(g, sizeof g, "_G%lld", (long long)c->N2);
-    if (c->S2 != c->S1) snprintf(s2, sizeof s2, "x%lld", (long long)c->S2);
-    if (c->Dv != c->D) snprintf(dv, sizeof dv, "_Dv%lld", (long long)c->Dv);
-    if (c->layout != ATTNOPS_LAYOUT_BNSD) snprintf(lay, sizeof lay, "_%s", attnops_layout_name(c->layout));
+    const fa_case_shape *s = &c->s;
+    char g[24] = "", s2[24] = "", dv[24] = "", lay[16] = "", tags[64];
+    if (s->N2 != s->N1) snprintf(g, sizeof g, "_G%lld", (long long)s->N2);
+    if (s->S2 != s->S1) snprintf(s2, sizeof s2, "x%lld", (long long)s->S2);
+    if (s->Dv != s->D) snprintf(dv, sizeof dv, "_Dv%lld", (long long)s->Dv);
+    if (s->layout != ATTNOPS_LAYOUT_BNSD) snprintf(lay, sizeof lay, "_%s", attnops_layout_name(s->layout));
     tags_suffix(c, tags, sizeof tags);
-    snprintf(out, n, "%s_%s_B%lld_N%lld%s_S%lld%s_D%lld%s%s%s", c->bwd ? "bwd" : "fwd", attnops_dtype_name(c->dtype),
-             (long long)c->B, (long long)c->N1, g, (long long)c->S1, s2, (long long)c->D, dv, lay, tags);
+    snprintf(out, n, "%s_%s_B%lld_N%lld%s_S%lld%s_D%lld%s%s%s", c->bwd ? "bwd" : "fwd", attnops_dtype_name(s->dtype),
+             (long long)s->B, (long long)s->N1, g, (long long)s->S1, s2, (long long)s->D, dv, lay, tags);
 }
 
-/* One optional field key=value of a case spec. */
-static void parse_option(const char *opt, fa_case *c, const char *spec)
+/* ------------------------------------------------------------------------ */
+/* the case spec: [NAME:]<fa_case_parse form>,dir=fwd|bwd[,bench keys]       */
+/* ------------------------------------------------------------------------ */
+static int64_t positive_knob(const char *v, const char *spec)
 {
-    const char *eq = strchr(opt, '=');
-    if (!eq) die("optional case fields are key=value (mask=, pse=, peer=, varlen=, varlen_dense=, keep=, det=); got '%s'", spec);
-    const char *v = eq + 1;
-    size_t klen = (size_t)(eq - opt);
-    if (klen == 4 && !strncmp(opt, "mask", 4)) {
-        if (!strcmp(v, "none")) c->mask = MASK_NONE;
-        else if (!strcmp(v, "causal2")) c->mask = MASK_CAUSAL2;
-        else if (!strcmp(v, "causal3")) c->mask = MASK_CAUSAL3;
-        else if (!strcmp(v, "mask1")) c->mask = MASK_FULL1;
-        else if (!strncmp(v, "band", 4)) {
-            char *end;
-            errno = 0;
-            long long w = strtoll(v + 4, &end, 10);
-            if (errno || *end || v[4] == 0 || w <= 0) die("mask=bandW needs a positive integer width W in '%s'", spec);
-            c->mask = MASK_BAND;
-            c->band_w = w;
-        } else die("mask must be none, causal2, causal3, bandW or mask1 in case '%s'", spec);
-    } else if (klen == 3 && !strncmp(opt, "pse", 3)) {
-        if (!strcmp(v, "none")) c->pse = PSE_NONE;
-        else if (!strcmp(v, "alibi2")) c->pse = PSE_ALIBI2;
-        else if (!strcmp(v, "bnss")) c->pse = PSE_BNSS;
-        else die("pse must be none, alibi2 or bnss in case '%s'", spec);
-    } else if (klen == 4 && !strncmp(opt, "peer", 4)) {
-        if (!strcmp(v, "no")) c->no_peer = 1;
-        else if (!strcmp(v, "yes")) c->no_peer = 0;
-        else die("peer must be yes or no in case '%s'", spec);
-    } else if ((klen == 6 && !strncmp(opt, "varlen", 6)) || (klen == 12 && !strncmp(opt, "varlen_dense", 12))) {
-        char *end;
-        errno = 0;
-        long long k = strtoll(v, &end, 10);
-        if (errno || *end || !*v || k <= 0 || k > 1000000)
-            die("varlen=K / varlen_dense=K need a positive integer K in '%s'", spec);
-        if (klen == 6) c->varlen = k;
-        else c->vl_dense = k;
-    } else if (klen == 4 && !strncmp(opt, "keep", 4)) {
-        char *end;
-        errno = 0;
-        double p = strtod(v, &end);
-        if (errno || *end || !*v || !(p > 0.0 && p < 1.0)) die("keep=P needs 0 < P < 1 in '%s'", spec);
-        c->keep = p;
-    } else if (klen == 3 && !strncmp(opt, "det", 3)) {
-        if (!strcmp(v, "1")) c->det = 1;
-        else if (!strcmp(v, "0")) c->det = 0;
-        else die("det must be 0 or 1 in case '%s'", spec);
-    } else {
-        die("unknown optional case field in '%s' (known: mask=, pse=, peer=, varlen=, varlen_dense=, keep=, det=)", spec);
-    }
+    char *end;
+    errno = 0;
+    long long k = strtoll(v, &end, 10);
+    if (errno || *end || !*v || k <= 0 || k > 1000000)
+        die("varlen=K / varlen_dense=K need a positive integer K in '%s'", spec);
+    return k;
 }
 
-/* NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,key=value]... ; an empty NAME (or
- * no NAME and no colon) gets the canonical name. */
-static void parse_case(const char *spec, fa_case *c)
+/* What the descriptor may say that the bench does not run: dies naming it. */
+static void check_supported(const bench_case *c, const char *spec)
 {
-    char buf[512];
+    const fa_case_shape *s = &c->s;
+    const int64_t dims[7] = {s->B, s->N1, s->N2, s->S1, s->S2, s->D, s->Dv};
+    for (int i = 0; i < 7; i++)
+        if (dims[i] <= 0) die("B, N1, N2, S1, S2, D and Dv must be positive in case '%s'", spec);
+    if (s->pad || s->Dr || s->inner_precise || s->q_start || s->kv_start || s->seq_kv[0] >= 0)
+        die("the bench runs no pad=, rope=, inner_precise=, q_start=, kv_start= or kvseqs= (case '%s')", spec);
+    static const fa_case_mask mask_of_mode[5] = {FA_CASE_MASK_NONE, FA_CASE_MASK_SS, FA_CASE_MASK_COMPRESSED,
+                                                 FA_CASE_MASK_COMPRESSED, FA_CASE_MASK_COMPRESSED};
+    if (s->sparse_mode < 0 || s->sparse_mode > 4 || s->mask != mask_of_mode[s->sparse_mode])
+        die("the bench's masks: none (mode 0), mode=1,mask=ss (the causal pattern), mode=2|3|4,mask=compressed; "
+            "got '%s'", spec);
+    if (s->sparse_mode == 4 && (s->pre != s->next || s->pre < 0))
+        die("the bench's bands are symmetric: mode=4 takes pre = next >= 0 in '%s'", spec);
+    if (!(s->pse == FA_CASE_PSE_NONE || (s->pse == FA_CASE_PSE_SLOPES_N && s->pse_type == 2) ||
+          (s->pse == FA_CASE_PSE_BNSS && s->pse_type == 1)))
+        die("the bench's pse: none, pse=slopes_n,pse_type=2 (ALiBi) or pse=bnss,pse_type=1 in '%s'", spec);
+    if (!(s->keep_prob >= 0.0 && s->keep_prob < 1.0)) die("keep=P needs 0 < P < 1 in '%s'", spec);
+    if (is_fp8(s->dtype) && s->out_dtype != ATTNOPS_DTYPE_BF16 && s->out_dtype != ATTNOPS_DTYPE_F16)
+        die("FP8 cases take out=bf16 or out=f16 in '%s'", spec);
+    if (is_fp8(s->dtype) && (s->layout == ATTNOPS_LAYOUT_TND || c->vl_dense || !c->bwd))
+        die("FP8 cases are backward cases in a padded layout (no fast FP8 forward, no FP8 TND) in '%s'", spec);
+}
+
+/* Parses a spec; --quick then divides S1, S2 (T for varlen=K) and a band's
+ * pre/next by 8 (explicit seqs= are taken as given); the TND lengths and a
+ * varlen_dense case's L_eq are resolved; an unnamed case gets its
+ * canonical name. */
+static void parse_case(const char *spec, int quick, bench_case *c)
+{
+    char buf[1024], rest[1024] = "", name[NAME_LEN] = "";
     if (strlen(spec) >= sizeof buf) die("case spec too long: %s", spec);
     strcpy(buf, spec);
     memset(c, 0, sizeof *c);
     char *body = buf, *colon = strchr(buf, ':');
-    char name[NAME_LEN] = "";
-    if (colon) {
+    if (colon && !memchr(buf, '=', (size_t)(colon - buf))) { /* a NAME, not a seqs=a:b list */
         *colon = 0;
         if (strlen(buf) >= NAME_LEN) die("case name too long: %s", spec);
         strcpy(name, buf);
         body = colon + 1;
     }
-    char *f[16];
-    int nf = 0;
-    for (char *tok = strtok(body, ","); tok; tok = strtok(NULL, ",")) {
-        if (nf == 16) die("too many fields in case '%s'", spec);
-        f[nf++] = tok;
+    int have_dir = 0;
+    int64_t varlen = 0;
+    for (char *save = NULL, *tok = strtok_r(body, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const char *v = strchr(tok, '=') ? strchr(tok, '=') + 1 : "";
+        if (!strncmp(tok, "dir=", 4)) {
+            if (strcmp(v, "fwd") && strcmp(v, "bwd")) die("dir must be fwd or bwd in case '%s'", spec);
+            c->bwd = !strcmp(v, "bwd"), have_dir = 1;
+        } else if (!strncmp(tok, "peer=", 5)) {
+            if (strcmp(v, "no") && strcmp(v, "yes")) die("peer must be yes or no in case '%s'", spec);
+            c->no_peer = !strcmp(v, "no");
+        } else if (!strncmp(tok, "det=", 4)) {
+            if (strcmp(v, "0") && strcmp(v, "1")) die("det must be 0 or 1 in case '%s'", spec);
+            c->det = !strcmp(v, "1");
+        } else if (!strncmp(tok, "varlen=", 7)) varlen = positive_knob(v, spec);
+        else if (!strncmp(tok, "varlen_dense=", 13)) c->vl_dense = positive_knob(v, spec);
+        else {
+            size_t used = strlen(rest);
+            snprintf(rest + used, sizeof rest - used, "%s%s", used ? "," : "", tok);
+        }
     }
-    if (nf < 10)
-        die("a case needs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]; got '%s'", spec);
-    int64_t *dims[7] = {&c->B, &c->N1, &c->N2, &c->S1, &c->S2, &c->D, &c->Dv};
-    for (int i = 0; i < 7; i++) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(f[i], &end, 10);
-        if (errno || *end || v <= 0) die("bad dimension in case '%s' (all must be positive integers)", spec);
-        *dims[i] = v;
+    if (!fa_case_parse(rest, &c->s))
+        die("a case is key=value fields (verify/fa_case_shape.h: B=,N1=,...,dtype=,layout=,mode=,...) plus "
+            "dir=fwd|bwd[,peer=][,det=][,varlen=][,varlen_dense=]; cannot read '%s'", spec);
+    if (!have_dir) die("a case needs dir=fwd or dir=bwd: '%s'", spec);
+    check_supported(c, spec);
+    fa_case_shape *s = &c->s;
+    if (quick) {
+        s->S1 = s->S1 / 8 > 0 ? s->S1 / 8 : 1;
+        s->S2 = s->S2 / 8 > 0 ? s->S2 / 8 : 1;
+        s->pre /= 8, s->next /= 8;
     }
-    c->dtype = parse_dtype(f[7]);
-    if (!c->dtype) die("dtype must be f32, bf16, f16, f8_e4m3fn or f8_e5m2 in case '%s'", spec);
-    c->layout = attnops_layout_from_string(f[8]);
-    if (c->layout == ATTNOPS_LAYOUT_UNSET) die("layout must be BNSD, BSND, BSH, SBH or TND in case '%s'", spec);
-    if (!strcmp(f[9], "fwd")) c->bwd = 0;
-    else if (!strcmp(f[9], "bwd")) c->bwd = 1;
-    else die("direction must be fwd or bwd in case '%s'", spec);
-    for (int i = 10; i < nf; i++) parse_option(f[i], c, spec);
-    if ((c->layout == ATTNOPS_LAYOUT_TND) != (c->varlen != 0))
-        die("layout TND goes with varlen=K, and varlen=K with layout TND, in case '%s'", spec);
-    if (c->varlen || c->vl_dense) {
-        if (c->varlen && c->vl_dense) die("varlen= and varlen_dense= exclude each other in case '%s'", spec);
-        if (c->B != 1 || c->S1 != c->S2)
+    const int tnd = s->layout == ATTNOPS_LAYOUT_TND;
+    if (tnd != (varlen || s->nseq) || (varlen && s->nseq))
+        die("layout TND takes varlen=K (drawn lengths) or seqs= (given ones), and only TND does, in case '%s'", spec);
+    if (tnd || c->vl_dense) {
+        if (c->vl_dense && tnd) die("varlen_dense= is a padded-layout case in '%s'", spec);
+        if (pse_kind(c)) die("TND and varlen_dense= cases take no pse in '%s'", spec);
+        if (c->vl_dense && mask_kind(c)) die("a varlen_dense= case takes no mask in '%s'", spec);
+        if (!s->nseq && (s->B != 1 || s->S1 != s->S2))
             die("varlen= and varlen_dense= cases take B = 1 and S1 = S2 = T (the total length) in '%s'", spec);
-        if (c->pse) die("varlen= and varlen_dense= cases take no pse in '%s'", spec);
-        if (c->vl_dense && c->mask) die("a varlen_dense= case takes no mask in '%s'", spec);
-        c->T = c->S1;
+        const int64_t K = varlen ? varlen : c->vl_dense;
+        int64_t drawn[32];
+        if (!s->nseq) {
+            if (K > 32) die("at most 32 sequences (varlen= / varlen_dense=) in case '%s'", spec);
+            if (K > s->S1 || varlen_lengths(K, s->S1, drawn) != 0)
+                die("varlen: T = S1 is too small for K sequences of length >= 1 in case '%s'", spec);
+        }
+        if (tnd) {
+            if (!s->nseq) memcpy(s->seq_q, drawn, (size_t)K * sizeof *drawn), s->nseq = (int)K;
+            c->T = 0;
+            for (int i = 0; i < s->nseq; i++) {
+                if (s->seq_q[i] < 1) die("seqs= lengths must be positive in case '%s'", spec);
+                c->T += s->seq_q[i];
+            }
+            s->B = 1, s->S1 = s->S2 = c->T;
+        } else {
+            c->T = s->S1;
+            s->S1 = s->S2 = (int64_t)llround(sqrt(sum_sq(drawn, K, NULL, NULL))); /* L_eq */
+        }
     }
-    if (is_fp8(c->dtype) && (c->varlen || c->vl_dense || !c->bwd))
-        die("FP8 cases are backward cases in a padded layout (no fast FP8 forward, no FP8 TND) in '%s'", spec);
     if (name[0]) {
         for (const char *p = name; *p; p++)
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
                 die("case names may hold only letters, digits and '_': '%s'", name);
         strcpy(c->name, name);
-    }
+    } else canonical_name(c, c->name, sizeof c->name);
 }
 
-/* parse_case, then --quick (S1, S2 — T for varlen — and a band's width
- * divided by 8), then a varlen_dense case's length L_eq is resolved; an
- * unnamed case gets its canonical name. */
-static void parse_case_quick(const char *spec, int quick, fa_case *c)
+/* The spec that re-parses (without --quick) to this case: the descriptor's
+ * text form (a TND case with its lengths as seqs=; a varlen_dense case with
+ * S1 = S2 = T) and the bench's keys. */
+static void case_spec(const bench_case *c, char *out, size_t n)
 {
-    parse_case(spec, c);
-    if (quick) {
-        c->S1 = c->S1 / 8 > 0 ? c->S1 / 8 : 1;
-        c->S2 = c->S2 / 8 > 0 ? c->S2 / 8 : 1;
-        if (c->mask == MASK_BAND) c->band_w = c->band_w / 8 > 0 ? c->band_w / 8 : 1;
-        if (c->T) c->T = c->S1;
+    fa_case_shape s = c->s;
+    if (c->vl_dense) s.S1 = s.S2 = c->T;
+    char desc[768];
+    fa_case_describe(&s, desc, sizeof desc);
+    snprintf(out, n, "%s:%s,dir=%s%s%s", c->name, desc, c->bwd ? "bwd" : "fwd", c->det ? ",det=1" : "",
+             c->no_peer ? ",peer=no" : "");
+    if (c->vl_dense) {
+        size_t used = strlen(out);
+        snprintf(out + used, n - used, ",varlen_dense=%lld", (long long)c->vl_dense);
     }
-    if (c->varlen || c->vl_dense) {
-        int64_t K = c->varlen ? c->varlen : c->vl_dense;
-        if (K > c->T || varlen_sumsq(K, c->T, NULL, NULL) < 0)
-            die("varlen: T = S1 is too small for K sequences of length >= 1 in case '%s'", spec);
-        if (c->vl_dense) c->S1 = c->S2 = varlen_eq_len(K, c->T);
-    }
-    if (!c->name[0]) canonical_name(c, c->name, sizeof c->name);
-}
-
-static void print_case_spec(FILE *f, const fa_case *c)
-{
-    char m[32];
-    mask_tag(c, m, sizeof m);
-    /* a varlen_dense case is written with its T (it re-parses to the same L_eq) */
-    const int64_t S1 = c->vl_dense ? c->T : c->S1, S2 = c->vl_dense ? c->T : c->S2;
-    fprintf(f, "%s:%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%s", c->name, (long long)c->B, (long long)c->N1,
-            (long long)c->N2, (long long)S1, (long long)S2, (long long)c->D, (long long)c->Dv,
-            attnops_dtype_name(c->dtype), attnops_layout_name(c->layout), c->bwd ? "bwd" : "fwd");
-    if (c->varlen) fprintf(f, ",varlen=%lld", (long long)c->varlen);
-    if (c->vl_dense) fprintf(f, ",varlen_dense=%lld", (long long)c->vl_dense);
-    if (c->mask) fprintf(f, ",mask=%s", m);
-    if (c->pse) fprintf(f, ",pse=%s", pse_tag(c));
-    if (c->keep > 0) fprintf(f, ",keep=%g", c->keep);
-    if (c->det) fprintf(f, ",det=1");
-    if (c->no_peer) fprintf(f, ",peer=no");
-    fputc('\n', f);
 }
 
 /* The case list as JSON, one object per case: the descriptors the Python
  * programs (bench/peer_torch.py, bench/bench_report.py) read instead of
- * parsing specs themselves.  S1, S2 as in the spec (T for varlen_dense);
- * mask and pse are the tags of the names ("none" without). */
-static void write_case_list_json(const char *path, const fa_case *cases, int n)
+ * parsing specs themselves.  S1, S2 as in the spec (T for varlen and
+ * varlen_dense); mask and pse are the tags of the names ("none" without);
+ * sparse_mode, pre, next are the descriptor's; spec its text form. */
+static void write_case_list_json(const char *path, const bench_case *cases, int n)
 {
     FILE *f = fopen(path, "w");
     if (!f) die("cannot write %s", path);
     fputs("[\n", f);
     for (int i = 0; i < n; i++) {
-        const fa_case *c = &cases[i];
-        char m[32];
+        const bench_case *c = &cases[i];
+        const fa_case_shape *s = &c->s;
+        char m[32], spec[1024];
         mask_tag(c, m, sizeof m);
-        const int64_t S1 = c->vl_dense ? c->T : c->S1, S2 = c->vl_dense ? c->T : c->S2;
+        case_spec(c, spec, sizeof spec);
+        const int64_t S1 = c->vl_dense ? c->T : s->S1, S2 = c->vl_dense ? c->T : s->S2;
         fprintf(f, "  {\"name\": \"%s\", \"B\": %lld, \"N1\": %lld, \"N2\": %lld, \"S1\": %lld, \"S2\": %lld, "
                    "\"D\": %lld, \"Dv\": %lld, \"dtype\": \"%s\", \"layout\": \"%s\", \"dir\": \"%s\", "
                    "\"mask\": \"%s\", \"pse\": \"%s\", \"peer\": %s, \"varlen\": %lld, \"varlen_dense\": %lld, "
-                   "\"keep\": %.17g, \"det\": %d}%s\n",
-                c->name, (long long)c->B, (long long)c->N1, (long long)c->N2, (long long)S1, (long long)S2,
-                (long long)c->D, (long long)c->Dv, attnops_dtype_name(c->dtype), attnops_layout_name(c->layout),
-                c->bwd ? "bwd" : "fwd", c->mask ? m : "none", c->pse ? pse_tag(c) : "none",
-                c->no_peer ? "false" : "true", (long long)c->varlen, (long long)c->vl_dense, c->keep > 0 ? c->keep : 0.0,
-                c->det, i + 1 < n ? "," : "");
+                   "\"keep\": %.17g, \"det\": %d, \"sparse_mode\": %lld, \"pre\": %lld, \"next\": %lld, "
+                   "\"spec\": \"%s\"}%s\n",
+                c->name, (long long)s->B, (long long)s->N1, (long long)s->N2, (long long)S1, (long long)S2,
+                (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype), attnops_layout_name(s->layout),
+                c->bwd ? "bwd" : "fwd", mask_kind(c) ? m : "none", pse_kind(c) ? pse_tag(c) : "none",
+                c->no_peer ? "false" : "true", (long long)varlen_of(c), (long long)c->vl_dense, s->keep_prob,
+                c->det, (long long)s->sparse_mode, (long long)s->pre, (long long)s->next, spec, i + 1 < n ? "," : "");
     }
     fputs("]\n", f);
     if (fclose(f) != 0) die("cannot write %s", path);
@@ -512,97 +490,98 @@ static void write_case_list_json(const char *path, const fa_case *cases, int n)
 
 /* The targets of docs/PERFORMANCE.md: the one case list (run.sh passes it
  * to the peers as the JSON of --list-cases --json). */
+#define HEADS8 "B=1,N1=8,N2=8,S1=4096,S2=4096,D=128,Dv=128,layout=BNSD"
+#define HEADS1 "B=1,N1=1,N2=1,S1=8192,S2=8192,D=128,Dv=128,layout=BNSD"
+#define HEADS2 "B=1,N1=2,N2=2,S1=4096,S2=4096,D=128,Dv=128,layout=BNSD"
+#define TOTAL16K "B=1,N1=8,N2=8,S1=16384,S2=16384,D=128,Dv=128"
+#define CAUSAL(mode) ",mode=" #mode ",mask=compressed"
+#define BAND(half) ",mode=4,mask=compressed,pre=" #half ",next=" #half /* total width 2 * half */
+#define ALIBI2 ",pse=slopes_n,pse_type=2"
+#define PSE_BNSS_F32 ",pse=bnss,pse_type=1"
 static const char *const default_cases[] = {
-    ":1,8,8,4096,4096,128,128,f32,BNSD,fwd",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd",
-    ":1,1,1,8192,8192,128,128,f32,BNSD,bwd",
-    ":1,1,1,8192,8192,128,128,bf16,BNSD,bwd",
+    HEADS8 ",dtype=f32,dir=fwd",
+    HEADS8 ",dtype=f32,dir=bwd",
+    HEADS8 ",dtype=bf16,dir=bwd",
+    HEADS1 ",dtype=f32,dir=bwd",
+    HEADS1 ",dtype=bf16,dir=bwd",
     /* causal, against the dense backward above; torch (is_causal=True) for mode 2
      * only: at S1 = S2 mode 3 is the same pattern, so its torch time would be too */
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=causal2",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=causal3,peer=no",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=causal2",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=causal3,peer=no",
+    HEADS8 ",dtype=f32,dir=bwd" CAUSAL(2),
+    HEADS8 ",dtype=f32,dir=bwd" CAUSAL(3) ",peer=no",
+    HEADS8 ",dtype=bf16,dir=bwd" CAUSAL(2),
+    HEADS8 ",dtype=bf16,dir=bwd" CAUSAL(3) ",peer=no",
     /* bands, against the dense backward scaled by the unmasked fraction;
-     * torch (boolean attn_mask) only for W = 1024 */
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band512,peer=no",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band1024",
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,mask=band2048,peer=no",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band512,peer=no",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band1024",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,mask=band2048,peer=no",
+     * torch (boolean attn_mask) only for width 1024 */
+    HEADS8 ",dtype=f32,dir=bwd" BAND(256) ",peer=no",
+    HEADS8 ",dtype=f32,dir=bwd" BAND(512),
+    HEADS8 ",dtype=f32,dir=bwd" BAND(1024) ",peer=no",
+    HEADS8 ",dtype=bf16,dir=bwd" BAND(256) ",peer=no",
+    HEADS8 ",dtype=bf16,dir=bwd" BAND(512),
+    HEADS8 ",dtype=bf16,dir=bwd" BAND(1024) ",peer=no",
     /* position bias, against the plain kernel of the same shape; N1 = 2
      * keeps the f32 BNSS pse at 128 MiB (torch has no equivalent call) */
-    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,peer=no",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,pse=alibi2",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,fwd,pse=bnss",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,peer=no",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,pse=alibi2",
-    ":1,2,2,4096,4096,128,128,f32,BNSD,bwd,pse=bnss",
-    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,peer=no",
-    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=alibi2",
-    ":1,2,2,4096,4096,128,128,bf16,BNSD,bwd,pse=bnss",
+    HEADS2 ",dtype=f32,dir=fwd,peer=no",
+    HEADS2 ",dtype=f32,dir=fwd" ALIBI2,
+    HEADS2 ",dtype=f32,dir=fwd" PSE_BNSS_F32,
+    HEADS2 ",dtype=f32,dir=bwd,peer=no",
+    HEADS2 ",dtype=f32,dir=bwd" ALIBI2,
+    HEADS2 ",dtype=f32,dir=bwd" PSE_BNSS_F32,
+    HEADS2 ",dtype=bf16,dir=bwd,peer=no",
+    HEADS2 ",dtype=bf16,dir=bwd" ALIBI2,
+    HEADS2 ",dtype=bf16,dir=bwd" PSE_BNSS_F32,
     /* variable length: 32 sequences (lengths uniform in [128, 896], scaled to
      * T = 16384) in layout TND, against one dense sequence of the same total
      * work (L_eq = round(sqrt(sum L_i^2)), BSND = TND's memory layout at B = 1);
      * ratio_vs_dense_rate = varlen GFLOP/s / dense GFLOP/s.  No torch peer. */
-    ":1,8,8,16384,16384,128,128,f32,TND,fwd,varlen=32,peer=no",
-    ":1,8,8,16384,16384,128,128,f32,BSND,fwd,varlen_dense=32,peer=no",
-    ":1,8,8,16384,16384,128,128,f32,TND,bwd,varlen=32,peer=no",
-    ":1,8,8,16384,16384,128,128,f32,BSND,bwd,varlen_dense=32,peer=no",
-    ":1,8,8,16384,16384,128,128,bf16,TND,fwd,varlen=32,peer=no",
-    ":1,8,8,16384,16384,128,128,bf16,BSND,fwd,varlen_dense=32,peer=no",
-    ":1,8,8,16384,16384,128,128,bf16,TND,bwd,varlen=32,peer=no",
-    ":1,8,8,16384,16384,128,128,bf16,BSND,bwd,varlen_dense=32,peer=no",
-    /* dropout (keep 0.9) against the same backward without it; torch runs
-     * SDPA with dropout_p = 0.1 (its unfused path) */
-    ":1,8,8,4096,4096,128,128,f32,BNSD,bwd,keep=0.9",
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,keep=0.9",
+    TOTAL16K ",dtype=f32,layout=TND,dir=fwd,varlen=32,peer=no",
+    TOTAL16K ",dtype=f32,layout=BSND,dir=fwd,varlen_dense=32,peer=no",
+    TOTAL16K ",dtype=f32,layout=TND,dir=bwd,varlen=32,peer=no",
+    TOTAL16K ",dtype=f32,layout=BSND,dir=bwd,varlen_dense=32,peer=no",
+    TOTAL16K ",dtype=bf16,layout=TND,dir=fwd,varlen=32,peer=no",
+    TOTAL16K ",dtype=bf16,layout=BSND,dir=fwd,varlen_dense=32,peer=no",
+    TOTAL16K ",dtype=bf16,layout=TND,dir=bwd,varlen=32,peer=no",
+    TOTAL16K ",dtype=bf16,layout=BSND,dir=bwd,varlen_dense=32,peer=no",
+    /* dropout (keep 0.9, seed 2) against the same backward without it; torch
+     * runs SDPA with dropout_p = 0.1 (its unfused path) */
+    HEADS8 ",dtype=f32,dir=bwd,keep=0.9,seed=2",
+    HEADS8 ",dtype=bf16,dir=bwd,keep=0.9,seed=2",
     /* deterministic against default: N1 = 8 and B*N1 = 1 (key-range splits) */
-    ":1,8,8,4096,4096,128,128,bf16,BNSD,bwd,det=1,peer=no",
-    ":1,1,1,8192,8192,128,128,bf16,BNSD,bwd,det=1,peer=no",
-    /* FP8 backward against bf16 on the same shape */
-    ":1,8,8,4096,4096,128,128,f8_e4m3fn,BNSD,bwd,peer=no",
+    HEADS8 ",dtype=bf16,dir=bwd,det=1,peer=no",
+    HEADS1 ",dtype=bf16,dir=bwd,det=1,peer=no",
+    /* FP8 backward (bf16 outputs) against bf16 on the same shape */
+    HEADS8 ",dtype=f8_e4m3fn,out=bf16,dir=bwd,peer=no",
 };
 
 /* Dense-equivalent FLOPs: forward 2*B*N1*S1*S2*(D+Dv); a varlen case counts
  * its real work, sum_i 2*N1*L_i^2*(D+Dv); backward 2.5x. */
-static double case_flop(const fa_case *c)
+static double case_flop(const bench_case *c)
 {
-    double pairs = c->varlen ? varlen_sumsq(c->varlen, c->T, NULL, NULL) : (double)c->B * (double)c->S1 * (double)c->S2;
-    double f = 2.0 * (double)c->N1 * pairs * (double)(c->D + c->Dv);
+    const fa_case_shape *s = &c->s;
+    double pairs = varlen_of(c) ? sum_sq(s->seq_q, varlen_of(c), NULL, NULL) : (double)s->B * (double)s->S1 * (double)s->S2;
+    double f = 2.0 * (double)s->N1 * pairs * (double)(s->D + s->Dv);
     return c->bwd ? 2.5 * f : f;
 }
 
 /* ------------------------------------------------------------------------ */
 /* tensors of one case                                                       */
 /* ------------------------------------------------------------------------ */
-/* Shape of a q-like tensor (S, N heads of dim d) in the case's layout. */
+/* A q-like tensor (S rows of N heads of dim d; TND: B = 1, S = T) in layout lay. */
 static attnops_tensor make_tensor(void *data, attnops_dtype dt, attnops_layout lay, int64_t B, int64_t S, int64_t N,
                                   int64_t d)
 {
     int64_t shape[4];
-    int rank = 4;
-    switch (lay) {
-    case ATTNOPS_LAYOUT_BNSD: shape[0] = B, shape[1] = N, shape[2] = S, shape[3] = d; break;
-    case ATTNOPS_LAYOUT_BSND: shape[0] = B, shape[1] = S, shape[2] = N, shape[3] = d; break;
-    case ATTNOPS_LAYOUT_BSH: shape[0] = B, shape[1] = S, shape[2] = N * d, rank = 3; break;
-    case ATTNOPS_LAYOUT_TND: shape[0] = B * S, shape[1] = N, shape[2] = d, rank = 3; break; /* B = 1: T = S */
-    default: /* SBH */ shape[0] = S, shape[1] = B, shape[2] = N * d, rank = 3; break;
-    }
+    const int rank = fa_case_tensor_shape(&(fa_case_shape){.layout = lay}, B, S, N, d, shape);
     return attnops_tensor_contiguous(data, dt, rank, shape);
 }
 
 typedef struct case_data {
-    fa_case c;
+    bench_case c;
     size_t es, oes; /* element sizes of the inputs and of the outputs (they differ under FP8) */
     /* tensors */
     attnops_tensor q, k, v, o, smax, ssum, dy, dq, dk, dv;
     attnops_tensor mask, pse; /* data NULL when the case has none */
     attnops_tensor cumlen;    /* varlen: i64 [K] cumulative lengths (q and kv alike) */
     attnops_tensor dsq, dsk, dsv, dsdy; /* FP8: f32 de-quantisation scales, all 1 */
-    int64_t *len;             /* varlen: the K lengths */
     void *ws;
     size_t ws_bytes;
     size_t in_bytes, out_bytes;
@@ -632,7 +611,7 @@ static int64_t numel(const attnops_tensor *t)
     return n;
 }
 
-static void check_status(attnops_status st, const char *what, const fa_case *c)
+static void check_status(attnops_status st, const char *what, const bench_case *c)
 {
     if (st == ATTNOPS_SUCCESS) return;
     fprintf(stderr, "bench_fa: %s failed for case %s: %s (%s)\n", what, c->name, attnops_status_string(st),
@@ -645,27 +624,28 @@ static void fill_params(attnops_fa_params *p, const case_data *d, attnops_impl i
     p->query = &d->q;
     p->key = &d->k;
     p->value = &d->v;
-    p->head_num = d->c.N1;
-    p->input_layout = d->c.layout;
-    p->scale_value = 1.0 / sqrt((double)d->c.D);
+    const fa_case_shape *s = &d->c.s;
+    p->head_num = s->N1;
+    p->input_layout = s->layout;
+    p->scale_value = s->scale > 0 ? s->scale : 1.0 / sqrt((double)s->D);
     p->impl = impl;
     p->num_threads = threads;
     if (d->mask.data) {
         p->atten_mask = &d->mask;
-        p->sparse_mode = sparse_mode_of(&d->c);
-        if (d->c.mask == MASK_BAND) p->pre_tokens = p->next_tokens = d->c.band_w / 2;
+        p->sparse_mode = s->sparse_mode;
+        if (mask_kind(&d->c) == MASK_BAND) p->pre_tokens = s->pre, p->next_tokens = s->next;
     }
     if (d->pse.data) {
         p->pse = &d->pse;
-        p->pse_type = d->c.pse == PSE_ALIBI2 ? 2 : 1;
+        p->pse_type = s->pse_type;
     }
     if (d->cumlen.data) p->actual_seq_qlen = p->actual_seq_kvlen = &d->cumlen;
-    if (d->c.keep > 0) p->keep_prob = d->c.keep, p->seed = 2, p->offset = 0;
+    if (s->keep_prob > 0) p->keep_prob = s->keep_prob, p->seed = s->seed, p->offset = s->offset;
     p->deterministic = d->c.det;
-    if (is_fp8(d->c.dtype)) {
+    if (is_fp8(s->dtype)) {
         p->d_scale_q = &d->dsq, p->d_scale_k = &d->dsk, p->d_scale_v = &d->dsv;
         p->d_scale_dy = p->d_scale_o = &d->dsdy;
-        p->out_dtype = 1; /* bf16 */
+        p->out_dtype = s->out_dtype == ATTNOPS_DTYPE_BF16; /* 0: f16, 1: bf16 */
     }
 }
 
@@ -674,22 +654,22 @@ static void fill_params(attnops_fa_params *p, const case_data *d, attnops_impl i
  * the plain ones. */
 static attnops_status fwd_ws(const case_data *d, size_t *b)
 {
-    return d->c.varlen ? attnops_flash_attention_varlen_score_workspace_size(&d->fa, b)
+    return varlen_of(&d->c) ? attnops_flash_attention_varlen_score_workspace_size(&d->fa, b)
                        : attnops_flash_attention_score_workspace_size(&d->fa, b);
 }
 static attnops_status fwd_call(const case_data *d, void *ws, size_t b)
 {
-    return d->c.varlen ? attnops_flash_attention_varlen_score(&d->fa, ws, b)
+    return varlen_of(&d->c) ? attnops_flash_attention_varlen_score(&d->fa, ws, b)
                        : attnops_flash_attention_score(&d->fa, ws, b);
 }
 static attnops_status bwd_ws(const case_data *d, size_t *b)
 {
-    return d->c.varlen ? attnops_flash_attention_unpadding_score_grad_workspace_size(&d->ba, b)
+    return varlen_of(&d->c) ? attnops_flash_attention_unpadding_score_grad_workspace_size(&d->ba, b)
                        : attnops_flash_attention_score_grad_workspace_size(&d->ba, b);
 }
 static attnops_status bwd_call(const case_data *d, void *ws, size_t b)
 {
-    return d->c.varlen ? attnops_flash_attention_unpadding_score_grad(&d->ba, ws, b)
+    return varlen_of(&d->c) ? attnops_flash_attention_unpadding_score_grad(&d->ba, ws, b)
                        : attnops_flash_attention_score_grad(&d->ba, ws, b);
 }
 
@@ -697,18 +677,20 @@ static attnops_status bwd_call(const case_data *d, void *ws, size_t b)
  * Returns the bytes allocated. */
 static size_t make_mask_pse(case_data *d)
 {
-    const fa_case *c = &d->c;
+    const bench_case *c = &d->c;
+    const fa_case_shape *s = &c->s;
     size_t bytes = 0;
-    if (c->mask != MASK_NONE) {
+    if (mask_kind(c) != MASK_NONE) {
         /* mode 1: the full [S1,S2] causal pattern; modes 2/3/4: the
          * compressed 2048x2048 one (upper triangle j > i set). */
-        int64_t full = c->S1, fullc = c->S2;
-        if (c->varlen) { /* TND mode 1: one [max L, max L] mask, read per sequence */
+        int64_t full = s->S1, fullc = s->S2;
+        if (varlen_of(c)) { /* TND mode 1: one [max L, max L] mask, read per sequence */
             full = 0;
-            for (int64_t i = 0; i < c->varlen; i++) full = d->len[i] > full ? d->len[i] : full;
+            for (int64_t i = 0; i < varlen_of(c); i++) full = s->seq_q[i] > full ? s->seq_q[i] : full;
             fullc = full;
         }
-        const int64_t rows = c->mask == MASK_FULL1 ? full : 2048, cols = c->mask == MASK_FULL1 ? fullc : 2048;
+        const int full1 = mask_kind(c) == MASK_FULL1;
+        const int64_t rows = full1 ? full : 2048, cols = full1 ? fullc : 2048;
         const int64_t shape[2] = {rows, cols};
         uint8_t *m = xmalloc((size_t)(rows * cols));
         for (int64_t i = 0; i < rows; i++)
@@ -716,15 +698,15 @@ static size_t make_mask_pse(case_data *d)
         d->mask = attnops_tensor_contiguous(m, ATTNOPS_DTYPE_BOOL, 2, shape);
         bytes += (size_t)(rows * cols);
     }
-    if (c->pse == PSE_ALIBI2) {
-        const int64_t shape[1] = {c->N1};
-        float *sl = xmalloc((size_t)c->N1 * sizeof(float));
-        check_status(attnops_alibi_slopes(c->N1, sl), "attnops_alibi_slopes", c);
+    if (pse_kind(c) == PSE_ALIBI2) {
+        const int64_t shape[1] = {s->N1};
+        float *sl = xmalloc((size_t)s->N1 * sizeof(float));
+        check_status(attnops_alibi_slopes(s->N1, sl), "attnops_alibi_slopes", c);
         d->pse = attnops_tensor_contiguous(sl, ATTNOPS_DTYPE_F32, 1, shape);
-        bytes += (size_t)c->N1 * sizeof(float);
-    } else if (c->pse == PSE_BNSS) {
-        const int64_t shape[4] = {c->B, c->N1, c->S1, c->S2};
-        const size_t n = (size_t)(c->B * c->N1 * c->S1 * c->S2);
+        bytes += (size_t)s->N1 * sizeof(float);
+    } else if (pse_kind(c) == PSE_BNSS) {
+        const int64_t shape[4] = {s->B, s->N1, s->S1, s->S2};
+        const size_t n = (size_t)(s->B * s->N1 * s->S1 * s->S2);
         void *b = xmalloc(n * d->oes);
         fill_random(b, out_dtype_of(c), (int64_t)n);
         d->pse = attnops_tensor_contiguous(b, out_dtype_of(c), 4, shape);
@@ -736,33 +718,32 @@ static size_t make_mask_pse(case_data *d)
 /* Allocate and fill a case.  synthetic_stats: the backward's attention_in and
  * softmax statistics are made up (no forward run, used by --rss); otherwise
  * they come from a forward run of impl CPU. */
-static void case_setup(case_data *d, const fa_case *c, int threads, int synthetic_stats)
+static void case_setup(case_data *d, const bench_case *c, int threads, int synthetic_stats)
 {
     memset(d, 0, sizeof *d);
     d->c = *c;
-    d->es = attnops_dtype_size(c->dtype);
+    const fa_case_shape *s = &c->s;
+    d->es = attnops_dtype_size(s->dtype);
     d->oes = attnops_dtype_size(out_dtype_of(c));
     d->flop = case_flop(c);
-    const attnops_dtype dt = c->dtype, odt = out_dtype_of(c);
+    const attnops_dtype dt = s->dtype, odt = out_dtype_of(c);
     if (is_fp8(dt)) synthetic_stats = 1; /* no fast FP8 forward to produce them */
-    const int64_t B = c->B, N1 = c->N1, N2 = c->N2, S1 = c->S1, S2 = c->S2, D = c->D, Dv = c->Dv;
+    const int64_t B = s->B, N1 = s->N1, N2 = s->N2, S1 = s->S1, S2 = s->S2, D = s->D, Dv = s->Dv;
     const size_t nq = (size_t)(B * N1 * S1 * D), nk = (size_t)(B * N2 * S2 * D), nv = (size_t)(B * N2 * S2 * Dv);
     const size_t no = (size_t)(B * N1 * S1 * Dv), ns = (size_t)(B * N1 * S1 * 8);
     size_t extra_len = 0;
-    if (c->varlen) {
-        const int64_t K = c->varlen, kshape[1] = {K};
-        d->len = xmalloc((size_t)K * sizeof *d->len);
+    if (varlen_of(c)) {
+        const int64_t K = varlen_of(c), kshape[1] = {K};
         int64_t *cum = xmalloc((size_t)K * sizeof *cum), acc = 0;
-        varlen_lengths(K, c->T, d->len);
-        for (int64_t i = 0; i < K; i++) cum[i] = acc += d->len[i];
+        for (int64_t i = 0; i < K; i++) cum[i] = acc += s->seq_q[i];
         d->cumlen = attnops_tensor_contiguous(cum, ATTNOPS_DTYPE_I64, 1, kshape);
         extra_len = (size_t)K * sizeof *cum;
     }
 
-    d->q = make_tensor(xmalloc(nq * d->es), dt, c->layout, B, S1, N1, D);
-    d->k = make_tensor(xmalloc(nk * d->es), dt, c->layout, B, S2, N2, D);
-    d->v = make_tensor(xmalloc(nv * d->es), dt, c->layout, B, S2, N2, Dv);
-    d->o = make_tensor(xmalloc(no * d->oes), odt, c->layout, B, S1, N1, Dv);
+    d->q = make_tensor(xmalloc(nq * d->es), dt, s->layout, B, S1, N1, D);
+    d->k = make_tensor(xmalloc(nk * d->es), dt, s->layout, B, S2, N2, D);
+    d->v = make_tensor(xmalloc(nv * d->es), dt, s->layout, B, S2, N2, Dv);
+    d->o = make_tensor(xmalloc(no * d->oes), odt, s->layout, B, S1, N1, Dv);
     if (is_fp8(dt)) {
         const int64_t qs[4] = {B, N1, (S1 + 127) / 128, 1}, ks[4] = {B, N2, (S2 + 127) / 128, 1};
         const size_t nqs = (size_t)(qs[0] * qs[1] * qs[2]), nks = (size_t)(ks[0] * ks[1] * ks[2]);
@@ -775,8 +756,8 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
         d->dsdy = attnops_tensor_contiguous(g, ATTNOPS_DTYPE_F32, 4, qs);
     }
     const int64_t sshape[4] = {B, N1, S1, 8}, tshape[3] = {S1, N1, 8}; /* TND: declared [T, N1, 8] */
-    const int srank = c->varlen ? 3 : 4;
-    const int64_t *sdims = c->varlen ? tshape : sshape;
+    const int srank = varlen_of(c) ? 3 : 4;
+    const int64_t *sdims = varlen_of(c) ? tshape : sshape;
     d->smax = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, srank, sdims);
     d->ssum = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, srank, sdims);
     /* Small values keep scores ~N(0, 1/9): a realistic softmax. */
@@ -803,10 +784,10 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
         return;
     }
 
-    d->dy = make_tensor(xmalloc(no * d->es), dt, c->layout, B, S1, N1, Dv);
-    d->dq = make_tensor(xmalloc(nq * d->oes), odt, c->layout, B, S1, N1, D);
-    d->dk = make_tensor(xmalloc(nk * d->oes), odt, c->layout, B, S2, N2, D);
-    d->dv = make_tensor(xmalloc(nv * d->oes), odt, c->layout, B, S2, N2, Dv);
+    d->dy = make_tensor(xmalloc(no * d->es), dt, s->layout, B, S1, N1, Dv);
+    d->dq = make_tensor(xmalloc(nq * d->oes), odt, s->layout, B, S1, N1, D);
+    d->dk = make_tensor(xmalloc(nk * d->oes), odt, s->layout, B, S2, N2, D);
+    d->dv = make_tensor(xmalloc(nv * d->oes), odt, s->layout, B, S2, N2, Dv);
     fill_random(d->dy.data, dt, (int64_t)no);
 
     if (synthetic_stats) {
@@ -820,8 +801,8 @@ static void case_setup(case_data *d, const fa_case *c, int threads, int syntheti
             ((float *)d->ssum.data)[i] = sm;
         }
         /* varlen: per-sequence [N1, L_i, 8] blocks, sum = L_i */
-        for (int64_t b = 0, off = 0; c->varlen && b < c->varlen; off += d->len[b] * N1 * 8, b++)
-            for (int64_t i = 0; i < d->len[b] * N1 * 8; i++) ((float *)d->ssum.data)[off + i] = (float)d->len[b];
+        for (int64_t b = 0, off = 0; b < varlen_of(c); off += s->seq_q[b] * N1 * 8, b++)
+            for (int64_t i = 0; i < s->seq_q[b] * N1 * 8; i++) ((float *)d->ssum.data)[off + i] = (float)s->seq_q[b];
     } else {
         void *fw = xmalloc(fws);
         check_status(fwd_call(d, fw, fws), "forward (for the backward's inputs)", c);
@@ -847,7 +828,7 @@ static void case_free(case_data *d)
 {
     void *ps[] = {d->q.data, d->k.data, d->v.data, d->o.data, d->smax.data, d->ssum.data,
                   d->dy.data, d->dq.data, d->dk.data, d->dv.data, d->mask.data, d->pse.data, d->ws,
-                  d->cumlen.data, d->len, d->dsq.data, d->dsk.data, d->dsv.data, d->dsdy.data};
+                  d->cumlen.data, d->dsq.data, d->dsk.data, d->dsv.data, d->dsdy.data};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
 }
 
@@ -868,7 +849,7 @@ static double case_run(case_data *d, attnops_impl impl)
     st = d->c.bwd ? bwd_call(d, ws, wsb) : fwd_call(d, ws, wsb);
     double t1 = now_s();
     check_status(st,
-                 d->c.varlen ? (d->c.bwd ? "FlashAttentionUnpaddingScoreGrad" : "FlashAttentionVarLenScore")
+                 varlen_of(&d->c) ? (d->c.bwd ? "FlashAttentionUnpaddingScoreGrad" : "FlashAttentionVarLenScore")
                              : (d->c.bwd ? "FlashAttentionScoreGrad" : "FlashAttentionScore"),
                  &d->c);
     if (impl != ATTNOPS_IMPL_CPU) {
@@ -903,24 +884,33 @@ static void case_sanity(const case_data *d)
 /* ------------------------------------------------------------------------ */
 /* ratios between cases                                                      */
 /* ------------------------------------------------------------------------ */
-static int same_shape(const fa_case *a, const fa_case *b)
+static int same_shape(const bench_case *a, const bench_case *b)
 {
-    return a->B == b->B && a->N1 == b->N1 && a->N2 == b->N2 && a->S1 == b->S1 && a->S2 == b->S2 && a->D == b->D &&
-           a->Dv == b->Dv && a->dtype == b->dtype && a->layout == b->layout && a->bwd == b->bwd &&
-           a->varlen == b->varlen && a->vl_dense == b->vl_dense && a->T == b->T;
+    const fa_case_shape *x = &a->s, *y = &b->s;
+    return x->B == y->B && x->N1 == y->N1 && x->N2 == y->N2 && x->S1 == y->S1 && x->S2 == y->S2 && x->D == y->D &&
+           x->Dv == y->Dv && x->dtype == y->dtype && x->layout == y->layout && a->bwd == b->bwd &&
+           varlen_of(a) == varlen_of(b) && a->vl_dense == b->vl_dense && a->T == b->T;
+}
+
+/* The same mask (a band of the same width) and the same pse. */
+static int same_mask_pse(const bench_case *a, const bench_case *b)
+{
+    return mask_kind(a) == mask_kind(b) && (mask_kind(a) != MASK_BAND || a->s.pre == b->s.pre) &&
+           pse_kind(a) == pse_kind(b);
 }
 
 /* The dense reference of a plain varlen case (no mask, no pse): the
  * varlen_dense case of the same K, T, heads, head dims, dtype and direction;
  * -1 when there is none. */
-static int dense_of(const fa_case *cases, int n, int i)
+static int dense_of(const bench_case *cases, int n, int i)
 {
-    const fa_case *c = &cases[i];
-    if (!c->varlen || c->mask || c->pse) return -1;
+    const bench_case *c = &cases[i];
+    if (!varlen_of(c) || mask_kind(c) || pse_kind(c)) return -1;
     for (int k = 0; k < n; k++) {
-        const fa_case *b = &cases[k];
-        if (b->vl_dense == c->varlen && b->T == c->T && b->N1 == c->N1 && b->N2 == c->N2 && b->D == c->D &&
-            b->Dv == c->Dv && b->dtype == c->dtype && b->bwd == c->bwd && !b->mask && !b->pse)
+        const bench_case *b = &cases[k];
+        if (b->vl_dense == varlen_of(c) && b->T == c->T && b->s.N1 == c->s.N1 && b->s.N2 == c->s.N2 &&
+            b->s.D == c->s.D && b->s.Dv == c->s.Dv && b->s.dtype == c->s.dtype && b->bwd == c->bwd &&
+            !mask_kind(b) && !pse_kind(b))
             return k;
     }
     return -1;
@@ -929,33 +919,37 @@ static int dense_of(const fa_case *cases, int n, int i)
 /* The case cases[i] is compared with: for a pse case the same case without
  * pse (mask kept), for a masked case the same case without mask; -1 when
  * there is none (or cases[i] is plain). */
-static int is_variant(const fa_case *c) { return c->keep > 0 || c->det || is_fp8(c->dtype); }
+static int is_variant(const bench_case *c) { return c->s.keep_prob > 0 || c->det || is_fp8(c->s.dtype); }
 
-static int base_of(const fa_case *cases, int n, int i)
+static int base_of(const bench_case *cases, int n, int i)
 {
-    const fa_case *c = &cases[i];
-    if ((!c->mask && !c->pse) || is_variant(c)) return -1;
+    const bench_case *c = &cases[i];
+    if ((!mask_kind(c) && !pse_kind(c)) || is_variant(c)) return -1;
     for (int k = 0; k < n; k++) {
-        const fa_case *b = &cases[k];
-        if (k == i || !same_shape(c, b) || b->pse || is_variant(b)) continue;
-        if (c->pse ? b->mask == c->mask && (b->mask != MASK_BAND || b->band_w == c->band_w) : !b->mask) return k;
+        const bench_case *b = &cases[k];
+        if (k == i || !same_shape(c, b) || pse_kind(b) || is_variant(b)) continue;
+        if (pse_kind(c) ? mask_kind(b) == mask_kind(c) && (mask_kind(b) != MASK_BAND || b->s.pre == c->s.pre)
+                        : !mask_kind(b))
+            return k;
     }
     return -1;
 }
 
 /* A keep=P, det=1 or FP8 case against the same case without that one
  * feature (an FP8 case against bf16); -1 when absent.  *kind names the ratio. */
-static int variant_base(const fa_case *cases, int n, int i, const char **kind)
+static int variant_base(const bench_case *cases, int n, int i, const char **kind)
 {
-    const fa_case *c = &cases[i];
+    const bench_case *c = &cases[i];
+    const double keep = c->s.keep_prob;
     if (!is_variant(c)) return -1;
     for (int k = 0; k < n; k++) {
-        fa_case b = cases[k];
-        if (k == i || b.mask != c->mask || b.band_w != c->band_w || b.pse != c->pse) continue;
-        if (c->keep > 0 && b.keep == 0 && b.det == c->det && b.dtype == c->dtype) *kind = "ratio_vs_no_dropout";
-        else if (c->keep == 0 && c->det && !b.det && b.keep == 0 && b.dtype == c->dtype) *kind = "ratio_vs_default";
-        else if (c->keep == 0 && !c->det && is_fp8(c->dtype) && b.dtype == ATTNOPS_DTYPE_BF16 && b.keep == 0 && !b.det)
-            *kind = "ratio_vs_bf16", b.dtype = c->dtype;
+        bench_case b = cases[k];
+        const double bkeep = b.s.keep_prob;
+        if (k == i || !same_mask_pse(&b, c)) continue;
+        if (keep > 0 && bkeep == 0 && b.det == c->det && b.s.dtype == c->s.dtype) *kind = "ratio_vs_no_dropout";
+        else if (keep == 0 && c->det && !b.det && bkeep == 0 && b.s.dtype == c->s.dtype) *kind = "ratio_vs_default";
+        else if (keep == 0 && !c->det && is_fp8(c->s.dtype) && b.s.dtype == ATTNOPS_DTYPE_BF16 && bkeep == 0 && !b.det)
+            *kind = "ratio_vs_bf16", b.s.dtype = c->s.dtype;
         else continue;
         if (same_shape(c, &b)) return k;
     }
@@ -964,16 +958,16 @@ static int variant_base(const fa_case *cases, int n, int i, const char **kind)
 
 /* <dir>_<dtype>_<tags> ("bwd_f32_band1024") when no other case of the list
  * has the same one, else the case name. */
-static void ratio_label(const fa_case *cases, int n, int i, char *out, size_t len)
+static void ratio_label(const bench_case *cases, int n, int i, char *out, size_t len)
 {
     char t[48], u[48], mine[NAME_LEN + 48], other[NAME_LEN + 48];
     tags_suffix(&cases[i], t, sizeof t);
-    snprintf(mine, sizeof mine, "%s_%s%s", cases[i].bwd ? "bwd" : "fwd", attnops_dtype_name(cases[i].dtype), t);
+    snprintf(mine, sizeof mine, "%s_%s%s", cases[i].bwd ? "bwd" : "fwd", attnops_dtype_name(cases[i].s.dtype), t);
     int k;
     for (k = 0; k < n; k++) {
         if (k == i) continue;
         tags_suffix(&cases[k], u, sizeof u);
-        snprintf(other, sizeof other, "%s_%s%s", cases[k].bwd ? "bwd" : "fwd", attnops_dtype_name(cases[k].dtype), u);
+        snprintf(other, sizeof other, "%s_%s%s", cases[k].bwd ? "bwd" : "fwd", attnops_dtype_name(cases[k].s.dtype), u);
         if (!strcmp(mine, other)) break;
     }
     const char *src = k < n ? cases[i].name : mine;
@@ -988,30 +982,30 @@ static void ratio_label(const fa_case *cases, int n, int i, char *out, size_t le
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref]\n"
-            "                [--case NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M][,pse=P][,peer=no]]...\n"
-            "       bench_fa --list-cases [--quick] [--json PATH] [--case ...]...\n"
-            "       bench_fa --rss NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,...] [--threads N] [--json PATH] [--quick]\n"
-            "  dtype: f32 | bf16 | f16   layout: BNSD | BSND | BSH | SBH | TND (varlen= only)   dir: fwd | bwd\n"
-            "  mask:  none | causal2 (sparse_mode 2) | causal3 (mode 3) | bandW (mode 4, pre = next = W/2)\n"
-            "         | mask1 (mode 1, explicit [S1,S2] bool mask, j > i masked); modes 2-4 use the\n"
-            "         compressed 2048x2048 mask\n"
-            "  pse:   none | alibi2 (pse_type 2, f32 slopes [N1]) | bnss (pse_type 1, [B,N1,S1,S2] tensor)\n"
-            "  peer=no: bench/peer_torch.py skips the case\n"
-            "  keep=P: dropout, keep probability P (ratio_vs_no_dropout); det=1: deterministic (ratio_vs_default);\n"
-            "  dtype f8_e4m3fn/f8_e5m2: FP8 backward, bf16 outputs (ratio_vs_bf16)\n"
-            "  varlen=K: layout TND, B=1, S1=S2=T: K sequences, lengths uniform in [128,896) (fixed seed)\n"
-            "         scaled to sum to T; FLOPs sum_i 2*N1*L_i^2*(D+Dv) (bwd 2.5x)\n"
-            "  varlen_dense=K: spec S1=S2=T, runs one dense sequence of L_eq = round(sqrt(sum L_i^2)) of\n"
+            "usage: bench_fa [--threads N] [--reps R] [--json PATH] [--quick] [--ref] [--case SPEC]...\n"
+            "       bench_fa --list-cases [--quick] [--json PATH] [--case SPEC]...\n"
+            "       bench_fa --rss SPEC [--threads N] [--json PATH] [--quick]\n"
+            "  SPEC: [NAME:]FIELDS,dir=fwd|bwd[,peer=no][,det=1][,varlen=K|,varlen_dense=K]\n"
+            "  FIELDS: the case descriptor's key=value form (verify/fa_case_shape.h), e.g.\n"
+            "         B=1,N1=8,N2=8,S1=4096,S2=4096,D=128,Dv=128,dtype=bf16,layout=BNSD\n"
+            "  masks: mode=1,mask=ss (explicit [S1,S2] bool mask, j > i masked) | mode=2|3,mask=compressed\n"
+            "         | mode=4,mask=compressed,pre=H,next=H (a band of width 2H)\n"
+            "  pse:   pse=slopes_n,pse_type=2 (ALiBi, f32 slopes [N1]) | pse=bnss,pse_type=1 ([B,N1,S1,S2])\n"
+            "  keep=P[,seed=S,offset=O]: dropout (ratio_vs_no_dropout); det=1: deterministic (ratio_vs_default)\n"
+            "  dtype=f8_e4m3fn|f8_e5m2,out=bf16|f16: FP8 backward (ratio_vs_bf16)\n"
+            "  layout=TND with varlen=K: B=1, S1=S2=T, K <= 32 sequences, lengths uniform in [128,896)\n"
+            "         (fixed seed) scaled to sum to T; or seqs=L0:L1:... given; FLOPs sum_i 2*N1*L_i^2*(D+Dv)\n"
+            "  varlen_dense=K: S1=S2=T, runs one dense sequence of L_eq = round(sqrt(sum L_i^2)) of\n"
             "         varlen=K at that T; a plain varlen case gets ratio_vs_dense_rate = its GFLOP/s / this one's\n"
-            "  an empty NAME (\":1,8,...\") gets a canonical name such as fwd_f32_B1_N8_S4096_D128\n"
+            "  peer=no: bench/peer_torch.py skips the case\n"
+            "  no NAME gets a canonical name such as fwd_f32_B1_N8_S4096_D128\n"
             "  (masks and pse append _causal2, _band1024, _mask1, _alibi2, _bnss)\n"
             "  ratios: a masked case against the same case unmasked (ratio_vs_dense; bands also\n"
             "  ratio_vs_proportional = time / (dense time * unmasked fraction)); a pse case against\n"
             "  the same case without pse (ratio_vs_plain); per round, then the median\n"
             "  --threads   OpenMP threads for the GEMM peak and the kernels (default: OMP_NUM_THREADS)\n"
             "  --reps      rounds; each round runs both peaks and every case once (default 5)\n"
-            "  --quick     divide every S (T, band width) by 8 (smoke runs)\n"
+            "  --quick     divide S1, S2 (T), pre and next by 8 (smoke runs)\n"
             "  --ref       also time impl REFERENCE on every case (slow: tiny shapes only)\n"
             "  --gemm-seconds T   duration of one peak measurement (default 0.2)\n"
             "  --no-peak   skip the GEMM peak (percentages are then not reported)\n");
@@ -1022,8 +1016,8 @@ static void rss_mode(const char *spec, int quick, int threads, const char *json_
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     long base_kib = ru.ru_maxrss;
-    fa_case c;
-    parse_case_quick(spec, quick, &c);
+    bench_case c;
+    parse_case(spec, quick, &c);
     case_data d;
     case_setup(&d, &c, threads, 1);
     double ms = case_run(&d, ATTNOPS_IMPL_CPU);
@@ -1099,13 +1093,17 @@ int main(int argc, char **argv)
 
     /* the case list: given or built in; --quick divides S by 8 */
     int ncases = nspecs ? nspecs : (int)(sizeof default_cases / sizeof default_cases[0]);
-    fa_case cases[MAX_CASES];
-    for (int i = 0; i < ncases; i++) parse_case_quick(nspecs ? specs[i] : default_cases[i], quick, &cases[i]);
+    bench_case cases[MAX_CASES];
+    for (int i = 0; i < ncases; i++) parse_case(nspecs ? specs[i] : default_cases[i], quick, &cases[i]);
     for (int i = 0; i < ncases; i++)
         for (int j = 0; j < i; j++)
             if (!strcmp(cases[i].name, cases[j].name)) die("two cases are named %s", cases[i].name);
     if (list) {
-        for (int i = 0; i < ncases; i++) print_case_spec(stdout, &cases[i]);
+        for (int i = 0; i < ncases; i++) {
+            char spec[1024];
+            case_spec(&cases[i], spec, sizeof spec);
+            puts(spec);
+        }
         if (json_path) write_case_list_json(json_path, cases, ncases);
         return 0;
     }
@@ -1138,12 +1136,13 @@ int main(int argc, char **argv)
     }
 
     for (int i = 0; i < ncases; i++)
-        if (cases[i].varlen) {
+        if (varlen_of(&cases[i])) {
+            const int64_t K = varlen_of(&cases[i]);
             int64_t lo, hi;
-            double ss = varlen_sumsq(cases[i].varlen, cases[i].T, &lo, &hi);
+            double ss = sum_sq(cases[i].s.seq_q, K, &lo, &hi);
             printf("varlen %s: K=%lld sequences, T=%lld, lengths %lld..%lld, sum L^2 = %.0f, L_eq = %lld\n",
-                   cases[i].name, (long long)cases[i].varlen, (long long)cases[i].T, (long long)lo, (long long)hi,
-                   ss, (long long)varlen_eq_len(cases[i].varlen, cases[i].T));
+                   cases[i].name, (long long)K, (long long)cases[i].T, (long long)lo, (long long)hi, ss,
+                   (long long)llround(sqrt(ss)));
         }
     fflush(stdout);
 
@@ -1204,7 +1203,7 @@ int main(int argc, char **argv)
         case_data *d = &cd[i];
         double ms = median(d->ms, d->nrep);
         double gf = d->flop / (ms * 1e-3) * 1e-9;
-        int pk = d->c.dtype == ATTNOPS_DTYPE_BF16 || is_fp8(d->c.dtype); /* FP8 runs bf16 GEMMs */
+        int pk = d->c.s.dtype == ATTNOPS_DTYPE_BF16 || is_fp8(d->c.s.dtype); /* FP8 runs bf16 GEMMs */
         double pct = 100.0 * gf / peak[pk];
         printf("%-44s %10.2f %10.2f %10.1f %9.1f %10s %9.1f\n", d->c.name, ms, vmin(d->ms, d->nrep), gf, pct, pname[pk],
                100.0 * gf / ceiling);
@@ -1215,11 +1214,11 @@ int main(int argc, char **argv)
         json_numf(&j, d->flop * 1e-9, "%s_gflop", d->c.name, "");
         if (isfinite(pct)) json_numf(&j, pct, "%s_pct_peak", d->c.name, "");
         json_numf(&j, (double)d->ws_bytes, "%s_workspace_bytes", d->c.name, "");
-        if (d->c.mask) json_numf(&j, unmasked_fraction(&d->c), "%s_unmasked_fraction", d->c.name, "");
-        if (d->c.varlen) {
+        if (mask_kind(&d->c)) json_numf(&j, unmasked_fraction(&d->c), "%s_unmasked_fraction", d->c.name, "");
+        if (varlen_of(&d->c)) {
             int64_t lo, hi;
-            double ss = varlen_sumsq(d->c.varlen, d->c.T, &lo, &hi);
-            json_numf(&j, (double)d->c.varlen, "%s_varlen_sequences", d->c.name, "");
+            double ss = sum_sq(d->c.s.seq_q, varlen_of(&d->c), &lo, &hi);
+            json_numf(&j, (double)varlen_of(&d->c), "%s_varlen_sequences", d->c.name, "");
             json_numf(&j, (double)lo, "%s_varlen_len_min", d->c.name, "");
             json_numf(&j, (double)hi, "%s_varlen_len_max", d->c.name, "");
             json_numf(&j, ss, "%s_varlen_sum_len_sq", d->c.name, "");
@@ -1277,11 +1276,11 @@ int main(int argc, char **argv)
             r_base[r] = d->ms[r] / e->ms[r];
             r_prop[r] = r_base[r] / frac;
         }
-        const char *kind = cases[i].pse ? "ratio_vs_plain" : "ratio_vs_dense";
+        const char *kind = pse_kind(&cases[i]) ? "ratio_vs_plain" : "ratio_vs_dense";
         snprintf(key, sizeof key, "%s_%s", label, kind);
         json_num(&j, key, median(r_base, n));
         printf("%-30s %-24s %10.3f %10.4f %s\n", label, kind, median(r_base, n), frac, cases[b].name);
-        if (cases[i].mask == MASK_BAND && !cases[i].pse) {
+        if (mask_kind(&cases[i]) == MASK_BAND && !pse_kind(&cases[i])) {
             snprintf(key, sizeof key, "%s_ratio_vs_proportional", label);
             json_num(&j, key, median(r_prop, n));
             printf("%-30s %-24s %10.3f %10.4f %s\n", label, "ratio_vs_proportional", median(r_prop, n), frac,

@@ -95,7 +95,8 @@ def read_cases(path, attnops_rounds):
 
 
 def band_width(c):
-    return int(c["mask"][4:]) if c["mask"].startswith("band") else None
+    """A mode-4 band's total width pre + next (the descriptor's fields)."""
+    return c["pre"] + c["next"] if c["sparse_mode"] == 4 else None
 
 
 def same_shape(a, b):

@@ -9,14 +9,15 @@ The cases are the descriptors `bench_fa --list-cases --json CASES.json [--quick]
 the one parser of case specs, so both programs time the same shapes under the
 same names (bench/run.sh does this).
 
-Masks, where SDPA has the same call (CANN polarity: 1 = masked out; SDPA's
-boolean attn_mask is True = takes part, so the peer passes ~mask):
+Masks (by the names' tags; the band from the descriptor's sparse_mode, pre
+and next), where SDPA has the same call (CANN polarity: 1 = masked out;
+SDPA's boolean attn_mask is True = takes part, so the peer passes ~mask):
   mask=causal2   is_causal=True (SDPA's causal mask is top-left aligned,
                  j > i masked: sparse_mode 2 for any S1, S2)
   mask=causal3   is_causal=True when S1 = S2, else a boolean attn_mask of the
                  right-down causal pattern
-  mask=bandW     boolean attn_mask [S1, S2] of the mode-4 band (pre = next =
-                 W/2, right-down origin)
+  mask=bandW     boolean attn_mask [S1, S2] of the mode-4 band (pre, next
+                 from the right-down origin; W = pre + next)
   mask=mask1     boolean attn_mask [S1, S2], ~(j > i)
 keep=P runs SDPA with dropout_p = 1 - P (PyTorch's CPU SDPA then takes its
 unfused math path).  Cases with a pse (alibi2, bnss), FP8 cases, det=1
@@ -77,9 +78,8 @@ def cann_mask(torch, c):
         pre, nxt = inf, 0
     elif c["mask"] == "causal3":
         pre, nxt = inf, S2 - S1
-    else:  # bandW, sparse_mode 4: right-down origin
-        w = int(c["mask"][4:])
-        pre, nxt = w // 2 + S1 - S2, w // 2 - S1 + S2
+    else:  # sparse_mode 4, the descriptor's pre/next from the right-down origin
+        pre, nxt = c["pre"] + S1 - S2, c["next"] - S1 + S2
     d = torch.arange(S2).view(1, S2) - torch.arange(S1).view(S1, 1)
     return (d > nxt) | (d < -pre)
 

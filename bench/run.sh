@@ -33,10 +33,11 @@
 #   BENCH_REPS        rounds (default 5)
 #   BENCH_QUICK=1     divide every S (a varlen case's total T, band width) by 8
 #                     (smoke run; also the RSS cases)
-#   BENCH_CASES       case specs NAME:B,N1,N2,S1,S2,D,Dv,dtype,layout,dir[,mask=M]
-#                     [,pse=P][,peer=no][,varlen=K|,varlen_dense=K] separated by
+#   BENCH_CASES       case specs [NAME:]FIELDS,dir=fwd|bwd[,peer=no][,det=1]
+#                     [,varlen=K|,varlen_dense=K], FIELDS the case descriptor's
+#                     key=value form (verify/fa_case_shape.h), separated by
 #                     spaces (default: bench_fa's built-in target cases;
-#                     `bench_fa --help` lists M and P).  Cases with varlen= or
+#                     `bench_fa --help` lists what the bench runs).  Cases with varlen= or
 #                     varlen_dense= are not passed to the torch peer.
 #   BENCH_RSS=0       skip the RSS runs
 #   BENCH_TORCH=0     skip the PyTorch peer
@@ -154,7 +155,7 @@ if [[ ${BENCH_RSS:-1} != 0 ]]; then
     for dir in fwd bwd; do
         echo "== peak RSS: $dir f32, B=1, N1=1, S=32768 (S/8 when quick), D=128"
         "$BENCH" --threads "$THREADS" --json "$OUT/rss_$dir.json" "${quick_flag[@]}" \
-            --rss ":1,1,1,32768,32768,128,128,f32,BNSD,$dir"
+            --rss "B=1,N1=1,N2=1,S1=32768,S2=32768,D=128,Dv=128,dtype=f32,layout=BNSD,dir=$dir"
     done
 fi
 

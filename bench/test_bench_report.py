@@ -12,8 +12,13 @@ import bench_report  # noqa: E402
 
 
 def case(name, direction="bwd", mask="none", keep=0, dtype="f32", **kw):
+    """A descriptor as bench_fa --list-cases --json writes it: the mask tag
+    and the sparse_mode, pre, next it stands for."""
+    half = int(mask[4:]) // 2 if mask.startswith("band") else 0
+    mode = {"none": 0, "mask1": 1, "causal2": 2, "causal3": 3}.get(mask, 4)
     c = dict(name=name, B=1, N1=8, N2=8, S1=4096, S2=4096, D=128, Dv=128, dtype=dtype, layout="BNSD",
-             dir=direction, mask=mask, pse="none", peer=True, varlen=0, varlen_dense=0, keep=keep, det=0)
+             dir=direction, mask=mask, pse="none", peer=True, varlen=0, varlen_dense=0, keep=keep, det=0,
+             sparse_mode=mode, pre=half, next=half)
     c.update(kw)
     return c
 

@@ -4,17 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int fa_case_tensor_shape(const fa_case_shape *s, int64_t b, int64_t sq, int64_t n, int64_t d, int64_t *shape)
-{
-    switch (s->layout) {
-    case ATTNOPS_LAYOUT_TND: shape[0] = sq, shape[1] = n, shape[2] = d; return 3; /* sq = T */
-    case ATTNOPS_LAYOUT_BNSD: shape[0] = b, shape[1] = n, shape[2] = sq, shape[3] = d; return 4;
-    case ATTNOPS_LAYOUT_BSND: shape[0] = b, shape[1] = sq, shape[2] = n, shape[3] = d; return 4;
-    case ATTNOPS_LAYOUT_BSH: shape[0] = b, shape[1] = sq, shape[2] = n * d; return 3;
-    default: shape[0] = sq, shape[1] = b, shape[2] = n * d; return 3;
-    }
-}
-
 static bool is_fp8(attnops_dtype d) { return d == ATTNOPS_DTYPE_F8_E4M3FN || d == ATTNOPS_DTYPE_F8_E5M2; }
 
 /* The dtype of outputs (and pse): out_dtype under FP8, the input dtype otherwise. */
@@ -298,118 +287,6 @@ attnops_status fa_case_backward(fa_case *c, attnops_impl impl, int threads, int 
     size_t bytes = 0;
     attnops_status st = attnops_flash_attention_score_grad_workspace_size(&c->bwd, &bytes);
     return st != ATTNOPS_SUCCESS ? st : tu_run_with_workspace(run_bwd, &c->bwd, bytes, "backward");
-}
-
-static const char *const mask_names[] = {"none", "ss", "11ss", "b1ss", "bnss", "compressed"};
-static const char *const pse_names[] = {"none", "bnss", "bn1s", "1nss", "bnhs", "1nhs", "slopes_n", "slopes_bn"};
-
-void fa_case_describe(const fa_case_shape *s, char *buf, size_t n)
-{
-    int used = s->layout == ATTNOPS_LAYOUT_TND /* B and S come from seqs */
-                   ? snprintf(buf, n, "N1=%lld,N2=%lld,D=%lld,Dv=%lld,dtype=%s,layout=TND,pad=%lld", (long long)s->N1,
-                              (long long)s->N2, (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype),
-                              (long long)s->pad)
-                   : snprintf(buf, n, "B=%lld,N1=%lld,N2=%lld,S1=%lld,S2=%lld,D=%lld,Dv=%lld,dtype=%s,layout=%s,pad=%lld",
-                              (long long)s->B, (long long)s->N1, (long long)s->N2, (long long)s->S1, (long long)s->S2,
-                              (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype),
-                              attnops_layout_name(s->layout), (long long)s->pad);
-    if (is_fp8(s->dtype) && used > 0 && (size_t)used < n)
-        used += snprintf(buf + used, n - (size_t)used, ",out=%s", attnops_dtype_name(s->out_dtype));
-    if (s->Dr > 0 && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, ",rope=%lld", (long long)s->Dr);
-    if (s->scale > 0 && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, ",scale=%.17g", s->scale);
-    if (s->mask != FA_CASE_MASK_NONE && used > 0 && (size_t)used < n)
-        used += snprintf(buf + used, n - (size_t)used, ",mode=%lld,mask=%s,pre=%lld,next=%lld", (long long)s->sparse_mode,
-                         mask_names[s->mask], (long long)s->pre, (long long)s->next);
-    if (s->keep_prob > 0.0 && used > 0 && (size_t)used < n)
-        used += snprintf(buf + used, n - (size_t)used, ",keep=%.17g,seed=%lld,offset=%lld", s->keep_prob,
-                         (long long)s->seed, (long long)s->offset);
-    if (s->inner_precise && used > 0 && (size_t)used < n)
-        used += snprintf(buf + used, n - (size_t)used, ",inner_precise=%lld", (long long)s->inner_precise);
-    if (s->pse != FA_CASE_PSE_NONE && used > 0 && (size_t)used < n)
-        used += snprintf(buf + used, n - (size_t)used, ",pse=%s,pse_type=%lld,q_start=%lld,kv_start=%lld",
-                         pse_names[s->pse], (long long)s->pse_type, (long long)s->q_start, (long long)s->kv_start);
-    bool kv_given = false;
-    for (int b = 0; b < s->nseq; b++) kv_given |= s->seq_kv[b] >= 0 && s->seq_kv[b] != s->seq_q[b];
-    for (int k = 0; k < (kv_given ? 2 : 1) && s->nseq > 0; k++) {
-        const int64_t *l = k ? s->seq_kv : s->seq_q;
-        if (used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, k ? ",kvseqs=" : ",seqs=");
-        for (int b = 0; b < s->nseq && used > 0 && (size_t)used < n; b++)
-            used += snprintf(buf + used, n - (size_t)used, b ? ":%lld" : "%lld", (long long)l[b]);
-    }
-}
-
-static int name_index(const char *const *names, int count, const char *v)
-{
-    for (int i = 0; i < count; i++)
-        if (!strcmp(names[i], v)) return i;
-    return -1;
-}
-
-bool fa_case_parse(const char *spec, fa_case_shape *s)
-{
-    *s = (fa_case_shape){.B = 1, .N1 = 1, .N2 = 1, .S1 = 1, .S2 = 1, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32,
-                         .out_dtype = ATTNOPS_DTYPE_F16, .layout = ATTNOPS_LAYOUT_BNSD, .pse_type = 1};
-    for (int b = 0; b < 32; b++) s->seq_kv[b] = -1; /* default: the query lengths */
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq) return false;
-        *eq = '\0';
-        const char *k = tok, *v = eq + 1;
-        long long x = atoll(v);
-        if (!strcmp(k, "B")) s->B = x;
-        else if (!strcmp(k, "N1")) s->N1 = x;
-        else if (!strcmp(k, "N2")) s->N2 = x;
-        else if (!strcmp(k, "S1")) s->S1 = x;
-        else if (!strcmp(k, "S2")) s->S2 = x;
-        else if (!strcmp(k, "D")) s->D = x;
-        else if (!strcmp(k, "Dv")) s->Dv = x;
-        else if (!strcmp(k, "pad")) s->pad = x;
-        else if (!strcmp(k, "rope")) s->Dr = x;
-        else if (!strcmp(k, "scale")) s->scale = atof(v);
-        else if (!strcmp(k, "keep")) s->keep_prob = atof(v);
-        else if (!strcmp(k, "seed")) s->seed = x;
-        else if (!strcmp(k, "offset")) s->offset = x;
-        else if (!strcmp(k, "mode")) s->sparse_mode = x;
-        else if (!strcmp(k, "pre")) s->pre = x;
-        else if (!strcmp(k, "next")) s->next = x;
-        else if (!strcmp(k, "inner_precise")) s->inner_precise = x;
-        else if (!strcmp(k, "pse_type")) s->pse_type = x;
-        else if (!strcmp(k, "q_start")) s->q_start = x;
-        else if (!strcmp(k, "kv_start")) s->kv_start = x;
-        else if (!strcmp(k, "seqs") || !strcmp(k, "kvseqs")) {
-            int64_t *l = !strcmp(k, "seqs") ? s->seq_q : s->seq_kv;
-            int n = 0;
-            for (const char *c = v; *c && n < 32; n++) {
-                l[n] = atoll(c);
-                c = strchr(c, ':');
-                if (!c) { n++; break; }
-                c++;
-            }
-            if (!strcmp(k, "seqs")) s->nseq = n;
-        }
-        else if (!strcmp(k, "layout")) {
-            if ((s->layout = attnops_layout_from_string(v)) == ATTNOPS_LAYOUT_UNSET) return false;
-        } else if (!strcmp(k, "dtype") || !strcmp(k, "out")) {
-            attnops_dtype *dst = !strcmp(k, "dtype") ? &s->dtype : &s->out_dtype;
-            if (!strcmp(v, "f32")) *dst = ATTNOPS_DTYPE_F32;
-            else if (!strcmp(v, "f16")) *dst = ATTNOPS_DTYPE_F16;
-            else if (!strcmp(v, "bf16")) *dst = ATTNOPS_DTYPE_BF16;
-            else if (!strcmp(v, "f8_e4m3fn")) *dst = ATTNOPS_DTYPE_F8_E4M3FN;
-            else if (!strcmp(v, "f8_e5m2")) *dst = ATTNOPS_DTYPE_F8_E5M2;
-            else return false;
-        } else if (!strcmp(k, "mask")) {
-            int i = name_index(mask_names, 6, v);
-            if (i < 0) return false;
-            s->mask = (fa_case_mask)i;
-        } else if (!strcmp(k, "pse")) {
-            int i = name_index(pse_names, 8, v);
-            if (i < 0) return false;
-            s->pse = (fa_case_pse)i;
-        } else return false;
-    }
-    return true;
 }
 
 static double tensor_max_abs(const tu_tensor *t)
