@@ -75,8 +75,11 @@ static void xsmm_init(void)
     jit_allowed = target != NULL;
 #if ATTNOPS_HAVE_LIBXSMM
     if (jit_allowed) {
-        if (*target) libxsmm_set_target_arch(target);
+        /* after libxsmm_init, which sets the target from CPUID (libxsmm 1.17
+         * src/libxsmm_main.c) and so undid a target set before it: the
+         * forced AVX2 path got AVX-512 ("cpx") GEMMs on an AVX-512 CPU */
         xsmm_init_keeping_environment();
+        if (*target) libxsmm_set_target_arch(target);
     }
 #endif
     for (int kind = 0; kind < 3; kind++) {
