@@ -327,7 +327,7 @@ static bool fast_vs_reference(const test_case *tc, uint64_t seed)
         double *a = to_f64(a_t), *e = to_f64(e_t);
         const tu_tolerance tol = tu_attention_tolerance(e_t->view.dtype, F32, K, tu_max_abs(e, count));
         char label[160];
-        snprintf(label, sizeof label, "%s %s", tc->name, oe[i].name);
+        snprintf(label, sizeof label, "%.100s %.50s", tc->name, oe[i].name);
         ok &= tu_compare(label, a, e, count, tol, e_t->view.shape, e_t->view.rank, NULL).pass;
         closeness *g = &g_close[dtype_slot(c->dtype)][kind];
         const int64_t before = g->same;
@@ -382,7 +382,7 @@ static bool seed_case(const test_case *tc, uint64_t seed)
     for (int i = 0; i < n; i++) {
         const bool extra = i >= seed_n; /* printed only when it fails */
         char label[160];
-        snprintf(label, sizeof label, "%s %s", tc->name, go[i].name);
+        snprintf(label, sizeof label, "%.100s %.50s", tc->name, go[i].name);
         const bool pass = triple(label, ko[i].t, bo[i].t, go[i].t, !extra);
         ok &= pass;
         blocks_passed += extra && pass;
