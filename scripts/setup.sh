@@ -46,8 +46,13 @@ fi
 # `make fuzz`.
 # gcc-aarch64-linux-gnu and its libc headers: a test compiles the portable
 # path for aarch64 (the x86 ISA folders must stay x86-only).
-apt_packages=(cmake make gcc g++ libc6-dev python3-dev pkg-config libxsmm-dev libcjson-dev python3-venv chromium fonts-dejavu-core
-              gcc-aarch64-linux-gnu libc6-dev-arm64-cross clang libclang-rt-14-dev libomp-14-dev)
+# libxsmm-dev and the aarch64 cross compiler are amd64 packages: an Arm64
+# host (docs/ARM64.md) builds without libxsmm and is itself the aarch64 build.
+apt_packages=(cmake make gcc g++ libc6-dev python3-dev pkg-config libcjson-dev python3-venv chromium fonts-dejavu-core
+              clang libclang-rt-14-dev libomp-14-dev)
+if [ "$(dpkg --print-architecture 2>/dev/null || uname -m)" != arm64 ]; then
+    apt_packages+=(libxsmm-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -25,10 +25,11 @@ if(CMAKE_CXX_COMPILER)
   target_link_libraries(acl_sample_unpadding_score_grad_v2 PRIVATE attnops_acl)
   # as CANN's sample CMakeLists builds them
   set_target_properties(acl_sample_unpadding_score_grad_v2 PROPERTIES CXX_STANDARD 11 CXX_EXTENSIONS OFF)
+  attnops_program(acl_sample acl_sample_unpadding_score_grad_v2)
+  attnops_program(doc_sample cann_doc_sample_native)
   foreach(impl cpu reference)
     add_test(NAME acl_sample_unpadding_score_grad_v2_${impl}
-             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_acl_sample.sh
-                     $<TARGET_FILE:acl_sample_unpadding_score_grad_v2> $<TARGET_FILE:cann_doc_sample_native>
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_acl_sample.sh ${acl_sample} ${doc_sample}
                      aclnnFlashAttentionUnpaddingScoreGradV2 f32)
     set_tests_properties(acl_sample_unpadding_score_grad_v2_${impl} PROPERTIES ENVIRONMENT ATTNOPS_ACL_IMPL=${impl})
   endforeach()
@@ -77,7 +78,7 @@ if(CMAKE_CXX_COMPILER)
   set(cann_sample_sha256_aclnnFlashAttentionUnpaddingScoreGradV2 cae868059cc829bfe811fb28fff9f4ec51c52b64316c845edd32683a23740eee)
   # The twin's page inputs run in every build, so that it stays right where no pages are at hand.
   add_test(NAME cann_doc_sample_native
-           COMMAND sh -c "for e in Score ScoreV2 VarLenScore VarLenScoreV2 ScoreGrad ScoreGradV2 UnpaddingScoreGrad UnpaddingScoreGradV2; do $<TARGET_FILE:cann_doc_sample_native> aclnnFlashAttention$e >/dev/null || exit 1; done")
+           COMMAND sh -c "for e in Score ScoreV2 VarLenScore VarLenScoreV2 ScoreGrad ScoreGradV2 UnpaddingScoreGrad UnpaddingScoreGradV2; do ${doc_sample} aclnnFlashAttention$e >/dev/null || exit 1; done")
   foreach(src ${ATTNOPS_CANN_SAMPLES})
     get_filename_component(name ${src} NAME_WE)
     add_executable(acl_cann_${name} ${src})
@@ -90,11 +91,11 @@ if(CMAKE_CXX_COMPILER)
     elseif(DEFINED cann_sample_sha256_${name})
       message(STATUS "${src}: not the page cann_doc_sample_native.c was written for; run, not compared")
     endif()
+    attnops_program(cann_sample acl_cann_${name})
     foreach(impl cpu reference)
       if(compared)
         add_test(NAME acl_cann_${name}_${impl}
-                 COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_acl_sample.sh
-                         $<TARGET_FILE:acl_cann_${name}> $<TARGET_FILE:cann_doc_sample_native> ${name})
+                 COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_acl_sample.sh ${cann_sample} ${doc_sample} ${name})
       else()
         add_test(NAME acl_cann_${name}_${impl} COMMAND acl_cann_${name})
       endif()

@@ -1,3 +1,8 @@
+# The Python package, its tests and the bench's Python programs are the
+# host's: a cross build (make test-arm64) leaves them to the native one.
+if(CMAKE_CROSSCOMPILING)
+  return()
+endif()
 # The Python package (python/attnops, pyproject.toml): installed into the
 # project venv with pip, as a user installs it (scikit-build-core builds
 # libattnops.so into the package; the build tree build/python makes

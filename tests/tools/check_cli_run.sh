@@ -192,7 +192,11 @@ case "${ATTNOPS_ISA:-}" in
 avx2) check "ATTNOPS_ISA=avx2 JITs AVX2 GEMMs" 0 "^gemm f32: (libxsmm JIT \(hsw\)|C loops)$" -- "$bin" version ;;
 portable) check "ATTNOPS_ISA=portable runs C-loop GEMMs" 0 "^gemm f32: C loops$" -- "$bin" version ;;
 esac
-check "bench wrapper" 0 "bench_fa: layout TND|bwd_f32_B1" -- "$bin" bench --list-cases
+if [ "${ATTNOPS_BENCH_BUILT:-ON}" = ON ]; then
+    check "bench wrapper" 0 "bwd_f32_B1" -- "$bin" bench --list-cases
+else
+    check "bench wrapper without bench_fa" 2 "cannot run .*bench_fa" -- "$bin" bench --list-cases
+fi
 check "no source" 2 "give a suite" -- "$bin" run
 check "bad impl" 2 "--impl is 'gpu'" -- "$bin" run fag-seed --impl gpu
 [ "$fails" = 0 ] && echo "check_cli_run: all passed" || echo "check_cli_run: $fails failed"
