@@ -446,14 +446,11 @@ static void case_spec(const bench_case *c, char *out, size_t n)
 {
     fa_case_shape s = c->s;
     if (c->vl_dense) s.S1 = s.S2 = c->T;
-    char desc[768];
+    char desc[768], dense[40] = "";
     fa_case_describe(&s, desc, sizeof desc);
-    snprintf(out, n, "%s:%s,dir=%s%s%s", c->name, desc, c->bwd ? "bwd" : "fwd", c->det ? ",det=1" : "",
-             c->no_peer ? ",peer=no" : "");
-    if (c->vl_dense) {
-        size_t used = strlen(out);
-        snprintf(out + used, n - used, ",varlen_dense=%lld", (long long)c->vl_dense);
-    }
+    if (c->vl_dense) snprintf(dense, sizeof dense, ",varlen_dense=%lld", (long long)c->vl_dense);
+    snprintf(out, n, "%s:%s,dir=%s%s%s%s", c->name, desc, c->bwd ? "bwd" : "fwd", c->det ? ",det=1" : "",
+             c->no_peer ? ",peer=no" : "", dense);
 }
 
 /* The case list as JSON, one object per case: the descriptors the Python
