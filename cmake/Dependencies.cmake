@@ -1,13 +1,17 @@
 # libxsmm (Debian libxsmm-dev ships static archives only, built -fPIC).
 # Private: the shared library embeds it.  libxsmm 1.17 is x86-only (its
 # headers refuse other CPUs), so it is used on x86-64 and left out
-# elsewhere, where the tile GEMMs run their C loops (src/cpu/tile_gemm.c).
-# ATTNOPS_X86_64: the one test of the target architecture (ISA folders,
-# libxsmm, the per-ISA tests and the bench's FMA loops follow it).
+# elsewhere, where the tile GEMMs run our NEON kernels (AArch64) or their C
+# loops (src/cpu/tile_gemm.c).
+# ATTNOPS_X86_64, ATTNOPS_AARCH64: the one test of the target architecture
+# (ISA folders, the GEMM library, the per-ISA tests and the bench's FMA
+# loops follow them).
+set(ATTNOPS_X86_64 OFF)
+set(ATTNOPS_AARCH64 OFF)
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(ATTNOPS_X86_64 ON)
-else()
-  set(ATTNOPS_X86_64 OFF)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+  set(ATTNOPS_AARCH64 ON)
 endif()
 find_library(MATH_LIBRARY m REQUIRED)
 set(ATTNOPS_PRIVATE_LIBS ${MATH_LIBRARY} ${CMAKE_DL_LIBS} pthread)

@@ -507,13 +507,16 @@ ATTNOPS_API attnops_status attnops_attn_res_grad(const attnops_attn_res_bwd_args
                                                  size_t workspace_bytes);
 
 /* Which instruction set the fast kernels run on: "avx512", "avx2" (with
- * FMA and F16C) or "portable" (plain C, no JIT GEMMs).  Chosen once per
- * process, the best the CPU has; ATTNOPS_ISA=portable|avx2|avx512 in the
- * environment forces one (a name the CPU lacks, or an unknown one, prints
+ * FMA and F16C) on x86-64, "neon" (ASIMD) on AArch64, or "portable" (plain
+ * C, no library GEMMs).  Chosen once per process, the best the CPU has;
+ * ATTNOPS_ISA=portable|avx2|avx512 (x86-64) or portable|neon (AArch64) in
+ * the environment forces one (a name the CPU lacks, or an unknown one, prints
  * one line to stderr and keeps the best). */
 ATTNOPS_API const char *attnops_cpu_isa(void);
 
-/* The CPU's model name (CPUID brand string on x86-64; "unknown" elsewhere). */
+/* The CPU's model name: the CPUID brand string on x86-64; on AArch64 the
+ * MIDR_EL1 implementer and part, with the name of the core where known
+ * ("Arm 0x41 part 0xd0c (Neoverse N1)"); "unknown" where it cannot be read. */
 ATTNOPS_API const char *attnops_cpu_model(void);
 
 /* What runs the fast kernels' tile GEMMs for operands of this dtype:

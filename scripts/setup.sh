@@ -47,7 +47,8 @@ fi
 # gcc-aarch64-linux-gnu and its libc headers: a test compiles the portable
 # path for aarch64 (the x86 ISA folders must stay x86-only).
 # libxsmm-dev and the aarch64 cross compiler are amd64 packages: an Arm64
-# host (docs/ARM64.md) builds without libxsmm and is itself the aarch64 build.
+# host (docs/ARM64.md) builds without libxsmm (its GEMMs are our NEON
+# kernels there) and is itself the aarch64 build.
 apt_packages=(cmake make gcc g++ libc6-dev python3-dev pkg-config libcjson-dev python3-venv chromium fonts-dejavu-core
               clang libclang-rt-14-dev libomp-14-dev)
 if [ "$(dpkg --print-architecture 2>/dev/null || uname -m)" != arm64 ]; then

@@ -43,7 +43,7 @@ static inline fa_tiling fa_tiling_make(const fa_problem *p, int64_t bq)
 {
     fa_tiling t;
     t.round_p = p->dtype == ATTNOPS_DTYPE_BF16 || p->fp8; /* f8 values are exact in bf16 */
-    t.bf16 = t.round_p && tile_gemm_jit_available(TILE_GEMM_BF16_NN_VNNI);
+    t.bf16 = t.round_p && tile_gemm_library_available(TILE_GEMM_BF16_NN_VNNI);
     t.elem = t.bf16 ? PACK_BF16 : PACK_F32;
     t.Dp = t.bf16 ? (p->D + 1) / 2 * 2 : p->D;
     t.Dvp = t.bf16 ? (p->Dv + 1) / 2 * 2 : p->Dv;

@@ -11,6 +11,12 @@
 
 #include "attnops.h"
 
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <stdint.h>
+#include <sys/auxv.h>
+#endif
+
 static bool always(void) { return true; }
 
 #if defined(__x86_64__)
@@ -38,10 +44,14 @@ static bool x86_avx512(void)
 }
 #endif
 
+enum { ISA_MAX_PARTS = 2 };
+
 typedef struct isa_info {
     const char *name;
     bool (*supported)(void);
-    const cpu_kernel_set *own;
+    /* its kernels: partial sets, one per source file (NULL past the last),
+     * merged in order, a later one overriding an earlier one */
+    const cpu_kernel_set *own[ISA_MAX_PARTS];
     const char *gemm_target; /* libxsmm_set_target_arch: NULL no JIT, "" the CPU's best */
     cpu_tuning tuning;
 } isa_info;
@@ -50,10 +60,14 @@ typedef struct isa_info {
  * threads, B1 N8 S4096 D128, four rounds: f32 113-139 -> 138-155 GFLOP/s,
  * bf16 (widened) 118-138 -> 128-156 against 128 rows. */
 static const isa_info isas[] = {
-    {"portable", always, &cpu_kernels_portable, NULL, {128}},
+    {"portable", always, {&cpu_kernels_portable}, NULL, {128}},
 #if defined(__x86_64__)
-    {"avx2", x86_avx2, &cpu_kernels_avx2, "hsw", {64}},
-    {"avx512", x86_avx512, &cpu_kernels_avx512, "", {128}},
+    {"avx2", x86_avx2, {&cpu_kernels_avx2}, "hsw", {64}},
+    {"avx512", x86_avx512, {&cpu_kernels_avx512}, "", {128}},
+#elif defined(__aarch64__)
+    /* ASIMD is mandatory in AArch64.  The GEMM target is no libxsmm name:
+     * tile_gemm.c runs our NEON GEMMs there. */
+    {"neon", always, {&cpu_kernels_neon_fa, &cpu_kernels_neon_rows}, "", {128}},
 #endif
 };
 enum { ISA_COUNT = sizeof isas / sizeof isas[0] };
@@ -82,7 +96,11 @@ static void build(void)
         supported[i] = (i == 0 || supported[i - 1]) && isas[i].supported();
         if (i > 0) merged[i] = merged[i - 1];
         for (int e = 0; e < cpu_kernel_entry_count; e++) {
-            void (*f)(void) = cpu_kernel_at(isas[i].own, &cpu_kernel_entries[e]);
+            void (*f)(void) = NULL;
+            for (int part = 0; part < ISA_MAX_PARTS && isas[i].own[part]; part++) {
+                void (*g)(void) = cpu_kernel_at(isas[i].own[part], &cpu_kernel_entries[e]);
+                if (g) f = g;
+            }
             if (i > 0 && !f) {
                 provider[i][e] = provider[i - 1][e];
                 continue;
@@ -163,6 +181,23 @@ static void read_model(void)
     while (*b == ' ') b++;
     snprintf(model, sizeof model, "%s", b);
     for (size_t n = strlen(model); n > 0 && model[n - 1] == ' '; n--) model[n - 1] = '\0';
+#elif defined(__aarch64__)
+    /* Linux traps and emulates an EL0 read of MIDR_EL1 where HWCAP_CPUID says so. */
+    if (!(getauxval(AT_HWCAP) & HWCAP_CPUID)) return;
+    uint64_t midr;
+    __asm__("mrs %0, midr_el1" : "=r"(midr));
+    const unsigned implementer = (unsigned)(midr >> 24) & 0xffu, part = (unsigned)(midr >> 4) & 0xfffu;
+    /* the hosts this port is for (Arm's and HiSilicon's MIDR part numbers) */
+    static const struct { unsigned implementer, part; const char *name; } cores[] = {
+        {0x48, 0xd01, "HiSilicon TSV110, Kunpeng 920"}, {0x41, 0xd0c, "Neoverse N1"},
+        {0x41, 0xd40, "Neoverse V1"}, {0x41, 0xd49, "Neoverse N2"}, {0x41, 0xd4f, "Neoverse V2"},
+        {0x41, 0xd8e, "Neoverse N3"}, {0x41, 0xd84, "Neoverse V3"}, {0xc0, 0xac3, "Ampere-1"},
+    };
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++)
+        if (cores[i].implementer == implementer && cores[i].part == part) name = cores[i].name;
+    if (name) snprintf(model, sizeof model, "Arm 0x%02x part 0x%03x (%s)", implementer, part, name);
+    else snprintf(model, sizeof model, "Arm 0x%02x part 0x%03x", implementer, part);
 #endif
 }
 

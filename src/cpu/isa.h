@@ -1,6 +1,6 @@
 /* Run-time choice of the instruction set the fast kernels use, made once
  * per process: the best ISA the CPU supports, or the one ATTNOPS_ISA names
- * (portable, avx2, avx512).  Asking for one the CPU lacks, or for an unknown
+ * (portable, avx2, avx512 on x86-64; portable, neon on AArch64).  Asking for one the CPU lacks, or for an unknown
  * name, prints one line to stderr and uses the best supported ISA instead.
  *
  * ISAs are numbered in inheritance order (kernels.h): 0 is portable, and
@@ -41,8 +41,11 @@ typedef struct cpu_tuning {
 /* The tuning of the ISA in use. */
 const cpu_tuning *cpu_tuning_selected(void);
 
-/* libxsmm's name for the code its JIT may emit under this ISA (NULL: no
- * JIT, plain loops; "" : whatever the CPU has). */
+/* Whether the tile GEMMs may run in the GEMM library (tile_gemm.c) under
+ * this ISA, and for which target: NULL, not at all (plain loops, the
+ * portable ISA); "", whatever the library picks for the CPU; otherwise
+ * libxsmm's name for the code its JIT may emit (a forced AVX2 on an AVX-512
+ * CPU gets "hsw"). */
 const char *cpu_isa_gemm_target(int isa);
 
 #endif

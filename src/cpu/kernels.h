@@ -2,9 +2,9 @@
  * operator (FlashAttention, KeyPool, AttnRes), the only way the drivers
  * reach ISA-specific code.
  *
- * Each ISA folder (src/cpu/portable, src/cpu/avx2, src/cpu/avx512) defines
- * one cpu_kernel_set with designated initializers, naming only the kernels
- * it has.  isa.c fills the table of every ISA the CPU supports the way BLIS
+ * Each ISA folder (src/cpu/portable, src/cpu/avx2, src/cpu/avx512,
+ * src/cpu/neon) defines cpu_kernel_sets with designated initializers, one
+ * per file, naming only the kernels it has.  isa.c fills the table of every ISA the CPU supports the way BLIS
  * configures its reference kernels first: the portable set (complete), then
  * each ISA in order overriding what it defines, so an ISA inherits whatever
  * it leaves out from the ISA before it.  The *_KERNEL_NAMES lists name every
@@ -190,6 +190,9 @@ extern const cpu_kernel_set cpu_kernels_portable;
 #if defined(__x86_64__)
 extern const cpu_kernel_set cpu_kernels_avx2;
 extern const cpu_kernel_set cpu_kernels_avx512;
+#elif defined(__aarch64__)
+extern const cpu_kernel_set cpu_kernels_neon_fa;   /* src/cpu/neon/fa_neon.c: the FlashAttention table */
+extern const cpu_kernel_set cpu_kernels_neon_rows; /* src/cpu/neon/rows_neon.c: KeyPool and AttnRes */
 #endif
 
 #endif

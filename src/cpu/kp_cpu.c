@@ -59,7 +59,7 @@ static kp_plan plan_of(const kp_problem *p)
 {
     kp_plan q = {0};
     /* bf16 GEMMs where libxsmm has them; else bf16 widens to f32 as f16 does (exact products either way) */
-    q.bf16 = p->dtype == ATTNOPS_DTYPE_BF16 && tile_gemm_jit_available(TILE_GEMM_BF16_NN_VNNI);
+    q.bf16 = p->dtype == ATTNOPS_DTYPE_BF16 && tile_gemm_library_available(TILE_GEMM_BF16_NN_VNNI);
     q.Hp = q.bf16 ? (p->H + 1) / 2 * 2 : p->H;
     q.weights_packed = p->T > 2 * p->D;
     const bool in_place_ok = q.bf16 && !(p->H & 1);

@@ -2,6 +2,8 @@
 
 #if ATTNOPS_HAVE_LIBXSMM
 #include <libxsmm.h>
+#elif defined(__aarch64__)
+#include "cpu/neon/gemm_neon.h"
 #endif
 #include <pthread.h>
 #include <stdio.h>
@@ -11,18 +13,15 @@
 #include "attnops.h"
 #include "cpu/isa.h"
 
-static pthread_once_t xsmm_once = PTHREAD_ONCE_INIT;
-static bool jit_allowed;
-static bool jit_kind[3];
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+static bool library_allowed;
+static bool library_kind[3];
 static char backend_text[3][48], widened_text[80];
 
+#if ATTNOPS_HAVE_LIBXSMM
 static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate))(
     const void *, const void *, float *, ...)
 {
-#if !ATTNOPS_HAVE_LIBXSMM /* a build without libxsmm (non-x86 hosts): the C loops */
-    (void)kind, (void)M, (void)N, (void)K, (void)lda, (void)ldb, (void)ldc, (void)accumulate;
-    return NULL;
-#else
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     const libxsmm_blasint m = N, n = M, k = K, la = ldb, lb = lda, lc = ldc;
     int flags = 0;
@@ -37,10 +36,8 @@ static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ld
         return (fn)libxsmm_bsmmdispatch(m, n, k, &la, &lb, &lc, &alpha, &beta, &flags, NULL);
     }
     return NULL;
-#endif
 }
 
-#if ATTNOPS_HAVE_LIBXSMM
 /* libxsmm_init writes into the process environment: OMP_PROC_BIND=TRUE when
  * no affinity variable is set (and I_MPI_SHM_HEAP=1 under MPI; libxsmm's
  * src/libxsmm_main.c, "setup some viable affinity").  The OpenMP runtimes in
@@ -50,7 +47,7 @@ static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ld
  * shared one core (docs/DISTRIBUTED.md).  A library does not change its
  * caller's environment, so what libxsmm added is taken out again.  It writes
  * only a variable that is unset (OMP_PROC_BIND also when empty), once, under
- * xsmm_once. */
+ * library_once. */
 static void xsmm_init_keeping_environment(void)
 {
     const char *bind = getenv("OMP_PROC_BIND");
@@ -66,15 +63,16 @@ static void xsmm_init_keeping_environment(void)
 }
 #endif
 
-/* The ISA in use decides whether libxsmm may JIT and for which target (a
- * forced ATTNOPS_ISA=avx2 on an AVX-512 CPU gets AVX2 code); libxsmm then
- * decides per kind by returning a kernel or not. */
-static void xsmm_init(void)
+/* The ISA in use decides whether the library may run the GEMMs, and for
+ * libxsmm for which target (a forced ATTNOPS_ISA=avx2 on an AVX-512 CPU gets
+ * AVX2 code); libxsmm then decides per kind by returning a kernel or not.
+ * On AArch64 our NEON kernels have the two fp32 kinds. */
+static void library_init(void)
 {
     const char *target = cpu_isa_gemm_target(cpu_isa_selected());
-    jit_allowed = target != NULL;
+    library_allowed = target != NULL;
 #if ATTNOPS_HAVE_LIBXSMM
-    if (jit_allowed) {
+    if (library_allowed) {
         /* after libxsmm_init, which sets the target from CPUID (libxsmm 1.17
          * src/libxsmm_main.c) and so undid a target set before it: the
          * forced AVX2 path got AVX-512 ("cpx") GEMMs on an AVX-512 CPU */
@@ -83,33 +81,40 @@ static void xsmm_init(void)
     }
 #endif
     for (int kind = 0; kind < 3; kind++) {
-        jit_kind[kind] = jit_allowed && dispatch((tile_gemm_kind)kind, 64, 64, 64, 64, 64, 64, false) != NULL;
         snprintf(backend_text[kind], sizeof backend_text[kind], "C loops");
 #if ATTNOPS_HAVE_LIBXSMM
-        if (jit_kind[kind])
+        library_kind[kind] =
+            library_allowed && dispatch((tile_gemm_kind)kind, 64, 64, 64, 64, 64, 64, false) != NULL;
+        if (library_kind[kind])
             snprintf(backend_text[kind], sizeof backend_text[kind], "libxsmm JIT (%s)", libxsmm_get_target_arch());
+#elif defined(__aarch64__)
+        library_kind[kind] = library_allowed && kind != TILE_GEMM_BF16_NN_VNNI;
+        if (library_kind[kind]) snprintf(backend_text[kind], sizeof backend_text[kind], "NEON kernels");
 #endif
     }
     snprintf(widened_text, sizeof widened_text, "fp32 %s on widened bf16", backend_text[TILE_GEMM_F32_NN]);
 }
 
-bool tile_gemm_jit_available(tile_gemm_kind kind)
+bool tile_gemm_library_available(tile_gemm_kind kind)
 {
-    pthread_once(&xsmm_once, xsmm_init);
-    return jit_kind[kind];
+    pthread_once(&library_once, library_init);
+    return library_kind[kind];
 }
 
 const char *tile_gemm_backend(tile_gemm_kind kind)
 {
-    pthread_once(&xsmm_once, xsmm_init);
+    pthread_once(&library_once, library_init);
     return backend_text[kind];
 }
 
 tile_gemm tile_gemm_make(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate)
 {
-    tile_gemm g = {kind, M, N, K, lda, ldb, ldc, accumulate, NULL};
-    if (tile_gemm_jit_available(kind)) g.jit = dispatch(kind, M, N, K, lda, ldb, ldc, accumulate);
-    return g; /* a NULL jit (a shape libxsmm cannot do) falls back to the loops */
+    tile_gemm g = {kind, M, N, K, lda, ldb, ldc, accumulate, tile_gemm_library_available(kind), NULL};
+#if ATTNOPS_HAVE_LIBXSMM
+    if (g.library) g.jit = dispatch(kind, M, N, K, lda, ldb, ldc, accumulate);
+    g.library = g.jit != NULL; /* a shape libxsmm cannot do falls back to the loops */
+#endif
+    return g;
 }
 
 static void portable(const tile_gemm *g, const void *A, const void *B, float *C)
@@ -138,8 +143,16 @@ static void portable(const tile_gemm *g, const void *A, const void *B, float *C)
 
 void tile_gemm_run(const tile_gemm *g, const void *A, const void *B, float *C)
 {
-    if (g->jit) g->jit(B, A, C);
-    else portable(g, A, B, C);
+    if (!g->library) {
+        portable(g, A, B, C);
+        return;
+    }
+#if ATTNOPS_HAVE_LIBXSMM
+    g->jit(B, A, C);
+#elif defined(__aarch64__)
+    neon_gemm_f32(g->kind == TILE_GEMM_F32_TN, g->M, g->N, g->K, (const float *)A, g->lda, (const float *)B, g->ldb, C,
+                  g->ldc, g->accumulate);
+#endif
 }
 
 const char *attnops_gemm_backend(attnops_dtype dtype)
@@ -148,7 +161,7 @@ const char *attnops_gemm_backend(attnops_dtype dtype)
     case ATTNOPS_DTYPE_F32:
     case ATTNOPS_DTYPE_F16: return tile_gemm_backend(TILE_GEMM_F32_NN);
     case ATTNOPS_DTYPE_BF16:
-        return tile_gemm_jit_available(TILE_GEMM_BF16_NN_VNNI) ? tile_gemm_backend(TILE_GEMM_BF16_NN_VNNI)
+        return tile_gemm_library_available(TILE_GEMM_BF16_NN_VNNI) ? tile_gemm_backend(TILE_GEMM_BF16_NN_VNNI)
                                                                 : widened_text;
     default: return NULL;
     }

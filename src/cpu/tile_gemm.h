@@ -1,7 +1,12 @@
-/* Tile GEMMs in row-major terms, each dispatched once: libxsmm's JIT for
- * the running CPU wherever libxsmm returns a kernel for the kind and shape
- * (fp32 on AVX2 and AVX-512; bf16 where libxsmm 1.17 has it, AVX-512),
- * plain C loops otherwise and on the portable ISA.
+/* Tile GEMMs in row-major terms, each run by the build's GEMM library where
+ * it has the kind, by plain C loops otherwise and on the portable ISA:
+ *
+ *   x86-64   libxsmm's JIT for the running CPU, dispatched once per shape,
+ *            wherever libxsmm returns a kernel for the kind and shape (fp32
+ *            on AVX2 and AVX-512; bf16 where libxsmm 1.17 has it, AVX-512);
+ *   AArch64  our NEON kernels (src/cpu/neon/gemm_neon.c) for the two fp32
+ *            kinds; bf16 operands are widened (below).  docs/ARM64.md says
+ *            why not OpenBLAS.
  *
  *   F32_NN        C[M][N] (+)= A[M][K] . B[K][N]
  *   F32_TN        C[M][N] (+)= A^T . B,   A stored [K][M]
@@ -25,19 +30,22 @@ typedef struct tile_gemm {
     tile_gemm_kind kind;
     int M, N, K, lda, ldb, ldc;
     bool accumulate;
-    void (*jit)(const void *, const void *, float *, ...); /* NULL: portable loops */
+    bool library; /* false: the C loops */
+    void (*jit)(const void *, const void *, float *, ...); /* libxsmm's kernel */
 } tile_gemm;
 
 tile_gemm tile_gemm_make(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate);
 void tile_gemm_run(const tile_gemm *g, const void *A, const void *B, float *C);
 
-/* Whether libxsmm JITs this kind here (probed once on a 64 x 64 x 64 tile).
+/* Whether the GEMM library runs this kind here (libxsmm: probed once on a
+ * 64 x 64 x 64 tile).
  * Drivers with bf16 operands use the bf16 kind only where it does, and
  * otherwise widen the operands to fp32 while packing (exact) and round P
  * and dS to bf16 values instead: the same products, fp32 GEMMs. */
-bool tile_gemm_jit_available(tile_gemm_kind kind);
+bool tile_gemm_library_available(tile_gemm_kind kind);
 
-/* "libxsmm JIT (<arch>)" or "C loops": what runs a kind, for reports. */
+/* "libxsmm JIT (<arch>)", "NEON kernels" or "C loops":
+ * what runs a kind, for reports. */
 const char *tile_gemm_backend(tile_gemm_kind kind);
 
 #endif

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The library's portable path compiles with a non-x86 compiler: every
-# library source outside the x86 ISA folders (src/cpu/avx2, src/cpu/avx512),
+# The library compiles with a non-x86 compiler: every library source
+# outside the x86 ISA folders (src/cpu/avx2, src/cpu/avx512), NEON's included,
 # compiled for aarch64 with the cross gcc, as CMake would on an Arm64 host
 # (x86 folders left out, no x86 flags, no libxsmm: 1.17 is x86-only, so
 # such a build has ATTNOPS_HAVE_LIBXSMM unset).  Compile only.  SKIPPED
@@ -17,7 +17,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0 n=0
 for f in "$src"/src/core/*.c "$src"/src/fa/*.c "$src"/src/keypool/*.c "$src"/src/attnres/*.c "$src"/src/ref/*.c \
-         "$src"/src/cpu/*.c "$src"/src/cpu/portable/*.c "$src"/src/api/*.c; do
+         "$src"/src/cpu/*.c "$src"/src/cpu/portable/*.c "$src"/src/cpu/neon/*.c "$src"/src/api/*.c; do
     n=$((n + 1))
     if ! "$cc" -std=c11 -O2 -Wall -Wextra -Wno-unused-parameter -Werror -fopenmp -D_GNU_SOURCE -fno-math-errno \
             -I"$src/include" -I"$src/src" -c "$f" -o "$tmp/$(basename "$f").o" \
