@@ -52,7 +52,7 @@ typedef struct isa_info {
     /* its kernels: partial sets, one per source file (NULL past the last),
      * merged in order, a later one overriding an earlier one */
     const cpu_kernel_set *own[ISA_MAX_PARTS];
-    const char *gemm_target; /* libxsmm_set_target_arch: NULL no JIT, "" the CPU's best */
+    const char *gemm_target; /* cpu_isa_gemm_target (isa.h) */
     cpu_tuning tuning;
 } isa_info;
 

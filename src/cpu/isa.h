@@ -1,7 +1,8 @@
 /* Run-time choice of the instruction set the fast kernels use, made once
  * per process: the best ISA the CPU supports, or the one ATTNOPS_ISA names
- * (portable, avx2, avx512 on x86-64; portable, neon on AArch64).  Asking for one the CPU lacks, or for an unknown
- * name, prints one line to stderr and uses the best supported ISA instead.
+ * (portable, avx2, avx512 on x86-64; portable, neon on AArch64).  Asking
+ * for one the CPU lacks, or for an unknown name, prints one line to stderr
+ * and uses the best supported ISA instead.
  *
  * ISAs are numbered in inheritance order (kernels.h): 0 is portable, and
  * each later one is a superset of the one before on every CPU that has it. */

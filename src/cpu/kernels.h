@@ -4,10 +4,10 @@
  *
  * Each ISA folder (src/cpu/portable, src/cpu/avx2, src/cpu/avx512,
  * src/cpu/neon) defines cpu_kernel_sets with designated initializers, one
- * per file, naming only the kernels it has.  isa.c fills the table of every ISA the CPU supports the way BLIS
- * configures its reference kernels first: the portable set (complete), then
- * each ISA in order overriding what it defines, so an ISA inherits whatever
- * it leaves out from the ISA before it.  The *_KERNEL_NAMES lists name every
+ * per file, naming only the kernels it has.  isa.c fills the table of every
+ * ISA the CPU supports the way BLIS configures its reference kernels first:
+ * the portable set (complete), then each ISA in order overriding what it
+ * defines, so an ISA inherits whatever it leaves out from the ISA before it.  The *_KERNEL_NAMES lists name every
  * member once; isa.c merges with them and tests/test_kernel_inventory.c
  * walks them, so a kernel added here is merged and must be tested.
  *

@@ -185,28 +185,12 @@ static void softmax_bwd(float *s, float *dp, int rows, int cols, int valid_cols,
 
 /* ---- conversions ---- */
 
-/* bf16(x) (nearest even on the integer bits, NaN -> 0x7FC0: bit for bit
- * ao_f32_to_bf16, since outputs can carry a caller's NaN) in the high half
- * of each 32-bit lane; the low half is left over from the rounding. */
-ALWAYS_INLINE uint32x4_t bf16_high(float32x4_t x)
-{
-    const uint32x4_t u = vreinterpretq_u32_f32(x);
-    const uint32x4_t lsb = vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1));
-    const uint32x4_t rounded = vaddq_u32(u, vaddq_u32(lsb, vdupq_n_u32(0x7fff)));
-    return vbslq_u32(vceqq_f32(x, x), rounded, vdupq_n_u32(0x7fc00000));
-}
-
-/* The 8 bf16 of a step, in order (the high halves of its lanes). */
-ALWAYS_INLINE uint16x8_t bf16_pack8(float32x4x2_t x)
-{
-    return vuzp2q_u16(vreinterpretq_u16_u32(bf16_high(x.val[0])), vreinterpretq_u16_u32(bf16_high(x.val[1])));
-}
-
 /* Lanes 2i, 2i + 1: bf16(even[i]), bf16(odd[i]), i < 4 (a VNNI-2 pair of
  * rows r, r + 1). */
 ALWAYS_INLINE uint16x8_t bf16_pairs4(float32x4_t even, float32x4_t odd)
 {
-    return vtrn2q_u16(vreinterpretq_u16_u32(bf16_high(even)), vreinterpretq_u16_u32(bf16_high(odd)));
+    const uint16x4x2_t z = vzip_u16(bf16_round4(even), bf16_round4(odd));
+    return vcombine_u16(z.val[0], z.val[1]);
 }
 
 static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni)
@@ -216,8 +200,8 @@ static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_
             const float *in = src + (size_t)r * cols;
             uint16_t *out = dst + (size_t)r * ld_dst;
             int c = 0;
-            for (; c + 8 <= cols; c += 8) vst1q_u16(out + c, bf16_pack8(load8(in + c)));
-            if (c < cols) store_tail_u16(out + c, cols - c, bf16_pack8(load_tail(in + c, cols - c)));
+            for (; c + 8 <= cols; c += 8) vst1q_u16(out + c, bf16_round8(load8(in + c)));
+            if (c < cols) store_tail_u16(out + c, cols - c, bf16_round8(load_tail(in + c, cols - c)));
         }
         return;
     }
@@ -242,27 +226,14 @@ static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_
     }
 }
 
-/* bf16(x) widened back: the high half, NaN included (0x7FC00000). */
-ALWAYS_INLINE float32x4x2_t round_bf16_8(float32x4x2_t x)
-{
-    const uint32x4_t high = vdupq_n_u32(0xffff0000u);
-    return (float32x4x2_t){{vreinterpretq_f32_u32(vandq_u32(bf16_high(x.val[0]), high)),
-                            vreinterpretq_f32_u32(vandq_u32(bf16_high(x.val[1]), high))}};
-}
+/* bf16(x) widened back, NaN included (0x7FC00000). */
+ALWAYS_INLINE float32x4x2_t round_bf16_8(float32x4x2_t x) { return bf16_widen8(bf16_round8(x)); }
 
 static void round_bf16(float *x, int n)
 {
     int i = 0;
     for (; i + 8 <= n; i += 8) store8(x + i, round_bf16_8(load8(x + i)));
     if (i < n) store_tail(x + i, n - i, round_bf16_8(load_tail(x + i, n - i)));
-}
-
-/* FCVTL is attnops_f16_to_f32 exactly: subnormals widened exactly (the
- * FPCR does not flush), a NaN quietened with its payload kept. */
-ALWAYS_INLINE float32x4x2_t f16_widen8(uint16x8_t h)
-{
-    const float16x8_t f = vreinterpretq_f16_u16(h);
-    return (float32x4x2_t){{vcvt_f32_f16(vget_low_f16(f)), vcvt_high_f32_f16(f)}};
 }
 
 static void f16_to_f32(const uint16_t *src, int n, float *dst)
@@ -272,22 +243,11 @@ static void f16_to_f32(const uint16_t *src, int n, float *dst)
     if (i < n) store_tail(dst + i, n - i, f16_widen8(load_tail_u16(src + i, n - i)));
 }
 
-/* FCVTN rounds to nearest even (the FPCR mode), subnormals and the
- * overflow to inf included, but a NaN keeps the top 9 bits of its payload
- * below the quiet bit: cleared, it is sign | 0x7E00, as attnops_f32_to_f16
- * gives. */
-ALWAYS_INLINE uint16x8_t f16_narrow8(float32x4x2_t x)
-{
-    const uint16x8_t h = vreinterpretq_u16_f16(vcvt_high_f16_f32(vcvt_f16_f32(x.val[0]), x.val[1]));
-    const uint16x8_t nan = vcgtq_u16(vandq_u16(h, vdupq_n_u16(0x7fff)), vdupq_n_u16(0x7c00));
-    return vbicq_u16(h, vandq_u16(nan, vdupq_n_u16(0x01ff)));
-}
-
 static void f32_to_f16(const float *src, int n, uint16_t *dst)
 {
     int i = 0;
-    for (; i + 8 <= n; i += 8) vst1q_u16(dst + i, f16_narrow8(load8(src + i)));
-    if (i < n) store_tail_u16(dst + i, n - i, f16_narrow8(load_tail(src + i, n - i)));
+    for (; i + 8 <= n; i += 8) vst1q_u16(dst + i, f16_round8(load8(src + i)));
+    if (i < n) store_tail_u16(dst + i, n - i, f16_round8(load_tail(src + i, n - i)));
 }
 
 /* ---- score tiles ---- */
@@ -309,9 +269,7 @@ ALWAYS_INLINE float32x4x2_t bias8(const void *p, attnops_dtype dtype, bool whole
 {
     if (dtype == ATTNOPS_DTYPE_F32) return whole ? load8(p) : load_tail(p, n);
     const uint16x8_t h = whole ? vld1q_u16(p) : load_tail_u16(p, n);
-    if (dtype == ATTNOPS_DTYPE_F16) return f16_widen8(h);
-    return (float32x4x2_t){{vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16)),
-                            vreinterpretq_f32_u32(vshll_high_n_u16(h, 16))}};
+    return dtype == ATTNOPS_DTYPE_F16 ? f16_widen8(h) : bf16_widen8(h);
 }
 
 /* (s + b) scale, or s scale + b fused as AVX2's fmadd. */

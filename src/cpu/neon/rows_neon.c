@@ -94,57 +94,27 @@ static inline void store8_u16(uint16_t *p, int n, uint16x8_t h)
     memcpy(p, t, (size_t)n * sizeof(uint16_t));
 }
 
-/* Round to nearest even on the integer bits, NaN -> 0x7FC0: bit for bit
- * ao_f32_to_bf16 (ADDHN adds the rounding bias and keeps the high half). */
-static inline uint16x4_t bf16_round4(float32x4_t x)
-{
-    const uint32x4_t u = vreinterpretq_u32_f32(x);
-    const uint32x4_t bias = vaddq_u32(vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1)), vdupq_n_u32(0x7fff));
-    const uint16x4_t not_nan = vmovn_u32(vceqq_f32(x, x));
-    return vbsl_u16(not_nan, vaddhn_u32(u, bias), vdup_n_u16(0x7fc0));
-}
-
-/* FCVTN rounds to nearest even (the FPCR mode Linux runs), subnormals
- * included, but keeps part of a NaN's payload: a NaN lane becomes
- * sign | 0x7E00, bit for bit attnops_f32_to_f16. */
-static inline uint16x4_t f16_round4(float32x4_t x)
-{
-    const uint16x4_t h = vreinterpret_u16_f16(vcvt_f16_f32(x));
-    const uint16x4_t sign = vand_u16(vshrn_n_u32(vreinterpretq_u32_f32(x), 16), vdup_n_u16(0x8000));
-    const uint16x4_t not_nan = vmovn_u32(vceqq_f32(x, x));
-    return vbsl_u16(not_nan, h, vorr_u16(sign, vdup_n_u16(0x7e00)));
-}
-
 /* n values (zero past n) from element d of an f32, f16 or bf16 row,
  * widened exactly (FCVTL quietens an f16 NaN as attnops_f16_to_f32 does). */
 ALWAYS_INLINE float32x4x2_t load8_dt(const void *v, attnops_dtype dt, int d, int n)
 {
     if (dt == ATTNOPS_DTYPE_F32) return load8((const float *)v + d, n);
     const uint16x8_t h = load8_u16((const uint16_t *)v + d, n);
-    if (dt == ATTNOPS_DTYPE_F16)
-        return (float32x4x2_t){{vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h))),
-                                vcvt_high_f32_f16(vreinterpretq_f16_u16(h))}};
-    return (float32x4x2_t){{vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16)),
-                            vreinterpretq_f32_u32(vshll_high_n_u16(h, 16))}};
+    return dt == ATTNOPS_DTYPE_F16 ? f16_widen8(h) : bf16_widen8(h);
 }
 
 /* x rounded to f32, f16 or bf16 (nearest even) into n elements from d. */
 ALWAYS_INLINE void store8_dt(void *out, attnops_dtype dt, int d, int n, float32x4x2_t x)
 {
     if (dt == ATTNOPS_DTYPE_F32) store8((float *)out + d, n, x);
-    else if (dt == ATTNOPS_DTYPE_F16)
-        store8_u16((uint16_t *)out + d, n, vcombine_u16(f16_round4(x.val[0]), f16_round4(x.val[1])));
-    else store8_u16((uint16_t *)out + d, n, vcombine_u16(bf16_round4(x.val[0]), bf16_round4(x.val[1])));
+    else store8_u16((uint16_t *)out + d, n, dt == ATTNOPS_DTYPE_F16 ? f16_round8(x) : bf16_round8(x));
 }
 
-/* A weight rounded to bf16 or f16 (nearest even) and widened back.  The
- * weights are finite (exp4 sends a NaN to HI), so bf16 needs no NaN case. */
+/* A weight rounded to bf16 or f16 (nearest even) and widened back. */
 static inline float32x4_t round_weight4(float32x4_t w, bool bf16)
 {
     if (!bf16) return vcvt_f32_f16(vcvt_f16_f32(w));
-    const uint32x4_t u = vreinterpretq_u32_f32(w);
-    const uint32x4_t r = vaddq_u32(u, vaddq_u32(vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1)), vdupq_n_u32(0x7fff)));
-    return vreinterpretq_f32_u32(vandq_u32(r, vdupq_n_u32(0xffff0000u)));
+    return vreinterpretq_f32_u32(vshll_n_u16(bf16_round4(w), 16));
 }
 
 /* Channels d .. d + n - 1 (n <= 4) of group_pool, e [R] its scratch.  The
