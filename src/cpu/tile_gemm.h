@@ -12,7 +12,8 @@
  *   F32_TN        C[M][N] (+)= A^T . B,   A stored [K][M]
  *   BF16_NN_VNNI  C[M][N] (+)= A[M][K] . B,   A bf16 row-major, B bf16 in
  *                 VNNI-2 form [K/2][ldb][2] (rows k, k+1 interleaved), K even;
- *                 C is fp32.
+ *                 C is fp32.  libxsmm runs it only for an even lda (an odd
+ *                 one gets the C loops: tile_gemm.c says why).
  *
  * libxsmm is column-major, so a row-major C = A.B is issued as the
  * column-major C^T = B^T.A^T: libxsmm's "A" is our B.  That is why our
