@@ -62,12 +62,14 @@ static double b_at(const problem *p, int k, int j)
     return ((const float *)p->B)[(size_t)k * p->ldb + j];
 }
 
-static float operand(tu_rng *r, bool bf16, uint16_t *bits)
+/* n standard-normal operands, bf16 values in bf16's bits */
+static void fill_operand(tu_rng *r, bool bf16, void *x, size_t n)
 {
-    const float x = (float)tu_randn(r);
-    if (!bf16) return x;
-    *bits = attnops_f32_to_bf16(x);
-    return attnops_bf16_to_f32(*bits);
+    for (size_t i = 0; i < n; i++) {
+        const float v = (float)tu_randn(r);
+        if (bf16) ((uint16_t *)x)[i] = attnops_f32_to_bf16(v);
+        else ((float *)x)[i] = v;
+    }
 }
 
 /* pad: the padding elements of lda, ldb and ldc (0: dense) */
@@ -88,18 +90,8 @@ static problem problem_make(tu_rng *r, tile_gemm_kind kind, int M, int N, int K,
     }
     /* every stored element random, padding included: a kernel reading
      * padding as data shows */
-    for (size_t i = 0; i < a_len; i++) {
-        uint16_t bits = 0;
-        const float x = operand(r, bf16, &bits);
-        if (bf16) ((uint16_t *)p.A)[i] = bits;
-        else ((float *)p.A)[i] = x;
-    }
-    for (size_t i = 0; i < b_len; i++) {
-        uint16_t bits = 0;
-        const float x = operand(r, bf16, &bits);
-        if (bf16) ((uint16_t *)p.B)[i] = bits;
-        else ((float *)p.B)[i] = x;
-    }
+    fill_operand(r, bf16, p.A, a_len);
+    fill_operand(r, bf16, p.B, b_len);
     for (size_t i = 0; i < (size_t)M * p.ldc + TAIL; i++) memcpy(&p.C[i], &SENTINEL, 4);
     double magnitude = 0.0;
     for (int i = 0; i < M; i++)
