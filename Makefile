@@ -31,7 +31,7 @@ define do_build
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 endef
 
-.PHONY: all setup build test test-large test-sanitize test-arm64 fuzz run bench install clean distclean
+.PHONY: all setup build test test-large test-sanitize test-arm64 test-arm64-native fuzz run bench install clean distclean
 .NOTPARALLEL:
 
 all: build
@@ -88,6 +88,12 @@ test-arm64:
 	ctest --test-dir $(ARM64_DIR) --output-on-failure --no-tests=error -j$(JOBS) -LE large \
 	    -E '^suite_fag_matrix$$' $(CTEST_ARGS)
 	bash tests/tools/check_golden_arch.sh $(BUILD_DIR)/tools/attnops $(ARM64_DIR)/emulated/attnops_cli
+
+# The native Arm64 build in an emulated Debian arm64 root (docs/ARM64.md,
+# "Native build"): setup.sh, CMake, the Python package and a test subset as on
+# an Arm host, every program under qemu-user.  About an hour; not in CI.
+test-arm64-native:
+	bash scripts/arm64-native.sh
 
 # libFuzzer (docs/RELIABILITY.md, "Fuzzing"): the targets of fuzz/ in a clang
 # build with ASan + UBSan ($(FUZZ_DIR)), each run for FUZZ_SECONDS on a
