@@ -90,8 +90,9 @@ test-arm64:
 	bash tests/tools/check_golden_arch.sh $(BUILD_DIR)/tools/attnops $(ARM64_DIR)/emulated/attnops_cli
 
 # The native Arm64 build in an emulated Debian arm64 root (docs/ARM64.md,
-# "Native build"): setup.sh, CMake, the Python package and a test subset as on
-# an Arm host, every program under qemu-user.  About an hour; not in CI.
+# "Native build"): setup.sh, CMake, the Python package and make test's whole
+# suite as on an Arm host (ARM64_NATIVE_TESTS=REGEX for a subset), every
+# program under qemu-user.  About an hour and a half; not in CI.
 test-arm64-native:
 	bash scripts/arm64-native.sh
 
