@@ -101,8 +101,8 @@ done
 # MIDR_EL1 from sysfs at import; an x86-64 kernel has no such entry, and torch
 # then dies with SIGSEGV ("Can't open MIDR_EL1 sysfs entry").  So the root
 # gets its own CPU directory: the host's CPU numbering, and for each CPU the
-# MIDR that qemu's neoverse-n1 model reports to the MRS instruction
-# (0x414fd0c1, Neoverse N1 r4p1).
+# MIDR of a Neoverse N1 (0x414fd0c1: implementer 0x41, part 0xd0c), the
+# core qemu's neoverse-n1 model reports to the MRS instruction too.
 cpus=$root/sys/devices/system/cpu
 if [ ! -e "$cpus/cpu0/regs/identification/midr_el1" ]; then
     mount -t tmpfs -o size=1m attnops-cpus "$cpus"
