@@ -9,8 +9,8 @@ import torch
 # V1/V2, Grace) Debian 12's g++ 12.2 dies on that header (internal compiler error
 # at svld1_f32 in ATen/cpu/vec/sve/vec_float.h); the same kernel compiles without
 # it.  A compiler bug outside attnops (docs/ARM64.md, "torch.compile on SVE
-# hosts"), so the tests compile without the header there, every kernel still
-# through Inductor's C++ backend.
+# hosts"), so on every aarch64 CPU (the header only saves compile time) the tests
+# compile without it, every kernel still through Inductor's C++ backend.
 if platform.machine() == "aarch64":
     import torch._inductor.config as inductor_config
     if hasattr(inductor_config, "cpp_cache_precompile_headers"):
