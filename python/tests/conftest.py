@@ -1,4 +1,5 @@
 """Fixtures shared by the Python tests (the comparator is checks.py)."""
+import os
 import platform
 
 import pytest
@@ -20,3 +21,19 @@ if platform.machine() == "aarch64":
 @pytest.fixture(autouse=True)
 def _seeded():
     torch.manual_seed(0)
+
+
+@pytest.fixture
+def inductor_cache_per_isa(monkeypatch):
+    """torch.compile's cache in a directory of this CPU's vector ISA, unless the user chose one.
+    Inductor's FX graph cache key leaves out the vector width its loops step by, and a graph cached
+    on a CPU of another width computed wrong numbers or corrupted the heap here (docs/ARM64.md,
+    "torch.compile's cache across CPUs"); the default directory, /tmp/torchinductor_$USER, can
+    outlive a change of CPU (a migrated VM, an image with a warmed cache)."""
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    default = default_cache_dir()
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR", default) != default:
+        return
+    isa = "_".join(str(pick_vec_isa()).split()) or "novec"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", f"{default}_{platform.machine()}_{isa}")

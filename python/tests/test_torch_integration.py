@@ -71,6 +71,7 @@ class TinyModel(torch.nn.Module):
         return h.square().mean()
 
 
+@pytest.mark.usefixtures("inductor_cache_per_isa")
 def test_torch_compile_fullgraph_matches_eager():
     torch.manual_seed(3)
     model = TinyModel()
@@ -138,6 +139,7 @@ def test_meta_tensors_take_the_fake_implementation():
     assert out.device.type == "meta" and out.shape == (2, 30, 4, 16) and smax.shape == (2, 4, 30, 8)
 
 
+@pytest.mark.usefixtures("inductor_cache_per_isa")
 def test_torch_compile_fullgraph_with_dropout():
     """Inside a compiled graph the dropout seed is drawn in the graph and read by the op at run time (no
     graph break); the backward replays the same mask, as an explicit grad call with that seed shows."""
