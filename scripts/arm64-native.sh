@@ -133,14 +133,10 @@ say "copied the checkout to $root$src"
 # QEMU_CPU: qemu-user's default CPU, max, runs SVE with 512-bit vectors, and
 # torch.compile's kernels, which Inductor built with -msve-vector-bits=256
 # there, crashed (SIGSEGV); with 256-bit vectors they ran and matched eager.
-# TORCHINDUCTOR_CACHE_DIR, one per emulated CPU: Inductor's FX graph cache key
-# leaves out the CPU's vector width, but its generated loops step by that
-# width, and the C++ kernel is recompiled for the CPU at hand.  The root keeps
-# its /tmp between runs, so a graph generated under neoverse-n1 (4 floats a
-# vector) and compiled under the SVE CPU (8 floats) stored 8 floats a step of
-# 4, zeroing elements before they were read (wrong gradients), and SVE loops
-# run under neoverse-n1 read half the elements (a loss half what it should
-# be): docs/ARM64.md, "torch.compile's cache across CPUs".
+# TORCHINDUCTOR_CACHE_DIR, one per emulated CPU: the root's /tmp outlives a
+# run, and Inductor's cache, whose key leaves out the vector width its loops
+# step by, served graphs generated under one CPU to the other: wrong losses and
+# gradients (docs/ARM64.md, "torch.compile's cache across CPUs").
 inside() {
     chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         LANG=C.UTF-8 PIP_DEFAULT_TIMEOUT=180 PIP_DISABLE_PIP_VERSION_CHECK=1 QEMU_CPU="$cpu" \

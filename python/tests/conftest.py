@@ -33,6 +33,8 @@ def inductor_cache_per_isa(monkeypatch):
     from torch._inductor.cpu_vec_isa import pick_vec_isa
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
     default = default_cache_dir()
+    # Inductor sets the variable to its default itself once it has used the cache: only another value
+    # is the user's choice.
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR", default) != default:
         return
     isa = "_".join(str(pick_vec_isa()).split()) or "novec"
