@@ -483,6 +483,59 @@ static int run_repeatable(void)
     return tu_failures == failures;
 }
 
+/* The backward's pseShift is input 4: re-pointed on a repeatable executor,
+ * the run reads the new pse, bit for bit what an executor made on it gives
+ * (and not what the old pse gives). */
+static int run_repointed_pse(void)
+{
+    const int failures = tu_failures;
+    const int64_t qkv[4] = {1, 16, 2, 8}, st[4] = {1, 2, 16, 8}, bnss[4] = {1, 2, 16, 16};
+    tu_rng rng = tu_rng_make(22);
+    enum { Q, K, V, DY, PSE, PSE2, OUT, SMAX, SSUM, DQ, DK, DV, N_HOST };
+    tu_tensor h[N_HOST], got[3];
+    for (int i = 0; i < N_HOST; i++) {
+        h[i] = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, i == SMAX || i == SSUM ? st : i == PSE || i == PSE2 ? bnss : qkv, 0);
+        if (i < OUT) tu_tensor_randn(&h[i], &rng, 1.0);
+    }
+    dev_tensor d[N_HOST];
+    for (int i = 0; i < N_HOST; i++) d[i] = to_device(&h[i], 0);
+    aclb_call c = {.entry = ACLB_V1, .query = d[Q].t, .key = d[K].t, .value = d[V].t, .pse = d[PSE].t,
+                   .softmax_max = d[SMAX].t, .softmax_sum = d[SSUM].t, .attention_out = d[OUT].t, .scale = 0.25,
+                   .keep_prob = 1.0, .pre_tokens = 2147483647, .next_tokens = 2147483647, .head_num = 2,
+                   .pse_type = 1, .layout = "BSND", .deterministic = -1};
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    TU_CHECK(aclb_prepare(&c, &ws, &ex) == ACLNN_SUCCESS && run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS,
+             "the forward with pse: %s", aclGetRecentErrMsg());
+    c.grad = true, c.dy = d[DY].t, c.attention_in = d[OUT].t, c.attention_out = NULL;
+    c.dq = d[DQ].t, c.dk = d[DK].t, c.dv = d[DV].t, ex = NULL;
+    TU_CHECK(aclb_prepare(&c, &ws, &ex) == ACLNN_SUCCESS && aclSetAclOpExecutorRepeatable(ex) == ACLNN_SUCCESS,
+             "a repeatable backward executor with pse: %s", aclGetRecentErrMsg());
+    TU_CHECK(run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS, "the backward on pse: %s", aclGetRecentErrMsg());
+    for (int g = 0; g < 3; g++) {
+        got[g] = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, qkv, 0);
+        aclrtMemcpy(got[g].view.data, got[g].data_bytes, d[DQ + g].storage, d[DQ + g].bytes,
+                    ACL_MEMCPY_DEVICE_TO_HOST);
+    }
+    const aclnnStatus s = aclSetInputTensorAddr(ex, 4, d[PSE].t, d[PSE2].storage);
+    TU_CHECK(s == ACLNN_SUCCESS, "aclSetInputTensorAddr(executor, 4 = pseShift): %d, %s", s, aclGetRecentErrMsg());
+    TU_CHECK(run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS, "the backward after re-pointing pseShift: %s",
+             aclGetRecentErrMsg());
+    TU_CHECK(!same_bytes(&d[DQ], &got[0]), "the re-pointed backward's dq is the old pse's: pse2 was not read");
+    for (int g = 0; g < 3; g++)
+        aclrtMemcpy(got[g].view.data, got[g].data_bytes, d[DQ + g].storage, d[DQ + g].bytes,
+                    ACL_MEMCPY_DEVICE_TO_HOST);
+    TU_CHECK(aclDestroyAclOpExecutor(ex) == ACLNN_SUCCESS, "destroy the backward executor");
+    c.pse = d[PSE2].t, ex = NULL;
+    TU_CHECK(aclb_prepare(&c, &ws, &ex) == ACLNN_SUCCESS && run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS,
+             "a backward executor made on pse2: %s", aclGetRecentErrMsg());
+    TU_CHECK(same_bytes(&d[DQ], &got[0]) && same_bytes(&d[DK], &got[1]) && same_bytes(&d[DV], &got[2]),
+             "the re-pointed backward equals a backward made on pse2, bit for bit");
+    for (int g = 0; g < 3; g++) tu_tensor_free(&got[g]);
+    for (int i = 0; i < N_HOST; i++) free_device(&d[i]), tu_tensor_free(&h[i]);
+    return tu_failures == failures;
+}
+
 /* ---- the aclnn layer's own argument rules -----------------------------------------
  * (Every rule of the library, made through the aclnn entry points, is
  * fa_validation_acl's: test_fa_validation --through-acl.)  One valid BSND
@@ -685,6 +738,7 @@ int main(void)
     passed += run_errors();
     passed += run_validation_table();
     passed += run_repeatable();
+    passed += run_repointed_pse();
     TU_CHECK(aclrtResetDevice(0) == ACL_SUCCESS && aclFinalize() == ACL_SUCCESS, "aclFinalize");
     return tu_finish("test_acl", passed);
 }

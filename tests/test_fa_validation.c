@@ -751,6 +751,7 @@ enum { BOTH, FWD_ONLY, BWD_ONLY };
     X(TND_DK_T, BWD_ONLY, INV, "dk", NULL, CALL_BOTH)                                                          \
     X(TND_MODE5, BOTH, INV, "sparse_mode", "TND", CALL_BOTH)                                                   \
     X(TND_MASK_MODE1_B1SS, BOTH, INV, "atten_mask", NULL, CALL_BOTH)                                           \
+    X(TND_MASK_MODE0_4X4, BOTH, INV, "atten_mask", "= [4, 6] mask", CALL_BOTH)                                 \
     X(TND_TOKENS_MODE0, BOTH, INV, "pre_tokens", "batch 0", CALL_BOTH)                                         \
     X(TND_TOKENS_MODE7_BAND, BOTH, INV, "pre_tokens", "batch 2", CALL_BOTH)                                    \
     X(TND_PSE_TYPE1, BOTH, INV, "pse", "causal", CALL_BOTH)                                                    \
@@ -1285,6 +1286,11 @@ static bool apply_case(fixture *fx, int c, vc_expect *e)
         int64_t sh[4] = {d.B, 1, d.S1, d.S2};
         fx_mask(fx, ATTNOPS_DTYPE_U8, 4, sh);
         p->sparse_mode = 1;
+        return true;
+    }
+    case C_TND_MASK_MODE0_4X4: { /* the sentence names the shape it wants (max S1 4, max S2 6), not the one given */
+        int64_t sh[2] = {4, 4};
+        fx_mask(fx, ATTNOPS_DTYPE_U8, 2, sh);
         return true;
     }
     case C_TND_TOKENS_MODE0: {

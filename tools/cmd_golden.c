@@ -24,21 +24,21 @@
 #include "harness_case.h"
 
 /* Each exports one case's golden chain (the reference) and, for the
- * triple rule, its benchmark chain: 0, 1 (a chain failed) or 2 (a file
- * could not be written). */
-static int golden_kp(export_set *x, const harness_case *hc, int threads)
+ * triple rule, its benchmark chain: 0, 1 (a chain failed: *st says how) or
+ * 2 (a file could not be written). */
+static int golden_kp(export_set *x, const harness_case *hc, int threads, attnops_status *st_out)
 {
     kp_case c;
     tu_tensor out;
     kp_case_init(&c, &hc->kp, hc->data_seed);
-    const attnops_status st = kp_case_run(&c, hc->kp.capacity, ATTNOPS_IMPL_REFERENCE, threads, &out);
+    const attnops_status st = *st_out = kp_case_run(&c, hc->kp.capacity, ATTNOPS_IMPL_REFERENCE, threads, &out);
     const int rc = st != ATTNOPS_SUCCESS ? 1 : export_kp_case(x, hc, &c, &out, NULL, NULL) != 0 ? 2 : 0;
     tu_tensor_free(&out);
     kp_case_free(&c);
     return rc;
 }
 
-static int golden_fa(export_set *x, const harness_case *hc, int threads)
+static int golden_fa(export_set *x, const harness_case *hc, int threads, attnops_status *st_out)
 {
     const bool triple = hc->rule == CMP_TRIPLE;
     fa_case c, bench = {0};
@@ -46,6 +46,7 @@ static int golden_fa(export_set *x, const harness_case *hc, int threads)
     attnops_status st = fa_case_forward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
     if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
     if (st == ATTNOPS_SUCCESS && triple) st = fa_bench_chain(hc, false, threads, &c, &bench);
+    *st_out = st;
     int rc = st != ATTNOPS_SUCCESS;
     if (!rc && export_fa_case(x, hc, &c, NULL, triple ? &bench : NULL) != 0) rc = 2;
     fa_case_free(&c);
@@ -53,7 +54,7 @@ static int golden_fa(export_set *x, const harness_case *hc, int threads)
     return rc;
 }
 
-static int golden_ar(export_set *x, const harness_case *hc, int threads)
+static int golden_ar(export_set *x, const harness_case *hc, int threads, attnops_status *st_out)
 {
     const bool triple = hc->rule == CMP_TRIPLE;
     ar_case c;
@@ -61,6 +62,7 @@ static int golden_ar(export_set *x, const harness_case *hc, int threads)
     ar_case_init(&c, &hc->ar, hc->data_seed);
     attnops_status st = ar_case_run(&c, ATTNOPS_IMPL_REFERENCE, threads, &golden);
     if (st == ATTNOPS_SUCCESS && triple) st = ar_case_run(&c, ATTNOPS_IMPL_BENCHMARK, threads, &bench);
+    *st_out = st;
     int rc = st != ATTNOPS_SUCCESS;
     if (!rc && export_ar_case(x, hc, &c, &golden, NULL, triple ? &bench : NULL) != 0) rc = 2;
     ar_chain_free(&golden);
@@ -71,10 +73,14 @@ static int golden_ar(export_set *x, const harness_case *hc, int threads)
 
 static int golden_case(export_set *x, const harness_case *hc, int threads)
 {
-    const int rc = hc->op == HARNESS_OP_KEYPOOL ? golden_kp(x, hc, threads)
-                   : hc->op == HARNESS_OP_ATTNRES ? golden_ar(x, hc, threads)
-                                                  : golden_fa(x, hc, threads);
-    if (rc == 1) fprintf(stderr, "attnops golden: case %s: %s\n", hc->name, attnops_last_error());
+    attnops_status st = ATTNOPS_SUCCESS;
+    const int rc = hc->op == HARNESS_OP_KEYPOOL ? golden_kp(x, hc, threads, &st)
+                   : hc->op == HARNESS_OP_ATTNRES ? golden_ar(x, hc, threads, &st)
+                                                  : golden_fa(x, hc, threads, &st);
+    /* the same "(NAME number)" tail as attnops run's FAIL line */
+    if (rc == 1)
+        fprintf(stderr, "attnops golden: case %s: %s (%s %d)\n", hc->name, attnops_last_error(),
+                attnops_status_string(st), (int)st);
     return rc;
 }
 

@@ -246,10 +246,15 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
         bool lead_ok = t->rank == 2 || ((t->shape[0] == 1 || t->shape[0] == pr->B) &&
                                         (t->shape[1] == 1 || t->shape[1] == pr->N1) &&
                                         !(t->shape[0] == 1 && pr->B != 1 && t->shape[1] == pr->N1 && pr->N1 != 1));
-        if (pr->varlen && (mode == 5 || (t->rank == 4 && (t->shape[0] != 1 || t->shape[1] != 1))))
-            return ao_fail(INVALID, "%s: layout TND takes sparse_mode %lld with one [max S1, max S2] atten_mask; got %s "
-                           "(per-batch masks and sparse_mode 5 are not defined for TND).", op, (long long)mode,
-                           ao_shape_str(t, buf, sizeof buf));
+        /* TND: sparse_mode 5 is not defined, and modes 0/1 take one mask shared by every batch and head. */
+        if (pr->varlen && mode == 5)
+            return ao_fail(INVALID, "%s: layout TND does not take sparse_mode 5 (its per-batch prefix masks are not "
+                           "defined for TND).", op);
+        if (pr->varlen && (rows != S1 || cols != S2 || (t->rank == 4 && (t->shape[0] != 1 || t->shape[1] != 1))))
+            return ao_fail(INVALID, "%s: atten_mask has shape %s; layout TND takes sparse_mode %lld with one "
+                           "[max S1, max S2] = [%lld, %lld] mask (or [1, 1, %lld, %lld]) shared by every batch.", op,
+                           ao_shape_str(t, buf, sizeof buf), (long long)mode, (long long)S1, (long long)S2,
+                           (long long)S1, (long long)S2);
         /* Mode 5's prefix differs per batch, so its mask must too (the golden rejects SS there). */
         if (mode == 5 && (t->rank != 4 || t->shape[0] != pr->B))
             return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode 5 needs a per-batch mask [B, 1, S1, S2] "

@@ -121,8 +121,8 @@ cat >"$tmp/mixed_refused.json" <<'JSON'
 JSON
 check "golden reports a refused case and exports the others" 1 "^golden fine: " -- \
     "$bin" golden "$tmp/mixed_refused.json" --out "$tmp/golden_mixed"
-grep -q "case refused" "$tmp/out" && [ -d "$tmp/golden_mixed/fine" ] && [ ! -e "$tmp/golden_mixed/refused" ] \
-    && echo "ok   the refused case is named, the good one exported" \
+grep -q "case refused: .*(ATTNOPS_ERR_PARAM_INVALID 161002)$" "$tmp/out" && [ -d "$tmp/golden_mixed/fine" ] && [ ! -e "$tmp/golden_mixed/refused" ] \
+    && echo "ok   the refused case is named with its status and number, the good one exported" \
     || { echo "FAIL golden with a refused case"; head -5 "$tmp/out"; fails=$((fails + 1)); }
 cat >"$tmp/shifted.json" <<'JSON'
 {"shifted": {"B": 1, "N1": 2, "N2": 2, "S1": 24, "S2": 24, "D": 16, "dtype": "fp16", "input_layout": "BSND",

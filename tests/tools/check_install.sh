@@ -101,6 +101,18 @@ out=$(LD_LIBRARY_PATH=$libdir "$tmp/hello_acl" 2>&1) || { echo "$out" >&2; fail 
 out_cxx=$(LD_LIBRARY_PATH=$libdir "$tmp/hello_acl_cxx" 2>&1) || { echo "$out_cxx" >&2; fail "the acl consumer (C++) failed"; }
 [ "$out" = "$out_cxx" ] || fail "the C and C++ acl consumers disagree: '$out' vs '$out_cxx'"
 say "pkg-config attnops-acl (C and C++): $out"
+# Installed to a non-system prefix, a program linked with the prefix's run path
+# starts without LD_LIBRARY_PATH: libattnops_acl finds the libattnops beside it
+# through its own $ORIGIN run path.
+has "$(readelf -d "$libdir/libattnops_acl.so.0")" '(RUNPATH).*\[\$ORIGIN\]' \
+    || fail "libattnops_acl.so.0 has no \$ORIGIN run path: $(readelf -d "$libdir/libattnops_acl.so.0" | grep -E 'RPATH|RUNPATH')"
+# shellcheck disable=SC2046
+"$cc" -std=c11 -o "$tmp/hello_acl_rpath" "$acl_src" $(pkg-config --cflags --libs attnops-acl) -Wl,-rpath,"$libdir" \
+    >"$tmp/acl_rpath.log" 2>&1 || { show_log "$tmp/acl_rpath.log"; fail "cc hello_acl.c with -Wl,-rpath,$libdir failed"; }
+out_rpath=$(env -u LD_LIBRARY_PATH "$tmp/hello_acl_rpath" 2>&1) \
+    || { echo "$out_rpath" >&2; fail "the acl consumer linked with -Wl,-rpath,$libdir does not start without LD_LIBRARY_PATH"; }
+[ "$out_rpath" = "$out" ] || fail "the run-path acl consumer printed '$out_rpath', not '$out'"
+say "attnops-acl with -Wl,-rpath and no LD_LIBRARY_PATH: $out_rpath"
 
 # ---- CMake package ------------------------------------------------------------------
 mkdir -p "$tmp/consumer"
