@@ -158,11 +158,13 @@ ATTNOPS_API attnops_layout attnops_layout_from_string(const char *name);
 ATTNOPS_API const char *attnops_layout_name(attnops_layout layout);
 
 /* Layout of softmax_max / softmax_sum in TND, for the forward's outputs and
- * the backward's inputs alike (CANN's softmax_in_layout: "" or
- * "same_as_input").  Ignored by the padded layouts. */
+ * the backward's inputs alike (aclnn's softmaxOutLayout / softmaxInLayout:
+ * "" or "same_as_input"; torch_npu's softmax_layout "" or "TND").  Both are
+ * declared [T,N1,8]; they differ in the memory order.  Ignored by the padded
+ * layouts. */
 typedef enum attnops_softmax_layout {
-    ATTNOPS_SOFTMAX_LAYOUT_DEFAULT = 0,      /* TND stats declared [T,N1,8] */
-    ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT = 1 /* TND stats declared [N1,T,8] */
+    ATTNOPS_SOFTMAX_LAYOUT_DEFAULT = 0,      /* contiguous per-batch [N1,S_b,8] blocks */
+    ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT = 1 /* a true [T,N1,8] array, any strides */
 } attnops_softmax_layout;
 
 /* Everything the forward and the backward share: inputs, attributes (CANN
@@ -296,8 +298,8 @@ ATTNOPS_API attnops_status attnops_flash_attention_score_grad(const attnops_fa_b
  * cumulative lengths without a leading 0 (real lengths [2,2,0,2] are passed
  * as [2,4,4,6]); trailing batches whose query and key lengths are both 0 are
  * dropped, and B (for prefix [B] and slopes [B,N1]) counts the rest.  q [T1,N1,D], k [T2,N2,D], v [T2,N2,Dv]; softmax_max/sum are
- * declared [T1,N1,8] but hold per-batch [N1,S_b,8] blocks (contiguous), or
- * [N1,T1,8] with softmax_in_layout SAME_AS_INPUT.  Masks in TND: modes 0/1
+ * declared [T1,N1,8] and hold per-batch [N1,S_b,8] blocks (contiguous), or
+ * with softmax_in_layout SAME_AS_INPUT are a true [T1,N1,8] array.  Masks in TND: modes 0/1
  * take one [max S1, max S2] mask read per batch from its top-left corner;
  * modes 2/3/4/6/7/8 the compressed mask; mode 5 is not defined for TND.
  * A fully masked row keeps m = -40000, l = S2 but gets output 0 and no

@@ -548,13 +548,19 @@ static void call_case(fixture *fx, const vc_expect *e)
 
 /* ---- checking ---- */
 /* Elements of an output that still hold the poison pattern (never written). */
+/* Poisoned elements of the view, through its strides (padding is not an element). */
 static int64_t unwritten(const tu_tensor *t)
 {
-    const size_t es = attnops_dtype_size(t->view.dtype);
-    const int64_t n = tu_numel(&t->view);
-    const unsigned char *b = t->view.data;
+    const attnops_tensor *v = &t->view;
+    const size_t es = attnops_dtype_size(v->dtype);
+    const int64_t n = tu_numel(v);
+    const unsigned char *b = v->data;
     int64_t bad = 0;
-    for (int64_t k = 0; k < n; k++) bad += vc_poisoned(b + (size_t)k * es, es);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t rest = k, at = 0;
+        for (int d = v->rank - 1; d >= 0; d--) at += (rest % v->shape[d]) * v->strides[d], rest /= v->shape[d];
+        bad += vc_poisoned(b + (size_t)at * es, es);
+    }
     return bad;
 }
 
@@ -745,7 +751,7 @@ enum { BOTH, FWD_ONLY, BWD_ONLY };
     X(TND_SEQ_DTYPE_F32, BOTH, INV, "actual_seq_qlen", "f32", CALL_BOTH)                                       \
     X(TND_STATS_BNS8, BOTH, INV, "softmax_max", "[7, 4, 8]", CALL_BOTH)                                        \
     X(TND_STATS_STRIDED, BOTH, INV, "softmax_sum", "contiguous", CALL_BOTH)                                    \
-    X(TND_STATS_SAME_AS_INPUT_TN8, BOTH, INV, "softmax_max", "[4, 7, 8]", CALL_BOTH)                           \
+    X(TND_STATS_SAME_AS_INPUT_NT8, BOTH, INV, "softmax_max", "[7, 4, 8]", CALL_BOTH)                           \
     X(TND_ATTENTION_OUT_T, FWD_ONLY, INV, "attention_out", NULL, CALL_BOTH)                                    \
     X(TND_DQ_T, BWD_ONLY, INV, "dq", NULL, CALL_BOTH)                                                          \
     X(TND_DK_T, BWD_ONLY, INV, "dk", NULL, CALL_BOTH)                                                          \
@@ -1247,8 +1253,8 @@ static bool apply_case(fixture *fx, int c, vc_expect *e)
         return true;
     }
     /* softmax_max / softmax_sum in TND (spec 1.1): declared [T1, N1, 8] and
-     * contiguous (they hold per-batch [N1, S_b, 8] blocks), or [N1, T1, 8]
-     * with softmax_in_layout SAME_AS_INPUT */
+     * contiguous (they hold per-batch [N1, S_b, 8] blocks), or any [T1, N1, 8]
+     * array with softmax_in_layout SAME_AS_INPUT */
     case C_TND_STATS_BNS8: { /* the padded layouts' [B, N1, max S1, 8] */
         int64_t sh[4] = {d.B, d.N1, d.S1, 8};
         fx_set(fx, SMAX, f32, 4, sh);
@@ -1259,9 +1265,12 @@ static bool apply_case(fixture *fx, int c, vc_expect *e)
         fx_set_pad(fx, SSUM, f32, 3, sh, 1);
         return true;
     }
-    case C_TND_STATS_SAME_AS_INPUT_TN8: /* the default [T1, N1, 8] where [N1, T1, 8] is declared */
+    case C_TND_STATS_SAME_AS_INPUT_NT8: { /* the graph op's [N1, T1, 8] where aclnn's [T1, N1, 8] is declared */
+        int64_t sh[3] = {d.N1, fx->T1, 8};
         p->softmax_in_layout = ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
+        fx_set(fx, SMAX, f32, 3, sh);
         return true;
+    }
     /* q-like / k-like outputs have T1 / T2 rows */
     case C_TND_ATTENTION_OUT_T:
         fx_qkv(fx, O, f32, 1, fx->T1 + 1, d.N1, d.Dv);
@@ -1376,7 +1385,7 @@ static const struct {
     {C_Q_START_IDX_F32, "int list"},
     {C_TND_SEQ_DTYPE_F32, "int list"},
     {C_ACTUAL_SEQ_QLEN_NOT_TND, "actual_seq_qlen"},
-    {C_TND_STATS_SAME_AS_INPUT_TN8, "softmax_in_layout"},
+    {C_TND_STATS_SAME_AS_INPUT_NT8, "softmax_in_layout"},
     /* FP8: the aclnn entry points have no d_scale or out_dtype arguments */
     {C_FP8_NO_D_SCALE_Q, "FP8 de-scales"},
     {C_FP8_D_SCALE_K_SHAPE, "FP8 de-scales"},
@@ -1651,10 +1660,10 @@ static void apply_valid(fixture *fx, int v)
         fx_reseq(fx, &trailing);
         break;
     }
-    case V_TND_STATS_SAME_AS_INPUT: {
-        int64_t sh[3] = {d.N1, fx->T1, 8};
+    case V_TND_STATS_SAME_AS_INPUT: { /* a true [T1, N1, 8] array: strided (padded rows) is fine */
+        int64_t sh[3] = {fx->T1, d.N1, 8};
         p->softmax_in_layout = ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
-        fx_set(fx, SMAX, ATTNOPS_DTYPE_F32, 3, sh);
+        fx_set_pad(fx, SMAX, ATTNOPS_DTYPE_F32, 3, sh, 1);
         fx_set(fx, SSUM, ATTNOPS_DTYPE_F32, 3, sh);
         break;
     }

@@ -50,12 +50,12 @@ def out_shape(query, key, value, head_num, input_layout):
     return (*query.shape[:-1], head_num * dv if _hidden(input_layout) else dv)
 
 
-def stat_shape(query, head_num, input_layout, softmax_in_layout=""):
-    """softmax_max / softmax_sum: [B,N1,S1,8], in TND [T1,N1,8] (softmax_in_layout "same_as_input":
-    [N1,T1,8])."""
+def stat_shape(query, head_num, input_layout):
+    """softmax_max / softmax_sum: [B,N1,S1,8], in TND [T1,N1,8] (in either softmax_in_layout: "" holds
+    per-batch [N1,S_b,8] blocks, "same_as_input" is a true [T1,N1,8] array)."""
     s = query.shape
     if input_layout == "TND":
-        return (head_num, s[0], 8) if softmax_in_layout == "same_as_input" else (s[0], head_num, 8)
+        return (s[0], head_num, 8)
     b, s1 = (s[1], s[0]) if input_layout == "SBH" else (s[0], s[2] if input_layout == "BNSD" else s[1])
     return (b, head_num, s1, 8)
 
@@ -135,11 +135,14 @@ def _params(call, buf, query, kw):
                         "bfloat16 here (FP8 inputs: attnops.golden with their d_scale_* block scales)")
     if impl not in _lib.IMPL:
         raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
+    softmax_layout = kw.get("softmax_in_layout", "")
+    if softmax_layout not in _SOFTMAX_LAYOUTS:
+        raise ValueError(f"attnops: softmax_in_layout is {softmax_layout!r}; it must be \"\" or \"same_as_input\"")
     block = kw.get("dropout_block") or _NO_BLOCK
     PARAMS.pack_into(buf, 0, *_NO_POINTERS, kw["scale"], kw["keep_prob"], kw["pre_tokens"], kw["next_tokens"],
                      kw["head_num"], _lib.LAYOUTS.index(input_layout) + 1, kw["inner_precise"], kw["sparse_mode"],
                      kw["pse_type"], kw["seed"], kw["offset"], block.head_num, block.head_start,
-                     fp8.out_dtype if fp8 else 0, _SOFTMAX_LAYOUTS[kw.get("softmax_in_layout", "")], _lib.IMPL[impl],
+                     fp8.out_dtype if fp8 else 0, _SOFTMAX_LAYOUTS[softmax_layout], _lib.IMPL[impl],
                      int(kw["deterministic"]), kw["num_threads"])
     ints = call.arrays.int64
     lists = (kw["prefix"], kw["actual_seq_qlen"], kw["actual_seq_kvlen"], kw["q_start_idx"], kw["kv_start_idx"])
@@ -165,7 +168,7 @@ def forward_args(query, key, value, kw, arrays=TORCH):
     tensors = _params(call, args, query, kw)
     layout, n1, fp8 = kw["input_layout"], kw["head_num"], kw.get("fp8")
     out = _output(call, out_shape(query, key, value, n1, layout), query, fp8)
-    smax = call.empty_f32(stat_shape(query, n1, layout, kw.get("softmax_in_layout", "")))
+    smax = call.empty_f32(stat_shape(query, n1, layout))
     ssum = call.empty(smax.shape, smax)
     call.bind(args, FWD_SLOTS, FWD_NAMES, (query, key, value, *tensors, smax, ssum, None, out))
     return call, args, (out, smax, ssum)

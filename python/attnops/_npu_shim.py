@@ -6,33 +6,75 @@ What it does (and nothing more):
     ai_infra_block_attn_res(_backward), as the seed's AttnRes test imports them;
   - `torch.npu` becomes a namespace whose device calls are no-ops on the one
     CPU "device": set_device, current_device (0), device_count (1),
-    is_available (True), synchronize, empty_cache, manual_seed(_all) (torch's);
-  - `Tensor.npu()` returns the tensor itself, and `Tensor.to(...)` maps a
-    device "npu" / "npu:N" to "cpu".
-What it does not emulate: device="npu" in factory functions (torch.zeros(...,
-device="npu") still fails), NPU streams, events, memory statistics, formats
-(npu_format_cast), and every torch_npu operator attnops does not implement.
+    is_available (True), synchronize, empty_cache; its manual_seed(_all)
+    seed torch and reset the NPU generator's dropout offset (_npu_rng);
+  - the NPU *is* the CPU: `torch.device("npu")` / `torch.device("npu:N")`
+    construct the CPU device (so `t.device == torch.device("npu")` holds for
+    every CPU tensor), a torch function mode maps every "npu" / "npu:N"
+    argument of a torch call to "cpu" (device= of factory functions and of
+    Tensor.new_*, Tensor.to("npu"), Module.to("npu")), and `Tensor.npu()`
+    returns the tensor itself.
+What it does not emulate: `t.device.type` is "cpu", not "npu"; NPU streams,
+events, memory statistics, formats (npu_format_cast) and every torch_npu
+operator attnops does not implement; `torch.device("npu")` inside a
+torch.compile(fullgraph=True) region is a graph break (build it outside).
+While installed, every torch call passes through the mode (~2 us each).
 install() is idempotent; uninstall() restores what it replaced.
 """
 import sys
 import types
 
 import torch
+from torch.overrides import TorchFunctionMode
+
+from . import _npu_rng
 
 _saved = {}
+_DEVICE = torch.device
 
 
 def _is_npu(device):
-    if isinstance(device, str):
-        return device == "npu" or device.startswith("npu:")
-    return False
+    return isinstance(device, str) and (device == "npu" or device.startswith("npu:"))
 
 
-def _to(self, *args, **kwargs):
-    args = tuple("cpu" if _is_npu(a) else a for a in args)
-    if _is_npu(kwargs.get("device")):
-        kwargs["device"] = "cpu"
-    return _saved["Tensor.to"](self, *args, **kwargs)
+def _cpu(arg):
+    return "cpu" if _is_npu(arg) else arg
+
+
+class _DeviceMeta(type):
+    """isinstance(x, torch.device) keeps meaning what it meant."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _DEVICE)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, _DEVICE)
+
+
+class _NpuDevice(metaclass=_DeviceMeta):
+    """torch.device while installed: "npu" / "npu:N" (or type "npu" with an index) is the CPU device."""
+
+    def __new__(cls, *args, **kwargs):
+        if args and _is_npu(args[0]):
+            return _DEVICE("cpu")
+        if _is_npu(kwargs.get("type")):
+            return _DEVICE("cpu")
+        return _DEVICE(*args, **kwargs)
+
+
+class _NpuToCpu(TorchFunctionMode):
+    """Every "npu[:N]" argument of a torch call (positional or device=) becomes "cpu"."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        args = tuple(_cpu(a) for a in args)
+        if kwargs:
+            kwargs = {k: _cpu(v) for k, v in kwargs.items()}
+        return func(*args, **(kwargs or {}))
+
+
+def only_npu_mode():
+    """True when the only torch function mode active is install()'s (attnops.ops.can_call_directly)."""
+    return all(isinstance(m, _NpuToCpu) for m in torch.overrides._get_current_function_mode_stack())
 
 
 def _npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
@@ -47,8 +89,9 @@ def _npu_namespace():
     ns.is_available = lambda: True
     ns.synchronize = lambda device=None: None
     ns.empty_cache = lambda: None
-    ns.manual_seed = torch.manual_seed
-    ns.manual_seed_all = torch.manual_seed
+    ns.manual_seed = _npu_rng.manual_seed
+    ns.manual_seed_all = _npu_rng.manual_seed
+    ns.initial_seed = _npu_rng.initial_seed
     return ns
 
 
@@ -60,21 +103,24 @@ def install():
     impl = types.ModuleType("block_attn_res_impl")
     impl.ai_infra_block_attn_res = torch_npu.ai_infra_block_attn_res
     impl.ai_infra_block_attn_res_backward = torch_npu.ai_infra_block_attn_res_backward
-    _saved.update({"Tensor.to": torch.Tensor.to, "Tensor.npu": getattr(torch.Tensor, "npu", None),
-                   "torch.npu": getattr(torch, "npu", None),
+    mode = _NpuToCpu()
+    _saved.update({"Tensor.npu": getattr(torch.Tensor, "npu", None), "torch.npu": getattr(torch, "npu", None),
+                   "torch.device": torch.device, "mode": mode,
                    "modules": {m: sys.modules.get(m) for m in ("torch_npu", "block_attn_res_impl")}})
     sys.modules["torch_npu"] = torch_npu
     sys.modules["block_attn_res_impl"] = impl
     torch.npu = _npu_namespace()
-    torch.Tensor.to = _to
+    torch.device = _NpuDevice
     torch.Tensor.npu = _npu
+    mode.__enter__()
 
 
 def uninstall():
     """Undo install()."""
     if not _saved:
         return
-    torch.Tensor.to = _saved["Tensor.to"]
+    _saved["mode"].__exit__(None, None, None)
+    torch.device = _saved["torch.device"]
     if _saved["Tensor.npu"] is None:
         del torch.Tensor.npu
     else:

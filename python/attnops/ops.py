@@ -20,21 +20,21 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _fa, _kp_ar
+from . import _fa, _kp_ar, _npu_shim
 
 _NS = "attnops"
 
 
 def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
             inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
-            q_start_idx, kv_start_idx, seed, offset, impl, deterministic, seed_offset=None):
+            q_start_idx, kv_start_idx, seed, offset, impl, deterministic, seed_offset=None, softmax_in_layout=""):
     return _finish(dict(head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask,
                         atten_mask=atten_mask, scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens,
                         next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
                         actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
                         pse_type=pse_type, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
                         kv_start_idx=kv_start_idx, seed=seed, offset=offset, impl=impl, deterministic=deterministic,
-                        seed_offset=seed_offset))
+                        seed_offset=seed_offset, softmax_in_layout=softmax_in_layout))
 
 
 def _finish(kw):
@@ -72,9 +72,10 @@ def can_call_directly(*tensors):
     mode is off), no torch.compile tracing, no dispatch or function mode, only plain CPU tensors (no other
     device, subclass, fake, functional or functorch-wrapped tensor).  The torch_npu and flash-attn entry
     points then call the implementation below the op directly, saving the dispatcher's ~100 us per call;
-    the results are the same bits (python/tests/test_torch_integration.py)."""
+    the results are the same bits (python/tests/test_torch_integration.py).  The torch_npu shim's own
+    mode (install(): "npu" arguments become "cpu") changes nothing here and does not count."""
     if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() or \
-            torch._C._is_torch_function_mode_enabled():
+            (torch._C._is_torch_function_mode_enabled() and not _npu_shim.only_npu_mode()):
         return False
     grad = torch.is_grad_enabled()
     for t in tensors:
@@ -108,7 +109,7 @@ def flash_attention_score_grad_call(query, key, value, dy, attention_in, softmax
 _DEFAULTS = dict(pse=None, drop_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=_fa.INT32_MAX,
                  next_tokens=_fa.INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None,
                  sparse_mode=0, pse_type=1, query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None,
-                 seed=2, offset=0, impl="auto", deterministic=False, seed_offset=None)
+                 seed=2, offset=0, impl="auto", deterministic=False, seed_offset=None, softmax_in_layout="")
 
 
 def _call_kwargs(head_num, input_layout, kw):
@@ -126,13 +127,14 @@ def flash_attention_score(query: Tensor, key: Tensor, value: Tensor, head_num: i
                           key_rope: Optional[Tensor] = None, q_start_idx: Optional[List[int]] = None,
                           kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
                           impl: str = "auto", deterministic: bool = False,
-                          seed_offset: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+                          seed_offset: Optional[Tensor] = None,
+                          softmax_in_layout: str = "") -> Tuple[Tensor, Tensor, Tensor]:
     """seed_offset: int64 [2] (seed, offset) read at run time instead of seed / offset (a dropout seed
-    drawn inside a compiled graph)."""
+    drawn inside a compiled graph).  softmax_in_layout (TND): "" or "same_as_input" (include/attnops.h)."""
     return _fa.forward(query, key, value, _common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, seed_offset))
+        kv_start_idx, seed, offset, impl, deterministic, seed_offset, softmax_in_layout))
 
 
 @flash_attention_score.register_fake
@@ -154,12 +156,12 @@ def flash_attention_score_grad(query: Tensor, key: Tensor, value: Tensor, dy: Te
                                pse_type: int = 1, query_rope: Optional[Tensor] = None,
                                key_rope: Optional[Tensor] = None, q_start_idx: Optional[List[int]] = None,
                                kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
-                               impl: str = "auto", deterministic: bool = False, seed_offset: Optional[Tensor] = None
-                               ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+                               impl: str = "auto", deterministic: bool = False, seed_offset: Optional[Tensor] = None,
+                               softmax_in_layout: str = "") -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, _common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, seed_offset))
+        kv_start_idx, seed, offset, impl, deterministic, seed_offset, softmax_in_layout))
 
 
 @flash_attention_score_grad.register_fake
@@ -177,7 +179,7 @@ def _(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, i
 _FWD_ARGS = ("query", "key", "value", "head_num", "input_layout", "pse", "drop_mask", "atten_mask", "scale",
              "keep_prob", "pre_tokens", "next_tokens", "inner_precise", "prefix", "actual_seq_qlen",
              "actual_seq_kvlen", "sparse_mode", "pse_type", "query_rope", "key_rope", "q_start_idx", "kv_start_idx",
-             "seed", "offset", "impl", "deterministic", "seed_offset")
+             "seed", "offset", "impl", "deterministic", "seed_offset", "softmax_in_layout")
 _SAVED = ("query", "key", "value", "pse", "drop_mask", "atten_mask", "query_rope", "key_rope", "seed_offset")
 
 
@@ -200,7 +202,8 @@ def _backward(ctx, d_out, _d_max, _d_sum):
         prefix=a["prefix"], actual_seq_qlen=a["actual_seq_qlen"], actual_seq_kvlen=a["actual_seq_kvlen"],
         sparse_mode=a["sparse_mode"], pse_type=a["pse_type"], query_rope=t["query_rope"], key_rope=t["key_rope"],
         q_start_idx=a["q_start_idx"], kv_start_idx=a["kv_start_idx"], seed=a["seed"], offset=a["offset"],
-        impl=a["impl"], deterministic=a["deterministic"], seed_offset=t["seed_offset"])
+        impl=a["impl"], deterministic=a["deterministic"], seed_offset=t["seed_offset"],
+        softmax_in_layout=a["softmax_in_layout"])
     grads = dict(query=dq, key=dk, value=dv, query_rope=dq_rope if t["query_rope"] is not None else None,
                  key_rope=dk_rope if t["key_rope"] is not None else None)
     return tuple(grads.get(n) for n in _FWD_ARGS)

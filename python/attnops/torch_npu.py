@@ -9,16 +9,17 @@ for Ascend NPUs calls these unchanged:
     dq, dk, dv, _ = npu_fusion_attention_grad(q, k, v, dy, n, "BSND", softmax_max=smax, softmax_sum=ssum,
                                               attention_in=out, scale_value=0.125)
 
-Differences from the NPU (docs/PYTHON.md): the tensors are CPU tensors;
-seed/offset of a dropout call come from torch's default CPU generator (so
-torch.manual_seed makes runs repeatable) and the keep mask is the Ascend 950
-in-kernel Philox stream of that (seed, offset), bit-exact with the device;
+Differences from the NPU (docs/PYTHON.md): the tensors are CPU tensors.
+The seed/offset of a dropout call are those torch_npu's NPU generator hands
+out (_npu_rng: after torch.manual_seed(s) the k-th dropout call gets seed s,
+offset 12 k) and the keep mask is the Ascend 950 in-kernel Philox stream of
+that (seed, offset), bit-exact with the device;
 gen_mask_parallel and sync have no effect; dpse is an empty tensor (CANN
 reserves it).
 """
 import torch
 
-from . import _fa, _kp_ar
+from . import _fa, _kp_ar, _npu_rng
 from . import ops
 from ._npu_shim import install, uninstall  # noqa: F401
 
@@ -37,23 +38,45 @@ def _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvle
 
 
 def _check_reserved(padding_mask, softmax_in=None):
+    """padding_mask and softmax_in are reserved by CANN.  softmax_in may be the forward's own (empty)
+    softmax_out, which torch_npu's autograd hands back to the grad op."""
     if padding_mask is not None:
         raise ValueError("npu_fusion_attention: padding_mask is reserved by CANN and must be None")
-    if softmax_in is not None:
-        raise ValueError("npu_fusion_attention_grad: softmax_in is reserved by CANN and must be None")
+    if softmax_in is not None and softmax_in.numel() != 0:
+        raise ValueError("npu_fusion_attention_grad: softmax_in is reserved by CANN and must be None or empty (the "
+                         f"forward's softmax_out); got a tensor of shape {tuple(softmax_in.shape)}")
+
+
+def _layout(input_layout):
+    """torch_npu upper-cases input_layout before handing it to CANN ("bsh" is "BSH")."""
+    return input_layout.upper() if isinstance(input_layout, str) else input_layout
+
+
+def _softmax_layout(op, softmax_layout, input_layout):
+    """torch_npu 7.2's softmax_layout: "" (the statistics hold per-batch [N1, S_b, 8] blocks) or, with
+    input_layout TND only, "TND" (a true [T1, N1, 8] array): CANN's softmax_in_layout "same_as_input"."""
+    if softmax_layout == "":
+        return ""
+    if softmax_layout != "TND":
+        raise ValueError(f"{op}: softmax_layout is {softmax_layout!r}; it must be \"\" or \"TND\"")
+    if input_layout != "TND":
+        raise ValueError(f"{op}: softmax_layout \"TND\" needs input_layout TND, got {input_layout!r}")
+    return "same_as_input"
 
 
 def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, query_rope, key_rope, scale,
              keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode,
-             pse_type, q_start_idx, kv_start_idx):
+             pse_type, q_start_idx, kv_start_idx, softmax_layout):
     _check_reserved(padding_mask)
-    seed, offset, seed_offset = ops.dropout_seed(keep_prob)
+    input_layout = _layout(input_layout)
+    softmax_in_layout = _softmax_layout("npu_fusion_attention", softmax_layout, input_layout)
+    seed, offset, seed_offset = _npu_rng.draw() if 0.0 < keep_prob < 1.0 else (0, 0, None)
     out, smax, ssum = ops.flash_attention_score_call(
         query, key, value, head_num, input_layout, pse=pse, atten_mask=atten_mask, scale=scale, keep_prob=keep_prob,
         pre_tokens=pre_tokens, next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
         actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
         pse_type=pse_type, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
-        kv_start_idx=kv_start_idx, **ops.seed_args(seed, offset, seed_offset))
+        kv_start_idx=kv_start_idx, softmax_in_layout=softmax_in_layout, **ops.seed_args(seed, offset, seed_offset))
     numels = _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen)
     return out, smax, ssum, query.new_empty(0), seed, offset, numels
 
@@ -61,8 +84,10 @@ def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten
 def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max, softmax_sum,
               softmax_in, attention_in, query_rope, key_rope, scale_value, keep_prob, pre_tokens, next_tokens,
               inner_precise, seed, offset, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type,
-              q_start_idx, kv_start_idx):
+              q_start_idx, kv_start_idx, softmax_layout):
     _check_reserved(padding_mask, softmax_in)
+    input_layout = _layout(input_layout)
+    softmax_in_layout = _softmax_layout("npu_fusion_attention_grad", softmax_layout, input_layout)
     for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum), ("attention_in", attention_in)):
         if t is None:
             raise ValueError(f"npu_fusion_attention_grad: {name} is required (the forward's output); got None")
@@ -71,13 +96,14 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
         atten_mask=atten_mask, scale=scale_value, keep_prob=keep_prob, pre_tokens=pre_tokens,
         next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
         actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, pse_type=pse_type, query_rope=query_rope,
-        key_rope=key_rope, q_start_idx=q_start_idx, kv_start_idx=kv_start_idx, seed=seed, offset=offset)
+        key_rope=key_rope, q_start_idx=q_start_idx, kv_start_idx=kv_start_idx, seed=seed, offset=offset,
+        softmax_in_layout=softmax_in_layout)
 
 
 def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
                          scale=1., keep_prob=1., pre_tockens=_INT32_MAX, next_tockens=_INT32_MAX, inner_precise=0,
                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
-                         gen_mask_parallel=True, sync=False):
+                         gen_mask_parallel=True, sync=False, softmax_layout=""):
     """-> (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels).
 
     softmax_out is reserved (an empty tensor).  Differentiable in query, key
@@ -85,7 +111,7 @@ def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, pa
     outputs, with the dropout mask replayed from (seed, offset)."""
     return _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, None, None, scale,
                     keep_prob, pre_tockens, next_tockens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen,
-                    sparse_mode, 1, None, None)
+                    sparse_mode, 1, None, None, softmax_layout)
 
 
 def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
@@ -93,7 +119,7 @@ def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, 
                               attention_in=None, scale_value=1., keep_prob=1., pre_tockens=_INT32_MAX,
                               next_tockens=_INT32_MAX, inner_precise=0, seed=0, offset=0, numels=0, prefix=None,
                               actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
-                              sync=False):
+                              sync=False, softmax_layout=""):
     """-> (dq, dk, dv, dpse); dpse is an empty tensor (reserved by CANN).
 
     softmax_max, softmax_sum and attention_in (the forward's outputs) are
@@ -102,7 +128,7 @@ def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, 
     dq, dk, dv, _, _ = _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask,
                                  softmax_max, softmax_sum, softmax_in, attention_in, None, None, scale_value,
                                  keep_prob, pre_tockens, next_tockens, inner_precise, seed, offset, prefix,
-                                 actual_seq_qlen, actual_seq_kvlen, sparse_mode, 1, None, None)
+                                 actual_seq_qlen, actual_seq_kvlen, sparse_mode, 1, None, None, softmax_layout)
     return dq, dk, dv, query.new_empty(0)
 
 
@@ -110,12 +136,12 @@ def npu_fusion_attention_v2(query, key, value, head_num, input_layout, *, pse=No
                             atten_mask=None, query_rope=None, key_rope=None, scale=1., keep_prob=1.,
                             pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, prefix=None,
                             actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
-                            sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None):
+                            sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None, softmax_layout=""):
     """npu_fusion_attention with MLA rope inputs, pse_type 0-3 and q/kv start indices (v2 spells
     pre_tokens / next_tokens); differentiable in query, key, value, query_rope and key_rope."""
     return _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, query_rope, key_rope,
                     scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                    actual_seq_kvlen, sparse_mode, pse_type, q_start_idx, kv_start_idx)
+                    actual_seq_kvlen, sparse_mode, pse_type, q_start_idx, kv_start_idx, softmax_layout)
 
 
 def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
@@ -123,14 +149,15 @@ def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, 
                                  attention_in=None, query_rope=None, key_rope=None, scale_value=1., keep_prob=1.,
                                  pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, seed=0, offset=0,
                                  numels=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
-                                 gen_mask_parallel=True, sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None):
+                                 gen_mask_parallel=True, sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None,
+                                 softmax_layout=""):
     """-> (dq, dk, dv, dpse, dq_rope, dk_rope); dpse is empty, and so are dq_rope / dk_rope without rope
     inputs."""
     dq, dk, dv, dq_rope, dk_rope = _backward(
         query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max, softmax_sum,
         softmax_in, attention_in, query_rope, key_rope, scale_value, keep_prob, pre_tokens, next_tokens,
         inner_precise, seed, offset, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, q_start_idx,
-        kv_start_idx)
+        kv_start_idx, softmax_layout)
     return dq, dk, dv, query.new_empty(0), dq_rope, dk_rope
 
 

@@ -25,6 +25,27 @@ NPU_STYLE_TEST = textwrap.dedent('''
     from block_attn_res_impl import ai_infra_block_attn_res
     assert ai_infra_block_attn_res is torch_npu.ai_infra_block_attn_res
 
+    # device="npu" in factory functions, torch.device("npu") and its comparisons, Module.to("npu")
+    device = torch.device("npu")
+    x = torch.randn(2, 3, device="npu")
+    y = torch.empty(2, device="npu:0")
+    z = torch.zeros(2, device=torch.device("npu", 0))
+    w = x.new_ones(4, device="npu:0")
+    assert isinstance(device, torch.device) and device == torch.device("npu:0") == torch.device(type="npu")
+    assert x.device == device and y.device == device and z.device == device and w.device == device
+    assert torch.device("cpu").type == "cpu" and torch.device("cpu", 0) != device
+    lin = torch.nn.Linear(3, 3).to("npu")
+    assert lin(x.to(device)).device == device
+    assert torch.arange(3, device="npu").tolist() == [0, 1, 2]
+    # the shim's mode alone does not send calls through the dispatcher
+    import attnops.ops
+    assert attnops.ops.can_call_directly(q, k, v)
+    # torch.npu.manual_seed resets the dropout offset of torch_npu's generator
+    torch.npu.manual_seed(2)
+    assert torch.npu.initial_seed() == 2
+    runs = [torch_npu.npu_fusion_attention(q, k, v, 2, "BSND", keep_prob=0.9)[4:6] for _ in range(2)]
+    assert [tuple(r) for r in runs] == [(2, 0), (2, 12)], runs
+
     attnops.torch_npu.uninstall()
     import sys
     assert "torch_npu" not in sys.modules and not hasattr(torch, "npu")
@@ -34,6 +55,13 @@ NPU_STYLE_TEST = textwrap.dedent('''
         pass
     else:
         raise AssertionError("uninstall() must restore Tensor.to")
+    for make in (lambda: torch.device("npu"), lambda: torch.randn(2, device="npu")):
+        try:
+            make()
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("uninstall() must restore torch.device and factory functions")
     print("ok")
 ''')
 

@@ -789,9 +789,14 @@ static attnops_status check_q_like(const char *op, const char *name, const attno
     return ATTNOPS_SUCCESS;
 }
 
-/* softmax_max / softmax_sum: f32 [B, N1, S1, 8]; in TND [T1, N1, 8] holding
- * per-batch [N1, S_b, 8] blocks (contiguous), or [N1, T1, 8] with
- * softmax_in_layout "same_as_input". */
+/* softmax_max / softmax_sum: f32 [B, N1, S1, 8]; in TND declared [T1, N1, 8]
+ * in either softmax_in_layout: by default contiguous, holding per-batch
+ * [N1, S_b, 8] blocks (the kernel's order), with "same_as_input" a true
+ * [T1, N1, 8] array (any strides).  This is the aclnn / torch_npu meaning
+ * (VarLenScoreV4's softmaxOutLayout, UnpaddingScoreGradV4's softmaxInLayout,
+ * torch_npu's softmax_layout="TND"): the graph op FlashAttentionScoreGrad
+ * takes [N1, T1, 8] there, but only because aclnn transposes the caller's
+ * [T1, N1, 8] before it (docs/NUMERICS.md, "TND statistics"). */
 static attnops_status check_stats(const char *op, const char *name, const attnops_tensor *t,
                                   const attnops_fa_params *p, fa_problem *pr, fa_view *view)
 {
@@ -805,15 +810,16 @@ static attnops_status check_stats(const char *op, const char *name, const attnop
         return ATTNOPS_SUCCESS;
     }
     const bool same_as_input = p->softmax_in_layout == ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
-    int64_t shape[3] = {same_as_input ? pr->N1 : pr->T1, same_as_input ? pr->T1 : pr->N1, 8};
-    AO_TRY(ao_check_shape(op, name, t, shape, 3, same_as_input ? "[N1, T1, 8] (same_as_input)" : "[T1, N1, 8]"));
-    if (same_as_input) {
-        *view = (fa_view){(char *)t->data, t->dtype, 4, 0, t->strides[0], t->strides[1], t->strides[2]};
+    int64_t shape[3] = {pr->T1, pr->N1, 8};
+    AO_TRY(ao_check_shape(op, name, t, shape, 3, same_as_input ? "[T1, N1, 8] (same_as_input)" : "[T1, N1, 8]"));
+    if (same_as_input) { /* rows are global: b's rows start at its cumulative offset */
+        *view = (fa_view){(char *)t->data, t->dtype, 4, 0, t->strides[1], t->strides[0], t->strides[2]};
         return ATTNOPS_SUCCESS;
     }
     if (t->strides[2] != 1 || t->strides[1] != 8 || t->strides[0] != 8 * pr->N1)
         return ao_fail(INVALID, "%s: tensor '%s' must be contiguous in layout TND: it holds per-batch [N1, S_b, 8] "
-                       "blocks, not a strided [T1, N1, 8] array.", op, name);
+                       "blocks, not a strided [T1, N1, 8] array (softmax_in_layout \"same_as_input\" takes that).",
+                       op, name);
     pr->stats_packed = true;
     *view = (fa_view){(char *)t->data, t->dtype, 4, 0, 0, 0, 1};
     return ATTNOPS_SUCCESS;

@@ -187,12 +187,12 @@ class _Plan:
         return t[tuple(index)]
 
     def stat_rows(self, t, rows):
-        """Rows of a statistic: [B, N, S(, 8)], or [N, T(, 8)] in TND."""
-        return t[:, rows] if self.layout == "TND" else t[:, :, rows]
+        """Rows of a statistic: [B, N, S(, 8)], or [T, N(, 8)] in TND (softmax_in_layout "same_as_input")."""
+        return t[rows] if self.layout == "TND" else t[:, :, rows]
 
     def to_layout(self, w):
         """A statistic-shaped weight broadcast against the layout's [.., D]."""
-        return (w if self.layout == "BNSD" else w.transpose(-1, -2)).unsqueeze(-1)
+        return (w if self.layout in ("BNSD", "TND") else w.transpose(-1, -2)).unsqueeze(-1)
 
 
 def _band_args(band, q_start, kv_start, len_q, len_kv, align):
@@ -241,8 +241,7 @@ def _finish_stats(row_max, row_sum):
 def _ring_forward(plan, q, k, v):
     """(out in q's dtype, softmax_max, softmax_sum) of the local queries against every rank's keys."""
     n = plan.head_num
-    stat = _fa.stat_shape(q, n, plan.layout, "same_as_input")[:-1] if plan.layout == "TND" else \
-        _fa.stat_shape(q, n, plan.layout)[:3]
+    stat = _fa.stat_shape(q, n, plan.layout)[:-1]
     out = torch.zeros(_fa.out_shape(q, k, v, n, plan.layout), dtype=torch.float32)
     acc = (out, torch.full(stat, -_FLT_MAX), torch.zeros(stat))  # a row that sees no key keeps out = 0
     ring, kv = plan.ring, (k.contiguous(), v.contiguous())
