@@ -1,0 +1,276 @@
+"""flash-attn-style functions on attnops (flash_attn/flash_attn_interface.py of
+Dao-AILab/flash-attention 2.8.3 is the interface followed; docs/PYTHON.md), so
+that `import attnops.flash_attn as flash_attn` stands in for the package.
+
+    out = flash_attn_func(q, k, v, causal=True)                 # q [B, Sq, H, D], k/v [B, Sk, Hk, D]
+    out = flash_attn_varlen_func(q, k, v, cu_q, cu_k, max_q, max_k)   # q [total_q, H, D]
+    ... the kvpacked / qkvpacked forms, and bert_padding.pad_input / unpad_input
+
+flash-attn's conventions, mapped onto FlashAttentionScore:
+  - causal is aligned bottom-right (key j visible to query i iff j <= i + Sk - Sq): sparse_mode 3;
+  - window_size (left, right), -1 = unbounded: keys i + Sk - Sq - left <= j <= i + Sk - Sq + right, the
+    bottom-right band of sparse_mode 4 with pre_tokens = left, next_tokens = right (causal: right = 0);
+    in varlen a band of (0, 0), which CANN's TND rule (pre + next > 0) refuses, runs one call per sequence;
+  - alibi_slopes f32 [H] or [B, H]: bias -slope |i + Sk - Sq - j|, pse_type 2 with the start indices
+    q_start = Sk - Sq (or kv_start = Sq - Sk) that shift the distance by Sk - Sq.  With causal, flash-attn's
+    CUDA kernel adds slope * j instead: the same softmax, its lse larger by slope (i + Sk - Sq) per row;
+    attnops returns the documented bias's lse (docs/PYTHON.md);
+  - a query row that sees no key gets output 0 and softmax_lse +inf (flash-attn's values);
+  - dropout_p drops with the Ascend 950 Philox stream of a seed drawn from torch's default generator;
+  - return_attn_probs: (out, softmax_lse, S_dmask), S_dmask the attention probabilities [B, H, Sq, Sk]
+    (varlen: [B, H, max_seqlen_q, max_seqlen_k], zero past each sequence) in f32, negated where dropout
+    drops (flash-attn's sign convention; its CUDA kernel pads the last two dims to its block size).
+softcap != 0 raises NotImplementedError (FlashAttentionScore has no logit soft-capping yet).
+"""
+import math
+
+import torch
+
+from .. import dropout_mask, ops
+from . import bert_padding  # noqa: F401  (flash_attn.bert_padding)
+
+__version__ = "2.8.3"  # the flash-attn release whose interface this follows
+
+_INT32_MAX = 2147483647
+_FLT_MAX = 3.4028234663852886e38
+# The 2048 x 2048 upper-triangular mask sparse modes 3 and 4 read (by diagonal offset).  Made at import:
+# created lazily, the first compiled call saw a None global and the second recompiled.
+_CAUSAL_MASK = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+
+
+def _compressed_mask():
+    return _CAUSAL_MASK
+
+
+def _band(causal, window_size):
+    """(left, right) of the visible band, -1 = unbounded."""
+    left, right = window_size
+    return left, 0 if causal else right
+
+
+def _mask_args(causal, window_size):
+    left, right = _band(causal, window_size)
+    if left < 0 and right < 0:
+        return dict()
+    if left < 0 and right == 0:
+        return dict(atten_mask=_CAUSAL_MASK, sparse_mode=3, pre_tokens=_INT32_MAX, next_tokens=0)
+    return dict(atten_mask=_CAUSAL_MASK, sparse_mode=4, pre_tokens=_INT32_MAX if left < 0 else left,
+                next_tokens=_INT32_MAX if right < 0 else right)
+
+
+def _check(softcap, q):
+    if softcap != 0.0:
+        raise NotImplementedError("attnops.flash_attn: softcap != 0 is not supported (FlashAttentionScore has no "
+                                  "logit soft-capping)")
+    if q.dim() == 0:
+        raise ValueError("attnops.flash_attn: q must be a tensor of rank 3 or 4")
+
+
+def _alibi_args(alibi_slopes, sq, sk):
+    if alibi_slopes is None:
+        return dict()
+    if alibi_slopes.dtype != torch.float32:
+        raise TypeError(f"attnops.flash_attn: alibi_slopes must be float32, got {alibi_slopes.dtype}")
+    return dict(pse=alibi_slopes, pse_type=2, q_start_idx=[max(sk - sq, 0)], kv_start_idx=[max(sq - sk, 0)])
+
+
+def _varlen_args(cq, ck, causal, window_size, alibi_slopes, op):
+    """flash_attn_varlen_func's TND arguments: the lengths (cu_seqlens without the leading 0), the mask
+    (bottom-right per sequence: sparse_mode 4) and ALiBi (equal query and key lengths per sequence)."""
+    args = _mask_args(causal, window_size)
+    if args.get("sparse_mode") == 3:  # TND mode 3 needs S1 <= S2 per sequence; mode 4 has the same rows
+        args["sparse_mode"] = 4
+    if alibi_slopes is not None:
+        if cq != ck:
+            raise NotImplementedError(f"{op}: alibi_slopes need seqlen_q == seqlen_k in every sequence (one start "
+                                      "index serves every batch in TND)")
+        args.update(_alibi_args(alibi_slopes, 0, 0))
+    return dict(args, actual_seq_qlen=cq[1:], actual_seq_kvlen=ck[1:])
+
+
+def _lse(smax, ssum):
+    """max + log(sum) in fp32; rows that saw no key (sentinel or TND-masked statistics) get +inf."""
+    lse = smax + torch.log(ssum)
+    empty = (smax == -_FLT_MAX) | (smax == -40000.0)
+    return torch.where(empty, torch.full_like(lse, math.inf), lse)
+
+
+def _attn_probs(q, k, scale, band, slopes, lse, keep):
+    """S_dmask of one batch: q [Sq, H, D], k [Sk, Hk, D], lse [H, Sq], keep u8 [H, Sq, Sk] or None ->
+    f32 [H, Sq, Sk], exp(s - lse) where visible (0 elsewhere), negated where dropped."""
+    sq, sk, h = q.shape[0], k.shape[0], q.shape[1]
+    kk = k.float().repeat_interleave(h // k.shape[1], 1)
+    s = torch.einsum("ihd,jhd->hij", q.float(), kk) * scale
+    diag = torch.arange(sk).view(1, -1) - torch.arange(sq).view(-1, 1) - (sk - sq)  # j - (i + Sk - Sq)
+    if slopes is not None:
+        s = s - slopes.float().view(-1, 1, 1) * diag.abs()
+    left, right = band
+    visible = torch.ones(sq, sk, dtype=torch.bool)
+    if right >= 0:
+        visible &= diag <= right
+    if left >= 0:
+        visible &= diag >= -left
+    p = torch.where(visible & torch.isfinite(lse).unsqueeze(-1), torch.exp(s - lse.unsqueeze(-1)), 0.0)
+    return p if keep is None else torch.where(keep.bool(), p, -p)
+
+
+def _dense_probs(q, k, scale, causal, window_size, alibi_slopes, lse, keep_prob, seed, offset):
+    """S_dmask of flash_attn_func: [B, H, Sq, Sk]."""
+    b, sq, h = q.shape[:3]
+    keep = None
+    if keep_prob < 1.0:
+        keep = torch.from_numpy(dropout_mask(int(seed), int(offset), keep_prob, h, batch=b, seq_q=sq,
+                                             seq_kv=k.shape[1]))
+    slopes = [None] * b if alibi_slopes is None else [alibi_slopes[i] if alibi_slopes.dim() == 2 else alibi_slopes
+                                                      for i in range(b)]
+    with torch.no_grad():
+        return torch.stack([_attn_probs(q[i], k[i], scale, _band(causal, window_size), slopes[i], lse[i],
+                                        None if keep is None else keep[i]) for i in range(b)])
+
+
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                    alibi_slopes=None, deterministic=False, return_attn_probs=False):
+    """out [B, Sq, H, Dv]; with return_attn_probs (out, softmax_lse f32 [B, H, Sq], S_dmask f32 [B, H, Sq, Sk])."""
+    _check(softcap, q)
+    if q.dim() != 4:
+        raise ValueError(f"attnops.flash_attn_func: q must be [batch, seqlen, nheads, headdim], got {tuple(q.shape)}")
+    sq, sk, heads = q.shape[1], k.shape[1], q.shape[2]
+    scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
+    keep_prob = 1.0 - dropout_p
+    seed, offset, seed_offset = ops.dropout_seed(keep_prob)
+    out, smax, ssum = ops.flash_attention_score_call(
+        q, k, v, heads, "BSND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
+        deterministic=deterministic, **_mask_args(causal, window_size), **_alibi_args(alibi_slopes, sq, sk))
+    if not return_attn_probs:
+        return out
+    lse = _lse(smax[..., 0], ssum[..., 0])
+    return out, lse, _dense_probs(q, k, scale, causal, window_size, alibi_slopes, lse, keep_prob, seed, offset)
+
+
+def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                              softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False):
+    """qkv [B, S, 3, H, D]: q, k, v are strided views of it (no copy); gradients flow back into qkv."""
+    q, k, v = qkv.unbind(2)
+    return flash_attn_func(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                           deterministic, return_attn_probs)
+
+
+def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                             softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False):
+    """q [B, Sq, H, D], kv [B, Sk, 2, Hk, D] (k, v strided views of it; gradients flow back into kv)."""
+    k, v = kv.unbind(2)
+    return flash_attn_func(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                           deterministic, return_attn_probs)
+
+
+def _cu_list(cu_seqlens, name, op):
+    """cu_seqlens as a list of ints (int32 [B + 1], starting at 0)."""
+    cu = [int(x) for x in cu_seqlens.tolist()]
+    if len(cu) < 2 or cu[0] != 0 or any(b < a for a, b in zip(cu, cu[1:])):
+        raise ValueError(f"{op}: {name} must be [batch + 1] non-decreasing lengths starting at 0; got {cu}")
+    return cu
+
+
+def _per_sequence(q, k, v, cq, ck, scale, keep_prob, causal, window_size, alibi_slopes, deterministic):
+    """A varlen call made one BSND call per sequence: (out [total_q, H, Dv], lse [H, total_q], per-sequence
+    (seed, offset)).  For the bands CANN's TND rule refuses (pre + next > 0) and the padded one accepts."""
+    outs, lses, seeds = [], [], []
+    for i, (q0, q1, k0, k1) in enumerate(zip(cq, cq[1:], ck, ck[1:])):
+        if q1 == q0 or k1 == k0:  # no query, or no key to see: output 0, lse +inf (flash-attn's values)
+            outs.append(v.new_zeros(q1 - q0, q.shape[1], v.shape[-1]))
+            lses.append(torch.full((q.shape[1], q1 - q0), math.inf)), seeds.append((0, 0))
+            continue
+        slopes = None if alibi_slopes is None else (alibi_slopes[i] if alibi_slopes.dim() == 2 else alibi_slopes)
+        seed, offset, seed_offset = ops.dropout_seed(keep_prob)
+        out, smax, ssum = ops.flash_attention_score_call(
+            q[q0:q1].unsqueeze(0), k[k0:k1].unsqueeze(0), v[k0:k1].unsqueeze(0), q.shape[1], "BSND", scale=scale,
+            keep_prob=keep_prob, deterministic=deterministic, **ops.seed_args(seed, offset, seed_offset),
+            **_mask_args(causal, window_size), **_alibi_args(slopes, q1 - q0, k1 - k0))
+        outs.append(out[0]), lses.append(_lse(smax[0, ..., 0], ssum[0, ..., 0])), seeds.append((seed, offset))
+    return torch.cat(outs), torch.cat(lses, dim=1), seeds
+
+
+def _varlen_probs(q, k, cq, ck, max_q, max_k, scale, band, alibi_slopes, lse, keep_prob, seeds):
+    """S_dmask of flash_attn_varlen_func: [B, H, max_seqlen_q, max_seqlen_k], zero past each sequence.
+    seeds: one (seed, offset) per sequence (per-sequence calls), or one for the TND call."""
+    h, batches = q.shape[1], len(cq) - 1
+    probs = torch.zeros(batches, h, max_q, max_k)
+    flat_keep, pos = None, 0
+    if keep_prob < 1.0 and len(seeds) == 1:
+        flat_keep = torch.from_numpy(dropout_mask(int(seeds[0][0]), int(seeds[0][1]), keep_prob, h,
+                                                  actual_seq_qlen=cq[1:], actual_seq_kvlen=ck[1:]))
+    with torch.no_grad():
+        for i, (q0, q1, k0, k1) in enumerate(zip(cq, cq[1:], ck, ck[1:])):
+            sq, sk = q1 - q0, k1 - k0
+            keep = None
+            if flat_keep is not None:
+                keep = flat_keep[pos:pos + h * sq * sk].view(h, sq, sk)
+                pos += h * sq * sk
+            elif keep_prob < 1.0 and sq and sk:
+                keep = torch.from_numpy(dropout_mask(int(seeds[i][0]), int(seeds[i][1]), keep_prob, h, batch=1,
+                                                     seq_q=sq, seq_kv=sk))[0]
+            slopes = None if alibi_slopes is None else (alibi_slopes[i] if alibi_slopes.dim() == 2 else alibi_slopes)
+            probs[i, :, :sq, :sk] = _attn_probs(q[q0:q1], k[k0:k1], scale, band, slopes, lse[:, q0:q1], keep)
+    return probs
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                           softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                           deterministic=False, return_attn_probs=False, block_table=None):
+    """q [total_q, H, D], k/v [total_k, Hk, D], cu_seqlens int32 [B + 1] starting at 0; out [total_q, H, Dv];
+    with return_attn_probs (out, softmax_lse f32 [H, total_q], S_dmask).  Causal and windows are bottom-right
+    aligned per sequence (sparse_mode 4 in TND)."""
+    op = "attnops.flash_attn_varlen_func"
+    _check(softcap, q)
+    if block_table is not None:
+        raise NotImplementedError(f"{op}: block_table (paged KV) is not supported")
+    if q.dim() != 3:
+        raise ValueError(f"{op}: q must be [total_q, nheads, headdim], got {tuple(q.shape)}")
+    cq, ck = _cu_list(cu_seqlens_q, "cu_seqlens_q", op), _cu_list(cu_seqlens_k, "cu_seqlens_k", op)
+    if len(cq) != len(ck):
+        raise ValueError(f"{op}: cu_seqlens_q and cu_seqlens_k must have the same length; got {cq} and {ck}")
+    heads = q.shape[1]
+    scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
+    keep_prob = 1.0 - dropout_p
+    band = _band(causal, window_size)
+    if band == (0, 0):  # each query sees one key: pre + next = 0, which TND refuses
+        out, lse, seeds = _per_sequence(q, k, v, cq, ck, scale, keep_prob, causal, window_size, alibi_slopes,
+                                        deterministic)
+    else:
+        seed, offset, seed_offset = ops.dropout_seed(keep_prob)
+        out, smax, ssum = ops.flash_attention_score_call(
+            q, k, v, heads, "TND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
+            deterministic=deterministic, **_varlen_args(cq, ck, causal, window_size, alibi_slopes, op))
+        if not return_attn_probs:
+            return out
+        # TND statistics hold per-sequence [H, S_b, 8] blocks back to back.
+        flat_max, flat_sum = smax.reshape(-1), ssum.reshape(-1)
+        parts = []
+        for a, b in zip(cq, cq[1:]):
+            lo, hi = a * heads * 8, b * heads * 8
+            parts.append(_lse(flat_max[lo:hi].view(heads, b - a, 8)[..., 0],
+                              flat_sum[lo:hi].view(heads, b - a, 8)[..., 0]))
+        lse, seeds = torch.cat(parts, dim=1), [(seed, offset)]
+    if not return_attn_probs:
+        return out
+    return out, lse, _varlen_probs(q, k, cq, ck, max_seqlen_q, max_seqlen_k, scale, band, alibi_slopes, lse,
+                                   keep_prob, seeds)
+
+
+def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0, softmax_scale=None, causal=False,
+                                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
+                                     return_attn_probs=False):
+    """qkv [total, 3, H, D] with one cu_seqlens for queries and keys."""
+    q, k, v = qkv.unbind(1)
+    return flash_attn_varlen_func(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, dropout_p, softmax_scale,
+                                  causal, window_size, softcap, alibi_slopes, deterministic, return_attn_probs)
+
+
+def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                                    softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                                    alibi_slopes=None, deterministic=False, return_attn_probs=False):
+    """q [total_q, H, D], kv [total_k, 2, Hk, D]."""
+    k, v = kv.unbind(1)
+    return flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
+                                  softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
+                                  return_attn_probs)
