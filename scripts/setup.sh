@@ -123,4 +123,15 @@ else
     say "pip: torch $v imports"
 fi
 
+# ---- (d) transformers: attnops.transformers' tests (python/tests/test_transformers.py)
+# Pinned: the tests exercise its attention and mask interfaces.  It does not
+# depend on torch, so this never replaces the torch above.
+TRANSFORMERS_VERSION=5.25.0
+if v=$("$vpy" -c 'import importlib.metadata as m; print(m.version("transformers"))' 2>/dev/null) \
+        && [ "$v" = "$TRANSFORMERS_VERSION" ]; then
+    say "pip: transformers $v already installed"
+else
+    pip_install "transformers $TRANSFORMERS_VERSION" "transformers==$TRANSFORMERS_VERSION"
+fi
+
 say "done in $((SECONDS - t_start))s"

@@ -1,0 +1,150 @@
+"""attnops.transformers.register(): small random-init Llama and Mistral models with
+attn_implementation="attnops" against the same weights under "sdpa" (fp32: logits within 1e-5 of the
+largest, gradients likewise, greedy generate() the same tokens) and, in bf16, against a float64 run
+(within sdpa's own distance to it).  The cases are the ones glue without the mask function or the
+varlen dispatch gets wrong: left-padded batches, packed sequences (position_ids restarting at 0, checked
+against each sequence run alone), sliding windows.
+
+The float64 reference is "sdpa" (its math kernel in float64): transformers 5.25's "eager" in float64
+turns the fully masked rows of a left-padded batch into NaN (finfo.min + finfo.min = -inf), which then
+spread to every row through the padded keys."""
+import copy
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig
+
+import attnops.transformers
+
+attnops.transformers.register()
+
+RTOL = 1e-5  # of the largest |logit| (|gradient|): fp32 through two different attention kernels
+
+
+def llama_config():
+    return LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+
+
+def mistral_config():
+    return MistralConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, sliding_window=8)
+
+
+def pair(cfg, dtype=torch.float32):
+    """(attnops model, sdpa model) with the same random weights (each its own config)."""
+    sdpa = AutoModelForCausalLM.from_config(copy.deepcopy(cfg), attn_implementation="sdpa").to(dtype)
+    ours = AutoModelForCausalLM.from_config(copy.deepcopy(cfg), attn_implementation="attnops").to(dtype)
+    ours.load_state_dict(sdpa.state_dict())
+    assert ours.config._attn_implementation == "attnops" and sdpa.config._attn_implementation == "sdpa"
+    return ours, sdpa
+
+
+def assert_rel(name, actual, expected, rtol=RTOL):
+    err = (actual - expected).abs().max().item()
+    scale = expected.abs().max().item()
+    assert err <= rtol * scale, f"{name}: max |err| {err:.3g} > {rtol} x {scale:.3g}"
+
+
+def left_padded(batch=3, length=40):
+    ids = torch.randint(0, 128, (batch, length))
+    mask = torch.ones(batch, length, dtype=torch.long)
+    mask[1, :7] = 0
+    mask[2, :25] = 0
+    return ids, mask
+
+
+@pytest.mark.parametrize("config", [llama_config, mistral_config])
+def test_dense_and_padded_logits_match_sdpa(config):
+    ours, sdpa = pair(config())
+    ids, mask = left_padded()
+    with torch.no_grad():
+        assert_rel("dense logits", ours(ids).logits, sdpa(ids).logits)
+        real = mask.bool()
+        assert_rel("padded logits", ours(ids, attention_mask=mask).logits[real],
+                   sdpa(ids, attention_mask=mask).logits[real])
+
+
+@pytest.mark.parametrize("config", [llama_config, mistral_config])
+def test_packed_sequences_do_not_attend_across_boundaries(config):
+    """One row holding three sequences (position_ids 0.., 0.., 0..) equals each sequence run alone."""
+    ours, sdpa = pair(config())
+    lens = [15, 9, 20]
+    ids = torch.randint(0, 128, (1, sum(lens)))
+    pos = torch.cat([torch.arange(n) for n in lens]).unsqueeze(0)
+    with torch.no_grad():
+        packed = ours(ids, position_ids=pos).logits
+        alone = torch.cat([sdpa(part).logits for part in ids.split(lens, dim=1)], dim=1)
+    assert_rel("packed logits", packed, alone)
+
+
+def test_sliding_window_is_applied():
+    """Mistral's window of 8 over 40 tokens: equal to sdpa's sliding mask, and not to full attention."""
+    ours, sdpa = pair(mistral_config())
+    ids = torch.randint(0, 128, (2, 40))
+    full = copy.deepcopy(mistral_config())
+    full.sliding_window = None
+    unwindowed = AutoModelForCausalLM.from_config(full, attn_implementation="sdpa")
+    unwindowed.load_state_dict(sdpa.state_dict())
+    with torch.no_grad():
+        got = ours(ids).logits
+        assert_rel("windowed logits", got, sdpa(ids).logits)
+        assert (got - unwindowed(ids).logits).abs().max() > 1e-3, "the window made no difference"
+
+
+@pytest.mark.parametrize("config", [llama_config, mistral_config])
+def test_gradients_match_sdpa(config):
+    ours, sdpa = pair(config())
+    ids, mask = left_padded()
+    labels = ids.masked_fill(mask == 0, -100)
+    for model in (ours, sdpa):
+        model.train()
+        model(ids, attention_mask=mask, labels=labels).loss.backward()
+    grads = dict(sdpa.named_parameters())
+    for name, p in ours.named_parameters():
+        assert_rel(f"grad {name}", p.grad, grads[name].grad)
+
+
+def test_generate_gives_sdpas_tokens():
+    ours, sdpa = pair(llama_config())
+    ids, mask = left_padded(length=24)
+    with torch.no_grad():
+        got = ours.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False)
+        want = sdpa.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False)
+    assert torch.equal(got, want)
+
+
+def test_bf16_is_within_sdpas_distance_to_float64():
+    """Both bf16 models round the same linear layers; the attention adds little.  attnops' largest and rms
+    errors against the float64 run are within 1.25x / 1.1x of sdpa's."""
+    ours, sdpa = pair(llama_config(), torch.bfloat16)
+    ref = AutoModelForCausalLM.from_config(copy.deepcopy(llama_config()), attn_implementation="sdpa").double()
+    ref.load_state_dict(sdpa.state_dict())
+    ids, mask = left_padded(length=64)
+    real = mask.bool()
+    with torch.no_grad():
+        want = ref(ids, attention_mask=mask).logits[real]
+        errs = [(m(ids, attention_mask=mask).logits[real].double() - want) for m in (ours, sdpa)]
+    (ours_max, sdpa_max), (ours_rms, sdpa_rms) = ([e.abs().max().item() for e in errs],
+                                                  [e.pow(2).mean().sqrt().item() for e in errs])
+    assert ours_max <= 1.25 * sdpa_max and ours_rms <= 1.1 * sdpa_rms, (ours_max, sdpa_max, ours_rms, sdpa_rms)
+
+
+def test_compiled_model_matches_eager(inductor_cache_per_isa):
+    ours, _ = pair(llama_config())
+    ids, mask = left_padded()
+    compiled = torch.compile(ours)
+    with torch.no_grad():
+        real = mask.bool()
+        assert_rel("compiled padded logits", compiled(ids, attention_mask=mask).logits[real],
+                   ours(ids, attention_mask=mask).logits[real])
+        assert_rel("compiled dense logits", compiled(ids).logits, ours(ids).logits)
+
+
+def test_softcap_is_refused_by_name():
+    from transformers import Gemma2Config
+    cfg = Gemma2Config(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, attn_logit_softcapping=50.0)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="attnops")
+    with pytest.raises(NotImplementedError, match="softcap"):
+        model(torch.randint(0, 128, (1, 16)))
