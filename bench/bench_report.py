@@ -7,7 +7,7 @@
 It reads what the round programs wrote under DIR:
 - rounds/attnops.R.json and rounds/torch.R.json (bench_fa, peer_torch.py);
 - rounds/kp_*.R.json (KeyPool) and rounds/ar_*.R.json (AttnRes);
-- rss_*.json, and python.json / cp.json with their .md tables.
+- rss_*.json, and python.json / cp.json / transformers.json with their .md tables.
 
 The case descriptors come from `bench_fa --list-cases --json`. bench_fa holds the one case parser;
 nothing here parses a case spec.
@@ -388,9 +388,10 @@ def rss_rows(out_dir, res):
 
 
 def program_tables(out_dir, res):
-    """The Python programs' own tables (python: the package; cp: context parallelism)."""
+    """The Python programs' own tables (python: the package; cp: context parallelism; transformers: a model's
+    training step)."""
     tables = []
-    for part in ("python", "cp"):
+    for part in ("python", "cp", "transformers"):
         if os.path.exists(os.path.join(out_dir, f"{part}.json")):
             with open(os.path.join(out_dir, f"{part}.json")) as f:
                 res.update(json.load(f))

@@ -19,7 +19,9 @@
 #   3d. runs bench/bench_python.py once (the Python package's per-call
 #      overhead and a training step through autograd vs SDPA, R rounds of its
 #      own, alternating), and with 2+ threads bench/bench_distributed.py
-#      (ring attention on THREADS ranks x 1 thread vs 1 rank x THREADS threads);
+#      (ring attention on THREADS ranks x 1 thread vs 1 rank x THREADS threads),
+#      and bench/bench_transformers.py (a small Llama's training step with
+#      attn_implementation "attnops" vs "sdpa", alternating rounds);
 #   4. bench/bench_report.py merges everything into build/bench/results.json
 #      (medians over rounds, GFLOP/s, % of peak, speedups vs torch, and the
 #      ratios between cases: masked vs dense, band vs proportional, pse vs
@@ -136,11 +138,14 @@ for ((r = 1; r <= REPS; r++)); do
 done
 
 # ---- the Python package ---------------------------------------------------------
-rm -f "$OUT/python.json" "$OUT/python.md" "$OUT/cp.json" "$OUT/cp.md"
+rm -f "$OUT/python.json" "$OUT/python.md" "$OUT/cp.json" "$OUT/cp.md" "$OUT/transformers.json" "$OUT/transformers.md"
 if ((have_torch)) && "$PY" -c 'import attnops' 2>/dev/null; then
     echo "== Python package: per-call overhead, training step vs SDPA"
     "$PY" -u "$ROOT/bench/bench_python.py" --threads "$THREADS" --reps "$REPS" "${quick_flag[@]}" \
         --json "$OUT/python.json" --md "$OUT/python.md"
+    echo "== transformers: a Llama training step, attn_implementation attnops vs sdpa"
+    "$PY" -u "$ROOT/bench/bench_transformers.py" --threads "$THREADS" --reps "$REPS" \
+        --seq "$([[ $QUICK == 1 ]] && echo 256 || echo 2048)" --json "$OUT/transformers.json" --md "$OUT/transformers.md"
     if ((THREADS >= 2)); then
         echo "== context parallelism: $THREADS ranks x 1 thread vs 1 rank x $THREADS threads"
         "$PY" -u "$ROOT/bench/bench_distributed.py" --ranks "$THREADS" --reps "$REPS" \

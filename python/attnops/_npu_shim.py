@@ -10,22 +10,21 @@ What it does (and nothing more):
     seed torch and reset the NPU generator's dropout offset (_npu_rng);
   - the NPU *is* the CPU: `torch.device("npu")` / `torch.device("npu:N")`
     construct the CPU device (so `t.device == torch.device("npu")` holds for
-    every CPU tensor), a torch function mode maps every "npu" / "npu:N"
-    argument of a torch call to "cpu" (device= of factory functions and of
-    Tensor.new_*, Tensor.to("npu"), Module.to("npu")), and `Tensor.npu()`
-    returns the tensor itself.
+    every CPU tensor); torch's factory functions (torch.randn, empty, zeros,
+    arange, tensor, *_like, ...), Tensor.new_*, Tensor.to and Module.to take
+    "npu" / "npu:N" as "cpu"; `Tensor.npu()` returns the tensor itself.
 What it does not emulate: `t.device.type` is "cpu", not "npu"; NPU streams,
 events, memory statistics, formats (npu_format_cast) and every torch_npu
 operator attnops does not implement; `torch.device("npu")` inside a
-torch.compile(fullgraph=True) region is a graph break (build it outside).
-While installed, every torch call passes through the mode (~2 us each).
+torch.compile(fullgraph=True) region is a graph break (build it outside);
+functions outside that list do not map "npu" (torch.Generator(device="npu")).
 install() is idempotent; uninstall() restores what it replaced.
 """
+import functools
 import sys
 import types
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from . import _npu_rng
 
@@ -62,19 +61,23 @@ class _NpuDevice(metaclass=_DeviceMeta):
         return _DEVICE(*args, **kwargs)
 
 
-class _NpuToCpu(TorchFunctionMode):
-    """Every "npu[:N]" argument of a torch call (positional or device=) becomes "cpu"."""
+# The functions that take a device: factories, Tensor.new_*, .to.  Wrapped one by one rather than
+# through a TorchFunctionMode: a mode costs every torch call ~2 us, and under a mode Dynamo mis-traced
+# models once torch.device was replaced (an arange's device became a torch.Size).
+_TORCH_FACTORIES = ("empty", "empty_strided", "zeros", "ones", "full", "rand", "randn", "randint", "randperm",
+                    "arange", "range", "linspace", "logspace", "eye", "tensor", "as_tensor", "empty_like",
+                    "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like")
+_TENSOR_METHODS = ("to", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor")
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        args = tuple(_cpu(a) for a in args)
-        if kwargs:
-            kwargs = {k: _cpu(v) for k, v in kwargs.items()}
-        return func(*args, **(kwargs or {}))
 
-
-def only_npu_mode():
-    """True when the only torch function mode active is install()'s (attnops.ops.can_call_directly)."""
-    return all(isinstance(m, _NpuToCpu) for m in torch.overrides._get_current_function_mode_stack())
+def _on_cpu(fn):
+    """fn with every "npu[:N]" argument (positional or device=) replaced by "cpu"."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if _is_npu(kwargs.get("device")):
+            kwargs["device"] = "cpu"
+        return fn(*(_cpu(a) for a in args), **kwargs)
+    return call
 
 
 def _npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
@@ -103,24 +106,33 @@ def install():
     impl = types.ModuleType("block_attn_res_impl")
     impl.ai_infra_block_attn_res = torch_npu.ai_infra_block_attn_res
     impl.ai_infra_block_attn_res_backward = torch_npu.ai_infra_block_attn_res_backward
-    mode = _NpuToCpu()
     _saved.update({"Tensor.npu": getattr(torch.Tensor, "npu", None), "torch.npu": getattr(torch, "npu", None),
-                   "torch.device": torch.device, "mode": mode,
+                   "torch.device": torch.device, "Module.to": torch.nn.Module.to,
+                   "torch": {f: getattr(torch, f) for f in _TORCH_FACTORIES},
+                   "Tensor": {f: getattr(torch.Tensor, f) for f in _TENSOR_METHODS},
                    "modules": {m: sys.modules.get(m) for m in ("torch_npu", "block_attn_res_impl")}})
     sys.modules["torch_npu"] = torch_npu
     sys.modules["block_attn_res_impl"] = impl
     torch.npu = _npu_namespace()
     torch.device = _NpuDevice
     torch.Tensor.npu = _npu
-    mode.__enter__()
+    torch.nn.Module.to = _on_cpu(torch.nn.Module.to)
+    for name, fn in _saved["torch"].items():
+        setattr(torch, name, _on_cpu(fn))
+    for name, fn in _saved["Tensor"].items():
+        setattr(torch.Tensor, name, _on_cpu(fn))
 
 
 def uninstall():
     """Undo install()."""
     if not _saved:
         return
-    _saved["mode"].__exit__(None, None, None)
     torch.device = _saved["torch.device"]
+    torch.nn.Module.to = _saved["Module.to"]
+    for name, fn in _saved["torch"].items():
+        setattr(torch, name, fn)
+    for name, fn in _saved["Tensor"].items():
+        setattr(torch.Tensor, name, fn)
     if _saved["Tensor.npu"] is None:
         del torch.Tensor.npu
     else:

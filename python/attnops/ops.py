@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _fa, _kp_ar, _npu_shim
+from . import _fa, _kp_ar
 
 _NS = "attnops"
 
@@ -72,10 +72,9 @@ def can_call_directly(*tensors):
     mode is off), no torch.compile tracing, no dispatch or function mode, only plain CPU tensors (no other
     device, subclass, fake, functional or functorch-wrapped tensor).  The torch_npu and flash-attn entry
     points then call the implementation below the op directly, saving the dispatcher's ~100 us per call;
-    the results are the same bits (python/tests/test_torch_integration.py).  The torch_npu shim's own
-    mode (install(): "npu" arguments become "cpu") changes nothing here and does not count."""
+    the results are the same bits (python/tests/test_torch_integration.py)."""
     if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() or \
-            (torch._C._is_torch_function_mode_enabled() and not _npu_shim.only_npu_mode()):
+            torch._C._is_torch_function_mode_enabled():
         return False
     grad = torch.is_grad_enabled()
     for t in tensors:
