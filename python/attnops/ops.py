@@ -27,14 +27,16 @@ _NS = "attnops"
 
 def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
             inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
-            q_start_idx, kv_start_idx, seed, offset, impl, deterministic, seed_offset=None, softmax_in_layout=""):
+            q_start_idx, kv_start_idx, seed, offset, impl, deterministic, seed_offset=None, softmax_in_layout="",
+            cu_seqlens_q=None, cu_seqlens_kv=None):
     return _finish(dict(head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask,
                         atten_mask=atten_mask, scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens,
                         next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
                         actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
                         pse_type=pse_type, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
                         kv_start_idx=kv_start_idx, seed=seed, offset=offset, impl=impl, deterministic=deterministic,
-                        seed_offset=seed_offset, softmax_in_layout=softmax_in_layout))
+                        seed_offset=seed_offset, softmax_in_layout=softmax_in_layout, cu_seqlens_q=cu_seqlens_q,
+                        cu_seqlens_kv=cu_seqlens_kv))
 
 
 def _finish(kw):
@@ -43,6 +45,14 @@ def _finish(kw):
     seed_offset = kw.pop("seed_offset")
     if seed_offset is not None:  # drawn inside a compiled graph: read at run time
         kw["seed"], kw["offset"] = (int(x) for x in seed_offset.tolist())
+    for name, lengths in (("cu_seqlens_q", "actual_seq_qlen"), ("cu_seqlens_kv", "actual_seq_kvlen")):
+        cu = kw.pop(name, None)
+        if cu is not None:  # flash-attn's [B + 1] from 0, read at run time (a compiled graph's varlen call)
+            values = [int(x) for x in cu.tolist()]
+            if not values or values[0] != 0:
+                raise ValueError(f"attnops: {name} must be cumulative lengths [batch + 1] starting at 0; got "
+                                 f"{values[:8]}")
+            kw[lengths] = values[1:]
     kw["deterministic"] = kw["deterministic"] or torch.are_deterministic_algorithms_enabled()
     kw["num_threads"] = torch.get_num_threads()
     return kw
@@ -89,7 +99,7 @@ def can_call_directly(*tensors):
 def flash_attention_score_call(query, key, value, head_num, input_layout, **kw):
     """flash_attention_score through the dispatcher, or directly when nothing needs it."""
     if can_call_directly(query, key, value, kw.get("pse"), kw.get("atten_mask"), kw.get("query_rope"),
-                         kw.get("key_rope"), kw.get("seed_offset")):
+                         kw.get("key_rope"), kw.get("seed_offset"), kw.get("cu_seqlens_q"), kw.get("cu_seqlens_kv")):
         return _fa.forward(query, key, value, _call_kwargs(head_num, input_layout, kw))
     return flash_attention_score(query, key, value, head_num, input_layout, **kw)
 
@@ -98,7 +108,8 @@ def flash_attention_score_grad_call(query, key, value, dy, attention_in, softmax
                                     input_layout, **kw):
     """flash_attention_score_grad through the dispatcher, or directly when nothing needs it."""
     if can_call_directly(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw.get("pse"),
-                         kw.get("atten_mask"), kw.get("query_rope"), kw.get("key_rope"), kw.get("seed_offset")):
+                         kw.get("atten_mask"), kw.get("query_rope"), kw.get("key_rope"), kw.get("seed_offset"),
+                         kw.get("cu_seqlens_q"), kw.get("cu_seqlens_kv")):
         return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum,
                             _call_kwargs(head_num, input_layout, kw))
     return flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num,
@@ -108,7 +119,8 @@ def flash_attention_score_grad_call(query, key, value, dy, attention_in, softmax
 _DEFAULTS = dict(pse=None, drop_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0, pre_tokens=_fa.INT32_MAX,
                  next_tokens=_fa.INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None,
                  sparse_mode=0, pse_type=1, query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None,
-                 seed=2, offset=0, impl="auto", deterministic=False, seed_offset=None, softmax_in_layout="")
+                 seed=2, offset=0, impl="auto", deterministic=False, seed_offset=None, softmax_in_layout="",
+                 cu_seqlens_q=None, cu_seqlens_kv=None)
 
 
 def _call_kwargs(head_num, input_layout, kw):
@@ -126,14 +138,19 @@ def flash_attention_score(query: Tensor, key: Tensor, value: Tensor, head_num: i
                           key_rope: Optional[Tensor] = None, q_start_idx: Optional[List[int]] = None,
                           kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
                           impl: str = "auto", deterministic: bool = False,
-                          seed_offset: Optional[Tensor] = None,
-                          softmax_in_layout: str = "") -> Tuple[Tensor, Tensor, Tensor]:
+                          seed_offset: Optional[Tensor] = None, softmax_in_layout: str = "",
+                          cu_seqlens_q: Optional[Tensor] = None,
+                          cu_seqlens_kv: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
     """seed_offset: int64 [2] (seed, offset) read at run time instead of seed / offset (a dropout seed
-    drawn inside a compiled graph).  softmax_in_layout (TND): "" or "same_as_input" (include/attnops.h)."""
+    drawn inside a compiled graph).  softmax_in_layout (TND): "" or "same_as_input" (include/attnops.h).
+    cu_seqlens_q / cu_seqlens_kv: TND lengths as flash-attn's int tensors [B + 1] from 0, read at run time
+    instead of actual_seq_qlen / actual_seq_kvlen (no output shape depends on them, so a compiled graph
+    passes them without reading them)."""
     return _fa.forward(query, key, value, _common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, seed_offset, softmax_in_layout))
+        kv_start_idx, seed, offset, impl, deterministic, seed_offset, softmax_in_layout, cu_seqlens_q,
+        cu_seqlens_kv))
 
 
 @flash_attention_score.register_fake
@@ -156,11 +173,14 @@ def flash_attention_score_grad(query: Tensor, key: Tensor, value: Tensor, dy: Te
                                key_rope: Optional[Tensor] = None, q_start_idx: Optional[List[int]] = None,
                                kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
                                impl: str = "auto", deterministic: bool = False, seed_offset: Optional[Tensor] = None,
-                               softmax_in_layout: str = "") -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+                               softmax_in_layout: str = "", cu_seqlens_q: Optional[Tensor] = None,
+                               cu_seqlens_kv: Optional[Tensor] = None
+                               ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, _common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, seed_offset, softmax_in_layout))
+        kv_start_idx, seed, offset, impl, deterministic, seed_offset, softmax_in_layout, cu_seqlens_q,
+        cu_seqlens_kv))
 
 
 @flash_attention_score_grad.register_fake
@@ -178,8 +198,10 @@ def _(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, i
 _FWD_ARGS = ("query", "key", "value", "head_num", "input_layout", "pse", "drop_mask", "atten_mask", "scale",
              "keep_prob", "pre_tokens", "next_tokens", "inner_precise", "prefix", "actual_seq_qlen",
              "actual_seq_kvlen", "sparse_mode", "pse_type", "query_rope", "key_rope", "q_start_idx", "kv_start_idx",
-             "seed", "offset", "impl", "deterministic", "seed_offset", "softmax_in_layout")
-_SAVED = ("query", "key", "value", "pse", "drop_mask", "atten_mask", "query_rope", "key_rope", "seed_offset")
+             "seed", "offset", "impl", "deterministic", "seed_offset", "softmax_in_layout", "cu_seqlens_q",
+             "cu_seqlens_kv")
+_SAVED = ("query", "key", "value", "pse", "drop_mask", "atten_mask", "query_rope", "key_rope", "seed_offset",
+          "cu_seqlens_q", "cu_seqlens_kv")
 
 
 def _setup_context(ctx, inputs, output):
@@ -202,7 +224,7 @@ def _backward(ctx, d_out, _d_max, _d_sum):
         sparse_mode=a["sparse_mode"], pse_type=a["pse_type"], query_rope=t["query_rope"], key_rope=t["key_rope"],
         q_start_idx=a["q_start_idx"], kv_start_idx=a["kv_start_idx"], seed=a["seed"], offset=a["offset"],
         impl=a["impl"], deterministic=a["deterministic"], seed_offset=t["seed_offset"],
-        softmax_in_layout=a["softmax_in_layout"])
+        softmax_in_layout=a["softmax_in_layout"], cu_seqlens_q=t["cu_seqlens_q"], cu_seqlens_kv=t["cu_seqlens_kv"])
     grads = dict(query=dq, key=dk, value=dv, query_rope=dq_rope if t["query_rope"] is not None else None,
                  key_rope=dk_rope if t["key_rope"] is not None else None)
     return tuple(grads.get(n) for n in _FWD_ARGS)

@@ -234,3 +234,24 @@ def test_compiled_flash_attn_func_does_not_recompile(tmp_path, inductor_cache_pe
     script.write_text(FRESH_PROCESS_COMPILE)
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr[-3000:]
+
+
+def test_varlen_compiles_without_graph_breaks(inductor_cache_per_isa):
+    """fullgraph=True: the cu_seqlens tensors reach the op, which reads them when the graph runs; the same
+    graph serves other lengths of the same count, forward and backward equal to eager."""
+    h, hk, d = 4, 2, 16
+
+    def step(q, k, v, cu_q, cu_k):
+        return fa.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 32, 32, causal=True, window_size=(6, -1))
+
+    compiled = torch.compile(step, fullgraph=True)
+    for lens_q, lens_k in (([10, 0, 22], [12, 5, 23]), ([4, 20, 8], [30, 1, 9])):
+        q, k, v = torch.randn(32, h, d), torch.randn(40, hk, d), torch.randn(40, hk, d)
+        ins_c, ins_e = ([t.clone().requires_grad_() for t in (q, k, v)] for _ in range(2))
+        with torch._dynamo.config.patch(error_on_recompile=True):
+            out = compiled(*ins_c, _cu(lens_q), _cu(lens_k))
+        want = step(*ins_e, _cu(lens_q), _cu(lens_k))
+        assert torch.equal(out, want)
+        dy = torch.randn(out.shape)
+        for a, e in zip(torch.autograd.grad(out, ins_c, dy), torch.autograd.grad(want, ins_e, dy)):
+            assert torch.equal(a, e)

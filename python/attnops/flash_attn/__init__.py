@@ -214,6 +214,24 @@ def _varlen_probs(q, k, cq, ck, max_q, max_k, scale, band, alibi_slopes, lse, ke
     return probs
 
 
+def _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, causal, window_size,
+                     deterministic):
+    """flash_attn_varlen_func inside torch.compile: the cu_seqlens tensors go to the op, which reads them at
+    run time (no output shape depends on them), so the graph does not break; the library checks the lengths
+    (a bad one raises when the graph runs).  The mask and scale are the eager call's."""
+    scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
+    keep_prob = 1.0 - dropout_p
+    seed, offset, seed_offset = ops.dropout_seed(keep_prob)
+    args = _mask_args(causal, window_size)
+    if args.get("sparse_mode") == 3:  # as _varlen_args: TND's bottom-right band per sequence is mode 4
+        args["sparse_mode"] = 4
+    out, _, _ = ops.flash_attention_score(q, k, v, q.shape[1], "TND", scale=scale, keep_prob=keep_prob,
+                                          deterministic=deterministic, cu_seqlens_q=cu_seqlens_q,
+                                          cu_seqlens_kv=cu_seqlens_k, **ops.seed_args(seed, offset, seed_offset),
+                                          **args)
+    return out
+
+
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                            deterministic=False, return_attn_probs=False, block_table=None):
@@ -226,13 +244,16 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         raise NotImplementedError(f"{op}: block_table (paged KV) is not supported")
     if q.dim() != 3:
         raise ValueError(f"{op}: q must be [total_q, nheads, headdim], got {tuple(q.shape)}")
+    band = _band(causal, window_size)
+    if torch.compiler.is_compiling() and band != (0, 0) and alibi_slopes is None and not return_attn_probs:
+        return _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, causal, window_size,
+                                deterministic)
     cq, ck = _cu_list(cu_seqlens_q, "cu_seqlens_q", op), _cu_list(cu_seqlens_k, "cu_seqlens_k", op)
     if len(cq) != len(ck):
         raise ValueError(f"{op}: cu_seqlens_q and cu_seqlens_k must have the same length; got {cq} and {ck}")
     heads = q.shape[1]
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
-    band = _band(causal, window_size)
     if band == (0, 0):  # each query sees one key: pre + next = 0, which TND refuses
         out, lse, seeds = _per_sequence(q, k, v, cq, ck, scale, keep_prob, causal, window_size, alibi_slopes,
                                         deterministic)
