@@ -14,6 +14,7 @@ import statistics
 import time
 
 import torch
+import transformers
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 import attnops
@@ -61,7 +62,6 @@ def main():
     res = {"transformers_step_seq": args.seq, "transformers_step_threads": args.threads,
            "transformers_step_attnops_ms": med["attnops"] * 1e3, "transformers_step_sdpa_ms": med["sdpa"] * 1e3,
            "transformers_step_speedup": med["sdpa"] / med["attnops"]}
-    import transformers
     md = "\n".join([
         f"transformers {transformers.__version__} training step (Llama, hidden 512, 4 layers, 8 heads x 64, "
         f"4 KV heads; B1 S{args.seq} bf16; forward + loss + backward; {args.threads} threads; isa "

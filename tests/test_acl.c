@@ -483,6 +483,13 @@ static int run_repeatable(void)
     return tu_failures == failures;
 }
 
+/* dq, dk, dv (three device tensors in a row) into the host tensors. */
+static void copy_grads_back(const dev_tensor *dev, tu_tensor *host)
+{
+    for (int g = 0; g < 3; g++)
+        aclrtMemcpy(host[g].view.data, host[g].data_bytes, dev[g].storage, dev[g].bytes, ACL_MEMCPY_DEVICE_TO_HOST);
+}
+
 /* The backward's pseShift is input 4: re-pointed on a repeatable executor,
  * the run reads the new pse, bit for bit what an executor made on it gives
  * (and not what the old pse gives). */
@@ -512,19 +519,14 @@ static int run_repointed_pse(void)
     TU_CHECK(aclb_prepare(&c, &ws, &ex) == ACLNN_SUCCESS && aclSetAclOpExecutorRepeatable(ex) == ACLNN_SUCCESS,
              "a repeatable backward executor with pse: %s", aclGetRecentErrMsg());
     TU_CHECK(run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS, "the backward on pse: %s", aclGetRecentErrMsg());
-    for (int g = 0; g < 3; g++) {
-        got[g] = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, qkv, 0);
-        aclrtMemcpy(got[g].view.data, got[g].data_bytes, d[DQ + g].storage, d[DQ + g].bytes,
-                    ACL_MEMCPY_DEVICE_TO_HOST);
-    }
+    for (int g = 0; g < 3; g++) got[g] = tu_tensor_new(ATTNOPS_DTYPE_F32, 4, qkv, 0);
+    copy_grads_back(&d[DQ], got);
     const aclnnStatus s = aclSetInputTensorAddr(ex, 4, d[PSE].t, d[PSE2].storage);
     TU_CHECK(s == ACLNN_SUCCESS, "aclSetInputTensorAddr(executor, 4 = pseShift): %d, %s", s, aclGetRecentErrMsg());
     TU_CHECK(run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS, "the backward after re-pointing pseShift: %s",
              aclGetRecentErrMsg());
     TU_CHECK(!same_bytes(&d[DQ], &got[0]), "the re-pointed backward's dq is the old pse's: pse2 was not read");
-    for (int g = 0; g < 3; g++)
-        aclrtMemcpy(got[g].view.data, got[g].data_bytes, d[DQ + g].storage, d[DQ + g].bytes,
-                    ACL_MEMCPY_DEVICE_TO_HOST);
+    copy_grads_back(&d[DQ], got);
     TU_CHECK(aclDestroyAclOpExecutor(ex) == ACLNN_SUCCESS, "destroy the backward executor");
     c.pse = d[PSE2].t, ex = NULL;
     TU_CHECK(aclb_prepare(&c, &ws, &ex) == ACLNN_SUCCESS && run_with_workspace(&c, ex, ws) == ACLNN_SUCCESS,

@@ -71,7 +71,10 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         mask = attention_mask[:, -kv_len:].bool()
         k_rows, k_index, cu_k, max_k, _ = unpad_input(k, mask)
         v_rows = index_first_axis(v.reshape(-1, *v.shape[2:]), k_index)
-        q_rows, q_index, cu_q, max_q, _ = unpad_input(q, mask[:, -q_len:])
+        if q_len == kv_len:  # the same tokens: the keys' indices serve
+            q_rows, q_index, cu_q, max_q = index_first_axis(q.reshape(-1, *q.shape[2:]), k_index), k_index, cu_k, max_k
+        else:
+            q_rows, q_index, cu_q, max_q, _ = unpad_input(q, mask[:, -q_len:])
         out = flash_attn.flash_attn_varlen_func(q_rows, k_rows, v_rows, cu_q, cu_k, max_q, max_k, **args)
         return pad_input(out, q_index, batch, q_len), None
     cu = _packed_starts(position_ids, batch, q_len, kv_len)

@@ -74,12 +74,19 @@ def _alibi_args(alibi_slopes, sq, sk):
     return dict(pse=alibi_slopes, pse_type=2, q_start_idx=[max(sk - sq, 0)], kv_start_idx=[max(sq - sk, 0)])
 
 
+def _tnd_mask_args(causal, window_size):
+    """The mask in TND: bottom-right per sequence, sparse_mode 4 (TND mode 3 needs S1 <= S2 per sequence;
+    mode 4 has the same rows)."""
+    args = _mask_args(causal, window_size)
+    if args.get("sparse_mode") == 3:
+        args["sparse_mode"] = 4
+    return args
+
+
 def _varlen_args(cq, ck, causal, window_size, alibi_slopes, op):
     """flash_attn_varlen_func's TND arguments: the lengths (cu_seqlens without the leading 0), the mask
-    (bottom-right per sequence: sparse_mode 4) and ALiBi (equal query and key lengths per sequence)."""
-    args = _mask_args(causal, window_size)
-    if args.get("sparse_mode") == 3:  # TND mode 3 needs S1 <= S2 per sequence; mode 4 has the same rows
-        args["sparse_mode"] = 4
+    and ALiBi (equal query and key lengths per sequence)."""
+    args = _tnd_mask_args(causal, window_size)
     if alibi_slopes is not None:
         if cq != ck:
             raise NotImplementedError(f"{op}: alibi_slopes need seqlen_q == seqlen_k in every sequence (one start "
@@ -222,13 +229,10 @@ def _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_sca
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
     seed, offset, seed_offset = ops.dropout_seed(keep_prob)
-    args = _mask_args(causal, window_size)
-    if args.get("sparse_mode") == 3:  # as _varlen_args: TND's bottom-right band per sequence is mode 4
-        args["sparse_mode"] = 4
     out, _, _ = ops.flash_attention_score(q, k, v, q.shape[1], "TND", scale=scale, keep_prob=keep_prob,
                                           deterministic=deterministic, cu_seqlens_q=cu_seqlens_q,
                                           cu_seqlens_kv=cu_seqlens_k, **ops.seed_args(seed, offset, seed_offset),
-                                          **args)
+                                          **_tnd_mask_args(causal, window_size))
     return out
 
 
