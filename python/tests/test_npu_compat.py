@@ -215,3 +215,19 @@ def test_softmax_layout_refusals_name_the_argument(softmax_layout, layout, match
     tnd = dict(actual_seq_qlen=[12], actual_seq_kvlen=[12]) if layout == "TND" else {}
     with pytest.raises(ValueError, match=f"npu_fusion_attention: softmax_layout .*{match}"):
         torch_npu.npu_fusion_attention(q, q, q, 2, layout, softmax_layout=softmax_layout, **tnd)
+
+
+def test_op_argument_refusals_name_the_argument():
+    """The ops' new arguments, refused before the library runs: a softmax_in_layout that is not CANN's, and
+    cu_seqlens that do not start at 0."""
+    q = torch.randn(12, 2, 16)
+    with pytest.raises(ValueError, match="softmax_in_layout is 'TND'; it must be \"\" or \"same_as_input\""):
+        torch.ops.attnops.flash_attention_score(q, q, q, 2, "TND", actual_seq_qlen=[12], actual_seq_kvlen=[12],
+                                                softmax_in_layout="TND")
+    cu = torch.tensor([0, 12], dtype=torch.int32)
+    with pytest.raises(ValueError, match="cu_seqlens_q must be cumulative lengths .* starting at 0; got \\[2, 12\\]"):
+        torch.ops.attnops.flash_attention_score(q, q, q, 2, "TND", cu_seqlens_q=torch.tensor([2, 12]),
+                                                cu_seqlens_kv=cu)
+    out = torch.ops.attnops.flash_attention_score(q, q, q, 2, "TND", cu_seqlens_q=cu, cu_seqlens_kv=cu)[0]
+    assert torch.equal(out, torch.ops.attnops.flash_attention_score(q, q, q, 2, "TND", actual_seq_qlen=[12],
+                                                                    actual_seq_kvlen=[12])[0])
