@@ -217,6 +217,11 @@ typedef struct attnops_fa_params {
     double scale_value;    /* 1.0                                       */
     double keep_prob;      /* 1.0; < 1: dropout with the Ascend 950      */
                            /* in-kernel Philox mask (docs/NUMERICS.md)  */
+    double softcap;        /* 0 = off; > 0: the q.k term of every score */
+                           /* becomes softcap * tanh(scale q.k / softcap) */
+                           /* before the position bias and the mask: an */
+                           /* attnops extension (flash-attn's softcap,  */
+                           /* Gemma 2; docs/NUMERICS.md "Soft-capping") */
     int64_t pre_tokens;    /* INT32_MAX ("pre_tockens" in CANN)         */
     int64_t next_tokens;   /* INT32_MAX                                 */
     int64_t head_num;      /* N1; required, no default                  */

@@ -226,6 +226,18 @@ int main(int argc, char **argv)
         "B=2,N1=2,N2=2,S1=97,S2=65,D=32,rope=7,Dv=24,dtype=f32,layout=BSH,pad=3,mode=2,mask=compressed",
         "B=1,N1=2,N2=1,S1=70,S2=90,D=48,rope=16,Dv=48,dtype=f16,layout=SBH,keep=0.5,seed=3,offset=0,pse=slopes_n,pse_type=3",
         "N1=2,N2=2,D=64,rope=32,Dv=64,dtype=bf16,layout=TND,seqs=40:0:100,mode=3,mask=compressed",
+        /* soft-capping (softcap 0.7-2: most scores in tanh's curved part): every pse order (the bias after the
+         * cap), masks with fully masked rows, TND, dropout, GQA, the three dtypes, ragged tiles */
+        "B=1,N1=4,N2=2,S1=129,S2=65,D=64,Dv=48,dtype=f32,layout=BSND,softcap=1",
+        "B=2,N1=2,N2=1,S1=97,S2=130,D=32,Dv=32,dtype=bf16,layout=BNSD,mode=3,mask=compressed,softcap=0.7",
+        "B=1,N1=2,N2=2,S1=100,S2=90,D=32,Dv=16,dtype=f16,layout=BSH,mode=1,mask=bnss,softcap=2",
+        "B=1,N1=2,N2=2,S1=100,S2=90,D=32,Dv=16,dtype=f32,layout=BSND,mode=1,mask=b1ss,inner_precise=2,softcap=1",
+        "B=2,N1=2,N2=1,S1=70,S2=90,D=32,Dv=32,dtype=f32,layout=SBH,pse=bnss,pse_type=1,softcap=1.5",
+        "B=1,N1=2,N2=1,S1=70,S2=90,D=32,Dv=32,dtype=bf16,layout=BNSD,pse=bn1s,pse_type=0,softcap=1",
+        "B=2,N1=4,N2=2,S1=70,S2=130,D=32,Dv=32,dtype=f32,layout=BSND,pse=slopes_bn,pse_type=3,q_start=5,kv_start=2,softcap=1",
+        "B=1,N1=2,N2=1,S1=150,S2=260,D=64,Dv=64,dtype=f16,layout=BNSD,mode=4,mask=compressed,pre=120,next=-20,softcap=1",
+        "N1=4,N2=2,D=32,Dv=32,dtype=bf16,layout=TND,seqs=114:132:14:287,mode=3,mask=compressed,softcap=1",
+        "B=1,N1=4,N2=2,S1=129,S2=65,D=64,Dv=48,dtype=f32,layout=BSND,keep=0.5,seed=1234,offset=32,softcap=1",
         /* FP8 (spec 6): both formats and output dtypes, ragged 128-blocks, GQA, masks, pse, dropout */
         "B=1,N1=4,N2=2,S1=200,S2=150,D=64,Dv=64,dtype=f8_e4m3fn,out=f16,layout=BNSD",
         "B=2,N1=2,N2=1,S1=129,S2=257,D=128,Dv=96,dtype=f8_e5m2,out=bf16,layout=BSND,pad=3",

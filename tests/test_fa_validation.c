@@ -662,6 +662,11 @@ enum { BOTH, FWD_ONLY, BWD_ONLY };
     X(KEEP_PROB_F32_ZERO, BOTH, INV, "keep_prob", NULL, CALL_BOTH)                                             \
     X(KEEP_PROB_1_5, BOTH, INV, "keep_prob", NULL, CALL_BOTH)                                                  \
     X(KEEP_PROB_NAN, BOTH, INV, "keep_prob", NULL, CALL_BOTH)                                                  \
+    X(SOFTCAP_NEGATIVE, BOTH, INV, "softcap", "-1", CALL_BOTH)                                                 \
+    X(SOFTCAP_NAN, BOTH, INV, "softcap", "nan", CALL_BOTH)                                                     \
+    X(SOFTCAP_INF, BOTH, INV, "softcap", "inf", CALL_BOTH)                                                     \
+    X(SOFTCAP_F32_ZERO, BOTH, INV, "softcap", "f32", CALL_BOTH)                                                \
+    X(SOFTCAP_SCALE_RATIO, BOTH, INV, "softcap", "scale_value / softcap", CALL_BOTH)                           \
     X(SPARSE_MODE_9, BOTH, INV, "sparse_mode", NULL, CALL_BOTH)                                                \
     X(SPARSE_MODE_NEGATIVE, BOTH, INV, "sparse_mode", NULL, CALL_BOTH)                                         \
     X(SPARSE_MODE_7_NOT_TND, BOTH, INV, "sparse_mode", NULL, CALL_BOTH)                                        \
@@ -729,6 +734,7 @@ enum { BOTH, FWD_ONLY, BWD_ONLY };
     X(FP8_IMPL_CPU_FORWARD, FWD_ONLY, UNS, "impl", "REFERENCE", CALL_BOTH)                                     \
     X(FP8_IMPL_BENCHMARK, BOTH, UNS, "BENCHMARK", NULL, CALL_BOTH)                                             \
     X(FP8_ROPE, BOTH, UNS, "query_rope", NULL, CALL_BOTH)                                                      \
+    X(FP8_SOFTCAP, BOTH, UNS, "softcap", "FP8", CALL_BOTH)                                                     \
     X(D_SCALE_WITHOUT_FP8, BOTH, INV, "d_scale_q", "f32", CALL_BOTH)                                           \
     X(ROPE_QUERY_ONLY, BOTH, NUL, "key_rope", NULL, CALL_BOTH)                                                 \
     X(ROPE_KEY_ONLY, BOTH, NUL, "query_rope", NULL, CALL_BOTH)                                                 \
@@ -909,6 +915,11 @@ static bool apply_case(fixture *fx, int c, vc_expect *e)
     case C_KEEP_PROB_F32_ZERO: p->keep_prob = 7.7e-307; return true; /* 0 as an f32 (fuzz_fa_args) */
     case C_KEEP_PROB_1_5: p->keep_prob = 1.5; return true;
     case C_KEEP_PROB_NAN: p->keep_prob = NAN; return true;
+    case C_SOFTCAP_NEGATIVE: p->softcap = -1.0; return true;
+    case C_SOFTCAP_NAN: p->softcap = NAN; return true;
+    case C_SOFTCAP_INF: p->softcap = INFINITY; return true;
+    case C_SOFTCAP_F32_ZERO: p->softcap = 1e-300; return true; /* 0 as an f32 */
+    case C_SOFTCAP_SCALE_RATIO: p->softcap = 1e-40; return true; /* scale_value / 1e-40 overflows an f32 */
     case C_SPARSE_MODE_9: p->sparse_mode = 9; return true;
     case C_SPARSE_MODE_NEGATIVE: p->sparse_mode = -1; return true;
     case C_SPARSE_MODE_7_NOT_TND: p->sparse_mode = 7; return true;
@@ -1199,6 +1210,10 @@ static bool apply_case(fixture *fx, int c, vc_expect *e)
         fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
         fx_rope(fx, 4, bwd);
         return true;
+    case C_FP8_SOFTCAP:
+        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
+        p->softcap = 30.0;
+        return true;
     case C_D_SCALE_WITHOUT_FP8: {
         int64_t sh[4] = {d.B, d.N1, 1, 1};
         fx_extra(fx, DSQ, f32, 4, sh);
@@ -1397,6 +1412,12 @@ static const struct {
     {C_FP8_IMPL_CPU_FORWARD, "impl"},
     {C_FP8_IMPL_BENCHMARK, "impl"},
     {C_FP8_ROPE, "rope"},
+    {C_FP8_SOFTCAP, "FP8 de-scales"},
+    {C_SOFTCAP_NEGATIVE, "softcap"},
+    {C_SOFTCAP_NAN, "softcap"},
+    {C_SOFTCAP_INF, "softcap"},
+    {C_SOFTCAP_F32_ZERO, "softcap"},
+    {C_SOFTCAP_SCALE_RATIO, "softcap"},
     {C_D_SCALE_WITHOUT_FP8, "FP8 de-scales"},
     {C_TND_FP8, "FP8 de-scales"},
     /* MLA: no query_rope / key_rope (or their gradients) either */

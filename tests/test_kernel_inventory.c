@@ -4,7 +4,10 @@
  * subnormals included, in the plain and VNNI layouts; the dropout stream,
  * unaligned starts, odd lengths, counter carries; the f8 rounding over a
  * float sweep, every f8 rounding midpoint +-2 ulps, infinities, NaN; the
- * FP8 scales, dropout application and row scaling), otherwise within the
+ * FP8 scales, dropout application and row scaling; the soft-capping tanh
+ * and its chain rule, each ISA bit for bit vec_tanh_ref over a float sweep,
+ * ragged tiles, NaN, inf and subnormals included, and vec_tanh_ref itself
+ * within its ulp bounds of tanh in double), otherwise within the
  * bound its numerics allow, against the portable kernel or a statement in
  * double (softmax steps, score biases, KeyPool pooling, AttnRes rows).
  * Each (kernel, ISA) prints one line: ok, FAIL, or SKIPPED when the CPU
@@ -12,6 +15,7 @@
  * A self-test then replaces each kernel, alone, by a slightly wrong one (one
  * output off by an ulp or a little more) and requires its check to fail. */
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <unistd.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/vec_exp.h"
+#include "cpu/vec_tanh.h"
 #include "fa/fa_fp8.h"
 #include "testutil.h"
 #include "suite.h"
@@ -546,6 +551,183 @@ static void check_f16(const fa_kernels *k, const char *isa)
     TU_CHECK(bad == 0, "%s f16_to_f32 / f32_to_f16: %d values differ from the library's conversions", isa, bad);
 }
 
+/* Soft-capping (cpu/vec_tanh.h).  vec_tanh_ref itself, once, against tanh
+ * in double over a sweep of float bit patterns of both signs (every 4099th
+ * from +0 to +inf), 0.625 +-8 ulps, the first subnormals, inf and NaN:
+ *  - tanh within TANH_ULPS ulps (distance along the float line) of the
+ *    correctly rounded (float)tanh(x), with x's sign (tanh(-0) = -0);
+ *    measured worst over every non-negative float (the negative ones are
+ *    their mirror image): 1 ulp (1.36 ulps from the exact value);
+ *  - the derivative against 1 - tanh(x)^2 in double, computed as
+ *    1 / cosh(x)^2 (which keeps its relative precision where tanh is near
+ *    1): within DTANH_ULPS * 2^-23 relative where that is >= 2^-125 (|x| <=
+ *    ~43.67: u = 2 / (exp(2|x|) + 1) is then a normal float, exp far below
+ *    its clamp); measured worst over every non-negative float: 1.8496, at
+ *    x = 0x1.15408ap+3.  Beyond (u subnormal, relative errors up to 256
+ *    ulps, then exp's clamp at 2|x| > 88.72 holding d at ~2^-126 while the
+ *    exact value goes to 0): 0 <= d and |d - exact| <= DTANH_ABS; measured
+ *    worst 0x1.00027cp-126 (the clamp's d, against an exact value ~0);
+ *  - NaN in gives NaN for both.
+ * Then each ISA's softcap, bit for bit vec_tanh_ref applied element-wise
+ * (s = vec_tanh_ref(s in) out, dtanh its derivative), on ragged tiles (5
+ * rows of 61..67 columns, ld 70): scores spread over 2^-4..2^12 with
+ * in = 0.3 / 50, out = 50, runs that all fall on one side of the tanh split
+ * (the vector forms skip the other side there), and with in = out = 1 a
+ * sweep of float bit patterns (every 65537th, so every exponent, subnormals
+ * and NaNs) and the specials; with dtanh and without; columns cols..ld-1 and the row past the
+ * tile unchanged in s and dtanh.  softcap_grad bit for bit ds * dtanh, the
+ * same tiles. */
+#define TANH_ULPS 1.0
+#define DTANH_ULPS 1.85
+#define DTANH_ABS 0x1.01p-126
+
+/* Signed distance of float bit patterns along the number line (+-0 the same point). */
+static int64_t float_line(float x)
+{
+    int32_t i;
+    memcpy(&i, &x, 4);
+    return i < 0 ? -(int64_t)(i & 0x7fffffff) : (int64_t)i;
+}
+
+/* One input of the accuracy sweep; the worst errors seen so far updated. */
+static int tanh_accuracy_one(float x, double *worst_t, double *worst_d, double *worst_abs)
+{
+    float d;
+    const float t = vec_tanh_ref(x, &d);
+    if (isnan(x)) return !(isnan(t) && isnan(d));
+    const double exact_d = 1.0 / (cosh((double)x) * cosh((double)x)); /* 0 once cosh overflows */
+    const double et = fabs((double)(float_line(t) - float_line((float)tanh((double)x))));
+    int bad = signbit(t) != signbit(x) || !(et <= TANH_ULPS);
+    if (et > *worst_t) *worst_t = et;
+    if (exact_d >= 0x1p-125) {
+        const double ed = fabs(d - exact_d) / exact_d * 0x1p23;
+        bad += !(ed <= DTANH_ULPS);
+        if (ed > *worst_d) *worst_d = ed;
+    } else {
+        const double ea = fabs(d - exact_d);
+        bad += !(d >= 0.0f) || !(ea <= DTANH_ABS);
+        if (ea > *worst_abs) *worst_abs = ea;
+    }
+    if (bad) fprintf(stderr, "vec_tanh_ref(%a) = %a, dtanh %a; tanh %a, 1 - tanh^2 %a\n", (double)x, (double)t,
+                     (double)d, tanh((double)x), exact_d);
+    return bad;
+}
+
+static void check_tanh_accuracy(void)
+{
+    double worst_t = 0, worst_d = 0, worst_abs = 0;
+    int bad = 0;
+    for (uint64_t u = 0; u <= 0x7F800000u; u += 4099)
+        for (int sign = 0; sign < 2; sign++) {
+            const uint32_t w = (uint32_t)u | (sign ? 0x80000000u : 0u);
+            float x;
+            memcpy(&x, &w, 4);
+            bad += tanh_accuracy_one(x, &worst_t, &worst_d, &worst_abs);
+        }
+    float x = VEC_TANH_SMALL;
+    for (int i = 0; i < 8; i++) x = nextafterf(x, 0.0f);
+    for (int i = 0; i < 17; i++, x = nextafterf(x, INFINITY))
+        bad += tanh_accuracy_one(x, &worst_t, &worst_d, &worst_abs) + tanh_accuracy_one(-x, &worst_t, &worst_d, &worst_abs);
+    for (uint32_t w = 0; w < 64; w++) { /* the first subnormals */
+        memcpy(&x, &w, 4);
+        bad += tanh_accuracy_one(x, &worst_t, &worst_d, &worst_abs) + tanh_accuracy_one(-x, &worst_t, &worst_d, &worst_abs);
+    }
+    const float special[] = {INFINITY, -INFINITY, NAN, -NAN, 0x1p-126f, FLT_MAX, 44.0f, 44.5f, 9.0f, 9.1f};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        bad += tanh_accuracy_one(special[i], &worst_t, &worst_d, &worst_abs);
+    TU_CHECK(bad == 0,
+             "vec_tanh_ref: %d values outside its bounds (worst tanh %g ulps, dtanh %g ulps relative, %a absolute)",
+             bad, worst_t, worst_d, worst_abs);
+}
+
+/* The scores of the softcap tiles: the sweep of set 1 (bit patterns, every
+ * 65537th, after the specials), spread values (set 0), or (set 2) runs of 64
+ * that all take tanh's polynomial side (|s in| < 0.625), then 64 that all
+ * take its exp side, so that the vector forms' one-side shortcuts run. */
+static float softcap_input(int set, uint32_t i, tu_rng *r)
+{
+    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u,
+                                       0x7F800001u, 0x7FA00000u, 0x00000001u, 0x80000001u, 0x007FFFFFu, 0x00800000u,
+                                       0x3F200000u, 0xBF200000u, 0x3F1FFFFFu, 0xBF1FFFFFu, 0x3F200001u, 0xBF200001u,
+                                       0x7F7FFFFFu, 0xFF7FFFFFu, 0x42300000u, 0xC2320000u, 0x41100000u, 0x3F800000u};
+    enum { NSPECIAL = sizeof special / sizeof special[0] };
+    float x;
+    if (set == 1) {
+        const uint32_t w = i < NSPECIAL ? special[i] : (uint32_t)((i - NSPECIAL) * 65537u);
+        memcpy(&x, &w, 4);
+        return x;
+    }
+    if (set == 2) {
+        const double mag = (i / 64) % 2 ? 32.0 + 2000.0 * tu_uniform(r) : 31.0 * tu_uniform(r); /* in = 0.3 / 50 */
+        return (float)(tu_uniform(r) < 0.5 ? -mag : mag);
+    }
+    if (i % 97 < 8) { /* the specials among the scores, NaNs included */
+        memcpy(&x, &special[i % 97], 4);
+        return x;
+    }
+    return (float)(tu_randn(r) * exp2(16.0 * tu_uniform(r) - 4.0));
+}
+
+static void check_softcap(const fa_kernels *k, const char *isa)
+{
+    enum { R = 5, LD = 70, NT = (R + 1) * LD, SWEEP = 65536 + 24 };
+    static float s0[NT], s[NT], d[NT], g0[NT], g[NT], pad_d[NT];
+    tu_rng r = tu_rng_make(19);
+    int bad = 0, shown = 0;
+    for (int i = 0; i < NT; i++) pad_d[i] = -5.0f - (float)i; /* never a derivative */
+    for (int set = 0; set < 3; set++) {
+        /* volatile: the reference's multiplies by 1 must not be folded away (s * 1 quietens a signalling NaN) */
+        volatile float vin = set == 1 ? 1.0f : 0.3f / 50.0f, vout = set == 1 ? 1.0f : 50.0f;
+        const float in = vin, out = vout;
+        const uint32_t total = set == 1 ? SWEEP : 20000;
+        uint32_t next = 0;
+        for (int tile = 0; next < total; tile++) {
+            const int cols = 61 + tile % 7;
+            for (int i = 0; i < NT; i++) {
+                const bool inside = i < R * LD && i % LD < cols;
+                s0[i] = inside && next < total ? softcap_input(set, next++, &r) : 3.0f + (float)i;
+            }
+            for (int with_d = 1; with_d >= 0; with_d--) {
+                memcpy(s, s0, sizeof s), memcpy(d, pad_d, sizeof d);
+                k->softcap(s, R, cols, LD, in, out, with_d ? d : NULL);
+                for (int i = 0; i < NT; i++) {
+                    float want_s = s0[i], want_d = pad_d[i];
+                    if (i < R * LD && i % LD < cols) {
+                        float wd;
+                        want_s = vec_tanh_ref(s0[i] * in, &wd) * out;
+                        if (with_d) want_d = wd;
+                    }
+                    const bool off = memcmp(&s[i], &want_s, 4) != 0 || memcmp(&d[i], &want_d, 4) != 0;
+                    if (off && shown++ < 3)
+                        fprintf(stderr, "%s softcap(%a, in %a, out %a) at (%d, %d) of %d cols = %a, dtanh %a; want %a, %a\n",
+                                isa, (double)s0[i], (double)in, (double)out, i / LD, i % LD, cols, (double)s[i],
+                                (double)d[i], (double)want_s, (double)want_d);
+                    bad += off;
+                }
+            }
+        }
+    }
+    TU_CHECK(bad == 0, "%s softcap: %d values differ from vec_tanh_ref (or written outside the tile)", isa, bad);
+
+    bad = 0;
+    for (int cols = 61; cols <= 67; cols++)
+        for (int rep = 0; rep < 2; rep++) {
+            for (int i = 0; i < NT; i++) {
+                g0[i] = (float)(tu_randn(&r) * exp2(8.0 * tu_uniform(&r) - 4.0));
+                s0[i] = (float)tu_uniform(&r); /* a derivative in [0, 1) */
+            }
+            s0[3] = 0.0f, s0[LD + 5] = NAN, g0[2 * LD + 7] = NAN, g0[9] = INFINITY, s0[4 * LD + 1] = 0x1p-140f;
+            g0[3 * LD + cols - 1] = -INFINITY, s0[1] = 1.0f;
+            memcpy(g, g0, sizeof g);
+            k->softcap_grad(g, s0, R, cols, LD);
+            for (int i = 0; i < NT; i++) {
+                const float want = i < R * LD && i % LD < cols ? g0[i] * s0[i] : g0[i];
+                bad += memcmp(&g[i], &want, 4) != 0;
+            }
+        }
+    TU_CHECK(bad == 0, "%s softcap_grad: %d values differ from ds * dtanh (or written outside the tile)", isa, bad);
+}
+
 /* ---- the inventory walk ---- */
 
 typedef void (*group_check)(const cpu_kernel_set *k, const char *isa);
@@ -566,6 +748,12 @@ static void run_softmax(const cpu_kernel_set *k, const char *isa)
     check_exp(&k->fa, isa, k->fa.softmax_fwd == cpu_kernels_portable.fa.softmax_fwd);
 }
 static void run_scores(const cpu_kernel_set *k, const char *isa) { check_scores(&k->fa, &cpu_kernels_portable.fa, isa); }
+static void run_softcap(const cpu_kernel_set *k, const char *isa)
+{
+    static bool accuracy_checked; /* vec_tanh_ref's own accuracy: once, not per ISA */
+    if (!accuracy_checked) check_tanh_accuracy(), accuracy_checked = true;
+    check_softcap(&k->fa, isa);
+}
 static void run_pool(const cpu_kernel_set *k, const char *isa) { check_group_pool(&k->kp, isa); }
 static void run_ar(const cpu_kernel_set *k, const char *isa) { check_ar_rows(&k->ar, isa); }
 
@@ -582,6 +770,7 @@ static const struct {
     {"fa.apply_keep", run_keep},
     {"fa.softmax_fwd fa.softmax_bwd", run_softmax},
     {"fa.scale_rows fa.add_bias fa.add_alibi", run_scores},
+    {"fa.softcap fa.softcap_grad", run_softcap},
     {"kp.group_pool", run_pool},
     {"ar.ar_dots ar.ar_dots_f64 ar.ar_accumulate ar.ar_store_div ar.ar_dots_split ar.ar_accumulate_split "
      "ar.ar_store_div_split ar.ar_grad_row_split ar.ar_grad_row",
@@ -679,6 +868,16 @@ static void bad_apply_keep(float *x, const uint8_t *keep, int rows, int cols, in
     P->fa.apply_keep(x, keep, rows, cols, ld, scale);
     x[0] = up(x[0]);
 }
+static void bad_softcap(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh)
+{
+    P->fa.softcap(s, rows, cols, ld, in_scale, out_scale, dtanh);
+    s[0] = up(s[0]);
+}
+static void bad_softcap_grad(float *ds, const float *dtanh, int rows, int cols, int ld)
+{
+    P->fa.softcap_grad(ds, dtanh, rows, cols, ld);
+    ds[0] = up(ds[0]);
+}
 static void bad_group_pool(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
                            float *out)
 {
@@ -741,7 +940,8 @@ static const cpu_kernel_set BROKEN = {
            .round_bf16 = bad_round_bf16, .f16_to_f32 = bad_f16_to_f32, .f32_to_f16 = bad_f32_to_f16,
            .scale_rows = bad_scale_rows, .add_bias = bad_add_bias,
            .add_alibi = bad_add_alibi, .philox_bytes = bad_philox_bytes, .philox_blocks = bad_philox_blocks,
-           .fp8_round = bad_fp8_round, .abs_max = bad_abs_max, .scale2 = bad_scale2, .apply_keep = bad_apply_keep},
+           .fp8_round = bad_fp8_round, .abs_max = bad_abs_max, .scale2 = bad_scale2, .apply_keep = bad_apply_keep,
+           .softcap = bad_softcap, .softcap_grad = bad_softcap_grad},
     .kp = {.group_pool = bad_group_pool},
     .ar = {.ar_dots = bad_ar_dots, .ar_dots_f64 = bad_ar_dots_f64, .ar_accumulate = bad_ar_accumulate,
            .ar_store_div = bad_ar_store_div, .ar_dots_split = bad_ar_dots_split,

@@ -34,6 +34,7 @@
  *
  * Per (query tile i, kv tile j), in row-major GEMMs:
  *   S = Q_i K_j^T;  dP = dY_i V_j^T;  P = exp(scale S - m)/l;  dS = P (dP - drow)
+ *   (softcap: S capped, dS times 1 - tanh^2 of the cap, fa_scores.h)
  *   fp32: dV_j += P^T dY_i;  dK_j += dS^T Q_i   (libxsmm's transposed operand)
  *   bf16: dV_j^T += dY_i^T P;  dK_j^T += Q_i^T dS   (libxsmm has no transposed
  *         bf16 operand; this keeps P and dS conversions transpose-free)
@@ -68,7 +69,7 @@ typedef struct bwd_plan {
 
 /* Byte sizes of the pieces, in carve order (shared by planning and carving). */
 enum { QS_Q, QS_QT, QS_DY, QS_DYT, QS_DROW, QS_M, QS_L, QS_ATTEND, QS_COUNT };
-enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PV, TH_DSV, TH_DSN, TH_DK, TH_DV, TH_BIAS, TH_MASKED, TH_KEEP, TH_FP8, TH_COUNT };
+enum { TH_KT, TH_VT, TH_KN, TH_S, TH_DP, TH_PV, TH_DSV, TH_DSN, TH_DK, TH_DV, TH_BIAS, TH_MASKED, TH_KEEP, TH_FP8, TH_DTANH, TH_COUNT };
 
 static void qside_sizes(const fa_problem *p, const bwd_plan *pl, size_t sz[QS_COUNT])
 {
@@ -100,6 +101,7 @@ static void thread_sizes(const fa_problem *p, const fa_tiling *t, int bk, size_t
     sz[TH_BIAS] = tile * 4;
     sz[TH_MASKED] = bk;
     sz[TH_KEEP] = p->keep_prob < 1.0 ? tile : 0;
+    sz[TH_DTANH] = p->softcap > 0.0 ? tile * 4 : 0;
     if (p->fp8) { /* a block product before its scales: [Dv][bk], [D][bk] or [bq][D] */
         size_t most = (size_t)bk * (size_t)(p->D > p->Dv ? p->D : p->Dv);
         if ((size_t)FA_BWD_BQ * (size_t)p->D > most) most = (size_t)FA_BWD_BQ * (size_t)p->D;
@@ -357,7 +359,8 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     }
     float scale = (float)p->scale;
     if (fa_scores_needed(p, cls)) {
-        fa_scores_apply(p, band, pos, cls, S, bk, (float *)th[TH_BIAS], (uint8_t *)th[TH_MASKED]);
+        fa_scores_apply(p, band, pos, cls, S, bk, (float *)th[TH_BIAS], (uint8_t *)th[TH_MASKED],
+                        p->softcap > 0.0 ? (float *)th[TH_DTANH] : NULL);
         scale = 1.0f;
     }
     uint8_t *keep = (uint8_t *)th[TH_KEEP];
@@ -366,6 +369,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
         c->kern->apply_keep(dP, keep, pos->rows, pos->cols, bk, c->drop.scale);
     }
     c->kern->softmax_bwd(S, dP, bq, bk, pos->cols, scale, qs->m + q0, qs->l + q0, qs->drow + q0);
+    if (p->softcap > 0.0) c->kern->softcap_grad(dP, (const float *)th[TH_DTANH], pos->rows, pos->cols, bk);
     if (c->drop.active) c->kern->apply_keep(S, keep, pos->rows, pos->cols, bk, c->drop.scale);
     float *dq_i = dq_part + q0 * p->D;
     float ids = 1.0f; /* FP8: Pq = fp8(P keep / kp); dSq = fp8(dS sds); every product scaled after its GEMM */

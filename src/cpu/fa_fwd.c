@@ -173,7 +173,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         tile_gemm_run(&gm->qk[half_rows][half_keys], sc->q, kt, sc->s);
         float scale = (float)p->scale;
         if (fa_scores_needed(p, cls)) {
-            fa_scores_apply(p, &band, &pos, cls, sc->s, FA_BK, sc->bias, sc->masked);
+            fa_scores_apply(p, &band, &pos, cls, sc->s, FA_BK, sc->bias, sc->masked, NULL);
             scale = 1.0f;
         }
         kern->softmax_fwd(sc->s, trows, FA_BK, valid, scale, sc->m, sc->l, sc->alpha);

@@ -19,7 +19,7 @@ typedef struct fa_tile_pos {
  * a row attends to nothing and must see every key's fill value. */
 static inline bool fa_scores_needed(const fa_problem *p, fa_tile_class cls)
 {
-    return p->pse.kind != FA_PSE_NONE || cls != FA_TILE_FULL;
+    return p->pse.kind != FA_PSE_NONE || cls != FA_TILE_FULL || p->softcap > 0.0;
 }
 
 /* Starts fetching the tile's external bias rows so that they arrive while
@@ -27,11 +27,14 @@ static inline bool fa_scores_needed(const fa_problem *p, fa_tile_class cls)
  * hardware prefetchers (the backward visits tiles down a key column). */
 void fa_scores_prefetch(const fa_problem *p, const fa_tile_pos *t);
 
-/* s[r*ld + c] (raw q.k) becomes (raw + bias)*scale or raw*scale + bias, and
- * FA_MASK_FILL where masked (everywhere when cls is EMPTY, per element when
- * PARTIAL).
+/* s[r*ld + c] (raw q.k) becomes (raw + bias)*scale or raw*scale + bias
+ * (under softcap c: c tanh(raw scale / c) + bias, with pse_type 1's bias
+ * pse*scale), and FA_MASK_FILL where masked (everywhere when cls is EMPTY,
+ * per element when PARTIAL).
+ * dtanh: NULL, or (the backward under softcap) a tile laid out as s that
+ * gets d score / d (raw scale): 1 - tanh^2, 0 where masked.
  * scratch: ld * rows floats (bias) + ld bytes (mask row). */
 void fa_scores_apply(const fa_problem *p, const fa_band *band, const fa_tile_pos *t, fa_tile_class cls, float *s,
-                     int ld, float *bias_scratch, uint8_t *mask_scratch);
+                     int ld, float *bias_scratch, uint8_t *mask_scratch, float *dtanh);
 
 #endif

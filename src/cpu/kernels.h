@@ -77,11 +77,20 @@ typedef struct fa_kernels {
     /* Dropout: x[r][c] *= (float)keep[r][c] * scale (keep bytes 0/1) over
      * rows x cols of tiles whose rows are ld apart (x and keep alike). */
     void (*apply_keep)(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale);
+    /* Soft-capping (docs/NUMERICS.md): over rows x cols of a tile whose rows
+     * are ld apart, t = tanh(s * in_scale) and s = t * out_scale, tanh as
+     * vec_tanh_ref computes it (bit for bit, every ISA); dtanh (NULL in the
+     * forward), laid out as s, gets vec_tanh_ref's 1 - t^2. */
+    void (*softcap)(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh);
+    /* The backward's chain rule through the cap: ds[r][c] *= dtanh[r][c]
+     * over rows x cols (rows ld apart). */
+    void (*softcap_grad)(float *ds, const float *dtanh, int rows, int cols, int ld);
 } fa_kernels;
 
 #define FA_KERNEL_NAMES(X)                                                                                       \
     X(softmax_fwd) X(softmax_bwd) X(to_bf16) X(round_bf16) X(f16_to_f32) X(f32_to_f16) X(scale_rows) X(add_bias) X(add_alibi)               \
-    X(philox_bytes) X(philox_blocks) X(fp8_round) X(abs_max) X(scale2) X(apply_keep)
+    X(philox_bytes) X(philox_blocks) X(fp8_round) X(abs_max) X(scale2) X(apply_keep)                   \
+    X(softcap) X(softcap_grad)
 
 /* ---- KeyPool (src/cpu/kp_cpu.c) ---- */
 typedef struct kp_kernels {

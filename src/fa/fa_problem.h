@@ -98,6 +98,7 @@ typedef struct fa_problem {
     bool fp8;
     fa_view dsq, dsk, dsv, dsdy;
     double scale;
+    double softcap;                  /* 0: off; else the q.k term is softcap tanh(scale q.k / softcap) */
     fa_view q, k, v;
     fa_view o;                       /* forward: attention_out; backward: attention_in */
     fa_view smax, ssum;              /* f32, [B][N1][S1][8] */

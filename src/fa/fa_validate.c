@@ -108,6 +108,12 @@ static attnops_status check_attributes(const char *op, const attnops_fa_params *
 {
     if (!isfinite(p->scale_value) || !isfinite((float)p->scale_value)) /* CANN's attribute is a float */
         return ao_fail(INVALID, "%s: scale_value is %g; it must be finite as an f32.", op, p->scale_value);
+    /* the fast kernels cap in f32, with the factors scale / softcap and softcap / scale (fa_scores.c) */
+    const double cap = p->softcap, sv = p->scale_value;
+    if (!(cap == 0.0 || (cap > 0.0 && isfinite((float)cap) && (float)cap > 0.0f && isfinite((float)(sv / cap)) &&
+                         (sv == 0.0 || isfinite((float)(cap / sv))))))
+        return ao_fail(INVALID, "%s: softcap is %g; it must be 0 (off) or positive, with softcap, scale_value / "
+                       "softcap and softcap / scale_value finite as f32s.", op, cap);
     if (p->padding_mask)
         return ao_fail(INVALID, "%s: padding_mask is reserved by CANN and must be NULL.", op);
     if (p->head_num <= 0)
@@ -681,6 +687,9 @@ static attnops_status derive_fp8(const char *op, const attnops_fa_params *p, fa_
         return ao_fail(UNSUPPORTED, "%s: FP8 inputs with query_rope/key_rope are not supported.", op);
     if (p->impl == ATTNOPS_IMPL_BENCHMARK)
         return ao_fail(UNSUPPORTED, "%s: impl BENCHMARK (the unfused chain of the triple rule) has no FP8 form.", op);
+    if (p->softcap != 0.0)
+        return ao_fail(UNSUPPORTED, "%s: softcap %g with FP8 inputs is not supported (soft-capping is an attnops "
+                       "extension for f32/f16/bf16 inputs).", op, p->softcap);
     AO_TRY(check_dscale(op, "d_scale_q", p->d_scale_q, pr, pr->N1, pr->S1, &pr->dsq));
     AO_TRY(check_dscale(op, "d_scale_k", p->d_scale_k, pr, pr->N2, pr->S2, &pr->dsk));
     AO_TRY(check_dscale(op, "d_scale_v", p->d_scale_v, pr, pr->N2, pr->S2, &pr->dsv));
@@ -741,6 +750,7 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     pr->fp8 = fp8;
     pr->out_dtype = !fp8 ? dt : (p->out_dtype == 1 ? ATTNOPS_DTYPE_BF16 : ATTNOPS_DTYPE_F16);
     pr->scale = p->scale_value;
+    pr->softcap = p->scale_value != 0.0 ? p->softcap : 0.0; /* scale 0: the capped term is 0, as uncapped */
     pr->q = view_of(p->query, layout, pr->D);
     pr->k = view_of(p->key, layout, pr->D);
     pr->v = view_of(p->value, layout, pr->Dv);

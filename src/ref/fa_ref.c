@@ -3,6 +3,8 @@
  *
  *   s[j]  = (q[i].k[j] + pse) * scale      (pse_type 1)
  *         =  q[i].k[j] * scale + pse       (pse_type 0, 2, 3)
+ *   s[j]  = c tanh(q[i].k[j] scale / c) + bias   (softcap c > 0: bias = pse scale for
+ *                                            pse_type 1, pse or the ALiBi term otherwise)
  *   s[j]  = -40000                          where masked(i, j)  (the golden's masked_fill)
  *   m     = max_j s[j];   l = sum_j exp(s[j] - m)
  *   P[j]  = exp(s[j] - m) / l;   o[i] = sum_j P[j] keep[j]/kp v[j]
@@ -18,7 +20,7 @@
  * kernel does); a row carrying the sentinel m contributes nothing:
  *
  *   P[j]  = exp(s[j] - m) / l;   dP[j] = dy[i].v[j] keep[j]/kp;   Drow = dy[i].o[i]
- *   dS[j] = P[j] (dP[j] - Drow)
+ *   dS[j] = P[j] (dP[j] - Drow)             (times 1 - tanh^2 of the cap under softcap)
  *   dq[i] = scale sum_j dS[j] k[j];  dk[j] += scale dS[j] q[i];  dv[j] += P[j] keep[j]/kp dy[i]
  *
  * A row with no keys (S2 = 0) gets the sentinels.
@@ -101,15 +103,24 @@ static double R(const fa_problem *p, double x)
 static int64_t canonical_q(const fa_problem *p, int64_t b) { return p->varlen ? fa_q_first(p, b) : b * p->S1; }
 static int64_t canonical_kv(const fa_problem *p, int64_t b) { return p->varlen ? fa_kv_first(p, b) : b * p->S2; }
 
-/* The score of (i, j) from q[i].k[j] (see the header comment). */
+/* The score of (i, j) from q[i].k[j] (see the header comment).  Under
+ * softcap, *slope (may be NULL) gets d score / d (scale raw): 1 - t^2, or 0
+ * where masked (the fill is a constant). */
 static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t h, int64_t i, int64_t j,
-                    int64_t S1, int64_t S2, double raw)
+                    int64_t S1, int64_t S2, double raw, double *slope)
 {
+    if (slope) *slope = 0.0;
     /* the inactive mask and the absent pse tested here: they are the common case, and a call each per element
      * costs as much as the element's arithmetic */
     if (p->mask.active && fa_is_masked(p, band, b, h, i, j)) return FA_MASK_FILL;
     double bias = p->pse.kind == FA_PSE_NONE ? 0.0 : R(p, fa_pse_value(p, b, h, i, j, S1, S2));
     raw = R(p, raw);
+    if (p->softcap > 0.0) { /* the capped q.k term, then every bias in the units of the score */
+        const double t = R(p, tanh(R(p, R(p, raw * p->scale) / p->softcap)));
+        if (slope) *slope = R(p, 1.0 - R(p, t * t));
+        const double capped = R(p, p->softcap * t);
+        return p->pse.type == 1 ? R(p, capped + R(p, bias * p->scale)) : R(p, capped + bias);
+    }
     return p->pse.type == 1 ? R(p, R(p, raw + bias) * p->scale) : R(p, R(p, raw * p->scale) + bias);
 }
 
@@ -118,7 +129,7 @@ static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t
  * (the golden's time at S = 8192 was as much these loops as its products). */
 static bool plain_scores(const fa_problem *p)
 {
-    return !p->mask.active && p->pse.kind == FA_PSE_NONE && !p->fp8 && !p->chain_round;
+    return !p->mask.active && p->pse.kind == FA_PSE_NONE && !p->fp8 && !p->chain_round && p->softcap == 0.0;
 }
 
 /* score() of a plain problem, the same operations: the absent bias is an
@@ -173,7 +184,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                         const int64_t i = i0 + r;
                         for (int64_t j = j0; j < j0 + kc; j++) {
                             double *x = s + r * S2 + j;
-                            *x = score(p, &band, b, h, i, j, S1, S2, dequant(p, b, h, i, j, chunk[r * kc + j - j0]));
+                            *x = score(p, &band, b, h, i, j, S1, S2, dequant(p, b, h, i, j, chunk[r * kc + j - j0]), NULL);
                             mx[r] = *x > mx[r] ? *x : mx[r];
                         }
                     }
@@ -316,11 +327,13 @@ void fa_ref_backward_f64(const fa_problem *p, const double *q, const double *k, 
                                                keep);
                             for (int64_t c = 0; c < kc; c++) {
                                 const int64_t j = j0 + c;
-                                const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, P[r * kc + c]);
+                                double slope;
+                                const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, P[r * kc + c], &slope);
                                 const double kept = t.drop.active ? (keep[c] ? t.drop.scale_f64 : 0.0) : 1.0;
                                 const double pj = no_p ? 0.0 : R(p, R(p, exp(R(p, s - m[row]))) / l[row]);
                                 const double dp = R(p, R(p, G[r * kc + c]) * kept);
-                                G[r * kc + c] = R(p, p->scale * R(p, pj * R(p, dp - drow)));
+                                const double ds = R(p, pj * R(p, dp - drow));
+                                G[r * kc + c] = R(p, p->scale * (p->softcap > 0.0 ? R(p, ds * slope) : ds));
                                 P[r * kc + c] = R(p, pj * kept); /* dv takes the dropped P */
                             }
                         }
@@ -374,7 +387,7 @@ void fa_ref_backward_fp8_f64(const fa_problem *p, const double *q, const double 
                         task_keep_row(p, &t, b, h, i, keep);
                         for (int64_t j = 0; j < t.S2; j++) {
                             const double raw = dequant(p, b, h, i, j, ref_dot(qi, t.kh + j * D, D));
-                            const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, raw);
+                            const double s = score(p, &t.band, b, h, i, j, t.S1, t.S2, raw, NULL); /* no softcap with FP8 */
                             const double kept = t.drop.active ? (keep[j] ? t.drop.scale_f64 : 0.0) : 1.0;
                             const double pj = no_p ? 0.0 : exp(s - m[row]) / l[row];
                             const double dsv = fa_fp8_dscale(&p->dsv, b, n2, j);

@@ -221,6 +221,7 @@ static const char *params_gap(const attnops_fa_params *p, bool varlen, char *buf
         what = "a dropout block";
     else if (p->seed != d.seed || p->offset != d.offset) what = "a dropout seed or offset";
     else if (p->softmax_in_layout != d.softmax_in_layout) what = "softmax_in_layout";
+    else if (p->softcap != d.softcap) what = "softcap (an attnops extension)";
     else if (!varlen && (p->actual_seq_qlen || p->actual_seq_kvlen))
         what = "actual_seq_qlen / actual_seq_kvlen (only the VarLen / Unpadding entry points take them)";
     else {

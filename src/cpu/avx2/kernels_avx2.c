@@ -14,6 +14,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/vec_exp.h"
+#include "cpu/vec_tanh.h"
 
 /* vec_exp.h's exp on 8 floats.  AVX2 has no vscalefps: 2^n (n in [-150,
  * 128]) is applied as 2^(n>>1) then 2^(n - (n>>1)), each a normal float
@@ -439,6 +440,82 @@ static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld
             const __m256 kf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(k8));
             store8(row + c, n, _mm256_mul_ps(load8(row + c, n), _mm256_mul_ps(kf, sc)));
         }
+    }
+}
+
+/* Soft-capping: vec_tanh.h's algorithm on 8 lanes, bit for bit vec_tanh_ref.
+ * Each lane takes the polynomial side (a < 0.625) or the exp one; a side is
+ * computed only when some lane needs it (the scores of a real cap, Gemma 2's
+ * 50, are nearly all on the polynomial side, and exp plus a division costs
+ * three times the polynomial).  The sign is x's OR'd in (t >= 0, -0 kept),
+ * and a NaN lane gets x itself for both (exp8 turns NaN into its clamp). */
+static inline __m256 tanh8_small(__m256 a, __m256 *d)
+{
+    const __m256 z = _mm256_mul_ps(a, a);
+    __m256 p = _mm256_set1_ps(VEC_TANH_P0);
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(VEC_TANH_P1));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(VEC_TANH_P2));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(VEC_TANH_P3));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(VEC_TANH_P4));
+    const __m256 t = _mm256_fmadd_ps(_mm256_mul_ps(p, z), a, a);
+    *d = _mm256_fnmadd_ps(t, t, _mm256_set1_ps(1.0f)); /* fmaf(-t, t, 1) */
+    return t;
+}
+
+static inline __m256 tanh8_large(__m256 a, __m256 *d)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+    const __m256 u = _mm256_div_ps(two, _mm256_add_ps(exp8(_mm256_add_ps(a, a)), one));
+    *d = _mm256_mul_ps(u, _mm256_sub_ps(two, u));
+    return _mm256_sub_ps(one, u);
+}
+
+static inline __m256 tanh8(__m256 x, __m256 *dtanh)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 a = _mm256_andnot_ps(sign, x);
+    const __m256 small = _mm256_cmp_ps(a, _mm256_set1_ps(VEC_TANH_SMALL), _CMP_LT_OQ); /* false for NaN */
+    const int lanes = _mm256_movemask_ps(small);
+    __m256 t, d;
+    if (lanes == 0xff) {
+        t = tanh8_small(a, &d);
+    } else {
+        t = tanh8_large(a, &d);
+        if (lanes) {
+            __m256 ds;
+            const __m256 ts = tanh8_small(a, &ds);
+            t = _mm256_blendv_ps(t, ts, small), d = _mm256_blendv_ps(d, ds, small);
+        }
+        const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+        t = _mm256_blendv_ps(t, x, nan), d = _mm256_blendv_ps(d, x, nan);
+    }
+    *dtanh = d;
+    return _mm256_or_ps(t, _mm256_and_ps(x, sign));
+}
+
+static void softcap(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh)
+{
+    const __m256 vin = _mm256_set1_ps(in_scale), vout = _mm256_set1_ps(out_scale);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * (size_t)ld;
+        float *drow = dtanh ? dtanh + (size_t)r * (size_t)ld : NULL;
+        for (int c = 0; c < cols; c += 8) {
+            const int n = cols - c;
+            __m256 d;
+            const __m256 t = tanh8(_mm256_mul_ps(load8(row + c, n), vin), &d);
+            store8(row + c, n, _mm256_mul_ps(t, vout));
+            if (drow) store8(drow + c, n, d);
+        }
+    }
+}
+
+static void softcap_grad(float *ds, const float *dtanh, int rows, int cols, int ld)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = ds + (size_t)r * (size_t)ld;
+        const float *drow = dtanh + (size_t)r * (size_t)ld;
+        for (int c = 0; c < cols; c += 8)
+            store8(row + c, cols - c, _mm256_mul_ps(load8(row + c, cols - c), load8(drow + c, cols - c)));
     }
 }
 

@@ -8,6 +8,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/vec_exp.h"
+#include "cpu/vec_tanh.h"
 
 /* exp(x) for 16 floats, inlined because it runs on every score: Cody-Waite
  * reduction x = n ln2 + r (ln2 split in two so n*ln2_hi is exact), the
@@ -331,6 +332,84 @@ static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld
             const __mmask16 k = tail_mask(cols - c);
             const __m512 kf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, kr + c)));
             _mm512_mask_storeu_ps(row + c, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), _mm512_mul_ps(kf, sc)));
+        }
+    }
+}
+
+/* Soft-capping: vec_tanh.h's algorithm on 16 lanes, bit for bit
+ * vec_tanh_ref, as the AVX2 set does it: each lane takes the polynomial side
+ * (a < 0.625) or the exp one, a side computed only when some lane needs it
+ * (a real cap's scores are nearly all on the cheap polynomial side); the
+ * sign is x's OR'd in (t >= 0, -0 kept), and a NaN lane gets x itself for
+ * both (exp16 turns NaN into its clamp). */
+static inline __m512 tanh16_small(__m512 a, __m512 *d)
+{
+    const __m512 z = _mm512_mul_ps(a, a);
+    __m512 p = _mm512_set1_ps(VEC_TANH_P0);
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VEC_TANH_P1));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VEC_TANH_P2));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VEC_TANH_P3));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VEC_TANH_P4));
+    const __m512 t = _mm512_fmadd_ps(_mm512_mul_ps(p, z), a, a);
+    *d = _mm512_fnmadd_ps(t, t, _mm512_set1_ps(1.0f)); /* fmaf(-t, t, 1) */
+    return t;
+}
+
+static inline __m512 tanh16_large(__m512 a, __m512 *d)
+{
+    const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+    const __m512 u = _mm512_div_ps(two, _mm512_add_ps(exp16(_mm512_add_ps(a, a)), one));
+    *d = _mm512_mul_ps(u, _mm512_sub_ps(two, u));
+    return _mm512_sub_ps(one, u);
+}
+
+static inline __m512 tanh16(__m512 x, __m512 *dtanh)
+{
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    const __m512 a = _mm512_andnot_ps(sign, x);
+    const __mmask16 small = _mm512_cmp_ps_mask(a, _mm512_set1_ps(VEC_TANH_SMALL), _CMP_LT_OQ); /* not NaN */
+    __m512 t, d;
+    if (small == 0xffff) {
+        t = tanh16_small(a, &d);
+    } else {
+        t = tanh16_large(a, &d);
+        if (small) {
+            __m512 ds;
+            const __m512 ts = tanh16_small(a, &ds);
+            t = _mm512_mask_mov_ps(t, small, ts), d = _mm512_mask_mov_ps(d, small, ds);
+        }
+        const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+        t = _mm512_mask_mov_ps(t, nan, x), d = _mm512_mask_mov_ps(d, nan, x);
+    }
+    *dtanh = d;
+    return _mm512_or_ps(t, _mm512_and_ps(x, sign));
+}
+
+static void softcap(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh)
+{
+    const __m512 vin = _mm512_set1_ps(in_scale), vout = _mm512_set1_ps(out_scale);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * (size_t)ld;
+        float *drow = dtanh ? dtanh + (size_t)r * (size_t)ld : NULL;
+        for (int c = 0; c < cols; c += 16) {
+            const __mmask16 k = tail_mask(cols - c);
+            __m512 d;
+            const __m512 t = tanh16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), vin), &d);
+            _mm512_mask_storeu_ps(row + c, k, _mm512_mul_ps(t, vout));
+            if (drow) _mm512_mask_storeu_ps(drow + c, k, d);
+        }
+    }
+}
+
+static void softcap_grad(float *ds, const float *dtanh, int rows, int cols, int ld)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = ds + (size_t)r * (size_t)ld;
+        const float *drow = dtanh + (size_t)r * (size_t)ld;
+        for (int c = 0; c < cols; c += 16) {
+            const __mmask16 k = tail_mask(cols - c);
+            _mm512_mask_storeu_ps(row + c, k,
+                                  _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), _mm512_maskz_loadu_ps(k, drow + c)));
         }
     }
 }

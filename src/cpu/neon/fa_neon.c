@@ -32,6 +32,7 @@
 
 #include "cpu/kernels.h"
 #include "cpu/neon/neon_common.h"
+#include "cpu/vec_tanh.h"
 
 ALWAYS_INLINE float32x4x2_t exp8(float32x4x2_t x) { return (float32x4x2_t){{exp4(x.val[0]), exp4(x.val[1])}}; }
 
@@ -598,6 +599,114 @@ static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld
     }
 }
 
+/* ---- soft-capping ---- */
+
+/* vec_tanh.h's algorithm on 4 lanes, bit for bit vec_tanh_ref, as the AVX2
+ * set does it: each lane takes the polynomial side (a < 0.625) or the exp
+ * one, a side computed only when some lane needs it (a real cap's scores are
+ * nearly all on the cheap polynomial side); the sign is x's OR'd in (t >= 0,
+ * -0 kept), and a NaN lane gets x itself for both (exp4 turns NaN into its
+ * clamp).  vfmaq_f32(c, a, b) is fmaf(a, b, c); vfmsq_f32(c, a, b) is
+ * fmaf(-a, b, c). */
+ALWAYS_INLINE float32x4_t tanh4_small(float32x4_t a, float32x4_t *d)
+{
+    const float32x4_t z = vmulq_f32(a, a);
+    float32x4_t p = vdupq_n_f32(VEC_TANH_P0);
+    p = vfmaq_f32(vdupq_n_f32(VEC_TANH_P1), p, z);
+    p = vfmaq_f32(vdupq_n_f32(VEC_TANH_P2), p, z);
+    p = vfmaq_f32(vdupq_n_f32(VEC_TANH_P3), p, z);
+    p = vfmaq_f32(vdupq_n_f32(VEC_TANH_P4), p, z);
+    const float32x4_t t = vfmaq_f32(a, vmulq_f32(p, z), a);
+    *d = vfmsq_f32(vdupq_n_f32(1.0f), t, t);
+    return t;
+}
+
+ALWAYS_INLINE float32x4_t tanh4_large(float32x4_t a, float32x4_t *d)
+{
+    const float32x4_t one = vdupq_n_f32(1.0f), two = vdupq_n_f32(2.0f);
+    const float32x4_t u = vdivq_f32(two, vaddq_f32(exp4(vaddq_f32(a, a)), one));
+    *d = vmulq_f32(u, vsubq_f32(two, u));
+    return vsubq_f32(one, u);
+}
+
+ALWAYS_INLINE float32x4_t tanh4(float32x4_t x, float32x4_t *dtanh)
+{
+    const float32x4_t a = vabsq_f32(x);
+    const uint32x4_t small = vcltq_f32(a, vdupq_n_f32(VEC_TANH_SMALL)); /* false for NaN */
+    const uint32_t lanes = vminvq_u32(small) ? 2u : vmaxvq_u32(small) ? 1u : 0u; /* 2 all, 1 some, 0 none */
+    float32x4_t t, d;
+    if (lanes == 2u) {
+        t = tanh4_small(a, &d);
+    } else {
+        t = tanh4_large(a, &d);
+        if (lanes) {
+            float32x4_t ds;
+            const float32x4_t ts = tanh4_small(a, &ds);
+            t = vbslq_f32(small, ts, t), d = vbslq_f32(small, ds, d);
+        }
+        const uint32x4_t not_nan = vceqq_f32(x, x);
+        t = vbslq_f32(not_nan, t, x), d = vbslq_f32(not_nan, d, x);
+    }
+    *dtanh = d;
+    const uint32x4_t sign = vandq_u32(vreinterpretq_u32_f32(x), vdupq_n_u32(0x80000000u));
+    return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(t), sign));
+}
+
+/* 8 raw scores: s = tanh(s in) out, d = the derivative. */
+ALWAYS_INLINE float32x4x2_t softcap8(float32x4x2_t s, float32x4_t vin, float32x4_t vout, float32x4x2_t *d)
+{
+    const float32x4_t t0 = tanh4(vmulq_f32(s.val[0], vin), &d->val[0]);
+    const float32x4_t t1 = tanh4(vmulq_f32(s.val[1], vin), &d->val[1]);
+    return (float32x4x2_t){{vmulq_f32(t0, vout), vmulq_f32(t1, vout)}};
+}
+
+/* softcap with or without the derivative tile (the backward's, or NULL). */
+ALWAYS_INLINE void softcap_rows(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh,
+                                bool with_d)
+{
+    const float32x4_t vin = vdupq_n_f32(in_scale), vout = vdupq_n_f32(out_scale);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * (size_t)ld;
+        float *drow = with_d ? dtanh + (size_t)r * (size_t)ld : NULL;
+        int c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            float32x4x2_t d;
+            store8(row + c, softcap8(load8(row + c), vin, vout, &d));
+            if (with_d) store8(drow + c, d);
+        }
+        if (c < cols) {
+            const int n = cols - c;
+            float32x4x2_t d;
+            store_tail(row + c, n, softcap8(load_tail(row + c, n), vin, vout, &d));
+            if (with_d) store_tail(drow + c, n, d);
+        }
+    }
+}
+
+static void softcap(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh)
+{
+    if (dtanh) softcap_rows(s, rows, cols, ld, in_scale, out_scale, dtanh, true);
+    else softcap_rows(s, rows, cols, ld, in_scale, out_scale, NULL, false);
+}
+
+static void softcap_grad(float *ds, const float *dtanh, int rows, int cols, int ld)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = ds + (size_t)r * (size_t)ld;
+        const float *drow = dtanh + (size_t)r * (size_t)ld;
+        int c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            const float32x4x2_t x = load8(row + c), d = load8(drow + c);
+            store8(row + c, (float32x4x2_t){{vmulq_f32(x.val[0], d.val[0]), vmulq_f32(x.val[1], d.val[1])}});
+        }
+        if (c < cols) {
+            const int n = cols - c;
+            const float32x4x2_t x = load_tail(row + c, n), d = load_tail(drow + c, n);
+            store_tail(row + c, n, (float32x4x2_t){{vmulq_f32(x.val[0], d.val[0]), vmulq_f32(x.val[1], d.val[1])}});
+        }
+    }
+}
+
 const cpu_kernel_set cpu_kernels_neon_fa = {.fa = {.softmax_fwd = softmax_fwd,
                                                    .softmax_bwd = softmax_bwd,
                                                    .to_bf16 = to_bf16,
@@ -612,4 +721,6 @@ const cpu_kernel_set cpu_kernels_neon_fa = {.fa = {.softmax_fwd = softmax_fwd,
                                                    .fp8_round = fp8_round,
                                                    .abs_max = abs_max,
                                                    .scale2 = scale2,
-                                                   .apply_keep = apply_keep}};
+                                                   .apply_keep = apply_keep,
+                                                   .softcap = softcap,
+                                                   .softcap_grad = softcap_grad}};

@@ -6,6 +6,7 @@
 #include "attnops.h"
 #include "core/core.h"
 #include "cpu/kernels.h"
+#include "cpu/vec_tanh.h"
 
 static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l, float *alpha)
 {
@@ -133,6 +134,23 @@ static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld
         const uint8_t *kr = keep + (size_t)r * (size_t)ld;
         for (int c = 0; c < cols; c++) row[c] *= (float)kr[c] * scale;
     }
+}
+
+static void softcap(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            const size_t at = (size_t)r * ld + c;
+            float d;
+            s[at] = vec_tanh_ref(s[at] * in_scale, &d) * out_scale;
+            if (dtanh) dtanh[at] = d;
+        }
+}
+
+static void softcap_grad(float *ds, const float *dtanh, int rows, int cols, int ld)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) ds[(size_t)r * ld + c] *= dtanh[(size_t)r * ld + c];
 }
 
 static void group_pool(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
