@@ -71,7 +71,7 @@ int main(void)
                    "\"T\": {\"B\": 4, \"S1\": 287, \"S2\": 287, \"N1\": 16, \"N2\": 16, \"D\": 128, \"dtype\": \"fp16\", "
                    "\"input_layout\": \"TND\", \"sparse_mode\": 3, \"atten_mask_dtype\": \"BOOL\", "
                    "\"atten_mask_shape\": \"SS\", \"pse_shape\": \"1NHS\", \"drop_out_possibility\": 0.9, "
-                   "\"actual_seq_qlen\": [114, 132, 14, 287], \"prefix\": [1, 2, 3, 4]}}",
+                   "\"actual_seq_qlen\": [114, 132, 14, 287], \"prefix\": [1, 2, 3, 4], \"softcap\": 30}}",
                    &c, err, sizeof err) == 4, "seed quirks: %s", err);
     if (c) {
         TU_CHECK(c[0].shape.D == 128 && c[0].shape.Dr == 64 && c[0].shape.Dv == 128, "rope 1 splits D at 128");
@@ -82,7 +82,8 @@ int main(void)
         TU_CHECK(c[3].shape.nseq == 4 && c[3].shape.seq_q[1] == 132 && c[3].shape.seq_kv[3] == 287 &&
                      c[3].shape.mask == FA_CASE_MASK_COMPRESSED && c[3].shape.keep_prob == 0.9 &&
                      c[3].shape.seed == 2 && c[3].shape.pse == FA_CASE_PSE_1NHS && c[3].shape.nprefix == 4 &&
-                     c[3].shape.prefix[3] == 4, "TND lengths, mode 3 compressed mask, keep, 1NHS, prefix");
+                     c[3].shape.prefix[3] == 4 && c[3].shape.softcap == 30.0 && c[2].shape.softcap == 0.0,
+                 "TND lengths, mode 3 compressed mask, keep, 1NHS, prefix, softcap");
     }
     free(c);
     passed += tu_failures == before;
@@ -109,6 +110,7 @@ int main(void)
                  "\"actual_seq_qlen\": [3, 4]}", "'B'");
     expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"drop_out_possibility\": 0, " BASE "}", "'drop_out_possibility'");
     expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"compare\": \"nearly\", " BASE "}", "'compare'");
+    expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"softcap\": -1, " BASE "}", "'softcap'");
     expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"pre_tokens\": 1, \"pre_tockens_input\": 2, " BASE "}", "given twice");
     expect_error("{\"B\": 1, \"S1\": 3, \"S2\": 3, \"input_layout\": \"NSD\", \"N1\": 2, \"N2\": 1, \"D\": 64, "
                  "\"dtype\": \"fp16\"}", "'input_layout'");

@@ -124,6 +124,7 @@ static cJSON *fa_attributes(const harness_case *hc, const fa_case *c)
     cJSON_AddNumberToObject(a, "head_num", (double)p->head_num);
     cJSON_AddNumberToObject(a, "scale_value", p->scale_value);
     cJSON_AddNumberToObject(a, "keep_prob", p->keep_prob);
+    if (p->softcap > 0) cJSON_AddNumberToObject(a, "softcap", p->softcap); /* an attnops extension: no CANN attribute */
     cJSON_AddNumberToObject(a, "seed", (double)p->seed);
     cJSON_AddNumberToObject(a, "offset", (double)p->offset);
     cJSON_AddNumberToObject(a, "pre_tokens", (double)p->pre_tokens);

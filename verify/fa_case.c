@@ -217,6 +217,7 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
     p->sparse_mode = s->sparse_mode;
     p->inner_precise = s->inner_precise;
     if (s->keep_prob > 0.0) p->keep_prob = s->keep_prob, p->seed = s->seed, p->offset = s->offset;
+    p->softcap = s->softcap;
     if (s->mask != FA_CASE_MASK_NONE) {
         p->pre_tokens = s->pre, p->next_tokens = s->next;
         int64_t prefix[64] = {0};

@@ -41,6 +41,8 @@ void fa_case_describe(const fa_case_shape *s, char *buf, size_t n)
     if (s->keep_prob > 0.0 && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ",keep=%.17g,seed=%lld,offset=%lld", s->keep_prob,
                          (long long)s->seed, (long long)s->offset);
+    if (s->softcap > 0 && used > 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, ",softcap=%.17g", s->softcap);
     if (s->inner_precise && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ",inner_precise=%lld", (long long)s->inner_precise);
     if (s->pse != FA_CASE_PSE_NONE && used > 0 && (size_t)used < n)
@@ -135,6 +137,7 @@ bool fa_case_parse(const char *spec, fa_case_shape *s)
         if (i < sizeof ints / sizeof ints[0]) ok = parse_i64(v, ints[i].field);
         else if (!strcmp(k, "scale")) ok = parse_f64(v, &s->scale);
         else if (!strcmp(k, "keep")) ok = parse_f64(v, &s->keep_prob);
+        else if (!strcmp(k, "softcap")) ok = parse_f64(v, &s->softcap);
         else if (!strcmp(k, "seqs")) ok = parse_lengths(v, s->seq_q, &s->nseq);
         else if (!strcmp(k, "kvseqs")) ok = parse_lengths(v, s->seq_kv, &kv_count);
         else if (!strcmp(k, "layout")) ok = (s->layout = attnops_layout_from_string(v)) != ATTNOPS_LAYOUT_UNSET;

@@ -54,6 +54,7 @@ typedef struct fa_case_shape {
     fa_case_pse pse;
     int64_t pse_type;      /* ignored without pse */
     int64_t q_start, kv_start;
+    double softcap;        /* > 0: the scores' soft-capping (include/attnops.h); 0: none */
     /* dropout (spec 5): keep_prob 0 means 1 (none) */
     double keep_prob;
     int64_t seed, offset;

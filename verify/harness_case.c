@@ -103,7 +103,7 @@ static bool is_fp8(attnops_dtype d) { return d == ATTNOPS_DTYPE_F8_E4M3FN || d =
 enum {
     F_B, F_N1, F_N2, F_S1, F_S2, F_D, F_DV, F_DTYPE, F_OUT, F_LAYOUT, F_MODE, F_PRE, F_NEXT, F_PSE_TYPE, F_PSE_SHAPE,
     F_MASK_DTYPE, F_MASK_SHAPE, F_KEEP, F_SEED, F_OFFSET, F_ROPE, F_SEQQ, F_SEQKV, F_PREFIX, F_SCALE, F_DATA_SEED,
-    F_COMPARE, F_INNER, F_IGNORED, F_NAME, F_OP, F_Q_START, F_KV_START, F_COUNT
+    F_COMPARE, F_INNER, F_IGNORED, F_NAME, F_OP, F_Q_START, F_KV_START, F_SOFTCAP, F_COUNT
 };
 
 /* The raw fields of one case before they are combined. */
@@ -114,7 +114,7 @@ typedef struct raw_case {
     attnops_dtype dtype, out_dtype;
     bool bp16;
     const char *layout, *pse_shape, *mask_dtype, *mask_shape, *compare;
-    double keep, scale;
+    double keep, scale, softcap;
     int nq, nkv, nprefix;
     int64_t q[32], kv[32], prefix[32];
 } raw_case;
@@ -132,7 +132,7 @@ static int field_of(const char *k)
         {"prefix", F_PREFIX}, {"scale", F_SCALE}, {"data_seed", F_DATA_SEED}, {"compare", F_COMPARE},
         {"inner_precise", F_INNER}, {"is_deter", F_IGNORED}, {"sparse", F_IGNORED}, {"padding_mask", F_IGNORED},
         {"inner_drop", F_IGNORED}, {"name", F_NAME}, {"op", F_OP}, {"q_start_idx", F_Q_START},
-        {"kv_start_idx", F_KV_START}};
+        {"kv_start_idx", F_KV_START}, {"softcap", F_SOFTCAP}};
     return field_in(fields, sizeof fields / sizeof fields[0], k);
 }
 
@@ -179,6 +179,10 @@ static bool read_fields(parse_ctx *c, const cJSON *obj, raw_case *r)
             if (!(r->scale > 0.0 && isfinite(r->scale))) ok = fail(c, v->string, "must be a positive number");
             break;
         case F_DATA_SEED: ok = get_int(c, v, 0, big, &r->data_seed); break;
+        case F_SOFTCAP: /* an attnops extension (flash-attn's softcap): the library validates the rest */
+            r->softcap = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+            if (!(r->softcap > 0.0 && isfinite(r->softcap))) ok = fail(c, v->string, "must be a positive number");
+            break;
         /* global start of an externally split chunk (pse_type 2/3 positions) */
         case F_Q_START: ok = get_int(c, v, -tok, tok, &r->q_start); break;
         case F_KV_START: ok = get_int(c, v, -tok, tok, &r->kv_start); break;
@@ -301,6 +305,7 @@ static bool parse_fa(parse_ctx *c, const cJSON *obj, harness_case *h)
         s->offset = r.offset;
     }
     s->scale = r.has[F_SCALE] ? r.scale : 0.0;
+    s->softcap = r.has[F_SOFTCAP] ? r.softcap : 0.0;
     h->data_seed = r.has[F_DATA_SEED] ? (uint64_t)r.data_seed : 1;
     /* The seed's dual rule bounds an element at 0.5 % of its magnitude, finer
      * than one bf16 rounding step (up to 2^-7 relative): a correct bf16
