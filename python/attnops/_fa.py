@@ -94,7 +94,7 @@ def _output(call, shape, like, fp8):
 
 
 # attnops_fa_params packed by struct: 23 tensor pointers, scale_value,
-# keep_prob, pre/next_tokens, head_num, input_layout (+4 padding),
+# keep_prob, softcap, pre/next_tokens, head_num, input_layout (+4 padding),
 # inner_precise, sparse_mode, pse_type, seed, offset, dropout_head_num,
 # dropout_head_start, out_dtype,
 # softmax_in_layout, impl, deterministic, num_threads (test_abi.py checks it
@@ -102,7 +102,7 @@ def _output(call, shape, like, fp8):
 # pack_into per call instead of ~30 ctypes attribute writes; the pointers
 # are packed as 0 and then stored by Call.bind, one slot per pointer, the
 # output pointers following the params in the args structs.
-PARAMS = struct.Struct("<23Q2d3qi4x8q4i")
+PARAMS = struct.Struct("<23Q3d3qi4x8q4i")
 _PTR = 8
 PARAM_TENSORS = ("query", "key", "value", "pse", "drop_mask", "padding_mask", "atten_mask", "prefix",
                  "actual_seq_qlen", "actual_seq_kvlen", "q_start_idx", "kv_start_idx", "query_rope", "key_rope",
@@ -139,9 +139,9 @@ def _params(call, buf, query, kw):
     if softmax_layout not in _SOFTMAX_LAYOUTS:
         raise ValueError(f"attnops: softmax_in_layout is {softmax_layout!r}; it must be \"\" or \"same_as_input\"")
     block = kw.get("dropout_block") or _NO_BLOCK
-    PARAMS.pack_into(buf, 0, *_NO_POINTERS, kw["scale"], kw["keep_prob"], kw["pre_tokens"], kw["next_tokens"],
-                     kw["head_num"], _lib.LAYOUTS.index(input_layout) + 1, kw["inner_precise"], kw["sparse_mode"],
-                     kw["pse_type"], kw["seed"], kw["offset"], block.head_num, block.head_start,
+    PARAMS.pack_into(buf, 0, *_NO_POINTERS, kw["scale"], kw["keep_prob"], kw.get("softcap", 0.0), kw["pre_tokens"],
+                     kw["next_tokens"], kw["head_num"], _lib.LAYOUTS.index(input_layout) + 1, kw["inner_precise"],
+                     kw["sparse_mode"], kw["pse_type"], kw["seed"], kw["offset"], block.head_num, block.head_start,
                      fp8.out_dtype if fp8 else 0, _SOFTMAX_LAYOUTS[softmax_layout], _lib.IMPL[impl],
                      int(kw["deterministic"]), kw["num_threads"])
     ints = call.arrays.int64

@@ -106,7 +106,8 @@ class FaParams(ctypes.Structure):
         "actual_seq_kvlen", "q_start_idx", "kv_start_idx", "query_rope", "key_rope", "d_scale_q", "d_scale_k",
         "d_scale_v", "d_scale_dy", "d_scale_o", "dropout_seq_qlen", "dropout_seq_kvlen", "dropout_q_start",
         "dropout_kv_start")] + [
-        ("scale_value", ctypes.c_double), ("keep_prob", ctypes.c_double), ("pre_tokens", ctypes.c_int64),
+        ("scale_value", ctypes.c_double), ("keep_prob", ctypes.c_double), ("softcap", ctypes.c_double),
+        ("pre_tokens", ctypes.c_int64),
         ("next_tokens", ctypes.c_int64), ("head_num", ctypes.c_int64), ("input_layout", _enum),
         ("inner_precise", ctypes.c_int64), ("sparse_mode", ctypes.c_int64), ("pse_type", ctypes.c_int64),
         ("seed", ctypes.c_int64), ("offset", ctypes.c_int64), ("dropout_head_num", ctypes.c_int64),

@@ -27,14 +27,15 @@ _INT32_MAX = _fa.INT32_MAX
 
 def _fa_kw(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
            inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
-           q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8):
+           q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap):
     return dict(fp8=fp8, head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask,
                 atten_mask=atten_mask,
                 scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
                 inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
                 actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, pse_type=pse_type,
                 query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx, kv_start_idx=kv_start_idx,
-                seed=seed, offset=offset, impl=impl, deterministic=deterministic, num_threads=num_threads)
+                seed=seed, offset=offset, impl=impl, deterministic=deterministic, num_threads=num_threads,
+                softcap=softcap)
 
 
 def flash_attention_score(query, key, value, head_num, input_layout, *, pse=None, drop_mask=None, atten_mask=None,
@@ -42,13 +43,14 @@ def flash_attention_score(query, key, value, head_num, input_layout, *, pse=None
                           prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
                           query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
                           impl="reference", deterministic=False, num_threads=0, d_scale_q=None, d_scale_k=None,
-                          d_scale_v=None, d_scale_o=None, out_dtype=1):
-    """-> (attention_out, softmax_max, softmax_sum) as numpy arrays."""
+                          d_scale_v=None, d_scale_o=None, out_dtype=1, softcap=0.0):
+    """-> (attention_out, softmax_max, softmax_sum) as numpy arrays.  softcap > 0: flash-attn's soft-capping
+    of the q.k term (include/attnops.h)."""
     fp8 = _fp8(query, d_scale_q, d_scale_k, d_scale_v, None, d_scale_o, out_dtype)
     return _fa.forward(query, key, value, _fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8), NUMPY)
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap), NUMPY)
 
 
 def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout,
@@ -57,13 +59,13 @@ def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
                                actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
                                query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
                                impl="reference", deterministic=False, num_threads=0, d_scale_q=None, d_scale_k=None,
-                               d_scale_v=None, d_scale_dy=None, d_scale_o=None, out_dtype=1):
+                               d_scale_v=None, d_scale_dy=None, d_scale_o=None, out_dtype=1, softcap=0.0):
     """-> (dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty arrays without rope inputs."""
     fp8 = _fp8(query, d_scale_q, d_scale_k, d_scale_v, d_scale_dy, d_scale_o, out_dtype)
     return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, _fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8), NUMPY)
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap), NUMPY)
 
 
 _FP8 = (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))

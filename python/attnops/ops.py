@@ -28,7 +28,7 @@ _NS = "attnops"
 def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
             inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
             q_start_idx, kv_start_idx, seed, offset, impl, deterministic, seed_offset=None, softmax_in_layout="",
-            cu_seqlens_q=None, cu_seqlens_kv=None):
+            cu_seqlens_q=None, cu_seqlens_kv=None, softcap=0.0):
     return _finish(dict(head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask,
                         atten_mask=atten_mask, scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens,
                         next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
@@ -36,7 +36,7 @@ def _common(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob
                         pse_type=pse_type, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
                         kv_start_idx=kv_start_idx, seed=seed, offset=offset, impl=impl, deterministic=deterministic,
                         seed_offset=seed_offset, softmax_in_layout=softmax_in_layout, cu_seqlens_q=cu_seqlens_q,
-                        cu_seqlens_kv=cu_seqlens_kv))
+                        cu_seqlens_kv=cu_seqlens_kv, softcap=softcap))
 
 
 def _finish(kw):
@@ -120,7 +120,7 @@ _DEFAULTS = dict(pse=None, drop_mask=None, atten_mask=None, scale=1.0, keep_prob
                  next_tokens=_fa.INT32_MAX, inner_precise=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None,
                  sparse_mode=0, pse_type=1, query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None,
                  seed=2, offset=0, impl="auto", deterministic=False, seed_offset=None, softmax_in_layout="",
-                 cu_seqlens_q=None, cu_seqlens_kv=None)
+                 cu_seqlens_q=None, cu_seqlens_kv=None, softcap=0.0)
 
 
 def _call_kwargs(head_num, input_layout, kw):
@@ -140,17 +140,19 @@ def flash_attention_score(query: Tensor, key: Tensor, value: Tensor, head_num: i
                           impl: str = "auto", deterministic: bool = False,
                           seed_offset: Optional[Tensor] = None, softmax_in_layout: str = "",
                           cu_seqlens_q: Optional[Tensor] = None,
-                          cu_seqlens_kv: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+                          cu_seqlens_kv: Optional[Tensor] = None,
+                          softcap: float = 0.0) -> Tuple[Tensor, Tensor, Tensor]:
     """seed_offset: int64 [2] (seed, offset) read at run time instead of seed / offset (a dropout seed
     drawn inside a compiled graph).  softmax_in_layout (TND): "" or "same_as_input" (include/attnops.h).
     cu_seqlens_q / cu_seqlens_kv: TND lengths as flash-attn's int tensors [B + 1] from 0, read at run time
     instead of actual_seq_qlen / actual_seq_kvlen (no output shape depends on them, so a compiled graph
-    passes them without reading them)."""
+    passes them without reading them).  softcap > 0: the q.k term of every score becomes
+    softcap * tanh(scale q.k / softcap) before the bias and the mask (flash-attn's softcap; 0 = off)."""
     return _fa.forward(query, key, value, _common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
         kv_start_idx, seed, offset, impl, deterministic, seed_offset, softmax_in_layout, cu_seqlens_q,
-        cu_seqlens_kv))
+        cu_seqlens_kv, softcap))
 
 
 @flash_attention_score.register_fake
@@ -174,13 +176,13 @@ def flash_attention_score_grad(query: Tensor, key: Tensor, value: Tensor, dy: Te
                                kv_start_idx: Optional[List[int]] = None, seed: int = 2, offset: int = 0,
                                impl: str = "auto", deterministic: bool = False, seed_offset: Optional[Tensor] = None,
                                softmax_in_layout: str = "", cu_seqlens_q: Optional[Tensor] = None,
-                               cu_seqlens_kv: Optional[Tensor] = None
+                               cu_seqlens_kv: Optional[Tensor] = None, softcap: float = 0.0
                                ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, _common(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
         kv_start_idx, seed, offset, impl, deterministic, seed_offset, softmax_in_layout, cu_seqlens_q,
-        cu_seqlens_kv))
+        cu_seqlens_kv, softcap))
 
 
 @flash_attention_score_grad.register_fake
@@ -199,7 +201,7 @@ _FWD_ARGS = ("query", "key", "value", "head_num", "input_layout", "pse", "drop_m
              "keep_prob", "pre_tokens", "next_tokens", "inner_precise", "prefix", "actual_seq_qlen",
              "actual_seq_kvlen", "sparse_mode", "pse_type", "query_rope", "key_rope", "q_start_idx", "kv_start_idx",
              "seed", "offset", "impl", "deterministic", "seed_offset", "softmax_in_layout", "cu_seqlens_q",
-             "cu_seqlens_kv")
+             "cu_seqlens_kv", "softcap")
 _SAVED = ("query", "key", "value", "pse", "drop_mask", "atten_mask", "query_rope", "key_rope", "seed_offset",
           "cu_seqlens_q", "cu_seqlens_kv")
 
@@ -224,7 +226,8 @@ def _backward(ctx, d_out, _d_max, _d_sum):
         sparse_mode=a["sparse_mode"], pse_type=a["pse_type"], query_rope=t["query_rope"], key_rope=t["key_rope"],
         q_start_idx=a["q_start_idx"], kv_start_idx=a["kv_start_idx"], seed=a["seed"], offset=a["offset"],
         impl=a["impl"], deterministic=a["deterministic"], seed_offset=t["seed_offset"],
-        softmax_in_layout=a["softmax_in_layout"], cu_seqlens_q=t["cu_seqlens_q"], cu_seqlens_kv=t["cu_seqlens_kv"])
+        softmax_in_layout=a["softmax_in_layout"], cu_seqlens_q=t["cu_seqlens_q"], cu_seqlens_kv=t["cu_seqlens_kv"],
+        softcap=a["softcap"])
     grads = dict(query=dq, key=dk, value=dv, query_rope=dq_rope if t["query_rope"] is not None else None,
                  key_rope=dk_rope if t["key_rope"] is not None else None)
     return tuple(grads.get(n) for n in _FWD_ARGS)

@@ -19,8 +19,8 @@ flash_attention_2 path does with the flash_attn package, on attnops.flash_attn:
   - otherwise one dense call;
   - causal is bottom-right aligned; sliding_window w keeps the w most recent
     keys (window_size (w - 1, 0), transformers' convention); the module's
-    scaling and dropout; softcap (Gemma 2) raises NotImplementedError until
-    attnops computes it.
+    scaling and dropout; softcap (Gemma 2's attn_logit_softcapping) as flash-attn's softcap, computed by
+    the C library forward and backward.
 Shapes: query [B, H, S_q, D], key / value [B, H_kv, S_kv, D] in, the output
 [B, S_q, H, D] (the flash convention the models reshape) and no weights.
 """
@@ -55,14 +55,13 @@ def _packed_starts(position_ids, batch, q_len, kv_len):
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, sliding_window=None,
                       softcap=None, is_causal=None, position_ids=None, **kwargs):
     """transformers' attention function signature (AttentionInterface) -> (output [B, S_q, H, D], None)."""
-    if softcap is not None:
-        raise NotImplementedError("attnops.transformers: softcap (attn_logit_softcapping) is not supported yet")
     if kwargs.get("s_aux") is not None:
         raise NotImplementedError("attnops.transformers: attention sinks (s_aux) are not supported")
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))  # [B, S, H, D] views
     batch, q_len, kv_len = q.shape[0], q.shape[1], k.shape[1]
     causal = module.is_causal if is_causal is None else is_causal
-    args = dict(dropout_p=dropout, softmax_scale=scaling, causal=causal, window_size=_window(sliding_window, kv_len))
+    args = dict(dropout_p=dropout, softmax_scale=scaling, causal=causal, window_size=_window(sliding_window, kv_len),
+                softcap=0.0 if softcap is None else softcap)
     if attention_mask is not None:
         if attention_mask.dim() != 2:
             raise ValueError("attnops.transformers: expected the 2-D padding mask of the flash mask function, got "

@@ -17,6 +17,11 @@ mask term.  Where a row has an unmasked key, P = 0 at its masked positions and
 the formula is the derivative; on a fully masked row with uniform weights it
 is not (masked_fill makes those scores constants).  The oracle therefore lets
 the gradient pass through the fill (straight-through), which is the formula.
+
+softcap c > 0 (an attnops extension, flash-attn's softcap; include/attnops.h):
+    s = c tanh(Q K^T scale / c) + bias, bias = pse * scale (pse_type 1), pse (0), ALiBi (2 / 3)
+and a masked score is the constant -40000 with no gradient (the chain rule
+through the cap: flash-attn's dS * dtanh, whose masked P are 0).
 """
 import itertools
 import math
@@ -119,7 +124,7 @@ def get_slopes(n):
 
 def attention(q, k, v, n1, layout, *, scale, sparse_mode=0, pre=2147483647, nxt=2147483647, atten_mask=None,
               prefix=None, pse=None, pse_type=1, q_start=0, kv_start=0, keep=None, keep_prob=1.0, q_rope=None,
-              k_rope=None, qlens=None, kvlens=None, inner_precise=0):
+              k_rope=None, qlens=None, kvlens=None, inner_precise=0, softcap=0.0):
     """attention_out (float64, in `layout`).  keep: u8 mask [B, N1, S1, S2] or, in TND, flat per-batch
     [N1, S1_b, S2_b] blocks; atten_mask: the user mask (mode 1 reads it, [S1,S2] or [B|1, 1|N1, S1, S2])."""
     qs, ks, vs = split_batches(q, layout, n1, qlens), None, None
@@ -140,7 +145,17 @@ def attention(q, k, v, n1, layout, *, scale, sparse_mode=0, pre=2147483647, nxt=
         s1, s2 = qb.shape[1], kb.shape[1]
         kb, vb = kb.repeat_interleave(g, 0), vb.repeat_interleave(g, 0)
         raw = qb @ kb.transpose(1, 2)
-        if pse_type == 1 and pse is not None:
+        if softcap > 0:
+            s = softcap * torch.tanh(raw * scale / softcap)
+            if pse_type == 1 and pse is not None:
+                s = s + _pse_block(pse, b, n1, s1, s2) * scale
+            elif pse_type == 0 and pse is not None:
+                s = s + _pse_block(pse, b, n1, s1, s2)
+            elif pse_type in (2, 3):
+                slopes = pse[b] if pse.dim() == 2 else pse
+                qs0, kv0 = (q_start, kv_start) if (sparse_mode != 8 or b == 0) else (0, 0)
+                s = s + alibi_bias(slopes, s1, s2, pse_type == 3, qs0, kv0)
+        elif pse_type == 1 and pse is not None:
             s = (raw + _pse_block(pse, b, n1, s1, s2)) * scale
         elif pse_type == 0 and pse is not None:
             s = raw * scale + _pse_block(pse, b, n1, s1, s2)
@@ -158,7 +173,10 @@ def attention(q, k, v, n1, layout, *, scale, sparse_mode=0, pre=2147483647, nxt=
                 user = user[:s1, :s2]
             masked = masked_positions(sparse_mode, s1, s2, pre, nxt, None if prefix is None else prefix[b], user,
                                       band=b == band_batch)
-        s = torch.where(masked, s - (s - MASK_FILL).detach(), s)  # value -40000, gradient passed (above)
+        if softcap > 0:
+            s = s.masked_fill(masked, MASK_FILL)
+        else:
+            s = torch.where(masked, s - (s - MASK_FILL).detach(), s)  # value -40000, gradient passed (above)
         p = torch.softmax(s, dim=-1)
         if layout == "TND":  # the TND golden zeroes masked P after the softmax (spec 1.1)
             p = p.masked_fill(masked, 0.0)

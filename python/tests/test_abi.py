@@ -67,7 +67,7 @@ def test_fa_args_slots_match_the_structs():
     pointer slot is the offset of the field of its name."""
     from attnops import _fa
     assert _fa.PARAMS.size == ctypes.sizeof(_lib.FaParams)
-    values = [0] * len(_fa.PARAM_TENSORS) + [0.5, 0.25] + [3, 4, 5, 6] + list(range(7, 15)) + [15, 16, 17, 18]
+    values = [0] * len(_fa.PARAM_TENSORS) + [0.5, 0.25, 0.125] + [3, 4, 5, 6] + list(range(7, 15)) + [15, 16, 17, 18]
     buf = ctypes.create_string_buffer(ctypes.sizeof(_lib.FaBwdArgs))
     _fa.PARAMS.pack_into(buf, 0, *values)
     args = _lib.FaBwdArgs.from_buffer(buf)

@@ -1,6 +1,8 @@
 """attnops.flash_attn against a naive float64 implementation of flash-attn's
 documented conventions (flash_attn_interface.py docstrings): bottom-right
-causal, sliding windows, ALiBi -slope |i + Sk - Sq - j|, varlen, softmax_lse."""
+causal, sliding windows, ALiBi -slope |i + Sk - Sq - j|, softcap (the scaled
+scores capped before ALiBi and the mask, as flash-attn's tests' attention_ref
+does), varlen, softmax_lse."""
 import math
 
 import pytest
@@ -13,13 +15,16 @@ from checks import assert_close, assert_gradients_close
 F32, BF16 = torch.float32, torch.bfloat16
 
 
-def naive(q, k, v, scale, causal=False, window=(-1, -1), slopes=None, keep=None, keep_prob=1.0, probs=False):
+def naive(q, k, v, scale, causal=False, window=(-1, -1), slopes=None, keep=None, keep_prob=1.0, probs=False,
+          softcap=0.0):
     """q [Sq, H, D], k/v [Sk, Hk, D] of one sequence -> (out [Sq, H, Dv], lse [H, Sq]) (probs: and the
     probabilities P [H, Sq, Sk] before dropout)."""
     sq, sk, h, hk = q.shape[0], k.shape[0], q.shape[1], k.shape[1]
     q, k, v = (t.double().transpose(0, 1) for t in (q, k, v))
     k, v = k.repeat_interleave(h // hk, 0), v.repeat_interleave(h // hk, 0)
     s = q @ k.transpose(1, 2) * scale
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
     i = torch.arange(sq).view(-1, 1)
     j = torch.arange(sk).view(1, -1)
     left, right = window
@@ -80,6 +85,35 @@ def test_alibi(per_batch, sq, sk):
     assert_close("out", out, ref, F32, max(sq, sk, d))
 
 
+@pytest.mark.parametrize("causal,window,alibi", [(False, (-1, -1), False), (True, (-1, -1), True),
+                                                 (False, (16, 8), False)])
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_softcap(causal, window, alibi, dtype):
+    """Gemma 2's soft-capping, forward, gradients, lse and S_dmask; softcap <= 0 is off (flash-attn's rule)."""
+    b, sq, sk, h, hk, d, cap = 2, 48, 64, 4, 2, 32, 1.0
+    q, k, v = (torch.randn(b, s, n, d).to(dtype) for s, n in ((sq, h), (sk, hk), (sk, hk)))
+    slopes = torch.rand(h) if alibi else None
+    ins = [t.clone().requires_grad_() for t in (q, k, v)]
+    out, lse, probs = fa.flash_attn_func(*ins, causal=causal, window_size=window, alibi_slopes=slopes,
+                                         softcap=cap, return_attn_probs=True)
+    dy = torch.randn(out.shape).to(dtype)
+    grads = torch.autograd.grad(out, ins, dy)
+    ref_ins = [t.double().requires_grad_() for t in (q, k, v)]
+    refs = [naive(ref_ins[0][i], ref_ins[1][i], ref_ins[2][i], d ** -0.5, causal, window, slopes=slopes, probs=True,
+                  softcap=cap) for i in range(b)]
+    ref = torch.stack([r[0] for r in refs])
+    kl = max(sq, sk, d)
+    assert_close("out", out, ref, dtype, kl)
+    assert_gradients_close(("dq", "dk", "dv"), grads, torch.autograd.grad(ref, ref_ins, dy.double()), dtype, kl)
+    ref_lse = torch.stack([r[1] for r in refs])
+    finite = ~torch.isinf(ref_lse)
+    assert_close("softmax_lse", lse[finite], ref_lse[finite], F32, kl, operand=dtype)
+    assert_close("S_dmask", probs, torch.stack([r[2] for r in refs]), F32, kl, operand=dtype)
+    assert torch.equal(fa.flash_attn_func(q, k, v, causal=causal, window_size=window, alibi_slopes=slopes,
+                                          softcap=-1.0),
+                       fa.flash_attn_func(q, k, v, causal=causal, window_size=window, alibi_slopes=slopes))
+
+
 def test_qkvpacked_gradients_reach_qkv():
     qkv = torch.randn(2, 40, 3, 4, 16, requires_grad=True)
     out = fa.flash_attn_qkvpacked_func(qkv, causal=True)
@@ -93,12 +127,12 @@ def _cu(lens):
     return torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32)
 
 
-def _varlen_reference(q, k, v, lens_q, lens_k, scale, causal, window, slopes=None):
+def _varlen_reference(q, k, v, lens_q, lens_k, scale, causal, window, slopes=None, softcap=0.0):
     """(out, lse [H, total_q]) of the naive implementation, sequence by sequence."""
     outs, lses, cq, ck = [], [], _cu(lens_q).tolist(), _cu(lens_k).tolist()
     for i, (a, b_, c, e) in enumerate(zip(cq, cq[1:], ck, ck[1:])):
         o, l_ = naive(q[a:b_], k[c:e], v[c:e], scale, causal, window,
-                      slopes=None if slopes is None else slopes[i] if slopes.dim() == 2 else slopes)
+                      slopes=None if slopes is None else slopes[i] if slopes.dim() == 2 else slopes, softcap=softcap)
         outs.append(o), lses.append(l_)
     return torch.cat(outs), torch.cat(lses, dim=1)
 
@@ -113,16 +147,17 @@ def seeded_keep(torch_seed, p, h, b, sq, sk):
     return keep
 
 
-def check_varlen(lens_q, lens_k, causal, window, h=4, hk=2, d=32):
+def check_varlen(lens_q, lens_k, causal, window, h=4, hk=2, d=32, softcap=0.0):
     """flash_attn_varlen_func's out, gradients and lse against the naive one sequence at a time; -> S_dmask."""
     q, k, v = torch.randn(sum(lens_q), h, d), torch.randn(sum(lens_k), hk, d), torch.randn(sum(lens_k), hk, d)
     ins = [t.clone().requires_grad_() for t in (q, k, v)]
     out, lse, probs = fa.flash_attn_varlen_func(*ins, _cu(lens_q), _cu(lens_k), max(lens_q), max(lens_k),
-                                                causal=causal, window_size=window, return_attn_probs=True)
+                                                causal=causal, window_size=window, return_attn_probs=True,
+                                                softcap=softcap)
     dy = torch.randn(out.shape)
     grads = torch.autograd.grad(out, ins, dy)
     ref_ins = [t.double().requires_grad_() for t in (q, k, v)]
-    ref, ref_lse = _varlen_reference(*ref_ins, lens_q, lens_k, d ** -0.5, causal, window)
+    ref, ref_lse = _varlen_reference(*ref_ins, lens_q, lens_k, d ** -0.5, causal, window, softcap=softcap)
     kl = max(*lens_q, *lens_k, d)
     assert_close("out", out, ref, F32, kl)
     assert_gradients_close(("dq", "dk", "dv"), grads, torch.autograd.grad(ref, ref_ins, dy.double()), F32, kl)
@@ -135,6 +170,12 @@ def check_varlen(lens_q, lens_k, causal, window, h=4, hk=2, d=32):
 @pytest.mark.parametrize("causal,window", [(False, (-1, -1)), (True, (-1, -1)), (False, (10, 3))])
 def test_varlen(causal, window):
     check_varlen([30, 1, 45, 17], [50, 9, 33, 17], causal, window)
+
+
+@pytest.mark.parametrize("causal,window", [(False, (-1, -1)), (True, (-1, -1)), (True, (0, 0)), (False, (10, 3))])
+def test_varlen_softcap(causal, window):
+    """softcap 1 through the TND call and through the per-sequence calls of a single-key band."""
+    check_varlen([30, 1, 45, 17], [50, 9, 33, 17], causal, window, softcap=1.0)
 
 
 @pytest.mark.parametrize("causal,window", [(False, (0, 0)), (True, (0, 0)), (True, (0, 7))])

@@ -1,5 +1,6 @@
-"""attnops.transformers.register(): small random-init Llama and Mistral models with
-attn_implementation="attnops" against the same weights under "sdpa" (fp32: logits within 1e-5 of the
+"""attnops.transformers.register(): small random-init Llama, Mistral and Gemma 2 models with
+attn_implementation="attnops" against the same weights under "sdpa" (Gemma 2: "eager", the path that
+applies its attn_logit_softcapping) (fp32: logits within 1e-5 of the
 largest, gradients likewise, greedy generate() the same tokens) and, in bf16, against a float64 run
 (within sdpa's own distance to it).  The cases are the ones glue without the mask function or the
 varlen dispatch gets wrong: left-padded batches, packed sequences (position_ids restarting at 0, checked
@@ -12,7 +13,7 @@ import copy
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig
+from transformers import AutoModelForCausalLM, Gemma2Config, LlamaConfig, MistralConfig
 
 import attnops.transformers
 
@@ -141,10 +142,52 @@ def test_compiled_model_matches_eager(inductor_cache_per_isa):
         assert_rel("compiled dense logits", compiled(ids).logits, ours(ids).logits)
 
 
-def test_softcap_is_refused_by_name():
-    from transformers import Gemma2Config
-    cfg = Gemma2Config(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, attn_logit_softcapping=50.0)
-    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="attnops")
-    with pytest.raises(NotImplementedError, match="softcap"):
-        model(torch.randint(0, 128, (1, 16)))
+def gemma2_config(softcap=1.0):
+    """Gemma 2: soft-capped attention (a cap of 1 with weights drawn 10x the default scale, so the cap
+    changes the logits by half their size) and a sliding window of 8 on alternate layers."""
+    return Gemma2Config(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=16,
+                        attn_logit_softcapping=softcap, sliding_window=8, max_position_embeddings=256,
+                        initializer_range=0.2)
+
+
+def gemma2_pair():
+    """(attnops model, eager model): transformers' sdpa path has no soft-capping, eager computes it."""
+    eager = AutoModelForCausalLM.from_config(gemma2_config(), attn_implementation="eager")
+    ours = AutoModelForCausalLM.from_config(gemma2_config(), attn_implementation="attnops")
+    ours.load_state_dict(eager.state_dict())
+    return ours, eager
+
+
+def test_gemma2_softcap_matches_eager():
+    """Dense and left-padded logits and the gradients equal eager's; without the cap they would not."""
+    ours, eager = gemma2_pair()
+    uncapped = AutoModelForCausalLM.from_config(gemma2_config(None), attn_implementation="eager")
+    uncapped.load_state_dict(eager.state_dict())
+    ids, mask = left_padded()
+    real = mask.bool()
+    with torch.no_grad():
+        got, want = ours(ids).logits, eager(ids).logits
+        assert_rel("dense logits", got, want)
+        assert (got - uncapped(ids).logits).abs().max() > 0.1 * want.abs().max(), "the cap made no difference"
+        assert_rel("padded logits", ours(ids, attention_mask=mask).logits[real],
+                   eager(ids, attention_mask=mask).logits[real])
+    # A left-padded row's pad queries see no key: eager gives them uniform weights over every key, flash-attn
+    # (and sdpa) zeros; the last pad position predicts the first real token, so that label is left out too.
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, 1:].masked_fill_(mask[:, :-1] == 0, -100)
+    for model in (ours, eager):
+        model.train()
+        model(ids, attention_mask=mask, labels=labels).loss.backward()
+    grads = dict(eager.named_parameters())
+    for name, p in ours.named_parameters():
+        assert_rel(f"grad {name}", p.grad, grads[name].grad)
+
+
+def test_gemma2_generate_and_compile():
+    ours, eager = gemma2_pair()
+    ids, mask = left_padded(length=24)
+    with torch.no_grad():
+        got = ours.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
+        assert torch.equal(got, eager.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False))
+        assert_rel("compiled dense logits", torch.compile(ours)(ids).logits, ours(ids).logits)

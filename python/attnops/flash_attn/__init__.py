@@ -20,7 +20,10 @@ flash-attn's conventions, mapped onto FlashAttentionScore:
   - return_attn_probs: (out, softmax_lse, S_dmask), S_dmask the attention probabilities [B, H, Sq, Sk]
     (varlen: [B, H, max_seqlen_q, max_seqlen_k], zero past each sequence) in f32, negated where dropout
     drops (flash-attn's sign convention; its CUDA kernel pads the last two dims to its block size).
-softcap != 0 raises NotImplementedError (FlashAttentionScore has no logit soft-capping yet).
+  - softcap > 0 (Gemma 2's soft-capping): the scaled q.k becomes softcap * tanh(q.k scale / softcap) before
+    ALiBi and the mask, as flash-attn's kernel applies it (the C library's softcap attribute, forward and
+    backward); softcap <= 0 is off, as in flash-attn.  flash-attn refuses softcap with dropout; attnops
+    computes it (the cap, then the softmax, then the dropout).
 """
 import math
 
@@ -58,12 +61,14 @@ def _mask_args(causal, window_size):
                 next_tokens=_INT32_MAX if right < 0 else right)
 
 
-def _check(softcap, q):
-    if softcap != 0.0:
-        raise NotImplementedError("attnops.flash_attn: softcap != 0 is not supported (FlashAttentionScore has no "
-                                  "logit soft-capping)")
+def _check(q):
     if q.dim() == 0:
         raise ValueError("attnops.flash_attn: q must be a tensor of rank 3 or 4")
+
+
+def _softcap(softcap):
+    """The C attribute of flash-attn's softcap: a float, <= 0 off (flash-attn's rule)."""
+    return max(float(softcap), 0.0)
 
 
 def _alibi_args(alibi_slopes, sq, sk):
@@ -102,12 +107,14 @@ def _lse(smax, ssum):
     return torch.where(empty, torch.full_like(lse, math.inf), lse)
 
 
-def _attn_probs(q, k, scale, band, slopes, lse, keep):
+def _attn_probs(q, k, scale, softcap, band, slopes, lse, keep):
     """S_dmask of one batch: q [Sq, H, D], k [Sk, Hk, D], lse [H, Sq], keep u8 [H, Sq, Sk] or None ->
     f32 [H, Sq, Sk], exp(s - lse) where visible (0 elsewhere), negated where dropped."""
     sq, sk, h = q.shape[0], k.shape[0], q.shape[1]
     kk = k.float().repeat_interleave(h // k.shape[1], 1)
     s = torch.einsum("ihd,jhd->hij", q.float(), kk) * scale
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
     diag = torch.arange(sk).view(1, -1) - torch.arange(sq).view(-1, 1) - (sk - sq)  # j - (i + Sk - Sq)
     if slopes is not None:
         s = s - slopes.float().view(-1, 1, 1) * diag.abs()
@@ -121,7 +128,7 @@ def _attn_probs(q, k, scale, band, slopes, lse, keep):
     return p if keep is None else torch.where(keep.bool(), p, -p)
 
 
-def _dense_probs(q, k, scale, causal, window_size, alibi_slopes, lse, keep_prob, seed, offset):
+def _dense_probs(q, k, scale, softcap, causal, window_size, alibi_slopes, lse, keep_prob, seed, offset):
     """S_dmask of flash_attn_func: [B, H, Sq, Sk]."""
     b, sq, h = q.shape[:3]
     keep = None
@@ -131,14 +138,15 @@ def _dense_probs(q, k, scale, causal, window_size, alibi_slopes, lse, keep_prob,
     slopes = [None] * b if alibi_slopes is None else [alibi_slopes[i] if alibi_slopes.dim() == 2 else alibi_slopes
                                                       for i in range(b)]
     with torch.no_grad():
-        return torch.stack([_attn_probs(q[i], k[i], scale, _band(causal, window_size), slopes[i], lse[i],
+        return torch.stack([_attn_probs(q[i], k[i], scale, softcap, _band(causal, window_size), slopes[i], lse[i],
                                         None if keep is None else keep[i]) for i in range(b)])
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                     alibi_slopes=None, deterministic=False, return_attn_probs=False):
     """out [B, Sq, H, Dv]; with return_attn_probs (out, softmax_lse f32 [B, H, Sq], S_dmask f32 [B, H, Sq, Sk])."""
-    _check(softcap, q)
+    _check(q)
+    softcap = _softcap(softcap)
     if q.dim() != 4:
         raise ValueError(f"attnops.flash_attn_func: q must be [batch, seqlen, nheads, headdim], got {tuple(q.shape)}")
     sq, sk, heads = q.shape[1], k.shape[1], q.shape[2]
@@ -147,11 +155,13 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     seed, offset, seed_offset = ops.dropout_seed(keep_prob)
     out, smax, ssum = ops.flash_attention_score_call(
         q, k, v, heads, "BSND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
-        deterministic=deterministic, **_mask_args(causal, window_size), **_alibi_args(alibi_slopes, sq, sk))
+        deterministic=deterministic, softcap=softcap, **_mask_args(causal, window_size),
+        **_alibi_args(alibi_slopes, sq, sk))
     if not return_attn_probs:
         return out
     lse = _lse(smax[..., 0], ssum[..., 0])
-    return out, lse, _dense_probs(q, k, scale, causal, window_size, alibi_slopes, lse, keep_prob, seed, offset)
+    return out, lse, _dense_probs(q, k, scale, softcap, causal, window_size, alibi_slopes, lse, keep_prob, seed,
+                                  offset)
 
 
 def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
@@ -178,7 +188,7 @@ def _cu_list(cu_seqlens, name, op):
     return cu
 
 
-def _per_sequence(q, k, v, cq, ck, scale, keep_prob, causal, window_size, alibi_slopes, deterministic):
+def _per_sequence(q, k, v, cq, ck, scale, softcap, keep_prob, causal, window_size, alibi_slopes, deterministic):
     """A varlen call made one BSND call per sequence: (out [total_q, H, Dv], lse [H, total_q], per-sequence
     (seed, offset)).  For the bands CANN's TND rule refuses (pre + next > 0) and the padded one accepts."""
     outs, lses, seeds = [], [], []
@@ -191,13 +201,14 @@ def _per_sequence(q, k, v, cq, ck, scale, keep_prob, causal, window_size, alibi_
         seed, offset, seed_offset = ops.dropout_seed(keep_prob)
         out, smax, ssum = ops.flash_attention_score_call(
             q[q0:q1].unsqueeze(0), k[k0:k1].unsqueeze(0), v[k0:k1].unsqueeze(0), q.shape[1], "BSND", scale=scale,
-            keep_prob=keep_prob, deterministic=deterministic, **ops.seed_args(seed, offset, seed_offset),
-            **_mask_args(causal, window_size), **_alibi_args(slopes, q1 - q0, k1 - k0))
+            keep_prob=keep_prob, deterministic=deterministic, softcap=softcap,
+            **ops.seed_args(seed, offset, seed_offset), **_mask_args(causal, window_size),
+            **_alibi_args(slopes, q1 - q0, k1 - k0))
         outs.append(out[0]), lses.append(_lse(smax[0, ..., 0], ssum[0, ..., 0])), seeds.append((seed, offset))
     return torch.cat(outs), torch.cat(lses, dim=1), seeds
 
 
-def _varlen_probs(q, k, cq, ck, max_q, max_k, scale, band, alibi_slopes, lse, keep_prob, seeds):
+def _varlen_probs(q, k, cq, ck, max_q, max_k, scale, softcap, band, alibi_slopes, lse, keep_prob, seeds):
     """S_dmask of flash_attn_varlen_func: [B, H, max_seqlen_q, max_seqlen_k], zero past each sequence.
     seeds: one (seed, offset) per sequence (per-sequence calls), or one for the TND call."""
     h, batches = q.shape[1], len(cq) - 1
@@ -217,11 +228,12 @@ def _varlen_probs(q, k, cq, ck, max_q, max_k, scale, band, alibi_slopes, lse, ke
                 keep = torch.from_numpy(dropout_mask(int(seeds[i][0]), int(seeds[i][1]), keep_prob, h, batch=1,
                                                      seq_q=sq, seq_kv=sk))[0]
             slopes = None if alibi_slopes is None else (alibi_slopes[i] if alibi_slopes.dim() == 2 else alibi_slopes)
-            probs[i, :, :sq, :sk] = _attn_probs(q[q0:q1], k[k0:k1], scale, band, slopes, lse[:, q0:q1], keep)
+            probs[i, :, :sq, :sk] = _attn_probs(q[q0:q1], k[k0:k1], scale, softcap, band, slopes, lse[:, q0:q1],
+                                                keep)
     return probs
 
 
-def _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, causal, window_size,
+def _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, softcap, causal, window_size,
                      deterministic):
     """flash_attn_varlen_func inside torch.compile: the cu_seqlens tensors go to the op, which reads them at
     run time (no output shape depends on them), so the graph does not break; the library checks the lengths
@@ -230,7 +242,7 @@ def _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_sca
     keep_prob = 1.0 - dropout_p
     seed, offset, seed_offset = ops.dropout_seed(keep_prob)
     out, _, _ = ops.flash_attention_score(q, k, v, q.shape[1], "TND", scale=scale, keep_prob=keep_prob,
-                                          deterministic=deterministic, cu_seqlens_q=cu_seqlens_q,
+                                          deterministic=deterministic, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
                                           cu_seqlens_kv=cu_seqlens_k, **ops.seed_args(seed, offset, seed_offset),
                                           **_tnd_mask_args(causal, window_size))
     return out
@@ -243,15 +255,16 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     with return_attn_probs (out, softmax_lse f32 [H, total_q], S_dmask).  Causal and windows are bottom-right
     aligned per sequence (sparse_mode 4 in TND)."""
     op = "attnops.flash_attn_varlen_func"
-    _check(softcap, q)
+    _check(q)
+    softcap = _softcap(softcap)
     if block_table is not None:
         raise NotImplementedError(f"{op}: block_table (paged KV) is not supported")
     if q.dim() != 3:
         raise ValueError(f"{op}: q must be [total_q, nheads, headdim], got {tuple(q.shape)}")
     band = _band(causal, window_size)
     if torch.compiler.is_compiling() and band != (0, 0) and alibi_slopes is None and not return_attn_probs:
-        return _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, causal, window_size,
-                                deterministic)
+        return _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, softcap, causal,
+                                window_size, deterministic)
     cq, ck = _cu_list(cu_seqlens_q, "cu_seqlens_q", op), _cu_list(cu_seqlens_k, "cu_seqlens_k", op)
     if len(cq) != len(ck):
         raise ValueError(f"{op}: cu_seqlens_q and cu_seqlens_k must have the same length; got {cq} and {ck}")
@@ -259,13 +272,14 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
     if band == (0, 0):  # each query sees one key: pre + next = 0, which TND refuses
-        out, lse, seeds = _per_sequence(q, k, v, cq, ck, scale, keep_prob, causal, window_size, alibi_slopes,
-                                        deterministic)
+        out, lse, seeds = _per_sequence(q, k, v, cq, ck, scale, softcap, keep_prob, causal, window_size,
+                                        alibi_slopes, deterministic)
     else:
         seed, offset, seed_offset = ops.dropout_seed(keep_prob)
         out, smax, ssum = ops.flash_attention_score_call(
             q, k, v, heads, "TND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
-            deterministic=deterministic, **_varlen_args(cq, ck, causal, window_size, alibi_slopes, op))
+            deterministic=deterministic, softcap=softcap, **_varlen_args(cq, ck, causal, window_size, alibi_slopes,
+                                                                         op))
         if not return_attn_probs:
             return out
         # TND statistics hold per-sequence [H, S_b, 8] blocks back to back.
@@ -278,8 +292,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         lse, seeds = torch.cat(parts, dim=1), [(seed, offset)]
     if not return_attn_probs:
         return out
-    return out, lse, _varlen_probs(q, k, cq, ck, max_seqlen_q, max_seqlen_k, scale, band, alibi_slopes, lse,
-                                   keep_prob, seeds)
+    return out, lse, _varlen_probs(q, k, cq, ck, max_seqlen_q, max_seqlen_k, scale, softcap, band, alibi_slopes,
+                                   lse, keep_prob, seeds)
 
 
 def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0, softmax_scale=None, causal=False,
