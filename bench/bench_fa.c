@@ -39,6 +39,7 @@
  *   dir=fwd|bwd   the direction (required)
  *   peer=no       bench/peer_torch.py skips the case (bench_fa ignores it)
  *   det=1         deterministic = 1 (bitwise identical for any thread count)
+ *   softcap=C     soft-capped scores, C tanh(scale q.k / C) (flash-attn's softcap)
  *   varlen=K      see layout=TND
  *   varlen_dense=K  the "same total work" dense reference of varlen=K at the
  *                 same T: one sequence (B = 1, S1 = S2 = T in the spec) that
@@ -56,8 +57,9 @@
  * case with a pse is compared with the same case without pse (ratio_vs_plain).
  * A keep=P case is compared with the same case without dropout
  * (ratio_vs_no_dropout), a det=1 case with the same case without it
- * (ratio_vs_default), an FP8 case with the same case in bf16 (ratio_vs_bf16);
- * all time ratios.
+ * (ratio_vs_default), an FP8 case with the same case in bf16 (ratio_vs_bf16),
+ * a softcap=C case with the same case uncapped (ratio_vs_no_softcap); all
+ * time ratios.
  * A plain varlen=K case is compared with its varlen_dense=K case (same T,
  * heads, head dims, dtype, direction): ratio_vs_dense_rate = varlen GFLOP/s /
  * dense GFLOP/s (both at their own real FLOPs; the dense case's are within
@@ -246,15 +248,16 @@ static const char *pse_tag(const bench_case *c)
  * "_varlen32dense", "" ... */
 static void tags_suffix(const bench_case *c, char *out, size_t n)
 {
-    char m[32], v[40] = "", k[24] = "", o[16] = "";
+    char m[32], v[40] = "", k[24] = "", o[16] = "", cap[32] = "";
     mask_tag(c, m, sizeof m);
     if (varlen_of(c)) snprintf(v, sizeof v, "_varlen%lld", (long long)varlen_of(c));
     else if (c->vl_dense) snprintf(v, sizeof v, "_varlen%llddense", (long long)c->vl_dense);
     if (c->s.keep_prob > 0) snprintf(k, sizeof k, "_keep%d", (int)lround(c->s.keep_prob * 100)); /* names hold no '.' */
     if (is_fp8(c->s.dtype) && c->s.out_dtype != ATTNOPS_DTYPE_BF16)
         snprintf(o, sizeof o, "_out%s", attnops_dtype_name(c->s.out_dtype));
-    snprintf(out, n, "%s%s%s%s%s%s%s%s", v, m[0] ? "_" : "", m, pse_kind(c) ? "_" : "", pse_tag(c), k,
-             c->det ? "_det" : "", o);
+    if (c->s.softcap > 0) snprintf(cap, sizeof cap, "_softcap%lld", (long long)llround(c->s.softcap));
+    snprintf(out, n, "%s%s%s%s%s%s%s%s%s", v, m[0] ? "_" : "", m, pse_kind(c) ? "_" : "", pse_tag(c), k,
+             c->det ? "_det" : "", o, cap);
 }
 
 /* The band the case's mask keeps on an S1 x S2 block (one batch, or one
@@ -473,13 +476,13 @@ static void write_case_list_json(const char *path, const bench_case *cases, int 
         fprintf(f, "  {\"name\": \"%s\", \"B\": %lld, \"N1\": %lld, \"N2\": %lld, \"S1\": %lld, \"S2\": %lld, "
                    "\"D\": %lld, \"Dv\": %lld, \"dtype\": \"%s\", \"layout\": \"%s\", \"dir\": \"%s\", "
                    "\"mask\": \"%s\", \"pse\": \"%s\", \"peer\": %s, \"varlen\": %lld, \"varlen_dense\": %lld, "
-                   "\"keep\": %.17g, \"det\": %d, \"sparse_mode\": %lld, \"pre\": %lld, \"next\": %lld, "
+                   "\"keep\": %.17g, \"softcap\": %.17g, \"det\": %d, \"sparse_mode\": %lld, \"pre\": %lld, \"next\": %lld, "
                    "\"spec\": \"%s\"}%s\n",
                 c->name, (long long)s->B, (long long)s->N1, (long long)s->N2, (long long)S1, (long long)S2,
                 (long long)s->D, (long long)s->Dv, attnops_dtype_name(s->dtype), attnops_layout_name(s->layout),
                 c->bwd ? "bwd" : "fwd", mask_kind(c) ? m : "none", pse_kind(c) ? pse_tag(c) : "none",
                 c->no_peer ? "false" : "true", (long long)varlen_of(c), (long long)c->vl_dense, s->keep_prob,
-                c->det, (long long)s->sparse_mode, (long long)s->pre, (long long)s->next, spec, i + 1 < n ? "," : "");
+                s->softcap, c->det, (long long)s->sparse_mode, (long long)s->pre, (long long)s->next, spec, i + 1 < n ? "," : "");
     }
     fputs("]\n", f);
     if (fclose(f) != 0) die("cannot write %s", path);
@@ -547,6 +550,13 @@ static const char *const default_cases[] = {
     HEADS1 ",dtype=bf16,dir=bwd,det=1,peer=no",
     /* FP8 backward (bf16 outputs) against bf16 on the same shape */
     HEADS8 ",dtype=f8_e4m3fn,out=bf16,dir=bwd,peer=no",
+    /* soft-capping (Gemma 2's cap of 50) against the same uncapped forward and
+     * backward; SDPA has no cap */
+    HEADS8 ",dtype=bf16,dir=fwd",
+    HEADS8 ",dtype=f32,dir=fwd,softcap=50,peer=no",
+    HEADS8 ",dtype=bf16,dir=fwd,softcap=50,peer=no",
+    HEADS8 ",dtype=f32,dir=bwd,softcap=50,peer=no",
+    HEADS8 ",dtype=bf16,dir=bwd,softcap=50,peer=no",
 };
 
 /* Dense-equivalent FLOPs: forward 2*B*N1*S1*S2*(D+Dv); a varlen case counts
@@ -639,6 +649,7 @@ static void fill_params(attnops_fa_params *p, const case_data *d, attnops_impl i
     if (d->cumlen.data) p->actual_seq_qlen = p->actual_seq_kvlen = &d->cumlen;
     if (s->keep_prob > 0) p->keep_prob = s->keep_prob, p->seed = s->seed, p->offset = s->offset;
     p->deterministic = d->c.det;
+    p->softcap = s->softcap;
     if (is_fp8(s->dtype)) {
         p->d_scale_q = &d->dsq, p->d_scale_k = &d->dsk, p->d_scale_v = &d->dsv;
         p->d_scale_dy = p->d_scale_o = &d->dsdy;
@@ -916,7 +927,10 @@ static int dense_of(const bench_case *cases, int n, int i)
 /* The case cases[i] is compared with: for a pse case the same case without
  * pse (mask kept), for a masked case the same case without mask; -1 when
  * there is none (or cases[i] is plain). */
-static int is_variant(const bench_case *c) { return c->s.keep_prob > 0 || c->det || is_fp8(c->s.dtype); }
+static int is_variant(const bench_case *c)
+{
+    return c->s.keep_prob > 0 || c->det || is_fp8(c->s.dtype) || c->s.softcap > 0;
+}
 
 static int base_of(const bench_case *cases, int n, int i)
 {
@@ -932,8 +946,9 @@ static int base_of(const bench_case *cases, int n, int i)
     return -1;
 }
 
-/* A keep=P, det=1 or FP8 case against the same case without that one
- * feature (an FP8 case against bf16); -1 when absent.  *kind names the ratio. */
+/* A keep=P, det=1, FP8 or softcap case against the same case without that
+ * one feature (an FP8 case against bf16); -1 when absent.  *kind names the
+ * ratio. */
 static int variant_base(const bench_case *cases, int n, int i, const char **kind)
 {
     const bench_case *c = &cases[i];
@@ -943,7 +958,11 @@ static int variant_base(const bench_case *cases, int n, int i, const char **kind
         bench_case b = cases[k];
         const double bkeep = b.s.keep_prob;
         if (k == i || !same_mask_pse(&b, c)) continue;
-        if (keep > 0 && bkeep == 0 && b.det == c->det && b.s.dtype == c->s.dtype) *kind = "ratio_vs_no_dropout";
+        if (c->s.softcap > 0) {
+            if (b.s.softcap > 0 || bkeep != keep || b.det != c->det || b.s.dtype != c->s.dtype) continue;
+            *kind = "ratio_vs_no_softcap";
+        } else if (b.s.softcap > 0) continue;
+        else if (keep > 0 && bkeep == 0 && b.det == c->det && b.s.dtype == c->s.dtype) *kind = "ratio_vs_no_dropout";
         else if (keep == 0 && c->det && !b.det && bkeep == 0 && b.s.dtype == c->s.dtype) *kind = "ratio_vs_default";
         else if (keep == 0 && !c->det && is_fp8(c->s.dtype) && b.s.dtype == ATTNOPS_DTYPE_BF16 && bkeep == 0 && !b.det)
             *kind = "ratio_vs_bf16", b.s.dtype = c->s.dtype;
@@ -990,6 +1009,7 @@ static void usage(FILE *f)
             "  pse:   pse=slopes_n,pse_type=2 (ALiBi, f32 slopes [N1]) | pse=bnss,pse_type=1 ([B,N1,S1,S2])\n"
             "  keep=P[,seed=S,offset=O]: dropout (ratio_vs_no_dropout); det=1: deterministic (ratio_vs_default)\n"
             "  dtype=f8_e4m3fn|f8_e5m2,out=bf16|f16: FP8 backward (ratio_vs_bf16)\n"
+            "  softcap=C: soft-capped scores (ratio_vs_no_softcap)\n"
             "  layout=TND with varlen=K: B=1, S1=S2=T, K <= 32 sequences, lengths uniform in [128,896)\n"
             "         (fixed seed) scaled to sum to T; or seqs=L0:L1:... given; FLOPs sum_i 2*N1*L_i^2*(D+Dv)\n"
             "  varlen_dense=K: S1=S2=T, runs one dense sequence of L_eq = round(sqrt(sum L_i^2)) of\n"

@@ -90,7 +90,8 @@ def read_cases(path, attnops_rounds):
         vtag = (f"_varlen{c['varlen']}" if c["varlen"] else
                 f"_varlen{c['varlen_dense']}dense" if c["varlen_dense"] else "")
         c["tags"] = (vtag + "".join(f"_{c[k]}" for k in ("mask", "pse") if c[k] != "none")
-                     + (f"_keep{round(c['keep'] * 100)}" if c["keep"] else "") + ("_det" if c["det"] else ""))
+                     + (f"_keep{round(c['keep'] * 100)}" if c["keep"] else "") + ("_det" if c["det"] else "")
+                     + (f"_softcap{round(c['softcap'])}" if c.get("softcap") else ""))
     return cases
 
 
@@ -104,7 +105,7 @@ def same_shape(a, b):
 
 
 def is_variant(c):
-    return bool(c["keep"] or c["det"] or c["dtype"].startswith("f8"))
+    return bool(c["keep"] or c["det"] or c["dtype"].startswith("f8") or c.get("softcap"))
 
 
 def dense_of(c, cases):
@@ -133,14 +134,20 @@ def base_of(c, cases):
 
 
 def variant_base(c, cases):
-    """A keep=P, det=1 or FP8 case against the same case without that one feature (FP8 against bf16),
-    as bench_fa.c variant_base: (case, kind) or (None, None)."""
+    """A keep=P, det=1, FP8 or softcap case against the same case without that one feature (FP8 against
+    bf16), as bench_fa.c variant_base: (case, kind) or (None, None)."""
     if not is_variant(c):
         return None, None
     for b in cases:
         if b is c or b["mask"] != c["mask"] or b["pse"] != c["pse"]:
             continue
         if not all(b[k] == c[k] for k in SHAPE_KEYS + ("layout", "dir", "varlen", "varlen_dense")):
+            continue
+        if c.get("softcap"):
+            if not b.get("softcap") and b["keep"] == c["keep"] and b["det"] == c["det"] and b["dtype"] == c["dtype"]:
+                return b, "ratio_vs_no_softcap"
+            continue
+        if b.get("softcap"):
             continue
         if c["keep"] and not b["keep"] and b["det"] == c["det"] and b["dtype"] == c["dtype"]:
             return b, "ratio_vs_no_dropout"
@@ -187,6 +194,8 @@ def ratio_target(c, kind):
         return "≤ 1.10" if c["dir"] == "bwd" else ""
     if kind == "ratio_vs_bf16":
         return "reported (time ratio)"
+    if kind == "ratio_vs_no_softcap":
+        return "≤ 1.15" if c["dtype"] in ("f32", "bf16") else ""
     if kind == "speedup_vs_torch" and c["keep"]:
         return "≥ 2× (torch's unfused dropout path)"
     if (c["layout"] != "BNSD" or c["D"] != 128 or c["Dv"] != 128 or c["N1"] != c["N2"] or c["B"] != 1

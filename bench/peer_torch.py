@@ -21,7 +21,7 @@ SDPA's boolean attn_mask is True = takes part, so the peer passes ~mask):
   mask=mask1     boolean attn_mask [S1, S2], ~(j > i)
 keep=P runs SDPA with dropout_p = 1 - P (PyTorch's CPU SDPA then takes its
 unfused math path).  Cases with a pse (alibi2, bnss), FP8 cases, det=1
-cases, varlen cases and cases marked peer=no are skipped (listed as skipped,
+cases, softcap cases, varlen cases and cases marked peer=no are skipped (listed as skipped,
 no numbers).
 
 Forward: SDPA under torch.no_grad().  Backward: each repetition builds a fresh
@@ -65,6 +65,8 @@ def skip_reason(c):
         return "FP8: no SDPA equivalent"
     if c["det"]:
         return "det=1: no SDPA equivalent"
+    if c.get("softcap"):
+        return "softcap: no SDPA equivalent"
     return None
 
 

@@ -116,3 +116,19 @@ def test_update_docs(tmp_path):
     doc.write_text("no markers\n")
     assert "not updated" in bench_report.update_docs(str(doc), "x")
     assert doc.read_text() == "no markers\n"
+
+
+def test_softcap_against_the_uncapped_case(tmp_path):
+    """A softcap case takes the same case uncapped as its base (never a dropout case), and no other
+    variant takes a softcap case as its base."""
+    cases = [case("cap", softcap=50.0), case("plain"), case("capdrop", keep=0.9, softcap=50.0), case("drop", keep=0.9),
+             case("fwdcap", direction="fwd", dtype="bf16", softcap=50.0)]
+    (tmp_path / "c.json").write_text(json.dumps(cases))
+    cases = bench_report.read_cases(str(tmp_path / "c.json"), [])
+    assert bench_report.label(cases[0], cases) == "bwd_f32_softcap50"
+    assert bench_report.variant_base(cases[0], cases) == (cases[1], "ratio_vs_no_softcap")
+    assert bench_report.variant_base(cases[2], cases) == (cases[3], "ratio_vs_no_softcap")
+    assert bench_report.variant_base(cases[3], cases) == (cases[1], "ratio_vs_no_dropout")
+    assert bench_report.variant_base(cases[4], cases) == (None, None)
+    assert bench_report.base_of(cases[0], cases) is None
+    assert bench_report.ratio_target(cases[0], "ratio_vs_no_softcap") == "≤ 1.15"
