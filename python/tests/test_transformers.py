@@ -93,17 +93,24 @@ def test_sliding_window_is_applied():
         assert (got - unwindowed(ids).logits).abs().max() > 1e-3, "the window made no difference"
 
 
+def assert_padded_gradients_match(ours, ref, ids, mask):
+    """The causal-LM loss of a left-padded batch: every parameter's gradient equal to ref's.  A pad query
+    sees no key: eager gives it uniform weights over every key, flash-attn (and sdpa) zeros; the last pad
+    position predicts the first real token, so that label is left out with the pads'."""
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, 1:].masked_fill_(mask[:, :-1] == 0, -100)
+    for model in (ours, ref):
+        model.train()
+        model(ids, attention_mask=mask, labels=labels).loss.backward()
+    grads = dict(ref.named_parameters())
+    for name, p in ours.named_parameters():
+        assert_rel(f"grad {name}", p.grad, grads[name].grad)
+
+
 @pytest.mark.parametrize("config", [llama_config, mistral_config])
 def test_gradients_match_sdpa(config):
     ours, sdpa = pair(config())
-    ids, mask = left_padded()
-    labels = ids.masked_fill(mask == 0, -100)
-    for model in (ours, sdpa):
-        model.train()
-        model(ids, attention_mask=mask, labels=labels).loss.backward()
-    grads = dict(sdpa.named_parameters())
-    for name, p in ours.named_parameters():
-        assert_rel(f"grad {name}", p.grad, grads[name].grad)
+    assert_padded_gradients_match(ours, sdpa, *left_padded())
 
 
 def test_generate_gives_sdpas_tokens():
@@ -172,16 +179,7 @@ def test_gemma2_softcap_matches_eager():
         assert (got - uncapped(ids).logits).abs().max() > 0.1 * want.abs().max(), "the cap made no difference"
         assert_rel("padded logits", ours(ids, attention_mask=mask).logits[real],
                    eager(ids, attention_mask=mask).logits[real])
-    # A left-padded row's pad queries see no key: eager gives them uniform weights over every key, flash-attn
-    # (and sdpa) zeros; the last pad position predicts the first real token, so that label is left out too.
-    labels = ids.masked_fill(mask == 0, -100)
-    labels[:, 1:].masked_fill_(mask[:, :-1] == 0, -100)
-    for model in (ours, eager):
-        model.train()
-        model(ids, attention_mask=mask, labels=labels).loss.backward()
-    grads = dict(eager.named_parameters())
-    for name, p in ours.named_parameters():
-        assert_rel(f"grad {name}", p.grad, grads[name].grad)
+    assert_padded_gradients_match(ours, eager, ids, mask)
 
 
 def test_gemma2_generate_and_compile():
