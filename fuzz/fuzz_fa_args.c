@@ -1,7 +1,7 @@
 /* FlashAttentionScore(Grad)'s argument space (issue 16, item 2): random
  * layouts, shapes, GQA ratios, dtypes (FP8 with its scales), masks and
  * sparse modes, pse types and shapes, dropout, prefix and TND lengths, MLA
- * rope, start indices, dropout blocks, attributes, impl, threads -- mostly valid, each
+ * rope, start indices, dropout blocks, attributes (softcap included), impl, threads -- mostly valid, each
  * tensor sometimes perturbed (rank, a dim, the dtype, a stride) or left
  * NULL -- on tiny data.  Every call must keep the contract (fz_check_status:
  * a documented status, a sentence exactly on failure, no output written on
@@ -84,6 +84,8 @@ static void draw_params(fz *f, fz_pool *pool, const problem *pr, attnops_fa_para
     p->pre_tokens = fz_pick_i64(f, tokens, 8), p->next_tokens = fz_pick_i64(f, tokens, 8);
     p->keep_prob = fz_pick_f64(f, keeps, 7), p->scale_value = fz_pick_f64(f, scales, 4);
     p->seed = fz_range(f, 0, 5), p->offset = fz_range(f, 0, 3) * 16;
+    static const double caps[] = {1.0, 50.0, 0.01, -1.0, NAN, INFINITY, 1e-300, 1e300};
+    p->softcap = fz_one_in(f, 4) ? fz_pick_f64(f, caps, 8) : 0.0;
     static const int64_t small[] = {0, 1, 2};
     p->inner_precise = fz_pick_i64(f, small, 3);
     p->impl = (attnops_impl)fz_range(f, 0, fz_one_in(f, 20) ? 6 : 3);
@@ -177,11 +179,11 @@ static void describe(const problem *pr, const attnops_fa_params *p, bool backwar
 {
     snprintf(described, sizeof described,
              "%s layout %d B %lld N1 %lld N2 %lld S1 %lld S2 %lld D %lld Dv %lld Dr %lld dtype %d | mode %lld "
-             "pre %lld next %lld keep %g scale %g pse %s type %lld mask %s prefix %s seqlens %s impl %d threads %d "
+             "pre %lld next %lld keep %g scale %g softcap %g pse %s type %lld mask %s prefix %s seqlens %s impl %d threads %d "
              "det %d inner %lld", backward ? "bwd" : "fwd", (int)pr->layout, (long long)pr->B, (long long)pr->N1,
              (long long)pr->N2, (long long)pr->S1, (long long)pr->S2, (long long)pr->D, (long long)pr->Dv,
              (long long)pr->Dr, (int)pr->dtype, (long long)p->sparse_mode, (long long)p->pre_tokens,
-             (long long)p->next_tokens, p->keep_prob, p->scale_value, p->pse ? "yes" : "no", (long long)p->pse_type,
+             (long long)p->next_tokens, p->keep_prob, p->scale_value, p->softcap, p->pse ? "yes" : "no", (long long)p->pse_type,
              p->atten_mask ? "yes" : "no", p->prefix ? "yes" : "no", p->actual_seq_qlen ? "yes" : "no", (int)p->impl,
              (int)p->num_threads, (int)p->deterministic, (long long)p->inner_precise);
     const attnops_tensor *m = p->atten_mask;
