@@ -88,8 +88,16 @@ def masked_positions(mode, s1, s2, pre, nxt, prefix=None, user_mask=None, band=F
     raise ValueError(mode)
 
 
-def skips_invalid_rows(mode, layout, s1, s2, pre, nxt, prefix):
-    """The golden's conditions for the sentinel behaviour of fully masked rows (spec 1.1)."""
+def band_batch(mode, qlens):
+    """Modes 7/8 (spec 3.2): the band batch is the last (7) / first (8) batch with query rows."""
+    nonempty = [b for b, s in enumerate(qlens) if s]
+    return nonempty[-1] if mode == 7 else nonempty[0]
+
+
+def skips_invalid_rows(mode, layout, s1, s2, pre, nxt, prefix, band=False):
+    """The golden's conditions for the sentinel behaviour of fully masked rows (spec 1.1), for one batch.
+    Modes 7/8 (docs/NUMERICS.md): the band batch takes mode 4's rule, mode 7's other batches mode 3's,
+    mode 8's other batches (mode 2, never a fully masked row) none."""
     if mode == 0:
         return (pre < 0 or nxt < 0) if layout == "TND" else (pre < s1 or nxt < s2)
     if mode == 3:
@@ -98,7 +106,18 @@ def skips_invalid_rows(mode, layout, s1, s2, pre, nxt, prefix):
         return pre < 0 or nxt + s2 < s1
     if mode in (5, 6):
         return any(x == 0 for x in prefix)
+    if mode == 7:
+        return skips_invalid_rows(4 if band else 3, layout, s1, s2, pre, nxt, prefix)
+    if mode == 8:
+        return band and skips_invalid_rows(4, layout, s1, s2, pre, nxt, prefix)
     return False
+
+
+def call_skips_invalid_rows(mode, layout, qlens, kvlens, pre, nxt, prefix):
+    """The call's choice: in TND any batch meeting its rule selects the sentinel for every batch."""
+    band = band_batch(mode, qlens) if mode in (7, 8) else None
+    return any(skips_invalid_rows(mode, layout, s1, s2, pre, nxt, prefix, band=b == band)
+               for b, (s1, s2) in enumerate(zip(qlens, kvlens)))
 
 
 def alibi_bias(slopes, s1, s2, sqrt, q_start=0, kv_start=0):
@@ -136,10 +155,10 @@ def attention(q, k, v, n1, layout, *, scale, sparse_mode=0, pre=2147483647, nxt=
         qs = [torch.cat([a, r], -1) for a, r in zip(qs, split_batches(q_rope, layout, n1, qlens))]
         ks = [torch.cat([a, r], -1) for a, r in zip(ks, split_batches(k_rope, layout, n2, kvlens))]
     g = n1 // n2
-    band_batch = None
-    if sparse_mode in (7, 8):
-        nonempty = [b for b, s in enumerate(qlens) if s]
-        band_batch = nonempty[-1] if sparse_mode == 7 else nonempty[0]
+    band = band_batch(sparse_mode, qlens) if sparse_mode in (7, 8) else None
+    lens = (qlens, kvlens) if layout == "TND" else ([qs[0].shape[1]], [ks[0].shape[1]])
+    skip = inner_precise == 2 or (atten_mask is not None and call_skips_invalid_rows(
+        sparse_mode, layout, *lens, pre, nxt, prefix))
     outs, keep_pos = [], 0
     for b, (qb, kb, vb) in enumerate(zip(qs, ks, vs)):
         s1, s2 = qb.shape[1], kb.shape[1]
@@ -172,7 +191,7 @@ def attention(q, k, v, n1, layout, *, scale, sparse_mode=0, pre=2147483647, nxt=
                 user = atten_mask if atten_mask.dim() == 2 else atten_mask[b if atten_mask.shape[0] > 1 else 0, 0]
                 user = user[:s1, :s2]
             masked = masked_positions(sparse_mode, s1, s2, pre, nxt, None if prefix is None else prefix[b], user,
-                                      band=b == band_batch)
+                                      band=b == band)
         if softcap > 0:
             s = s.masked_fill(masked, MASK_FILL)
         else:
@@ -180,8 +199,7 @@ def attention(q, k, v, n1, layout, *, scale, sparse_mode=0, pre=2147483647, nxt=
         p = torch.softmax(s, dim=-1)
         if layout == "TND":  # the TND golden zeroes masked P after the softmax (spec 1.1)
             p = p.masked_fill(masked, 0.0)
-        if inner_precise == 2 or (atten_mask is not None and skips_invalid_rows(
-                sparse_mode, layout, s1, s2, pre, nxt, prefix)):
+        if skip:
             p = p.masked_fill(masked.all(dim=-1, keepdim=True), 0.0)
         if keep is not None:
             if layout == "TND":

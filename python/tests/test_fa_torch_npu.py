@@ -115,6 +115,39 @@ def test_tnd(mode, pre, nxt):
     assert numels == 4 * sum(a * b for a, b in zip(qlens, kvlens))
 
 
+FLT_MAX = 3.4028234663852886e38
+
+
+@pytest.mark.parametrize("mode,qlens,kvlens", [
+    (7, [5, 0, 3], [2, 0, 3]),  # a batch before the band with S1 > S2: mode 3's rule selects the sentinel
+    (7, [3, 0, 5], [3, 0, 2]),  # the (last) band batch with next + S2 < S1
+    (7, [3, 4], [3, 6]),        # no batch meets a rule: no sentinel
+    (8, [5, 3], [2, 3]),        # the (first) band batch with next + S2 < S1
+    (8, [3, 5], [3, 2]),        # a later batch with S1 > S2 is causal from the top left: no sentinel
+])
+def test_tnd_band_modes_invalid_rows(mode, qlens, kvlens):
+    """Modes 7/8: which batches' rules select the invalid-row sentinel, against the oracle's statement of
+    them (fa_oracle.call_skips_invalid_rows), read from softmax_max / softmax_sum of the fully masked rows."""
+    pre, nxt = 65536, 0
+    mask = compressed_causal()
+    out, smax, ssum, *_ = check_case("TND", F32, qlens=qlens, kvlens=kvlens, sparse_mode=mode, pre_tockens=pre,
+                                     next_tockens=nxt, atten_mask=mask,
+                                     oracle_kw=dict(sparse_mode=mode, pre=pre, nxt=nxt, atten_mask=mask))
+    skip = fa_oracle.call_skips_invalid_rows(mode, "TND", qlens, kvlens, pre, nxt, None)
+    band = fa_oracle.band_batch(mode, qlens)
+    start, checked = 0, 0
+    for b, (s1, s2) in enumerate(zip(qlens, kvlens)):
+        full = fa_oracle.masked_positions(mode, s1, s2, pre, nxt, band=b == band).all(dim=-1)
+        # the statistics' memory is [N1, S1_b, 8] per batch in the [T, N1, 8] tensor (docs/NUMERICS.md)
+        m, l = (t.flatten()[start * 4 * 8:(start + s1) * 4 * 8].view(4, s1, 8)[:, :, 0] for t in (smax, ssum))
+        for i in full.nonzero().flatten().tolist():
+            rows = set(zip(m[:, i].tolist(), l[:, i].tolist()))
+            assert rows == {(-FLT_MAX, FLT_MAX) if skip else (-40000.0, float(s2))}, (b, i, rows)
+            checked += 1
+        start += s1
+    assert checked > 0 or not skip
+
+
 @pytest.mark.parametrize("pse_type", [0, 1])
 @pytest.mark.parametrize("shape", ["BNSS", "1NSS", "BN1S"])
 @pytest.mark.parametrize("dtype", [F32, BF16])
