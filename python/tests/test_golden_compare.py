@@ -145,3 +145,35 @@ def test_fp8_golden_takes_its_block_scales():
     assert _rel(wrong, ref) > 1.0
     with pytest.raises(ValueError, match="d_scale"):
         golden.flash_attention_score(deq[0], deq[1], deq[2], n, "BNSD", d_scale_q=sq)
+
+
+def _fp8_e4m3_round(x):
+    """float8_e4m3fn rounding of float64 values, computed in float64 (no intermediate float32): the
+    quantum is 2^(max(e, -6) - 3) for |x| in [2^e, 2^(e+1)), ties to even (spec 6)."""
+    e = np.maximum(np.floor(np.log2(np.where(x == 0, 1.0, np.abs(x)))), -6.0)
+    quantum = np.exp2(e - 3)
+    return np.round(x / quantum) * quantum
+
+
+def test_fp8_forward_quantises_the_dropped_p():
+    """FP8 forward with dropout against a float64 statement of spec 6: Pq = fp8(P keep / kp) -- the dropout
+    scaling before the quantisation -- and o = sum_j Pq[j] vf[j] (vf the de-quantised values).  The golden
+    computes in double, so the only rounding left is attention_out's to bf16: the comparison takes f32
+    operands (quantising P before the scaling is off by up to half an e4m3 step of P).  The FP8 forward is
+    the reference's only (the fast kernel refuses it)."""
+    rng = np.random.default_rng(1)
+    b, n, s, d, kp, scale = 1, 2, 200, 64, 0.8, 0.1
+    q, k, v = (rng.standard_normal((b, n, s, d)).astype(np.float32) * f for f in (1, 2, 0.5))
+    quant = [golden.fp8_quantize_blocks(x, "BNSD", n) for x in (q, k, v)]
+    (q8, sq), (k8, sk), (v8, sv) = quant
+    out = golden.flash_attention_score(q8, k8, v8, n, "BNSD", scale=scale, keep_prob=kp, seed=5, offset=24,
+                                       d_scale_q=sq, d_scale_k=sk, d_scale_v=sv, d_scale_o=sq)[0]
+    qf, kf, vf = (x.astype(np.float64) * np.repeat(sc.astype(np.float64), 128, axis=2)[:, :, :s] for x, sc in quant)
+    p = qf @ kf.transpose(0, 1, 3, 2) * scale
+    p = np.exp(p - p.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    keep = attnops.dropout_mask(5, 24, kp, n, batch=b, seq_q=s, seq_kv=s).astype(np.float64)
+    ref = _fp8_e4m3_round(p * keep / kp) @ vf
+    assert keep.mean() < 0.9
+    assert_close("attention_out", torch.from_numpy(out.astype(np.float32)), torch.from_numpy(ref), torch.bfloat16,
+                 s, operand=torch.float32)
