@@ -177,3 +177,32 @@ def test_fp8_forward_quantises_the_dropped_p():
     assert keep.mean() < 0.9
     assert_close("attention_out", torch.from_numpy(out.astype(np.float32)), torch.from_numpy(ref), torch.bfloat16,
                  s, operand=torch.float32)
+
+
+def test_benchmark_chain_backward_rounds_every_small_operator():
+    """The triple rule's benchmark chain (impl "benchmark"), backward in f16, against a float64 statement of
+    it (src/ref/fa_ref.c's header): every small operator's result rounded to f16 -- q.k, the scaled score,
+    s - m, exp, P, dy.v, Drow = dy.o, dP - Drow, dS, scale dS and the summed gradients.  numpy rounds float64
+    to f16 directly, as the chain does, and the sums are in float64, so the results agree bit for bit
+    (leaving out Drow's rounding changes about a quarter of dq)."""
+    rng = np.random.default_rng(2)
+    b, n, s1, s2, d, scale = 1, 2, 40, 56, 32, 0.15
+    q, k, v, dy = (rng.standard_normal((b, n, s, d)).astype(np.float16) for s in (s1, s2, s2, s1))
+    out, smax, ssum = golden.flash_attention_score(q, k, v, n, "BNSD", scale=scale)
+    grads = golden.flash_attention_score_grad(q, k, v, dy, out, smax, ssum, n, "BNSD", scale=scale,
+                                              impl="benchmark")
+
+    def r(x):
+        return x.astype(np.float16).astype(np.float64)
+
+    q, k, v, dy, o = (x.astype(np.float64) for x in (q, k, v, dy, out))
+    m, l = (x[..., :1].astype(np.float64) for x in (smax, ssum))
+    kt = k.transpose(0, 1, 3, 2)
+    p = r(r(np.exp(r(r(r(q @ kt) * scale) - m))) / l)
+    drow = r((dy * o).sum(-1, keepdims=True))
+    ds = r(scale * r(p * r(r(dy @ v.transpose(0, 1, 3, 2)) - drow)))
+    expected = (r(ds @ k), r(ds.transpose(0, 1, 3, 2) @ q), r(p.transpose(0, 1, 3, 2) @ dy))
+    for name, a, e in zip(("dq", "dk", "dv"), grads[:3], expected):
+        assert a.dtype == np.float16
+        off = np.count_nonzero(a.astype(np.float64) != e)
+        assert off == 0, f"{name}: {off} of {a.size} elements differ from the chain's statement"
