@@ -53,6 +53,19 @@ static void dual(void)
     TU_CHECK(run(CMP_DUAL, 1, NULL, NULL, 0).n_fail == 0, "dual: a diff at the fp16 floor must be within");
     a[0] = 2.4975e-05;
     TU_CHECK(run(CMP_DUAL, 1, NULL, NULL, 0).n_fail == 1, "dual: a diff past the fp16 floor must be off");
+    /* the fail ratio is over the counted elements: of 200 counted among 1000, one off is 0.5 % (allowed),
+     * two are 1 % (0.2 % of all 1000, so a ratio over every element would pass them) */
+    fill(1000, 1.0, 1.0);
+    for (int i = 0; i < 1000; i++) counted[i] = i >= 800;
+    for (int i = 0; i < 800; i++) a[i] = 2.0; /* outside the counted rows: never counted */
+    a[900] = 1.02;
+    v = run(CMP_DUAL, 1000, counted, NULL, 0);
+    expect("dual: 1 of 200 counted elements off", v, true);
+    TU_CHECK(v.counted == 200 && v.n_fail == 1 && fabs(v.metric[0].value - 0.005) < 1e-15,
+             "dual: %lld counted, %lld off, ratio %g; expected 200, 1, 0.005", (long long)v.counted,
+             (long long)v.n_fail, v.metric[0].value);
+    a[901] = 1.02;
+    expect("dual: 2 of 200 counted elements off", run(CMP_DUAL, 1000, counted, NULL, 0), false);
     /* NaN where the golden has NaN is equal; anywhere else it fails */
     fill(10, 1.0, 1.0);
     a[3] = e[3] = NAN;
