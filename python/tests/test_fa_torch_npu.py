@@ -169,6 +169,21 @@ def test_generated_alibi(pse_type, per_batch):
     _check_op(q, k, v, n1, kw, dict(pse=slopes, pse_type=pse_type, q_start=7, kv_start=3), F32, (s1, s2, 40))
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 12, 20, 24, 40, 64, 100])
+def test_alibi_slopes_are_the_standard_ones(n):
+    """attnops_alibi_slopes (the slopes the harness and the C suites generate) against the oracle's statement
+    of ALiBi's slopes (spec 4.2): for a head count that is not a power of two, the extra slopes take the odd
+    powers of 2^(-4/p).  The library raises a float base to the k-th power, so its relative error grows
+    with k: within (n + 2) 2^-24."""
+    import ctypes
+    from attnops import _lib
+    out = (ctypes.c_float * n)()
+    assert _lib.lib.attnops_alibi_slopes(n, out) == 0
+    got, want = torch.tensor(list(out), dtype=torch.float64), fa_oracle.get_slopes(n).double()
+    rel = ((got - want).abs() / want).max().item()
+    assert rel <= (n + 2) * 2.0 ** -24, (rel, got.tolist(), want.tolist())
+
+
 @pytest.mark.parametrize("pse_type", [2, 3])
 def test_generated_alibi_tnd_trailing_empty_batch(pse_type):
     """Generated ALiBi in TND with a trailing empty batch: valid, since trailing empty batches are dropped
