@@ -196,9 +196,9 @@ def test_benchmark_chain_backward_rounds_every_small_operator():
         return x.astype(np.float16).astype(np.float64)
 
     q, k, v, dy, o = (x.astype(np.float64) for x in (q, k, v, dy, out))
-    m, l = (x[..., :1].astype(np.float64) for x in (smax, ssum))
+    row_max, row_sum = (x[..., :1].astype(np.float64) for x in (smax, ssum))
     kt = k.transpose(0, 1, 3, 2)
-    p = r(r(np.exp(r(r(r(q @ kt) * scale) - m))) / l)
+    p = r(r(np.exp(r(r(r(q @ kt) * scale) - row_max))) / row_sum)
     drow = r((dy * o).sum(-1, keepdims=True))
     ds = r(scale * r(p * r(r(dy @ v.transpose(0, 1, 3, 2)) - drow)))
     expected = (r(ds @ k), r(ds.transpose(0, 1, 3, 2) @ q), r(p.transpose(0, 1, 3, 2) @ dy))
