@@ -1,7 +1,9 @@
 /* CPU detection and the kernel sets it selects (kernels.h, isa.h).  The
- * framework code never names an ISA; only the ISA folders are compiled with
- * ISA flags, and they are reached only through the sets built here.  Adding
- * an ISA is one folder and one line of `isas`. */
+ * framework code never names an ISA; only the ISA folders and the vector
+ * kernels (src/cpu/simd/) are compiled with ISA flags, and they are reached
+ * only through the sets built here.  Adding an ISA with a vector vocabulary
+ * is its header (src/cpu/simd/<isa>.h), its flags in CMakeLists.txt
+ * (attnops_simd_kernels) and one line of `isas`. */
 #include "cpu/isa.h"
 
 #include <pthread.h>
@@ -62,8 +64,8 @@ typedef struct isa_info {
 static const isa_info isas[] = {
     {"portable", always, {&cpu_kernels_portable}, NULL, {128}},
 #if defined(__x86_64__)
-    {"avx2", x86_avx2, {&cpu_kernels_avx2}, "hsw", {64}},
-    {"avx512", x86_avx512, {&cpu_kernels_avx512}, "", {128}},
+    {"avx2", x86_avx2, {&cpu_kernels_simd__avx2, &cpu_kernels_philox__avx2}, "hsw", {64}},
+    {"avx512", x86_avx512, {&cpu_kernels_simd__avx512, &cpu_kernels_philox__avx512}, "", {128}},
 #elif defined(__aarch64__)
     /* ASIMD is mandatory in AArch64.  The GEMM target is no libxsmm name:
      * tile_gemm.c runs our NEON GEMMs there. */

@@ -2,9 +2,12 @@
  * operator (FlashAttention, KeyPool, AttnRes), the only way the drivers
  * reach ISA-specific code.
  *
- * Each ISA folder (src/cpu/portable, src/cpu/avx2, src/cpu/avx512,
- * src/cpu/neon) defines cpu_kernel_sets with designated initializers, one
- * per file, naming only the kernels it has.  isa.c fills the table of every
+ * The kernels are written once on a vector vocabulary (src/cpu/simd/:
+ * kernels_simd.c compiled per ISA with its header, symbols name__isa) where
+ * the ISA has one; what an ISA does its own way (Philox lanes: src/cpu/avx2,
+ * src/cpu/avx512) and src/cpu/portable, src/cpu/neon define cpu_kernel_sets
+ * with designated initializers, one per file, naming only the kernels they
+ * have.  isa.c fills the table of every
  * ISA the CPU supports the way BLIS configures its reference kernels first:
  * the portable set (complete), then each ISA in order overriding what it
  * defines, so an ISA inherits whatever it leaves out from the ISA before it.  The *_KERNEL_NAMES lists name every
@@ -197,8 +200,10 @@ const cpu_kernel_set *cpu_kernels(void);
 /* What each ISA folder defines (partial but for the portable set). */
 extern const cpu_kernel_set cpu_kernels_portable;
 #if defined(__x86_64__)
-extern const cpu_kernel_set cpu_kernels_avx2;
-extern const cpu_kernel_set cpu_kernels_avx512;
+extern const cpu_kernel_set cpu_kernels_simd__avx2;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/avx2.h */
+extern const cpu_kernel_set cpu_kernels_philox__avx2; /* src/cpu/avx2/philox_avx2.c */
+extern const cpu_kernel_set cpu_kernels_simd__avx512;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/avx512.h */
+extern const cpu_kernel_set cpu_kernels_philox__avx512; /* src/cpu/avx512/philox_avx512.c */
 #elif defined(__aarch64__)
 extern const cpu_kernel_set cpu_kernels_neon_fa;   /* src/cpu/neon/fa_neon.c: the FlashAttention table */
 extern const cpu_kernel_set cpu_kernels_neon_rows; /* src/cpu/neon/rows_neon.c: KeyPool and AttnRes */

@@ -1,0 +1,488 @@
+/* The inventories' element-wise and row kernels (kernels.h states each
+ * contract; portable/kernels_portable.c is the plain-C statement of it),
+ * written once on the vector vocabulary of simd.h and compiled once per ISA
+ * with that ISA's header (ATTNOPS_SIMD_VOCABULARY) and flags
+ * (CMakeLists.txt, attnops_simd_kernels).  Element-wise results are the same
+ * bits on every ISA by construction; reductions keep each ISA's order,
+ * which follows from VW and the vocabulary's reductions.  What differs in
+ * its algorithm per ISA (the Philox lanes) stays in the ISA's folder.
+ *
+ * A step of VW elements takes the count n of those present (n < VW only in
+ * a row's tail).  Row sums of 32 elements a step keep 32 / VW accumulators,
+ * combined pairwise before the horizontal sum: every ISA sums element d
+ * into partial d % 32. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu/kernels.h"
+
+#include ATTNOPS_SIMD_VOCABULARY
+#include "cpu/simd/simd.h"
+
+#define K(name) SIMD_KERNEL(name)
+
+enum { ROW_STEP = 32, ACCS = ROW_STEP / VW };
+
+/* a[0] + a[1] + ... pairwise: ((a0 + a1) + (a2 + a3)) + ... */
+SIMD_INLINE vf combine(const vf *a, int n)
+{
+    return n == 1 ? a[0] : v_add(combine(a, n / 2), combine(a + n / 2, n / 2));
+}
+
+SIMD_INLINE vd combine_d(const vd *a, int n)
+{
+    return n == 1 ? a[0] : vd_add(combine_d(a, n / 2), combine_d(a + n / 2, n / 2));
+}
+
+/* ---- FlashAttention ---- */
+
+static void K(fa_softmax_fwd)(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l,
+                              float *alpha)
+{
+    const vf vscale = v_set1(scale), ninf = v_set1(-INFINITY);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * cols;
+        vf vmax = ninf;
+        for (int c = 0; c < valid_cols; c += VW) {
+            const int n = valid_cols - c;
+            const vf x = v_mul(v_loadn(row + c, n), vscale);
+            v_storen(row + c, n, x);
+            vmax = v_max(vmax, n >= VW ? x : v_select(vm_tail(n), x, ninf));
+        }
+        float mx = v_hmax(vmax);
+        if (m[r] > mx) mx = m[r];
+        alpha[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - mx);
+        const vf vm = v_set1(mx);
+        /* one accumulator: exp's throughput bounds this loop, not the add's latency (a second one
+         * spills a register and measured slower on AVX2) */
+        vf sum = v_zero();
+        for (int c = 0; c < cols; c += VW) {
+            const vf e = v_maskz(vm_tail(valid_cols - c), v_exp(v_sub(v_loadn(row + c, cols - c), vm)));
+            v_storen(row + c, cols - c, e);
+            sum = v_add(sum, e);
+        }
+        l[r] = l[r] * alpha[r] + v_hsum(sum);
+        m[r] = mx;
+    }
+}
+
+static void K(fa_softmax_bwd)(float *s, float *dp, int rows, int cols, int valid_cols, float scale, const float *m,
+                              const float *l, const float *drow)
+{
+    const vf vscale = v_set1(scale);
+    for (int r = 0; r < rows; r++) {
+        float *ps = s + (size_t)r * cols, *pd = dp + (size_t)r * cols;
+        const vf vm = v_set1(m[r]), vl = v_set1(l[r]), vd = v_set1(drow[r]);
+        for (int c = 0; c < cols; c += VW) {
+            const int n = cols - c;
+            const vf x = v_fms(v_loadn(ps + c, n), vscale, vm);
+            const vf p = v_maskz(vm_tail(valid_cols - c), v_div(v_exp(x), vl));
+            v_storen(ps + c, n, p);
+            v_storen(pd + c, n, v_mul(p, v_sub(v_loadn(pd + c, n), vd)));
+        }
+    }
+}
+
+static void K(fa_to_bf16)(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni)
+{
+    if (!vnni) {
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c += VW)
+                vh_storen(dst + (size_t)r * ld_dst + c, cols - c, v_bf16(v_loadn(src + (size_t)r * cols + c, cols - c)));
+        return;
+    }
+    /* VNNI-2: rows r and r+1 interleave, one 32-bit pair per column. */
+    for (int r = 0; r < rows; r += 2)
+        for (int c = 0; c < cols; c += VW) {
+            const int n = cols - c;
+            const float *lo = src + (size_t)r * cols + c, *hi = lo + cols;
+            const vi pair = v_bf16_pairs(v_loadn(lo, n), v_loadn(hi, n));
+            v_storen((float *)(dst + ((size_t)(r / 2) * ld_dst + c) * 2), n, v_from_bits(pair));
+        }
+}
+
+static void K(fa_round_bf16)(float *x, int n)
+{
+    for (int i = 0; i < n; i += VW) v_storen(x + i, n - i, v_bf16_round(v_loadn(x + i, n - i)));
+}
+
+static void K(fa_scale_rows)(float *o, int rows, int cols, const float *alpha)
+{
+    for (int r = 0; r < rows; r++) {
+        const vf a = v_set1(alpha[r]);
+        float *row = o + (size_t)r * cols;
+        for (int c = 0; c < cols; c += VW) v_storen(row + c, cols - c, v_mul(v_loadn(row + c, cols - c), a));
+    }
+}
+
+static void K(fa_f16_to_f32)(const uint16_t *src, int n, float *dst)
+{
+    for (int i = 0; i < n; i += VW) v_storen(dst + i, n - i, vh_f16_to_f32(vh_loadn(src + i, n - i)));
+}
+
+static void K(fa_f32_to_f16)(const float *src, int n, uint16_t *dst)
+{
+    for (int i = 0; i < n; i += VW) vh_storen(dst + i, n - i, v_f16(v_loadn(src + i, n - i)));
+}
+
+static void K(fa_add_bias)(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
+                           int64_t ld_b, bool add_then_scale)
+{
+    const vf vs = v_set1(scale);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * ld_s;
+        for (int c = 0; c < cols; c += VW) {
+            const int n = cols - c;
+            const vf x = v_loadn(row + c, n), y = v_load_dt(bias, dtype, r * ld_b + c, n);
+            v_storen(row + c, n, add_then_scale ? v_mul(v_add(x, y), vs) : v_fma(x, vs, y));
+        }
+    }
+}
+
+static void K(fa_add_alibi)(float *s, int rows, int cols, int ld_s, float scale, float slope, float d0, bool sqrt_dist)
+{
+    const vf vs = v_set1(scale), vslope = v_set1(-slope), iota = v_iota(), sign = v_set1(-0.0f);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * ld_s;
+        for (int c = 0; c < cols; c += VW) {
+            const int n = cols - c;
+            /* |d0 - r + c + lane| is an exact small integer in float */
+            vf d = v_andnot(sign, v_add(v_set1(d0 - (float)r + (float)c), iota));
+            if (sqrt_dist) d = v_sqrt(d);
+            v_storen(row + c, n, v_fma(vslope, d, v_mul(v_loadn(row + c, n), vs)));
+        }
+    }
+}
+
+/* fa_fp8_round_f32 on VW lanes: quantum = 2^(max(exponent, emin) - mantissa
+ * bits) built from the exponent field, y = |x| / quantum (multiplying by the
+ * exact power of two 1 / quantum), rounded to nearest even. */
+static void K(fa_fp8_round)(float *x, int n, float scale, const fa_fp8_format *f)
+{
+    const vi absmask = vi_set1(0x7fffffff), inf_bits = vi_set1(0x7f800000);
+    const vi emin = vi_set1(f->emin + 127), man = vi_set1(f->man_bits), two_bias = vi_set1(254);
+    const vf sc = v_set1(scale), max_finite = v_set1(f->max_finite), overflow = v_set1(f->overflow);
+    for (int i = 0; i < n; i += VW) {
+        const vf v = v_mul(v_loadn(x + i, n - i), sc);
+        const vi u = v_bits(v), a = vi_and(u, absmask);
+        const vi qexp = vi_sub(vi_max(vi_srli(a, 23), emin), man);
+        const vf quantum = v_from_bits(vi_slli(qexp, 23));
+        const vf inv = v_from_bits(vi_slli(vi_sub(two_bias, qexp), 23));
+        vf r = v_mul(v_round_even(v_mul(v_from_bits(a), inv)), quantum);
+        r = v_select(vm_gt(r, max_finite), overflow, r);
+        r = v_select(vm_eq_i(a, inf_bits), overflow, r);     /* +-inf */
+        r = v_select(vm_gt_i(a, inf_bits), v_from_bits(a), r); /* NaN (a, inf_bits >= 0 as signed) */
+        v_storen(x + i, n - i, v_or(r, v_from_bits(vi_and(u, vi_set1((int32_t)0x80000000u)))));
+    }
+}
+
+static float K(fa_abs_max)(const float *x, int n)
+{
+    const vf sign = v_set1(-0.0f);
+    vf m = v_zero();
+    for (int i = 0; i < n; i += VW) /* max(|x|, m): a NaN lane keeps m, as fmaxf ignores NaN */
+        m = v_max(v_andnot(sign, v_loadn(x + i, n - i)), m);
+    return v_hmax(m);
+}
+
+static void K(fa_scale2)(float *y, const float *x, int n, float a, float b, bool accumulate)
+{
+    const vf va = v_set1(a), vb = v_set1(b);
+    for (int i = 0; i < n; i += VW) {
+        vf v = v_mul(v_mul(v_loadn(x + i, n - i), va), vb);
+        if (accumulate) v = v_add(v_loadn(y + i, n - i), v);
+        v_storen(y + i, n - i, v);
+    }
+}
+
+static void K(fa_apply_keep)(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale)
+{
+    const vf sc = v_set1(scale);
+    for (int r = 0; r < rows; r++) {
+        float *row = x + (size_t)r * (size_t)ld;
+        const uint8_t *kr = keep + (size_t)r * (size_t)ld;
+        for (int c = 0; c < cols; c += VW) {
+            const int n = cols - c;
+            v_storen(row + c, n, v_mul(v_loadn(row + c, n), v_mul(v_load_u8n(kr + c, n), sc)));
+        }
+    }
+}
+
+static void K(fa_softcap)(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh)
+{
+    const vf vin = v_set1(in_scale), vout = v_set1(out_scale);
+    for (int r = 0; r < rows; r++) {
+        float *row = s + (size_t)r * (size_t)ld;
+        float *drow = dtanh ? dtanh + (size_t)r * (size_t)ld : NULL;
+        for (int c = 0; c < cols; c += VW) {
+            const int n = cols - c;
+            vf d;
+            const vf t = v_tanh(v_mul(v_loadn(row + c, n), vin), &d);
+            v_storen(row + c, n, v_mul(t, vout));
+            if (drow) v_storen(drow + c, n, d);
+        }
+    }
+}
+
+static void K(fa_softcap_grad)(float *ds, const float *dtanh, int rows, int cols, int ld)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = ds + (size_t)r * (size_t)ld;
+        const float *drow = dtanh + (size_t)r * (size_t)ld;
+        for (int c = 0; c < cols; c += VW)
+            v_storen(row + c, cols - c, v_mul(v_loadn(row + c, cols - c), v_loadn(drow + c, cols - c)));
+    }
+}
+
+/* ---- KeyPool ---- */
+
+static void K(kp_group_pool)(const float *const *key, const float *const *gate, const float *ape, int R, int D,
+                             bool bf16, float *out)
+{
+    vf e[128];
+    for (int d = 0; d < D; d += VW) {
+        const int n = D - d;
+        vf m = v_set1(-INFINITY), sum = v_zero(), acc = v_zero();
+        for (int r = 0; r < R; r++) {
+            e[r] = v_add(v_loadn(gate[r] + d, n), v_loadn(ape + (size_t)r * D + d, n));
+            m = v_max(m, e[r]);
+        }
+        for (int r = 0; r < R; r++) sum = v_add(sum, e[r] = v_exp(v_sub(e[r], m)));
+        for (int r = 0; r < R; r++) { /* mul then add: no contraction, as the contract states */
+            const vf q = v_div(e[r], sum);
+            const vf w = bf16 ? v_bf16_round(q) : vh_f16_to_f32(v_f32_to_f16_raw(q)); /* weights are finite */
+            acc = v_add(acc, v_mul(w, v_loadn(key[r] + d, n)));
+        }
+        v_storen(out + d, n, acc);
+    }
+}
+
+/* ---- Block Attention Residuals ---- */
+
+/* The products of 16 floats a step widened to double (which holds them
+ * exactly) into 2 * 16 / VW accumulators per sum, a partial step's VW into
+ * the first two; one line of next per line of v prefetched into L2, so the
+ * row after this one streams in while this one is summed. */
+static void K(ar_dots_f64)(const float *v, int D, const float *x, const float *y, float *vx, float *vy,
+                           const void *next)
+{
+    enum { STEP = 16, VECS = STEP / VW };
+    const char *ahead = next;
+    vd sx[2 * VECS], sy[2 * VECS];
+    for (int i = 0; i < 2 * VECS; i++) sx[i] = sy[i] = vd_zero();
+    int d = 0;
+    for (; d + STEP <= D; d += STEP) {
+        if (ahead) v_prefetch_l2(ahead + 4 * d);
+        for (int j = 0; j < VECS; j++) {
+            const vf a = v_load(v + d + j * VW), b = x ? v_load(x + d + j * VW) : a, c = v_load(y + d + j * VW);
+            const vd a0 = vd_widen_lo(a), a1 = vd_widen_hi(a);
+            sx[2 * j] = vd_fma(a0, vd_widen_lo(b), sx[2 * j]), sx[2 * j + 1] = vd_fma(a1, vd_widen_hi(b), sx[2 * j + 1]);
+            sy[2 * j] = vd_fma(a0, vd_widen_lo(c), sy[2 * j]), sy[2 * j + 1] = vd_fma(a1, vd_widen_hi(c), sy[2 * j + 1]);
+        }
+    }
+    for (; d < D; d += VW) {
+        const int n = D - d;
+        const vf a = v_loadn(v + d, n), b = x ? v_loadn(x + d, n) : a, c = v_loadn(y + d, n);
+        const vd a0 = vd_widen_lo(a), a1 = vd_widen_hi(a);
+        sx[0] = vd_fma(a0, vd_widen_lo(b), sx[0]), sx[1] = vd_fma(a1, vd_widen_hi(b), sx[1]);
+        sy[0] = vd_fma(a0, vd_widen_lo(c), sy[0]), sy[1] = vd_fma(a1, vd_widen_hi(c), sy[1]);
+    }
+    *vx = (float)vd_hsum(combine_d(sx, 2 * VECS));
+    *vy = (float)vd_hsum(combine_d(sy, 2 * VECS));
+}
+
+/* 32 elements a step, one line of next per line of v prefetched into L2. */
+static void K(ar_dots)(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
+                       const void *next)
+{
+    const char *ahead = next;
+    const int64_t esize = (int64_t)attnops_dtype_size(dt);
+    vf sx[ACCS], sy[ACCS];
+    for (int i = 0; i < ACCS; i++) sx[i] = sy[i] = v_zero();
+    int d = 0;
+    for (; d + ROW_STEP <= D; d += ROW_STEP) {
+        if (ahead) {
+            v_prefetch_l2(ahead + d * esize);
+            if (esize == 4) v_prefetch_l2(ahead + d * esize + 64);
+        }
+        for (int j = 0; j < ACCS; j++) {
+            const vf a = v_load_dt(v, dt, d + j * VW, VW);
+            sx[j] = v_fma(a, x ? v_load(x + d + j * VW) : a, sx[j]);
+            sy[j] = v_fma(a, v_load(y + d + j * VW), sy[j]);
+        }
+    }
+    for (; d < D; d += VW) {
+        const int n = D - d;
+        const vf a = v_load_dt(v, dt, d, n);
+        sx[0] = v_fma(a, x ? v_loadn(x + d, n) : a, sx[0]);
+        sy[0] = v_fma(a, v_loadn(y + d, n), sy[0]);
+    }
+    *vx = v_hsum(combine(sx, ACCS));
+    *vy = v_hsum(combine(sy, ACCS));
+}
+
+static void K(ar_accumulate)(float *acc, float c, float e, const void *v, attnops_dtype dt, int D)
+{
+    const vf vc = v_set1(c), ve = v_set1(e);
+    for (int d = 0; d < D; d += VW) {
+        const int n = D - d;
+        vf a = v_loadn(acc + d, n);
+        if (c != 1.0f) a = v_mul(a, vc); /* c = 1: a * 1 = a exactly */
+        v_storen(acc + d, n, v_fma(v_load_dt(v, dt, d, n), ve, a));
+    }
+}
+
+static void K(ar_store_div)(void *out, attnops_dtype out_dt, const float *src, float div, int D)
+{
+    const vf vd = v_set1(div);
+    for (int d = 0; d < D; d += VW) v_store_dt(out, out_dt, d, D - d, v_div(v_loadn(src + d, D - d), vd));
+}
+
+/* The pair-split chunk of 32 elements from element d: q[k] = layout
+ * positions d + VW k .. d + VW k + VW - 1, so q[0 .. ACCS/2) hold the even
+ * elements of the chunk's 16-element halves and q[ACCS/2 ..) their odd ones. */
+typedef struct split_chunk {
+    vf q[ACCS];
+} split_chunk;
+
+enum { HALF = ACCS / 2 }; /* VW pairs per 16-bit vector: the chunk is HALF of them */
+
+/* The chunk of 32 bf16 from element d (a tail of D - d < 32 zero-filled). */
+SIMD_INLINE split_chunk split32(const uint16_t *v, int d, int D)
+{
+    split_chunk c;
+    for (int j = 0; j < HALF; j++) {
+        const vi raw = vp_loadn(v + d + 2 * VW * j, D - d - 2 * VW * j);
+        c.q[j] = vp_bf16_even(raw), c.q[HALF + j] = vp_bf16_odd(raw);
+    }
+    return c;
+}
+
+/* The same chunk of natural f32 src. */
+SIMD_INLINE split_chunk split32_f32(const float *src, int d, int D)
+{
+    split_chunk c;
+    for (int j = 0; j < HALF; j++) {
+        const int at = d + 2 * VW * j, t = D - at;
+        const vf a = t > 0 ? v_loadn(src + at, t) : v_zero(), b = t > VW ? v_loadn(src + at + VW, t - VW) : v_zero();
+        v_unzip(a, b, &c.q[j], &c.q[HALF + j]);
+    }
+    return c;
+}
+
+/* Elements d .. d + t - 1 (t <= 32) of chunk c, in natural order: bf16
+ * (streamed when asked and whole) or f32. */
+SIMD_INLINE void store_split32(void *out, attnops_dtype out_dt, int d, int t, split_chunk c, bool stream)
+{
+    for (int j = 0; j < HALF; j++) {
+        const int at = 2 * VW * j;
+        if (out_dt == ATTNOPS_DTYPE_BF16) {
+            uint16_t *o = (uint16_t *)out + d + at;
+            const vi pairs = v_bf16_pairs(c.q[j], c.q[HALF + j]);
+            if (t == ROW_STEP && stream) vp_stream(o, pairs);
+            else if (t > at) vp_storen(o, t - at, pairs);
+            continue;
+        }
+        float *o = (float *)out + d + at;
+        vf lo, hi;
+        v_zip(c.q[j], c.q[HALF + j], &lo, &hi);
+        if (t > at) v_storen(o, t - at, lo);
+        if (t > at + VW) v_storen(o + VW, t - at - VW, hi);
+    }
+}
+
+/* A chunk a step into ACCS accumulators per sum, one line of next
+ * prefetched into L2 per line of v. */
+static void K(ar_dots_split)(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
+                             const void *next)
+{
+    vf sx[ACCS], sy[ACCS];
+    for (int i = 0; i < ACCS; i++) sx[i] = sy[i] = v_zero();
+    for (int d = 0; d < D; d += ROW_STEP) {
+        const split_chunk c = split32(v, d, D);
+        if (next) v_prefetch_l2((const char *)next + 2 * d);
+        for (int j = 0; j < ACCS; j++) {
+            sx[j] = v_fma(c.q[j], xs ? v_load(xs + d + j * VW) : c.q[j], sx[j]);
+            sy[j] = v_fma(c.q[j], v_load(ys + d + j * VW), sy[j]);
+        }
+    }
+    *vx = v_hsum(combine(sx, ACCS));
+    *vy = v_hsum(combine(sy, ACCS));
+}
+
+static void K(ar_accumulate_split)(float *accs, float c, float e, const uint16_t *v, int D)
+{
+    const vf vc = v_set1(c), ve = v_set1(e);
+    for (int d = 0; d < D; d += ROW_STEP) {
+        const split_chunk x = split32(v, d, D);
+        for (int j = 0; j < ACCS; j++) {
+            float *p = accs + d + j * VW;
+            vf a = v_load(p);
+            if (c != 1.0f) a = v_mul(a, vc); /* c = 1: a * 1 = a exactly */
+            v_store(p, v_fma(x.q[j], ve, a));
+        }
+    }
+}
+
+static void K(ar_store_div_split)(void *out, attnops_dtype out_dt, const float *srcs, float div, int D)
+{
+    const vf vd = v_set1(div);
+    for (int d = 0; d < D; d += ROW_STEP) {
+        split_chunk c;
+        for (int j = 0; j < ACCS; j++) c.q[j] = v_div(v_load(srcs + d + j * VW), vd);
+        store_split32(out, out_dt, d, D - d < ROW_STEP ? D - d : ROW_STEP, c, false);
+    }
+}
+
+static void K(ar_grad_row_split)(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
+                                 float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream)
+{
+    stream = stream && out_dt == ATTNOPS_DTYPE_BF16 && ((uintptr_t)out & (sizeof(vi) - 1)) == 0;
+    const vf va = v_set1(a), vb = v_set1(b), ve = v_set1(e);
+    for (int d = 0; d < D; d += ROW_STEP) {
+        const split_chunk x = dt == ATTNOPS_DTYPE_BF16 ? split32(v, d, D) : split32_f32(v, d, D);
+        split_chunk o;
+        for (int j = 0; j < ACCS; j++) { /* a g + b y + e x; u += b x */
+            const int at = d + j * VW;
+            vf r = v_mul(v_load(gs + at), va);
+            r = v_fma(v_load(ys + at), vb, r);
+            v_store(us + at, v_fma(x.q[j], vb, v_load(us + at)));
+            o.q[j] = v_fma(x.q[j], ve, r);
+        }
+        store_split32(out, out_dt, d, D - d < ROW_STEP ? D - d : ROW_STEP, o, stream);
+    }
+    if (stream) v_stream_fence();
+}
+
+static void K(ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
+                           float e, void *out, attnops_dtype out_dt, float *u, bool stream)
+{
+    /* the common large case: bf16 rows on vector boundaries, written whole without reading them first */
+    stream = stream && out_dt == ATTNOPS_DTYPE_BF16 && ((uintptr_t)out & (sizeof(vh) - 1)) == 0;
+    const vf va = v_set1(a), vb = v_set1(b), ve = v_set1(e);
+    for (int d = 0; d < D; d += VW) {
+        const int n = D - d;
+        const vf x = v_load_dt(v, dt, d, n);
+        vf r = v_mul(v_loadn(g + d, n), va);
+        r = v_fma(v_loadn(y + d, n), vb, r);
+        const vf o = v_fma(x, ve, r);
+        if (stream && n >= VW) vh_stream((uint16_t *)out + d, v_bf16(o));
+        else v_store_dt(out, out_dt, d, n, o);
+        v_storen(u + d, n, v_fma(x, vb, v_loadn(u + d, n)));
+    }
+    if (stream) v_stream_fence();
+}
+
+/* Everything but the Philox kernels, whose lanes each ISA lays out its own way. */
+const cpu_kernel_set K(cpu_kernels_simd) = {
+    .fa = {.softmax_fwd = K(fa_softmax_fwd), .softmax_bwd = K(fa_softmax_bwd), .to_bf16 = K(fa_to_bf16),
+           .round_bf16 = K(fa_round_bf16), .f16_to_f32 = K(fa_f16_to_f32), .f32_to_f16 = K(fa_f32_to_f16),
+           .scale_rows = K(fa_scale_rows), .add_bias = K(fa_add_bias), .add_alibi = K(fa_add_alibi),
+           .fp8_round = K(fa_fp8_round), .abs_max = K(fa_abs_max), .scale2 = K(fa_scale2),
+           .apply_keep = K(fa_apply_keep), .softcap = K(fa_softcap), .softcap_grad = K(fa_softcap_grad)},
+    .kp = {.group_pool = K(kp_group_pool)},
+    .ar = {.ar_dots = K(ar_dots), .ar_dots_f64 = K(ar_dots_f64), .ar_accumulate = K(ar_accumulate),
+           .ar_store_div = K(ar_store_div), .ar_dots_split = K(ar_dots_split),
+           .ar_accumulate_split = K(ar_accumulate_split), .ar_store_div_split = K(ar_store_div_split),
+           .ar_grad_row_split = K(ar_grad_row_split), .ar_grad_row = K(ar_grad_row)},
+};
