@@ -139,7 +139,8 @@ def test_tnd_band_modes_invalid_rows(mode, qlens, kvlens):
     for b, (s1, s2) in enumerate(zip(qlens, kvlens)):
         full = fa_oracle.masked_positions(mode, s1, s2, pre, nxt, band=b == band).all(dim=-1)
         # the statistics' memory is [N1, S1_b, 8] per batch in the [T, N1, 8] tensor (docs/NUMERICS.md)
-        row_max, row_sum = (t.flatten()[start * 4 * 8:(start + s1) * 4 * 8].view(4, s1, 8)[:, :, 0] for t in (smax, ssum))
+        row_max, row_sum = (t.flatten()[start * 4 * 8:(start + s1) * 4 * 8].view(4, s1, 8)[:, :, 0]
+                            for t in (smax, ssum))
         for i in full.nonzero().flatten().tolist():
             rows = set(zip(row_max[:, i].tolist(), row_sum[:, i].tolist()))
             assert rows == {(-FLT_MAX, FLT_MAX) if skip else (-40000.0, float(s2))}, (b, i, rows)
