@@ -1132,7 +1132,7 @@ int main(int argc, char **argv)
 
     /* the FLOP/s ceiling of the ISA in use, then the tile-GEMM peaks (libxsmm
      * set up by the library first, so a forced ATTNOPS_ISA targets the probe too) */
-    const double ceiling = no_peak ? NAN : fma_ceiling_gflops(attnops_cpu_isa(), threads, 5);
+    const double ceiling = no_peak ? NAN : fma_ceiling_gflops(threads, 5);
     (void)attnops_gemm_backend(ATTNOPS_DTYPE_F32);
     gemm_bench gb[2];
     int have_peak[2] = {0, 0};

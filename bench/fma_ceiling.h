@@ -1,16 +1,12 @@
-/* The machine's FLOP/s ceiling for the ISA in use: a register-only loop of
- * independent FMA chains (no memory traffic), on every thread at once. */
+/* The machine's FLOP/s ceiling for the ISA in use: the kernel table's
+ * register-only loop of independent FMA chains (peak.fma_chains, no memory
+ * traffic), on every thread at once. */
 #ifndef ATTNOPS_BENCH_FMA_CEILING_H
 #define ATTNOPS_BENCH_FMA_CEILING_H
 
-/* GFLOP/s of `threads` threads running the loop of `isa` ("avx2",
- * "avx512"), the median of `reps` timings; NaN for an ISA with no loop here
- * (portable) or off x86-64. */
-double fma_ceiling_gflops(const char *isa, int threads, int reps);
-
-/* One thread's loop: iters x 12 chains x (lanes) FMAs; returns a value
- * depending on every chain so the loop cannot be removed. */
-float fma_loop_avx2(long iters);
-float fma_loop_avx512(long iters);
+/* GFLOP/s of `threads` threads running the fma_chains kernel of the ISA in
+ * use (ATTNOPS_ISA chooses it, as it does the library's), the median of
+ * `reps` timings.  For the portable kernels it is the scalar C ceiling. */
+double fma_ceiling_gflops(int threads, int reps);
 
 #endif

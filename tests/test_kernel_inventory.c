@@ -9,7 +9,9 @@
  * ragged tiles, NaN, inf and subnormals included, and vec_tanh_ref itself
  * within its ulp bounds of tanh in double), otherwise within the
  * bound its numerics allow, against the portable kernel or a statement in
- * double (softmax steps, score biases, KeyPool pooling, AttnRes rows).
+ * double (softmax steps, score biases, KeyPool pooling, AttnRes rows, the
+ * fp32 tile GEMM, the FMA ceiling loop), and the golden's double block
+ * products bit for bit their scalar definitions (check_ref_block.c).
  * Each (kernel, ISA) prints one line: ok, FAIL, or SKIPPED when the CPU
  * lacks the ISA; a kernel of the inventory without a check here fails.
  * A self-test then replaces each kernel, alone, by a slightly wrong one (one
@@ -24,6 +26,7 @@
 #include "cpu/kernels.h"
 #include "cpu/vec_exp.h"
 #include "cpu/vec_tanh.h"
+#include "check_ref_block.h"
 #include "fa/fa_fp8.h"
 #include "testutil.h"
 #include "suite.h"
@@ -106,7 +109,7 @@ static void check_fp8(const fa_kernels *k, const char *isa, attnops_dtype fp8)
 {
     enum { N = 4096 };
     static float in[N], out[N];
-    const fa_fp8_format f = fa_fp8_format_of(fp8);
+    const ao_f8_format f = ao_f8_format_of(fp8);
     const bool e4m3 = fp8 == ATTNOPS_DTYPE_F8_E4M3FN;
     long bad = 0;
     int n = 0;
@@ -754,7 +757,82 @@ static void run_softcap(const cpu_kernel_set *k, const char *isa)
     if (!accuracy_checked) check_tanh_accuracy(), accuracy_checked = true;
     check_softcap(&k->fa, isa);
 }
+/* gemm_f32 against the product in double, both forms of A, with and
+ * without accumulation, ragged shapes in padded leading dimensions: each
+ * element within gamma(2K + 2) of the sum of the magnitudes of its terms
+ * (one rounding per add and per product at most), and the columns past N
+ * of each row untouched. */
+static void check_gemm(const gemm_kernels *k, const char *isa)
+{
+    static const int shapes[][3] = {{1, 1, 1}, {4, 16, 64}, {5, 19, 33}, {64, 64, 128}, {7, 3, 130}, {17, 68, 2}};
+    enum { LDA = 140, LDB = 80, LDC = 75, MAXM = 64, MAXK = 130 };
+    static float a[MAXK * LDA], b[MAXK * LDB], c0[MAXM * LDC], c[MAXM * LDC];
+    tu_rng r = tu_rng_make(21);
+    for (int i = 0; i < MAXK * LDA; i++) a[i] = (float)tu_randn(&r);
+    for (int i = 0; i < MAXK * LDB; i++) b[i] = (float)tu_randn(&r);
+    for (int i = 0; i < MAXM * LDC; i++) c0[i] = (float)tu_randn(&r);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int form = 0; form < 4; form++) {
+            const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            const bool trans_a = form & 1, acc = form & 2;
+            memcpy(c, c0, sizeof c);
+            k->gemm_f32(trans_a, M, N, K, a, LDA, b, LDB, c, LDC, acc);
+            const double n = 2.0 * K + 2, u = 0x1p-24, gamma = n * u / (1 - n * u);
+            int bad = 0;
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < LDC; j++) {
+                    const float got = c[i * LDC + j];
+                    if (j >= N) {
+                        bad += memcmp(&got, &c0[i * LDC + j], 4) != 0;
+                        continue;
+                    }
+                    double want = acc ? c0[i * LDC + j] : 0.0, mag = fabs(want);
+                    for (int kk = 0; kk < K; kk++) {
+                        const double t = (double)(trans_a ? a[kk * LDA + i] : a[i * LDA + kk]) * b[kk * LDB + j];
+                        want += t, mag += fabs(t);
+                    }
+                    bad += !(fabs(got - want) <= gamma * mag);
+                }
+            TU_CHECK(bad == 0, "%s gemm_f32 M%d N%d K%d trans_a %d accumulate %d: %d values wrong", isa, M, N, K,
+                     trans_a, acc, bad);
+        }
+}
+
+/* fma_chains: the flop count is 2 x PEAK_CHAINS x lanes per step for a
+ * lane count an ISA can have, and the sum is lanes x the sum of the chains'
+ * values, each fused (fmaf) or the scalar multiply-add, within the rounding
+ * of summing those PEAK_CHAINS x lanes values. */
+static void check_fma_chains(const peak_kernels *k, const char *isa)
+{
+    static const long iters[] = {1, 7, 1000};
+    for (size_t t = 0; t < sizeof iters / sizeof iters[0]; t++) {
+        double fused = 0.0, plain = 0.0;
+        for (int c = 0; c < PEAK_CHAINS; c++) {
+            float f = PEAK_START(c), p = PEAK_START(c);
+            for (long i = 0; i < iters[t]; i++) {
+                f = fmaf(f, PEAK_B, PEAK_C);
+                const volatile float product = p * PEAK_B; /* rounded on its own */
+                p = product + PEAK_C;
+            }
+            fused += f, plain += p;
+        }
+        double flops = -1.0;
+        const float got = k->fma_chains(iters[t], &flops);
+        const double lanes = flops / (2.0 * PEAK_CHAINS * (double)iters[t]);
+        TU_CHECK(lanes == 1 || lanes == 4 || lanes == 8 || lanes == 16, "%s fma_chains(%ld): %g flops, %g lanes",
+                 isa, iters[t], flops, lanes);
+        const double tol = 8 * 0x1p-24 * PEAK_CHAINS * lanes;
+        const bool near_fused = fabs(got - lanes * fused) <= tol * lanes * fused;
+        const bool near_plain = fabs(got - lanes * plain) <= tol * lanes * plain;
+        TU_CHECK(near_fused || near_plain, "%s fma_chains(%ld): sum %.9g, %g lanes of %.9g (fused) or %.9g", isa,
+                 iters[t], got, lanes, fused, plain);
+    }
+}
+
 static void run_pool(const cpu_kernel_set *k, const char *isa) { check_group_pool(&k->kp, isa); }
+static void run_peak(const cpu_kernel_set *k, const char *isa) { check_fma_chains(&k->peak, isa); }
+static void run_golden(const cpu_kernel_set *k, const char *isa) { check_golden_blocks(&k->golden, isa); }
+static void run_gemm(const cpu_kernel_set *k, const char *isa) { check_gemm(&k->gemm, isa); }
 static void run_ar(const cpu_kernel_set *k, const char *isa) { check_ar_rows(&k->ar, isa); }
 
 /* Each check covers the kernels it names (space-separated, "table.name"). */
@@ -775,6 +853,9 @@ static const struct {
     {"ar.ar_dots ar.ar_dots_f64 ar.ar_accumulate ar.ar_store_div ar.ar_dots_split ar.ar_accumulate_split "
      "ar.ar_store_div_split ar.ar_grad_row_split ar.ar_grad_row",
      run_ar},
+    {"gemm.gemm_f32", run_gemm},
+    {"peak.fma_chains", run_peak},
+    {"golden.ref_dot golden.ref_dot_block golden.ref_gemm_acc", run_golden},
 };
 enum { NCHECKS = sizeof CHECKS / sizeof CHECKS[0] };
 
@@ -852,7 +933,7 @@ static void bad_philox_blocks(const ao_philox *g, const uint64_t *blocks, int n,
     P->fa.philox_blocks(g, blocks, n, out);
     out[0] ^= 1;
 }
-static void bad_fp8_round(float *x, int n, float scale, const fa_fp8_format *f)
+static void bad_fp8_round(float *x, int n, float scale, const ao_f8_format *f)
 {
     P->fa.fp8_round(x, n, scale, f);
     if (n > 0) x[0] = up(x[0]);
@@ -935,6 +1016,34 @@ static void bad_ar_grad_row(const void *v, attnops_dtype dt, int D, const float 
     flip(out);
 }
 
+static void bad_gemm_f32(bool trans_a, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                         float *C, int ldc, bool accumulate)
+{
+    P->gemm.gemm_f32(trans_a, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    C[0] += 1e-4f * (fabsf(C[0]) + 1.0f);
+}
+
+static float bad_fma_chains(long iters, double *flops) { return P->peak.fma_chains(iters, flops) * 1.001f; }
+
+static double bad_ref_dot(const double *a, const double *b, int64_t n)
+{
+    return nextafter(P->golden.ref_dot(a, b, n), INFINITY);
+}
+
+static void bad_ref_dot_block(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda, const double *b,
+                              int64_t ldb, double *out, int64_t ldo)
+{
+    P->golden.ref_dot_block(M, N, K, a, lda, b, ldb, out, ldo);
+    out[0] = nextafter(out[0], INFINITY);
+}
+
+static void bad_ref_gemm_acc(int64_t M, int64_t N, int64_t K, const double *a, int64_t am, int64_t ak,
+                             const double *b, int64_t ldb, double *c, int64_t ldc)
+{
+    P->golden.ref_gemm_acc(M, N, K, a, am, ak, b, ldb, c, ldc);
+    c[0] = nextafter(c[0], INFINITY);
+}
+
 static const cpu_kernel_set BROKEN = {
     .fa = {.softmax_fwd = bad_softmax_fwd, .softmax_bwd = bad_softmax_bwd, .to_bf16 = bad_to_bf16,
            .round_bf16 = bad_round_bf16, .f16_to_f32 = bad_f16_to_f32, .f32_to_f16 = bad_f32_to_f16,
@@ -947,6 +1056,9 @@ static const cpu_kernel_set BROKEN = {
            .ar_store_div = bad_ar_store_div, .ar_dots_split = bad_ar_dots_split,
            .ar_accumulate_split = bad_ar_accumulate_split, .ar_store_div_split = bad_ar_store_div_split,
            .ar_grad_row_split = bad_ar_grad_row_split, .ar_grad_row = bad_ar_grad_row},
+    .gemm = {.gemm_f32 = bad_gemm_f32},
+    .peak = {.fma_chains = bad_fma_chains},
+    .golden = {.ref_dot = bad_ref_dot, .ref_dot_block = bad_ref_dot_block, .ref_gemm_acc = bad_ref_gemm_acc},
 };
 
 /* Each kernel alone replaced by its broken form must fail its check (the

@@ -319,7 +319,7 @@ static void pack_kv_tile(const bwd_ctx *c, int64_t b, int64_t n2, int64_t k0, in
  * (0 when sds is 0).  Rows and columns past S are 0 and do not change the max. */
 static float quantise_ds(const fa_kernels *kern, float *ds, int n, attnops_dtype fp8)
 {
-    const fa_fp8_format f = fa_fp8_format_of(fp8);
+    const ao_f8_format f = ao_f8_format_of(fp8);
     const float mx = kern->abs_max(ds, n);
     const float sds = mx < (float)FA_FP8_EPSILON ? 0.0f : (float)fa_fp8_max(fp8) / mx;
     kern->fp8_round(ds, n, sds, &f);
@@ -374,7 +374,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     float *dq_i = dq_part + q0 * p->D;
     float ids = 1.0f; /* FP8: Pq = fp8(P keep / kp); dSq = fp8(dS sds); every product scaled after its GEMM */
     if (p->fp8) {
-        const fa_fp8_format f = fa_fp8_format_of(p->dtype);
+        const ao_f8_format f = ao_f8_format_of(p->dtype);
         c->kern->fp8_round(S, bq * bk, 1.0f, &f);
         ids = quantise_ds(c->kern, dP, bq * bk, p->dtype);
     }

@@ -46,7 +46,7 @@ static bool x86_avx512(void)
 }
 #endif
 
-enum { ISA_MAX_PARTS = 2 };
+enum { ISA_MAX_PARTS = 3 };
 
 typedef struct isa_info {
     const char *name;
@@ -67,9 +67,9 @@ static const isa_info isas[] = {
     {"avx2", x86_avx2, {&cpu_kernels_simd__avx2, &cpu_kernels_philox__avx2}, "hsw", {64}},
     {"avx512", x86_avx512, {&cpu_kernels_simd__avx512, &cpu_kernels_philox__avx512}, "", {128}},
 #elif defined(__aarch64__)
-    /* ASIMD is mandatory in AArch64.  The GEMM target is no libxsmm name:
-     * tile_gemm.c runs our NEON GEMMs there. */
-    {"neon", always, {&cpu_kernels_neon_fa, &cpu_kernels_neon_rows}, "", {128}},
+    /* ASIMD is mandatory in AArch64.  No libxsmm there: the tile GEMMs
+     * are the set's gemm_f32 (src/cpu/neon/gemm_neon.c). */
+    {"neon", always, {&cpu_kernels_simd__neon, &cpu_kernels_philox__neon, &cpu_kernels_gemm__neon}, "", {128}},
 #endif
 };
 enum { ISA_COUNT = sizeof isas / sizeof isas[0] };
@@ -78,8 +78,13 @@ enum { ISA_COUNT = sizeof isas / sizeof isas[0] };
 #define FA_ENTRY(name) ENTRY(fa, name)
 #define KP_ENTRY(name) ENTRY(kp, name)
 #define AR_ENTRY(name) ENTRY(ar, name)
+#define GEMM_ENTRY(name) ENTRY(gemm, name)
+#define PEAK_ENTRY(name) ENTRY(peak, name)
+#define GOLDEN_ENTRY(name) ENTRY(golden, name)
 const cpu_kernel_entry cpu_kernel_entries[] = {FA_KERNEL_NAMES(FA_ENTRY) KP_KERNEL_NAMES(KP_ENTRY)
-                                                   AR_KERNEL_NAMES(AR_ENTRY)};
+                                                   AR_KERNEL_NAMES(AR_ENTRY) GEMM_KERNEL_NAMES(GEMM_ENTRY)
+                                                       PEAK_KERNEL_NAMES(PEAK_ENTRY)
+                                                       GOLDEN_KERNEL_NAMES(GOLDEN_ENTRY)};
 const int cpu_kernel_entry_count = sizeof cpu_kernel_entries / sizeof cpu_kernel_entries[0];
 /* a member missing from a *_KERNEL_NAMES list would go unmerged and untested */
 _Static_assert(sizeof(cpu_kernel_entries) / sizeof(cpu_kernel_entries[0]) * sizeof(void (*)(void)) ==

@@ -25,8 +25,8 @@
 #include <stdint.h>
 
 #include "attnops.h"
+#include "core/f8_format.h"
 #include "core/philox.h"
-#include "fa/fa_fp8.h"
 
 /* ---- FlashAttention (src/cpu/fa_fwd.c, fa_bwd.c, fa_scores.c, pack.c) ---- */
 typedef struct fa_kernels {
@@ -70,8 +70,8 @@ typedef struct fa_kernels {
      * form, which gathers the few blocks of many rows into one pass. */
     void (*philox_blocks)(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out);
     /* FP8: x[i] = f8(x[i] * scale) as a float, rounded to nearest even, bit
-     * for bit fa_fp8_round_f32 of the float product. */
-    void (*fp8_round)(float *x, int n, float scale, const fa_fp8_format *f);
+     * for bit ao_f8_round_f32 of the float product. */
+    void (*fp8_round)(float *x, int n, float scale, const ao_f8_format *f);
     /* max |x[i]| over n values (0 for n = 0; NaNs, quiet or signalling, are ignored). */
     float (*abs_max)(const float *x, int n);
     /* y[i] = x[i] * a * b (in that order), plus y[i] first when accumulate;
@@ -162,19 +162,58 @@ typedef struct ar_kernels {
 #define AR_SPLIT_LEN(D) (((D) + 31) / 32 * 32)
 #define AR_SPLIT(d) (((d) & ~31) + (((d) & 1) << 4) + (((d) & 31) >> 1))
 
+/* ---- Tile GEMMs (src/cpu/tile_gemm.c) ---- */
+typedef struct gemm_kernels {
+    /* C[M][N] (+)= op(A) . B in fp32, row-major, leading dimensions lda,
+     * ldb, ldc; op(A) = A [M][K], or A^T of A stored [K][M] when trans_a.
+     * Each element sums over k in order (tile_gemm.c runs it where the GEMM
+     * library does not serve the tile; an ISA that defines it is that ISA's
+     * GEMM, the portable one the C loops). */
+    void (*gemm_f32)(bool trans_a, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
+                     int ldc, bool accumulate);
+} gemm_kernels;
+
+#define GEMM_KERNEL_NAMES(X) X(gemm_f32)
+
+/* ---- The FLOP ceiling (bench/fma_ceiling.c) ---- */
+typedef struct peak_kernels {
+    /* iters steps of PEAK_CHAINS independent chains a <- a PEAK_B + PEAK_C
+     * (chain j starts at PEAK_START(j): distinct, so no compiler merges
+     * them) on every lane of the ISA's float vector, in
+     * registers only: the ISA's fp32 FMA throughput with no memory traffic
+     * (twelve chains cover two FMA ports x four cycles of latency).  A
+     * vector ISA fuses each step (one rounding); the portable kernel is
+     * scalar C, a multiply and an add.  Returns the sum of every lane of
+     * every chain, so the loop cannot be removed, and sets *flops to the
+     * floating-point operations done (2 per lane and step). */
+    float (*fma_chains)(long iters, double *flops);
+} peak_kernels;
+
+#define PEAK_KERNEL_NAMES(X) X(fma_chains)
+enum { PEAK_CHAINS = 12 };
+#define PEAK_B 0.999999f
+#define PEAK_C 1e-7f
+#define PEAK_START(j) (1.0f + 0.0625f * (float)(j))
+
+/* ---- The golden's double block products (src/ref/ref_block.h states them) ---- */
+typedef struct golden_kernels {
+    double (*ref_dot)(const double *a, const double *b, int64_t n);
+    void (*ref_dot_block)(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda, const double *b,
+                          int64_t ldb, double *out, int64_t ldo);
+    void (*ref_gemm_acc)(int64_t M, int64_t N, int64_t K, const double *a, int64_t am, int64_t ak, const double *b,
+                         int64_t ldb, double *c, int64_t ldc);
+} golden_kernels;
+
+#define GOLDEN_KERNEL_NAMES(X) X(ref_dot) X(ref_dot_block) X(ref_gemm_acc)
+
 typedef struct cpu_kernel_set {
     fa_kernels fa;
     kp_kernels kp;
     ar_kernels ar;
+    gemm_kernels gemm;
+    peak_kernels peak;
+    golden_kernels golden;
 } cpu_kernel_set;
-
-/* The initializer of an ISA folder's set that defines every kernel, each as
- * a static function of the inventory's name (a partial set lists its own
- * members with designated initializers instead). */
-#define CPU_KERNEL_MEMBER_(name) .name = name,
-#define CPU_KERNEL_SET_COMPLETE                                                                                  \
-    {.fa = {FA_KERNEL_NAMES(CPU_KERNEL_MEMBER_)}, .kp = {KP_KERNEL_NAMES(CPU_KERNEL_MEMBER_)},                    \
-     .ar = {AR_KERNEL_NAMES(CPU_KERNEL_MEMBER_)}}
 
 /* Every kernel of the set, for merging and for the tests: its table, its
  * name and where its pointer lives. */
@@ -205,8 +244,9 @@ extern const cpu_kernel_set cpu_kernels_philox__avx2; /* src/cpu/avx2/philox_avx
 extern const cpu_kernel_set cpu_kernels_simd__avx512;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/avx512.h */
 extern const cpu_kernel_set cpu_kernels_philox__avx512; /* src/cpu/avx512/philox_avx512.c */
 #elif defined(__aarch64__)
-extern const cpu_kernel_set cpu_kernels_neon_fa;   /* src/cpu/neon/fa_neon.c: the FlashAttention table */
-extern const cpu_kernel_set cpu_kernels_neon_rows; /* src/cpu/neon/rows_neon.c: KeyPool and AttnRes */
+extern const cpu_kernel_set cpu_kernels_simd__neon;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/neon.h */
+extern const cpu_kernel_set cpu_kernels_philox__neon; /* src/cpu/neon/philox_neon.c */
+extern const cpu_kernel_set cpu_kernels_gemm__neon;   /* src/cpu/neon/gemm_neon.c */
 #endif
 
 #endif

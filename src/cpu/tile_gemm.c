@@ -2,8 +2,6 @@
 
 #if ATTNOPS_HAVE_LIBXSMM
 #include <libxsmm.h>
-#elif defined(__aarch64__)
-#include "cpu/neon/gemm_neon.h"
 #endif
 #include <pthread.h>
 #include <stdio.h>
@@ -12,10 +10,13 @@
 
 #include "attnops.h"
 #include "cpu/isa.h"
+#include "cpu/kernels.h"
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static bool library_allowed;
-static bool library_kind[3];
+static bool library_kind[3]; /* the GEMM library's kernels or the ISA's own serve the kind */
+static bool xsmm_kind[3];    /* libxsmm serves the kind */
+static bool own_gemm;        /* the ISA has its own gemm_f32 for the fp32 kinds */
 static char backend_text[3][48], widened_text[80];
 
 #if ATTNOPS_HAVE_LIBXSMM
@@ -63,13 +64,26 @@ static void xsmm_init_keeping_environment(void)
 }
 #endif
 
+/* Whether the ISA in use has a GEMM kernel of its own (the kernel set's
+ * gemm_f32 not inherited from the portable C loops). */
+static bool isa_has_own_gemm(int isa)
+{
+    for (int e = 0; e < cpu_kernel_entry_count; e++)
+        if (cpu_kernel_entries[e].offset == offsetof(cpu_kernel_set, gemm.gemm_f32))
+            return cpu_kernel_provider(isa, &cpu_kernel_entries[e]) > 0;
+    return false;
+}
+
 /* The ISA in use decides whether the library may run the GEMMs, and for
  * libxsmm for which target (a forced ATTNOPS_ISA=avx2 on an AVX-512 CPU gets
  * AVX2 code); libxsmm then decides per kind by returning a kernel or not.
- * On AArch64 our NEON kernels have the two fp32 kinds. */
+ * The fp32 kinds it does not take run the kernel set's gemm_f32: an ISA's
+ * own GEMM (NEON's) or the C loops. */
 static void library_init(void)
 {
-    const char *target = cpu_isa_gemm_target(cpu_isa_selected());
+    const int isa = cpu_isa_selected();
+    const char *target = cpu_isa_gemm_target(isa);
+    own_gemm = isa_has_own_gemm(isa);
     library_allowed = target != NULL;
 #if ATTNOPS_HAVE_LIBXSMM
     if (library_allowed) {
@@ -83,14 +97,13 @@ static void library_init(void)
     for (int kind = 0; kind < 3; kind++) {
         snprintf(backend_text[kind], sizeof backend_text[kind], "C loops");
 #if ATTNOPS_HAVE_LIBXSMM
-        library_kind[kind] =
-            library_allowed && dispatch((tile_gemm_kind)kind, 64, 64, 64, 64, 64, 64, false) != NULL;
-        if (library_kind[kind])
+        xsmm_kind[kind] = library_allowed && dispatch((tile_gemm_kind)kind, 64, 64, 64, 64, 64, 64, false) != NULL;
+        if (xsmm_kind[kind])
             snprintf(backend_text[kind], sizeof backend_text[kind], "libxsmm JIT (%s)", libxsmm_get_target_arch());
-#elif defined(__aarch64__)
-        library_kind[kind] = library_allowed && kind != TILE_GEMM_BF16_NN_VNNI;
-        if (library_kind[kind]) snprintf(backend_text[kind], sizeof backend_text[kind], "NEON kernels");
 #endif
+        library_kind[kind] = xsmm_kind[kind] || (kind != TILE_GEMM_BF16_NN_VNNI && own_gemm);
+        if (!xsmm_kind[kind] && library_kind[kind])
+            snprintf(backend_text[kind], sizeof backend_text[kind], "%s kernels", cpu_isa_name(isa));
     }
     snprintf(widened_text, sizeof widened_text, "fp32 %s on widened bf16", backend_text[TILE_GEMM_F32_NN]);
 }
@@ -109,54 +122,49 @@ const char *tile_gemm_backend(tile_gemm_kind kind)
 
 tile_gemm tile_gemm_make(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate)
 {
-    tile_gemm g = {kind, M, N, K, lda, ldb, ldc, accumulate, tile_gemm_library_available(kind), NULL};
+    tile_gemm g = {kind, M, N, K, lda, ldb, ldc, accumulate, false, NULL};
+    pthread_once(&library_once, library_init);
 #if ATTNOPS_HAVE_LIBXSMM
     /* libxsmm 1.17's bf16 kernels read our A (their B) in k pairs and get
      * every row after the first wrong when lda is odd (tests/test_tile_gemm.c,
      * AVX-512 BF16); the drivers' lda is even, other callers get the loops */
-    if (kind == TILE_GEMM_BF16_NN_VNNI && lda % 2) g.library = false;
-    if (g.library) g.jit = dispatch(kind, M, N, K, lda, ldb, ldc, accumulate);
-    g.library = g.jit != NULL; /* a shape libxsmm cannot do falls back to the loops */
+    if (xsmm_kind[kind] && !(kind == TILE_GEMM_BF16_NN_VNNI && lda % 2))
+        g.jit = dispatch(kind, M, N, K, lda, ldb, ldc, accumulate);
 #endif
+    /* a shape libxsmm cannot do falls back to the ISA's GEMM or the loops */
+    g.library = g.jit != NULL || (kind != TILE_GEMM_BF16_NN_VNNI && own_gemm);
     return g;
 }
 
-static void portable(const tile_gemm *g, const void *A, const void *B, float *C)
+/* The bf16 kind's C loops (the fp32 kinds' are the portable gemm_f32). */
+static void bf16_loops(const tile_gemm *g, const void *A, const void *B, float *C)
 {
-    const int M = g->M, N = g->N, K = g->K;
-    for (int i = 0; i < M; i++) {
+    for (int i = 0; i < g->M; i++) {
         float *c = C + (size_t)i * g->ldc;
-        if (!g->accumulate) memset(c, 0, (size_t)N * sizeof *c);
-        for (int k = 0; k < K; k++) {
-            float a;
-            switch (g->kind) {
-            case TILE_GEMM_F32_NN: a = ((const float *)A)[(size_t)i * g->lda + k]; break;
-            case TILE_GEMM_F32_TN: a = ((const float *)A)[(size_t)k * g->lda + i]; break;
-            default: a = attnops_bf16_to_f32(((const uint16_t *)A)[(size_t)i * g->lda + k]); break;
-            }
-            if (g->kind == TILE_GEMM_BF16_NN_VNNI) {
-                const uint16_t *b = (const uint16_t *)B + (size_t)(k / 2) * g->ldb * 2 + (k & 1);
-                for (int j = 0; j < N; j++) c[j] += a * attnops_bf16_to_f32(b[2 * j]);
-            } else {
-                const float *b = (const float *)B + (size_t)k * g->ldb;
-                for (int j = 0; j < N; j++) c[j] += a * b[j];
-            }
+        if (!g->accumulate) memset(c, 0, (size_t)g->N * sizeof *c);
+        for (int k = 0; k < g->K; k++) {
+            const float a = attnops_bf16_to_f32(((const uint16_t *)A)[(size_t)i * g->lda + k]);
+            const uint16_t *b = (const uint16_t *)B + (size_t)(k / 2) * g->ldb * 2 + (k & 1);
+            for (int j = 0; j < g->N; j++) c[j] += a * attnops_bf16_to_f32(b[2 * j]);
         }
     }
 }
 
 void tile_gemm_run(const tile_gemm *g, const void *A, const void *B, float *C)
 {
-    if (!g->library) {
-        portable(g, A, B, C);
+#if ATTNOPS_HAVE_LIBXSMM
+    if (g->jit) {
+        g->jit(B, A, C);
         return;
     }
-#if ATTNOPS_HAVE_LIBXSMM
-    g->jit(B, A, C);
-#elif defined(__aarch64__)
-    neon_gemm_f32(g->kind == TILE_GEMM_F32_TN, g->M, g->N, g->K, (const float *)A, g->lda, (const float *)B, g->ldb, C,
-                  g->ldc, g->accumulate);
 #endif
+    if (g->kind == TILE_GEMM_BF16_NN_VNNI) {
+        bf16_loops(g, A, B, C);
+        return;
+    }
+    /* the ISA's own GEMM, or the portable set's C loops where it has none */
+    cpu_kernels()->gemm.gemm_f32(g->kind == TILE_GEMM_F32_TN, g->M, g->N, g->K, (const float *)A, g->lda,
+                                 (const float *)B, g->ldb, C, g->ldc, g->accumulate);
 }
 
 const char *attnops_gemm_backend(attnops_dtype dtype)

@@ -1,4 +1,4 @@
-/* exp(x) as the vector kernels compute it (v_exp in simd/simd.h, exp4 in neon/),
+/* exp(x) as the vector kernels compute it (v_exp in simd/simd.h, every ISA),
  * one algorithm for every ISA so that their element-wise results agree:
  * x clamped to [LO, HI] (exp(HI) is finite, exp(LO) rounds to 0; any NaN
  * becomes HI, as min_ps(x, HI) returns HI when either is NaN), n =

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/f8_format.h"
 #include "fa/fa_problem.h"
 
 #define FA_FP8_BLOCK 128
@@ -28,38 +29,6 @@ static inline double fa_fp8_round(double x, attnops_dtype fp8)
     uint8_t bits;
     ao_store_f64(&bits, fp8, x);
     return ao_load_f64(&bits, fp8);
-}
-
-/* The same from a float, for the fast kernel's tiles: the quantum of x is
- * 2^(max(exponent, emin) - mantissa bits); rintf rounds ties to even.
- * Overflow past the largest finite value gives NaN (e4m3fn has no
- * infinity) or inf (e5m2), as the exact conversion does. */
-typedef struct fa_fp8_format {
-    int man_bits, emin;
-    float max_finite, overflow;
-} fa_fp8_format;
-
-static inline fa_fp8_format fa_fp8_format_of(attnops_dtype fp8)
-{
-    if (fp8 == ATTNOPS_DTYPE_F8_E4M3FN) return (fa_fp8_format){3, -6, 448.0f, NAN};
-    return (fa_fp8_format){2, -14, 57344.0f, INFINITY};
-}
-
-static inline float fa_fp8_round_f32(float x, const fa_fp8_format *f)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    const uint32_t a = u & 0x7fffffffu;
-    if (a >= 0x7f800000u) return a > 0x7f800000u ? x : copysignf(f->overflow, x); /* NaN stays, inf overflows */
-    int e = (int)(a >> 23) - 127;
-    if (e < f->emin) e = f->emin;
-    const uint32_t qbits = (uint32_t)(e - f->man_bits + 127) << 23;
-    float quantum, ax;
-    memcpy(&quantum, &qbits, 4);
-    memcpy(&ax, &a, 4);
-    float r = rintf(ax / quantum) * quantum; /* exact: quantum is a power of two */
-    if (r > f->max_finite) r = f->overflow;
-    return copysignf(r, x);
 }
 
 /* The de-quantisation factor of row `row`'s block in head n of batch b. */

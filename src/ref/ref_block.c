@@ -1,6 +1,6 @@
 /* The golden's double block products (the order is the contract: see
  * ref_block.h).  Written with GCC vector extensions, each lane an
- * independent IEEE double, so every clone computes the same bits:
+ * independent IEEE double, so every ISA's build computes the same bits:
  *
  *   ref_dot_block: 4 x 4 dot products at a time, 16 accumulators of 8 lanes
  *                  (lane l holds the running sum s[l]); the lanes of 8 of
@@ -16,15 +16,15 @@
 
 #include "ref/ref_block.h"
 
-/* REF_BLOCK_NO_CLONES: one build for the compiler's target (the tests build
- * the AVX2 and baseline forms that way, to check their bits too). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(REF_BLOCK_NO_CLONES)
-#define REF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define REF_CLONES
+#ifndef ATTNOPS_KERNEL_ISA
+#define ATTNOPS_KERNEL_ISA portable
 #endif
-/* Every helper taking or returning a vector is inlined, so no vector crosses
- * a call between clones of different ISAs. */
+#define NAME(name) REF_BLOCK_NAME(name, ATTNOPS_KERNEL_ISA)
+REF_BLOCK_DECLARE(ATTNOPS_KERNEL_ISA)
+
+/* Every helper taking or returning a vector is inlined, so no vector
+ * crosses a call (a 64-byte vector's calling convention depends on the
+ * ISA flags of the build: -Wpsabi). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
@@ -73,7 +73,7 @@ INLINE v8d tree8(const v8d x[8])
     return EVEN(z0, z1) + ODD(z0, z1);
 }
 
-REF_CLONES double ref_dot(const double *a, const double *b, int64_t n)
+double NAME(ref_dot)(const double *a, const double *b, int64_t n)
 {
     v8d s = {0};
     int64_t i = 0;
@@ -117,8 +117,8 @@ INLINE void dot_tile(int mr, int nr, int64_t K, const double *a, int64_t lda, co
         for (int c = 0; c < nr; c++) out[r * ldo + c] = tree(acc[r][c]);
 }
 
-REF_CLONES void ref_dot_block(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda, const double *b,
-                              int64_t ldb, double *out, int64_t ldo)
+void NAME(ref_dot_block)(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda, const double *b, int64_t ldb,
+                         double *out, int64_t ldo)
 {
     int64_t n = 0;
     for (; n + 4 <= N; n += 4) { /* four b rows, reused by every a row */
@@ -149,8 +149,8 @@ INLINE void gemm_tile(int mr, int nv, int64_t K, const double *a, int64_t am, in
         for (int v = 0; v < nv; v++) store(c + r * ldc + 8 * v, acc[r][v]);
 }
 
-REF_CLONES void ref_gemm_acc(int64_t M, int64_t N, int64_t K, const double *a, int64_t am, int64_t ak,
-                             const double *b, int64_t ldb, double *c, int64_t ldc)
+void NAME(ref_gemm_acc)(int64_t M, int64_t N, int64_t K, const double *a, int64_t am, int64_t ak, const double *b,
+                        int64_t ldb, double *c, int64_t ldc)
 {
     const int64_t N8 = N / 8 * 8;
     for (int64_t k0 = 0; k0 < K; k0 += KC) {

@@ -1,7 +1,7 @@
 /* The golden's double block products.  Each output element is summed in one
  * fixed order, the order a plain scalar loop writes, so blocking, register
- * tiling and the ISA (the loader picks an AVX-512, AVX2 or baseline clone;
- * FMA contraction is off) never change a bit of the golden:
+ * tiling and the ISA (each ISA's build of ref_block.c, below; FMA
+ * contraction is off) never change a bit of the golden:
  *
  *   ref_dot:        eight running sums s[i mod 8] += a[i] b[i], then
  *                   ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
@@ -16,15 +16,40 @@
 
 #include <stdint.h>
 
-double ref_dot(const double *a, const double *b, int64_t n);
+#include "cpu/kernels.h"
+
+/* ref_block.c is compiled once per ISA, each copy's symbols suffixed with
+ * it (ref_dot__avx2, ...; ATTNOPS_KERNEL_ISA, portable by default), and the
+ * ISA in use's copy sits in the kernel table's golden group: the one place
+ * code is chosen by ISA (src/cpu/isa.c), ATTNOPS_ISA included.  Only the
+ * speed is the ISA's; the bits are the order above on every ISA. */
+#define REF_BLOCK_NAME_(name, isa) name##__##isa
+#define REF_BLOCK_NAME(name, isa) REF_BLOCK_NAME_(name, isa)
+#define REF_BLOCK_DECLARE(isa)                                                                                 \
+    double REF_BLOCK_NAME(ref_dot, isa)(const double *a, const double *b, int64_t n);                           \
+    void REF_BLOCK_NAME(ref_dot_block, isa)(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda,      \
+                                            const double *b, int64_t ldb, double *out, int64_t ldo);            \
+    void REF_BLOCK_NAME(ref_gemm_acc, isa)(int64_t M, int64_t N, int64_t K, const double *a, int64_t am,        \
+                                           int64_t ak, const double *b, int64_t ldb, double *c, int64_t ldc);
+
+static inline double ref_dot(const double *a, const double *b, int64_t n)
+{
+    return cpu_kernels()->golden.ref_dot(a, b, n);
+}
 
 /* out[m * ldo + n] = ref_dot(a + m * lda, b + n * ldb, K), m < M, n < N. */
-void ref_dot_block(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda, const double *b, int64_t ldb,
-                   double *out, int64_t ldo);
+static inline void ref_dot_block(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda, const double *b,
+                                 int64_t ldb, double *out, int64_t ldo)
+{
+    cpu_kernels()->golden.ref_dot_block(M, N, K, a, lda, b, ldb, out, ldo);
+}
 
 /* c[m * ldc + n] += sum_k A(m, k) b[k * ldb + n] in k order, m < M, n < N,
  * k < K, with A(m, k) = a[m * am + k * ak] (so A may be a transposed view). */
-void ref_gemm_acc(int64_t M, int64_t N, int64_t K, const double *a, int64_t am, int64_t ak, const double *b,
-                  int64_t ldb, double *c, int64_t ldc);
+static inline void ref_gemm_acc(int64_t M, int64_t N, int64_t K, const double *a, int64_t am, int64_t ak,
+                                const double *b, int64_t ldb, double *c, int64_t ldc)
+{
+    cpu_kernels()->golden.ref_gemm_acc(M, N, K, a, am, ak, b, ldb, c, ldc);
+}
 
 #endif

@@ -192,7 +192,7 @@ check "version names a known ISA" 0 "^isa: (portable|avx2|avx512|neon)$" -- "$bi
 case "${ATTNOPS_ISA:-}" in
 avx2) check "ATTNOPS_ISA=avx2 JITs AVX2 GEMMs" 0 "^gemm f32: (libxsmm JIT \(hsw\)|C loops)$" -- "$bin" version ;;
 portable) check "ATTNOPS_ISA=portable runs C-loop GEMMs" 0 "^gemm f32: C loops$" -- "$bin" version ;;
-neon) check "ATTNOPS_ISA=neon runs the NEON GEMMs" 0 "^gemm f32: NEON kernels$" -- "$bin" version ;;
+neon) check "ATTNOPS_ISA=neon runs the NEON GEMMs" 0 "^gemm f32: neon kernels$" -- "$bin" version ;;
 esac
 if [ "${ATTNOPS_BENCH_BUILT:-ON}" = ON ]; then
     check "bench wrapper" 0 "bwd_f32_B1" -- "$bin" bench --list-cases

@@ -1,4 +1,5 @@
-/* The fp32 tile GEMMs on NEON (tile_gemm.h: TILE_GEMM_F32_NN and _TN):
+/* The fp32 tile GEMMs on NEON, the neon set's gemm_f32 (kernels.h; tile_gemm.h's
+ * TILE_GEMM_F32_NN and _TN):
  *
  *   C[M][N] (+)= op(A)[M][K] . B[K][N],  row-major, op(A) = A stored
  *   [M][K] (lda) or A^T with A stored [K][M] (lda); B [K][N] (ldb).
@@ -21,8 +22,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cpu/neon/gemm_neon.h"
-#include "cpu/neon/neon_common.h"
+#include "cpu/kernels.h"
+
+/* -O2 inlines neither the block nor its loops on its own */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 typedef struct gemm_args {
     bool trans_a, accumulate;
@@ -142,8 +145,8 @@ static void block_1x1(const gemm_args *g, int i, int j)
     g->C[(size_t)i * g->ldc + j] = c;
 }
 
-void neon_gemm_f32(bool trans_a, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
-                   int ldc, bool accumulate)
+static void gemm_f32__neon(bool trans_a, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                           float *C, int ldc, bool accumulate)
 {
     const gemm_args g = {trans_a, accumulate, K, lda, ldb, ldc, A, B, C};
     const int M4 = M / 4 * 4, N16 = N / 16 * 16, N4 = N / 4 * 4;
@@ -157,3 +160,5 @@ void neon_gemm_f32(bool trans_a, int M, int N, int K, const float *A, int lda, c
         for (int j = N4; j < N; j++) block_1x1(&g, i, j);
     }
 }
+
+const cpu_kernel_set cpu_kernels_gemm__neon = {.gemm = {.gemm_f32 = gemm_f32__neon}};

@@ -2,13 +2,15 @@
  * plain C, the statement of each contract the ISA versions must meet and
  * the path of a CPU without a vector ISA. */
 #include <math.h>
+#include <string.h>
 
 #include "attnops.h"
 #include "core/core.h"
 #include "cpu/kernels.h"
+#include "ref/ref_block.h"
 #include "cpu/vec_tanh.h"
 
-static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l, float *alpha)
+static void fa_softmax_fwd__portable(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l, float *alpha)
 {
     for (int r = 0; r < rows; r++) {
         float *row = s + (size_t)r * cols;
@@ -27,7 +29,7 @@ static void softmax_fwd(float *s, int rows, int cols, int valid_cols, float scal
     }
 }
 
-static void softmax_bwd(float *s, float *dp, int rows, int cols, int valid_cols, float scale, const float *m,
+static void fa_softmax_bwd__portable(float *s, float *dp, int rows, int cols, int valid_cols, float scale, const float *m,
                         const float *l, const float *drow)
 {
     for (int r = 0; r < rows; r++) {
@@ -41,7 +43,7 @@ static void softmax_bwd(float *s, float *dp, int rows, int cols, int valid_cols,
     }
 }
 
-static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni)
+static void fa_to_bf16__portable(const float *src, int rows, int cols, uint16_t *dst, int ld_dst, bool vnni)
 {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
@@ -51,28 +53,28 @@ static void to_bf16(const float *src, int rows, int cols, uint16_t *dst, int ld_
         }
 }
 
-static void round_bf16(float *x, int n)
+static void fa_round_bf16__portable(float *x, int n)
 {
     for (int i = 0; i < n; i++) x[i] = attnops_bf16_to_f32(attnops_f32_to_bf16(x[i]));
 }
 
-static void f16_to_f32(const uint16_t *src, int n, float *dst)
+static void fa_f16_to_f32__portable(const uint16_t *src, int n, float *dst)
 {
     for (int i = 0; i < n; i++) dst[i] = attnops_f16_to_f32(src[i]);
 }
 
-static void f32_to_f16(const float *src, int n, uint16_t *dst)
+static void fa_f32_to_f16__portable(const float *src, int n, uint16_t *dst)
 {
     for (int i = 0; i < n; i++) dst[i] = attnops_f32_to_f16(src[i]);
 }
 
-static void scale_rows(float *o, int rows, int cols, const float *alpha)
+static void fa_scale_rows__portable(float *o, int rows, int cols, const float *alpha)
 {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) o[(size_t)r * cols + c] *= alpha[r];
 }
 
-static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
+static void fa_add_bias__portable(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
                      int64_t ld_b, bool add_then_scale)
 {
     for (int r = 0; r < rows; r++) {
@@ -87,7 +89,7 @@ static void add_bias(float *s, int rows, int cols, int ld_s, float scale, const 
     }
 }
 
-static void add_alibi(float *s, int rows, int cols, int ld_s, float scale, float slope, float d0, bool sqrt_dist)
+static void fa_add_alibi__portable(float *s, int rows, int cols, int ld_s, float scale, float slope, float d0, bool sqrt_dist)
 {
     for (int r = 0; r < rows; r++) {
         float *row = s + (size_t)r * ld_s;
@@ -98,22 +100,22 @@ static void add_alibi(float *s, int rows, int cols, int ld_s, float scale, float
     }
 }
 
-static void philox_bytes(const ao_philox *g, uint64_t first, size_t count, uint8_t *out)
+static void fa_philox_bytes__portable(const ao_philox *g, uint64_t first, size_t count, uint8_t *out)
 {
     ao_philox_bytes(g, first, count, out);
 }
 
-static void philox_blocks(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out)
+static void fa_philox_blocks__portable(const ao_philox *g, const uint64_t *blocks, int n, uint8_t *out)
 {
     for (int i = 0; i < n; i++) ao_philox_bytes(g, blocks[i] * 16, 16, out + 16 * i);
 }
 
-static void fp8_round(float *x, int n, float scale, const fa_fp8_format *f)
+static void fa_fp8_round__portable(float *x, int n, float scale, const ao_f8_format *f)
 {
-    for (int i = 0; i < n; i++) x[i] = fa_fp8_round_f32(x[i] * scale, f);
+    for (int i = 0; i < n; i++) x[i] = ao_f8_round_f32(x[i] * scale, f);
 }
 
-static float abs_max(const float *x, int n)
+static float fa_abs_max__portable(const float *x, int n)
 {
     float m = 0.0f;
     for (int i = 0; i < n; i++) /* a comparison, not fmaxf: glibc's fmaxf turns a signalling NaN into NaN */
@@ -121,13 +123,13 @@ static float abs_max(const float *x, int n)
     return m;
 }
 
-static void scale2(float *y, const float *x, int n, float a, float b, bool accumulate)
+static void fa_scale2__portable(float *y, const float *x, int n, float a, float b, bool accumulate)
 {
     for (int i = 0; i < n; i++) y[i] = accumulate ? y[i] + x[i] * a * b : x[i] * a * b;
 }
 
 /* Branch-free: the keep bits are random, a branch per element would mispredict half the time. */
-static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale)
+static void fa_apply_keep__portable(float *x, const uint8_t *keep, int rows, int cols, int ld, float scale)
 {
     for (int r = 0; r < rows; r++) {
         float *row = x + (size_t)r * (size_t)ld;
@@ -136,7 +138,7 @@ static void apply_keep(float *x, const uint8_t *keep, int rows, int cols, int ld
     }
 }
 
-static void softcap(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh)
+static void fa_softcap__portable(float *s, int rows, int cols, int ld, float in_scale, float out_scale, float *dtanh)
 {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
@@ -147,13 +149,13 @@ static void softcap(float *s, int rows, int cols, int ld, float in_scale, float 
         }
 }
 
-static void softcap_grad(float *ds, const float *dtanh, int rows, int cols, int ld)
+static void fa_softcap_grad__portable(float *ds, const float *dtanh, int rows, int cols, int ld)
 {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) ds[(size_t)r * ld + c] *= dtanh[(size_t)r * ld + c];
 }
 
-static void group_pool(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
+static void kp_group_pool__portable(const float *const *key, const float *const *gate, const float *ape, int R, int D, bool bf16,
                        float *out)
 {
     float e[128];
@@ -193,7 +195,7 @@ static inline void ar_store(void *out, attnops_dtype dt, int i, float x)
     }
 }
 
-static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
+static void ar_dots__portable(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
                     const void *next)
 {
     (void)next; /* the portable form leaves prefetching to the hardware */
@@ -206,7 +208,7 @@ static void ar_dots(const void *v, attnops_dtype dt, int D, const float *x, cons
     *vx = sx, *vy = sy;
 }
 
-static void ar_dots_f64(const float *v, int D, const float *x, const float *y, float *vx, float *vy, const void *next)
+static void ar_dots_f64__portable(const float *v, int D, const float *x, const float *y, float *vx, float *vy, const void *next)
 {
     (void)next;
     double sx = 0.0, sy = 0.0;
@@ -218,17 +220,17 @@ static void ar_dots_f64(const float *v, int D, const float *x, const float *y, f
     *vx = (float)sx, *vy = (float)sy;
 }
 
-static void ar_accumulate(float *acc, float c, float e, const void *v, attnops_dtype dt, int D)
+static void ar_accumulate__portable(float *acc, float c, float e, const void *v, attnops_dtype dt, int D)
 {
     for (int d = 0; d < D; d++) acc[d] = c * acc[d] + e * ar_load(v, dt, d);
 }
 
-static void ar_store_div(void *out, attnops_dtype out_dt, const float *src, float div, int D)
+static void ar_store_div__portable(void *out, attnops_dtype out_dt, const float *src, float div, int D)
 {
     for (int d = 0; d < D; d++) ar_store(out, out_dt, d, src[d] / div);
 }
 
-static void ar_dots_split(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
+static void ar_dots_split__portable(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
                           const void *next)
 {
     (void)next;
@@ -242,17 +244,17 @@ static void ar_dots_split(const uint16_t *v, int D, const float *xs, const float
     *vx = sx, *vy = sy;
 }
 
-static void ar_accumulate_split(float *accs, float c, float e, const uint16_t *v, int D)
+static void ar_accumulate_split__portable(float *accs, float c, float e, const uint16_t *v, int D)
 {
     for (int d = 0; d < D; d++) accs[AR_SPLIT(d)] = c * accs[AR_SPLIT(d)] + e * ao_bf16_to_f32(v[d]);
 }
 
-static void ar_store_div_split(void *out, attnops_dtype out_dt, const float *srcs, float div, int D)
+static void ar_store_div_split__portable(void *out, attnops_dtype out_dt, const float *srcs, float div, int D)
 {
     for (int d = 0; d < D; d++) ar_store(out, out_dt, d, srcs[AR_SPLIT(d)] / div);
 }
 
-static void ar_grad_row_split(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
+static void ar_grad_row_split__portable(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
                               float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream)
 {
     (void)stream;
@@ -264,7 +266,7 @@ static void ar_grad_row_split(const void *v, attnops_dtype dt, int D, const floa
     }
 }
 
-static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
+static void ar_grad_row__portable(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
                         float e, void *out, attnops_dtype out_dt, float *u, bool stream)
 {
     (void)stream; /* plain stores: portable C has no non-temporal store */
@@ -275,4 +277,44 @@ static void ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, 
     }
 }
 
-const cpu_kernel_set cpu_kernels_portable = CPU_KERNEL_SET_COMPLETE;
+/* The C loops: row i of C gets a[i][k] b[k][.] added for k in order. */
+static void gemm_f32__portable(bool trans_a, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                               float *C, int ldc, bool accumulate)
+{
+    for (int i = 0; i < M; i++) {
+        float *c = C + (size_t)i * ldc;
+        if (!accumulate) memset(c, 0, (size_t)N * sizeof *c);
+        for (int k = 0; k < K; k++) {
+            const float a = trans_a ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+            const float *b = B + (size_t)k * ldb;
+            for (int j = 0; j < N; j++) c[j] += a * b[j];
+        }
+    }
+}
+
+static float fma_chains__portable(long iters, double *flops)
+{
+    float a[PEAK_CHAINS];
+    for (int j = 0; j < PEAK_CHAINS; j++) a[j] = PEAK_START(j);
+    for (long i = 0; i < iters; i++)
+        for (int j = 0; j < PEAK_CHAINS; j++) a[j] = a[j] * PEAK_B + PEAK_C;
+    float sum = 0.0f;
+    for (int j = 0; j < PEAK_CHAINS; j++) sum += a[j];
+    *flops = 2.0 * PEAK_CHAINS * (double)iters;
+    return sum;
+}
+
+/* Every kernel, each named as the vector kernels are (src/cpu/simd/simd.h). */
+#define FA_(name) .name = fa_##name##__portable,
+#define KP_(name) .name = kp_##name##__portable,
+#define AR_(name) .name = name##__portable,
+#define GEMM_(name) .name = name##__portable,
+#define PEAK_(name) .name = name##__portable,
+#define GOLDEN_(name) .name = name##__portable,
+REF_BLOCK_DECLARE(portable)
+const cpu_kernel_set cpu_kernels_portable = {.fa = {FA_KERNEL_NAMES(FA_)},
+                                             .kp = {KP_KERNEL_NAMES(KP_)},
+                                             .ar = {AR_KERNEL_NAMES(AR_)},
+                                             .gemm = {GEMM_KERNEL_NAMES(GEMM_)},
+                                             .peak = {PEAK_KERNEL_NAMES(PEAK_)},
+                                             .golden = {GOLDEN_KERNEL_NAMES(GOLDEN_)}};

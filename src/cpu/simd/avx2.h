@@ -12,7 +12,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SIMD_ISA avx2
 #define VW 8
 #define SIMD_INLINE static inline __attribute__((always_inline))
 

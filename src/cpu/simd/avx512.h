@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SIMD_ISA avx512
 #define VW 16
 #define SIMD_INLINE static inline __attribute__((always_inline))
 

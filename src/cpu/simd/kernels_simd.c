@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cpu/kernels.h"
+#include "ref/ref_block.h"
 
 #include ATTNOPS_SIMD_VOCABULARY
 #include "cpu/simd/simd.h"
@@ -160,10 +161,10 @@ static void K(fa_add_alibi)(float *s, int rows, int cols, int ld_s, float scale,
     }
 }
 
-/* fa_fp8_round_f32 on VW lanes: quantum = 2^(max(exponent, emin) - mantissa
+/* ao_f8_round_f32 on VW lanes: quantum = 2^(max(exponent, emin) - mantissa
  * bits) built from the exponent field, y = |x| / quantum (multiplying by the
  * exact power of two 1 / quantum), rounded to nearest even. */
-static void K(fa_fp8_round)(float *x, int n, float scale, const fa_fp8_format *f)
+static void K(fa_fp8_round)(float *x, int n, float scale, const ao_f8_format *f)
 {
     const vi absmask = vi_set1(0x7fffffff), inf_bits = vi_set1(0x7f800000);
     const vi emin = vi_set1(f->emin + 127), man = vi_set1(f->man_bits), two_bias = vi_set1(254);
@@ -491,6 +492,26 @@ static void K(ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *
     if (stream) v_stream_fence();
 }
 
+/* ---- The FLOP ceiling ---- */
+
+static float K(fma_chains)(long iters, double *flops)
+{
+    const vf b = v_set1(PEAK_B), c = v_set1(PEAK_C);
+    vf a[PEAK_CHAINS];
+    _Pragma("GCC unroll 12") for (int j = 0; j < PEAK_CHAINS; j++) a[j] = v_set1(PEAK_START(j));
+    for (long i = 0; i < iters; i++) {
+        _Pragma("GCC unroll 12") for (int j = 0; j < PEAK_CHAINS; j++) a[j] = v_fma(a[j], b, c);
+    }
+    *flops = 2.0 * PEAK_CHAINS * VW * (double)iters;
+    _Pragma("GCC unroll 6") for (int j = 0; j < PEAK_CHAINS / 2; j++) a[j] = v_add(a[2 * j], a[2 * j + 1]);
+    _Pragma("GCC unroll 3") for (int j = 0; j < PEAK_CHAINS / 4; j++) a[j] = v_add(a[2 * j], a[2 * j + 1]);
+    return v_hsum(v_add(v_add(a[0], a[1]), a[2]));
+}
+_Static_assert(PEAK_CHAINS == 12, "fma_chains sums its chains as 12 -> 6 -> 3 -> 1");
+
+/* src/ref/ref_block.c, built with this ISA's flags next to this file */
+REF_BLOCK_DECLARE(ATTNOPS_KERNEL_ISA)
+
 /* Everything but the Philox kernels, whose lanes each ISA lays out its own way. */
 const cpu_kernel_set K(cpu_kernels_simd) = {
     .fa = {.softmax_fwd = K(fa_softmax_fwd), .softmax_bwd = K(fa_softmax_bwd), .to_bf16 = K(fa_to_bf16),
@@ -503,4 +524,6 @@ const cpu_kernel_set K(cpu_kernels_simd) = {
            .ar_store_div = K(ar_store_div), .ar_dots_split = K(ar_dots_split),
            .ar_accumulate_split = K(ar_accumulate_split), .ar_store_div_split = K(ar_store_div_split),
            .ar_grad_row_split = K(ar_grad_row_split), .ar_grad_row = K(ar_grad_row)},
+    .peak = {.fma_chains = K(fma_chains)},
+    .golden = {.ref_dot = K(ref_dot), .ref_dot_block = K(ref_dot_block), .ref_gemm_acc = K(ref_gemm_acc)},
 };

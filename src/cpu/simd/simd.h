@@ -5,7 +5,7 @@
  * sleefsimdsp.c; ggml's simd-mappings.h).
  *
  * A vocabulary header defines, for VW lanes:
- *   SIMD_ISA (the suffix of every kernel symbol), VW, SIMD_INLINE;
+ *   VW, SIMD_INLINE;
  *   vf (VW floats), vi (VW int32), vh (VW 16-bit values), vd (VW/2
  *     doubles), vmask (a per-lane predicate);
  *   loads and stores: v_load/v_store (whole steps), v_loadn/v_storen (n
@@ -42,8 +42,10 @@
 
 #define SIMD_CAT_(a, b) a##__##b
 #define SIMD_CAT(a, b) SIMD_CAT_(a, b)
-/* A kernel's symbol: its name, "__", the ISA (XNNPACK's convention), e.g. fa_softmax_fwd__avx2. */
-#define SIMD_KERNEL(name) SIMD_CAT(name, SIMD_ISA)
+/* A kernel's symbol: its name, "__", the ISA (XNNPACK's convention), e.g.
+ * fa_softmax_fwd__avx2; ATTNOPS_KERNEL_ISA is the ISA's name in CMake's
+ * attnops_simd_kernels, which also names the header. */
+#define SIMD_KERNEL(name) SIMD_CAT(name, ATTNOPS_KERNEL_ISA)
 
 /* vec_exp.h's exp: bit for bit vec_exp_ref on every lane (the clamp as
  * min then max, so a NaN becomes the upper clamp, as the scalar statement's

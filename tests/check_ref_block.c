@@ -3,15 +3,18 @@
  * tile edge (M, N not multiples of the tile, K tails below 8, K across the
  * 128-row chunks of ref_gemm_acc), padded leading dimensions and a
  * transposed A.  Data spans 2^+-20 so any change of summation order shows;
- * the test proves that by finding elements where another order differs.
- * Built three times (tests/ref_block.cmake): ISA clones, AVX2, baseline. */
+ * the check proves that by finding elements where another order differs.
+ * test_kernel_inventory runs it on every ISA's build of ref_block.c: the
+ * golden's bits must not depend on the CPU. */
+#include "check_ref_block.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ref/ref_block.h"
+#include "testutil.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
@@ -50,27 +53,31 @@ static double dot_sequential(const double *a, const double *b, int64_t n)
     return s;
 }
 
-static int failures, order_sensitive_dot, order_sensitive_gemm;
+/* per check: elements unlike their definition, and elements another order
+ * would change */
+typedef struct block_tally {
+    int wrong, order_sensitive_dot, order_sensitive_gemm;
+} block_tally;
 
-static void check_dot(int64_t M, int64_t N, int64_t K)
+static void check_dot(const golden_kernels *k, block_tally *t, int64_t M, int64_t N, int64_t K)
 {
     const int64_t lda = K + 3, ldb = K + 1, ldo = N + 2;
     double *a = filled(M * lda), *b = filled(N * ldb), *out = filled(M * ldo);
-    ref_dot_block(M, N, K, a, lda, b, ldb, out, ldo);
+    k->ref_dot_block(M, N, K, a, lda, b, ldb, out, ldo);
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             const double want = dot_definition(a + m * lda, b + n * ldb, K), got = out[m * ldo + n];
-            if (memcmp(&want, &got, sizeof got) != 0 && failures++ < 10)
-                fprintf(stderr, "ref_dot_block M%lld N%lld K%lld [%lld,%lld]: %.17g, definition %.17g\n",
+            if (memcmp(&want, &got, sizeof got) != 0 && t->wrong++ < 10)
+                fprintf(stderr, "  ref_dot_block M%lld N%lld K%lld [%lld,%lld]: %.17g, definition %.17g\n",
                         (long long)M, (long long)N, (long long)K, (long long)m, (long long)n, got, want);
-            order_sensitive_dot += got != dot_sequential(a + m * lda, b + n * ldb, K);
-            if (n == 0 && ref_dot(a + m * lda, b, K) != dot_definition(a + m * lda, b, K) && failures++ < 10)
-                fprintf(stderr, "ref_dot K%lld row %lld differs from its definition\n", (long long)K, (long long)m);
+            t->order_sensitive_dot += got != dot_sequential(a + m * lda, b + n * ldb, K);
+            if (n == 0 && k->ref_dot(a + m * lda, b, K) != dot_definition(a + m * lda, b, K) && t->wrong++ < 10)
+                fprintf(stderr, "  ref_dot K%lld row %lld differs from its definition\n", (long long)K, (long long)m);
         }
     free(a), free(b), free(out);
 }
 
-static void check_gemm(int64_t M, int64_t N, int64_t K, int transposed)
+static void check_gemm(const golden_kernels *k, block_tally *t, int64_t M, int64_t N, int64_t K, int transposed)
 {
     /* A(m, k) = a[m am + k ak]: row-major [M][lda] or transposed [K][lda] */
     const int64_t lda = (transposed ? M : K) + 5, am = transposed ? 1 : lda, ak = transposed ? lda : 1;
@@ -85,47 +92,36 @@ static void check_gemm(int64_t M, int64_t N, int64_t K, int transposed)
             for (int64_t k = K - 1; k >= 0; k--) r += a[m * am + k * ak] * b[k * ldb + n];
             want[m * ldc + n] = s, reversed[m * ldc + n] = r;
         }
-    ref_gemm_acc(M, N, K, a, am, ak, b, ldb, c, ldc);
+    k->ref_gemm_acc(M, N, K, a, am, ak, b, ldb, c, ldc);
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < ldc; n++) { /* the padding column must stay as it was */
             const double w = want[m * ldc + n], g = c[m * ldc + n];
-            if (memcmp(&w, &g, sizeof g) != 0 && failures++ < 10)
-                fprintf(stderr, "ref_gemm_acc M%lld N%lld K%lld%s [%lld,%lld]: %.17g, definition %.17g\n",
+            if (memcmp(&w, &g, sizeof g) != 0 && t->wrong++ < 10)
+                fprintf(stderr, "  ref_gemm_acc M%lld N%lld K%lld%s [%lld,%lld]: %.17g, definition %.17g\n",
                         (long long)M, (long long)N, (long long)K, transposed ? " (A transposed)" : "", (long long)m,
                         (long long)n, g, w);
-            order_sensitive_gemm += n < N && g != reversed[m * ldc + n];
+            t->order_sensitive_gemm += n < N && g != reversed[m * ldc + n];
         }
     free(a), free(b), free(c), free(want), free(reversed);
 }
 
-int main(void)
+void check_golden_blocks(const golden_kernels *k, const char *isa)
 {
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__AVX2__)
-    if (!__builtin_cpu_supports("avx2")) {
-        printf("ref_block: this build needs AVX2, which this CPU lacks\n");
-        return 77; /* ctest: skipped */
-    }
-#endif
+    block_tally t = {0};
+    rng_state = 0x9E3779B97F4A7C15ull; /* the same data on every ISA */
     const int64_t sizes[] = {1, 3, 4, 5, 7, 8, 9, 31, 32, 33, 72};
     const int ns = (int)(sizeof sizes / sizeof sizes[0]);
     for (int x = 0; x < ns; x++)
         for (int y = 0; y < ns; y++) {
-            check_dot(sizes[x], sizes[y], sizes[(x + y) % ns] + (y & 1 ? 128 : 0));
-            check_gemm(sizes[x], sizes[y], sizes[(x * 3 + y) % ns], y & 1);
+            check_dot(k, &t, sizes[x], sizes[y], sizes[(x + y) % ns] + (y & 1 ? 128 : 0));
+            check_gemm(k, &t, sizes[x], sizes[y], sizes[(x * 3 + y) % ns], y & 1);
         }
-    check_dot(32, 128, 128), check_dot(5, 2, 300);
-    check_gemm(32, 128, 300, 0), check_gemm(128, 128, 32, 1), check_gemm(4, 130, 257, 0), check_gemm(3, 40, 129, 1);
+    check_dot(k, &t, 32, 128, 128), check_dot(k, &t, 5, 2, 300);
+    check_gemm(k, &t, 32, 128, 300, 0), check_gemm(k, &t, 128, 128, 32, 1);
+    check_gemm(k, &t, 4, 130, 257, 0), check_gemm(k, &t, 3, 40, 129, 1);
     /* the data must make the order visible, or a wrong order would pass */
-    if (order_sensitive_dot == 0 || order_sensitive_gemm == 0) {
-        fprintf(stderr, "ref_block: no element depends on the summation order (dot %d, gemm %d): the check is blind\n",
-                order_sensitive_dot, order_sensitive_gemm);
-        return 1;
-    }
-    if (failures) {
-        fprintf(stderr, "ref_block: %d elements differ from the scalar definition\n", failures);
-        return 1;
-    }
-    printf("ref_block: every element bit-identical to its scalar definition (%d dot and %d gemm elements would "
-           "differ in another order)\n", order_sensitive_dot, order_sensitive_gemm);
-    return 0;
+    TU_CHECK(t.order_sensitive_dot > 0 && t.order_sensitive_gemm > 0,
+             "%s golden blocks: no element depends on the summation order (dot %d, gemm %d): the check is blind", isa,
+             t.order_sensitive_dot, t.order_sensitive_gemm);
+    TU_CHECK(t.wrong == 0, "%s golden blocks: %d elements differ from the scalar definition", isa, t.wrong);
 }
