@@ -3,7 +3,8 @@
  * kernels (src/cpu/simd/) are compiled with ISA flags, and they are reached
  * only through the sets built here.  Adding an ISA with a vector vocabulary
  * is its header (src/cpu/simd/<isa>.h), its flags in CMakeLists.txt
- * (attnops_simd_kernels) and one line of `isas`. */
+ * (attnops_simd_kernels) and, here, its set's extern, its CPU predicate
+ * and one row of `isas`. */
 #include "cpu/isa.h"
 
 #include <pthread.h>
@@ -44,6 +45,18 @@ static bool x86_avx512(void)
     return x86_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 }
+#endif
+
+/* What each ISA defines: partial sets, merged over the portable one. */
+#if defined(__x86_64__)
+extern const cpu_kernel_set cpu_kernels_simd__avx2;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/avx2.h */
+extern const cpu_kernel_set cpu_kernels_philox__avx2; /* src/cpu/avx2/philox_avx2.c */
+extern const cpu_kernel_set cpu_kernels_simd__avx512;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/avx512.h */
+extern const cpu_kernel_set cpu_kernels_philox__avx512; /* src/cpu/avx512/philox_avx512.c */
+#elif defined(__aarch64__)
+extern const cpu_kernel_set cpu_kernels_simd__neon;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/neon.h */
+extern const cpu_kernel_set cpu_kernels_philox__neon; /* src/cpu/neon/philox_neon.c */
+extern const cpu_kernel_set cpu_kernels_gemm__neon;   /* src/cpu/neon/gemm_neon.c */
 #endif
 
 enum { ISA_MAX_PARTS = 3 };

@@ -236,17 +236,8 @@ static inline void (*cpu_kernel_at(const cpu_kernel_set *k, const cpu_kernel_ent
 /* The kernels of the ISA in use (isa.h), complete. */
 const cpu_kernel_set *cpu_kernels(void);
 
-/* What each ISA folder defines (partial but for the portable set). */
+/* The portable set: every kernel, plain C (src/cpu/portable/); the ISAs'
+ * sets are isa.c's. */
 extern const cpu_kernel_set cpu_kernels_portable;
-#if defined(__x86_64__)
-extern const cpu_kernel_set cpu_kernels_simd__avx2;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/avx2.h */
-extern const cpu_kernel_set cpu_kernels_philox__avx2; /* src/cpu/avx2/philox_avx2.c */
-extern const cpu_kernel_set cpu_kernels_simd__avx512;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/avx512.h */
-extern const cpu_kernel_set cpu_kernels_philox__avx512; /* src/cpu/avx512/philox_avx512.c */
-#elif defined(__aarch64__)
-extern const cpu_kernel_set cpu_kernels_simd__neon;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/neon.h */
-extern const cpu_kernel_set cpu_kernels_philox__neon; /* src/cpu/neon/philox_neon.c */
-extern const cpu_kernel_set cpu_kernels_gemm__neon;   /* src/cpu/neon/gemm_neon.c */
-#endif
 
 #endif
