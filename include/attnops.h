@@ -27,6 +27,7 @@
 #ifndef ATTNOPS_H
 #define ATTNOPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,7 +71,8 @@ ATTNOPS_API const char *attnops_version(void);
 /* Element types                                                             */
 /* ------------------------------------------------------------------------ */
 typedef enum attnops_dtype {
-    ATTNOPS_DTYPE_F32 = 1,
+    ATTNOPS_DTYPE_UNSET = 0, /* no dtype: what attnops_dtype_from_string returns for an unknown name */
+    ATTNOPS_DTYPE_F32,
     ATTNOPS_DTYPE_F16,
     ATTNOPS_DTYPE_BF16,
     ATTNOPS_DTYPE_F8_E4M3FN,
@@ -78,12 +80,36 @@ typedef enum attnops_dtype {
     ATTNOPS_DTYPE_U8,
     ATTNOPS_DTYPE_BOOL,
     ATTNOPS_DTYPE_I32,
-    ATTNOPS_DTYPE_I64
+    ATTNOPS_DTYPE_I64,
+    ATTNOPS_DTYPE_COUNT /* one past the last dtype */
 } attnops_dtype;
 
+/* What the library knows of a dtype, one row per dtype (as ggml's
+ * type_traits): read it instead of keeping a list of dtypes. */
+typedef struct attnops_dtype_traits {
+    const char *name;       /* "f32", "f16", "bf16", "f8_e4m3fn", "f8_e5m2", "u8", "bool", "i32", "i64" */
+    const char *cann_name;  /* CANN's case tables' spelling: "fp32", "fp16", "bf16", "fp8_e4m3fn", ... */
+    const char *torch_name; /* torch's (and numpy / ml_dtypes'): "float32", "bfloat16", "float8_e5m2", ... */
+    size_t size;            /* bytes per element */
+    bool is_float;          /* a floating-point format (f32 through f8_e5m2) */
+    /* dst[i] = element i of the packed src, widened exactly (the integer
+     * dtypes as their values, i64 rounded to the nearest double; a NaN
+     * stays a NaN of its sign, quietened) */
+    void (*to_f64)(const void *src, double *dst, size_t n);
+    /* element i of the packed dst = src[i] rounded once, to nearest even
+     * (the conversions above; e4m3fn has no infinity: overflow is NaN); the
+     * integer dtypes take src[i] converted as C converts, in range only */
+    void (*from_f64)(const double *src, void *dst, size_t n);
+} attnops_dtype_traits;
+
+/* The row of dtype; NULL for a value that is no dtype. */
+ATTNOPS_API const attnops_dtype_traits *attnops_dtype_traits_of(attnops_dtype dtype);
+/* Any of a row's three spellings ("f32", "fp32", "float32") -> its dtype;
+ * ATTNOPS_DTYPE_UNSET for anything else, NULL included. */
+ATTNOPS_API attnops_dtype attnops_dtype_from_string(const char *name);
 /* Bytes per element; 0 for an unknown dtype. */
 ATTNOPS_API size_t attnops_dtype_size(attnops_dtype dtype);
-/* "f32", "f16", "bf16", "f8_e4m3fn", "f8_e5m2", "u8", "bool", "i32", "i64"; "?" otherwise. */
+/* The row's name ("f32", ...); "?" for an unknown dtype. */
 ATTNOPS_API const char *attnops_dtype_name(attnops_dtype dtype);
 
 /* Exact conversions, bit-identical to PyTorch / ml_dtypes (round to nearest

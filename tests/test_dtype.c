@@ -4,10 +4,12 @@
  *
  * usage: test_dtype TABLE_DIR
  *
- * Every decode of every encoding, every f32 input through the f32 encoders
- * and through the double paths (ao_store_f64, ao_f64_to_f16/bf16: a float is
- * exactly a double, so both must agree with the f32 table), and every double
- * of the single-rounding tables. */
+ * Every decode of every encoding (the public decoders and the traits'
+ * to_f64), every f32 input through the f32 encoders and through the double
+ * paths (ao_store_f64, the traits' from_f64, ao_f64_to_f16/bf16: a float is
+ * exactly a double, so all must agree with the f32 table), and every double
+ * of the single-rounding tables.  Then the traits table's names: each of a
+ * row's spellings parses back to its dtype. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +109,21 @@ static uint32_t encode_f32(attnops_dtype d, float x)
     }
 }
 
+/* x through the traits' from_f64 (a row of one element). */
+static uint32_t traits_store_f64(const fmt *f, double x)
+{
+    uint16_t bits = 0;
+    attnops_dtype_traits_of(f->dtype)->from_f64(&x, &bits, 1);
+    return f->width == 2 ? bits : (uint8_t)bits;
+}
+
+static float traits_decode(const fmt *f, uint32_t bits)
+{
+    double x;
+    attnops_dtype_traits_of(f->dtype)->to_f64(&bits, &x, 1); /* little-endian: the low bytes */
+    return (float)x;
+}
+
 static uint32_t store_f64(const fmt *f, double x)
 {
     if (f->width == 2) {
@@ -148,9 +165,13 @@ static void check_decode(const fmt *f)
     if (!want) return;
     TU_CHECK(n == (size_t)1 << (8 * f->width), "%s has %zu entries", name, n);
     snprintf(what, sizeof what, "%s -> f32", f->name);
-    int printed = 0;
-    for (size_t i = 0; i < n; i++)
-        expect(true, what, i, f32_bits(decode(f->dtype, (uint32_t)i)), (uint32_t)table_at(want, i, 4), &printed);
+    int printed[2] = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        expect(true, what, i, f32_bits(decode(f->dtype, (uint32_t)i)), (uint32_t)table_at(want, i, 4), &printed[0]);
+        /* via double a signalling NaN is quietened: to_f64 promises a NaN of the sign */
+        const uint32_t w = (uint32_t)table_at(want, i, 4), quiet = (w & 0x7fffffffu) > 0x7f800000u ? 0x400000u : 0;
+        expect(true, "traits to_f64", i, f32_bits(traits_decode(f, (uint32_t)i)), w | quiet, &printed[1]);
+    }
     free(want);
 }
 
@@ -159,17 +180,19 @@ static void check_decode(const fmt *f)
 static size_t check_encode_f32(bool record, const fmt *f, const unsigned char *in, const unsigned char *want,
                                size_t n)
 {
-    char what[3][64];
+    char what[4][64];
     snprintf(what[0], 64, "f32 -> %s", f->name);
     snprintf(what[1], 64, "ao_store_f64(f32) -> %s", f->name);
     snprintf(what[2], 64, "ao_f64_to_%s(f32)", f->name);
-    int printed[3] = {0, 0, 0};
+    snprintf(what[3], 64, "traits from_f64(f32) -> %s", f->name);
+    int printed[4] = {0, 0, 0, 0};
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t x = (uint32_t)table_at(in, i, 4), w = (uint32_t)table_at(want, i, f->width);
         float v = bits_f32(x);
         bad += !expect(record, what[0], x, encode_f32(f->dtype, v), w, &printed[0]);
         bad += !expect(record, what[1], x, store_f64(f, v), w, &printed[1]);
+        bad += !expect(record, what[3], x, traits_store_f64(f, v), w, &printed[3]);
         if (f->f64_direct) bad += !expect(record, what[2], x, f->f64_direct(v), w, &printed[2]);
     }
     return bad;
@@ -187,17 +210,49 @@ static void check_encode_f64(const fmt *f)
     if (in && want && n == m) {
         snprintf(what[0], 64, "ao_store_f64 -> %s", f->name);
         snprintf(what[1], 64, "ao_f64_to_%s", f->name);
-        int printed[2] = {0, 0};
+        int printed[3] = {0, 0, 0};
         for (size_t i = 0; i < n; i++) {
             uint64_t x = table_at(in, i, 8);
             uint32_t w = (uint32_t)table_at(want, i, f->width);
             expect(true, what[0], x, store_f64(f, bits_f64(x)), w, &printed[0]);
+            expect(true, "traits from_f64", x, traits_store_f64(f, bits_f64(x)), w, &printed[2]);
             if (f->f64_direct) expect(true, what[1], x, f->f64_direct(bits_f64(x)), w, &printed[1]);
         }
     }
     TU_CHECK(n == m, "%s: %zu inputs but %zu results", f->name, n, m);
     free(in);
     free(want);
+}
+
+/* Every row's three spellings parse back to its dtype, sizes agree with
+ * attnops_dtype_size, and names that are no row's (a spelling off by one
+ * letter included) give ATTNOPS_DTYPE_UNSET. */
+static void check_traits_names(void)
+{
+    int rows = 0;
+    for (int d = 0; d <= ATTNOPS_DTYPE_COUNT; d++) {
+        const attnops_dtype_traits *t = attnops_dtype_traits_of((attnops_dtype)d);
+        if (d == ATTNOPS_DTYPE_UNSET || d == ATTNOPS_DTYPE_COUNT) {
+            TU_CHECK(t == NULL, "attnops_dtype_traits_of(%d) is not NULL", d);
+            continue;
+        }
+        TU_CHECK(t != NULL, "dtype %d has no traits row", d);
+        if (!t) continue;
+        rows++;
+        const char *spellings[] = {t->name, t->cann_name, t->torch_name};
+        for (int k = 0; k < 3; k++) {
+            char wrong[32];
+            snprintf(wrong, sizeof wrong, "%sx", spellings[k]);
+            TU_CHECK(attnops_dtype_from_string(spellings[k]) == (attnops_dtype)d, "'%s' does not parse to dtype %d",
+                     spellings[k], d);
+            TU_CHECK(attnops_dtype_from_string(wrong) == ATTNOPS_DTYPE_UNSET, "'%s' parses", wrong);
+        }
+        TU_CHECK(t->size == attnops_dtype_size((attnops_dtype)d) && !strcmp(t->name, attnops_dtype_name(d)),
+                 "dtype %d: its row and attnops_dtype_size/name disagree", d);
+    }
+    TU_CHECK(attnops_dtype_from_string(NULL) == ATTNOPS_DTYPE_UNSET && attnops_dtype_from_string("") == ATTNOPS_DTYPE_UNSET,
+             "NULL or an empty name parses");
+    g_passed += rows;
 }
 
 int main(int argc, char **argv)
@@ -234,5 +289,6 @@ int main(int argc, char **argv)
         free(want);
     }
     free(in);
+    check_traits_names();
     return tu_finish("test_dtype", g_passed);
 }

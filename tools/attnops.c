@@ -190,10 +190,9 @@ static int demo(int argc, char **argv)
         else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 0);
         else if (!strcmp(a, "--layout")) s.layout = attnops_layout_from_string(v);
         else if (!strcmp(a, "--dtype")) {
-            if (!strcmp(v, "f32")) s.dtype = ATTNOPS_DTYPE_F32;
-            else if (!strcmp(v, "f16")) s.dtype = ATTNOPS_DTYPE_F16;
-            else if (!strcmp(v, "bf16")) s.dtype = ATTNOPS_DTYPE_BF16;
-            else return usage();
+            s.dtype = attnops_dtype_from_string(v);
+            if (s.dtype != ATTNOPS_DTYPE_F32 && s.dtype != ATTNOPS_DTYPE_F16 && s.dtype != ATTNOPS_DTYPE_BF16)
+                return usage();
         } else return usage();
     }
     char desc[256];

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "core/core.h"
 #include "manifest.h"
 #include "npy.h"
 
@@ -36,8 +35,7 @@ static double *load_values(const char *dir, const char *rel, attnops_dtype hint,
         a->data = NULL;
         return NULL;
     }
-    const size_t es = attnops_dtype_size(a->dtype);
-    for (size_t i = 0; i < n; i++) x[i] = ao_load_f64((const char *)a->data + i * es, a->dtype);
+    attnops_dtype_traits_of(a->dtype)->to_f64(a->data, x, n);
     return x;
 }
 

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/core.h"
 #include "npy.h"
 
 typedef struct export_tensor {

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
 
 /* Standard normal values rounded to the dtype into a contiguous tensor:
  * tu_tensor_randn's job, for the 10^8 values of the large cases (one
@@ -27,8 +26,8 @@ static void fill_randn(tu_tensor *t, uint64_t seed)
                 u = 2.0 * tu_uniform(&r) - 1.0, v = 2.0 * tu_uniform(&r) - 1.0, q = u * u + v * v;
             } while (q >= 1.0 || q == 0.0);
             const double f = sqrt(-2.0 * log(q) / q);
-            ao_store_f32(data + i * es, dt, (float)(u * f));
-            if (i + 1 < n) ao_store_f32(data + (i + 1) * es, dt, (float)(v * f));
+            tu_store_f64(data + i * es, dt, (float)(u * f));
+            if (i + 1 < n) tu_store_f64(data + (i + 1) * es, dt, (float)(v * f));
         }
     }
 }
@@ -80,12 +79,12 @@ void ar_case_init(ar_case *c, const ar_case_spec *s, uint64_t seed)
     const float div = (float)sqrt((double)(4 * s->D)); /* randn(d, dtype) / sqrt(4d): f32 math, dtype result */
     for (int64_t i = 0; i < s->D; i++) {
         char *e = (char *)c->w.view.data + i * es;
-        ao_store_f32(e, s->dtype, ao_load_f32(e, s->dtype) / div);
+        tu_store_f64(e, s->dtype, (float)tu_load_f64(e, s->dtype) / div);
     }
     c->gamma = tu_tensor_new(s->dtype, 1, &s->D, 0);
     if (s->random_gamma) tu_tensor_randn(&c->gamma, &rng, 1.0);
     else
-        for (int64_t i = 0; i < s->D; i++) ao_store_f64((char *)c->gamma.view.data + i * es, s->dtype, 1.0);
+        for (int64_t i = 0; i < s->D; i++) tu_store_f64((char *)c->gamma.view.data + i * es, s->dtype, 1.0);
     if (s->strided) {
         for (int64_t l = 0; l < c->L; l++) restride(&c->v[l]);
         restride(&c->grad_h), restride(&c->w), restride(&c->gamma);

@@ -100,17 +100,13 @@ static bool parse_lengths(const char *v, int64_t *l, int *count)
     return n > 0;
 }
 
+/* The FlashAttention cases take the floating-point dtypes, by any spelling. */
 static bool parse_dtype(const char *v, attnops_dtype *dst)
 {
-    static const struct { const char *name; attnops_dtype dtype; } names[] = {
-        {"f32", ATTNOPS_DTYPE_F32}, {"f16", ATTNOPS_DTYPE_F16}, {"bf16", ATTNOPS_DTYPE_BF16},
-        {"f8_e4m3fn", ATTNOPS_DTYPE_F8_E4M3FN}, {"f8_e5m2", ATTNOPS_DTYPE_F8_E5M2}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(v, names[i].name)) {
-            *dst = names[i].dtype;
-            return true;
-        }
-    return false;
+    const attnops_dtype d = attnops_dtype_from_string(v);
+    if (!d || !attnops_dtype_traits_of(d)->is_float) return false;
+    *dst = d;
+    return true;
 }
 
 bool fa_case_parse(const char *spec, fa_case_shape *s)

@@ -58,15 +58,14 @@ static bool get_list(parse_ctx *c, const cJSON *v, int64_t *out, int *n)
     return true;
 }
 
+/* A dtype by any of its spellings (the seed's tables write CANN's: fp16,
+ * fp32, fp8_e4m3fn), and the seed's "bp16" for bf16 where allow_bp16. */
 static bool get_dtype(parse_ctx *c, const cJSON *v, bool allow_bp16, attnops_dtype *out, bool *was_bp16)
 {
-    static const struct { const char *name; attnops_dtype d; } names[] = {
-        {"fp16", ATTNOPS_DTYPE_F16}, {"bf16", ATTNOPS_DTYPE_BF16}, {"fp32", ATTNOPS_DTYPE_F32},
-        {"fp8_e5m2", ATTNOPS_DTYPE_F8_E5M2}, {"fp8_e4m3fn", ATTNOPS_DTYPE_F8_E4M3FN}};
     const char *s = NULL;
     if (!get_str(c, v, &s)) return false;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(s, names[i].name)) return *out = names[i].d, true;
+    const attnops_dtype d = attnops_dtype_from_string(s);
+    if (d && attnops_dtype_traits_of(d)->is_float) return *out = d, true;
     if (allow_bp16 && !strcmp(s, "bp16")) return *out = ATTNOPS_DTYPE_BF16, *was_bp16 = true, true;
     return fail(c, v->string, "is '%s'; it must be fp16, bf16, fp32, fp8_e5m2 or fp8_e4m3fn", s);
 }
@@ -379,9 +378,9 @@ static bool parse_keypool(parse_ctx *c, const cJSON *obj, harness_case *h)
         s->start[b] = has[K_STARTS] ? starts[b] : 0;
     }
     if (dtype) {
-        if (!strcmp(dtype, "bf16")) s->dtype = ATTNOPS_DTYPE_BF16;
-        else if (!strcmp(dtype, "fp16")) s->dtype = ATTNOPS_DTYPE_F16;
-        else return fail(c, "dtype", "is '%s'; KeyPool takes bf16 or fp16", dtype);
+        s->dtype = attnops_dtype_from_string(dtype);
+        if (s->dtype != ATTNOPS_DTYPE_BF16 && s->dtype != ATTNOPS_DTYPE_F16)
+            return fail(c, "dtype", "is '%s'; KeyPool takes bf16 or fp16", dtype);
     }
     if (capacity) {
         if (!strcmp(capacity, "current")) s->capacity = ATTNOPS_KEY_POOL_CAPACITY_CURRENT;
@@ -408,8 +407,6 @@ static bool parse_attnres(parse_ctx *c, const cJSON *obj, harness_case *h)
         {"has_partial_block", A_PARTIAL}, {"rmsnorm", A_RMSNORM}, {"enable_rmsnorm", A_RMSNORM},
         {"random_gamma", A_RANDOM_GAMMA}, {"scale", A_SCALE}, {"eps", A_EPS}, {"data_seed", A_DATA_SEED},
         {"compare", A_COMPARE}, {"op", A_SKIP}, {"name", A_SKIP}};
-    static const struct { const char *name; attnops_dtype d; } dtypes[] = {
-        {"bf16", ATTNOPS_DTYPE_BF16}, {"fp16", ATTNOPS_DTYPE_F16}, {"fp32", ATTNOPS_DTYPE_F32}};
     const int64_t big = (int64_t)1 << 40;
     ar_case_spec *s = &h->ar;
     *s = (ar_case_spec){.dtype = ATTNOPS_DTYPE_BF16, .partial = true, .rmsnorm = true, .scale = 1.0, .eps = 1e-6};
@@ -452,11 +449,9 @@ static bool parse_attnres(parse_ctx *c, const cJSON *obj, harness_case *h)
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!has[required[i]]) return fail(c, required_names[i], "is missing");
     if (dtype) {
-        const size_t count = sizeof dtypes / sizeof dtypes[0];
-        size_t i = 0;
-        while (i < count && strcmp(dtype, dtypes[i].name)) i++;
-        if (i == count) return fail(c, "dtype", "is '%s'; AttnRes takes bf16, fp16 or fp32", dtype);
-        s->dtype = dtypes[i].d;
+        s->dtype = attnops_dtype_from_string(dtype);
+        if (s->dtype != ATTNOPS_DTYPE_BF16 && s->dtype != ATTNOPS_DTYPE_F16 && s->dtype != ATTNOPS_DTYPE_F32)
+            return fail(c, "dtype", "is '%s'; AttnRes takes bf16, fp16 or fp32", dtype);
     }
     h->data_seed = (uint64_t)data_seed;
     h->rule = CMP_TRIPLE;

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "compare.h"
-#include "core/core.h"
 
 _Atomic int tu_failures = 0; /* atomic: checks may fail on several threads at once */
 
@@ -107,12 +106,12 @@ typedef struct convert_ctx {
 static void load_one(char *p, int64_t i, void *c)
 {
     convert_ctx *f = c;
-    f->buf[i] = ao_load_f64(p, f->dtype);
+    f->buf[i] = tu_load_f64(p, f->dtype);
 }
 static void store_one(char *p, int64_t i, void *c)
 {
     convert_ctx *f = c;
-    ao_store_f64(p, f->dtype, f->buf[i]);
+    tu_store_f64(p, f->dtype, f->buf[i]);
 }
 
 /* Element i (row-major) takes draws 2i and 2i + 1, so blocks of elements
@@ -123,6 +122,7 @@ void tu_tensor_randn(tu_tensor *t, tu_rng *r, double scale)
     const attnops_tensor *v = &t->view;
     const int64_t n = tu_numel(v), block = 1 << 14, blocks = (n + block - 1) / block;
     const size_t es = attnops_dtype_size(v->dtype);
+    void (*const to_dtype)(const double *, void *, size_t) = attnops_dtype_traits_of(v->dtype)->from_f64;
     const uint64_t start = r->state;
 #pragma omp parallel for schedule(static) if (blocks > 1)
     for (int64_t k = 0; k < blocks; k++) {
@@ -132,7 +132,8 @@ void tu_tensor_randn(tu_tensor *t, tu_rng *r, double scale)
         for (int64_t i = k * block; i < n && i < (k + 1) * block; i++) {
             int64_t off = 0;
             for (int d = 0; d < v->rank; d++) off += idx[d] * v->strides[d];
-            ao_store_f64((char *)v->data + off * (int64_t)es, v->dtype, tu_randn(&g) * scale);
+            const double x = tu_randn(&g) * scale;
+            to_dtype(&x, (char *)v->data + off * (int64_t)es, 1);
             for (int d = v->rank - 1; d >= 0; d--) {
                 if (++idx[d] < v->shape[d]) break;
                 idx[d] = 0;

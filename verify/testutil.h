@@ -49,6 +49,17 @@ void tu_tensor_randn(tu_tensor *t, tu_rng *r, double scale);
 void tu_tensor_to_f64(const tu_tensor *t, double *out);
 void tu_view_to_f64(const attnops_tensor *v, double *out); /* any view, e.g. one over part of a tensor */
 void tu_tensor_from_f64(tu_tensor *t, const double *in);
+/* One element through the dtype's traits: widened exactly, or rounded once. */
+static inline double tu_load_f64(const void *p, attnops_dtype dtype)
+{
+    double x;
+    attnops_dtype_traits_of(dtype)->to_f64(p, &x, 1);
+    return x;
+}
+static inline void tu_store_f64(void *p, attnops_dtype dtype, double x)
+{
+    attnops_dtype_traits_of(dtype)->from_f64(&x, p, 1);
+}
 /* True when the canaries are intact; prints what broke otherwise. */
 bool tu_canaries_ok(const tu_tensor *t, const char *name);
 /* True when the storage is byte-for-byte `byte` (nothing was written). */

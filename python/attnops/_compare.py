@@ -56,7 +56,7 @@ _libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER
 _libc.fclose.argtypes = [ctypes.c_void_p]
 _libc.free.argtypes = [ctypes.c_void_p]
 
-_DTYPES = {"float32": _lib.DTYPE_F32, "float16": _lib.DTYPE_F16, "bfloat16": _lib.DTYPE_BF16}
+_DTYPES = {name: _lib.DTYPES[name] for name in ("float32", "float16", "bfloat16")}
 
 
 @dataclasses.dataclass

@@ -80,8 +80,6 @@ def check(status):
 
 
 # ---- enums ------------------------------------------------------------------------
-(DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_F8_E4M3FN, DTYPE_F8_E5M2, DTYPE_U8, DTYPE_BOOL, DTYPE_I32,
- DTYPE_I64) = range(1, 10)
 IMPL = {"auto": 0, "reference": 1, "cpu": 2, "benchmark": 3}
 LAYOUTS = ("BNSD", "BSND", "BSH", "SBH", "TND")
 MAX_RANK = 8
@@ -160,10 +158,16 @@ class AttnResBwdArgs(ctypes.Structure):
                 ("impl", _enum), ("num_threads", ctypes.c_int32)]
 
 
-STRUCTS = {"attnops_tensor": Tensor, "attnops_fa_params": FaParams, "attnops_fa_fwd_args": FaFwdArgs,
-           "attnops_fa_bwd_args": FaBwdArgs, "attnops_dropout_mask_args": DropoutMaskArgs,
-           "attnops_key_pool_args": KeyPoolArgs, "attnops_attn_res_fwd_args": AttnResFwdArgs,
-           "attnops_attn_res_bwd_args": AttnResBwdArgs}
+class DtypeTraits(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("cann_name", ctypes.c_char_p), ("torch_name", ctypes.c_char_p),
+                ("size", ctypes.c_size_t), ("is_float", ctypes.c_bool), ("to_f64", ctypes.c_void_p),
+                ("from_f64", ctypes.c_void_p)]
+
+
+STRUCTS = {"attnops_dtype_traits": DtypeTraits, "attnops_tensor": Tensor, "attnops_fa_params": FaParams,
+           "attnops_fa_fwd_args": FaFwdArgs, "attnops_fa_bwd_args": FaBwdArgs,
+           "attnops_dropout_mask_args": DropoutMaskArgs, "attnops_key_pool_args": KeyPoolArgs,
+           "attnops_attn_res_fwd_args": AttnResFwdArgs, "attnops_attn_res_bwd_args": AttnResBwdArgs}
 
 # ---- functions --------------------------------------------------------------------
 
@@ -177,6 +181,19 @@ for _name in ("attnops_last_error", "attnops_version", "attnops_cpu_isa", "attno
     _declare(_name, ctypes.c_char_p)
 _declare("attnops_status_string", ctypes.c_char_p, ctypes.c_int)
 _declare("attnops_gemm_backend", ctypes.c_char_p, ctypes.c_int)
+_declare("attnops_dtype_traits_of", ctypes.POINTER(DtypeTraits), ctypes.c_int)
+
+
+def _dtype_codes():
+    codes, code = {}, 1
+    while lib.attnops_dtype_traits_of(code):
+        codes[lib.attnops_dtype_traits_of(code).contents.torch_name.decode()] = code
+        code += 1
+    return codes
+
+
+# torch's (= numpy's, ml_dtypes') dtype name -> attnops_dtype, read from the library's traits table.
+DTYPES = _dtype_codes()
 # The two-phase ops, called through attnops._native (python/native/attnops_native.c) by index, with the
 # addresses of the functions this library resolved (so ATTNOPS_LIBRARY picks the build for both).
 TWO_PHASE_OPS = ("flash_attention_score", "flash_attention_varlen_score", "flash_attention_score_grad",

@@ -13,23 +13,20 @@ import numpy as np
 
 from . import _lib, _native
 
-_NUMPY_CODES = {np.dtype(np.float32): _lib.DTYPE_F32, np.dtype(np.float16): _lib.DTYPE_F16,
-                np.dtype(ml_dtypes.bfloat16): _lib.DTYPE_BF16,
-                np.dtype(ml_dtypes.float8_e4m3fn): _lib.DTYPE_F8_E4M3FN,
-                np.dtype(ml_dtypes.float8_e5m2): _lib.DTYPE_F8_E5M2, np.dtype(np.uint8): _lib.DTYPE_U8,
-                np.dtype(np.bool_): _lib.DTYPE_BOOL, np.dtype(np.int32): _lib.DTYPE_I32,
-                np.dtype(np.int64): _lib.DTYPE_I64}
+
+def _numpy_dtype(name):
+    """numpy's dtype of a torch dtype name: numpy's own, or ml_dtypes' (bfloat16, float8_*)."""
+    return np.dtype(getattr(ml_dtypes, name)) if hasattr(ml_dtypes, name) else np.dtype(name)
+
+
+_NUMPY_CODES = {_numpy_dtype(name): code for name, code in _lib.DTYPES.items()}
 
 VIEW_SIZE = ctypes.sizeof(_lib.Tensor)
 
 
 def _fill_torch_dtypes():
     import torch
-    _lib.TORCH_DTYPES.update({
-        torch.float32: _lib.DTYPE_F32, torch.float16: _lib.DTYPE_F16, torch.bfloat16: _lib.DTYPE_BF16,
-        torch.float8_e4m3fn: _lib.DTYPE_F8_E4M3FN, torch.float8_e5m2: _lib.DTYPE_F8_E5M2,
-        torch.uint8: _lib.DTYPE_U8, torch.bool: _lib.DTYPE_BOOL, torch.int32: _lib.DTYPE_I32,
-        torch.int64: _lib.DTYPE_I64})
+    _lib.TORCH_DTYPES.update({getattr(torch, name): code for name, code in _lib.DTYPES.items()})
 
 
 def describe_numpy(a, name):

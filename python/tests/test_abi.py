@@ -49,7 +49,7 @@ def test_native_views_read_back_through_the_tensor_struct():
     call = _views.Call(_views.TORCH)
     t = torch.zeros(2, 3, 5).transpose(0, 2)
     empty = torch.zeros(0, 4)
-    for tensor, code in ((t, _lib.DTYPE_F32), (empty, _lib.DTYPE_F32)):
+    for tensor, code in ((t, _lib.DTYPES["float32"]), (empty, _lib.DTYPES["float32"])):
         v = _lib.Tensor.from_address(call.view(tensor, "t"))
         assert (v.dtype, v.rank) == (code, tensor.dim())
         assert list(v.shape[:v.rank]) == list(tensor.shape) and list(v.strides[:v.rank]) == list(tensor.stride())
@@ -58,7 +58,7 @@ def test_native_views_read_back_through_the_tensor_struct():
     numpy_call = _views.Call(_views.NUMPY)  # owns the view: keep it while reading
     v = _lib.Tensor.from_address(numpy_call.view(a, "a"))
     assert (v.data, v.dtype, v.rank, list(v.shape[:2]), list(v.strides[:2])) == (
-        a.ctypes.data, _lib.DTYPE_I32, 2, [4, 3], [6, 2])
+        a.ctypes.data, _lib.DTYPES["int32"], 2, [4, 3], [6, 2])
 
 
 def test_fa_args_slots_match_the_structs():
@@ -78,3 +78,23 @@ def test_fa_args_slots_match_the_structs():
         for slot, name in zip(slots, names):
             field = getattr(_lib.FaParams, name) if name in _fa.PARAM_TENSORS else getattr(struct, name)
             assert slot == field.offset, name
+
+
+def test_dtype_codes_come_from_the_traits_table():
+    """The package's dtype codes are the library's traits rows: every torch dtype the library names
+    exists in torch and numpy (ml_dtypes), maps back to its code through attnops_dtype_from_string by
+    all three spellings, and an unknown name gives ATTNOPS_DTYPE_UNSET (0)."""
+    import torch
+    from attnops import _views
+    lib = _lib.lib
+    lib.attnops_dtype_from_string.restype, lib.attnops_dtype_from_string.argtypes = ctypes.c_int, [ctypes.c_char_p]
+    assert set(_lib.DTYPES) == {"float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "uint8", "bool",
+                                "int32", "int64"}
+    for name, code in _lib.DTYPES.items():
+        t = lib.attnops_dtype_traits_of(code).contents
+        for spelling in (t.name, t.cann_name, t.torch_name):
+            assert lib.attnops_dtype_from_string(spelling) == code
+        assert t.size == getattr(torch, name).itemsize == _views._numpy_dtype(name).itemsize
+        assert t.is_float == getattr(torch, name).is_floating_point
+    assert lib.attnops_dtype_from_string(b"float64") == 0 and lib.attnops_dtype_from_string(None) == 0
+    assert not lib.attnops_dtype_traits_of(0) and not lib.attnops_dtype_traits_of(len(_lib.DTYPES) + 1)

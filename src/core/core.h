@@ -33,7 +33,6 @@ uint16_t ao_f64_to_bf16(double value);
  * (0 for an empty view); used for overlap and bounds checks. */
 void ao_tensor_extent(const attnops_tensor *t, const char **lo, const char **hi);
 int64_t ao_tensor_numel(const attnops_tensor *t);
-bool ao_dtype_is_float(attnops_dtype dtype);
 
 /* A run's team: the threads its parallel regions use (src/core/threads.c):
  * `requested`, capped so that the runs in flight in the process share

@@ -32,40 +32,6 @@ static inline float bits_f32(uint32_t u)
     return f;
 }
 
-size_t attnops_dtype_size(attnops_dtype dtype)
-{
-    switch (dtype) {
-    case ATTNOPS_DTYPE_F32: case ATTNOPS_DTYPE_I32: return 4;
-    case ATTNOPS_DTYPE_F16: case ATTNOPS_DTYPE_BF16: return 2;
-    case ATTNOPS_DTYPE_F8_E4M3FN: case ATTNOPS_DTYPE_F8_E5M2:
-    case ATTNOPS_DTYPE_U8: case ATTNOPS_DTYPE_BOOL: return 1;
-    case ATTNOPS_DTYPE_I64: return 8;
-    }
-    return 0;
-}
-
-const char *attnops_dtype_name(attnops_dtype dtype)
-{
-    switch (dtype) {
-    case ATTNOPS_DTYPE_F32: return "f32";
-    case ATTNOPS_DTYPE_F16: return "f16";
-    case ATTNOPS_DTYPE_BF16: return "bf16";
-    case ATTNOPS_DTYPE_F8_E4M3FN: return "f8_e4m3fn";
-    case ATTNOPS_DTYPE_F8_E5M2: return "f8_e5m2";
-    case ATTNOPS_DTYPE_U8: return "u8";
-    case ATTNOPS_DTYPE_BOOL: return "bool";
-    case ATTNOPS_DTYPE_I32: return "i32";
-    case ATTNOPS_DTYPE_I64: return "i64";
-    }
-    return "?";
-}
-
-bool ao_dtype_is_float(attnops_dtype dtype)
-{
-    return dtype == ATTNOPS_DTYPE_F32 || dtype == ATTNOPS_DTYPE_F16 || dtype == ATTNOPS_DTYPE_BF16 ||
-           dtype == ATTNOPS_DTYPE_F8_E4M3FN || dtype == ATTNOPS_DTYPE_F8_E5M2;
-}
-
 /* ---- decoding: every encoding widens exactly ---- */
 
 float attnops_f16_to_f32(uint16_t h)
@@ -194,6 +160,7 @@ double ao_load_f64(const void *p, attnops_dtype dtype)
     case ATTNOPS_DTYPE_U8: case ATTNOPS_DTYPE_BOOL: return *(const uint8_t *)p;
     case ATTNOPS_DTYPE_I32: return *(const int32_t *)p;
     case ATTNOPS_DTYPE_I64: return (double)*(const int64_t *)p;
+    case ATTNOPS_DTYPE_UNSET: case ATTNOPS_DTYPE_COUNT: break;
     }
     return NAN;
 }
@@ -219,6 +186,7 @@ void ao_store_f64(void *p, attnops_dtype dtype, double v)
     case ATTNOPS_DTYPE_U8: case ATTNOPS_DTYPE_BOOL: *(uint8_t *)p = (uint8_t)v; break;
     case ATTNOPS_DTYPE_I32: *(int32_t *)p = (int32_t)v; break;
     case ATTNOPS_DTYPE_I64: *(int64_t *)p = (int64_t)v; break;
+    case ATTNOPS_DTYPE_UNSET: case ATTNOPS_DTYPE_COUNT: break;
     }
 }
 
@@ -230,4 +198,75 @@ void ao_store_f32(void *p, attnops_dtype dtype, float v)
     case ATTNOPS_DTYPE_BF16: *(uint16_t *)p = attnops_f32_to_bf16(v); break;
     default: ao_store_f64(p, dtype, v); break;
     }
+}
+
+/* ---- the traits table ---- */
+
+static void to_f64_rows(attnops_dtype dtype, const void *src, double *dst, size_t n)
+{
+    const size_t es = attnops_dtype_size(dtype);
+    for (size_t i = 0; i < n; i++) dst[i] = ao_load_f64((const char *)src + i * es, dtype);
+}
+
+static void from_f64_rows(attnops_dtype dtype, const double *src, void *dst, size_t n)
+{
+    const size_t es = attnops_dtype_size(dtype);
+    for (size_t i = 0; i < n; i++) ao_store_f64((char *)dst + i * es, dtype, src[i]);
+}
+
+/* to_f64_<name> and from_f64_<name>: the traits' row conversions. */
+#define ROW_CONVERSIONS(suffix, dtype)                                                                           \
+    static void to_f64_##suffix(const void *src, double *dst, size_t n) { to_f64_rows(dtype, src, dst, n); }   \
+    static void from_f64_##suffix(const double *src, void *dst, size_t n) { from_f64_rows(dtype, src, dst, n); }
+ROW_CONVERSIONS(f32, ATTNOPS_DTYPE_F32)
+ROW_CONVERSIONS(f16, ATTNOPS_DTYPE_F16)
+ROW_CONVERSIONS(bf16, ATTNOPS_DTYPE_BF16)
+ROW_CONVERSIONS(f8_e4m3fn, ATTNOPS_DTYPE_F8_E4M3FN)
+ROW_CONVERSIONS(f8_e5m2, ATTNOPS_DTYPE_F8_E5M2)
+ROW_CONVERSIONS(u8, ATTNOPS_DTYPE_U8)
+ROW_CONVERSIONS(bool, ATTNOPS_DTYPE_BOOL)
+ROW_CONVERSIONS(i32, ATTNOPS_DTYPE_I32)
+ROW_CONVERSIONS(i64, ATTNOPS_DTYPE_I64)
+#define CONVERSIONS(suffix) to_f64_##suffix, from_f64_##suffix
+
+/* One row per dtype, indexed by the enum: what every layer above (the
+ * harness, .npy files, the CLI, the Python package) reads instead of its
+ * own list.  The CANN spelling is the seed case tables' ("fp16"); the torch
+ * spelling is torch's, numpy's and ml_dtypes' dtype name. */
+static const attnops_dtype_traits TRAITS[] = {
+    [ATTNOPS_DTYPE_F32] = {"f32", "fp32", "float32", 4, true, CONVERSIONS(f32)},
+    [ATTNOPS_DTYPE_F16] = {"f16", "fp16", "float16", 2, true, CONVERSIONS(f16)},
+    [ATTNOPS_DTYPE_BF16] = {"bf16", "bf16", "bfloat16", 2, true, CONVERSIONS(bf16)},
+    [ATTNOPS_DTYPE_F8_E4M3FN] = {"f8_e4m3fn", "fp8_e4m3fn", "float8_e4m3fn", 1, true, CONVERSIONS(f8_e4m3fn)},
+    [ATTNOPS_DTYPE_F8_E5M2] = {"f8_e5m2", "fp8_e5m2", "float8_e5m2", 1, true, CONVERSIONS(f8_e5m2)},
+    [ATTNOPS_DTYPE_U8] = {"u8", "uint8", "uint8", 1, false, CONVERSIONS(u8)},
+    [ATTNOPS_DTYPE_BOOL] = {"bool", "bool", "bool", 1, false, CONVERSIONS(bool)},
+    [ATTNOPS_DTYPE_I32] = {"i32", "int32", "int32", 4, false, CONVERSIONS(i32)},
+    [ATTNOPS_DTYPE_I64] = {"i64", "int64", "int64", 8, false, CONVERSIONS(i64)},
+};
+_Static_assert(sizeof TRAITS / sizeof TRAITS[0] == ATTNOPS_DTYPE_COUNT, "a dtype without its traits row");
+
+const attnops_dtype_traits *attnops_dtype_traits_of(attnops_dtype dtype)
+{
+    return dtype > ATTNOPS_DTYPE_UNSET && dtype < ATTNOPS_DTYPE_COUNT ? &TRAITS[dtype] : NULL;
+}
+
+size_t attnops_dtype_size(attnops_dtype dtype)
+{
+    const attnops_dtype_traits *t = attnops_dtype_traits_of(dtype);
+    return t ? t->size : 0;
+}
+
+const char *attnops_dtype_name(attnops_dtype dtype)
+{
+    const attnops_dtype_traits *t = attnops_dtype_traits_of(dtype);
+    return t ? t->name : "?";
+}
+
+attnops_dtype attnops_dtype_from_string(const char *name)
+{
+    for (int d = ATTNOPS_DTYPE_UNSET + 1; name && d < ATTNOPS_DTYPE_COUNT; d++)
+        if (!strcmp(name, TRAITS[d].name) || !strcmp(name, TRAITS[d].cann_name) || !strcmp(name, TRAITS[d].torch_name))
+            return (attnops_dtype)d;
+    return ATTNOPS_DTYPE_UNSET;
 }
