@@ -30,7 +30,6 @@
 #include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
 #include "keypool/kp_problem.h"
-#include "ref/kp_ref.h"
 
 enum { NT = 64, M_CHUNK = 64, KC = 256, W_ROWS = 16 };
 
@@ -250,7 +249,7 @@ void kp_cpu_run(const kp_problem *p, void *workspace)
         }
         if (p->layer_norm) {
 #pragma omp for schedule(static)
-            for (int64_t t = 0; t < p->T; t++) kp_ref_layer_norm(p, key_ws + t * D);
+            for (int64_t t = 0; t < p->T; t++) kp_layer_norm(p, key_ws + t * D);
         }
 #pragma omp single
         {

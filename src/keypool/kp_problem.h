@@ -117,6 +117,9 @@ void kp_zero_unused_rows(const kp_problem *p);
 char *kp_out_row(const kp_problem *p, int64_t b, int64_t row0, int64_t g);
 /* row0[b] for b = 0..B-1: the packed TH/CURRENT row offsets (0 elsewhere). */
 void kp_out_row0(const kp_problem *p, int64_t *row0);
+/* One token's LayerNorm of key[D] in place (kp_layer_norm.c): two-pass
+ * biased variance in double, as the golden's mean((K - mu)^2). */
+void kp_layer_norm(const kp_problem *p, float *key);
 
 /* Validation (spec A.2's order): fills *p.  need_output: pooled_key is
  * required and checked (false for the shape / valid-row queries). */

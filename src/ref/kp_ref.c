@@ -5,7 +5,7 @@
 
 #include "ref/kp_ref.h"
 
-float kp_round_to_dtype(attnops_dtype dtype, double value)
+static float round_to_dtype(attnops_dtype dtype, double value)
 {
     return dtype == ATTNOPS_DTYPE_BF16 ? attnops_bf16_to_f32(ao_f64_to_bf16(value))
                                        : attnops_f16_to_f32(ao_f64_to_f16(value));
@@ -26,26 +26,11 @@ static double dot_row(const kp_problem *p, const char *x, const kp_matrix *w, in
     return sum;
 }
 
-/* Two-pass biased variance, as the golden's mean((K - mu)^2). */
-void kp_ref_layer_norm(const kp_problem *p, float *key)
-{
-    double mu = 0.0, var = 0.0;
-    for (int64_t d = 0; d < p->D; d++) mu += key[d];
-    mu /= (double)p->D;
-    for (int64_t d = 0; d < p->D; d++) var += ((double)key[d] - mu) * ((double)key[d] - mu);
-    const double sd = sqrt(var / (double)p->D + p->eps);
-    for (int64_t d = 0; d < p->D; d++) {
-        const double w = *(const float *)(p->norm_w + d * p->norm_ws * 4);
-        const double b = *(const float *)(p->norm_b + d * p->norm_bs * 4);
-        key[d] = (float)(((double)key[d] - mu) / sd * w + b);
-    }
-}
-
 /* A separate softmax over the group's R rows for each channel (the gate is
  * D-wide), max subtracted; weights rounded to the activation dtype, then the
  * weighted sum of keys.  Row r's channel d is key[r][d * stride[r]].
  * Returns the sum before its final rounding. */
-double kp_ref_pool_channel(const kp_problem *p, int64_t d, const float *const *key, const float *const *gate,
+static double pool_channel(const kp_problem *p, int64_t d, const float *const *key, const float *const *gate,
                            const int64_t *stride)
 {
     double logit[128], m = -INFINITY, total = 0.0, out = 0.0;
@@ -55,7 +40,7 @@ double kp_ref_pool_channel(const kp_problem *p, int64_t d, const float *const *k
     }
     for (int64_t r = 0; r < p->R; r++) total += (logit[r] = exp(logit[r] - m));
     for (int64_t r = 0; r < p->R; r++)
-        out += (double)kp_round_to_dtype(p->dtype, logit[r] / total) * key[r][d * stride[r]];
+        out += (double)round_to_dtype(p->dtype, logit[r] / total) * key[r][d * stride[r]];
     return out;
 }
 
@@ -70,10 +55,10 @@ void kp_ref_run(const kp_problem *p, void *workspace)
     for (int64_t t = 0; t < p->T; t++) {
         const char *x = kp_hidden_row(p, t);
         for (int64_t d = 0; d < p->D; d++) {
-            key_ws[t * p->D + d] = kp_round_to_dtype(p->dtype, dot_row(p, x, &p->wk, d));
-            gate_ws[t * p->D + d] = kp_round_to_dtype(p->dtype, dot_row(p, x, &p->gate, d));
+            key_ws[t * p->D + d] = round_to_dtype(p->dtype, dot_row(p, x, &p->wk, d));
+            gate_ws[t * p->D + d] = round_to_dtype(p->dtype, dot_row(p, x, &p->gate, d));
         }
-        if (p->layer_norm) kp_ref_layer_norm(p, key_ws + t * p->D);
+        if (p->layer_norm) kp_layer_norm(p, key_ws + t * p->D);
     }
 
     kp_write_tails(p, key_ws, gate_ws);
@@ -90,7 +75,7 @@ void kp_ref_run(const kp_problem *p, void *workspace)
             char *out = kp_out_row(p, b, row0[b], g);
             for (int64_t d = 0; d < p->D; d++)
                 ao_store_f64(out + d * p->out.sc * p->out.esize, p->dtype,
-                             kp_ref_pool_channel(p, d, key, gate, stride));
+                             pool_channel(p, d, key, gate, stride));
         }
     }
 }

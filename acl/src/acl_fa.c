@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "acl/acl_internal.h"
+#include "acl_internal.h"
 #include "aclnnop/aclnn_flash_attention_score.h"
 #include "aclnnop/aclnn_flash_attention_score_grad.h"
 

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "acl/acl_internal.h"
+#include "acl_internal.h"
 
 static attnops_dtype dtype_of(aclDataType t)
 {

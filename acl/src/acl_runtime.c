@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "acl/acl_internal.h"
+#include "acl_internal.h"
 
 static _Thread_local char recent_error[512];
 static atomic_bool initialised;
