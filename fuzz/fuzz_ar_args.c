@@ -1,4 +1,4 @@
-/* Block Attention Residuals' argument space (issue 16, item 2): batch,
+/* Block Attention Residuals' argument space (docs/RELIABILITY.md, "Fuzzing"): batch,
  * tokens, block counts (0 and above the 127 limit too), widths, dtypes, the
  * partial block, RMSNorm on and off, scale and eps (NaN, infinities),
  * impl, threads -- each tensor sometimes perturbed or NULL -- on tiny data;

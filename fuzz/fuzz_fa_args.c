@@ -1,4 +1,4 @@
-/* FlashAttentionScore(Grad)'s argument space (issue 16, item 2): random
+/* FlashAttentionScore(Grad)'s argument space (docs/RELIABILITY.md, "Fuzzing"): random
  * layouts, shapes, GQA ratios, dtypes (FP8 with its scales), masks and
  * sparse modes, pse types and shapes, dropout, prefix and TND lengths, MLA
  * rope, start indices, dropout blocks, attributes (softcap included), impl, threads -- mostly valid, each

@@ -1,4 +1,4 @@
-/* KeyPool's argument space (issue 16, item 2): layouts BSH / TH, batch
+/* KeyPool's argument space (docs/RELIABILITY.md, "Fuzzing"): layouts BSH / TH, batch
  * lengths and start positions, cmp_ratio, block sizes and tables (with
  * out-of-range blocks), dtypes, the optional LayerNorm and the reserved
  * inputs, capacities -- each tensor sometimes perturbed or NULL -- on tiny

@@ -14,3 +14,6 @@ endforeach()
 add_test(NAME suite_fag_matrix COMMAND attnops_cli run fag-matrix --mode auto_grad --log -)
 add_test(NAME suite_fag_matrix_generated COMMAND ${ATTNOPS_VENV_PYTHON}
          ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_fag_matrix_json.py ${PROJECT_SOURCE_DIR}/verify/suites)
+# The usage text docs/HARNESS.md quotes is what the program prints.
+add_test(NAME cli_usage_doc COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_usage_doc.sh ${ATTNOPS_CLI}
+         ${PROJECT_SOURCE_DIR}/docs/HARNESS.md)

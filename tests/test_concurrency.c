@@ -1,4 +1,4 @@
-/* Concurrent use (issue 16, item 4; docs/RELIABILITY.md "Threads"): 16 user
+/* Concurrent use (docs/RELIABILITY.md "Threads"): 16 user
  * threads call the operators at once -- FlashAttention forward + backward
  * (with dropout, TND, MLA rope, a causal mask, deterministic mode), KeyPool
  * and AttnRes chains on the fast kernels and the references -- each thread

@@ -1,4 +1,4 @@
-/* Scale (issue 16, item 5; docs/RELIABILITY.md "Scale"): `make test-large`,
+/* Scale (docs/RELIABILITY.md "Scale"): `make test-large`,
  * not every CI run (minutes and several GB).
  *
  *   tnd_1m     TND with T = 1,048,576 tokens (N1 = N2 = 1, D = Dv = 64, bf16)

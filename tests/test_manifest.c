@@ -1,4 +1,4 @@
-/* Hostile manifests (issue 16, item 3; verify/manifest.h): every file path
+/* Hostile manifests (docs/RELIABILITY.md; verify/manifest.h): every file path
  * that could leave the export (absolute, "..", empty or "." components,
  * odd characters, too long), a path through a symbolic link, keys given
  * twice, unsafe or repeated names, a "counted" that names nothing, wrong

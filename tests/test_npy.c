@@ -22,7 +22,7 @@ static size_t make_npy(unsigned char *buf, const char *header, size_t data_bytes
     return 11 + len + data_bytes;
 }
 
-/* Hostile files (issue 16, item 3): each refused with a sentence naming the
+/* Hostile files (docs/RELIABILITY.md): each refused with a sentence naming the
  * file and what is wrong, nothing allocated from the untrusted sizes. */
 static int hostile(const char *dir)
 {

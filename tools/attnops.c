@@ -1,33 +1,7 @@
-/* The attnops command line.
- *
- *   attnops demo [--B n] [--N1 n] [--N2 n] [--S1 n] [--S2 n] [--D n] [--Dv n]
- *                [--dtype f32|f16|bf16] [--layout BNSD|BSND|BSH|SBH]
- *                [--threads n] [--seed n]
- *       FlashAttention forward + backward on one problem through both
- *       implementations (the double reference and the fast CPU kernel):
- *       an error table judged by the shared comparator, and timings.
- *       Exit status 0 when every output is within tolerance, 1 otherwise.
- *   attnops dropout-mask --keep P [--seed S] [--offset O] --heads N
- *                        (--shape B,S1,S2 | --seqs L0:L1:.. [--kvseqs L0:L1:..])
- *                        [--bits] --out FILE.npy
- *       Writes the dropout keep mask the FlashAttention operators apply (the
- *       Ascend 950 in-kernel mask): u8, 1 = kept, shaped [B, N1, S1, S2]
- *       (or [count] in TND, per-batch [N1, S1_b, S2_b] blocks); with --bits
- *       the packed form instead (LSB first, [ceil(count / 8)]).  TND lengths
- *       are per batch (not cumulative), as in the seed's tables.
- *   attnops list
- *   attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]
- *               [--mode only_grad|auto_grad] [--log FILE]
- *       The verification harness (tools/cmd_run.c): case suites through the
- *       golden and the kernel chain (and the benchmark chain for the triple
- *       rule), one verdict line per output.
- *   attnops golden SUITE|FILE... --out DIR / attnops compare --golden DIR --actual DIR
- *       Golden export for a device elsewhere and the judgement of its
- *       outputs (tools/cmd_golden.c).
- *   attnops bench [bench_fa options]
- *       Runs build/bench/bench_fa (the benchmark program of make bench).
- *   attnops version | --version | help
- */
+/* The attnops command line: the commands of tools/cmd.h and demo,
+ * dropout-mask, bench and version here.  Their usage text is usage_to()
+ * below, the one copy: `attnops help` prints it and docs/HARNESS.md quotes
+ * it (ctest cli_usage_doc checks the quote). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,18 +21,30 @@ static double now_ms(void)
 
 static int usage_to(FILE *out, int status)
 {
-    fprintf(out, "usage: attnops demo [--B n] [--N1 n] [--N2 n] [--S1 n] [--S2 n] [--D n] [--Dv n]\n"
-                    "                    [--dtype f32|f16|bf16] [--layout BNSD|BSND|BSH|SBH] [--threads n] [--seed n]\n"
-                    "       attnops dropout-mask --keep P [--seed S] [--offset O] --heads N\n"
-                    "                    (--shape B,S1,S2 | --seqs L0:L1:.. [--kvseqs L0:L1:..]) [--bits] --out FILE.npy\n"
-                    "       attnops list\n"
-                    "       attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]\n"
-                    "                   [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html]\n"
-                    "                   [--save DIR]\n"
-                    "       attnops golden SUITE|FILE... --out DIR [--filter REGEX] [--threads N]\n"
-                    "       attnops compare --golden DIR --actual DIR [--bench DIR] [--rule RULE]\n"
-                    "       attnops bench [bench_fa options]   (the benchmark program of make bench)\n"
-                    "       attnops version | --version | help\n");
+    fprintf(out,
+            "usage: attnops list\n"
+            "           the built-in case suites\n"
+            "       attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]\n"
+            "                   [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html]\n"
+            "                   [--save DIR]\n"
+            "           the harness: each case through the golden and the kernel chain (and the\n"
+            "           benchmark chain for the triple rule), one verdict line per output\n"
+            "       attnops golden SUITE|FILE... --out DIR [--filter REGEX] [--threads N]\n"
+            "           inputs and golden outputs as .npy + manifest.json, for a device elsewhere\n"
+            "       attnops compare --golden DIR --actual DIR [--bench DIR] [--rule RULE]\n"
+            "           a device's outputs judged against an attnops golden export\n"
+            "       attnops demo [--B n] [--N1 n] [--N2 n] [--S1 n] [--S2 n] [--D n] [--Dv n]\n"
+            "                    [--dtype f32|f16|bf16] [--layout BNSD|BSND|BSH|SBH] [--threads n] [--seed n]\n"
+            "           one FlashAttention forward + backward through both implementations:\n"
+            "           an error table and timings\n"
+            "       attnops dropout-mask --keep P [--seed S] [--offset O] --heads N\n"
+            "                    (--shape B,S1,S2 | --seqs L0:L1:.. [--kvseqs L0:L1:..]) [--bits] --out FILE.npy\n"
+            "           the keep mask the operators apply (u8, 1 = kept; --bits: packed, LSB first);\n"
+            "           TND lengths per batch, not cumulative\n"
+            "       attnops bench [bench_fa options]\n"
+            "           the benchmark program of make bench (bench/README.md)\n"
+            "       attnops version | --version | help\n"
+            "exit status: 0 all passed, 1 a verdict or a check failed, 2 bad arguments or files\n");
     return status;
 }
 

@@ -1,4 +1,4 @@
-"""torch_npu code as it is written for Ascend NPUs (issue 35): the dropout (seed, offset) torch_npu's
+"""torch_npu code as it is written for Ascend NPUs: the dropout (seed, offset) torch_npu's
 generator hands out, the arguments torch_npu passes (an empty softmax_in, a lower-case layout), the v2
 token order, and the fake implementation's dtypes under torch.compile."""
 import pytest

@@ -156,7 +156,7 @@ check "bad JSON" 2 "not valid JSON" -- "$bin" run "$tmp/bad.json"
 printf '{"B": 1, "S1": 3, "S2": 3, "N1": 1, "N2": 1, "D": 8, "dtype": "fp16", "input_layout": "BSND", "colour": 1}' \
     >"$tmp/field.json"
 check "unknown field" 2 "field 'colour' is not a known case field" -- "$bin" run "$tmp/field.json"
-# Hostile case files (issue 16): each refused with the file, the case and the field, nothing allocated or written.
+# Hostile case files (docs/RELIABILITY.md): each refused with the file, the case and the field, nothing allocated or written.
 small='"B": 1, "S1": 3, "S2": 3, "N1": 1, "N2": 1, "D": 8, "dtype": "fp16", "input_layout": "BSND"'
 printf '{"../../escape": {%s}}' "$small" >"$tmp/evil_name.json"
 check "a case name that leaves the export directory" 2 "case '../../escape': has a name that is not 1 to 63" -- \
