@@ -205,6 +205,16 @@ typedef struct golden_kernels {
 } golden_kernels;
 
 #define GOLDEN_KERNEL_NAMES(X) X(ref_dot) X(ref_dot_block) X(ref_gemm_acc)
+/* src/ref/ref_block.c defines them once per ISA, named <kernel>__<isa>
+ * (ref_dot__avx2, ...); this declares one ISA's three. */
+#define GOLDEN_KERNEL_NAME_(name, isa) name##__##isa
+#define GOLDEN_KERNEL_NAME(name, isa) GOLDEN_KERNEL_NAME_(name, isa)
+#define GOLDEN_KERNELS_DECLARE(isa)                                                                            \
+    double GOLDEN_KERNEL_NAME(ref_dot, isa)(const double *a, const double *b, int64_t n);                       \
+    void GOLDEN_KERNEL_NAME(ref_dot_block, isa)(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda,  \
+                                                const double *b, int64_t ldb, double *out, int64_t ldo);        \
+    void GOLDEN_KERNEL_NAME(ref_gemm_acc, isa)(int64_t M, int64_t N, int64_t K, const double *a, int64_t am,    \
+                                               int64_t ak, const double *b, int64_t ldb, double *c, int64_t ldc);
 
 typedef struct cpu_kernel_set {
     fa_kernels fa;

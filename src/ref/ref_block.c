@@ -19,8 +19,8 @@
 #ifndef ATTNOPS_KERNEL_ISA
 #define ATTNOPS_KERNEL_ISA portable
 #endif
-#define NAME(name) REF_BLOCK_NAME(name, ATTNOPS_KERNEL_ISA)
-REF_BLOCK_DECLARE(ATTNOPS_KERNEL_ISA)
+#define NAME(name) GOLDEN_KERNEL_NAME(name, ATTNOPS_KERNEL_ISA)
+GOLDEN_KERNELS_DECLARE(ATTNOPS_KERNEL_ISA)
 
 /* Every helper taking or returning a vector is inlined, so no vector
  * crosses a call (a 64-byte vector's calling convention depends on the

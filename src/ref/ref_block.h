@@ -18,20 +18,12 @@
 
 #include "cpu/kernels.h"
 
-/* ref_block.c is compiled once per ISA, each copy's symbols suffixed with
- * it (ref_dot__avx2, ...; ATTNOPS_KERNEL_ISA, portable by default), and the
- * ISA in use's copy sits in the kernel table's golden group: the one place
- * code is chosen by ISA (src/cpu/isa.c), ATTNOPS_ISA included.  Only the
- * speed is the ISA's; the bits are the order above on every ISA. */
-#define REF_BLOCK_NAME_(name, isa) name##__##isa
-#define REF_BLOCK_NAME(name, isa) REF_BLOCK_NAME_(name, isa)
-#define REF_BLOCK_DECLARE(isa)                                                                                 \
-    double REF_BLOCK_NAME(ref_dot, isa)(const double *a, const double *b, int64_t n);                           \
-    void REF_BLOCK_NAME(ref_dot_block, isa)(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda,      \
-                                            const double *b, int64_t ldb, double *out, int64_t ldo);            \
-    void REF_BLOCK_NAME(ref_gemm_acc, isa)(int64_t M, int64_t N, int64_t K, const double *a, int64_t am,        \
-                                           int64_t ak, const double *b, int64_t ldb, double *c, int64_t ldc);
-
+/* ref_block.c is compiled once per ISA (its symbols suffixed with it:
+ * GOLDEN_KERNELS_DECLARE in cpu/kernels.h), and the ISA in use's copy sits
+ * in the kernel table's golden group: the one place code is chosen by ISA
+ * (src/cpu/isa.c), ATTNOPS_ISA included.  Only the speed is the ISA's; the
+ * bits are the order above on every ISA.  (The golden reads the kernel
+ * table; no cpu/ file includes ref/.) */
 static inline double ref_dot(const double *a, const double *b, int64_t n)
 {
     return cpu_kernels()->golden.ref_dot(a, b, n);

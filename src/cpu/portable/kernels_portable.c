@@ -7,7 +7,6 @@
 #include "attnops.h"
 #include "core/core.h"
 #include "cpu/kernels.h"
-#include "ref/ref_block.h"
 #include "cpu/vec_tanh.h"
 
 static void fa_softmax_fwd__portable(float *s, int rows, int cols, int valid_cols, float scale, float *m, float *l, float *alpha)
@@ -311,7 +310,7 @@ static float fma_chains__portable(long iters, double *flops)
 #define GEMM_(name) .name = name##__portable,
 #define PEAK_(name) .name = name##__portable,
 #define GOLDEN_(name) .name = name##__portable,
-REF_BLOCK_DECLARE(portable)
+GOLDEN_KERNELS_DECLARE(portable)
 const cpu_kernel_set cpu_kernels_portable = {.fa = {FA_KERNEL_NAMES(FA_)},
                                              .kp = {KP_KERNEL_NAMES(KP_)},
                                              .ar = {AR_KERNEL_NAMES(AR_)},

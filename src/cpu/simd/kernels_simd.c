@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "cpu/kernels.h"
-#include "ref/ref_block.h"
 
 #include ATTNOPS_SIMD_VOCABULARY
 #include "cpu/simd/simd.h"
@@ -510,7 +509,7 @@ static float K(fma_chains)(long iters, double *flops)
 _Static_assert(PEAK_CHAINS == 12, "fma_chains sums its chains as 12 -> 6 -> 3 -> 1");
 
 /* src/ref/ref_block.c, built with this ISA's flags next to this file */
-REF_BLOCK_DECLARE(ATTNOPS_KERNEL_ISA)
+GOLDEN_KERNELS_DECLARE(ATTNOPS_KERNEL_ISA)
 
 /* Everything but the Philox kernels, whose lanes each ISA lays out its own way. */
 const cpu_kernel_set K(cpu_kernels_simd) = {
