@@ -30,7 +30,7 @@
 #include "testutil.h"
 #include "suite.h"
 
-static const char *const KIND_NAME[] = {"f32_nn", "f32_tn", "bf16_nn_vnni"};
+static const char *const KIND_NAME[TILE_GEMM_KIND_COUNT] = {"f32_nn", "f32_tn", "bf16_nn_vnni"};
 
 /* The operands of one GEMM as the kind stores them, and the product in double. */
 typedef struct problem {
@@ -124,7 +124,7 @@ static void problem_free(problem *p)
 /* How a GEMM is run: the library's, or one of the self-test's wrong ones. */
 typedef void (*runner)(const problem *p);
 
-static int on_library[3]; /* GEMMs of each kind the library ran (a shape it lacks runs on the loops) */
+static int on_library[TILE_GEMM_KIND_COUNT]; /* GEMMs of each kind the library ran (a shape it lacks runs on the loops) */
 
 static void run_tile_gemm(const problem *p)
 {
@@ -201,7 +201,7 @@ static bool self_test(tu_rng *r)
     int caught = 0, n = 0;
     const char *missed[16];
     for (size_t w = 0; w < sizeof WRONG / sizeof WRONG[0]; w++)
-        for (int kind = 0; kind < 3; kind++) {
+        for (int kind = 0; kind < TILE_GEMM_KIND_COUNT; kind++) {
             problem p = problem_make(r, (tile_gemm_kind)kind, 5, 17, 6, (const int[3]){2, 3, 3}, true);
             const bool passed = check(&p, WRONG[w].run, "self-test");
             problem_free(&p);
@@ -226,7 +226,7 @@ int main(void)
 
     /* which backend runs each kind, and the fp32 kinds on the library */
     const bool library_allowed = cpu_isa_gemm_target(isa) != NULL;
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < TILE_GEMM_KIND_COUNT; kind++) {
         const bool library = tile_gemm_library_available((tile_gemm_kind)kind);
         printf("%s %s: %s\n", isa_name, KIND_NAME[kind], tile_gemm_backend((tile_gemm_kind)kind));
         TU_CHECK(library_allowed || !library, "%s: %s runs on the library, but this ISA allows none", isa_name,
@@ -242,8 +242,8 @@ int main(void)
     static const int Ms[] = {1, 3, 4, 5, 17, 64}, Ns[] = {1, 7, 16, 17, 33, 64}, Ks[] = {1, 2, 5, 6, 64, 130};
     enum { NM = sizeof Ms / sizeof *Ms, NN = sizeof Ns / sizeof *Ns, NK = sizeof Ks / sizeof *Ks };
     tu_rng r = tu_rng_make(tu_suite_seed());
-    int cases = 0, failed = 0, of_kind[3] = {0};
-    for (int kind = 0; kind < 3; kind++)
+    int cases = 0, failed = 0, of_kind[TILE_GEMM_KIND_COUNT] = {0};
+    for (int kind = 0; kind < TILE_GEMM_KIND_COUNT; kind++)
         for (int acc = 0; acc < 2; acc++)
             for (int m = 0; m < NM; m++)
                 for (int n = 0; n < NN; n++)
@@ -259,7 +259,7 @@ int main(void)
                     }
     printf("%s: %d of %d GEMMs within the bound (suite seed %llu)\n", isa_name, cases - failed, cases,
            (unsigned long long)tu_suite_seed());
-    for (int kind = 0; kind < 3; kind++)
+    for (int kind = 0; kind < TILE_GEMM_KIND_COUNT; kind++)
         printf("%s %s: %d of %d shapes on the library\n", isa_name, KIND_NAME[kind], on_library[kind], of_kind[kind]);
     passed += cases - failed;
 

@@ -14,10 +14,10 @@
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static bool library_allowed;
-static bool library_kind[3]; /* the GEMM library's kernels or the ISA's own serve the kind */
-static bool xsmm_kind[3];    /* libxsmm serves the kind */
-static bool own_gemm;        /* the ISA has its own gemm_f32 for the fp32 kinds */
-static char backend_text[3][48], widened_text[80];
+static bool library_kind[TILE_GEMM_KIND_COUNT]; /* the GEMM library's kernels or the ISA's own serve the kind */
+static bool xsmm_kind[TILE_GEMM_KIND_COUNT];    /* libxsmm serves the kind */
+static bool own_gemm;                           /* the ISA has its own gemm_f32 for the fp32 kinds */
+static char backend_text[TILE_GEMM_KIND_COUNT][48], widened_text[80];
 
 #if ATTNOPS_HAVE_LIBXSMM
 static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate))(
@@ -35,6 +35,7 @@ static void (*dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ld
     case TILE_GEMM_BF16_NN_VNNI:
         flags = LIBXSMM_GEMM_FLAG_VNNI_A;
         return (fn)libxsmm_bsmmdispatch(m, n, k, &la, &lb, &lc, &alpha, &beta, &flags, NULL);
+    case TILE_GEMM_KIND_COUNT: break;
     }
     return NULL;
 }
@@ -94,7 +95,7 @@ static void library_init(void)
         if (*target) libxsmm_set_target_arch(target);
     }
 #endif
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < TILE_GEMM_KIND_COUNT; kind++) {
         snprintf(backend_text[kind], sizeof backend_text[kind], "C loops");
 #if ATTNOPS_HAVE_LIBXSMM
         xsmm_kind[kind] = library_allowed && dispatch((tile_gemm_kind)kind, 64, 64, 64, 64, 64, 64, false) != NULL;

@@ -28,7 +28,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef enum tile_gemm_kind { TILE_GEMM_F32_NN, TILE_GEMM_F32_TN, TILE_GEMM_BF16_NN_VNNI } tile_gemm_kind;
+typedef enum tile_gemm_kind {
+    TILE_GEMM_F32_NN,
+    TILE_GEMM_F32_TN,
+    TILE_GEMM_BF16_NN_VNNI,
+    TILE_GEMM_KIND_COUNT
+} tile_gemm_kind;
 
 typedef struct tile_gemm {
     tile_gemm_kind kind;
