@@ -547,6 +547,11 @@ ATTNOPS_API attnops_status attnops_attn_res_grad(const attnops_attn_res_bwd_args
  * one line to stderr and keeps the best). */
 ATTNOPS_API const char *attnops_cpu_isa(void);
 
+/* The instruction sets this build has fast kernels for, each extending the
+ * one before ("portable" first): the index-th one's name, or NULL past the
+ * last; *runs_here (may be NULL) says whether this CPU has it. */
+ATTNOPS_API const char *attnops_cpu_isa_at(int index, bool *runs_here);
+
 /* The CPU's model name: the CPUID brand string on x86-64; on AArch64 the
  * MIDR_EL1 implementer and part, with the name of the core where known
  * ("Arm 0x41 part 0xd0c (Neoverse N1)"); "unknown" where it cannot be read. */

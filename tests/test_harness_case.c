@@ -1,12 +1,12 @@
 /* Harness case files (verify/harness_case.h): the seed's field names map to
  * the case a test runs, the three document forms parse, KeyPool cases
  * ("op": "keypool") and AttnRes cases ("op": "attnres") map to their specs
- * with the documented defaults, and every bad field is an error that names
- * the case and the field. */
+ * with the documented defaults, every bad field is an error that names
+ * the case and the field, and the drivers' support lists are true. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness_case.h"
+#include "harness_driver.h"
 #include "suite.h"
 
 static int parse(const char *json, harness_case **cases, char *err, size_t n)
@@ -298,9 +298,55 @@ static bool dtype_spellings(void)
     return tu_failures == before;
 }
 
+/* The driver table's support lists (attnops list --support) are true:
+ * each driver's example case runs through every implementation it lists
+ * for a dtype, with every judged tensor present in the chain that ran, and
+ * is refused (by the case parser or the library) for every float dtype it
+ * does not list. */
+static bool driver_support(void)
+{
+    const int before = tu_failures;
+    static const attnops_dtype FLOATS[] = {ATTNOPS_DTYPE_F32,     ATTNOPS_DTYPE_F16,       ATTNOPS_DTYPE_BF16,
+                                           ATTNOPS_DTYPE_F8_E5M2, ATTNOPS_DTYPE_F8_E4M3FN};
+    for (int op = 0; op < HARNESS_OP_COUNT; op++) {
+        const harness_driver *d = harness_drivers[op];
+        TU_CHECK(!strcmp(harness_op_name((harness_op)op), d->name) && d->dtypes[ATTNOPS_IMPL_REFERENCE],
+                 "driver %d: its name and a reference", op);
+        for (attnops_impl impl = ATTNOPS_IMPL_REFERENCE; impl <= ATTNOPS_IMPL_BENCHMARK; impl++) {
+            for (size_t k = 0; k < sizeof FLOATS / sizeof FLOATS[0]; k++) {
+                bool listed = false;
+                for (const attnops_dtype *t = d->dtypes[impl]; t && *t; t++) listed |= *t == FLOATS[k];
+                char json[512], err[512] = "";
+                d->example(FLOATS[k], json, sizeof json);
+                harness_case *c = NULL;
+                attnops_status st = ATTNOPS_ERR_PARAM_INVALID;
+                harness_run r = {0};
+                const harness_run_options o = {.kernel = impl == ATTNOPS_IMPL_CPU, .impl = impl,
+                                               .bench = impl == ATTNOPS_IMPL_BENCHMARK, .threads = 2};
+                if (parse(json, &c, err, sizeof err) == 1) st = harness_run_case(c, &o, &r);
+                const harness_chain chain = impl == ATTNOPS_IMPL_CPU ? HARNESS_KERNEL
+                                            : impl == ATTNOPS_IMPL_BENCHMARK ? HARNESS_BENCH : HARNESS_GOLDEN;
+                const char *dt = attnops_dtype_name(FLOATS[k]);
+                TU_CHECK((st == ATTNOPS_SUCCESS) == listed, "%s impl %d %s: %s (%s%s)", d->name, (int)impl, dt,
+                         listed ? "listed but fails" : "not listed but runs", err, st ? attnops_last_error() : "");
+                int judged = 0;
+                for (int i = 0; st == ATTNOPS_SUCCESS && i < r.ntensors; i++) {
+                    judged += r.tensors[i].judged;
+                    TU_CHECK(!r.tensors[i].judged || (r.tensors[i].view[HARNESS_GOLDEN] && r.tensors[i].view[chain]),
+                             "%s %s: judged tensor %s missing from the chain", d->name, dt, r.tensors[i].name);
+                }
+                TU_CHECK(st != ATTNOPS_SUCCESS || judged > 0, "%s %s: no judged tensor", d->name, dt);
+                if (st == ATTNOPS_SUCCESS) harness_run_free(&r);
+                free(c);
+            }
+        }
+    }
+    return tu_failures == before;
+}
+
 int main(void)
 {
     int passed = forms() + seed_quirks() + keypool_cases() + attnres_cases();
-    passed += REFUSES_ALL(BAD_FA) + REFUSES_ALL(BAD_KP) + REFUSES_ALL(BAD_AR) + dtype_spellings();
+    passed += REFUSES_ALL(BAD_FA) + REFUSES_ALL(BAD_KP) + REFUSES_ALL(BAD_AR) + dtype_spellings() + driver_support();
     return tu_finish("test_harness_case", passed);
 }

@@ -1103,6 +1103,14 @@ int main(void)
         TU_CHECK(cpu_kernel_at(&cpu_kernels_portable, ent) != NULL, "the portable set lacks %s.%s", ent->table,
                  ent->name);
     }
+    /* the public list of ISAs (attnops list --support) is the table's */
+    bool runs = false;
+    for (int isa = 0; isa < cpu_isa_count(); isa++)
+        TU_CHECK(attnops_cpu_isa_at(isa, &runs) && !strcmp(attnops_cpu_isa_at(isa, NULL), cpu_isa_name(isa)) &&
+                     runs == (cpu_kernels_of(isa) != NULL),
+                 "attnops_cpu_isa_at(%d) is not isa %s as the table has it", isa, cpu_isa_name(isa));
+    TU_CHECK(!attnops_cpu_isa_at(cpu_isa_count(), &runs) && !runs && !attnops_cpu_isa_at(-1, NULL),
+             "attnops_cpu_isa_at past the last ISA is not NULL");
     passed += tu_failures == before;
     printf("inventory: %d kernels in %d checks; ISA in use: %s\n", cpu_kernel_entry_count, NCHECKS, attnops_cpu_isa());
 

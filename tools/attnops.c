@@ -22,8 +22,8 @@ static double now_ms(void)
 static int usage_to(FILE *out, int status)
 {
     fprintf(out,
-            "usage: attnops list\n"
-            "           the built-in case suites\n"
+            "usage: attnops list [--support]\n"
+            "           the built-in case suites; --support: operator x implementation x ISA x dtype\n"
             "       attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]\n"
             "                   [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html]\n"
             "                   [--save DIR]\n"
@@ -163,7 +163,7 @@ static int demo(int argc, char **argv)
     uint64_t seed = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) return usage();
+        if (!v) return fprintf(stderr, "attnops demo: option '%s' needs a value\n", a), 2;
         i++;
         if (!strcmp(a, "--B")) s.B = atoll(v);
         else if (!strcmp(a, "--N1")) s.N1 = atoll(v);
@@ -174,12 +174,17 @@ static int demo(int argc, char **argv)
         else if (!strcmp(a, "--Dv")) s.Dv = atoll(v);
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 0);
-        else if (!strcmp(a, "--layout")) s.layout = attnops_layout_from_string(v);
-        else if (!strcmp(a, "--dtype")) {
+        else if (!strcmp(a, "--layout")) {
+            s.layout = attnops_layout_from_string(v);
+            if (s.layout == ATTNOPS_LAYOUT_UNSET || s.layout == ATTNOPS_LAYOUT_TND)
+                return fprintf(stderr, "attnops demo: --layout is '%s'; it must be BNSD, BSND, BSH or SBH\n", v), 2;
+        } else if (!strcmp(a, "--dtype")) {
             s.dtype = attnops_dtype_from_string(v);
             if (s.dtype != ATTNOPS_DTYPE_F32 && s.dtype != ATTNOPS_DTYPE_F16 && s.dtype != ATTNOPS_DTYPE_BF16)
-                return usage();
-        } else return usage();
+                return fprintf(stderr, "attnops demo: --dtype is '%s'; it must be f32, f16 or bf16\n", v), 2;
+        } else {
+            return fprintf(stderr, "attnops demo: unknown option '%s' (attnops help)\n", a), 2;
+        }
     }
     char desc[256];
     fa_case_describe(&s, desc, sizeof desc);

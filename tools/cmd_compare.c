@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "harness_driver.h"
 #include "manifest.h"
 #include "npy.h"
 
@@ -45,31 +46,27 @@ static bool same_shape(const npy_array *a, const npy_array *b)
 }
 
 /* The elements of output t that count: all (NULL) unless its entry names a
- * mask tensor (KeyPool's pooled_key: "counted": "valid_rows"), then its
- * valid rows.  NULL with *bad set after a message when the mask cannot be
- * read or does not fit `g`, the golden output. */
+ * mask tensor (KeyPool's pooled_key: "counted": "valid_rows"), which the
+ * case's operator driver reads.  NULL with *bad set after a message when
+ * the mask cannot be read or does not fit `g`, the golden output. */
 static uint8_t *counted_elements(const char *golden, const manifest_case *mc, const manifest_tensor *t,
                                  const npy_array *g, bool *bad)
 {
     *bad = false;
     if (t->counted < 0) return NULL;
     const manifest_tensor *by = &mc->tensors[t->counted];
-    npy_array r;
-    double *rows = load_values(golden, by->file, 0, &r);
+    const harness_driver *d = harness_driver_of(mc->op);
     *bad = true;
-    if (!rows) return NULL;
-    const int64_t batches = r.rank == 1 ? r.shape[0] : 0;
-    int64_t *n = malloc(sizeof(int64_t) * (size_t)(batches > 0 ? batches : 1));
-    bool fits = n && batches > 0;
-    for (int64_t b = 0; fits && b < batches; b++) {
-        fits = rows[b] >= 0 && rows[b] <= 9.0e15;
-        n[b] = fits ? (int64_t)rows[b] : 0;
-    }
-    uint8_t *mask = fits ? kp_valid_mask(n, batches, g->rank, g->shape) : NULL;
+    if (!d->counted)
+        return fprintf(stderr, "attnops compare: %s: operator %s has no counted masks\n", t->name, d->name), NULL;
+    npy_array r;
+    double *values = load_values(golden, by->file, 0, &r);
+    if (!values) return NULL;
+    const int64_t n = r.rank == 1 ? r.shape[0] : 0;
+    uint8_t *mask = d->counted(values, n, g->rank, g->shape);
     if (!mask) fprintf(stderr, "attnops compare: %s/%s does not fit the shape of %s\n", golden, by->file, t->name);
     *bad = mask == NULL;
-    free(n);
-    free(rows);
+    free(values);
     free(r.data);
     return mask;
 }

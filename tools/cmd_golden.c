@@ -18,69 +18,24 @@
 #include <string.h>
 
 #include "cases.h"
-#include "chains.h"
 #include "cmd.h"
 #include "export.h"
 #include "harness_case.h"
 
-/* Each exports one case's golden chain (the reference) and, for the
- * triple rule, its benchmark chain: 0, 1 (a chain failed: *st says how) or
- * 2 (a file could not be written). */
-static int golden_kp(export_set *x, const harness_case *hc, int threads, attnops_status *st_out)
-{
-    kp_case c;
-    tu_tensor out;
-    kp_case_init(&c, &hc->kp, hc->data_seed);
-    const attnops_status st = *st_out = kp_case_run(&c, hc->kp.capacity, ATTNOPS_IMPL_REFERENCE, threads, &out);
-    const int rc = st != ATTNOPS_SUCCESS ? 1 : export_kp_case(x, hc, &c, &out, NULL, NULL) != 0 ? 2 : 0;
-    tu_tensor_free(&out);
-    kp_case_free(&c);
-    return rc;
-}
-
-static int golden_fa(export_set *x, const harness_case *hc, int threads, attnops_status *st_out)
-{
-    const bool triple = hc->rule == CMP_TRIPLE;
-    fa_case c, bench = {0};
-    fa_case_init(&c, &hc->shape, hc->data_seed);
-    attnops_status st = fa_case_forward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
-    if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&c, ATTNOPS_IMPL_REFERENCE, threads, 0);
-    if (st == ATTNOPS_SUCCESS && triple) st = fa_bench_chain(hc, false, threads, &c, &bench);
-    *st_out = st;
-    int rc = st != ATTNOPS_SUCCESS;
-    if (!rc && export_fa_case(x, hc, &c, NULL, triple ? &bench : NULL) != 0) rc = 2;
-    fa_case_free(&c);
-    fa_case_free(&bench);
-    return rc;
-}
-
-static int golden_ar(export_set *x, const harness_case *hc, int threads, attnops_status *st_out)
-{
-    const bool triple = hc->rule == CMP_TRIPLE;
-    ar_case c;
-    ar_chain golden, bench = {0};
-    ar_case_init(&c, &hc->ar, hc->data_seed);
-    attnops_status st = ar_case_run(&c, ATTNOPS_IMPL_REFERENCE, threads, &golden);
-    if (st == ATTNOPS_SUCCESS && triple) st = ar_case_run(&c, ATTNOPS_IMPL_BENCHMARK, threads, &bench);
-    *st_out = st;
-    int rc = st != ATTNOPS_SUCCESS;
-    if (!rc && export_ar_case(x, hc, &c, &golden, NULL, triple ? &bench : NULL) != 0) rc = 2;
-    ar_chain_free(&golden);
-    ar_chain_free(&bench);
-    ar_case_free(&c);
-    return rc;
-}
-
+/* One case's golden chain (the reference) and, for the triple rule, its
+ * benchmark chain, exported: 0, 1 (a chain failed: said on stderr) or 2
+ * (a file could not be written). */
 static int golden_case(export_set *x, const harness_case *hc, int threads)
 {
-    attnops_status st = ATTNOPS_SUCCESS;
-    const int rc = hc->op == HARNESS_OP_KEYPOOL ? golden_kp(x, hc, threads, &st)
-                   : hc->op == HARNESS_OP_ATTNRES ? golden_ar(x, hc, threads, &st)
-                                                  : golden_fa(x, hc, threads, &st);
+    const harness_run_options o = {.bench = hc->rule == CMP_TRIPLE, .threads = threads};
+    harness_run r;
+    const attnops_status st = harness_run_case(hc, &o, &r);
     /* the same "(NAME number)" tail as attnops run's FAIL line */
-    if (rc == 1)
-        fprintf(stderr, "attnops golden: case %s: %s (%s %d)\n", hc->name, attnops_last_error(),
-                attnops_status_string(st), (int)st);
+    if (st != ATTNOPS_SUCCESS)
+        return fprintf(stderr, "attnops golden: case %s: %s (%s %d)\n", hc->name, attnops_last_error(),
+                       attnops_status_string(st), (int)st), 1;
+    const int rc = export_case(x, &r) != 0 ? 2 : 0;
+    harness_run_free(&r);
     return rc;
 }
 

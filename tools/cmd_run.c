@@ -1,31 +1,28 @@
 /* attnops list / attnops run: the verification harness over case suites.
  *
- *   attnops list
+ *   attnops list [--support]
  *   attnops run SUITE|FILE... [--filter REGEX] [--impl cpu|reference] [--threads N]
  *               [--mode only_grad|auto_grad] [--log FILE] [--rows] [--report FILE.html] [--save DIR]
  *
  * For every case: the golden chain (the reference) and the kernel chain
  * (--impl, default the fast CPU kernel) run on the same inputs, generated
- * from the case's data_seed.  FlashAttention: only_grad (the seed's
- * default): both backwards consume the golden forward's outputs and dq, dk,
- * dv (and dq_rope, dk_rope) are compared; auto_grad: the kernel chain runs
- * its own forward, whose outputs are compared too.  KeyPool (--mode does
- * not apply): pooled_key on its valid rows and the whole state cache after
- * the call (state_cache_out) are compared.  AttnRes (--mode does not
- * apply): each chain runs its forward and then its backward on that
- * forward's caches (the seed's cascade); h, rms, alpha and every gradient
- * are compared.  The triple rule adds a third chain, the benchmark
- * (ATTNOPS_IMPL_BENCHMARK), treated as the kernel chain is.  Each output
- * is judged by the case's rule (verify/compare.h) and printed as one line
- * (AttnRes's block gradients past grad_block_00, the seed's, as one summary
- * line, each failing one on its own); run_log.txt gets the seed's lines
- * ("<datetime>  <case> <output> diff_max : ..."), appended, for every output.
- * --rows prints, under a failing output, the rows (every leading index of
- * the tensor) with the most failing elements; --report writes the HTML
- * page of tools/report.h; --save writes every case's inputs and every
+ * from the case's data_seed, by the case's operator driver
+ * (verify/harness_driver.h; each driver's file says what its chains run and
+ * which outputs are judged).  The triple rule adds a third chain, the
+ * benchmark (ATTNOPS_IMPL_BENCHMARK), treated as the kernel chain is.
+ * --mode applies to operators whose forward feeds a backward
+ * (FlashAttention): only_grad (the seed's default), the kernel backward
+ * consumes the golden forward's outputs; auto_grad, it runs its own forward,
+ * whose outputs are judged too.  Each judged output gets the case's rule
+ * (verify/compare.h) and one line (a driver's summarised outputs one
+ * summary line, each failing one its own); run_log.txt gets the seed's
+ * lines ("<datetime>  <case> <output> diff_max : ..."), appended, for every
+ * output.  --rows prints, under a failing output, the rows (every leading
+ * index of the tensor) with the most failing elements; --report writes the
+ * HTML page of tools/report.h; --save writes every case's inputs and every
  * chain's outputs as .npy with a manifest (the export of attnops golden).
- * Exit status: 0 all pass, 1 a case failed, 2 bad
- * arguments or files. */
+ * list --support: operator x implementation x ISA x dtype, from the drivers.
+ * Exit status: 0 all pass, 1 a case failed, 2 bad arguments or files. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -35,19 +32,57 @@
 #include <unistd.h>
 
 #include "cases.h"
-#include "chains.h"
 #include "cmd.h"
 #include "export.h"
-#include "harness_case.h"
 #include "localise.h"
 #include "report.h"
 #include "suites.h"
 
+/* One row of the support table: the dtypes in CANN's spelling. */
+static void support_row(const harness_driver *d, attnops_impl impl, const char *isa, const char *note)
+{
+    static const char *const IMPL_NAME[] = {"auto", "reference", "cpu", "benchmark"};
+    printf("%-22s %-10s %-9s", d->name, IMPL_NAME[impl], isa);
+    for (const attnops_dtype *t = d->dtypes[impl]; *t; t++) printf(" %s", attnops_dtype_traits_of(*t)->cann_name);
+    printf("%s%s\n", note[0] ? "  " : "", note);
+}
+
+/* Operator x implementation x ISA x dtype, from the driver table: the
+ * reference and the benchmark chain are plain C on every CPU; the cpu
+ * implementation has a row per ISA this build has, marked where it runs. */
+static int list_support(void)
+{
+    printf("operator x implementation x ISA x dtype (this CPU: %s; the cpu implementation runs on %s)\n",
+           attnops_cpu_model(), attnops_cpu_isa());
+    printf("%-22s %-10s %-9s dtypes\n", "operator", "impl", "isa");
+    for (int op = 0; op < HARNESS_OP_COUNT; op++) {
+        const harness_driver *d = harness_drivers[op];
+        for (attnops_impl impl = ATTNOPS_IMPL_REFERENCE; impl <= ATTNOPS_IMPL_BENCHMARK; impl++) {
+            if (!d->dtypes[impl]) continue;
+            if (impl != ATTNOPS_IMPL_CPU) {
+                support_row(d, impl, "any", "");
+                continue;
+            }
+            bool here = false;
+            for (int i = 0; attnops_cpu_isa_at(i, &here); i++) {
+                const char *isa = attnops_cpu_isa_at(i, NULL);
+                support_row(d, impl, isa, !here ? "(not on this CPU)" : !strcmp(isa, attnops_cpu_isa()) ? "(runs here)" : "");
+            }
+        }
+    }
+    printf("notes:\n");
+    for (int op = 0; op < HARNESS_OP_COUNT; op++) {
+        const harness_driver *d = harness_drivers[op];
+        printf("  %s: %s%s%s\n", d->name, d->title, d->cpu_note ? "; cpu: " : "", d->cpu_note ? d->cpu_note : "");
+    }
+    return 0;
+}
+
 int cmd_list(int argc, char **argv)
 {
-    (void)argv;
+    if (argc == 1 && !strcmp(argv[0], "--support")) return list_support();
     if (argc != 0) {
-        fprintf(stderr, "attnops list: takes no arguments\n");
+        fprintf(stderr, "attnops list: takes no arguments but --support\n");
         return 2;
     }
     for (const builtin_suite *s = builtin_suites; s->name; s++) {
@@ -191,124 +226,37 @@ static bool chain_failed(const harness_case *hc, attnops_status st, FILE *log)
     return false;
 }
 
-static bool run_fa_case(const harness_case *hc, const run_options *ro, FILE *log)
-{
-    fa_case gold, kern, bench = {0}; /* bench: only the triple rule runs it */
-    const bool triple = hc->rule == CMP_TRIPLE;
-    fa_case_init(&gold, &hc->shape, hc->data_seed);
-    fa_case_init(&kern, &hc->shape, hc->data_seed);
-    bool ok = true;
-    attnops_status st = fa_case_forward(&gold, ATTNOPS_IMPL_REFERENCE, ro->threads, 0);
-    if (st == ATTNOPS_SUCCESS) {
-        if (ro->auto_grad) {
-            const bool fp8 = hc->shape.dtype == ATTNOPS_DTYPE_F8_E4M3FN || hc->shape.dtype == ATTNOPS_DTYPE_F8_E5M2;
-            st = fa_case_forward(&kern, fp8 && ro->impl == ATTNOPS_IMPL_CPU ? ATTNOPS_IMPL_AUTO : ro->impl, ro->threads, 0);
-        } else {
-            fa_case_copy_forward(&kern, &gold);
-        }
-    }
-    if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&gold, ATTNOPS_IMPL_REFERENCE, ro->threads, 0);
-    if (st == ATTNOPS_SUCCESS) st = fa_case_backward(&kern, ro->impl, ro->threads, 0);
-    if (st == ATTNOPS_SUCCESS && triple) st = fa_bench_chain(hc, ro->auto_grad, ro->threads, &gold, &bench);
-    if (st != ATTNOPS_SUCCESS) {
-        ok = chain_failed(hc, st, log);
-    } else {
-        const struct { const char *name; const tu_tensor *k, *g, *b; } outs[] = {
-            {"attention_out", &kern.out, &gold.out, &bench.out}, {"softmax_max", &kern.smax, &gold.smax, &bench.smax},
-            {"softmax_sum", &kern.ssum, &gold.ssum, &bench.ssum}, {"dq", &kern.dq, &gold.dq, &bench.dq},
-            {"dk", &kern.dk, &gold.dk, &bench.dk}, {"dv", &kern.dv, &gold.dv, &bench.dv},
-            {"dq_rope", &kern.dqr, &gold.dqr, &bench.dqr}, {"dk_rope", &kern.dkr, &gold.dkr, &bench.dkr}};
-        /* the forward's three only when the kernel chain ran its own forward */
-        for (int i = ro->auto_grad ? 0 : 3; i < 3 + fa_case_backward_outputs(&gold); i++)
-            ok &= judge(hc, ro, outs[i].name, &outs[i].k->view, &outs[i].g->view, triple ? &outs[i].b->view : NULL,
-                        NULL, false, log).pass;
-        if (ro->save && export_fa_case(ro->save, hc, &gold, &kern, triple ? &bench : NULL) != 0) ok = false;
-    }
-    fa_case_free(&gold);
-    fa_case_free(&kern);
-    fa_case_free(&bench);
-    return ok;
-}
-
-/* KeyPool: the kernel chain and the golden on the same input cache;
- * pooled_key is judged on its valid rows only (the rest are undefined in
- * CURRENT capacity), the state cache after the call as a whole. */
-static bool run_kp_case(const harness_case *hc, const run_options *ro, FILE *log)
-{
-    kp_case gold, kern;
-    tu_tensor gold_out = {0}, kern_out = {0};
-    kp_case_init(&gold, &hc->kp, hc->data_seed);
-    kp_case_init(&kern, &hc->kp, hc->data_seed);
-    bool ok = true;
-    attnops_status st = kp_case_run(&gold, hc->kp.capacity, ATTNOPS_IMPL_REFERENCE, ro->threads, &gold_out);
-    if (st == ATTNOPS_SUCCESS) st = kp_case_run(&kern, hc->kp.capacity, ro->impl, ro->threads, &kern_out);
-    if (st != ATTNOPS_SUCCESS) {
-        ok = chain_failed(hc, st, log);
-    } else {
-        uint8_t *valid = kp_valid_mask(gold.valid_rows, hc->kp.B, gold_out.view.rank, gold_out.view.shape);
-        ok &= judge(hc, ro, "pooled_key", &kern_out.view, &gold_out.view, NULL, valid, false, log).pass;
-        ok &= judge(hc, ro, "state_cache_out", &kern.cache_view, &gold.cache_view, NULL, NULL, false, log).pass;
-        free(valid);
-        if (ro->save && export_kp_case(ro->save, hc, &gold, &gold_out, &kern, &kern_out) != 0) ok = false;
-    }
-    tu_tensor_free(&gold_out);
-    tu_tensor_free(&kern_out);
-    kp_case_free(&gold);
-    kp_case_free(&kern);
-    return ok;
-}
-
-/* AttnRes: the golden, kernel and (triple) benchmark chains on the same
- * inputs, each its forward and then its backward on that forward's caches.
- * The seed's outputs get a verdict line each; the other blocks' gradients
- * are judged one by one too, summarised in one line. */
-static bool run_ar_case(const harness_case *hc, const run_options *ro, FILE *log)
-{
-    const bool triple = hc->rule == CMP_TRIPLE;
-    ar_case c;
-    ar_chain gold, kern = {0}, bench = {0};
-    ar_case_init(&c, &hc->ar, hc->data_seed);
-    bool ok = true;
-    attnops_status st = ar_case_run(&c, ATTNOPS_IMPL_REFERENCE, ro->threads, &gold);
-    if (st == ATTNOPS_SUCCESS) st = ar_case_run(&c, ro->impl, ro->threads, &kern);
-    if (st == ATTNOPS_SUCCESS && triple) st = ar_case_run(&c, ATTNOPS_IMPL_BENCHMARK, ro->threads, &bench);
-    if (st != ATTNOPS_SUCCESS) {
-        ok = chain_failed(hc, st, log);
-    } else {
-        ar_output g[AR_CASE_MAX_OUTPUTS], k[AR_CASE_MAX_OUTPUTS], b[AR_CASE_MAX_OUTPUTS];
-        int seed_n;
-        const int n = ar_chain_outputs(&c, &gold, g, &seed_n);
-        ar_chain_outputs(&c, &kern, k, &seed_n);
-        if (triple) ar_chain_outputs(&c, &bench, b, &seed_n);
-        summary blocks = {0};
-        for (int i = 0; i < n; i++) {
-            const cmp_verdict v = judge(hc, ro, g[i].name, &k[i].t->view, &g[i].t->view,
-                                        triple ? &b[i].t->view : NULL, NULL, i >= seed_n, log);
-            ok &= v.pass;
-            if (i >= seed_n) summary_add(&blocks, &v);
-        }
-        if (blocks.n) {
-            char outputs[64];
-            if (blocks.n > 1) snprintf(outputs, sizeof outputs, "%s..%s", g[seed_n].name, g[n - 1].name);
-            else snprintf(outputs, sizeof outputs, "%s", g[seed_n].name);
-            summary_print(&blocks, hc, outputs);
-        }
-        if (ro->save && export_ar_case(ro->save, hc, &c, &gold, &kern, triple ? &bench : NULL) != 0) ok = false;
-    }
-    ar_chain_free(&gold);
-    ar_chain_free(&kern);
-    ar_chain_free(&bench);
-    ar_case_free(&c);
-    return ok;
-}
-
+/* One case: its chains, each judged tensor's verdict (summarised ones in
+ * one line unless they fail), the export with --save. */
 static bool run_case(const harness_case *hc, const run_options *ro, FILE *log)
 {
-    switch (hc->op) {
-    case HARNESS_OP_KEYPOOL: return run_kp_case(hc, ro, log);
-    case HARNESS_OP_ATTNRES: return run_ar_case(hc, ro, log);
-    default: return run_fa_case(hc, ro, log);
+    const harness_run_options o = {.kernel = true, .impl = ro->impl, .bench = hc->rule == CMP_TRIPLE,
+                                   .auto_grad = ro->auto_grad, .threads = ro->threads};
+    harness_run r;
+    const attnops_status st = harness_run_case(hc, &o, &r);
+    if (st != ATTNOPS_SUCCESS) return chain_failed(hc, st, log);
+    bool ok = true;
+    summary rest = {0};
+    const char *first = NULL, *last = NULL;
+    for (int i = 0; i < r.ntensors; i++) {
+        const harness_tensor *t = &r.tensors[i];
+        if (!t->judged) continue;
+        const cmp_verdict v = judge(hc, ro, t->verdict ? t->verdict : t->name, t->view[HARNESS_KERNEL],
+                                    t->view[HARNESS_GOLDEN], t->view[HARNESS_BENCH], t->counted, t->summarised, log);
+        ok &= v.pass;
+        if (!t->summarised) continue;
+        summary_add(&rest, &v);
+        first = first ? first : t->name, last = t->name;
     }
+    if (rest.n) {
+        char outputs[64];
+        if (rest.n > 1) snprintf(outputs, sizeof outputs, "%s..%s", first, last);
+        else snprintf(outputs, sizeof outputs, "%s", first);
+        summary_print(&rest, hc, outputs);
+    }
+    if (ro->save && export_case(ro->save, &r) != 0) ok = false;
+    harness_run_free(&r);
+    return ok;
 }
 
 int cmd_run(int argc, char **argv)
@@ -359,11 +307,11 @@ int cmd_run(int argc, char **argv)
         fflush(stdout);
     }
     if (tty) fprintf(stderr, "\r%60s\r", "");
-    /* --mode concerns FlashAttention cases only; name it when some ran */
-    bool any_fa = false;
-    for (int k = 0; k < total; k++) any_fa |= all[k].op == HARNESS_OP_FA_GRAD;
+    /* --mode concerns the operators with a forward feeding a backward; name it when some ran */
+    bool any_grad = false;
+    for (int k = 0; k < total; k++) any_grad |= harness_driver_of(all[k].op)->grad_modes;
     const char *chain = ro.impl == ATTNOPS_IMPL_CPU ? "cpu" : "reference";
-    const char *mode = !any_fa ? "" : ro.auto_grad ? ", auto_grad" : ", only_grad";
+    const char *mode = !any_grad ? "" : ro.auto_grad ? ", auto_grad" : ", only_grad";
     printf("%d of %d cases passed (%s chain vs the reference%s)\n", total - failed, total, chain, mode);
     if (log) fclose(log);
     if (ro.save && export_close(ro.save) != 0) failed = failed ? failed : -1;

@@ -70,10 +70,12 @@ typedef struct harness_case {
     char note[160]; /* how a seed quirk was read (e.g. "bp16"), or "" */
 } harness_case;
 
-/* "flash_attention_grad", "keypool" or "attnres", as a case file names it;
- * parse: false for an unknown name. */
+/* An operator's name as a case file and a manifest spell it (its driver's,
+ * verify/harness_driver.h); parse: false for an unknown name.  names: all
+ * of them, "a, b or c", for messages. */
 const char *harness_op_name(harness_op op);
 bool harness_op_parse(const char *name, harness_op *op);
+void harness_op_names(char *buf, size_t n);
 
 /* The dtype whose thresholds the triple rule applies to an output of
  * `dtype`: f32 for AttnRes, whose seed compares f32 copies of every chain

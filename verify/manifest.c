@@ -117,8 +117,11 @@ static int parse_case(const ctx *c, const cJSON *e, int index, manifest_case *ou
     if (!name || !harness_name_is_safe(name))
         return fail(c, label, "field 'name' must be 1 to %d letters, digits, '_', '-', '.' or '+'", HARNESS_NAME_MAX);
     snprintf(out->name, sizeof out->name, "%s", name);
-    if (!op || !harness_op_parse(op, &out->op))
-        return fail(c, label, "field 'op' must be flash_attention_grad, keypool or attnres");
+    if (!op || !harness_op_parse(op, &out->op)) {
+        char names[256];
+        harness_op_names(names, sizeof names);
+        return fail(c, label, "field 'op' must be %s", names);
+    }
     if (!rule || !cmp_rule_parse(rule, &out->rule)) return fail(c, label, "field 'compare' must name a rule");
     const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(e, "tensors");
     if (!cJSON_IsObject(tensors)) return fail(c, label, "field 'tensors' must be an object");

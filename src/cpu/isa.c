@@ -180,6 +180,12 @@ const char *cpu_isa_gemm_target(int isa) { return isa >= 0 && isa < ISA_COUNT ? 
 
 const char *attnops_cpu_isa(void) { return isas[cpu_isa_selected()].name; }
 
+const char *attnops_cpu_isa_at(int index, bool *runs_here)
+{
+    if (runs_here) *runs_here = cpu_isa_supported(index);
+    return index >= 0 && index < ISA_COUNT ? isas[index].name : NULL;
+}
+
 static char model[64] = "unknown";
 static pthread_once_t model_once = PTHREAD_ONCE_INIT;
 

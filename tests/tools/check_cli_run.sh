@@ -10,7 +10,8 @@
 # (the seed's outputs a line each, the other blocks' gradients judged one by
 # one and summarised, every one in run_log.txt); AttnRes cases mix with the
 # other ops, reach --save (all three chains), --report and --rows; a rule the
-# kernel cannot meet fails on every block it fails on.
+# kernel cannot meet fails on every block it fails on.  list --support
+# prints the drivers' table; demo names a bad option's value.
 # Usage: check_cli_run.sh ATTNOPS_BINARY ATTNOPS_BROKEN_BINARY
 set -u
 bin=$1 broken=$2
@@ -201,5 +202,17 @@ else
 fi
 check "no source" 2 "give a suite" -- "$bin" run
 check "bad impl" 2 "--impl is 'gpu'" -- "$bin" run fag-seed --impl gpu
+# list --support: one row per operator x implementation (x ISA for cpu), the
+# ISA that runs here marked (the table's truth: test_harness_case)
+check "list --support" 0 "^attnres +cpu +portable +bf16 fp16 fp32" -- "$bin" list --support
+isa_here=$("$bin" version | sed -n 's/^isa: //p')
+check "list --support marks this CPU's ISA" 0 "^flash_attention_grad +cpu +$isa_here +.*\(runs here\)$" -- "$bin" list --support
+check "list --support: no FP8 benchmark" 0 "^flash_attention_grad +benchmark +any +fp16 bf16 fp32$" -- "$bin" list --support
+check "list with an argument" 2 "takes no arguments but --support" -- "$bin" list fag-seed
+check "demo: a dtype it lacks" 2 "^attnops demo: --dtype is 'f8_e5m2'; it must be f32, f16 or bf16$" -- \
+    "$bin" demo --dtype f8_e5m2
+check "demo: an unknown layout" 2 "^attnops demo: --layout is 'XYZ'; it must be BNSD, BSND, BSH or SBH$" -- \
+    "$bin" demo --layout XYZ
+check "demo: an unknown option" 2 "^attnops demo: unknown option '--heads'" -- "$bin" demo --heads 3
 [ "$fails" = 0 ] && echo "check_cli_run: all passed" || echo "check_cli_run: $fails failed"
 exit $((fails > 0))
