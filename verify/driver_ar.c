@@ -1,9 +1,15 @@
-/* The Block Attention Residuals driver (harness_driver.h): a case is the
- * seed's test parameters (spec keypool-attnres-pypto B.3); each chain runs
- * its forward and then its backward on that forward's caches (the seed's
- * cascade).  h, rms, alpha and every gradient are judged, the seed's
- * outputs each on its own line, the other blocks' gradients in one summary
- * line unless one fails. */
+/* The Block Attention Residuals driver (harness_driver.h): a case ("op":
+ * "attnres") has the seed's test parameters (spec keypool-attnres-pypto
+ * B.3): B, T, N (blocks, 1..127), D (all four required), dtype (bf16 |
+ * fp16 | fp32, default bf16), partial (or has_partial_block; default true),
+ * rmsnorm (or enable_rmsnorm; default true), random_gamma (default false:
+ * gamma ones, the seed's), scale (default 1), eps (rmsnorm_eps, default
+ * 1e-6), data_seed and compare (default triple, the seed's rule).
+ *
+ * Each chain runs its forward and then its backward on that forward's
+ * caches (the seed's cascade).  h, rms, alpha and every gradient are
+ * judged, the seed's outputs each on its own line, the other blocks'
+ * gradients in one summary line unless one fails. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,23 @@
 /* The FlashAttention driver (harness_driver.h): a case is the seed's
- * FlashAttentionScoreGrad test row (the fields of harness_case.h); its
- * chains run the forward, then the backward.  only_grad (the seed's
+ * FlashAttentionScoreGrad test row, with the seed's field names (spec
+ * flash-attention 7.1), so its TestCases table can be pasted:
+ *
+ *   B, N1, N2, S1, S2, D, D_V, dtype (fp16 | bf16 | fp32 | fp8_e5m2 | fp8_e4m3fn),
+ *   out_dtype (FP8: fp16 | bf16; the seed's "bp16" is read as bf16), input_layout,
+ *   sparse_mode, pre_tockens_input / next_tockens_input (or pre_tokens / next_tokens),
+ *   pse_type, pse_shape (NONE | BNSS | BN1S | 1NSS | BNHS | 1NHS | BN | N: slopes [B,N1] / [N1]),
+ *   atten_mask_dtype (NONE | BOOL | uint8), atten_mask_shape (NONE | SS | 11SS | B1SS | BNSS;
+ *   modes 2/3/4/6/7/8 take the compressed mask whatever the shape says),
+ *   drop_out_possibility (the KEEP probability, as in the seed), seed, offset, rope (1: the
+ *   golden's split of D at column 128), actual_seq_qlen / actual_seq_kvlen (TND: per-batch
+ *   lengths, as in the seed, not cumulative), prefix (modes 5/6, per batch), inner_precise,
+ *   scale (default 1/sqrt(D)), q_start_idx / kv_start_idx, softcap (an attnops extension),
+ *   data_seed (the inputs' generator seed), compare (a rule of verify/compare.h, default
+ *   dual; allclose for bf16).
+ *   The seed's unused fields is_deter, sparse, padding_mask and inner_drop are accepted and
+ *   ignored.
+ *
+ * Its chains run the forward, then the backward.  only_grad (the seed's
  * default): the kernel and benchmark backwards consume the golden forward's
  * outputs, and dq, dk, dv (dq_rope, dk_rope) are judged; auto_grad: they run
  * their own forward, whose outputs are judged too. */

@@ -1,8 +1,15 @@
-/* The KeyPool driver (harness_driver.h): a case is the seed's precision
- * test's parameters (spec keypool-attnres-pypto A.6); each chain is one call
- * on the same input cache.  pooled_key is judged on its valid rows only
- * (the rest are undefined in CURRENT capacity), the state cache after the
- * call (state_cache_out) as a whole.  KeyPool has no benchmark chain. */
+/* The KeyPool driver (harness_driver.h): a case ("op": "keypool") has the
+ * seed's precision test's parameters (spec keypool-attnres-pypto A.6):
+ * layout (BSH | TH), lens (per batch; all equal in BSH), starts (start_pos
+ * per batch, default 0), cmp_ratio (default 4), block_size, scramble, norm
+ * (or norm_on; booleans, default false), H (default 4096), D (default 128),
+ * dtype (bf16 | fp16, default bf16), capacity (current | fixed, default
+ * current), data_seed and compare (default isclose, the seed's rule).
+ *
+ * Each chain is one call on the same input cache.  pooled_key is judged on
+ * its valid rows only (the rest are undefined in CURRENT capacity), the
+ * state cache after the call (state_cache_out) as a whole.  KeyPool has no
+ * benchmark chain (the library refuses one). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,36 +1,9 @@
-/* Harness cases written as JSON with the seed's field names (spec
- * flash-attention 7.1), so the seed's TestCases table can be pasted:
- *
- *   B, N1, N2, S1, S2, D, D_V, dtype (fp16 | bf16 | fp32 | fp8_e5m2 | fp8_e4m3fn),
- *   out_dtype (FP8: fp16 | bf16; the seed's "bp16" is read as bf16), input_layout,
- *   sparse_mode, pre_tockens_input / next_tockens_input (or pre_tokens / next_tokens),
- *   pse_type, pse_shape (NONE | BNSS | BN1S | 1NSS | BNHS | 1NHS | BN | N: slopes [B,N1] / [N1]),
- *   atten_mask_dtype (NONE | BOOL | uint8), atten_mask_shape (NONE | SS | 11SS | B1SS | BNSS;
- *   modes 2/3/4/6/7/8 take the compressed mask whatever the shape says),
- *   drop_out_possibility (the KEEP probability, as in the seed), seed, offset, rope (1: the
- *   golden's split of D at column 128), actual_seq_qlen / actual_seq_kvlen (TND: per-batch
- *   lengths, as in the seed, not cumulative), prefix (modes 5/6, per batch), inner_precise,
- *   scale (default 1/sqrt(D)), data_seed (the inputs' generator seed), compare (a rule of
- *   verify/compare.h, default dual).
- *   The seed's unused fields is_deter, sparse, padding_mask and inner_drop are accepted and
- *   ignored.
- *
- * A case with "op": "keypool" is a KeyPool case (spec keypool-attnres-pypto
- * A.6, the seed's precision test's names): layout (BSH | TH), lens (per
- * batch; all equal in BSH), starts (start_pos per batch, default 0),
- * cmp_ratio (default 4), block_size, scramble, norm (or norm_on; booleans,
- * default false), H (default 4096), D (default 128), dtype (bf16 | fp16,
- * default bf16), capacity (current | fixed, default current), data_seed and
- * compare (default isclose, the seed's rule).
- *
- * A case with "op": "attnres" is a Block Attention Residuals case (spec
- * keypool-attnres-pypto B.3, the seed's test parameters): B, T, N (blocks,
- * 1..127), D (all four required), dtype (bf16 | fp16 | fp32, default
- * bf16), partial (or has_partial_block; default true), rmsnorm (or
- * enable_rmsnorm; default true), random_gamma (default false: gamma ones,
- * the seed's), scale (default 1), eps (rmsnorm_eps, default 1e-6),
- * data_seed and compare (default triple, the seed's rule).
- * "op" defaults to "flash_attention_grad", the cases above.
+/* Harness cases written as JSON, with the field names of each operator's
+ * origin tests so their tables can be pasted.  "op" names the operator
+ * (its driver, verify/harness_driver.h; default "flash_attention_grad"),
+ * and that driver's file lists the other fields: verify/driver_fa.c
+ * (FlashAttention, the seed's TestCases fields), verify/driver_kp.c
+ * (KeyPool), verify/driver_ar.c (AttnRes).
  *
  * A document holds one case (an object with "B", "N1" or "op"), a list of
  * cases, or a named dictionary {name: case} like the seed's TestCases.
