@@ -67,21 +67,30 @@ void free_all(void *const *p, size_t n)
 /* the one-round programs                                                    */
 /* ------------------------------------------------------------------------ */
 
-int parse_opts(bench_opts *o, const char *prog, int argc, char **argv)
+/* /proc/self/status's `key` (VmRSS, VmHWM) in bytes; NAN when unreadable. */
+double status_bytes(const char *key)
 {
-    o->threads = omp_get_max_threads(), o->quick = 0, o->calls = 9, o->json_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--threads") && val) o->threads = atoi(val), i++;
-        else if (!strcmp(a, "--json") && val) o->json_path = val, i++;
-        else if (!strcmp(a, "--calls") && val) o->calls = atoi(val), i++;
-        else if (!strcmp(a, "--quick")) o->quick = 1;
-        else {
-            fprintf(stderr, "usage: %s [--threads N] [--json PATH] [--quick] [--calls N]\n", prog);
-            return 2;
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double v = NAN;
+    const size_t kl = strlen(key);
+    if (!f) return NAN;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) && line[kl] == ':') {
+            v = 1024.0 * strtod(line + kl + 1, NULL); /* "kB" */
+            break;
         }
-    }
-    return o->threads < 1 || o->calls < 1 ? 2 : 0;
+    fclose(f);
+    return v;
+}
+
+double rss_mark(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return NAN;
+    const int ok = fputs("5", f) >= 0;
+    if (fclose(f) != 0 || !ok) return NAN;
+    return status_bytes("VmRSS");
 }
 
 void check_ok(const char *prog, attnops_status st)
@@ -102,17 +111,6 @@ call_times time_calls(void (*fn)(void *), void *arg, int calls)
         t[i] = (now_s() - t0) * 1e3;
     }
     return (call_times){median(t, calls), vmin(t, calls)};
-}
-
-float lcg_uniform(uint64_t *state)
-{
-    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((double)(*state >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-}
-
-void fill_bf16(uint16_t *x, int64_t n, float scale, uint64_t *state)
-{
-    for (int64_t i = 0; i < n; i++) x[i] = attnops_f32_to_bf16(lcg_uniform(state) * scale);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -311,7 +309,9 @@ void json_numf(json_out *j, double v, const char *fmt, const char *a, const char
 void json_str(json_out *j, const char *key, const char *v)
 {
     if (!j->f) return;
-    fprintf(j->f, "%s  \"%s\": \"%s\"", j->n ? ",\n" : "", key, v);
+    fprintf(j->f, "%s  \"%s\": \"", j->n ? ",\n" : "", key);
+    for (const char *c = v; *c; c++) fprintf(j->f, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c); /* JSON escapes */
+    fputc('"', j->f);
     j->n++;
 }
 

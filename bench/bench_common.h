@@ -1,9 +1,8 @@
 /* What every benchmark program shares: timing and statistics, aligned
  * allocation, the libxsmm tile-GEMM peak the kernels are measured against
  * (fp32 and bf16 64x64x128 JIT GEMMs, C += A B, every thread on its own
- * buffers), a machine copy bandwidth, and a flat JSON writer; and what the
- * one-round programs (bench_keypool, bench_attnres) share: their options,
- * error exits, timed calls and deterministic inputs. */
+ * buffers), a machine copy bandwidth, and a flat JSON writer; error exits,
+ * timed calls and the peak RSS over a call. */
 #ifndef ATTNOPS_BENCH_COMMON_H
 #define ATTNOPS_BENCH_COMMON_H
 
@@ -26,19 +25,7 @@ void *xmalloc(size_t n);
 void free_all(void *const *p, size_t n);
 #define FREE_ALL(...) free_all((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
 
-/* ---- the one-round programs: options, error exits, timed calls ---- */
-typedef struct bench_opts {
-    int threads;           /* --threads N (default: omp_get_max_threads()) */
-    int quick;             /* --quick */
-    int calls;             /* --calls N (default 9) */
-    const char *json_path; /* --json PATH (default: none) */
-} bench_opts;
-
-/* Parses [--threads N] [--json PATH] [--quick] [--calls N].  Returns 0, or
- * 2 (the exit status): after printing `prog`'s usage line on any other
- * argument, or silently when threads or calls is below 1. */
-int parse_opts(bench_opts *o, const char *prog, int argc, char **argv);
-
+/* ---- the one-round programs: error exits, timed calls, peak RSS ---- */
 /* Exits 1, printing "prog: attnops_last_error()", unless st is success. */
 void check_ok(const char *prog, attnops_status st);
 
@@ -50,11 +37,11 @@ typedef struct call_times {
  * The untimed first call is the caller's. */
 call_times time_calls(void (*fn)(void *), void *arg, int calls);
 
-/* ---- deterministic inputs ---- */
-/* Advances the 64-bit LCG *state; uniform in [-1, 1). */
-float lcg_uniform(uint64_t *state);
-/* n bf16 values uniform in [-scale, scale), drawn in order from *state. */
-void fill_bf16(uint16_t *x, int64_t n, float scale, uint64_t *state);
+/* The peak RSS over a call: rss_mark resets VmHWM to the current VmRSS
+ * and returns VmRSS (NAN where the kernel does not allow it); after the
+ * call, status_bytes("VmHWM") minus that is the rise.  Bytes. */
+double rss_mark(void);
+double status_bytes(const char *key);
 
 /* ---- copy bandwidth ---- */
 /* Read + written bytes per second (GB/s, 1e9) of a parallel memcpy of 256 MiB

@@ -344,7 +344,8 @@ def attnres_rows(RA, RT, res):
     rows = []
     if RA:
         res["attnres_copy_gbps"] = med(RA, "copy_gbps")
-        res["attnres_T"] = RA[0].get("attnres_T")
+        case = RA[0].get("attnres_case")  # bench_ops writes the case it ran, as harness JSON
+        res["attnres_T"] = json.loads(case).get("T") if case else RA[0].get("attnres_T")
     for d in ("fwd", "bwd") if RA or RT else ():
         ms, tms = med(RA, f"attnres_{d}_ms_median"), med(RT, f"torch_attnres_{d}_ms_median")
         pct = median_of(numbers(RA, f"attnres_{d}_pct_copy_bw"))

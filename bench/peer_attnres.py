@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""The PyTorch peer of bench_attnres: Block Attention Residuals forward and
+"""The PyTorch peer of bench_ops --op attnres: Block Attention Residuals forward and
 backward composed from PyTorch's own CPU ops, as the seed's reference
 (spec B.3, `block_attn_res_forward_reference`) writes them and as its NPU
 "benchmark" chain runs them: everything in bf16, autograd for the backward.
 
     peer_attnres.py [--threads N] [--json PATH] [--quick] [--calls N] [--mem]
 
-Case (bench/bench_attnres.c has its definition): B=1, T=4096 (512 with
+Case (bench/bench_ops.c has its definition, the built-in case attnres): B=1, T=4096 (512 with
 --quick), N=25 blocks plus the partial block (L=26), D=4096, bf16, RMSNorm
 on, scale 1 (the seed skips the multiply then), eps 1e-6:
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""The PyTorch peer of bench_keypool: the same KeyPool cases computed with
+"""The PyTorch peer of bench_ops --op keypool: the same KeyPool cases computed with
 PyTorch's own CPU ops (matmul, layer_norm, softmax, gather, index_put), as a
 PyTorch user without the fused op would write it -- vectorised over batches,
 groups and channels, no Python loop per token.
 
     peer_keypool.py [--threads N] [--json PATH] [--quick] [--calls N]
 
-Cases (bench/bench_keypool.c has their definitions): prefill B=1, S=4096
+Cases (bench/bench_ops.c has their definitions, kp_prefill and kp_decode): prefill B=1, S=4096
 (512 with --quick), H=4096, D=128, R=4, bf16 with LayerNorm from position 0;
 decode B=32, one token per batch at position 4099 after a history of 4096.
 Each: one untimed call, then --calls timed calls (decode: 10x); median, min.

@@ -11,9 +11,9 @@
 #      with the same thread count;
 #   3. runs the peak-RSS cases (S=32768, N1=1, D=128, fp32, fwd and bwd), one
 #      fresh process each;
-#   3b. each round also runs bench_keypool and peer_keypool.py (KeyPool
+#   3b. each round also runs bench_ops --op keypool and peer_keypool.py (KeyPool
 #      prefill and decode), in the same alternating order;
-#   3c. each round also runs bench_attnres and peer_attnres.py (Block
+#   3c. each round also runs bench_ops --op attnres and peer_attnres.py (Block
 #      Attention Residuals forward and backward), in the same alternating
 #      order; the peer measures torch's peak memory in round 1 only (--mem);
 #   3d. runs bench/bench_python.py once (the Python package's per-call
@@ -93,14 +93,16 @@ if [[ ${BENCH_TORCH:-1} != 0 ]]; then
 fi
 
 run_kp_attnops() {
-    "$BUILD_DIR/bench/bench_keypool" --threads "$THREADS" --json "$OUT/rounds/kp_attnops.$1.json" "${quick_flag[@]}"
+    "$BUILD_DIR/bench/bench_ops" --op keypool --threads "$THREADS" --json "$OUT/rounds/kp_attnops.$1.json" \
+        "${quick_flag[@]}"
 }
 run_kp_torch() {
     "$PY" -u "$ROOT/bench/peer_keypool.py" --threads "$THREADS" --json "$OUT/rounds/kp_torch.$1.json" \
         "${quick_flag[@]}"
 }
 run_ar_attnops() {
-    "$BUILD_DIR/bench/bench_attnres" --threads "$THREADS" --json "$OUT/rounds/ar_attnops.$1.json" "${quick_flag[@]}"
+    "$BUILD_DIR/bench/bench_ops" --op attnres --threads "$THREADS" --json "$OUT/rounds/ar_attnops.$1.json" \
+        "${quick_flag[@]}"
 }
 run_ar_torch() {
     local mem=()

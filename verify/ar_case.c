@@ -99,7 +99,7 @@ void ar_case_free(ar_case *c)
     tu_tensor_free(&c->gamma);
 }
 
-static void alloc_chain(const ar_case *c, ar_chain *r)
+void ar_chain_alloc(const ar_case *c, ar_chain *r)
 {
     const ar_case_spec *s = &c->spec;
     const int64_t act[3] = {s->B, s->T, s->D}, cache[4] = {s->B, s->T, c->L, 1};
@@ -123,34 +123,39 @@ void ar_chain_free(ar_chain *r)
 static attnops_status run_fwd(const void *a, void *ws, size_t n) { return attnops_attn_res(a, ws, n); }
 static attnops_status run_bwd(const void *a, void *ws, size_t n) { return attnops_attn_res_grad(a, ws, n); }
 
-attnops_status ar_case_run(const ar_case *c, attnops_impl impl, int threads, ar_chain *r)
+void ar_case_calls_init(const ar_case *c, ar_chain *r, attnops_impl impl, int threads, ar_case_calls *k)
 {
     const ar_case_spec *s = &c->spec;
-    const attnops_tensor *blocks[AR_CASE_MAX_L], *grads[AR_CASE_MAX_L];
-    alloc_chain(c, r);
-    for (int64_t l = 0; l < s->N; l++) blocks[l] = &c->v[l].view, grads[l] = &r->dv[l].view;
+    for (int64_t l = 0; l < s->N; l++) k->blocks[l] = &c->v[l].view, k->grads[l] = &r->dv[l].view;
 
-    attnops_attn_res_fwd_args f;
-    attnops_attn_res_fwd_args_init(&f);
-    f.blocks = blocks, f.num_blocks = s->N, f.partial_block = s->partial ? &c->v[s->N].view : NULL;
-    f.proj_weight = &c->w.view, f.rmsnorm_gamma = s->rmsnorm ? &c->gamma.view : NULL;
-    f.scale = s->scale, f.rmsnorm_eps = s->eps, f.enable_rmsnorm = s->rmsnorm;
-    f.h = &r->h.view, f.rms = s->rmsnorm ? &r->rms.view : NULL, f.alpha = &r->alpha.view;
-    f.impl = impl, f.num_threads = threads;
+    attnops_attn_res_fwd_args *f = &k->fwd;
+    attnops_attn_res_fwd_args_init(f);
+    f->blocks = k->blocks, f->num_blocks = s->N, f->partial_block = s->partial ? &c->v[s->N].view : NULL;
+    f->proj_weight = &c->w.view, f->rmsnorm_gamma = s->rmsnorm ? &c->gamma.view : NULL;
+    f->scale = s->scale, f->rmsnorm_eps = s->eps, f->enable_rmsnorm = s->rmsnorm;
+    f->h = &r->h.view, f->rms = s->rmsnorm ? &r->rms.view : NULL, f->alpha = &r->alpha.view;
+    f->impl = impl, f->num_threads = threads;
+
+    attnops_attn_res_bwd_args *b = &k->bwd;
+    attnops_attn_res_bwd_args_init(b);
+    b->grad_h = &c->grad_h.view, b->blocks = f->blocks, b->num_blocks = s->N, b->partial_block = f->partial_block;
+    b->proj_weight = f->proj_weight, b->rmsnorm_gamma = f->rmsnorm_gamma, b->alpha = f->alpha, b->rms = f->rms;
+    b->scale = s->scale, b->enable_rmsnorm = s->rmsnorm;
+    b->grad_blocks = k->grads, b->grad_partial_block = s->partial ? &r->dv[s->N].view : NULL;
+    b->grad_proj_weight = &r->dw.view, b->grad_rmsnorm_gamma = s->rmsnorm ? &r->dgamma.view : NULL;
+    b->impl = impl, b->num_threads = threads;
+}
+
+attnops_status ar_case_run(const ar_case *c, attnops_impl impl, int threads, ar_chain *r)
+{
+    ar_chain_alloc(c, r);
+    ar_case_calls k;
+    ar_case_calls_init(c, r, impl, threads, &k);
     size_t bytes = 0;
-    attnops_status st = attnops_attn_res_workspace_size(&f, &bytes);
-    if (st == ATTNOPS_SUCCESS) st = tu_run_with_workspace(run_fwd, &f, bytes, "attn_res");
-
-    attnops_attn_res_bwd_args b;
-    attnops_attn_res_bwd_args_init(&b);
-    b.grad_h = &c->grad_h.view, b.blocks = f.blocks, b.num_blocks = s->N, b.partial_block = f.partial_block;
-    b.proj_weight = f.proj_weight, b.rmsnorm_gamma = f.rmsnorm_gamma, b.alpha = f.alpha, b.rms = f.rms;
-    b.scale = s->scale, b.enable_rmsnorm = s->rmsnorm;
-    b.grad_blocks = grads, b.grad_partial_block = s->partial ? &r->dv[s->N].view : NULL;
-    b.grad_proj_weight = &r->dw.view, b.grad_rmsnorm_gamma = s->rmsnorm ? &r->dgamma.view : NULL;
-    b.impl = impl, b.num_threads = threads;
-    if (st == ATTNOPS_SUCCESS) st = attnops_attn_res_grad_workspace_size(&b, &bytes);
-    if (st == ATTNOPS_SUCCESS) st = tu_run_with_workspace(run_bwd, &b, bytes, "attn_res_grad");
+    attnops_status st = attnops_attn_res_workspace_size(&k.fwd, &bytes);
+    if (st == ATTNOPS_SUCCESS) st = tu_run_with_workspace(run_fwd, &k.fwd, bytes, "attn_res");
+    if (st == ATTNOPS_SUCCESS) st = attnops_attn_res_grad_workspace_size(&k.bwd, &bytes);
+    if (st == ATTNOPS_SUCCESS) st = tu_run_with_workspace(run_bwd, &k.bwd, bytes, "attn_res_grad");
 
     ar_output outs[AR_CASE_MAX_OUTPUTS];
     int seed_n;

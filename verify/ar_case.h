@@ -53,6 +53,18 @@ void ar_case_free(ar_case *c);
 attnops_status ar_case_run(const ar_case *c, attnops_impl impl, int threads, ar_chain *out);
 void ar_chain_free(ar_chain *r);
 
+/* A chain's outputs allocated (untouched) into a fresh *r, and its two
+ * calls' arguments over c's inputs and r's outputs (the argument structs
+ * point into k: keep it in place).  ar_case_run uses them; so does the
+ * harness's perf mode, which times the calls. */
+typedef struct ar_case_calls {
+    const attnops_tensor *blocks[AR_CASE_MAX_L], *grads[AR_CASE_MAX_L];
+    attnops_attn_res_fwd_args fwd;
+    attnops_attn_res_bwd_args bwd;
+} ar_case_calls;
+void ar_chain_alloc(const ar_case *c, ar_chain *r);
+void ar_case_calls_init(const ar_case *c, ar_chain *r, attnops_impl impl, int threads, ar_case_calls *k);
+
 /* An output of a chain with the harness's name for it. */
 typedef struct ar_output {
     char name[24];

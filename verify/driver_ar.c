@@ -162,6 +162,60 @@ static attnops_status ar_run_case(const harness_case *hc, const harness_run_opti
     return st;
 }
 
+/* Perf mode: the inputs, one chain's outputs, the two calls; the backward
+ * reads the forward's rms and alpha. */
+typedef struct ar_perf {
+    ar_case c;
+    ar_chain out;
+    ar_case_calls calls;
+} ar_perf;
+
+static attnops_status ar_perf_setup(const harness_case *hc, attnops_impl impl, int threads, harness_perf *p)
+{
+    ar_perf *a = calloc(1, sizeof *a);
+    p->state = a;
+    ar_case_init(&a->c, &hc->ar, hc->data_seed);
+    ar_chain_alloc(&a->c, &a->out);
+    ar_case_calls_init(&a->c, &a->out, impl, threads, &a->calls);
+    return ATTNOPS_SUCCESS;
+}
+
+/* Each element once, with E the dtype's bytes, BTD = B T D, BTL = B T L and
+ * the caches (alpha, and rms with RMSNorm) f32: forward reads L BTD E and
+ * the parameters, writes h and the caches; the backward reads grad_h, the L
+ * blocks, the caches and the parameters, writes L gradients and the
+ * parameters' (a block row it reads twice counts once). */
+static attnops_status ar_perf_phase(harness_perf *p, int phase)
+{
+    const ar_perf *a = p->state;
+    const ar_case_spec *s = &a->c.spec;
+    const double e = (double)attnops_dtype_size(s->dtype), L = (double)a->c.L;
+    const double btd = (double)s->B * (double)s->T * (double)s->D, btl = (double)s->B * (double)s->T * L;
+    const double caches = (s->rmsnorm ? 2.0 : 1.0) * btl * 4.0, params = (s->rmsnorm ? 2.0 : 1.0) * (double)s->D * e;
+    p->in_bytes = (phase ? (L + 1.0) * btd * e + caches : L * btd * e) + params;
+    p->out_bytes = phase ? L * btd * e + params : btd * e + caches;
+    p->flops = 0.0, p->gemm_dtype = 0;
+    return phase ? attnops_attn_res_grad_workspace_size(&a->calls.bwd, &p->workspace_bytes)
+                 : attnops_attn_res_workspace_size(&a->calls.fwd, &p->workspace_bytes);
+}
+
+static attnops_status ar_perf_call(harness_perf *p, int phase, void *workspace)
+{
+    const ar_perf *a = p->state;
+    return phase ? attnops_attn_res_grad(&a->calls.bwd, workspace, p->workspace_bytes)
+                 : attnops_attn_res(&a->calls.fwd, workspace, p->workspace_bytes);
+}
+
+static void ar_perf_free(harness_perf *p)
+{
+    ar_perf *a = p->state;
+    ar_chain_free(&a->out);
+    ar_case_free(&a->c);
+    free(a);
+}
+
+static const char *const AR_PHASES[] = {"fwd", "bwd", NULL};
+
 static const attnops_dtype AR_DTYPES[] = {ATTNOPS_DTYPE_BF16, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_F32, 0};
 
 static void ar_example(attnops_dtype dtype, char *json, size_t n)
@@ -180,4 +234,9 @@ const harness_driver driver_attnres = {
     .bytes = ar_bytes,
     .run = ar_run_case,
     .free = ar_free,
+    .phases = AR_PHASES,
+    .perf_setup = ar_perf_setup,
+    .perf_phase = ar_perf_phase,
+    .perf_call = ar_perf_call,
+    .perf_free = ar_perf_free,
 };

@@ -371,6 +371,63 @@ static attnops_status fa_run_case(const harness_case *hc, const harness_run_opti
     return st;
 }
 
+/* Perf mode: one problem; the backward consumes the forward's outputs. */
+static attnops_status fa_perf_setup(const harness_case *hc, attnops_impl impl, int threads, harness_perf *p)
+{
+    fa_case *c = calloc(1, sizeof *c);
+    p->state = c;
+    fa_case_init(c, &hc->shape, hc->data_seed);
+    c->fwd.p.impl = c->bwd.p.impl = impl;
+    c->fwd.p.num_threads = c->bwd.p.num_threads = threads;
+    return ATTNOPS_SUCCESS;
+}
+
+static double view_bytes(const tu_tensor *t)
+{
+    return t->block ? (double)tu_numel(&t->view) * (double)attnops_dtype_size(t->view.dtype) : 0.0;
+}
+
+/* Dense-equivalent FLOPs (docs/PERFORMANCE.md: 2 S1 S2 (D + Dv) per head
+ * and batch forward, 2.5 times that backward) and every tensor each call
+ * reads and writes, once. */
+static attnops_status fa_perf_phase(harness_perf *p, int phase)
+{
+    const fa_case *c = p->state;
+    const fa_case_shape *s = &c->shape;
+    double pairs = (double)s->B * (double)s->S1 * (double)s->S2;
+    if (s->layout == ATTNOPS_LAYOUT_TND) {
+        pairs = 0.0;
+        for (int b = 0; b < s->nseq; b++) pairs += (double)s->seq_q[b] * (double)s->seq_kv[b];
+    }
+    const double fwd = 2.0 * pairs * (double)s->N1 * (double)(s->D + s->Dr + s->Dv);
+    const double inputs = view_bytes(&c->q) + view_bytes(&c->k) + view_bytes(&c->v) + view_bytes(&c->qr) +
+                          view_bytes(&c->kr) + view_bytes(&c->mask) + view_bytes(&c->pse);
+    const double forward_out = view_bytes(&c->out) + view_bytes(&c->smax) + view_bytes(&c->ssum);
+    p->flops = phase ? 2.5 * fwd : fwd;
+    p->in_bytes = inputs + (phase ? view_bytes(&c->dy) + forward_out : 0.0);
+    p->out_bytes = phase ? view_bytes(&c->dq) + view_bytes(&c->dk) + view_bytes(&c->dv) + view_bytes(&c->dqr) +
+                               view_bytes(&c->dkr)
+                         : forward_out;
+    p->gemm_dtype = s->dtype == ATTNOPS_DTYPE_BF16 ? ATTNOPS_DTYPE_BF16 : ATTNOPS_DTYPE_F32;
+    return phase ? attnops_flash_attention_score_grad_workspace_size(&c->bwd, &p->workspace_bytes)
+                 : attnops_flash_attention_score_workspace_size(&c->fwd, &p->workspace_bytes);
+}
+
+static attnops_status fa_perf_call(harness_perf *p, int phase, void *workspace)
+{
+    const fa_case *c = p->state;
+    return phase ? attnops_flash_attention_score_grad(&c->bwd, workspace, p->workspace_bytes)
+                 : attnops_flash_attention_score(&c->fwd, workspace, p->workspace_bytes);
+}
+
+static void fa_perf_free(harness_perf *p)
+{
+    fa_case_free(p->state);
+    free(p->state);
+}
+
+static const char *const FA_PHASES[] = {"fwd", "bwd", NULL};
+
 static const attnops_dtype FA_ALL[] = {ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16, ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_F8_E5M2,
                                        ATTNOPS_DTYPE_F8_E4M3FN, 0};
 static const attnops_dtype FA_BENCH[] = {ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16, ATTNOPS_DTYPE_F32, 0};
@@ -394,4 +451,9 @@ const harness_driver driver_flash_attention_grad = {
     .bytes = fa_bytes,
     .run = fa_run_case,
     .free = fa_free,
+    .phases = FA_PHASES,
+    .perf_setup = fa_perf_setup,
+    .perf_phase = fa_perf_phase,
+    .perf_call = fa_perf_call,
+    .perf_free = fa_perf_free,
 };

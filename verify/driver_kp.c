@@ -211,6 +211,79 @@ static uint8_t *kp_counted(const double *rows, int64_t n, int rank, const int64_
     return mask;
 }
 
+/* Perf mode: one case, its pooled_key, its arguments; the state cache is
+ * updated in place call after call, as a serving loop updates it. */
+typedef struct kp_perf {
+    kp_case c;
+    tu_tensor pooled;
+    attnops_key_pool_args args;
+} kp_perf;
+
+/* The bytes one call touches: the weights, ape and norm parameters, the
+ * tokens; per batch the cache rows of its first group's history when the
+ * call completes that group, the cache rows it leaves for an unfinished
+ * group, and a pooled row per completed group. */
+static void kp_work(const kp_case *c, harness_perf *p)
+{
+    const kp_case_spec *s = &c->spec;
+    const double e = (double)attnops_dtype_size(s->dtype), row = 2.0 * (double)s->D * 4.0, R = (double)s->cmp_ratio;
+    double tokens = 0.0, cache_read = 0.0, cache_written = 0.0, pooled = 0.0;
+    for (int b = 0; b < s->B; b++) {
+        const int64_t st = s->start[b], n = s->len[b], groups = (st + n) / s->cmp_ratio - st / s->cmp_ratio;
+        tokens += (double)n;
+        cache_read += n > 0 && groups > 0 ? (double)(st % s->cmp_ratio) : 0.0;
+        cache_written += groups > 0 ? (double)((st + n) % s->cmp_ratio) : (double)n;
+        pooled += (double)groups;
+    }
+    const double params = 2.0 * (double)s->D * (double)s->H * e + R * (double)s->D * 4.0 +
+                          (s->norm ? 2.0 * (double)s->D * 4.0 : 0.0);
+    p->in_bytes = params + tokens * (double)s->H * e + cache_read * row;
+    p->out_bytes = cache_written * row + pooled * (double)s->D * e;
+    p->flops = 4.0 * tokens * (double)s->H * (double)s->D; /* the two projections */
+    p->gemm_dtype = s->dtype;
+}
+
+static attnops_status kp_perf_setup(const harness_case *hc, attnops_impl impl, int threads, harness_perf *p)
+{
+    kp_perf *k = calloc(1, sizeof *k);
+    p->state = k;
+    kp_case_init(&k->c, &hc->kp, hc->data_seed);
+    k->args = kp_case_args(&k->c, hc->kp.capacity, impl);
+    k->args.num_threads = threads;
+    int32_t rank;
+    int64_t shape[3];
+    const attnops_status st = attnops_key_pool_output_shape(&k->args, &rank, shape);
+    if (st != ATTNOPS_SUCCESS) return st;
+    k->pooled = tu_tensor_new(hc->kp.dtype, rank, shape, 0);
+    k->args.pooled_key = &k->pooled.view;
+    return st;
+}
+
+static attnops_status kp_perf_phase(harness_perf *p, int phase)
+{
+    (void)phase;
+    kp_perf *k = p->state;
+    kp_work(&k->c, p);
+    return attnops_key_pool_workspace_size(&k->args, &p->workspace_bytes);
+}
+
+static attnops_status kp_perf_call(harness_perf *p, int phase, void *workspace)
+{
+    (void)phase;
+    kp_perf *k = p->state;
+    return attnops_key_pool(&k->args, workspace, p->workspace_bytes);
+}
+
+static void kp_perf_free(harness_perf *p)
+{
+    kp_perf *k = p->state;
+    tu_tensor_free(&k->pooled);
+    kp_case_free(&k->c);
+    free(k);
+}
+
+static const char *const KP_PHASES[] = {"call", NULL};
+
 static const attnops_dtype KP_DTYPES[] = {ATTNOPS_DTYPE_BF16, ATTNOPS_DTYPE_F16, 0};
 
 static void kp_example(attnops_dtype dtype, char *json, size_t n)
@@ -230,4 +303,9 @@ const harness_driver driver_keypool = {
     .run = kp_run_case,
     .free = kp_free,
     .counted = kp_counted,
+    .phases = KP_PHASES,
+    .perf_setup = kp_perf_setup,
+    .perf_phase = kp_perf_phase,
+    .perf_call = kp_perf_call,
+    .perf_free = kp_perf_free,
 };

@@ -63,6 +63,20 @@ typedef struct harness_run {
     void *state;              /* the driver's */
 } harness_run;
 
+/* Perf mode (bench/bench_ops.c, the ggml test-backend-ops "perf" mode): a
+ * case's inputs and outputs made once for one implementation, then each of
+ * the operator's phases ("fwd", "bwd"; a single call: "call") called again
+ * and again.  Phases run in order, so a later one may read an earlier one's
+ * outputs (a backward reads its forward's caches). */
+typedef struct harness_perf {
+    void *state; /* the driver's */
+    /* set by perf_phase for its phase: */
+    double in_bytes, out_bytes; /* what one call must read and write, each element once */
+    double flops;               /* its FLOPs (dense-equivalent); 0 where bytes bound it */
+    attnops_dtype gemm_dtype;   /* the operand dtype of its GEMMs, whose peak bounds it (0: none) */
+    size_t workspace_bytes;
+} harness_perf;
+
 typedef struct harness_driver {
     const char *name;  /* as case files and manifests name the operator */
     const char *title; /* the operator's CANN name(s), for people */
@@ -93,6 +107,15 @@ typedef struct harness_driver {
      * nothing to free. */
     attnops_status (*run)(const harness_case *hc, const harness_run_options *o, harness_run *r);
     void (*free)(harness_run *r);
+    /* Perf mode: phases (NULL-terminated); perf_setup makes the inputs and
+     * outputs of impl's calls; perf_phase sets p's work and workspace for
+     * phase i; perf_call makes one call of it.  NULL perf_setup: no perf
+     * mode. */
+    const char *const *phases;
+    attnops_status (*perf_setup)(const harness_case *hc, attnops_impl impl, int threads, harness_perf *p);
+    attnops_status (*perf_phase)(harness_perf *p, int phase);
+    attnops_status (*perf_call)(harness_perf *p, int phase, void *workspace);
+    void (*perf_free)(harness_perf *p);
     /* The elements of an output of `shape` that count, from its counted_by
      * tensor's values (as doubles); a malloc'ed 0/1 mask, or NULL when the
      * values do not fit the shape.  NULL hook: no output of this operator
