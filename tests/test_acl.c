@@ -88,31 +88,31 @@ static void qkv_shape(const acl_case *c, int64_t n, int64_t s, int64_t d, int64_
     else shape[0] = c->B, shape[1] = n, shape[2] = s, shape[3] = d, *rank = 4; /* BNSD */
 }
 
-static int run_case(const acl_case *c, tu_rng *rng)
-{
-    const int failures = tu_failures;
-    const bool tnd = !strcmp(c->layout, "TND");
-    int64_t cq[4], ckv[4], T1 = 0, T2 = 0;
-    for (int64_t b = 0; b < c->nb; b++) T1 += c->qlens[b], T2 += c->kvlens[b], cq[b] = T1, ckv[b] = T2;
+/* One case's host inputs and the shapes of its q/k/v-like tensors (TND: the
+ * cumulative lengths too). */
+typedef struct host_problem {
+    bool tnd, masked, alibi, prefixed;
+    int64_t cq[4], ckv[4], T1, T2;
     int64_t qs[4], ks[4], vs[4], os[4], st[4];
-    int rq, rk, rv, ro;
-    qkv_shape(c, c->N1, c->S1, c->D, T1, qs, &rq);
-    qkv_shape(c, c->N2, c->S2, c->D, T2, ks, &rk);
-    qkv_shape(c, c->N2, c->S2, c->Dv, T2, vs, &rv);
-    qkv_shape(c, c->N1, c->S1, c->Dv, T1, os, &ro);
-    int rs = 4;
-    if (tnd) st[0] = T1, st[1] = c->N1, st[2] = 8, rs = 3;
-    else st[0] = c->B, st[1] = c->N1, st[2] = c->S1, st[3] = 8;
+    int rq, rk, rv, ro, rs;
+    int64_t qstart, kvstart;
+    tu_tensor q, k, v, dy, mask, slopes, pse, keep, prefix;
+} host_problem;
 
-    tu_tensor q = tu_tensor_new(c->dtype, rq, qs, 3), k = tu_tensor_new(c->dtype, rk, ks, 0),
-              v = tu_tensor_new(c->dtype, rv, vs, 0), dy = tu_tensor_new(c->dtype, ro, os, 0);
-    tu_tensor_randn(&q, rng, 1.0), tu_tensor_randn(&k, rng, 1.0), tu_tensor_randn(&v, rng, 1.0);
-    tu_tensor_randn(&dy, rng, 1.0);
-    const int64_t S1 = tnd ? c->qlens[0] : c->S1, S2 = tnd ? c->kvlens[0] : c->S2; /* TND full masks: max lens */
+/* The forward's and the backward's outputs. */
+typedef struct fa_outputs {
+    tu_tensor out, smax, ssum, dq, dk, dv;
+} fa_outputs;
+
+/* The atten_mask of c->mask; full masks draw from rng. */
+static tu_tensor make_mask(const acl_case *c, const host_problem *h, tu_rng *rng)
+{
+    const int64_t S1 = h->tnd ? c->qlens[0] : c->S1, S2 = h->tnd ? c->kvlens[0] : c->S2; /* TND full masks: max lens */
     int64_t mask_shape[4] = {2048, 2048}, mask_rank = 2;
     if (c->mask == MASK_PREFIX) mask_shape[0] = 3072;
     if (c->mask == MASK_SS) mask_shape[0] = S1, mask_shape[1] = S2;
-    if (c->mask == MASK_B1SS) mask_shape[0] = c->B, mask_shape[1] = 1, mask_shape[2] = S1, mask_shape[3] = S2, mask_rank = 4;
+    if (c->mask == MASK_B1SS)
+        mask_shape[0] = c->B, mask_shape[1] = 1, mask_shape[2] = S1, mask_shape[3] = S2, mask_rank = 4;
     tu_tensor mask = tu_tensor_new(ATTNOPS_DTYPE_U8, (int)mask_rank, mask_shape, 0);
     const int64_t cols = mask_shape[mask_rank - 1], rows = tu_numel(&mask.view) / cols;
     for (int64_t i = 0; i < rows; i++)
@@ -122,48 +122,78 @@ static int run_case(const acl_case *c, tu_rng *rng)
             if (c->mask == MASK_SS || c->mask == MASK_B1SS) bit = tu_uniform(rng) < 0.3 && j > 0;
             ((uint8_t *)mask.view.data)[i * cols + j] = bit;
         }
+    return mask;
+}
+
+/* The inputs of case c, drawn from rng (in this order: q, k, v, dy, the mask, pse). */
+static void make_problem(const acl_case *c, tu_rng *rng, host_problem *h)
+{
+    memset(h, 0, sizeof *h);
+    h->tnd = !strcmp(c->layout, "TND");
+    for (int64_t b = 0; b < c->nb; b++)
+        h->T1 += c->qlens[b], h->T2 += c->kvlens[b], h->cq[b] = h->T1, h->ckv[b] = h->T2;
+    qkv_shape(c, c->N1, c->S1, c->D, h->T1, h->qs, &h->rq);
+    qkv_shape(c, c->N2, c->S2, c->D, h->T2, h->ks, &h->rk);
+    qkv_shape(c, c->N2, c->S2, c->Dv, h->T2, h->vs, &h->rv);
+    qkv_shape(c, c->N1, c->S1, c->Dv, h->T1, h->os, &h->ro);
+    h->rs = 4;
+    if (h->tnd) h->st[0] = h->T1, h->st[1] = c->N1, h->st[2] = 8, h->rs = 3;
+    else h->st[0] = c->B, h->st[1] = c->N1, h->st[2] = c->S1, h->st[3] = 8;
+
+    h->q = tu_tensor_new(c->dtype, h->rq, h->qs, 3), h->k = tu_tensor_new(c->dtype, h->rk, h->ks, 0);
+    h->v = tu_tensor_new(c->dtype, h->rv, h->vs, 0), h->dy = tu_tensor_new(c->dtype, h->ro, h->os, 0);
+    tu_tensor_randn(&h->q, rng, 1.0), tu_tensor_randn(&h->k, rng, 1.0), tu_tensor_randn(&h->v, rng, 1.0);
+    tu_tensor_randn(&h->dy, rng, 1.0);
+    h->mask = make_mask(c, h, rng);
     const int64_t slope_shape[1] = {c->N1}, bnss[4] = {c->B, c->N1, c->S1, c->S2};
-    tu_tensor slopes = tu_tensor_new(ATTNOPS_DTYPE_F32, 1, slope_shape, 0);
-    attnops_alibi_slopes(c->N1, slopes.view.data);
-    tu_tensor pse_t = tu_tensor_new(c->dtype, 4, bnss, 0);
-    tu_tensor_randn(&pse_t, rng, 0.5);
-    const int64_t keep_count = tnd ? 0 : c->B * c->N1 * c->S1 * c->S2, keep_bytes[1] = {(keep_count + 7) / 8 + 1};
-    tu_tensor keep = tu_tensor_new(ATTNOPS_DTYPE_U8, 1, keep_bytes, 0);
+    h->slopes = tu_tensor_new(ATTNOPS_DTYPE_F32, 1, slope_shape, 0);
+    attnops_alibi_slopes(c->N1, h->slopes.view.data);
+    h->pse = tu_tensor_new(c->dtype, 4, bnss, 0);
+    tu_tensor_randn(&h->pse, rng, 0.5);
+    const int64_t keep_count = h->tnd ? 0 : c->B * c->N1 * c->S1 * c->S2, keep_bytes[1] = {(keep_count + 7) / 8 + 1};
+    h->keep = tu_tensor_new(ATTNOPS_DTYPE_U8, 1, keep_bytes, 0);
     if (c->drop_mask) {
         attnops_dropout_mask_args dm = {.seed = 7, .offset = 0, .keep_prob = c->keep_prob, .batch = c->B,
-                                        .head_num = c->N1, .seq_q = c->S1, .seq_kv = c->S2, .bit_mask = &keep.view};
+                                        .head_num = c->N1, .seq_q = c->S1, .seq_kv = c->S2, .bit_mask = &h->keep.view};
         TU_CHECK(attnops_dropout_mask(&dm) == ATTNOPS_SUCCESS, "dropout mask: %s", attnops_last_error());
     }
     const int64_t prefix_shape[1] = {c->B};
-    tu_tensor prefix = tu_tensor_new(ATTNOPS_DTYPE_I64, 1, prefix_shape, 0);
-    for (int64_t b = 0; b < c->B && b < 2; b++) ((int64_t *)prefix.view.data)[b] = c->prefix[b];
-    const bool masked = c->mask != MASK_NONE, alibi = c->pse_type >= 2, prefixed = c->sparse_mode == 5 ||
-                                                                                   c->sparse_mode == 6;
-    const int64_t qstart = 5, kvstart = 2;
+    h->prefix = tu_tensor_new(ATTNOPS_DTYPE_I64, 1, prefix_shape, 0);
+    for (int64_t b = 0; b < c->B && b < 2; b++) ((int64_t *)h->prefix.view.data)[b] = c->prefix[b];
+    h->masked = c->mask != MASK_NONE, h->alibi = c->pse_type >= 2;
+    h->prefixed = c->sparse_mode == 5 || c->sparse_mode == 6;
+    h->qstart = 5, h->kvstart = 2;
+}
 
-    /* ---- native ---- */
-    tu_tensor out = tu_tensor_new(c->dtype, ro, os, 0), smax = tu_tensor_new(ATTNOPS_DTYPE_F32, rs, st, 0),
-              ssum = tu_tensor_new(ATTNOPS_DTYPE_F32, rs, st, 0), dq = tu_tensor_new(c->dtype, rq, qs, 0),
-              dk = tu_tensor_new(c->dtype, rk, ks, 0), dv = tu_tensor_new(c->dtype, rv, vs, 0);
+/* Outputs of the problem's shapes. */
+static fa_outputs new_outputs(const acl_case *c, const host_problem *h)
+{
+    return (fa_outputs){tu_tensor_new(c->dtype, h->ro, h->os, 0), tu_tensor_new(ATTNOPS_DTYPE_F32, h->rs, h->st, 0),
+                        tu_tensor_new(ATTNOPS_DTYPE_F32, h->rs, h->st, 0), tu_tensor_new(c->dtype, h->rq, h->qs, 0),
+                        tu_tensor_new(c->dtype, h->rk, h->ks, 0), tu_tensor_new(c->dtype, h->rv, h->vs, 0)};
+}
+
+/* The forward, then the backward on its results, through the native API. */
+static void run_native(const acl_case *c, host_problem *h, fa_outputs *o)
+{
     const int64_t nb = c->nb, one = 1;
-    attnops_tensor tq = attnops_tensor_contiguous(cq, ATTNOPS_DTYPE_I64, 1, &nb),
-                   tkv = attnops_tensor_contiguous(ckv, ATTNOPS_DTYPE_I64, 1, &nb);
-    int64_t qs0 = qstart, kvs0 = kvstart;
-    attnops_tensor tqs = attnops_tensor_contiguous(&qs0, ATTNOPS_DTYPE_I64, 1, &one),
-                   tkvs = attnops_tensor_contiguous(&kvs0, ATTNOPS_DTYPE_I64, 1, &one);
+    attnops_tensor tq = attnops_tensor_contiguous(h->cq, ATTNOPS_DTYPE_I64, 1, &nb),
+                   tkv = attnops_tensor_contiguous(h->ckv, ATTNOPS_DTYPE_I64, 1, &nb);
+    attnops_tensor tqs = attnops_tensor_contiguous(&h->qstart, ATTNOPS_DTYPE_I64, 1, &one),
+                   tkvs = attnops_tensor_contiguous(&h->kvstart, ATTNOPS_DTYPE_I64, 1, &one);
     attnops_fa_fwd_args f;
     attnops_fa_fwd_args_init(&f);
     attnops_fa_params *p = &f.p;
-    p->query = &q.view, p->key = &k.view, p->value = &v.view;
-    p->atten_mask = masked ? &mask.view : NULL;
-    p->pse = alibi ? &slopes.view : (c->pse_bnss ? &pse_t.view : NULL);
-    p->drop_mask = c->drop_mask ? &keep.view : NULL, p->prefix = prefixed ? &prefix.view : NULL;
-    p->actual_seq_qlen = tnd ? &tq : NULL, p->actual_seq_kvlen = tnd ? &tkv : NULL;
-    p->q_start_idx = alibi ? &tqs : NULL, p->kv_start_idx = alibi ? &tkvs : NULL;
+    p->query = &h->q.view, p->key = &h->k.view, p->value = &h->v.view;
+    p->atten_mask = h->masked ? &h->mask.view : NULL;
+    p->pse = h->alibi ? &h->slopes.view : (c->pse_bnss ? &h->pse.view : NULL);
+    p->drop_mask = c->drop_mask ? &h->keep.view : NULL, p->prefix = h->prefixed ? &h->prefix.view : NULL;
+    p->actual_seq_qlen = h->tnd ? &tq : NULL, p->actual_seq_kvlen = h->tnd ? &tkv : NULL;
+    p->q_start_idx = h->alibi ? &tqs : NULL, p->kv_start_idx = h->alibi ? &tkvs : NULL;
     p->scale_value = 0.125, p->keep_prob = c->keep_prob, p->pre_tokens = c->pre, p->next_tokens = c->next;
     p->head_num = c->N1, p->input_layout = attnops_layout_from_string(c->layout);
     p->sparse_mode = c->sparse_mode, p->pse_type = c->pse_type, p->deterministic = c->deterministic;
-    f.attention_out = &out.view, f.softmax_max = &smax.view, f.softmax_sum = &ssum.view;
+    f.attention_out = &o->out.view, f.softmax_max = &o->smax.view, f.softmax_sum = &o->ssum.view;
     size_t ws_bytes = 0;
     TU_CHECK(attnops_flash_attention_score_workspace_size(&f, &ws_bytes) == ATTNOPS_SUCCESS, "%s native fwd: %s",
              c->name, attnops_last_error());
@@ -172,68 +202,73 @@ static int run_case(const acl_case *c, tu_rng *rng)
     free(ws);
     attnops_fa_bwd_args g;
     attnops_fa_bwd_args_init(&g);
-    g.p = f.p, g.dy = &dy.view, g.attention_in = &out.view, g.softmax_max = &smax.view, g.softmax_sum = &ssum.view;
-    g.dq = &dq.view, g.dk = &dk.view, g.dv = &dv.view;
+    g.p = f.p, g.dy = &h->dy.view, g.attention_in = &o->out.view, g.softmax_max = &o->smax.view;
+    g.softmax_sum = &o->ssum.view, g.dq = &o->dq.view, g.dk = &o->dk.view, g.dv = &o->dv.view;
     TU_CHECK(attnops_flash_attention_score_grad_workspace_size(&g, &ws_bytes) == ATTNOPS_SUCCESS, "%s native bwd: %s",
              c->name, attnops_last_error());
     ws = malloc(ws_bytes ? ws_bytes : 1);
     TU_CHECK(attnops_flash_attention_score_grad(&g, ws, ws_bytes) == ATTNOPS_SUCCESS, "%s native bwd", c->name);
     free(ws);
+}
 
-    /* ---- through acl / aclnn ---- */
-    TU_CHECK(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, c->deterministic) == ACL_SUCCESS, "deterministic");
-    aclrtStream stream = NULL;
-    TU_CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS, "aclrtCreateStream");
-    dev_tensor aq = to_device(&q, 7), ak = to_device(&k, 0), av = to_device(&v, 0), ady = to_device(&dy, 0),
-               amask = to_device(&mask, 0), aslopes = to_device(&slopes, 0), apse = to_device(&pse_t, 0),
-               akeep = to_device(&keep, 0);
-    tu_tensor zero_out = tu_tensor_new(c->dtype, ro, os, 0), zero_st = tu_tensor_new(ATTNOPS_DTYPE_F32, rs, st, 0),
-              zero_dq = tu_tensor_new(c->dtype, rq, qs, 0), zero_dk = tu_tensor_new(c->dtype, rk, ks, 0),
-              zero_dv = tu_tensor_new(c->dtype, rv, vs, 0);
-    dev_tensor aout = to_device(&zero_out, 0), amax = to_device(&zero_st, 0), asum = to_device(&zero_st, 0),
-               adq = to_device(&zero_dq, 0), adk = to_device(&zero_dk, 0), adv = to_device(&zero_dv, 0);
-    aclIntArray *lq = aclCreateIntArray(cq, (uint64_t)c->nb), *lkv = aclCreateIntArray(ckv, (uint64_t)c->nb);
-    aclIntArray *sq = aclCreateIntArray(&qs0, 1), *skv = aclCreateIntArray(&kvs0, 1);
-    const aclTensor *m = masked ? amask.t : NULL, *pse = alibi ? aslopes.t : (c->pse_bnss ? apse.t : NULL);
-    const aclTensor *dmask = c->drop_mask ? akeep.t : NULL;
-    aclIntArray *pre_arr = prefixed ? aclCreateIntArray(prefix.view.data, (uint64_t)c->B) : NULL;
-    /* one call description for both directions: each entry point takes the arguments it has */
-    aclb_call call = {.entry = c->entry, .query = aq.t, .key = ak.t, .value = av.t, .pse = pse, .drop_mask = dmask,
-                      .atten_mask = m, .prefix = pre_arr, .qlen = lq, .kvlen = lkv, .qstart = alibi ? sq : NULL,
-                      .kvstart = alibi ? skv : NULL, .scale = 0.125, .keep_prob = c->keep_prob, .pre_tokens = c->pre,
-                      .next_tokens = c->next, .head_num = c->N1, .sparse_mode = c->sparse_mode,
-                      .pse_type = c->pse_type, .softmax_max = amax.t, .softmax_sum = asum.t, .attention_out = aout.t,
-                      .deterministic = -1};
-    snprintf(call.layout, sizeof call.layout, "%s", c->layout);
+/* Both phases of the call on `stream`; after the forward's the stream is
+ * synchronized, and a V1 executor, already run, must be refused. */
+static void run_aclnn(const acl_case *c, aclb_call *call, aclrtStream stream)
+{
+    const bool fwd = !call->grad;
+    const char *dir = fwd ? "fwd" : "bwd";
     uint64_t ws_size = 0;
     aclOpExecutor *ex = NULL;
     void *dws = NULL;
-    aclnnStatus s1 = aclb_prepare(&call, &ws_size, &ex);
-    TU_CHECK(s1 == ACLNN_SUCCESS, "%s fwd phase one: %d %s", c->name, s1, aclGetRecentErrMsg());
+    aclnnStatus s1 = aclb_prepare(call, &ws_size, &ex);
+    TU_CHECK(s1 == ACLNN_SUCCESS, "%s %s phase one: %d %s", c->name, dir, s1, aclGetRecentErrMsg());
     if (ws_size) aclrtMalloc(&dws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST);
-    aclnnStatus s2 = aclb_run(&call, dws, ws_size, ex, stream);
-    TU_CHECK(s2 == ACLNN_SUCCESS, "%s fwd run: %d %s", c->name, s2, aclGetRecentErrMsg());
-    TU_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS, "aclrtSynchronizeStream");
-    if (c->entry == ACLB_V1) /* an executor runs once */
-        TU_CHECK(aclb_run(&call, dws, ws_size, ex, stream) == ACLNN_ERR_PARAM_INVALID &&
+    aclnnStatus s2 = aclb_run(call, dws, ws_size, ex, stream);
+    TU_CHECK(s2 == ACLNN_SUCCESS, "%s %s run: %d %s", c->name, dir, s2, aclGetRecentErrMsg());
+    if (fwd) TU_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS, "aclrtSynchronizeStream");
+    if (fwd && c->entry == ACLB_V1) /* an executor runs once */
+        TU_CHECK(aclb_run(call, dws, ws_size, ex, stream) == ACLNN_ERR_PARAM_INVALID &&
                      strstr(aclGetRecentErrMsg(), "already run"), "%s: a reused executor must be refused", c->name);
-    if (dws) aclrtFree(dws), dws = NULL;
-    TU_CHECK(same_bytes(&aout, &out) && same_bytes(&amax, &smax) && same_bytes(&asum, &ssum),
+    if (dws) aclrtFree(dws);
+}
+
+/* The same forward and backward through acl / aclnn; their outputs must be
+ * the native ones byte for byte. */
+static void run_through_acl(const acl_case *c, const host_problem *h, const fa_outputs *native)
+{
+    TU_CHECK(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, c->deterministic) == ACL_SUCCESS, "deterministic");
+    aclrtStream stream = NULL;
+    TU_CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS, "aclrtCreateStream");
+    dev_tensor aq = to_device(&h->q, 7), ak = to_device(&h->k, 0), av = to_device(&h->v, 0),
+               ady = to_device(&h->dy, 0), amask = to_device(&h->mask, 0), aslopes = to_device(&h->slopes, 0),
+               apse = to_device(&h->pse, 0), akeep = to_device(&h->keep, 0);
+    fa_outputs blank = new_outputs(c, h);
+    dev_tensor aout = to_device(&blank.out, 0), amax = to_device(&blank.smax, 0), asum = to_device(&blank.ssum, 0),
+               adq = to_device(&blank.dq, 0), adk = to_device(&blank.dk, 0), adv = to_device(&blank.dv, 0);
+    aclIntArray *lq = aclCreateIntArray(h->cq, (uint64_t)c->nb), *lkv = aclCreateIntArray(h->ckv, (uint64_t)c->nb);
+    aclIntArray *sq = aclCreateIntArray(&h->qstart, 1), *skv = aclCreateIntArray(&h->kvstart, 1);
+    const aclTensor *m = h->masked ? amask.t : NULL, *pse = h->alibi ? aslopes.t : (c->pse_bnss ? apse.t : NULL);
+    const aclTensor *dmask = c->drop_mask ? akeep.t : NULL;
+    aclIntArray *pre_arr = h->prefixed ? aclCreateIntArray(h->prefix.view.data, (uint64_t)c->B) : NULL;
+    /* one call description for both directions: each entry point takes the arguments it has */
+    aclb_call call = {.entry = c->entry, .query = aq.t, .key = ak.t, .value = av.t, .pse = pse, .drop_mask = dmask,
+                      .atten_mask = m, .prefix = pre_arr, .qlen = lq, .kvlen = lkv, .qstart = h->alibi ? sq : NULL,
+                      .kvstart = h->alibi ? skv : NULL, .scale = 0.125, .keep_prob = c->keep_prob,
+                      .pre_tokens = c->pre, .next_tokens = c->next, .head_num = c->N1, .sparse_mode = c->sparse_mode,
+                      .pse_type = c->pse_type, .softmax_max = amax.t, .softmax_sum = asum.t, .attention_out = aout.t,
+                      .deterministic = -1};
+    snprintf(call.layout, sizeof call.layout, "%s", c->layout);
+    run_aclnn(c, &call, stream);
+    TU_CHECK(same_bytes(&aout, &native->out) && same_bytes(&amax, &native->smax) && same_bytes(&asum, &native->ssum),
              "%s: forward outputs through acl differ from the native API's", c->name);
     ((unsigned char *)aout.storage)[aout.lead_bytes] ^= 1; /* the check itself sees one flipped bit */
-    TU_CHECK(!same_bytes(&aout, &out), "%s: same_bytes misses a flipped bit", c->name);
+    TU_CHECK(!same_bytes(&aout, &native->out), "%s: same_bytes misses a flipped bit", c->name);
     ((unsigned char *)aout.storage)[aout.lead_bytes] ^= 1;
 
     call.grad = true, call.dy = ady.t, call.attention_in = aout.t, call.attention_out = NULL;
     call.dq = adq.t, call.dk = adk.t, call.dv = adv.t;
-    ex = NULL, ws_size = 0;
-    s1 = aclb_prepare(&call, &ws_size, &ex);
-    TU_CHECK(s1 == ACLNN_SUCCESS, "%s bwd phase one: %d %s", c->name, s1, aclGetRecentErrMsg());
-    if (ws_size) aclrtMalloc(&dws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST);
-    s2 = aclb_run(&call, dws, ws_size, ex, stream);
-    TU_CHECK(s2 == ACLNN_SUCCESS, "%s bwd run: %d %s", c->name, s2, aclGetRecentErrMsg());
-    if (dws) aclrtFree(dws);
-    TU_CHECK(same_bytes(&adq, &dq) && same_bytes(&adk, &dk) && same_bytes(&adv, &dv),
+    run_aclnn(c, &call, stream);
+    TU_CHECK(same_bytes(&adq, &native->dq) && same_bytes(&adk, &native->dk) && same_bytes(&adv, &native->dv),
              "%s: gradients through acl differ from the native API's", c->name);
 
     dev_tensor *all[] = {&aq, &ak, &av, &ady, &amask, &aslopes, &apse, &akeep, &aout, &amax, &asum, &adq, &adk, &adv};
@@ -241,10 +276,23 @@ static int run_case(const acl_case *c, tu_rng *rng)
     aclDestroyIntArray(lq), aclDestroyIntArray(lkv), aclDestroyIntArray(sq), aclDestroyIntArray(skv);
     aclDestroyIntArray(pre_arr);
     aclrtDestroyStream(stream);
-    tu_tensor *host[] = {&q, &k, &v, &dy, &mask, &slopes, &pse_t, &keep, &prefix, &out, &smax, &ssum, &dq, &dk, &dv,
-                         &zero_out, &zero_st, &zero_dq, &zero_dk, &zero_dv};
+    tu_tensor *host[] = {&blank.out, &blank.smax, &blank.ssum, &blank.dq, &blank.dk, &blank.dv};
     for (size_t i = 0; i < sizeof host / sizeof *host; i++) tu_tensor_free(host[i]);
     aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0);
+}
+
+/* Case c through both APIs; 1 when no check failed. */
+static int run_case(const acl_case *c, tu_rng *rng)
+{
+    const int failures = tu_failures;
+    host_problem h;
+    make_problem(c, rng, &h);
+    fa_outputs native = new_outputs(c, &h);
+    run_native(c, &h, &native);
+    run_through_acl(c, &h, &native);
+    tu_tensor *host[] = {&h.q, &h.k, &h.v, &h.dy, &h.mask, &h.slopes, &h.pse, &h.keep, &h.prefix, &native.out,
+                         &native.smax, &native.ssum, &native.dq, &native.dk, &native.dv};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) tu_tensor_free(host[i]);
     return tu_failures == failures;
 }
 

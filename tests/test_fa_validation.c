@@ -4,9 +4,9 @@
  * Every case starts from one valid small problem (B=2, N1=4, N2=2, S1=5,
  * S2=7, D=8, Dv=6) in each of the layouts BNSD, BSND, BSH, SBH and breaks
  * exactly one thing.  The cases are a table (CASES: the rule, the operators,
- * the status and the words of the sentence, the way of calling); apply_case
- * holds each one's mutation of the valid call.  For both phases (workspace
- * query and run) it checks
+ * the status and the words of the sentence, the way of calling), and so is
+ * each one's mutation of the valid call (BREAK: rows of edits).  For both
+ * phases (workspace query and run) it checks
  *   - the exact status code,
  *   - attnops_last_error(): one sentence "<op>: ... ." that names the
  *     offending argument,
@@ -156,6 +156,20 @@ static void fx_qkv(fixture *fx, int i, attnops_dtype dtype, int64_t b, int64_t s
     fx_set(fx, i, dtype, rank, sh);
 }
 
+/* The logical sizes (b, s, n, d) of q/k/v-like tensor i in the valid problem
+ * (TND: one "batch" of T rows); rope tensors get d = 0, their callers give it. */
+static void qkv_sizes(const fixture *fx, int i, int64_t z[4])
+{
+    const dims *d = &fx->d;
+    const bool tnd = fx->layout == ATTNOPS_LAYOUT_TND;
+    const bool kv = i == K || i == V || i == DK || i == DV || i == KROPE || i == DKROPE;
+    const bool rope = i == QROPE || i == KROPE || i == DQROPE || i == DKROPE;
+    z[0] = tnd ? 1 : d->B;
+    z[1] = kv ? (tnd ? fx->T2 : d->S2) : (tnd ? fx->T1 : d->S1);
+    z[2] = kv ? d->N2 : d->N1;
+    z[3] = rope ? 0 : i == Q || i == K || i == DQ || i == DK ? d->D : d->Dv;
+}
+
 static void fx_stats(fixture *fx, int i, attnops_dtype dtype, int64_t last)
 {
     const dims *d = &fx->d;
@@ -170,30 +184,55 @@ static void fx_stats(fixture *fx, int i, attnops_dtype dtype, int64_t last)
 
 static attnops_fa_params *P(fixture *fx) { return fx->op == FWD ? &fx->fa.p : &fx->ba.p; }
 
+/* The argument of the operator's call that points at tensor i. */
+static const attnops_tensor **slot(fixture *fx, int i)
+{
+    attnops_fa_params *p = P(fx);
+    const bool fwd = fx->op == FWD;
+    switch (i) {
+    case Q: return &p->query;
+    case K: return &p->key;
+    case V: return &p->value;
+    case O: return &fx->fa.attention_out;
+    case SMAX: return fwd ? &fx->fa.softmax_max : &fx->ba.softmax_max;
+    case SSUM: return fwd ? &fx->fa.softmax_sum : &fx->ba.softmax_sum;
+    case DY: return &fx->ba.dy;
+    case AIN: return &fx->ba.attention_in;
+    case DQ: return &fx->ba.dq;
+    case DK: return &fx->ba.dk;
+    case DV: return &fx->ba.dv;
+    case MASK: return &p->atten_mask;
+    case PSE: return &p->pse;
+    case DROP: return &p->drop_mask;
+    case PREFIX: return &p->prefix;
+    case SEQQ: return &p->actual_seq_qlen;
+    case SEQKV: return &p->actual_seq_kvlen;
+    case QSTART: return &p->q_start_idx;
+    case KVSTART: return &p->kv_start_idx;
+    case QROPE: return &p->query_rope;
+    case KROPE: return &p->key_rope;
+    case DQROPE: return &fx->ba.dq_rope;
+    case DKROPE: return &fx->ba.dk_rope;
+    case DSQ: return &p->d_scale_q;
+    case DSK: return &p->d_scale_k;
+    case DSV: return &p->d_scale_v;
+    case DSDY: return &p->d_scale_dy;
+    default: return &p->d_scale_o; /* DSO */
+    }
+}
+
 /* Points the argument structs at the tensors (NULL for unallocated ones). */
 static void fx_bind(fixture *fx)
 {
     attnops_fa_fwd_args_init(&fx->fa);
     attnops_fa_bwd_args_init(&fx->ba);
-    const attnops_tensor *v[NT];
-    for (int i = 0; i < NT; i++) v[i] = fx->t[i].block ? &fx->t[i].view : NULL;
+    for (int i = 0; i < NT; i++) *slot(fx, i) = fx->t[i].block ? &fx->t[i].view : NULL;
     attnops_fa_params *p = P(fx);
-    p->query = v[Q], p->key = v[K], p->value = v[V];
-    p->atten_mask = v[MASK], p->pse = v[PSE], p->drop_mask = v[DROP], p->prefix = v[PREFIX];
-    p->actual_seq_qlen = v[SEQQ], p->actual_seq_kvlen = v[SEQKV], p->query_rope = v[QROPE], p->key_rope = v[KROPE];
-    p->q_start_idx = v[QSTART], p->kv_start_idx = v[KVSTART];
     p->head_num = fx->d.N1;
     p->input_layout = fx->layout;
     p->scale_value = 1.0 / sqrt((double)fx->d.D);
     p->impl = ATTNOPS_IMPL_REFERENCE;
     p->num_threads = 2;
-    if (fx->op == FWD) {
-        fx->fa.attention_out = v[O], fx->fa.softmax_max = v[SMAX], fx->fa.softmax_sum = v[SSUM];
-    } else {
-        fx->ba.dy = v[DY], fx->ba.attention_in = v[AIN], fx->ba.softmax_max = v[SMAX], fx->ba.softmax_sum = v[SSUM];
-        fx->ba.dq = v[DQ], fx->ba.dk = v[DK], fx->ba.dv = v[DV], fx->ba.dq_rope = v[DQROPE],
-        fx->ba.dk_rope = v[DKROPE];
-    }
 }
 
 static void fx_list(fixture *fx, int i, attnops_dtype dtype, int64_t n, const int64_t *vals);
@@ -229,17 +268,14 @@ static void fx_init_seqs(fixture *fx, op_kind op, attnops_layout layout, dims d,
     }
     fx->op = op, fx->layout = layout, fx->d = d;
     fx->rng = tu_rng_make(seed);
-    const attnops_dtype f = ATTNOPS_DTYPE_F32;
-    /* TND tensors are [T, N, D]: one "batch" of T rows for layout_shape */
-    const int64_t b = tnd ? 1 : d.B, s1 = tnd ? fx->T1 : d.S1, s2 = tnd ? fx->T2 : d.S2;
     for (int i = 0; i < NT; i++) {
         if (!used_by(op, i)) continue;
-        switch (i) {
-        case Q: case DQ: fx_qkv(fx, i, f, b, s1, d.N1, d.D); break;
-        case K: case DK: fx_qkv(fx, i, f, b, s2, d.N2, d.D); break;
-        case V: case DV: fx_qkv(fx, i, f, b, s2, d.N2, d.Dv); break;
-        case O: case DY: case AIN: fx_qkv(fx, i, f, b, s1, d.N1, d.Dv); break;
-        case SMAX: case SSUM: fx_stats(fx, i, f, 8); break;
+        if (i == SMAX || i == SSUM) {
+            fx_stats(fx, i, ATTNOPS_DTYPE_F32, 8);
+        } else {
+            int64_t z[4];
+            qkv_sizes(fx, i, z);
+            fx_qkv(fx, i, ATTNOPS_DTYPE_F32, z[0], z[1], z[2], z[3]);
         }
     }
     fx_bind(fx);
@@ -279,27 +315,7 @@ static void fx_extra(fixture *fx, int i, attnops_dtype dtype, int rank, const in
 {
     fx_set(fx, i, dtype, rank, shape);
     /* rebinding would undo attribute edits; set the pointer directly */
-    attnops_fa_params *p = P(fx);
-    const attnops_tensor *v = &fx->t[i].view;
-    switch (i) {
-    case MASK: p->atten_mask = v; break;
-    case PSE: p->pse = v; break;
-    case DROP: p->drop_mask = v; break;
-    case PREFIX: p->prefix = v; break;
-    case SEQQ: p->actual_seq_qlen = v; break;
-    case SEQKV: p->actual_seq_kvlen = v; break;
-    case QSTART: p->q_start_idx = v; break;
-    case KVSTART: p->kv_start_idx = v; break;
-    case QROPE: p->query_rope = v; break;
-    case KROPE: p->key_rope = v; break;
-    case DQROPE: fx->ba.dq_rope = v; break;
-    case DKROPE: fx->ba.dk_rope = v; break;
-    case DSQ: p->d_scale_q = v; break;
-    case DSK: p->d_scale_k = v; break;
-    case DSV: p->d_scale_v = v; break;
-    case DSDY: p->d_scale_dy = v; break;
-    case DSO: p->d_scale_o = v; break;
-    }
+    *slot(fx, i) = &fx->t[i].view;
 }
 
 /* MLA rope inputs of head dim dr in the fixture's layout and dtype, and
@@ -589,12 +605,12 @@ static int verify_failure(fixture *fx, const vc_expect *want)
 
 /* ---- the cases ---- */
 /* The failure cases: X(id, ops, status, name, also, call) -- the rule a case
- * breaks (apply_case holds each mutation of the valid call), the operators it
+ * breaks (BREAK holds each mutation of the valid call), the operators it
  * applies to (BOTH, FWD_ONLY, BWD_ONLY), the status and the words the
  * sentence must hold (the argument, and NULL or a value it must state), and
  * how the entry points are called.  A few cases name another argument in
- * some layouts or in the backward (the comment at their row): apply_case
- * sets those. */
+ * some layouts or in the backward (the comment at their row): their BREAK
+ * row says so. */
 #define NUL ATTNOPS_ERR_NULLPTR
 #define INV ATTNOPS_ERR_PARAM_INVALID
 #define UNS ATTNOPS_ERR_UNSUPPORTED
@@ -782,600 +798,520 @@ enum { TND_FIRST_CASE = C_TND_NULL_SEQ_QLEN };
 
 static bool hidden_layout(attnops_layout l) { return l == ATTNOPS_LAYOUT_BSH || l == ATTNOPS_LAYOUT_SBH; }
 
+/* ---- how a case breaks the valid call: rows of edits ---- */
+/* The cases' mutations are data (BREAK, VALID) so that the case list reads
+ * as a table; the few steps no edit can say are named functions in a row. */
+
+/* A size of the problem as the rows write it, k * <of> / div + add (k and
+ * div 0 count as 1), read when its edit is made: after a RESEQ or a row's
+ * code, of the new problem. */
+typedef enum size_of {
+    Z_SAME, /* RESIZE: the valid tensor's own size; elsewhere: the end of a list */
+    Z_NUM,  /* the constant add */
+    Z_B, Z_N1, Z_N2, Z_S1, Z_S2, Z_D, Z_Dv, Z_T1, Z_T2,
+    Z_H1,         /* N1 * D, query's hidden size in BSH / SBH */
+    Z_T2N1,       /* T2 * N1 */
+    Z_PREFIX_MIN, /* max(0, S2 - S1), the least valid prefix */
+    Z_DROP_BYTES  /* bytes of a bit per element of [B, N1, S1, S2] */
+} size_of;
+
+typedef struct size_x {
+    size_of of;
+    int64_t add, k, div;
+} size_x;
+
+#define SZ(w) {.of = Z_##w}
+#define NUM(v) {.of = Z_NUM, .add = (v)}
+#define PLUS(w, v) {.of = Z_##w, .add = (v)}
+#define NEG(w, v) {.of = Z_##w, .add = -(v), .k = -1} /* -(w + v) */
+#define TIMES(w, v) {.of = Z_##w, .k = (v)}
+#define OVER(w, v) {.of = Z_##w, .div = (v)}
+
+static int64_t size_value(const fixture *fx, size_x z)
+{
+    const dims *d = &fx->d;
+    int64_t v = 0;
+    switch (z.of) {
+    case Z_SAME: case Z_NUM: break;
+    case Z_B: v = d->B; break;
+    case Z_N1: v = d->N1; break;
+    case Z_N2: v = d->N2; break;
+    case Z_S1: v = d->S1; break;
+    case Z_S2: v = d->S2; break;
+    case Z_D: v = d->D; break;
+    case Z_Dv: v = d->Dv; break;
+    case Z_T1: v = fx->T1; break;
+    case Z_T2: v = fx->T2; break;
+    case Z_H1: v = d->N1 * d->D; break;
+    case Z_T2N1: v = fx->T2 * d->N1; break;
+    case Z_PREFIX_MIN: v = d->S1 > d->S2 ? 0 : d->S2 - d->S1; break;
+    case Z_DROP_BYTES: v = (d->B * d->N1 * d->S1 * d->S2 + 7) / 8; break;
+    }
+    return (z.k ? z.k : 1) * v / (z.div ? z.div : 1) + z.add;
+}
+
+/* The sizes of z up to its first Z_SAME (at most 4); returns their count. */
+static int size_list(const fixture *fx, const size_x *z, int64_t *out)
+{
+    int n = 0;
+    for (; n < 4 && z[n].of != Z_SAME; n++) out[n] = size_value(fx, z[n]);
+    return n;
+}
+
+typedef enum edit_kind {
+    E_END,       /* ends a list of edits */
+    E_UNBIND,    /* the argument that points at tensor t becomes NULL */
+    E_NULL_DATA, /* t's data pointer becomes NULL */
+    E_ALIAS,     /* t's data points `bytes` into the storage of tensor `into` */
+    E_STRIDE,    /* t's stride of dimension dim (< 0: from the end) becomes `stride` */
+    E_POINT,     /* the argument at offset `off` of the operator's struct points at t */
+    E_PARAM,     /* the attribute at offset `off` of the params becomes f, or z[0] when set */
+    E_QKV,       /* t becomes a q/k/v-like tensor of dtype dt, sizes (b, s, n, d) */
+    E_STATS,     /* t becomes a softmax statistic of dtype dt, last dimension z[0] */
+    E_TENSOR,    /* t becomes a tensor of dtype dt and shape z, its rows padded by `pad` */
+    E_MASK,      /* an atten_mask of dtype dt and shape z (fx_mask) */
+    E_LIST,      /* t becomes a 1-D list of dtype dt holding z */
+    E_PREFIX,    /* a valid prefix of dtype dt (fx_prefix) */
+    E_SLOPES,    /* ALiBi slopes, [B, N1] when `flag` (fx_slopes) */
+    E_ROPE,      /* rope inputs of head dim z[0] (fx_rope) */
+    E_FP8,       /* a valid FP8 call, inputs dt, outputs `out` (fx_fp8) */
+    E_SEQ_LISTS, /* TND: actual_seq_qlen / _kvlen in dtype dt */
+    E_RESEQ,     /* TND: the problem rebuilt with the batches *sq */
+    E_VARLEN     /* the call goes to the varlen entry points */
+} edit_kind;
+
+/* One edit; each kind reads the fields its comment names.  Written with the
+ * macros below: a row is EDITS(...) of them. */
+typedef struct edit {
+    edit_kind kind;
+    int t; /* a tensor (Q ... DSO) */
+    attnops_dtype dt;
+    union {
+        size_x z[4];
+        struct {
+            size_x b, s, n, d; /* E_QKV; Z_SAME: as in the valid call */
+        };
+    };
+    bool flag; /* E_QKV: in the layout of the other rank (BSND for BSH/SBH, BSH for BNSD/BSND) */
+    attnops_dtype out;
+    int into, dim;
+    int64_t bytes, stride, pad;
+    size_t off, size; /* E_PARAM: the attribute's size */
+    bool real;        /* E_PARAM: the attribute is a double */
+    double f;
+    const seqs *sq;
+} edit;
+
+#define DT(dt) ATTNOPS_DTYPE_##dt
+#define UNBIND(i) {.kind = E_UNBIND, .t = (i)}
+#define NULL_DATA(i) {.kind = E_NULL_DATA, .t = (i)}
+#define ALIAS(i, into_, bytes_) {.kind = E_ALIAS, .t = (i), .into = (into_), .bytes = (bytes_)}
+#define STRIDE(i, dim_, v) {.kind = E_STRIDE, .t = (i), .dim = (dim_), .stride = (v)}
+#define POINT(args, field, i) {.kind = E_POINT, .t = (i), .off = offsetof(args, field)}
+#define PARAM_AT(field)                                                                                            \
+    .kind = E_PARAM, .off = offsetof(attnops_fa_params, field), .size = sizeof(((attnops_fa_params *)0)->field),   \
+    .real = _Generic(((attnops_fa_params *)0)->field, double: true, default: false)
+#define PARAM(field, v) {PARAM_AT(field), .f = (v)}
+#define PARAM_SZ(field, v) {PARAM_AT(field), .z = {v}}
+#define RETYPE(i, dt_) {.kind = E_QKV, .t = (i), .dt = DT(dt_)}
+#define RESIZE(i, dt_, ...) {.kind = E_QKV, .t = (i), .dt = DT(dt_), __VA_ARGS__}
+#define OTHER_RANK(i) {.kind = E_QKV, .t = (i), .dt = DT(F32), .flag = true}
+#define STATS(i, dt_, last) {.kind = E_STATS, .t = (i), .dt = DT(dt_), .z = {NUM(last)}}
+#define TENSOR(i, dt_, ...) {.kind = E_TENSOR, .t = (i), .dt = DT(dt_), .z = {__VA_ARGS__}}
+#define PADDED(i, dt_, pad_, ...) {.kind = E_TENSOR, .t = (i), .dt = DT(dt_), .pad = (pad_), .z = {__VA_ARGS__}}
+#define ATTEN_MASK(dt_, ...) {.kind = E_MASK, .t = MASK, .dt = DT(dt_), .z = {__VA_ARGS__}}
+#define LIST(i, dt_, ...) {.kind = E_LIST, .t = (i), .dt = DT(dt_), .z = {__VA_ARGS__}}
+#define EMPTY_LIST(i, dt_) {.kind = E_LIST, .t = (i), .dt = DT(dt_)}
+#define VALID_PREFIX(dt_) {.kind = E_PREFIX, .dt = DT(dt_)}
+#define SLOPES(bn) {.kind = E_SLOPES, .flag = (bn)}
+#define ROPE(dr) {.kind = E_ROPE, .z = {dr}}
+#define FP8(in, out_) {.kind = E_FP8, .dt = DT(in), .out = DT(out_)}
+#define SEQ_LISTS(dt_) {.kind = E_SEQ_LISTS, .dt = DT(dt_)}
+#define RESEQ(...) {.kind = E_RESEQ, .sq = &(const seqs){__VA_ARGS__}}
+#define VARLEN_ENTRY {.kind = E_VARLEN}
+#define EDITS(...) ((const edit[]){__VA_ARGS__, {.kind = E_END}})
+#define NO_EDIT ((const edit[]){{.kind = E_END}})
+
+_Static_assert(offsetof(attnops_fa_fwd_args, p) == 0 && offsetof(attnops_fa_bwd_args, p) == 0,
+               "POINT takes params offsets as offsets into either operator's struct");
+_Static_assert(sizeof(attnops_layout) == sizeof(int) && sizeof(attnops_impl) == sizeof(int) &&
+                   sizeof(attnops_softmax_layout) == sizeof(int),
+               "PARAM writes the enum attributes as ints");
+
+static void set_param(fixture *fx, const edit *e)
+{
+    unsigned char *at = (unsigned char *)P(fx) + e->off;
+    if (e->real) {
+        memcpy(at, &e->f, sizeof e->f);
+        return;
+    }
+    const int64_t v = e->z[0].of != Z_SAME ? size_value(fx, e->z[0]) : (int64_t)e->f;
+    const int narrow = (int)v;
+    memcpy(at, e->size == sizeof v ? (const void *)&v : (const void *)&narrow, e->size);
+}
+
+static void set_qkv(fixture *fx, const edit *e)
+{
+    int64_t z[4], sh[4];
+    qkv_sizes(fx, e->t, z);
+    for (int k = 0; k < 4; k++)
+        if (e->z[k].of != Z_SAME) z[k] = size_value(fx, e->z[k]);
+    attnops_layout layout = fx->layout;
+    if (e->flag) layout = hidden_layout(layout) ? ATTNOPS_LAYOUT_BSND : ATTNOPS_LAYOUT_BSH;
+    fx_set(fx, e->t, e->dt, layout_shape(layout, z[0], z[1], z[2], z[3], sh), sh);
+}
+
+static void apply_edits(fixture *fx, const edit *e)
+{
+    for (;; e++) {
+        attnops_tensor *view = &fx->t[e->t].view;
+        unsigned char *args = fx->op == FWD ? (unsigned char *)&fx->fa : (unsigned char *)&fx->ba;
+        int64_t z[4];
+        const int n = size_list(fx, e->z, z);
+        switch (e->kind) {
+        case E_END: return;
+        case E_UNBIND: *slot(fx, e->t) = NULL; break;
+        case E_NULL_DATA: view->data = NULL; break;
+        case E_ALIAS: view->data = vc_storage(&fx->t[e->into]) + e->bytes; break;
+        case E_STRIDE: view->strides[e->dim < 0 ? view->rank + e->dim : e->dim] = e->stride; break;
+        case E_POINT: *(const attnops_tensor **)(args + e->off) = view; break;
+        case E_PARAM: set_param(fx, e); break;
+        case E_QKV: set_qkv(fx, e); break;
+        case E_STATS: fx_stats(fx, e->t, e->dt, z[0]); break;
+        case E_TENSOR:
+            fx_set_pad(fx, e->t, e->dt, n, z, e->pad);
+            *slot(fx, e->t) = view;
+            break;
+        case E_MASK: fx_mask(fx, e->dt, n, z); break;
+        case E_LIST: fx_list(fx, e->t, e->dt, n, z); break;
+        case E_PREFIX: fx_prefix(fx, e->dt); break;
+        case E_SLOPES: fx_slopes(fx, e->flag); break;
+        case E_ROPE: fx_rope(fx, z[0], fx->op == BWD); break;
+        case E_FP8: fx_fp8(fx, e->dt, e->out); break;
+        case E_SEQ_LISTS: fx_seq_lists(fx, e->dt); break;
+        case E_RESEQ: fx_reseq(fx, e->sq); break;
+        case E_VARLEN: fx->varlen = true; break;
+        }
+    }
+}
+
+/* What no edit says.  PSE_ALIBI_NO_MASK: the compressed ALiBi [B|1, N1,
+ * 1024, S2] needs S1 = S2 > 1024 and a causal mask; S1 = S2 = 1030, kept
+ * small: B = N1 = 1, D = 8. */
+static void long_square_problem(fixture *fx, vc_expect *e)
+{
+    const op_kind op = fx->op;
+    const attnops_layout layout = fx->layout;
+    const dims small = {1, 1, 1, 1030, 1030, 8, 8};
+    fx_free(fx);
+    fx_init(fx, op, layout, small, 13);
+}
+
+/* ACTUAL_SEQ_QLEN_NOT_TND: cumulative lengths of the B padded batches, in a
+ * layout the sentence names. */
+static void seq_qlen_in_padded_layout(fixture *fx, vc_expect *e)
+{
+    int64_t cu[8];
+    for (int64_t b = 0; b < fx->d.B; b++) cu[b] = (b + 1) * fx->d.S1;
+    fx_list(fx, SEQQ, ATTNOPS_DTYPE_I64, fx->d.B, cu);
+    e->also = attnops_layout_name(fx->layout);
+}
+
+/* How each failure case breaks the valid call. */
+typedef struct case_break {
+    const edit *edits; /* in order, up to E_END */
+    const edit *bwd;   /* NULL, or the backward's edits where they differ */
+    void (*code)(fixture *fx, vc_expect *e); /* NULL, or what edits cannot say, run before them */
+    unsigned layouts;  /* 0, or the layouts the case exists in: IN(...) */
+    const char *bwd_name, *hid_name; /* NULL, or the argument named instead in the backward / in BSH, SBH */
+} case_break;
+
+#define IN(layout) (1u << ATTNOPS_LAYOUT_##layout)
+#define ROW(...) {.edits = EDITS(__VA_ARGS__)}
+#define BY_CALL {.edits = NO_EDIT} /* the call column breaks the rule */
+
+static const case_break BREAK[N_CASES] = {
+    [C_NULL_ARGS] = BY_CALL,
+    [C_NULL_QUERY] = ROW(UNBIND(Q)),
+    [C_NULL_KEY] = ROW(UNBIND(K)),
+    [C_NULL_VALUE] = ROW(UNBIND(V)),
+    [C_NULL_ATTENTION_OUT] = ROW(UNBIND(O)),
+    [C_NULL_SOFTMAX_MAX] = ROW(UNBIND(SMAX)),
+    [C_NULL_SOFTMAX_SUM] = ROW(UNBIND(SSUM)),
+    [C_NULL_DY] = ROW(UNBIND(DY)),
+    [C_NULL_ATTENTION_IN] = ROW(UNBIND(AIN)),
+    [C_NULL_DQ] = ROW(UNBIND(DQ)),
+    [C_NULL_DK] = ROW(UNBIND(DK)),
+    [C_NULL_DV] = ROW(UNBIND(DV)),
+    [C_NULL_DATA_QUERY] = ROW(NULL_DATA(Q)),
+    [C_NULL_DATA_VALUE] = ROW(NULL_DATA(V)),
+    [C_NULL_DATA_OUTPUT] = {.edits = EDITS(NULL_DATA(SSUM)), .bwd = EDITS(NULL_DATA(DV)), .bwd_name = "dv"},
+    [C_NULL_WORKSPACE_BYTES] = BY_CALL,
+    [C_NULL_WORKSPACE] = BY_CALL,
+    [C_WORKSPACE_SHORT] = BY_CALL,
+    [C_HEAD_NUM_ZERO] = ROW(PARAM(head_num, 0)),
+    [C_HEAD_NUM_NEGATIVE] = ROW(PARAM(head_num, -4)),
+    /* BSH/SBH carry no head count: a wrong head_num re-splits the hidden size
+     * consistently for q, k, v, and the first tensor that exposes N1 on its
+     * own is softmax_max [B, N1, S1, 8] */
+    [C_HEAD_NUM_HALF] = {.edits = EDITS(PARAM_SZ(head_num, OVER(N1, 2))), .hid_name = "softmax_max"},
+    [C_HEAD_NUM_DOUBLE] = {.edits = EDITS(PARAM_SZ(head_num, TIMES(N1, 2))), .hid_name = "softmax_max"},
+    [C_LAYOUT_UNSET] = ROW(PARAM(input_layout, ATTNOPS_LAYOUT_UNSET)),
+    [C_LAYOUT_TOO_BIG] = ROW(PARAM(input_layout, ATTNOPS_LAYOUT_TND + 1)),
+    [C_LAYOUT_NEGATIVE] = ROW(PARAM(input_layout, -1)),
+    [C_QUERY_RANK] = ROW(OTHER_RANK(Q)), /* 4-D where BSH/SBH want 3-D, 3-D where BNSD/BSND want 4-D */
+    [C_KEY_RANK] = ROW(OTHER_RANK(K)),
+    [C_KEY_DTYPE] = ROW(RETYPE(K, F16)),
+    [C_VALUE_DTYPE] = ROW(RETYPE(V, BF16)),
+    [C_QUERY_U8] = ROW(RETYPE(Q, U8)),
+    [C_N1_NOT_MULTIPLE_OF_N2] = ROW(RESIZE(K, F32, .n = NUM(3)), RESIZE(V, F32, .n = NUM(3))), /* N1 = 4 */
+    [C_KEY_HEAD_DIM] = ROW(RESIZE(K, F32, .d = PLUS(D, 2))),
+    [C_DV_GREATER_THAN_D] = ROW(RESIZE(V, F32, .d = PLUS(D, 2))),
+    [C_D_ZERO] = ROW(RESIZE(Q, F32, .d = NUM(0))),
+    /* one head of 30 = not a multiple of 4 heads */
+    [C_HIDDEN_NOT_DIVISIBLE] = {.edits = EDITS(RESIZE(Q, F32, .n = NUM(1), .d = PLUS(H1, -2))),
+                                .layouts = IN(BSH) | IN(SBH)},
+    [C_VALUE_S] = ROW(RESIZE(V, F32, .s = PLUS(S2, 1))),
+    [C_VALUE_B] = ROW(RESIZE(V, F32, .b = PLUS(B, 1))),
+    /* BSH/SBH read value's heads with key's count */
+    [C_VALUE_N] = {.edits = EDITS(RESIZE(V, F32, .n = PLUS(N2, -1))), .layouts = IN(BNSD) | IN(BSND)},
+    [C_ATTENTION_OUT_SHAPE] = ROW(RESIZE(O, F32, .d = SZ(D))), /* D instead of Dv */
+    [C_ATTENTION_OUT_DTYPE] = ROW(RETYPE(O, F16)),
+    [C_SOFTMAX_MAX_SHAPE] = ROW(STATS(SMAX, F32, 4)),
+    [C_SOFTMAX_MAX_DTYPE] = ROW(STATS(SMAX, F16, 8)),
+    [C_SOFTMAX_SUM_SHAPE] = ROW(STATS(SSUM, F32, 4)),
+    [C_SOFTMAX_SUM_DTYPE] = ROW(STATS(SSUM, F16, 8)),
+    [C_DQ_SHAPE] = ROW(RESIZE(DQ, F32, .d = SZ(Dv))),
+    [C_DQ_DTYPE] = ROW(RETYPE(DQ, F16)),
+    [C_DK_SHAPE] = ROW(RESIZE(DK, F32, .s = PLUS(S2, 1))),
+    [C_DK_DTYPE] = ROW(RETYPE(DK, BF16)),
+    [C_DV_SHAPE] = ROW(RESIZE(DV, F32, .d = SZ(D))),
+    [C_DV_DTYPE] = ROW(RETYPE(DV, F16)),
+    [C_DY_SHAPE] = ROW(RESIZE(DY, F32, .d = SZ(D))),
+    [C_DY_DTYPE] = ROW(RETYPE(DY, F16)),
+    [C_ATTENTION_IN_SHAPE] = ROW(RESIZE(AIN, F32, .s = PLUS(S1, 1))),
+    [C_ATTENTION_IN_DTYPE] = ROW(RETYPE(AIN, BF16)),
+    [C_OVERLAP_SUM_MAX] = ROW(ALIAS(SSUM, SMAX, 8 * sizeof(float))), /* one row into softmax_max */
+    [C_OVERLAP_OUT_SUM] = ROW(ALIAS(O, SSUM, 0)),   /* attention_out (240 floats) in softmax_sum (320) */
+    [C_OVERLAP_DQ_DK] = ROW(ALIAS(DK, DQ, 0)),      /* dk (224 floats) at the start of dq (320) */
+    [C_OVERLAP_DK_DV] = ROW(ALIAS(DV, DK, 4 * sizeof(float))), /* dv (168 floats) four floats into dk (224) */
+    [C_KEEP_PROB_ZERO] = ROW(PARAM(keep_prob, 0.0)),
+    [C_KEEP_PROB_F32_ZERO] = ROW(PARAM(keep_prob, 7.7e-307)), /* 0 as an f32 (fuzz_fa_args) */
+    [C_KEEP_PROB_1_5] = ROW(PARAM(keep_prob, 1.5)),
+    [C_KEEP_PROB_NAN] = ROW(PARAM(keep_prob, NAN)),
+    [C_SOFTCAP_NEGATIVE] = ROW(PARAM(softcap, -1.0)),
+    [C_SOFTCAP_NAN] = ROW(PARAM(softcap, NAN)),
+    [C_SOFTCAP_INF] = ROW(PARAM(softcap, INFINITY)),
+    [C_SOFTCAP_F32_ZERO] = ROW(PARAM(softcap, 1e-300)),    /* 0 as an f32 */
+    [C_SOFTCAP_SCALE_RATIO] = ROW(PARAM(softcap, 1e-40)), /* scale_value / 1e-40 overflows an f32 */
+    [C_SPARSE_MODE_9] = ROW(PARAM(sparse_mode, 9)),
+    [C_SPARSE_MODE_NEGATIVE] = ROW(PARAM(sparse_mode, -1)),
+    [C_SPARSE_MODE_7_NOT_TND] = ROW(PARAM(sparse_mode, 7)),
+    [C_PSE_TYPE_4] = ROW(PARAM(pse_type, 4)),
+    [C_PSE_TYPE_2_WITHOUT_PSE] = ROW(PARAM(pse_type, 2)),
+    [C_INNER_PRECISE_3] = ROW(PARAM(inner_precise, 3)),
+    [C_OUT_DTYPE_2] = ROW(PARAM(out_dtype, 2)),
+    [C_IMPL_4] = ROW(PARAM(impl, 4)),
+    [C_NEGATIVE_STRIDE_INPUT] = ROW(STRIDE(K, 0, -1)),
+    [C_NEGATIVE_STRIDE_OUTPUT] = {.edits = EDITS(STRIDE(O, -1, -1)), .bwd = EDITS(STRIDE(DK, -1, -1)),
+                                  .bwd_name = "dk"},
+    /* dimension 0 has extent B = 2: its elements would alias */
+    [C_ZERO_STRIDE_OUTPUT] = {.edits = EDITS(STRIDE(O, 0, 0)), .bwd = EDITS(STRIDE(DK, 0, 0)), .bwd_name = "dk"},
+    /* rows 1 element apart over rows of D elements (found by fuzz_fa_args) */
+    [C_OVERLAPPING_STRIDE_OUTPUT] = {.edits = EDITS(STRIDE(O, -2, 1)), .bwd = EDITS(STRIDE(DK, -2, 1)),
+                                     .bwd_name = "dk"},
+    [C_SCALE_NAN] = ROW(PARAM(scale_value, NAN)),
+    /* finite as a double, infinite as the f32 CANN's attribute is (found by fuzz_fa_args) */
+    [C_SCALE_F32_INF] = ROW(PARAM(scale_value, -1.14e98)),
+    [C_PADDING_MASK] = ROW(POINT(attnops_fa_params, padding_mask, Q)),
+    [C_SOFTMAX_IN] = ROW(POINT(attnops_fa_bwd_args, softmax_in, SMAX)),
+    /* atten_mask (spec 3.1, 3.2): bool/u8; modes 0/1/5 a full mask [S1,S2],
+     * [1,1,S1,S2], [B,1,S1,S2] or [B,N1,S1,S2]; modes 2/3/4 2048x2048; mode 6
+     * 3072x2048.  Every other argument stays valid (mode 5 gets its prefix). */
+    [C_MASK_DTYPE_F32] = ROW(ATTEN_MASK(F32, SZ(S1), SZ(S2))),
+    [C_MASK_RANK_3] = ROW(ATTEN_MASK(BOOL, NUM(1), SZ(S1), SZ(S2))),
+    [C_MASK_MODE0_S1] = ROW(PARAM(sparse_mode, 0), ATTEN_MASK(BOOL, PLUS(S1, 1), SZ(S2))),
+    [C_MASK_MODE0_S2] = ROW(PARAM(sparse_mode, 0), ATTEN_MASK(BOOL, SZ(S1), PLUS(S2, -1))),
+    [C_MASK_MODE1_S1] = ROW(PARAM(sparse_mode, 1), ATTEN_MASK(U8, SZ(B), NUM(1), PLUS(S1, 1), SZ(S2))),
+    [C_MASK_MODE1_S2] = ROW(PARAM(sparse_mode, 1), ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), PLUS(S2, -1))),
+    [C_MASK_MODE5_S1] = ROW(PARAM(sparse_mode, 5), ATTEN_MASK(U8, SZ(B), SZ(N1), PLUS(S1, 1), SZ(S2)),
+                            VALID_PREFIX(I64)),
+    [C_MASK_MODE5_S2] = ROW(PARAM(sparse_mode, 5), ATTEN_MASK(U8, SZ(B), SZ(N1), SZ(S1), PLUS(S2, -1)),
+                            VALID_PREFIX(I64)),
+    /* B = 2: a [1, N1] lead is neither BNSS nor B1SS nor SS */
+    [C_MASK_MODE1_1NSS] = ROW(ATTEN_MASK(BOOL, NUM(1), SZ(N1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 1)),
+    /* mode 5's prefix is per batch, so is its mask */
+    [C_MASK_MODE5_SS] = ROW(ATTEN_MASK(BOOL, SZ(S1), SZ(S2)), VALID_PREFIX(I64), PARAM(sparse_mode, 5)),
+    [C_MASK_MODE5_11SS] = ROW(ATTEN_MASK(U8, NUM(1), NUM(1), SZ(S1), SZ(S2)), VALID_PREFIX(I64), PARAM(sparse_mode, 5)),
+    [C_MASK_MODE2_1024] = ROW(ATTEN_MASK(BOOL, NUM(1024), NUM(2048)), PARAM(sparse_mode, 2)),
+    [C_MASK_MODE3_1024] = ROW(ATTEN_MASK(BOOL, NUM(1024), NUM(2048)), PARAM(sparse_mode, 3)),
+    [C_MASK_MODE4_1024] = ROW(ATTEN_MASK(BOOL, NUM(1024), NUM(2048)), PARAM(sparse_mode, 4)),
+    [C_MASK_MODE6_2048] = ROW(ATTEN_MASK(BOOL, NUM(2048), NUM(2048)), VALID_PREFIX(I64), PARAM(sparse_mode, 6)),
+    /* token checks (spec 3.2), made only when a mask is given: modes 0 and 4
+     * (after pre' = pre + S1 - S2, next' = next - S1 + S2) fail when
+     * -pre' > S2, -next' > S1 or pre' + next' < 0.  The same tokens without
+     * a mask succeed (SUCCESS_VARIANTS). */
+    [C_TOKENS_PRE_BEYOND_S2] = ROW(ATTEN_MASK(BOOL, SZ(S1), SZ(S2)), PARAM_SZ(pre_tokens, NEG(S2, 1)),
+                                   PARAM_SZ(next_tokens, PLUS(S2, 1))),
+    [C_TOKENS_NEXT_BEYOND_S1] = ROW(ATTEN_MASK(BOOL, SZ(S1), SZ(S2)), PARAM_SZ(pre_tokens, PLUS(S1, 1)),
+                                    PARAM_SZ(next_tokens, NEG(S1, 1))),
+    [C_TOKENS_NO_BAND] = ROW(ATTEN_MASK(BOOL, SZ(S1), SZ(S2)), PARAM(pre_tokens, 2), PARAM(next_tokens, -3)),
+    /* pre = -6, next = 6 pass the mode-0 rule (6 <= S2 = 7, sum 0), but mode 4
+     * corrects them to pre' = -8, next' = 8 and -pre' = 8 > S2 */
+    [C_TOKENS_MODE4_CORRECTED] = ROW(ATTEN_MASK(U8, NUM(2048), NUM(2048)), PARAM(sparse_mode, 4),
+                                     PARAM_SZ(pre_tokens, NEG(S2, -1)), PARAM_SZ(next_tokens, PLUS(S2, -1))),
+    /* prefix (modes 5/6): required with a mask, i64/i32 [B], each value in
+     * [max(0, S2 - S1), S2] = [2, 7] here; B = 2 */
+    [C_PREFIX_MISSING_MODE5] = ROW(ATTEN_MASK(BOOL, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5)),
+    [C_PREFIX_MISSING_MODE6] = ROW(ATTEN_MASK(BOOL, NUM(3072), NUM(2048)), PARAM(sparse_mode, 6)),
+    [C_PREFIX_LENGTH] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
+                            LIST(PREFIX, I64, SZ(PREFIX_MIN), SZ(S2), SZ(S2))),
+    [C_PREFIX_DTYPE_F32] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
+                               LIST(PREFIX, F32, SZ(PREFIX_MIN), SZ(S2))),
+    [C_PREFIX_BELOW_RANGE] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
+                                 LIST(PREFIX, I64, SZ(PREFIX_MIN), PLUS(PREFIX_MIN, -1))),
+    [C_PREFIX_ABOVE_RANGE] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
+                                 LIST(PREFIX, I64, SZ(PREFIX_MIN), PLUS(S2, 1))),
+    /* pse (spec 4.1): types 0/1 take query's dtype and [B,N1,S1,S2],
+     * [1,N1,S1,S2], [B,N1,1,S2] (or the compressed ALiBi form, below);
+     * types 2/3 f32 slopes [N1] or [B,N1] and i64 start indices of 0 or 1
+     * element */
+    [C_PSE_DTYPE_TYPE0] = ROW(TENSOR(PSE, F16, SZ(B), SZ(N1), SZ(S1), SZ(S2)), PARAM(pse_type, 0)),
+    [C_PSE_DTYPE_TYPE1] = ROW(TENSOR(PSE, F16, SZ(B), SZ(N1), SZ(S1), SZ(S2)), PARAM(pse_type, 1)),
+    [C_PSE_SHAPE_RANK3] = ROW(TENSOR(PSE, F32, SZ(N1), SZ(S1), SZ(S2)), PARAM(pse_type, 1)),
+    [C_PSE_SHAPE_B1SS] = ROW(TENSOR(PSE, F32, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(pse_type, 0)),
+    [C_PSE_SHAPE_1N1S] = ROW(TENSOR(PSE, F32, NUM(1), SZ(N1), NUM(1), SZ(S2)), PARAM(pse_type, 1)),
+    [C_PSE_SHAPE_S2] = ROW(TENSOR(PSE, F32, SZ(B), SZ(N1), SZ(S1), PLUS(S2, 1)), PARAM(pse_type, 1)),
+    /* the ALiBi form needs S1 > 1024 */
+    [C_PSE_SHAPE_1024_ROWS] = ROW(TENSOR(PSE, F32, SZ(B), SZ(N1), NUM(1024), SZ(S2)), PARAM(pse_type, 1)),
+    [C_PSE_SLOPES_F16] = ROW(TENSOR(PSE, F16, SZ(N1)), PARAM(pse_type, 2)),
+    [C_PSE_SLOPES_LENGTH] = ROW(TENSOR(PSE, F32, PLUS(N1, 1)), PARAM(pse_type, 3)),
+    [C_Q_START_IDX_LENGTH] = ROW(SLOPES(false), PARAM(pse_type, 2), LIST(QSTART, I64, NUM(3), NUM(1)),
+                                 LIST(KVSTART, I64, NUM(1))),
+    [C_Q_START_IDX_F32] = ROW(SLOPES(false), PARAM(pse_type, 2), LIST(QSTART, F32, NUM(3)),
+                              LIST(KVSTART, I64, NUM(1))),
+    [C_KV_START_IDX_LENGTH] = ROW(SLOPES(false), PARAM(pse_type, 2), LIST(QSTART, I64, NUM(3)),
+                                  LIST(KVSTART, I64, NUM(3), NUM(1))),
+    [C_PSE_ALIBI_NO_MASK] = {.code = long_square_problem, .layouts = IN(BNSD),
+                             .edits = EDITS(TENSOR(PSE, F32, NUM(1), NUM(1), NUM(1024), SZ(S2)), PARAM(pse_type, 1))},
+    /* drop_mask (spec 5.6): packed bits over [B, N1, S1, S2], only with keep_prob < 1 */
+    [C_DROP_MASK_KEEP_ONE] = ROW(TENSOR(DROP, U8, SZ(DROP_BYTES)), PARAM(keep_prob, 1.0)),
+    [C_DROP_MASK_TOO_SMALL] = ROW(TENSOR(DROP, U8, PLUS(DROP_BYTES, -1)), PARAM(keep_prob, 0.9)),
+    [C_DROP_MASK_DTYPE] = ROW(TENSOR(DROP, I32, SZ(DROP_BYTES)), PARAM(keep_prob, 0.9)),
+    /* FP8 (spec 6): FP8 makes a complete valid FP8 call; each case breaks one
+     * rule.  Requests this version refuses expect 161003. */
+    [C_FP8_NO_D_SCALE_Q] = ROW(FP8(F8_E4M3FN, F16), UNBIND(DSQ)),
+    /* S2 = 7 has one 128-row block */
+    [C_FP8_D_SCALE_K_SHAPE] = ROW(FP8(F8_E4M3FN, F16), TENSOR(DSK, F32, SZ(B), SZ(N2), NUM(2), NUM(1))),
+    [C_FP8_D_SCALE_V_DTYPE] = ROW(FP8(F8_E5M2, BF16), TENSOR(DSV, F16, SZ(B), SZ(N2), NUM(1), NUM(1))),
+    [C_FP8_NO_D_SCALE_DY] = ROW(FP8(F8_E4M3FN, BF16), UNBIND(DSDY)),
+    [C_FP8_NO_D_SCALE_O] = ROW(FP8(F8_E4M3FN, F16), UNBIND(DSO)),
+    /* f16 outputs, out_dtype says bf16 */
+    [C_FP8_OUT_DTYPE_MISMATCH] = {.edits = EDITS(FP8(F8_E4M3FN, F16), PARAM(out_dtype, 1)),
+                                  .bwd_name = "attention_in"},
+    [C_FP8_KEY_E5M2] = ROW(FP8(F8_E4M3FN, F16), RETYPE(K, F8_E5M2)),
+    [C_FP8_IMPL_CPU_FORWARD] = ROW(FP8(F8_E4M3FN, F16), PARAM(impl, ATTNOPS_IMPL_CPU)),
+    /* the triple rule's benchmark chain has no FP8 form */
+    [C_FP8_IMPL_BENCHMARK] = ROW(FP8(F8_E4M3FN, F16), PARAM(impl, ATTNOPS_IMPL_BENCHMARK)),
+    [C_FP8_ROPE] = ROW(FP8(F8_E4M3FN, F16), ROPE(NUM(4))),
+    [C_FP8_SOFTCAP] = ROW(FP8(F8_E4M3FN, F16), PARAM(softcap, 30.0)),
+    [C_D_SCALE_WITHOUT_FP8] = ROW(TENSOR(DSQ, F32, SZ(B), SZ(N1), NUM(1), NUM(1))),
+    /* MLA rope (spec 1.3): ROPE adds query_rope/key_rope of head dim 4 (and,
+     * in the backward, dq_rope/dk_rope); each case breaks one rule. */
+    [C_ROPE_QUERY_ONLY] = ROW(ROPE(NUM(4)), UNBIND(KROPE)),
+    [C_ROPE_KEY_ONLY] = ROW(ROPE(NUM(4)), UNBIND(QROPE)),
+    [C_ROPE_DTYPE] = ROW(ROPE(NUM(4)), RESIZE(QROPE, F16, .d = NUM(4))),
+    [C_ROPE_WIDER_THAN_D] = ROW(ROPE(PLUS(D, 2))),
+    [C_ROPE_KEY_SHAPE] = ROW(ROPE(NUM(4)), RESIZE(KROPE, F32, .s = PLUS(S2, 1), .d = NUM(4))),
+    [C_ROPE_NO_DQ_ROPE] = ROW(ROPE(NUM(4)), UNBIND(DQROPE)),
+    [C_ROPE_DK_ROPE_SHAPE] = ROW(ROPE(NUM(4)), RESIZE(DKROPE, F32, .d = NUM(5))),
+    /* dq_rope (80 floats) at the start of dq (320 floats) */
+    [C_ROPE_DQ_ROPE_OVERLAPS_DQ] = ROW(ROPE(NUM(4)), ALIAS(DQROPE, DQ, 0)),
+    [C_ROPE_GRADS_WITHOUT_INPUTS] = ROW(ROPE(NUM(4)), UNBIND(QROPE), UNBIND(KROPE)),
+    /* actual_seq_qlen / actual_seq_kvlen describe TND batches only (spec 3.4) */
+    [C_ACTUAL_SEQ_QLEN_NOT_TND] = {.code = seq_qlen_in_padded_layout, .edits = NO_EDIT},
+    /* the varlen entry points take TND only (spec 8.1, 8.2 step 1): a BSND
+     * call the general entry points accept */
+    [C_VARLEN_LAYOUT_BSND] = {.edits = EDITS(VARLEN_ENTRY), .layouts = IN(BSND)},
+    /* ---- layout TND, from TND_BASE: q lengths [3, 0, 4], kv [5, 2, 6];
+     * T1 = 7, T2 = 13, max S1 = 4, max S2 = 6, B = 3 ---- */
+    /* the lists (spec 3.4): both required, i64/i32, equally long, cumulative
+     * (non-decreasing), ending at T1 / T2 */
+    [C_TND_NULL_SEQ_QLEN] = ROW(UNBIND(SEQQ)),
+    [C_TND_NULL_SEQ_KVLEN] = ROW(UNBIND(SEQKV)),
+    /* one more (empty) kv batch than q batches */
+    [C_TND_SEQ_COUNTS_DIFFER] = ROW(LIST(SEQKV, I64, NUM(5), NUM(7), SZ(T2), SZ(T2))),
+    [C_TND_SEQ_DECREASING] = ROW(LIST(SEQQ, I64, NUM(3), NUM(2), SZ(T1))), /* lengths 3, -1, 5 */
+    [C_TND_SEQ_QLEN_END] = ROW(LIST(SEQQ, I64, NUM(3), NUM(3), PLUS(T1, -1))),
+    [C_TND_SEQ_KVLEN_END] = ROW(LIST(SEQKV, I64, NUM(5), NUM(7), PLUS(T2, 1))),
+    [C_TND_SEQ_DTYPE_F32] = ROW(LIST(SEQQ, F32, NUM(3), NUM(3), SZ(T1))), /* the right values as f32 */
+    /* softmax_max / softmax_sum in TND (spec 1.1): declared [T1, N1, 8] and
+     * contiguous (they hold per-batch [N1, S_b, 8] blocks), or any [T1, N1, 8]
+     * array with softmax_in_layout SAME_AS_INPUT */
+    /* the padded layouts' [B, N1, max S1, 8] */
+    [C_TND_STATS_BNS8] = ROW(TENSOR(SMAX, F32, SZ(B), SZ(N1), SZ(S1), NUM(8))),
+    /* [T1, N1, 8] with padded rows: strides [36, 9, 1] */
+    [C_TND_STATS_STRIDED] = ROW(PADDED(SSUM, F32, 1, SZ(T1), SZ(N1), NUM(8))),
+    /* the graph op's [N1, T1, 8] where aclnn's [T1, N1, 8] is declared */
+    [C_TND_STATS_SAME_AS_INPUT_NT8] = ROW(PARAM(softmax_in_layout, ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT),
+                                          TENSOR(SMAX, F32, SZ(N1), SZ(T1), NUM(8))),
+    /* q-like / k-like outputs have T1 / T2 rows */
+    [C_TND_ATTENTION_OUT_T] = ROW(RESIZE(O, F32, .s = PLUS(T1, 1))),
+    [C_TND_DQ_T] = ROW(RESIZE(DQ, F32, .s = PLUS(T1, -1))),
+    [C_TND_DK_T] = ROW(RESIZE(DK, F32, .s = SZ(T1))), /* T1 rows instead of T2 */
+    /* masks in TND (spec 3.2, 3.3, 8.1): modes 0/1 one [max S1, max S2]
+     * mask, the compressed one otherwise, no mode 5; tokens per batch */
+    /* a complete mode-5 request: per-batch mask, prefix in [max(0, S2 - S1), S2] */
+    [C_TND_MODE5] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), LIST(PREFIX, I64, NUM(5), NUM(2), NUM(6)),
+                        PARAM(sparse_mode, 5)),
+    [C_TND_MASK_MODE1_B1SS] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 1)),
+    /* the sentence names the shape it wants (max S1 4, max S2 6), not the one given */
+    [C_TND_MASK_MODE0_4X4] = ROW(ATTEN_MASK(U8, NUM(4), NUM(4))),
+    /* pre + next = 0: a band for the padded rule (pre' + next' < 0 fails),
+     * none for TND's per-batch rule (pre + next <= 0 fails) */
+    [C_TND_TOKENS_MODE0] = ROW(ATTEN_MASK(BOOL, SZ(S1), SZ(S2)), PARAM(pre_tokens, 2), PARAM(next_tokens, -2)),
+    /* mode 7 checks the band batch only, the last with S1 != 0: batch 2
+     * (S1 = 4, S2 = 6), where -next = 7 > S2 */
+    [C_TND_TOKENS_MODE7_BAND] = ROW(ATTEN_MASK(BOOL, NUM(2048), NUM(2048)), PARAM(sparse_mode, 7), PARAM(pre_tokens, 6),
+                                    PARAM(next_tokens, -7)),
+    /* pse in TND (spec 3.4, 4.1, 8.3): a tensor (pse_type 0/1) only in the
+     * compressed ALiBi form under a causal mask, the 1-D forms are not
+     * implemented; slopes (2/3) need no empty batch, no mode 7, and with
+     * mode 8 S1 = S2 in every batch and q_start_idx = kv_start_idx */
+    /* the documented TND form 1NHS [1, N1, 1024, max S2], but no mask */
+    [C_TND_PSE_TYPE1] = ROW(TENSOR(PSE, F32, NUM(1), SZ(N1), NUM(1024), SZ(S2)), PARAM(pse_type, 1)),
+    [C_TND_PSE_1D] = ROW(TENSOR(PSE, F32, SZ(T2N1)), PARAM(pse_type, 1)), /* the undocumented 1-D TND form */
+    [C_TND_PSE2_EMPTY_BATCH] = ROW(SLOPES(false), PARAM(pse_type, 2)), /* TND_BASE's batch 1 has no query rows */
+    /* valid band tokens: mode 7's band batch 2 (S1 4, S2 6), mode 8's batch 0
+     * (S1 = S2 = 3); MODE8_S1_NE_S2: only the last batch differs, so every
+     * batch is checked */
+    [C_TND_PSE2_MODE7] = ROW(RESEQ(3, {3, 2, 4}, {5, 2, 6}), ATTEN_MASK(BOOL, NUM(2048), NUM(2048)), SLOPES(false),
+                             PARAM(pse_type, 2), PARAM(sparse_mode, 7), PARAM(pre_tokens, 6), PARAM(next_tokens, 0)),
+    [C_TND_PSE2_MODE8_S1_NE_S2] = ROW(RESEQ(3, {3, 2, 4}, {3, 2, 6}), ATTEN_MASK(BOOL, NUM(2048), NUM(2048)),
+                                      SLOPES(false), PARAM(pse_type, 2), PARAM(sparse_mode, 8),
+                                      PARAM(pre_tokens, 3), PARAM(next_tokens, 0)),
+    [C_TND_PSE2_MODE8_START_IDX] = ROW(RESEQ(3, {3, 2, 4}, {3, 2, 4}), ATTEN_MASK(BOOL, NUM(2048), NUM(2048)),
+                                       SLOPES(false), PARAM(pse_type, 2), PARAM(sparse_mode, 8),
+                                       PARAM(pre_tokens, 3), PARAM(next_tokens, 0), LIST(QSTART, I64, NUM(1)),
+                                       LIST(KVSTART, I64, NUM(0))),
+    [C_TND_FP8] = ROW(FP8(F8_E4M3FN, F16)),
+};
+
 /* Breaks case c's rule in a freshly built fixture of an operator the case
  * applies to; *e holds the case's row, which a case that names another
  * argument in this layout or operator corrects.  Returns false when the case
  * does not exist for this layout. */
 static bool apply_case(fixture *fx, int c, vc_expect *e)
 {
-    const dims d = fx->d;
-    const bool fwd = fx->op == FWD, bwd = !fwd, hid = hidden_layout(fx->layout);
-    const attnops_dtype f32 = ATTNOPS_DTYPE_F32;
-    attnops_fa_params *p = P(fx);
-    switch (c) {
-    case C_NULL_ARGS: return true; /* CALL_NULL_ARGS */
-    case C_NULL_QUERY: p->query = NULL; return true;
-    case C_NULL_KEY: p->key = NULL; return true;
-    case C_NULL_VALUE: p->value = NULL; return true;
-    case C_NULL_ATTENTION_OUT: fx->fa.attention_out = NULL; return true;
-    case C_NULL_SOFTMAX_MAX:
-        if (fwd) fx->fa.softmax_max = NULL; else fx->ba.softmax_max = NULL;
-        return true;
-    case C_NULL_SOFTMAX_SUM:
-        if (fwd) fx->fa.softmax_sum = NULL; else fx->ba.softmax_sum = NULL;
-        return true;
-    case C_NULL_DY: fx->ba.dy = NULL; return true;
-    case C_NULL_ATTENTION_IN: fx->ba.attention_in = NULL; return true;
-    case C_NULL_DQ: fx->ba.dq = NULL; return true;
-    case C_NULL_DK: fx->ba.dk = NULL; return true;
-    case C_NULL_DV: fx->ba.dv = NULL; return true;
-    case C_NULL_DATA_QUERY: fx->t[Q].view.data = NULL; return true;
-    case C_NULL_DATA_VALUE: fx->t[V].view.data = NULL; return true;
-    case C_NULL_DATA_OUTPUT:
-        if (fwd) fx->t[SSUM].view.data = NULL;
-        else fx->t[DV].view.data = NULL, e->name = "dv";
-        return true;
-    case C_NULL_WORKSPACE_BYTES: /* these break their rule by how they call (the table's call column) */
-    case C_NULL_WORKSPACE:
-    case C_WORKSPACE_SHORT: return true;
-    case C_HEAD_NUM_ZERO: p->head_num = 0; return true;
-    case C_HEAD_NUM_NEGATIVE: p->head_num = -4; return true;
-    case C_HEAD_NUM_HALF:
-    case C_HEAD_NUM_DOUBLE:
-        p->head_num = c == C_HEAD_NUM_HALF ? d.N1 / 2 : d.N1 * 2;
-        /* BSH/SBH carry no head count: a wrong head_num re-splits the hidden
-         * size consistently for q, k, v, and the first tensor that exposes
-         * N1 on its own is softmax_max [B, N1, S1, 8]. */
-        e->name = hid ? "softmax_max" : "head_num";
-        return true;
-    case C_LAYOUT_UNSET: p->input_layout = ATTNOPS_LAYOUT_UNSET; return true;
-    case C_LAYOUT_TOO_BIG: p->input_layout = (attnops_layout)(ATTNOPS_LAYOUT_TND + 1); return true;
-    case C_LAYOUT_NEGATIVE: p->input_layout = (attnops_layout)-1; return true;
-    case C_QUERY_RANK:
-    case C_KEY_RANK: {
-        int i = c == C_QUERY_RANK ? Q : K;
-        int64_t s = i == Q ? d.S1 : d.S2, n = i == Q ? d.N1 : d.N2;
-        if (hid) { /* a 4-D tensor where BSH/SBH want 3-D */
-            int64_t sh[4] = {d.B, s, n, d.D};
-            fx_set(fx, i, f32, 4, sh);
-        } else { /* a 3-D tensor where BNSD/BSND want 4-D */
-            int64_t sh[3] = {d.B, s, n * d.D};
-            fx_set(fx, i, f32, 3, sh);
-        }
-        return true;
-    }
-    case C_KEY_DTYPE: fx_qkv(fx, K, ATTNOPS_DTYPE_F16, d.B, d.S2, d.N2, d.D); return true;
-    case C_VALUE_DTYPE: fx_qkv(fx, V, ATTNOPS_DTYPE_BF16, d.B, d.S2, d.N2, d.Dv); return true;
-    case C_QUERY_U8: fx_qkv(fx, Q, ATTNOPS_DTYPE_U8, d.B, d.S1, d.N1, d.D); return true;
-    case C_N1_NOT_MULTIPLE_OF_N2: /* N2 = 3 for key and value, N1 = 4 */
-        fx_qkv(fx, K, f32, d.B, d.S2, 3, d.D);
-        fx_qkv(fx, V, f32, d.B, d.S2, 3, d.Dv);
-        return true;
-    case C_KEY_HEAD_DIM: fx_qkv(fx, K, f32, d.B, d.S2, d.N2, d.D + 2); return true;
-    case C_DV_GREATER_THAN_D: fx_qkv(fx, V, f32, d.B, d.S2, d.N2, d.D + 2); return true;
-    case C_D_ZERO: fx_qkv(fx, Q, f32, d.B, d.S1, d.N1, 0); return true;
-    case C_HIDDEN_NOT_DIVISIBLE: {
-        if (!hid) return false;
-        int64_t sh[3];
-        layout_shape(fx->layout, d.B, d.S1, 1, d.N1 * d.D - 2, sh); /* 30 = not a multiple of 4 heads */
-        fx_set(fx, Q, f32, 3, sh);
-        return true;
-    }
-    case C_VALUE_S: fx_qkv(fx, V, f32, d.B, d.S2 + 1, d.N2, d.Dv); return true;
-    case C_VALUE_B: fx_qkv(fx, V, f32, d.B + 1, d.S2, d.N2, d.Dv); return true;
-    case C_VALUE_N:
-        if (hid) return false; /* value's heads are read with key's count there */
-        fx_qkv(fx, V, f32, d.B, d.S2, d.N2 - 1, d.Dv);
-        return true;
-    case C_ATTENTION_OUT_SHAPE:
-        fx_qkv(fx, O, f32, d.B, d.S1, d.N1, d.D); /* D instead of Dv */
-        return true;
-    case C_ATTENTION_OUT_DTYPE:
-        fx_qkv(fx, O, ATTNOPS_DTYPE_F16, d.B, d.S1, d.N1, d.Dv);
-        return true;
-    case C_SOFTMAX_MAX_SHAPE: fx_stats(fx, SMAX, f32, 4); return true;
-    case C_SOFTMAX_MAX_DTYPE: fx_stats(fx, SMAX, ATTNOPS_DTYPE_F16, 8); return true;
-    case C_SOFTMAX_SUM_SHAPE: fx_stats(fx, SSUM, f32, 4); return true;
-    case C_SOFTMAX_SUM_DTYPE: fx_stats(fx, SSUM, ATTNOPS_DTYPE_F16, 8); return true;
-    case C_DQ_SHAPE: fx_qkv(fx, DQ, f32, d.B, d.S1, d.N1, d.Dv); return true;
-    case C_DQ_DTYPE:
-        fx_qkv(fx, DQ, ATTNOPS_DTYPE_F16, d.B, d.S1, d.N1, d.D);
-        return true;
-    case C_DK_SHAPE: fx_qkv(fx, DK, f32, d.B, d.S2 + 1, d.N2, d.D); return true;
-    case C_DK_DTYPE:
-        fx_qkv(fx, DK, ATTNOPS_DTYPE_BF16, d.B, d.S2, d.N2, d.D);
-        return true;
-    case C_DV_SHAPE: fx_qkv(fx, DV, f32, d.B, d.S2, d.N2, d.D); return true;
-    case C_DV_DTYPE:
-        fx_qkv(fx, DV, ATTNOPS_DTYPE_F16, d.B, d.S2, d.N2, d.Dv);
-        return true;
-    case C_DY_SHAPE: fx_qkv(fx, DY, f32, d.B, d.S1, d.N1, d.D); return true;
-    case C_DY_DTYPE:
-        fx_qkv(fx, DY, ATTNOPS_DTYPE_F16, d.B, d.S1, d.N1, d.Dv);
-        return true;
-    case C_ATTENTION_IN_SHAPE:
-        fx_qkv(fx, AIN, f32, d.B, d.S1 + 1, d.N1, d.Dv);
-        return true;
-    case C_ATTENTION_IN_DTYPE:
-        fx_qkv(fx, AIN, ATTNOPS_DTYPE_BF16, d.B, d.S1, d.N1, d.Dv);
-        return true;
-    case C_OVERLAP_SUM_MAX: /* softmax_sum is a view one row into softmax_max's memory */
-        fx->t[SSUM].view.data = vc_storage(&fx->t[SMAX]) + 8 * sizeof(float);
-        return true;
-    case C_OVERLAP_OUT_SUM: /* attention_out (240 floats) inside softmax_sum (320 floats) */
-        fx->t[O].view.data = vc_storage(&fx->t[SSUM]);
-        return true;
-    case C_OVERLAP_DQ_DK: /* dk (224 floats) at the start of dq (320 floats) */
-        fx->t[DK].view.data = vc_storage(&fx->t[DQ]);
-        return true;
-    case C_OVERLAP_DK_DV: /* dv (168 floats) four floats into dk (224 floats) */
-        fx->t[DV].view.data = vc_storage(&fx->t[DK]) + 4 * sizeof(float);
-        return true;
-    case C_KEEP_PROB_ZERO: p->keep_prob = 0.0; return true;
-    case C_KEEP_PROB_F32_ZERO: p->keep_prob = 7.7e-307; return true; /* 0 as an f32 (fuzz_fa_args) */
-    case C_KEEP_PROB_1_5: p->keep_prob = 1.5; return true;
-    case C_KEEP_PROB_NAN: p->keep_prob = NAN; return true;
-    case C_SOFTCAP_NEGATIVE: p->softcap = -1.0; return true;
-    case C_SOFTCAP_NAN: p->softcap = NAN; return true;
-    case C_SOFTCAP_INF: p->softcap = INFINITY; return true;
-    case C_SOFTCAP_F32_ZERO: p->softcap = 1e-300; return true; /* 0 as an f32 */
-    case C_SOFTCAP_SCALE_RATIO: p->softcap = 1e-40; return true; /* scale_value / 1e-40 overflows an f32 */
-    case C_SPARSE_MODE_9: p->sparse_mode = 9; return true;
-    case C_SPARSE_MODE_NEGATIVE: p->sparse_mode = -1; return true;
-    case C_SPARSE_MODE_7_NOT_TND: p->sparse_mode = 7; return true;
-    case C_PSE_TYPE_4: p->pse_type = 4; return true;
-    case C_PSE_TYPE_2_WITHOUT_PSE: p->pse_type = 2; return true;
-    case C_INNER_PRECISE_3: p->inner_precise = 3; return true;
-    case C_OUT_DTYPE_2: p->out_dtype = 2; return true;
-    case C_IMPL_4: p->impl = (attnops_impl)4; return true;
-    case C_NEGATIVE_STRIDE_INPUT: fx->t[K].view.strides[0] = -1; return true;
-    case C_NEGATIVE_STRIDE_OUTPUT: {
-        int i = fwd ? O : DK;
-        fx->t[i].view.strides[fx->t[i].view.rank - 1] = -1;
-        e->name = TNAME[i];
-        return true;
-    }
-    case C_ZERO_STRIDE_OUTPUT: { /* dimension 0 has extent B = 2: its elements would alias */
-        int i = fwd ? O : DK;
-        fx->t[i].view.strides[0] = 0;
-        e->name = TNAME[i];
-        return true;
-    }
-    case C_OVERLAPPING_STRIDE_OUTPUT: { /* rows 1 element apart over rows of D elements (found by fuzz_fa_args) */
-        int i = fwd ? O : DK;
-        attnops_tensor *v = &fx->t[i].view;
-        v->strides[v->rank - 2] = 1;
-        e->name = TNAME[i];
-        return true;
-    }
-    case C_SCALE_NAN: p->scale_value = NAN; return true;
-    /* finite as a double, infinite as the f32 CANN's attribute is (found by fuzz_fa_args) */
-    case C_SCALE_F32_INF: p->scale_value = -1.14e98; return true;
-    case C_PADDING_MASK: p->padding_mask = &fx->t[Q].view; return true;
-    case C_SOFTMAX_IN: fx->ba.softmax_in = &fx->t[SMAX].view; return true;
-    /* atten_mask (spec 3.1, 3.2): bool/u8; modes 0/1/5 a full mask [S1,S2],
-     * [1,1,S1,S2], [B,1,S1,S2] or [B,N1,S1,S2]; modes 2/3/4 2048x2048; mode 6
-     * 3072x2048.  Every other argument stays valid (mode 5 gets its prefix). */
-    case C_MASK_DTYPE_F32: {
-        int64_t sh[2] = {d.S1, d.S2};
-        fx_mask(fx, f32, 2, sh);
-        return true;
-    }
-    case C_MASK_RANK_3: {
-        int64_t sh[3] = {1, d.S1, d.S2};
-        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 3, sh);
-        return true;
-    }
-    case C_MASK_MODE0_S1: case C_MASK_MODE0_S2: case C_MASK_MODE1_S1: case C_MASK_MODE1_S2:
-    case C_MASK_MODE5_S1: case C_MASK_MODE5_S2: {
-        const bool s1 = c == C_MASK_MODE0_S1 || c == C_MASK_MODE1_S1 || c == C_MASK_MODE5_S1;
-        p->sparse_mode = c <= C_MASK_MODE0_S2 ? 0 : c <= C_MASK_MODE1_S2 ? 1 : 5;
-        /* mode 0 an SS mask, mode 1 B1SS, mode 5 BNSS */
-        int64_t sh[4] = {d.B, p->sparse_mode == 5 ? d.N1 : 1, s1 ? d.S1 + 1 : d.S1, s1 ? d.S2 : d.S2 - 1};
-        if (p->sparse_mode == 0)
-            fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh + 2);
-        else
-            fx_mask(fx, ATTNOPS_DTYPE_U8, 4, sh);
-        if (p->sparse_mode == 5) fx_prefix(fx, ATTNOPS_DTYPE_I64);
-        return true;
-    }
-    case C_MASK_MODE1_1NSS: { /* B = 2: a [1, N1] lead is neither BNSS nor B1SS nor SS */
-        int64_t sh[4] = {1, d.N1, d.S1, d.S2};
-        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 4, sh);
-        p->sparse_mode = 1;
-        return true;
-    }
-    case C_MASK_MODE5_SS: case C_MASK_MODE5_11SS: { /* mode 5's prefix is per batch, so is its mask */
-        int64_t sh[4] = {1, 1, d.S1, d.S2};
-        if (c == C_MASK_MODE5_SS) fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh + 2); else fx_mask(fx, ATTNOPS_DTYPE_U8, 4, sh);
-        fx_prefix(fx, ATTNOPS_DTYPE_I64);
-        p->sparse_mode = 5;
-        return true;
-    }
-    case C_MASK_MODE2_1024: case C_MASK_MODE3_1024: case C_MASK_MODE4_1024: {
-        int64_t sh[2] = {1024, 2048};
-        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh);
-        p->sparse_mode = 2 + (c - C_MASK_MODE2_1024);
-        return true;
-    }
-    case C_MASK_MODE6_2048: {
-        int64_t sh[2] = {2048, 2048};
-        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh);
-        fx_prefix(fx, ATTNOPS_DTYPE_I64);
-        p->sparse_mode = 6;
-        return true;
-    }
-    /* token checks (spec 3.2), made only when a mask is given: modes 0 and 4
-     * (after pre' = pre + S1 - S2, next' = next - S1 + S2) fail when
-     * -pre' > S2, -next' > S1 or pre' + next' < 0.  The same tokens without
-     * a mask succeed (SUCCESS_VARIANTS). */
-    case C_TOKENS_PRE_BEYOND_S2: case C_TOKENS_NEXT_BEYOND_S1: case C_TOKENS_NO_BAND: {
-        int64_t sh[2] = {d.S1, d.S2};
-        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh);
-        if (c == C_TOKENS_PRE_BEYOND_S2) p->pre_tokens = -(d.S2 + 1), p->next_tokens = d.S2 + 1;
-        if (c == C_TOKENS_NEXT_BEYOND_S1) p->pre_tokens = d.S1 + 1, p->next_tokens = -(d.S1 + 1);
-        if (c == C_TOKENS_NO_BAND) p->pre_tokens = 2, p->next_tokens = -3;
-        return true;
-    }
-    case C_TOKENS_MODE4_CORRECTED: {
-        /* pre = -6, next = 6 pass the mode-0 rule (6 <= S2 = 7, sum 0), but
-         * mode 4 corrects them to pre' = -8, next' = 8 and -pre' = 8 > S2 */
-        int64_t sh[2] = {2048, 2048};
-        fx_mask(fx, ATTNOPS_DTYPE_U8, 2, sh);
-        p->sparse_mode = 4;
-        p->pre_tokens = -(d.S2 - 1), p->next_tokens = d.S2 - 1;
-        return true;
-    }
-    /* prefix (modes 5/6): required with a mask, i64/i32 [B], each value in
-     * [max(0, S2 - S1), S2] = [2, 7] here */
-    case C_PREFIX_MISSING_MODE5: case C_PREFIX_MISSING_MODE6: {
-        const bool m5 = c == C_PREFIX_MISSING_MODE5;
-        int64_t full[4] = {d.B, 1, d.S1, d.S2}, comp[2] = {3072, 2048};
-        if (m5) fx_mask(fx, ATTNOPS_DTYPE_BOOL, 4, full); else fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, comp);
-        p->sparse_mode = m5 ? 5 : 6;
-        return true;
-    }
-    case C_PREFIX_LENGTH: case C_PREFIX_DTYPE_F32: case C_PREFIX_BELOW_RANGE: case C_PREFIX_ABOVE_RANGE: {
-        int64_t sh[4] = {d.B, 1, d.S1, d.S2}, vals[3] = {d.S2 - d.S1, d.S2, d.S2};
-        fx_mask(fx, ATTNOPS_DTYPE_U8, 4, sh);
-        p->sparse_mode = 5;
-        if (c == C_PREFIX_BELOW_RANGE) vals[1] = d.S2 - d.S1 - 1;
-        if (c == C_PREFIX_ABOVE_RANGE) vals[1] = d.S2 + 1;
-        fx_list(fx, PREFIX, c == C_PREFIX_DTYPE_F32 ? f32 : ATTNOPS_DTYPE_I64, c == C_PREFIX_LENGTH ? d.B + 1 : d.B,
-                vals);
-        return true;
-    }
-    /* pse (spec 4.1): types 0/1 take query's dtype and [B,N1,S1,S2],
-     * [1,N1,S1,S2], [B,N1,1,S2] (or the compressed ALiBi form, below);
-     * types 2/3 f32 slopes [N1] or [B,N1] and i64 start indices of 0 or 1
-     * element */
-    case C_PSE_DTYPE_TYPE0: case C_PSE_DTYPE_TYPE1: {
-        int64_t sh[4] = {d.B, d.N1, d.S1, d.S2};
-        fx_extra(fx, PSE, ATTNOPS_DTYPE_F16, 4, sh);
-        p->pse_type = c == C_PSE_DTYPE_TYPE0 ? 0 : 1;
-        return true;
-    }
-    case C_PSE_SHAPE_RANK3: case C_PSE_SHAPE_B1SS: case C_PSE_SHAPE_1N1S: case C_PSE_SHAPE_S2:
-    case C_PSE_SHAPE_1024_ROWS: {
-        int64_t sh[4] = {d.B, d.N1, d.S1, d.S2};
-        int rank = 4;
-        if (c == C_PSE_SHAPE_RANK3) sh[0] = d.N1, sh[1] = d.S1, sh[2] = d.S2, rank = 3;
-        if (c == C_PSE_SHAPE_B1SS) sh[1] = 1;
-        if (c == C_PSE_SHAPE_1N1S) sh[0] = 1, sh[2] = 1;
-        if (c == C_PSE_SHAPE_S2) sh[3] = d.S2 + 1;
-        if (c == C_PSE_SHAPE_1024_ROWS) sh[2] = 1024; /* the ALiBi form needs S1 > 1024 */
-        fx_extra(fx, PSE, f32, rank, sh);
-        p->pse_type = c == C_PSE_SHAPE_B1SS ? 0 : 1;
-        return true;
-    }
-    case C_PSE_SLOPES_F16: {
-        int64_t sh[1] = {d.N1};
-        fx_extra(fx, PSE, ATTNOPS_DTYPE_F16, 1, sh);
-        p->pse_type = 2;
-        return true;
-    }
-    case C_PSE_SLOPES_LENGTH: {
-        int64_t sh[1] = {d.N1 + 1};
-        fx_extra(fx, PSE, f32, 1, sh);
-        p->pse_type = 3;
-        return true;
-    }
-    case C_Q_START_IDX_LENGTH: case C_Q_START_IDX_F32: case C_KV_START_IDX_LENGTH: {
-        static const int64_t vals[2] = {3, 1};
-        fx_slopes(fx, false);
-        p->pse_type = 2;
-        if (c == C_KV_START_IDX_LENGTH) {
-            fx_list(fx, QSTART, ATTNOPS_DTYPE_I64, 1, vals);
-            fx_list(fx, KVSTART, ATTNOPS_DTYPE_I64, 2, vals);
-        } else {
-            fx_list(fx, QSTART, c == C_Q_START_IDX_F32 ? f32 : ATTNOPS_DTYPE_I64, c == C_Q_START_IDX_F32 ? 1 : 2,
-                    vals);
-            fx_list(fx, KVSTART, ATTNOPS_DTYPE_I64, 1, vals + 1);
-        }
-        return true;
-    }
-    case C_PSE_ALIBI_NO_MASK: {
-        /* the compressed ALiBi [B|1, N1, 1024, S2] needs S1 = S2 > 1024 and a
-         * causal mask; S1 = S2 = 1030 without a mask.  Kept small: one
-         * layout, B = N1 = 1, D = 8. */
-        if (fx->layout != ATTNOPS_LAYOUT_BNSD) return false;
-        const op_kind op = fx->op;
-        const dims small = {1, 1, 1, 1030, 1030, 8, 8};
-        fx_free(fx);
-        fx_init(fx, op, ATTNOPS_LAYOUT_BNSD, small, 13);
-        int64_t sh[4] = {1, 1, 1024, small.S2};
-        fx_extra(fx, PSE, f32, 4, sh);
-        P(fx)->pse_type = 1;
-        return true;
-    }
-    /* well-formed requests this version refuses: 161003 */
-    /* drop_mask (spec 5.6): packed bits over [B, N1, S1, S2], only with keep_prob < 1 */
-    case C_DROP_MASK_KEEP_ONE:
-    case C_DROP_MASK_TOO_SMALL:
-    case C_DROP_MASK_DTYPE: {
-        int64_t sh[1] = {(d.B * d.N1 * d.S1 * d.S2 + 7) / 8 - (c == C_DROP_MASK_TOO_SMALL)};
-        fx_extra(fx, DROP, c == C_DROP_MASK_DTYPE ? ATTNOPS_DTYPE_I32 : ATTNOPS_DTYPE_U8, 1, sh);
-        p->keep_prob = c == C_DROP_MASK_KEEP_ONE ? 1.0 : 0.9;
-        return true;
-    }
-    /* MLA rope (spec 1.3): fx_rope adds query_rope/key_rope of head dim 4
-     * (and, in the backward, dq_rope/dk_rope); each case breaks one rule. */
-    case C_ROPE_QUERY_ONLY:
-        fx_rope(fx, 4, bwd);
-        p->key_rope = NULL;
-        return true;
-    case C_ROPE_KEY_ONLY:
-        fx_rope(fx, 4, bwd);
-        p->query_rope = NULL;
-        return true;
-    case C_ROPE_DTYPE: {
-        fx_rope(fx, 4, bwd);
-        int64_t sh[4];
-        const int r = layout_shape(fx->layout, d.B, d.S1, d.N1, 4, sh);
-        fx_extra(fx, QROPE, ATTNOPS_DTYPE_F16, r, sh);
-        return true;
-    }
-    case C_ROPE_WIDER_THAN_D:
-        fx_rope(fx, d.D + 2, bwd);
-        return true;
-    case C_ROPE_KEY_SHAPE: {
-        fx_rope(fx, 4, bwd);
-        int64_t sh[4];
-        const int r = layout_shape(fx->layout, d.B, d.S2 + 1, d.N2, 4, sh);
-        fx_extra(fx, KROPE, f32, r, sh);
-        return true;
-    }
-    case C_ROPE_NO_DQ_ROPE:
-        fx_rope(fx, 4, true);
-        fx->ba.dq_rope = NULL;
-        return true;
-    case C_ROPE_DK_ROPE_SHAPE: {
-        fx_rope(fx, 4, true);
-        int64_t sh[4];
-        const int r = layout_shape(fx->layout, d.B, d.S2, d.N2, 5, sh);
-        fx_extra(fx, DKROPE, f32, r, sh);
-        return true;
-    }
-    case C_ROPE_DQ_ROPE_OVERLAPS_DQ: /* dq_rope (80 floats) at the start of dq (320 floats) */
-        fx_rope(fx, 4, true);
-        fx->t[DQROPE].view.data = vc_storage(&fx->t[DQ]);
-        return true;
-    case C_ROPE_GRADS_WITHOUT_INPUTS:
-        fx_rope(fx, 4, true);
-        p->query_rope = p->key_rope = NULL;
-        return true;
-    /* FP8 (spec 6): fx_fp8 builds a complete valid FP8 call; each case breaks one rule. */
-    case C_FP8_NO_D_SCALE_Q:
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        p->d_scale_q = NULL;
-        return true;
-    case C_FP8_D_SCALE_K_SHAPE: {
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        int64_t sh[4] = {d.B, d.N2, 2, 1}; /* S2 = 7 has one 128-row block */
-        fx_extra(fx, DSK, f32, 4, sh);
-        return true;
-    }
-    case C_FP8_D_SCALE_V_DTYPE: {
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E5M2, ATTNOPS_DTYPE_BF16);
-        int64_t sh[4] = {d.B, d.N2, 1, 1};
-        fx_extra(fx, DSV, ATTNOPS_DTYPE_F16, 4, sh);
-        return true;
-    }
-    case C_FP8_NO_D_SCALE_DY:
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_BF16);
-        p->d_scale_dy = NULL;
-        return true;
-    case C_FP8_NO_D_SCALE_O:
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        p->d_scale_o = NULL;
-        return true;
-    case C_FP8_OUT_DTYPE_MISMATCH: /* f16 outputs, out_dtype says bf16 */
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        p->out_dtype = 1;
-        if (bwd) e->name = "attention_in";
-        return true;
-    case C_FP8_KEY_E5M2:
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        fx_qkv(fx, K, ATTNOPS_DTYPE_F8_E5M2, d.B, d.S2, d.N2, d.D);
-        return true;
-    case C_FP8_IMPL_CPU_FORWARD:
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        p->impl = ATTNOPS_IMPL_CPU;
-        return true;
-    case C_FP8_IMPL_BENCHMARK: /* the triple rule's benchmark chain has no FP8 form */
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        p->impl = ATTNOPS_IMPL_BENCHMARK;
-        return true;
-    case C_FP8_ROPE:
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        fx_rope(fx, 4, bwd);
-        return true;
-    case C_FP8_SOFTCAP:
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        p->softcap = 30.0;
-        return true;
-    case C_D_SCALE_WITHOUT_FP8: {
-        int64_t sh[4] = {d.B, d.N1, 1, 1};
-        fx_extra(fx, DSQ, f32, 4, sh);
-        return true;
-    }
-    case C_TND_FP8:
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16);
-        return true;
-    /* actual_seq_qlen / actual_seq_kvlen describe TND batches only (spec 3.4) */
-    case C_ACTUAL_SEQ_QLEN_NOT_TND: {
-        int64_t cu[8];
-        for (int64_t b = 0; b < d.B; b++) cu[b] = (b + 1) * d.S1;
-        fx_list(fx, SEQQ, ATTNOPS_DTYPE_I64, d.B, cu);
-        e->also = attnops_layout_name(fx->layout);
-        return true;
-    }
-    /* the varlen entry points take TND only (spec 8.1, 8.2 step 1): a BSND
-     * call the general entry points accept */
-    case C_VARLEN_LAYOUT_BSND:
-        if (fx->layout != ATTNOPS_LAYOUT_BSND) return false;
-        fx->varlen = true;
-        return true;
-    /* ---- layout TND, from TND_BASE: q lengths [3, 0, 4], kv [5, 2, 6];
-     * T1 = 7, T2 = 13, max S1 = d.S1 = 4, max S2 = d.S2 = 6, B = 3 ---- */
-    /* the lists (spec 3.4): both required, i64/i32, equally long, cumulative
-     * (non-decreasing), ending at T1 / T2 */
-    case C_TND_NULL_SEQ_QLEN: p->actual_seq_qlen = NULL; return true;
-    case C_TND_NULL_SEQ_KVLEN: p->actual_seq_kvlen = NULL; return true;
-    case C_TND_SEQ_COUNTS_DIFFER: { /* one more (empty) kv batch than q batches */
-        const int64_t cu[4] = {5, 7, fx->T2, fx->T2};
-        fx_list(fx, SEQKV, ATTNOPS_DTYPE_I64, 4, cu);
-        return true;
-    }
-    case C_TND_SEQ_DECREASING: { /* lengths 3, -1, 5 */
-        const int64_t cu[3] = {3, 2, fx->T1};
-        fx_list(fx, SEQQ, ATTNOPS_DTYPE_I64, 3, cu);
-        return true;
-    }
-    case C_TND_SEQ_QLEN_END: { /* ends at T1 - 1 */
-        const int64_t cu[3] = {3, 3, fx->T1 - 1};
-        fx_list(fx, SEQQ, ATTNOPS_DTYPE_I64, 3, cu);
-        return true;
-    }
-    case C_TND_SEQ_KVLEN_END: { /* ends at T2 + 1 */
-        const int64_t cu[3] = {5, 7, fx->T2 + 1};
-        fx_list(fx, SEQKV, ATTNOPS_DTYPE_I64, 3, cu);
-        return true;
-    }
-    case C_TND_SEQ_DTYPE_F32: { /* the right values as f32 */
-        const int64_t cu[3] = {3, 3, fx->T1};
-        fx_list(fx, SEQQ, f32, 3, cu);
-        return true;
-    }
-    /* softmax_max / softmax_sum in TND (spec 1.1): declared [T1, N1, 8] and
-     * contiguous (they hold per-batch [N1, S_b, 8] blocks), or any [T1, N1, 8]
-     * array with softmax_in_layout SAME_AS_INPUT */
-    case C_TND_STATS_BNS8: { /* the padded layouts' [B, N1, max S1, 8] */
-        int64_t sh[4] = {d.B, d.N1, d.S1, 8};
-        fx_set(fx, SMAX, f32, 4, sh);
-        return true;
-    }
-    case C_TND_STATS_STRIDED: { /* [T1, N1, 8] with padded rows: strides [36, 9, 1] */
-        int64_t sh[3] = {fx->T1, d.N1, 8};
-        fx_set_pad(fx, SSUM, f32, 3, sh, 1);
-        return true;
-    }
-    case C_TND_STATS_SAME_AS_INPUT_NT8: { /* the graph op's [N1, T1, 8] where aclnn's [T1, N1, 8] is declared */
-        int64_t sh[3] = {d.N1, fx->T1, 8};
-        p->softmax_in_layout = ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
-        fx_set(fx, SMAX, f32, 3, sh);
-        return true;
-    }
-    /* q-like / k-like outputs have T1 / T2 rows */
-    case C_TND_ATTENTION_OUT_T:
-        fx_qkv(fx, O, f32, 1, fx->T1 + 1, d.N1, d.Dv);
-        return true;
-    case C_TND_DQ_T:
-        fx_qkv(fx, DQ, f32, 1, fx->T1 - 1, d.N1, d.D);
-        return true;
-    case C_TND_DK_T: /* T1 rows instead of T2 */
-        fx_qkv(fx, DK, f32, 1, fx->T1, d.N2, d.D);
-        return true;
-    /* masks in TND (spec 3.2, 3.3, 8.1): modes 0/1 one [max S1, max S2]
-     * mask, the compressed one otherwise, no mode 5; tokens per batch */
-    case C_TND_MODE5: { /* a complete mode-5 request: per-batch mask, prefix in [max(0, S2 - S1), S2] */
-        int64_t sh[4] = {d.B, 1, d.S1, d.S2};
-        static const int64_t prefix[3] = {5, 2, 6};
-        fx_mask(fx, ATTNOPS_DTYPE_U8, 4, sh);
-        fx_list(fx, PREFIX, ATTNOPS_DTYPE_I64, 3, prefix);
-        p->sparse_mode = 5;
-        return true;
-    }
-    case C_TND_MASK_MODE1_B1SS: {
-        int64_t sh[4] = {d.B, 1, d.S1, d.S2};
-        fx_mask(fx, ATTNOPS_DTYPE_U8, 4, sh);
-        p->sparse_mode = 1;
-        return true;
-    }
-    case C_TND_MASK_MODE0_4X4: { /* the sentence names the shape it wants (max S1 4, max S2 6), not the one given */
-        int64_t sh[2] = {4, 4};
-        fx_mask(fx, ATTNOPS_DTYPE_U8, 2, sh);
-        return true;
-    }
-    case C_TND_TOKENS_MODE0: {
-        /* pre + next = 0: a band for the padded rule (pre' + next' < 0
-         * fails), none for TND's per-batch rule (pre + next <= 0 fails) */
-        int64_t sh[2] = {d.S1, d.S2};
-        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh);
-        p->pre_tokens = 2, p->next_tokens = -2;
-        return true;
-    }
-    case C_TND_TOKENS_MODE7_BAND: {
-        /* mode 7 checks the band batch only, the last with S1 != 0: batch 2
-         * (S1 = 4, S2 = 6), where -next = 7 > S2 */
-        int64_t sh[2] = {2048, 2048};
-        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh);
-        p->sparse_mode = 7;
-        p->pre_tokens = 6, p->next_tokens = -7;
-        return true;
-    }
-    /* pse in TND (spec 3.4, 4.1, 8.3): a tensor (pse_type 0/1) only in the
-     * compressed ALiBi form under a causal mask, the 1-D forms are not
-     * implemented; slopes (2/3) need no empty batch, no mode 7, and with
-     * mode 8 S1 = S2 in every batch and q_start_idx = kv_start_idx */
-    case C_TND_PSE_TYPE1: { /* the documented TND form 1NHS [1, N1, 1024, max S2], but no mask */
-        int64_t sh[4] = {1, d.N1, 1024, d.S2};
-        fx_extra(fx, PSE, f32, 4, sh);
-        p->pse_type = 1;
-        return true;
-    }
-    case C_TND_PSE_1D: { /* the undocumented 1-D TND form [T2 * N1] */
-        int64_t sh[1] = {fx->T2 * d.N1};
-        fx_extra(fx, PSE, f32, 1, sh);
-        p->pse_type = 1;
-        return true;
-    }
-    case C_TND_PSE2_EMPTY_BATCH: /* TND_BASE's batch 1 has no query rows */
-        fx_slopes(fx, false);
-        p->pse_type = 2;
-        return true;
-    case C_TND_PSE2_MODE7: case C_TND_PSE2_MODE8_S1_NE_S2: case C_TND_PSE2_MODE8_START_IDX: {
-        static const seqs no_empty = {3, {3, 2, 4}, {5, 2, 6}}, last_differs = {3, {3, 2, 4}, {3, 2, 6}},
-                          square = {3, {3, 2, 4}, {3, 2, 4}};
-        static const int64_t one = 1, zero = 0;
-        const bool m7 = c == C_TND_PSE2_MODE7;
-        fx_reseq(fx, m7 ? &no_empty : c == C_TND_PSE2_MODE8_S1_NE_S2 ? &last_differs : &square);
-        int64_t sh[2] = {2048, 2048};
-        fx_mask(fx, ATTNOPS_DTYPE_BOOL, 2, sh);
-        fx_slopes(fx, false);
-        p->pse_type = 2;
-        /* valid band tokens: mode 7's band batch 2 (S1 4, S2 6), mode 8's batch 0 (S1 = S2 = 3) */
-        p->sparse_mode = m7 ? 7 : 8;
-        p->pre_tokens = m7 ? 6 : 3, p->next_tokens = 0;
-        /* MODE8_S1_NE_S2: only the last batch differs, so every batch is checked */
-        if (c == C_TND_PSE2_MODE8_START_IDX) {
-            fx_list(fx, QSTART, ATTNOPS_DTYPE_I64, 1, &one);
-            fx_list(fx, KVSTART, ATTNOPS_DTYPE_I64, 1, &zero);
-        }
-        return true;
-    }
-    }
-    return false;
+    const case_break *r = &BREAK[c];
+    TU_CHECK(r->edits, "case %s has no row in BREAK", CASE[c].name);
+    if (!r->edits || (r->layouts && !(r->layouts & 1u << fx->layout))) return false;
+    const bool bwd = fx->op == BWD;
+    if (bwd && r->bwd_name) e->name = r->bwd_name;
+    if (hidden_layout(fx->layout) && r->hid_name) e->name = r->hid_name;
+    if (r->code) r->code(fx, e);
+    apply_edits(fx, bwd && r->bwd ? r->bwd : r->edits);
+    return true;
 }
 
 static const attnops_layout LAYOUTS[] = {ATTNOPS_LAYOUT_BNSD, ATTNOPS_LAYOUT_BSND, ATTNOPS_LAYOUT_BSH,
@@ -1594,145 +1530,89 @@ enum { SUCCESS_VARIANTS(AS_VALID_ENUM) N_VALID };
 static const char *const VALID_NAME[] = {SUCCESS_VARIANTS(AS_NAME)};
 enum { TND_FIRST_VALID = V_TND_PLAIN };
 
-static void apply_valid(fixture *fx, int v)
-{
-    const dims d = fx->d;
-    attnops_fa_params *p = P(fx);
-    const attnops_dtype b8 = ATTNOPS_DTYPE_BOOL, u8 = ATTNOPS_DTYPE_U8, i64 = ATTNOPS_DTYPE_I64;
-    int64_t full[4] = {d.B, d.N1, d.S1, d.S2}, comp[2] = {2048, 2048};
-    switch (v) {
-    case V_PLAIN: break;
-    case V_DROPOUT_KEEP_HALF: p->keep_prob = 0.5, p->seed = 5, p->offset = 16; break;
-    case V_DROP_MASK_BITS: {
-        int64_t sh[1] = {(d.B * d.N1 * d.S1 * d.S2 + 7) / 8};
-        fx_extra(fx, DROP, u8, 1, sh);
-        p->keep_prob = 0.8;
-        break;
-    }
-    case V_TND_DROPOUT: p->keep_prob = 0.9, p->seed = 2, p->offset = 0; break;
-    case V_ROPE:
-    case V_TND_ROPE: fx_rope(fx, 3, fx->op == BWD); break;
-    case V_FP8_E4M3_F16_OUT: fx_fp8(fx, ATTNOPS_DTYPE_F8_E4M3FN, ATTNOPS_DTYPE_F16); break;
-    case V_FP8_E5M2_BF16_OUT_MASK_PSE_DROPOUT: /* pse of the output dtype under FP8 */
-        fx_fp8(fx, ATTNOPS_DTYPE_F8_E5M2, ATTNOPS_DTYPE_BF16);
-        fx_mask(fx, b8, 2, comp), p->sparse_mode = 2;
-        fx_extra(fx, PSE, ATTNOPS_DTYPE_BF16, 4, full), p->pse_type = 0;
-        p->keep_prob = 0.8;
-        break;
-    case V_ROPE_MASK_PSE_DROPOUT: /* rope combines with everything (the aclnn entry's limits are not ours) */
-        fx_rope(fx, d.D, fx->op == BWD);
-        fx_mask(fx, b8, 2, comp), p->sparse_mode = 3;
-        fx_slopes(fx, false), p->pse_type = 2;
-        p->keep_prob = 0.9;
-        break;
-    case V_MASK_MODE1_B1SS_U8: full[1] = 1, fx_mask(fx, u8, 4, full), p->sparse_mode = 1; break;
-    case V_MASK_MODE2_COMPRESSED_BOOL: fx_mask(fx, b8, 2, comp), p->sparse_mode = 2; break;
-    case V_MASK_MODE6_PREFIX:
-        comp[0] = 3072;
-        fx_mask(fx, b8, 2, comp);
-        fx_prefix(fx, i64);
-        p->sparse_mode = 6;
-        break;
-    case V_PSE_TYPE0_BNSS: fx_extra(fx, PSE, fx->t[Q].view.dtype, 4, full), p->pse_type = 0; break;
-    case V_PSE_TYPE2_SLOPES_START_IDX: {
-        static const int64_t q_start = 3, kv_start = 1;
-        fx_slopes(fx, false);
-        fx_list(fx, QSTART, i64, 1, &q_start);
-        fx_list(fx, KVSTART, i64, 1, &kv_start);
-        p->pse_type = 2;
-        break;
-    }
-    case V_MASK_MODE5_BNSS_I32_PREFIX:
-        fx_mask(fx, b8, 4, full);
-        fx_prefix(fx, ATTNOPS_DTYPE_I32);
-        p->sparse_mode = 5;
-        break;
-    case V_MASK_MODE4_BAND: fx_mask(fx, u8, 2, comp), p->sparse_mode = 4, p->pre_tokens = 3, p->next_tokens = 1; break;
-    case V_MASK_MODE0_SS_TOKENS: /* the tokens mode 4 rejects after its correction are fine for mode 0 */
-        fx_mask(fx, b8, 2, full + 2);
-        p->pre_tokens = -(d.S2 - 1), p->next_tokens = d.S2 - 1;
-        break;
-    case V_PSE_TYPE1_1NSS: full[0] = 1, fx_extra(fx, PSE, fx->t[Q].view.dtype, 4, full); break;
-    case V_PSE_TYPE1_BN1S_MODE3:
-        full[2] = 1;
-        fx_extra(fx, PSE, fx->t[Q].view.dtype, 4, full);
-        fx_mask(fx, u8, 2, comp);
-        p->sparse_mode = 3;
-        break;
-    case V_PSE_TYPE3_BN_SLOPES_EMPTY_Q_START: {
-        static const int64_t kv_start = 2;
-        fx_slopes(fx, true);
-        fx_list(fx, QSTART, i64, 0, NULL);
-        fx_list(fx, KVSTART, i64, 1, &kv_start);
-        p->pse_type = 3;
-        break;
-    }
-    case V_NO_MASK_MODE0_PRE_BEYOND_S2: p->pre_tokens = -(d.S2 + 1), p->next_tokens = d.S2 + 1; break;
-    case V_NO_MASK_MODE0_NO_BAND: p->pre_tokens = 2, p->next_tokens = -3; break;
-    case V_NO_MASK_MODE4_CORRECTED: p->sparse_mode = 4, p->pre_tokens = -(d.S2 - 1), p->next_tokens = d.S2 - 1; break;
-    case V_NO_MASK_MODE6_NO_PREFIX: p->sparse_mode = 6; break;
-
+/* How each variant changes the base call (a pse tensor of types 0/1 takes
+ * query's dtype: f32 outside FP8). */
+static const edit *const VALID[N_VALID] = {
+    [V_PLAIN] = NO_EDIT,
+    [V_MASK_MODE1_B1SS_U8] = EDITS(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 1)),
+    [V_MASK_MODE2_COMPRESSED_BOOL] = EDITS(ATTEN_MASK(BOOL, NUM(2048), NUM(2048)), PARAM(sparse_mode, 2)),
+    [V_MASK_MODE6_PREFIX] = EDITS(ATTEN_MASK(BOOL, NUM(3072), NUM(2048)), VALID_PREFIX(I64), PARAM(sparse_mode, 6)),
+    [V_PSE_TYPE0_BNSS] = EDITS(TENSOR(PSE, F32, SZ(B), SZ(N1), SZ(S1), SZ(S2)), PARAM(pse_type, 0)),
+    [V_PSE_TYPE2_SLOPES_START_IDX] = EDITS(SLOPES(false), LIST(QSTART, I64, NUM(3)), LIST(KVSTART, I64, NUM(1)),
+                                           PARAM(pse_type, 2)),
+    [V_MASK_MODE5_BNSS_I32_PREFIX] = EDITS(ATTEN_MASK(BOOL, SZ(B), SZ(N1), SZ(S1), SZ(S2)), VALID_PREFIX(I32),
+                                           PARAM(sparse_mode, 5)),
+    [V_MASK_MODE4_BAND] = EDITS(ATTEN_MASK(U8, NUM(2048), NUM(2048)), PARAM(sparse_mode, 4), PARAM(pre_tokens, 3),
+                                PARAM(next_tokens, 1)),
+    /* the tokens mode 4 rejects after its correction are fine for mode 0 */
+    [V_MASK_MODE0_SS_TOKENS] = EDITS(ATTEN_MASK(BOOL, SZ(S1), SZ(S2)), PARAM_SZ(pre_tokens, NEG(S2, -1)),
+                                     PARAM_SZ(next_tokens, PLUS(S2, -1))),
+    [V_PSE_TYPE1_1NSS] = EDITS(TENSOR(PSE, F32, NUM(1), SZ(N1), SZ(S1), SZ(S2))),
+    [V_PSE_TYPE1_BN1S_MODE3] = EDITS(TENSOR(PSE, F32, SZ(B), SZ(N1), NUM(1), SZ(S2)),
+                                     ATTEN_MASK(U8, NUM(2048), NUM(2048)), PARAM(sparse_mode, 3)),
+    [V_PSE_TYPE3_BN_SLOPES_EMPTY_Q_START] = EDITS(SLOPES(true), EMPTY_LIST(QSTART, I64), LIST(KVSTART, I64, NUM(2)),
+                                                  PARAM(pse_type, 3)),
+    [V_NO_MASK_MODE0_PRE_BEYOND_S2] = EDITS(PARAM_SZ(pre_tokens, NEG(S2, 1)), PARAM_SZ(next_tokens, PLUS(S2, 1))),
+    [V_NO_MASK_MODE0_NO_BAND] = EDITS(PARAM(pre_tokens, 2), PARAM(next_tokens, -3)),
+    [V_NO_MASK_MODE4_CORRECTED] = EDITS(PARAM(sparse_mode, 4), PARAM_SZ(pre_tokens, NEG(S2, -1)),
+                                        PARAM_SZ(next_tokens, PLUS(S2, -1))),
+    [V_NO_MASK_MODE6_NO_PREFIX] = EDITS(PARAM(sparse_mode, 6)),
+    [V_DROPOUT_KEEP_HALF] = EDITS(PARAM(keep_prob, 0.5), PARAM(seed, 5), PARAM(offset, 16)),
+    [V_DROP_MASK_BITS] = EDITS(TENSOR(DROP, U8, SZ(DROP_BYTES)), PARAM(keep_prob, 0.8)),
+    [V_ROPE] = EDITS(ROPE(NUM(3))),
+    /* rope combines with everything (the aclnn entry's limits are not ours) */
+    [V_ROPE_MASK_PSE_DROPOUT] = EDITS(ROPE(SZ(D)), ATTEN_MASK(BOOL, NUM(2048), NUM(2048)), PARAM(sparse_mode, 3),
+                                      SLOPES(false), PARAM(pse_type, 2), PARAM(keep_prob, 0.9)),
+    [V_FP8_E4M3_F16_OUT] = EDITS(FP8(F8_E4M3FN, F16)),
+    /* pse of the output dtype under FP8 */
+    [V_FP8_E5M2_BF16_OUT_MASK_PSE_DROPOUT] = EDITS(FP8(F8_E5M2, BF16), ATTEN_MASK(BOOL, NUM(2048), NUM(2048)),
+                                                   PARAM(sparse_mode, 2),
+                                                   TENSOR(PSE, BF16, SZ(B), SZ(N1), SZ(S1), SZ(S2)),
+                                                   PARAM(pse_type, 0), PARAM(keep_prob, 0.8)),
     /* TND, from TND_BASE: q lengths [3, 0, 4] -> [3, 3, 7], kv [5, 2, 6] ->
-     * [5, 7, 13]; d.S1 = max S1 = 4, d.S2 = max S2 = 6 */
-    case V_TND_PLAIN: break;
-    case V_TND_I32_LISTS: fx_seq_lists(fx, ATTNOPS_DTYPE_I32); break;
-    case V_TND_TRAILING_EMPTY_BATCHES: { /* [3, 7, 7, 7] and [5, 11, 11, 11]: B = 2 */
-        static const seqs trailing = {4, {3, 4, 0, 0}, {5, 6, 0, 0}};
-        fx_reseq(fx, &trailing);
-        break;
-    }
-    case V_TND_STATS_SAME_AS_INPUT: { /* a true [T1, N1, 8] array: strided (padded rows) is fine */
-        int64_t sh[3] = {fx->T1, d.N1, 8};
-        p->softmax_in_layout = ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
-        fx_set_pad(fx, SMAX, ATTNOPS_DTYPE_F32, 3, sh, 1);
-        fx_set(fx, SSUM, ATTNOPS_DTYPE_F32, 3, sh);
-        break;
-    }
-    case V_TND_MODE0_SS_TOKENS: fx_mask(fx, b8, 2, full + 2), p->pre_tokens = 2, p->next_tokens = 1; break;
-    case V_TND_MODE1_SS: fx_mask(fx, u8, 2, full + 2), p->sparse_mode = 1; break;
-    case V_TND_MODE3_COMPRESSED: fx_mask(fx, b8, 2, comp), p->sparse_mode = 3; break; /* S1 <= S2 per batch */
-    case V_TND_MODE7_BAND: /* band batch 2 (S1 4, S2 6): pre >= S2, S1 - S2 <= next <= 0 */
-        fx_mask(fx, u8, 2, comp), p->sparse_mode = 7, p->pre_tokens = 6, p->next_tokens = 0;
-        break;
-    case V_TND_MODE8_BAND: /* band batch 0 (S1 3, S2 5): pre >= S2, next >= S1 - S2 */
-        fx_mask(fx, b8, 2, comp), p->sparse_mode = 8, p->pre_tokens = 5, p->next_tokens = -2;
-        break;
-    case V_TND_PSE2_SLOPES: {
-        static const seqs no_empty = {3, {3, 2, 4}, {5, 2, 6}};
-        fx_reseq(fx, &no_empty);
-        fx_slopes(fx, false);
-        p->pse_type = 2;
-        break;
-    }
+     * [5, 7, 13]; S1 = max S1 = 4, S2 = max S2 = 6 */
+    [V_TND_PLAIN] = NO_EDIT,
+    [V_TND_I32_LISTS] = EDITS(SEQ_LISTS(I32)),
+    /* [3, 7, 7, 7] and [5, 11, 11, 11]: B = 2 */
+    [V_TND_TRAILING_EMPTY_BATCHES] = EDITS(RESEQ(4, {3, 4, 0, 0}, {5, 6, 0, 0})),
+    /* a true [T1, N1, 8] array: strided (padded rows) is fine */
+    [V_TND_STATS_SAME_AS_INPUT] = EDITS(PARAM(softmax_in_layout, ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT),
+                                        PADDED(SMAX, F32, 1, SZ(T1), SZ(N1), NUM(8)),
+                                        TENSOR(SSUM, F32, SZ(T1), SZ(N1), NUM(8))),
+    [V_TND_MODE0_SS_TOKENS] = EDITS(ATTEN_MASK(BOOL, SZ(S1), SZ(S2)), PARAM(pre_tokens, 2), PARAM(next_tokens, 1)),
+    [V_TND_MODE1_SS] = EDITS(ATTEN_MASK(U8, SZ(S1), SZ(S2)), PARAM(sparse_mode, 1)),
+    /* S1 <= S2 per batch */
+    [V_TND_MODE3_COMPRESSED] = EDITS(ATTEN_MASK(BOOL, NUM(2048), NUM(2048)), PARAM(sparse_mode, 3)),
+    /* band batch 2 (S1 4, S2 6): pre >= S2, S1 - S2 <= next <= 0 */
+    [V_TND_MODE7_BAND] = EDITS(ATTEN_MASK(U8, NUM(2048), NUM(2048)), PARAM(sparse_mode, 7), PARAM(pre_tokens, 6),
+                               PARAM(next_tokens, 0)),
+    /* band batch 0 (S1 3, S2 5): pre >= S2, next >= S1 - S2 */
+    [V_TND_MODE8_BAND] = EDITS(ATTEN_MASK(BOOL, NUM(2048), NUM(2048)), PARAM(sparse_mode, 8), PARAM(pre_tokens, 5),
+                               PARAM(next_tokens, -2)),
+    [V_TND_PSE2_SLOPES] = EDITS(RESEQ(3, {3, 2, 4}, {5, 2, 6}), SLOPES(false), PARAM(pse_type, 2)),
+    /* mode 8 takes pse when every S1 = S2 and q/kv starts agree */
+    [V_TND_PSE2_BN_SLOPES_MODE8_SQUARE] = EDITS(RESEQ(3, {3, 2, 4}, {3, 2, 4}), ATTEN_MASK(BOOL, NUM(2048), NUM(2048)),
+                                                SLOPES(true), LIST(QSTART, I64, NUM(2)), LIST(KVSTART, I64, NUM(2)),
+                                                PARAM(pse_type, 2), PARAM(sparse_mode, 8), PARAM(pre_tokens, 3),
+                                                PARAM(next_tokens, 0)),
+    /* ignored without a mask */
+    [V_TND_NO_MASK_NO_BAND] = EDITS(PARAM(pre_tokens, 2), PARAM(next_tokens, -2)),
+    [V_TND_DROPOUT] = EDITS(PARAM(keep_prob, 0.9), PARAM(seed, 2), PARAM(offset, 0)),
+    [V_TND_ROPE] = EDITS(ROPE(NUM(3))),
     /* valid only because trailing empty batches are dropped (spec 3.4): pse and
      * negative tokens refuse an empty batch that remains */
-    case V_TND_PSE2_SLOPES_TRAILING_EMPTY: {
-        static const seqs trailing = {4, {3, 2, 4, 0}, {5, 2, 6, 0}};
-        fx_reseq(fx, &trailing);
-        fx_slopes(fx, false);
-        p->pse_type = 2;
-        break;
-    }
-    case V_TND_MODE0_NEGATIVE_PRE_TRAILING_EMPTY: { /* a band 1 to 3 keys after the diagonal */
-        static const seqs trailing = {3, {3, 4, 0}, {5, 6, 0}};
-        fx_reseq(fx, &trailing);
-        int64_t sh[2] = {4, 6};
-        fx_mask(fx, b8, 2, sh), p->pre_tokens = -1, p->next_tokens = 3;
-        break;
-    }
-    case V_TND_PSE2_BN_SLOPES_MODE8_SQUARE: { /* mode 8 takes pse when every S1 = S2 and q/kv starts agree */
-        static const seqs square = {3, {3, 2, 4}, {3, 2, 4}};
-        static const int64_t start = 2;
-        fx_reseq(fx, &square);
-        fx_mask(fx, b8, 2, comp);
-        fx_slopes(fx, true);
-        fx_list(fx, QSTART, i64, 1, &start);
-        fx_list(fx, KVSTART, i64, 1, &start);
-        p->pse_type = 2, p->sparse_mode = 8, p->pre_tokens = 3, p->next_tokens = 0;
-        break;
-    }
-    case V_TND_NO_MASK_NO_BAND: p->pre_tokens = 2, p->next_tokens = -2; break; /* ignored without a mask */
-    }
+    [V_TND_PSE2_SLOPES_TRAILING_EMPTY] = EDITS(RESEQ(4, {3, 2, 4, 0}, {5, 2, 6, 0}), SLOPES(false),
+                                               PARAM(pse_type, 2)),
+    /* a band 1 to 3 keys after the diagonal */
+    [V_TND_MODE0_NEGATIVE_PRE_TRAILING_EMPTY] = EDITS(RESEQ(3, {3, 4, 0}, {5, 6, 0}),
+                                                      ATTEN_MASK(BOOL, NUM(4), NUM(6)), PARAM(pre_tokens, -1),
+                                                      PARAM(next_tokens, 3)),
+};
+
+static void apply_valid(fixture *fx, int v)
+{
+    TU_CHECK(VALID[v], "variant %s has no row in VALID", VALID_NAME[v]);
+    if (VALID[v]) apply_edits(fx, VALID[v]);
 }
 
 static tu_tensor new_workspace(size_t bytes)
