@@ -539,6 +539,102 @@ ATTNOPS_API attnops_status attnops_attn_res_grad_workspace_size(const attnops_at
 ATTNOPS_API attnops_status attnops_attn_res_grad(const attnops_attn_res_bwd_args *args, void *workspace,
                                                  size_t workspace_bytes);
 
+/* ------------------------------------------------------------------------ */
+/* FusedInferAttentionScore: inference attention (decode and prompt)          */
+/* ------------------------------------------------------------------------ */
+
+/* CANN's FusedInferAttentionScore (aclnnFusedInferAttentionScoreV3,
+ * torch_npu.npu_fused_infer_attention_score; docs/INFER_ATTENTION.md has the
+ * contract and docs/INFER_ATTENTION_SPEC.md the sources).  S1 = 1 is the
+ * incremental (decode) branch, S1 > 1 the prompt branch; per batch b, query
+ * head h (kv head n2 = h / (N1 / N2)), kept keys j < act_kv[b]:
+ *   S[i][j] = scale_value * (q_i . k_j [+ query_rope_i . key_rope_j]) + pse_shift[b|0][h][i][j]
+ *   out_i   = sum_j softmax_j(S[i]) v_j,   lse_i = max_j S + ln sum_j exp(S - max)
+ * q rows past act_q[b], rows with no kept key and batches with act_kv[b] = 0
+ * give out 0 and lse +inf.  int8 key/value are dequantised as (x + offset) *
+ * scale.  Shapes (H = N D, T = the sum of the batches' lengths):
+ *   query  BSH [B,S1,N1*D]  BSND [B,S1,N1,D]  BNSD [B,N1,S1,D]  TND [T1,N1,D]
+ *   key, value (contiguous): like query with S2 / N2 (TND [T2,N2,D]), value's D = Dv
+ *   key, value (paged, block_table given): [block_num, block_size, N2*D]
+ *     (any layout) or [block_num, N2, block_size, D] (BNSD, TND); position s
+ *     of batch b is row s % block_size of block block_table[b][s / block_size]
+ *   attention_out: query's layout (output_layout BSND for BNSD in: CANN's
+ *     "BNSD_BSND") with head dim Dv;  softmax_lse f32 [B,N1,S1,1] (TND [T1,N1,1]) */
+typedef struct attnops_fia_args {
+    /* required */
+    const attnops_tensor *query;  /* f16, bf16 or f32 */
+    const attnops_tensor *key;    /* query's dtype, or int8 with antiquant scales */
+    const attnops_tensor *value;  /* key's dtype */
+
+    /* optional inputs (NULL = absent) */
+    /* query's dtype, [B|1, N1, S1', S2'] (S1' >= S1, S2' >= S2; paged: S2' >=
+     * block_table's columns * block_size), indexed [b|0][h][i][j] */
+    const attnops_tensor *pse_shift;
+    /* bool/u8/i8, 1 = masked: prompt [S1,S2], [B|1,S1,S2], [B|1,1,S1,S2]
+     * (modes 0, 1; trailing dims may be padded up); decode [B,S2], [B,1,S2],
+     * [B,1,1,S2]; modes 2/3/4: the compressed 2048x2048 lower-triangle tile */
+    const attnops_tensor *atten_mask;
+    /* i64 (or i32) [1 or >= B]: per-batch lengths (one value: every batch);
+     * TND: cumulative (no leading 0), and actual_seq_lengths_kv per batch
+     * when paged.  NULL: S1 / S2.  The decode branch ignores the q lengths
+     * except in TND; a paged cache requires the kv lengths. */
+    const attnops_tensor *actual_seq_lengths;
+    const attnops_tensor *actual_seq_lengths_kv;
+    const attnops_tensor *block_table;       /* i32 [B, >= max_b ceil(act_kv[b] / block_size)] */
+    const attnops_tensor *query_rope;        /* MLA: [.., Dr] beside query (query's dtype); both or neither */
+    const attnops_tensor *key_rope;          /* MLA: [.., Dr] beside key (paged like key) */
+    /* int8 key/value dequantisation, x_hat = (x + offset) * scale, offset
+     * NULL = 0.  Separate (they win over the combined pair), by mode:
+     *   0 per channel: [N2*D], [N2,D], [1,N2,D], [1,N2,1,D] (query's dtype or
+     *     f32), or per tensor [1];  1 per token: f32 [1,B,S2'] or [B,S2'];
+     *   2 per tensor and head: [N2];  3 per token and head: f32 [B,N2,S2']
+     *   (key mode 0 with value mode 1 is allowed: K per channel, V per token).
+     * Combined: one tensor with a leading 2 (0: key, 1: value), antiquant_mode
+     * 0 (per channel / per tensor) or 1 (per token). */
+    const attnops_tensor *key_antiquant_scale;
+    const attnops_tensor *key_antiquant_offset;
+    const attnops_tensor *value_antiquant_scale;
+    const attnops_tensor *value_antiquant_offset;
+    const attnops_tensor *antiquant_scale;
+    const attnops_tensor *antiquant_offset;
+    /* CANN's quantised query/output, left padding and shared prefix: refused
+     * (ATTNOPS_ERR_UNSUPPORTED) when given */
+    const attnops_tensor *dequant_scale1, *quant_scale1, *dequant_scale2, *quant_scale2, *quant_offset2;
+    const attnops_tensor *query_padding_size, *kv_padding_size;
+    const attnops_tensor *key_shared_prefix, *value_shared_prefix, *actual_shared_prefix_len;
+
+    /* attributes (CANN's defaults, set by attnops_fia_args_init) */
+    int64_t num_heads;           /* 1; must be query's N1 */
+    double scale_value;          /* 1.0 */
+    int64_t pre_tokens;          /* INT32_MAX */
+    int64_t next_tokens;         /* INT32_MAX */
+    attnops_layout input_layout; /* BSH; BSND, BNSD, TND (SBH refused) */
+    attnops_layout output_layout;/* UNSET = input_layout; BSND with BNSD input (S1 > 1) */
+    int64_t num_key_value_heads; /* 0 = num_heads */
+    int64_t sparse_mode;         /* 0; 0..4 */
+    int64_t inner_precise;       /* 0; 0..3 (decode 0, 1): bit 0 precision (no effect here) */
+    int64_t block_size;          /* 0; required with block_table */
+    int64_t antiquant_mode;      /* 0 */
+    int64_t key_antiquant_mode;  /* 0 */
+    int64_t value_antiquant_mode;/* 0 */
+    bool softmax_lse_flag;       /* false: softmax_lse may be NULL (else it is [1], written 0) */
+
+    /* outputs */
+    const attnops_tensor *attention_out; /* query's dtype */
+    const attnops_tensor *softmax_lse;   /* f32 */
+
+    /* execution options */
+    attnops_impl impl;     /* AUTO; REFERENCE or CPU (BENCHMARK refused) */
+    int32_t deterministic; /* 0; 1 = bitwise identical results for any thread count */
+    int32_t num_threads;   /* 0 = OpenMP's default */
+} attnops_fia_args;
+
+ATTNOPS_API void attnops_fia_args_init(attnops_fia_args *args);
+ATTNOPS_API attnops_status attnops_fused_infer_attention_score_workspace_size(const attnops_fia_args *args,
+                                                                             size_t *workspace_bytes);
+ATTNOPS_API attnops_status attnops_fused_infer_attention_score(const attnops_fia_args *args, void *workspace,
+                                                              size_t workspace_bytes);
+
 /* Which instruction set the fast kernels run on: "avx512", "avx2" (with
  * FMA and F16C) on x86-64, "neon" (ASIMD) on AArch64, or "portable" (plain
  * C, no library GEMMs).  Chosen once per process, the best the CPU has;

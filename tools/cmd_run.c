@@ -66,7 +66,8 @@ static int list_support(void)
             bool here = false;
             for (int i = 0; attnops_cpu_isa_at(i, &here); i++) {
                 const char *isa = attnops_cpu_isa_at(i, NULL);
-                support_row(d, impl, isa, !here ? "(not on this CPU)" : !strcmp(isa, attnops_cpu_isa()) ? "(runs here)" : "");
+                const char *note = !here ? "(not on this CPU)" : !strcmp(isa, attnops_cpu_isa()) ? "(runs here)" : "";
+                support_row(d, impl, isa, note);
             }
         }
     }

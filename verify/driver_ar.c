@@ -227,7 +227,8 @@ static void ar_example(attnops_dtype dtype, char *json, size_t n)
 const harness_driver driver_attnres = {
     .name = "attnres",
     .title = "Block Attention Residuals (forward + backward)",
-    .dtypes = {[ATTNOPS_IMPL_REFERENCE] = AR_DTYPES, [ATTNOPS_IMPL_CPU] = AR_DTYPES, [ATTNOPS_IMPL_BENCHMARK] = AR_DTYPES},
+    .dtypes = {[ATTNOPS_IMPL_REFERENCE] = AR_DTYPES, [ATTNOPS_IMPL_CPU] = AR_DTYPES,
+               [ATTNOPS_IMPL_BENCHMARK] = AR_DTYPES},
     .example = ar_example,
     .triple_dtype = ATTNOPS_DTYPE_F32,
     .parse = ar_parse,

@@ -101,7 +101,8 @@ static bool read_field(harness_parse *c, const cJSON *v, int f, void *ctx)
     case F_MASK_SHAPE: ok = hp_str(c, v, &r->mask_shape); break;
     case F_KEEP:
         r->keep = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-        if (!(r->keep > 0.0 && r->keep <= 1.0)) ok = hp_fail(c, v->string, "is the keep probability; it must lie in (0, 1]");
+        if (!(r->keep > 0.0 && r->keep <= 1.0))
+            ok = hp_fail(c, v->string, "is the keep probability; it must lie in (0, 1]");
         break;
     case F_SEED: ok = hp_int(c, v, 0, big, &r->seed); break;
     case F_OFFSET: ok = hp_int(c, v, 0, big, &r->offset); break;

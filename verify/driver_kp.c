@@ -191,7 +191,8 @@ static attnops_status kp_run_case(const harness_case *hc, const harness_run_opti
     const kp_case *g = &s->chain[HARNESS_GOLDEN];
     s->B = hc->kp.B;
     s->valid_rows = attnops_tensor_contiguous((void *)g->valid_rows, ATTNOPS_DTYPE_I64, 1, &s->B);
-    s->valid = kp_valid_mask(g->valid_rows, s->B, s->pooled[HARNESS_GOLDEN].view.rank, s->pooled[HARNESS_GOLDEN].view.shape);
+    const attnops_tensor *pooled = &s->pooled[HARNESS_GOLDEN].view;
+    s->valid = kp_valid_mask(g->valid_rows, s->B, pooled->rank, pooled->shape);
     r->attributes = kp_attributes(g);
     kp_tensors(r, s);
     return st;

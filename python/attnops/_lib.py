@@ -158,6 +158,21 @@ class AttnResBwdArgs(ctypes.Structure):
                 ("impl", _enum), ("num_threads", ctypes.c_int32)]
 
 
+class FiaArgs(ctypes.Structure):
+    _fields_ = [(name, _T) for name in (
+        "query", "key", "value", "pse_shift", "atten_mask", "actual_seq_lengths", "actual_seq_lengths_kv",
+        "block_table", "query_rope", "key_rope", "key_antiquant_scale", "key_antiquant_offset",
+        "value_antiquant_scale", "value_antiquant_offset", "antiquant_scale", "antiquant_offset", "dequant_scale1",
+        "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2", "query_padding_size", "kv_padding_size",
+        "key_shared_prefix", "value_shared_prefix", "actual_shared_prefix_len")] + [
+        ("num_heads", ctypes.c_int64), ("scale_value", ctypes.c_double), ("pre_tokens", ctypes.c_int64),
+        ("next_tokens", ctypes.c_int64), ("input_layout", _enum), ("output_layout", _enum),
+        ("num_key_value_heads", ctypes.c_int64), ("sparse_mode", ctypes.c_int64), ("inner_precise", ctypes.c_int64),
+        ("block_size", ctypes.c_int64), ("antiquant_mode", ctypes.c_int64), ("key_antiquant_mode", ctypes.c_int64),
+        ("value_antiquant_mode", ctypes.c_int64), ("softmax_lse_flag", ctypes.c_bool), ("attention_out", _T),
+        ("softmax_lse", _T), ("impl", _enum), ("deterministic", ctypes.c_int32), ("num_threads", ctypes.c_int32)]
+
+
 class DtypeTraits(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("cann_name", ctypes.c_char_p), ("torch_name", ctypes.c_char_p),
                 ("size", ctypes.c_size_t), ("is_float", ctypes.c_bool), ("to_f64", ctypes.c_void_p),
@@ -167,7 +182,8 @@ class DtypeTraits(ctypes.Structure):
 STRUCTS = {"attnops_dtype_traits": DtypeTraits, "attnops_tensor": Tensor, "attnops_fa_params": FaParams,
            "attnops_fa_fwd_args": FaFwdArgs, "attnops_fa_bwd_args": FaBwdArgs,
            "attnops_dropout_mask_args": DropoutMaskArgs, "attnops_key_pool_args": KeyPoolArgs,
-           "attnops_attn_res_fwd_args": AttnResFwdArgs, "attnops_attn_res_bwd_args": AttnResBwdArgs}
+           "attnops_attn_res_fwd_args": AttnResFwdArgs, "attnops_attn_res_bwd_args": AttnResBwdArgs,
+           "attnops_fia_args": FiaArgs}
 
 # ---- functions --------------------------------------------------------------------
 
@@ -197,7 +213,8 @@ DTYPES = _dtype_codes()
 # The two-phase ops, called through attnops._native (python/native/attnops_native.c) by index, with the
 # addresses of the functions this library resolved (so ATTNOPS_LIBRARY picks the build for both).
 TWO_PHASE_OPS = ("flash_attention_score", "flash_attention_varlen_score", "flash_attention_score_grad",
-                 "flash_attention_unpadding_score_grad", "key_pool", "attn_res", "attn_res_grad")
+                 "flash_attention_unpadding_score_grad", "key_pool", "attn_res", "attn_res_grad",
+                 "fused_infer_attention_score")
 _OP_INDEX = {name: i for i, name in enumerate(TWO_PHASE_OPS)}
 _declare("attnops_fa_params_init", None, ctypes.POINTER(FaParams))
 _declare("attnops_fa_fwd_args_init", None, ctypes.POINTER(FaFwdArgs))
@@ -205,6 +222,7 @@ _declare("attnops_fa_bwd_args_init", None, ctypes.POINTER(FaBwdArgs))
 _declare("attnops_key_pool_args_init", None, ctypes.POINTER(KeyPoolArgs))
 _declare("attnops_attn_res_fwd_args_init", None, ctypes.POINTER(AttnResFwdArgs))
 _declare("attnops_attn_res_bwd_args_init", None, ctypes.POINTER(AttnResBwdArgs))
+_declare("attnops_fia_args_init", None, ctypes.POINTER(FiaArgs))
 _declare("attnops_dropout_mask", ctypes.c_int, ctypes.POINTER(DropoutMaskArgs))
 _declare("attnops_alibi_slopes", ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_float))
 _declare("attnops_fp8_quantize_blocks", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_void_p,

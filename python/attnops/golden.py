@@ -19,7 +19,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from . import _fa, _kp_ar, _lib
+from . import _fa, _fia, _kp_ar, _lib
 from ._views import NUMPY, Call
 
 _INT32_MAX = _fa.INT32_MAX
@@ -129,3 +129,19 @@ def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block=None, rms
     return _kp_ar.attn_res_grad(grad_h, list(blocks), proj_weight, alpha, partial_block=partial_block,
                                 rmsnorm_gamma=rmsnorm_gamma, rms=rms, scale=scale, enable_rmsnorm=enable_rmsnorm,
                                 impl=impl, num_threads=num_threads, arrays=NUMPY)
+
+
+def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
+                                actual_seq_lengths_kv=None, block_table=None, query_rope=None, key_rope=None,
+                                num_heads=1, scale=1.0, pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX,
+                                input_layout="BSH", num_key_value_heads=0, sparse_mode=0, inner_precise=0,
+                                block_size=0, softmax_lse_flag=False, impl="reference", num_threads=0):
+    """-> (attention_out, softmax_lse f32): CANN's FusedInferAttentionScore (docs/INFER_ATTENTION.md),
+    decode (S1 = 1) or prompt, contiguous or paged (block_table, block_size) key/value."""
+    return _fia.fused_infer_attention_score(
+        query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths=actual_seq_lengths,
+        actual_seq_lengths_kv=actual_seq_lengths_kv, block_table=block_table, query_rope=query_rope,
+        key_rope=key_rope, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens, next_tokens=next_tokens,
+        input_layout=input_layout, num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
+        inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag, impl=impl,
+        num_threads=num_threads, arrays=NUMPY)

@@ -1,0 +1,82 @@
+"""FusedInferAttentionScore on torch tensors or numpy arrays: the output shapes and the C call
+(include/attnops.h, docs/INFER_ATTENTION.md).
+
+input_layout is CANN's string: BSH, BSND, BNSD, TND, or BNSD_BSND (BNSD in, BSND out).  The
+length lists are Python sequences (per batch; TND cumulative, the kv lengths per batch when
+paged).  Returns (attention_out, softmax_lse); softmax_lse is [B, N1, S1, 1] (TND [T1, N1, 1])
+with softmax_lse_flag, else a one-element zero, as op-plugin returns it.
+"""
+import ctypes
+
+from . import _lib
+from ._views import TORCH, Call
+
+INT32_MAX = 2147483647
+_IN_LAYOUTS = {"BSH": ("BSH", "BSH"), "BSND": ("BSND", "BSND"), "BNSD": ("BNSD", "BNSD"), "TND": ("TND", "TND"),
+               "BNSD_BSND": ("BNSD", "BSND")}
+
+
+def _layouts(input_layout):
+    if input_layout not in _IN_LAYOUTS:
+        raise ValueError(f"attnops: input_layout is {input_layout!r}; it must be one of {', '.join(_IN_LAYOUTS)}")
+    return _IN_LAYOUTS[input_layout]
+
+
+def output_shapes(query, key, value, input_layout, num_heads, paged):
+    """(attention_out shape, softmax_lse shape) of a call; the library checks the rest."""
+    lay_in, lay_out = _layouts(input_layout)
+    q = tuple(query.shape)
+    if lay_in == "BSH":
+        b, s1, d = q[0], q[1], q[2] // max(num_heads, 1)
+    elif lay_in == "BSND":
+        b, s1, d = q[0], q[1], q[3]
+    elif lay_in == "BNSD":
+        b, s1, d = q[0], q[2], q[3]
+    else:
+        b, s1, d = None, q[0], q[2]
+    k, v = tuple(key.shape), tuple(value.shape)
+    if len(v) == 4 or (lay_in == "TND" and not paged):
+        dv = v[-1]
+    else:  # [.., N2 * Dv] beside key's [.., N2 * D]
+        n2 = max(k[-1] // d, 1) if d else 1
+        dv = v[-1] // n2
+    if lay_in == "TND":
+        return (q[0], num_heads, dv), (q[0], num_heads, 1)
+    out = {"BSH": (b, s1, num_heads * dv), "BSND": (b, s1, num_heads, dv), "BNSD": (b, num_heads, s1, dv)}[lay_out]
+    return out, (b, num_heads, s1, 1)
+
+
+def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
+                                actual_seq_lengths_kv=None, block_table=None, query_rope=None, key_rope=None,
+                                num_heads=1, scale=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX,
+                                input_layout="BSH", num_key_value_heads=0, sparse_mode=0, inner_precise=0,
+                                block_size=0, softmax_lse_flag=False, impl="auto", num_threads=0, out=None,
+                                arrays=TORCH):
+    """(attention_out, softmax_lse): new tensors or arrays, or the pair `out` given (op-plugin's .out form)."""
+    lay_in, lay_out = _layouts(input_layout)
+    call = Call(arrays)
+    args = _lib.FiaArgs()
+    _lib.lib.attnops_fia_args_init(ctypes.byref(args))
+    lengths = {name: None if vals is None else arrays.int64(vals)
+               for name, vals in (("actual_seq_lengths", actual_seq_lengths),
+                                  ("actual_seq_lengths_kv", actual_seq_lengths_kv))}
+    for name, t in (("query", query), ("key", key), ("value", value), ("pse_shift", pse_shift),
+                    ("atten_mask", atten_mask), ("block_table", block_table), ("query_rope", query_rope),
+                    ("key_rope", key_rope), *lengths.items()):
+        setattr(args, name, call.view(t, name))
+    args.num_heads, args.scale_value = num_heads, scale
+    args.pre_tokens, args.next_tokens = pre_tokens, next_tokens
+    args.input_layout = _lib.LAYOUTS.index(lay_in) + 1
+    args.output_layout = _lib.LAYOUTS.index(lay_out) + 1
+    args.num_key_value_heads, args.sparse_mode = num_key_value_heads, sparse_mode
+    args.inner_precise, args.block_size, args.softmax_lse_flag = inner_precise, block_size, bool(softmax_lse_flag)
+    if impl not in _lib.IMPL:
+        raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
+    args.impl, args.num_threads = _lib.IMPL[impl], num_threads
+    if out is None:
+        out_shape, lse_shape = output_shapes(query, key, value, input_layout, num_heads, block_table is not None)
+        out = call.arrays.empty(out_shape, query), call.arrays.empty_f32(lse_shape if softmax_lse_flag else (1,))
+    out, lse = out
+    args.attention_out, args.softmax_lse = call.view(out, "attention_out"), call.view(lse, "softmax_lse")
+    _lib.run("fused_infer_attention_score", args)
+    return out, lse

@@ -1,0 +1,254 @@
+"""FusedInferAttentionScore's golden against the tests' own float64 statement of the rules
+(fia_oracle.py, which never calls attnops): decode and prompt, every layout, GQA, per-batch
+lengths, paged caches with random block tables, masks and sparse modes 0-4, pse_shift, MLA rope,
+softmax_lse; and the invalid arguments, refused with a sentence and nothing written."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnops import _fia, _lib, golden
+
+from checks import assert_close
+from fia_oracle import fia as oracle
+
+INT32_MAX = 2147483647
+
+
+def _run(q, k, v, **kw):
+    return _fia.fused_infer_attention_score(q, k, v, impl="reference", **kw)
+
+
+def _check(q, k, v, reduce_len, **kw):
+    """The golden's out and lse against the oracle (lse only where the flag asks for it)."""
+    out, lse = _run(q, k, v, softmax_lse_flag=True, **kw)
+    e_out, e_lse = oracle(q, k, v, **kw)
+    assert_close("attention_out", out, e_out, q.dtype, reduce_len)
+    lse = lse.reshape(e_lse.shape).double()
+    inf = torch.isinf(e_lse)
+    assert torch.equal(torch.isinf(lse), inf) and bool((lse[inf] > 0).all()), "lse +inf rows"
+    assert_close("softmax_lse", lse[~inf], e_lse[~inf], torch.float32, 1)
+    return out, lse
+
+
+def _qkv(layout, b, n1, n2, s1, s2, d, dtype, dv=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    dv = dv or d
+
+    def make(n, s, dd):
+        shape = {"BSH": (b, s, n * dd), "BSND": (b, s, n, dd), "BNSD": (b, n, s, dd)}[layout]
+        return torch.randn(shape, generator=g).to(dtype)
+    return make(n1, s1, d), make(n2, s2, d), make(n2, s2, dv)
+
+
+@pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD"])
+@pytest.mark.parametrize("n2", [8, 2, 1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_decode_contiguous(layout, n2, dtype):
+    q, k, v = _qkv(layout, 3, 8, n2, 1, 37, 16, dtype)
+    _check(q, k, v, 37, input_layout=layout, num_heads=8, num_key_value_heads=n2, scale=0.25,
+           actual_seq_lengths_kv=[37, 0, 1])
+
+
+@pytest.mark.parametrize("mode,pre,nxt", [(0, INT32_MAX, INT32_MAX), (0, 3, 1), (1, 0, 0), (2, 0, 0), (3, 0, 0),
+                                          (4, 4, 2), (4, -1, 3)])
+def test_prompt_masks(mode, pre, nxt):
+    b, s1, s2 = 2, 9, 13
+    q, k, v = _qkv("BNSD", b, 4, 2, s1, s2, 16, torch.float32, seed=1)
+    g = torch.Generator().manual_seed(2)
+    mask = (torch.rand(b, 1, s1 + 2, s2 + 3, generator=g) < 0.3) if mode < 2 else torch.triu(
+        torch.ones(2048, 2048, dtype=torch.bool), 1)
+    _check(q, k, v, s2, input_layout="BNSD", num_heads=4, num_key_value_heads=2, scale=0.3, atten_mask=mask,
+           sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, actual_seq_lengths=[9, 6],
+           actual_seq_lengths_kv=[13, 4])
+
+
+def test_prompt_without_mask_ignores_tokens_and_fills_padded_rows():
+    q, k, v = _qkv("BSND", 2, 2, 2, 6, 8, 8, torch.float16, seed=3)
+    out, lse = _check(q, k, v, 8, input_layout="BSND", num_heads=2, pre_tokens=0, next_tokens=0,
+                      actual_seq_lengths=[4, 6], actual_seq_lengths_kv=[8, 5])
+    assert float(out[0, 4:].abs().max()) == 0.0 and bool(torch.isinf(lse[0, :, 4:]).all())
+
+
+def test_pse_shift():
+    b, s1, s2 = 2, 5, 11
+    q, k, v = _qkv("BSH", b, 4, 4, s1, s2, 8, torch.bfloat16, seed=4)
+    pse = torch.randn(1, 4, s1 + 1, s2 + 2).to(torch.bfloat16)
+    _check(q, k, v, s2, input_layout="BSH", num_heads=4, scale=0.5, pse_shift=pse)
+    qd, kd, vd = _qkv("BSH", b, 4, 4, 1, s2, 8, torch.bfloat16, seed=5)
+    _check(qd, kd, vd, s2, input_layout="BSH", num_heads=4, scale=0.5,
+           pse_shift=torch.randn(b, 4, 1, s2).to(torch.bfloat16))
+
+
+def test_decode_mask():
+    q, k, v = _qkv("BNSD", 3, 4, 1, 1, 20, 16, torch.float32, seed=6)
+    g = torch.Generator().manual_seed(7)
+    mask = torch.rand(3, 1, 1, 24, generator=g) < 0.5
+    mask[1] = True  # a step with every key masked: out 0, lse +inf
+    out, lse = _check(q, k, v, 20, input_layout="BNSD", num_heads=4, num_key_value_heads=1, atten_mask=mask,
+                      sparse_mode=3)
+    assert float(out[1].abs().max()) == 0.0
+
+
+def _paged(k, v, block_size, lens, rank, seed, shared=False, spare=3):
+    """A paged copy of contiguous BNSD k, v [B, N2, S, D]: shuffled blocks, partially filled last blocks,
+    (shared: batch 1 reuses batch 0's first block, whose rows agree), unused blocks left random."""
+    g = torch.Generator().manual_seed(seed)
+    b, n2, s, d = k.shape
+    dv = v.shape[3]
+    cols = max(-(-length // block_size) for length in lens)
+    need = sum(-(-length // block_size) for length in lens)
+    blocks = need + spare
+    perm = torch.randperm(blocks, generator=g).tolist()
+    table = torch.full((b, cols + 1), -1, dtype=torch.int32)
+    kc = torch.randn(blocks, n2, block_size, d, generator=g).to(k.dtype)
+    vc = torch.randn(blocks, n2, block_size, dv, generator=g).to(v.dtype)
+    used = 0
+    for bi, length in enumerate(lens):
+        for c in range(-(-length // block_size)):
+            if shared and bi == 1 and c == 0:
+                blk = int(table[0, 0])
+                k[1, :, :block_size] = k[0, :, :block_size]
+                v[1, :, :block_size] = v[0, :, :block_size]
+            else:
+                blk = perm[used]
+                used += 1
+            table[bi, c] = blk
+            rows = min(block_size, length - c * block_size)
+            kc[blk, :, :rows] = k[bi, :, c * block_size:c * block_size + rows]
+            vc[blk, :, :rows] = v[bi, :, c * block_size:c * block_size + rows]
+    if rank == 3:
+        kc = kc.transpose(1, 2).reshape(blocks, block_size, n2 * d)
+        vc = vc.transpose(1, 2).reshape(blocks, block_size, n2 * dv)
+    return kc, vc, table
+
+
+@pytest.mark.parametrize("rank", [3, 4])
+@pytest.mark.parametrize("s1", [1, 5])
+@pytest.mark.parametrize("block_size", [4, 16])
+def test_paged(rank, s1, block_size):
+    b, n1, n2, d, s2 = 3, 8, 2, 16, 40
+    q, k, v = _qkv("BNSD", b, n1, n2, s1, s2, d, torch.float16, seed=8)
+    lens = [40, 17, 1]
+    kc, vc, table = _paged(k, v, block_size, lens, rank, seed=9, shared=True)
+    kw = dict(input_layout="BNSD", num_heads=n1, num_key_value_heads=n2, scale=0.25, block_table=table,
+              block_size=block_size, actual_seq_lengths_kv=lens)
+    if s1 > 1:
+        kw.update(sparse_mode=3, atten_mask=torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1))
+    out, lse = _check(q, kc, vc, s2, **kw)
+    # the same keys contiguous give the same bits
+    masked = {k2: v2 for k2, v2 in kw.items() if k2 not in ("block_table", "block_size")}
+    out_c, lse_c = _run(q, k, v, softmax_lse_flag=True, **masked)
+    assert torch.equal(out, out_c) and torch.equal(lse, lse_c.reshape(lse.shape).double())
+
+
+def test_tnd_contiguous_and_paged():
+    n1, n2, d = 4, 2, 16
+    lens_q, lens_kv = [3, 1, 5], [6, 0, 9]
+    g = torch.Generator().manual_seed(10)
+    q = torch.randn(sum(lens_q), n1, d, generator=g)
+    k = torch.randn(sum(lens_kv), n2, d, generator=g)
+    v = torch.randn(sum(lens_kv), n2, d, generator=g)
+    cum = lambda xs: list(np.cumsum(xs))  # noqa: E731
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    out, lse = _check(q, k, v, 9, input_layout="TND", num_heads=n1, num_key_value_heads=n2, scale=0.25,
+                      actual_seq_lengths=cum(lens_q), actual_seq_lengths_kv=cum(lens_kv), sparse_mode=3,
+                      atten_mask=mask)
+    # the same keys in a paged cache (kv lengths per batch)
+    kb = torch.zeros(3, n2, 9, d)
+    vb = torch.zeros(3, n2, 9, d)
+    start = 0
+    for bi, length in enumerate(lens_kv):
+        kb[bi, :, :length] = k[start:start + length].transpose(0, 1)
+        vb[bi, :, :length] = v[start:start + length].transpose(0, 1)
+        start += length
+    kc, vc, table = _paged(kb, vb, 4, lens_kv, 4, seed=11)
+    out_p, lse_p = _check(q, kc, vc, 9, input_layout="TND", num_heads=n1, num_key_value_heads=n2, scale=0.25,
+                          actual_seq_lengths=cum(lens_q), actual_seq_lengths_kv=lens_kv, block_table=table,
+                          block_size=4, sparse_mode=3, atten_mask=mask)
+    assert torch.equal(out, out_p) and torch.equal(lse, lse_p)
+
+
+def test_mla_rope_decode_paged():
+    """DeepSeek's absorbed form in small: N2 = 1, the rope part a second dot product before the scale."""
+    b, n1, d, dr, s2, bs = 2, 8, 32, 8, 23, 8
+    g = torch.Generator().manual_seed(12)
+    q = torch.randn(b, n1, 1, d, generator=g).bfloat16()
+    qr = torch.randn(b, n1, 1, dr, generator=g).bfloat16()
+    k = torch.randn(b, 1, s2, d, generator=g).bfloat16()
+    kr = torch.randn(b, 1, s2, dr, generator=g).bfloat16()
+    lens = [23, 9]
+    kc, vc, table = _paged(k, k.clone(), bs, lens, 3, seed=13)
+    krc, _, _ = _paged(kr, kr.clone(), bs, lens, 3, seed=13)
+    _check(q, kc, vc, s2, input_layout="BNSD", num_heads=n1, num_key_value_heads=1, scale=1 / math.sqrt(d + dr),
+           block_table=table, block_size=bs, actual_seq_lengths_kv=lens, query_rope=qr, key_rope=krc)
+
+
+def test_bnsd_bsnd_and_value_head_dim():
+    q, k, v = _qkv("BNSD", 2, 4, 4, 3, 10, 16, torch.float32, dv=8, seed=14)
+    out, _ = _check(q, k, v, 10, input_layout="BNSD_BSND", num_heads=4, scale=0.2)
+    assert out.shape == (2, 3, 4, 8)
+
+
+def test_lse_flag_off_gives_a_zero():
+    q, k, v = _qkv("BSH", 1, 2, 2, 1, 5, 8, torch.float32, seed=15)
+    out, lse = _fia.fused_infer_attention_score(q, k, v, num_heads=2, impl="reference")
+    assert lse.shape == (1,) and float(lse[0]) == 0.0
+    e_out, _ = oracle(q, k, v, num_heads=2)
+    assert_close("attention_out", out, e_out, q.dtype, 5)
+
+
+def test_numpy_golden():
+    """attnops.golden on numpy arrays (bf16 through ml_dtypes) is the same call."""
+    import ml_dtypes
+    q, k, v = _qkv("BSND", 2, 4, 2, 1, 9, 8, torch.bfloat16, seed=16)
+    to_np = lambda t: t.float().numpy().astype(ml_dtypes.bfloat16)  # noqa: E731
+    out, lse = golden.fused_infer_attention_score(to_np(q), to_np(k), to_np(v), num_heads=4,
+                                                  num_key_value_heads=2, input_layout="BSND",
+                                                  softmax_lse_flag=True, actual_seq_lengths_kv=[9, 3])
+    t_out, t_lse = _run(q, k, v, num_heads=4, num_key_value_heads=2, input_layout="BSND", softmax_lse_flag=True,
+                        actual_seq_lengths_kv=[9, 3])
+    assert np.array_equal(out.astype(np.float32), t_out.float().numpy())
+    assert np.array_equal(lse, t_lse.numpy())
+
+
+def _refused(words, status, q, k, v, **kw):
+    out = torch.full(_fia.output_shapes(q, k, v, kw.get("input_layout", "BSH"), kw.get("num_heads", 1),
+                                        kw.get("block_table") is not None)[0], math.nan, dtype=q.dtype)
+    lse = torch.full((1,), math.nan)
+    with pytest.raises(_lib.AttnopsError) as exc:
+        _fia.fused_infer_attention_score(q, k, v, out=(out, lse), **kw)
+    msg = str(exc.value).rsplit(" [", 1)[0]  # the library's sentence, before " [STATUS number]"
+    assert exc.value.status == status, msg
+    assert msg.startswith("FusedInferAttentionScore: ") and msg.endswith(".") and all(w in msg for w in words), msg
+    assert bool(out.isnan().all()) and bool(lse.isnan().all()), "an output was written"
+
+
+def test_invalid_arguments_are_refused_and_nothing_written():
+    q, k, v = _qkv("BNSD", 2, 4, 2, 1, 8, 16, torch.float16, seed=17)
+    inv, unsup = _lib.ERR_PARAM_INVALID, 161003
+    base = dict(input_layout="BNSD", num_heads=4, num_key_value_heads=2)
+    _refused(["num_key_value_heads", "4"], inv, q, k, v, input_layout="BNSD", num_heads=4, num_key_value_heads=4)
+    _refused(["num_heads = 4", "3"], inv, q, k[:, :1].repeat(1, 3, 1, 1), v[:, :1].repeat(1, 3, 1, 1),
+             input_layout="BNSD", num_heads=4, num_key_value_heads=3)
+    _refused(["sparse_mode", "5"], inv, q, k, v, sparse_mode=5, **base)
+    _refused(["actual_seq_lengths_kv[1] = 9", "[0, 8]"], inv, q, k, v, actual_seq_lengths_kv=[8, 9], **base)
+    kc, vc, table = _paged(k.clone(), v.clone(), 4, [8, 5], 4, seed=18)
+    table[1, 1] = kc.shape[0]
+    _refused(["block_table[1][1]", "is not a block"], inv, q, kc, vc, block_table=table, block_size=4,
+             actual_seq_lengths_kv=[8, 5], **base)
+    _refused(["actual_seq_lengths_kv", "block_table"], _lib.ERR_NULLPTR, q, kc, vc, block_table=table, block_size=4,
+             **base)
+    _refused(["impl CPU", "not landed"], unsup, q, k, v, impl="cpu", **base)
+    _refused(["inner_precise is 2", "decode"], inv, q, k, v, inner_precise=2, **base)
+
+
+def test_check_fails_on_a_wrong_rule():
+    """The comparison catches a wrong rule: the oracle with mode 2 against the golden's mode 3."""
+    q, k, v = _qkv("BNSD", 1, 2, 2, 6, 9, 8, torch.float32, seed=19)
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    out, _ = _run(q, k, v, input_layout="BNSD", num_heads=2, sparse_mode=3, atten_mask=mask)
+    e_out, _ = oracle(q, k, v, input_layout="BNSD", num_heads=2, sparse_mode=2, atten_mask=mask)
+    with pytest.raises(AssertionError):
+        assert_close("attention_out", out, e_out, q.dtype, 9)

@@ -1,0 +1,68 @@
+/* FusedInferAttentionScore's per-batch lengths and the kept-key predicate
+ * (docs/INFER_ATTENTION.md "Masks"; spec section 3.8).  Shared by the
+ * golden and the fast kernel, and checked against the tests' own float64
+ * statement of the rules (python/tests/fia_oracle.py). */
+#include "fia/fia_problem.h"
+
+/* Batch b's value of a length list, or of a cumulative one (its difference). */
+static int64_t length(const char *data, attnops_dtype dt, int64_t stride, bool cumulative, int64_t b)
+{
+    if (!cumulative) return fia_int_at(data, dt, b * stride);
+    return fia_int_at(data, dt, b * stride) - (b ? fia_int_at(data, dt, (b - 1) * stride) : 0);
+}
+
+int64_t fia_q_len(const fia_problem *p, int64_t b)
+{
+    if (p->decode && !p->q_cumulative) return 1; /* the decode branch ignores the q lengths but in TND */
+    return p->q_len ? length(p->q_len, p->q_len_dtype, p->q_len_stride, p->q_cumulative, b) : p->S1;
+}
+
+int64_t fia_kv_len(const fia_problem *p, int64_t b)
+{
+    return p->kv_len ? length(p->kv_len, p->kv_len_dtype, p->kv_len_stride, p->kv_cumulative, b) : p->S2;
+}
+
+int64_t fia_q_row0(const fia_problem *p, int64_t b)
+{
+    return p->q_cumulative && b ? fia_int_at(p->q_len, p->q_len_dtype, (b - 1) * p->q_len_stride) : 0;
+}
+
+int64_t fia_kv_row0(const fia_problem *p, int64_t b)
+{
+    return p->kv_cumulative && b ? fia_int_at(p->kv_len, p->kv_len_dtype, (b - 1) * p->kv_len_stride) : 0;
+}
+
+/* Modes 0 (with a mask) and 4 keep a band of the diagonal, measured from
+ * the top-left corner (mode 0) or the bottom-right one (mode 4: the
+ * diagonal j = i + L2 - L1); modes 2 and 3 keep j <= i (+ L2 - L1). */
+bool fia_kept(const fia_problem *p, int64_t b, int64_t i, int64_t j, int64_t L1, int64_t L2)
+{
+    if (p->mask == FIA_MASK_USER) {
+        const uint8_t m = *(const uint8_t *)(p->mask_data + b * p->mask_sb + i * p->mask_si + j * p->mask_sj);
+        if (m) return false;
+    }
+    if (p->decode) return true; /* tokens and modes do not apply to a decode step */
+    const int64_t shift = L2 - L1, delta = j - i;
+    switch (p->sparse_mode) {
+    case 0: return p->mask == FIA_MASK_NONE || (delta >= -p->pre_tokens && delta <= p->next_tokens);
+    case 1: return true;
+    case 2: return delta <= 0;
+    case 3: return delta <= shift;
+    default: return delta >= shift - p->pre_tokens && delta <= shift + p->next_tokens; /* 4 */
+    }
+}
+
+void fia_dequant(const fia_quant *q, int64_t b, int64_t n2, int64_t s, int64_t d, double *scale, double *offset)
+{
+    int64_t at = 0;
+    switch (q->kind) {
+    case FIA_QUANT_CHANNEL: at = n2 * q->s0 + d * q->s1; break;
+    case FIA_QUANT_TOKEN: at = b * q->s0 + s * q->s1; break;
+    case FIA_QUANT_HEAD: at = n2 * q->s0; break;
+    case FIA_QUANT_TOKEN_HEAD: at = b * q->s0 + n2 * q->s1 + s * q->s2; break;
+    default: *scale = 1.0, *offset = 0.0; return;
+    }
+    *scale = ao_load_f64(q->scale + at * (int64_t)attnops_dtype_size(q->scale_dtype), q->scale_dtype);
+    *offset = q->offset ? ao_load_f64(q->offset + at * (int64_t)attnops_dtype_size(q->offset_dtype), q->offset_dtype)
+                        : 0.0;
+}

@@ -1,0 +1,128 @@
+/* FusedInferAttentionScore semantics shared by every implementation: the
+ * validated problem (fia_validate.c), how a (batch, head, position) finds
+ * its element in a contiguous or paged tensor, the per-batch lengths, and
+ * which keys a query row keeps (fia_mask.c).  The rules and their sources
+ * are docs/INFER_ATTENTION.md and docs/INFER_ATTENTION_SPEC.md.
+ *
+ * Indices: b batch, h query head (n2 = h / G its kv head, G = N1 / N2),
+ * i query row within the batch (0 .. act_q[b] - 1), j key position
+ * (0 .. act_kv[b] - 1), d head dim. */
+#ifndef ATTNOPS_FIA_PROBLEM_H
+#define ATTNOPS_FIA_PROBLEM_H
+
+#include "core/core.h"
+
+/* Element (b, n, s, d) of a contiguous q-like tensor: data + ((b sb + n sn
+ * + (row0[b] + s) ss + d sd) elements, row0 the batch's first token (TND)
+ * or 0.  A paged key/value: s goes through the block table instead. */
+typedef struct fia_view {
+    const char *data;
+    attnops_dtype dtype;
+    int64_t es;             /* bytes per element */
+    int64_t sb, sn, ss, sd; /* element strides of batch, head, position, head dim */
+    /* paged: the cache [block_num, block_size, N D] or [block_num, N, block_size, D] */
+    int64_t s_block;        /* element stride of one physical block (ss: of one row in it) */
+} fia_view;
+
+/* The mask a prompt row or a decode step reads. */
+typedef enum fia_mask_kind {
+    FIA_MASK_NONE = 0,
+    FIA_MASK_USER,       /* [b|0][i][j] (prompt modes 0, 1) or [b][j] (decode) */
+    FIA_MASK_COMPRESSED  /* modes 2, 3, 4: the rule, the tile's contents unused */
+} fia_mask_kind;
+
+/* int8 key/value dequantisation of one tensor: x_hat = (x + offset) * scale. */
+typedef enum fia_quant_kind {
+    FIA_QUANT_NONE = 0,
+    FIA_QUANT_CHANNEL, /* [n2][d] (per tensor: one value, strides 0) */
+    FIA_QUANT_TOKEN,   /* [b][s] */
+    FIA_QUANT_HEAD,    /* [n2] */
+    FIA_QUANT_TOKEN_HEAD /* [b][n2][s] */
+} fia_quant_kind;
+
+typedef struct fia_quant {
+    fia_quant_kind kind;
+    const char *scale, *offset; /* offset NULL: 0 */
+    attnops_dtype scale_dtype, offset_dtype;
+    int64_t s0, s1, s2; /* element strides of the kind's indices, in order ([n2][d], [b][s], [n2], [b][n2][s]) */
+} fia_quant;
+
+typedef struct fia_problem {
+    int64_t B, N1, N2, G, S1, S2, D, Dv, Dr; /* S1, S2: the tensors' (TND: the longest batch's); S2 paged: capacity */
+    attnops_layout layout, out_layout;
+    bool decode;          /* S1 = 1: the incremental branch (masks per batch, tokens and modes unused) */
+    bool paged;
+    double scale;
+    int64_t sparse_mode, pre_tokens, next_tokens, inner_precise;
+    bool lse_flag;
+
+    fia_view q, k, v, qr, kr, out; /* qr, kr: data NULL without MLA */
+    const attnops_tensor *lse;     /* NULL: none (flag off and no tensor) */
+
+    /* per-batch lengths: a value per batch, or one for all (stride 0); TND
+     * cumulative, read through fia_q_len / fia_q_row0 */
+    const char *q_len, *kv_len;
+    attnops_dtype q_len_dtype, kv_len_dtype;
+    int64_t q_len_stride, kv_len_stride;
+    bool q_cumulative, kv_cumulative;
+
+    /* paged KV: table [B, table_cols] i32 */
+    const int32_t *table;
+    int64_t table_sb, table_sc, table_cols, block_size;
+
+    /* mask and position bias */
+    fia_mask_kind mask;
+    const char *mask_data;
+    int64_t mask_sb, mask_si, mask_sj; /* element strides of [b][i][j] (sb 0: shared by the batches) */
+    const char *pse;
+    attnops_dtype pse_dtype;
+    int64_t pse_sb, pse_sh, pse_si, pse_sj;
+
+    fia_quant kq, vq; /* int8 key/value */
+
+    attnops_impl impl;
+    int threads, team, deterministic;
+} fia_problem;
+
+/* Element i of an int32 or int64 list (lengths). */
+static inline int64_t fia_int_at(const char *data, attnops_dtype dt, int64_t i)
+{
+    if (dt == ATTNOPS_DTYPE_I32) return ((const int32_t *)(const void *)data)[i];
+    return ((const int64_t *)(const void *)data)[i];
+}
+
+/* Validates everything (docs/INFER_ATTENTION.md "Validation"); fills p.
+ * Nothing is read from outputs or written. */
+attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_problem *p);
+
+/* Per-batch lengths (0 for a batch with none): the query rows the batch has
+ * (decode: 1), its keys; its first query and key row in a TND tensor. */
+int64_t fia_q_len(const fia_problem *p, int64_t b);
+int64_t fia_kv_len(const fia_problem *p, int64_t b);
+int64_t fia_q_row0(const fia_problem *p, int64_t b);
+int64_t fia_kv_row0(const fia_problem *p, int64_t b);
+
+/* The element offset (in elements of v's dtype) of (b, n, s, 0) of a
+ * query-like view, and of key position s of batch b, head n2 in a key-like
+ * view (contiguous, or through the block table). */
+static inline int64_t fia_q_at(const fia_view *v, int64_t b, int64_t n, int64_t row)
+{
+    return b * v->sb + n * v->sn + row * v->ss;
+}
+static inline int64_t fia_kv_at(const fia_problem *p, const fia_view *v, int64_t b, int64_t n2, int64_t row0,
+                                int64_t s)
+{
+    if (!p->paged) return b * v->sb + n2 * v->sn + (row0 + s) * v->ss;
+    const int64_t block = p->table[b * p->table_sb + (s / p->block_size) * p->table_sc];
+    return block * v->s_block + n2 * v->sn + (s % p->block_size) * v->ss;
+}
+
+/* Whether query row i of batch b keeps key j (i < act_q[b], j < act_kv[b]):
+ * the mask, the sparse mode's rule and the tokens (fia_mask.c). */
+bool fia_kept(const fia_problem *p, int64_t b, int64_t i, int64_t j, int64_t L1, int64_t L2);
+
+/* The dequantisation of key (which 0) or value (1) element (b, n2, s, d):
+ * scale and offset (0 without); int8 keys and values only. */
+void fia_dequant(const fia_quant *q, int64_t b, int64_t n2, int64_t s, int64_t d, double *scale, double *offset);
+
+#endif
