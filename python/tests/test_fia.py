@@ -21,15 +21,18 @@ def _run(q, k, v, **kw):
 
 
 def _check(q, k, v, reduce_len, **kw):
-    """The golden's out and lse against the oracle (lse only where the flag asks for it)."""
-    out, lse = _run(q, k, v, softmax_lse_flag=True, **kw)
+    """The golden's and the fast kernel's out and lse against the oracle; returns the golden's."""
     e_out, e_lse = oracle(q, k, v, **kw)
-    assert_close("attention_out", out, e_out, q.dtype, reduce_len)
-    lse = lse.reshape(e_lse.shape).double()
     inf = torch.isinf(e_lse)
-    assert torch.equal(torch.isinf(lse), inf) and bool((lse[inf] > 0).all()), "lse +inf rows"
-    assert_close("softmax_lse", lse[~inf], e_lse[~inf], torch.float32, 1)
-    return out, lse
+    results = []
+    for impl in ("reference", "cpu"):
+        out, lse = _fia.fused_infer_attention_score(q, k, v, impl=impl, softmax_lse_flag=True, **kw)
+        assert_close(f"{impl} attention_out", out, e_out, q.dtype, reduce_len)
+        lse = lse.reshape(e_lse.shape).double()
+        assert torch.equal(torch.isinf(lse), inf) and bool((lse[inf] > 0).all()), f"{impl} lse +inf rows"
+        assert_close(f"{impl} softmax_lse", lse[~inf], e_lse[~inf], torch.float32, reduce_len)
+        results.append((out, lse))
+    return results[0]
 
 
 def _qkv(layout, b, n1, n2, s1, s2, d, dtype, dv=None, seed=0):
@@ -227,7 +230,7 @@ def _refused(words, status, q, k, v, **kw):
 
 def test_invalid_arguments_are_refused_and_nothing_written():
     q, k, v = _qkv("BNSD", 2, 4, 2, 1, 8, 16, torch.float16, seed=17)
-    inv, unsup = _lib.ERR_PARAM_INVALID, 161003
+    inv = _lib.ERR_PARAM_INVALID
     base = dict(input_layout="BNSD", num_heads=4, num_key_value_heads=2)
     _refused(["num_key_value_heads", "4"], inv, q, k, v, input_layout="BNSD", num_heads=4, num_key_value_heads=4)
     _refused(["num_heads = 4", "3"], inv, q, k[:, :1].repeat(1, 3, 1, 1), v[:, :1].repeat(1, 3, 1, 1),
@@ -240,7 +243,9 @@ def test_invalid_arguments_are_refused_and_nothing_written():
              actual_seq_lengths_kv=[8, 5], **base)
     _refused(["actual_seq_lengths_kv", "block_table"], _lib.ERR_NULLPTR, q, kc, vc, block_table=table, block_size=4,
              **base)
-    _refused(["impl CPU", "not landed"], unsup, q, k, v, impl="cpu", **base)
+    _refused(["impl is 3", "no benchmark chain"], inv, q, k, v, impl="benchmark", **base)
+    with pytest.raises(ValueError, match="input_layout is 'SBH'"):
+        _fia.fused_infer_attention_score(q, k, v, input_layout="SBH", num_heads=4)
     _refused(["inner_precise is 2", "decode"], inv, q, k, v, inner_precise=2, **base)
 
 
@@ -252,3 +257,28 @@ def test_check_fails_on_a_wrong_rule():
     e_out, _ = oracle(q, k, v, input_layout="BNSD", num_heads=2, sparse_mode=2, atten_mask=mask)
     with pytest.raises(AssertionError):
         assert_close("attention_out", out, e_out, q.dtype, 9)
+
+
+@pytest.mark.parametrize("keys", [1, 127, 128, 129, 511, 512, 513, 1100])
+@pytest.mark.parametrize("paged", [False, True])
+def test_fast_kernel_across_tile_and_split_boundaries(keys, paged):
+    """Key counts one below, at and above the kernel's tile (128) and split (512) sizes, decode and a short
+    prompt, contiguous and paged (block 16): the fast kernel against the oracle (in _check)."""
+    causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    for s1, kw in ((1, {}), (3, dict(sparse_mode=3, atten_mask=causal))):
+        q, k, v = _qkv("BNSD", 2, 8, 2, s1, keys, 32, torch.bfloat16, seed=keys + s1)
+        lens = [keys, max(keys // 2, 1)]
+        if paged:
+            kc, vc, table = _paged(k, v, 16, lens, 4, seed=keys)
+            kw = dict(kw, block_table=table, block_size=16)
+            k, v = kc, vc
+        _check(q, k, v, keys, input_layout="BNSD", num_heads=8, num_key_value_heads=2, scale=0.2,
+               actual_seq_lengths_kv=lens, **kw)
+
+
+def test_fast_kernel_bits_do_not_depend_on_threads():
+    q, k, v = _qkv("BSND", 1, 8, 1, 1, 3000, 64, torch.float16, seed=20)
+    runs = [_fia.fused_infer_attention_score(q, k, v, input_layout="BSND", num_heads=8, num_key_value_heads=1,
+                                             softmax_lse_flag=True, impl="cpu", num_threads=t) for t in (1, 2, 3)]
+    for out, lse in runs[1:]:
+        assert torch.equal(out, runs[0][0]) and torch.equal(lse, runs[0][1])

@@ -1,14 +1,12 @@
 /* Public FusedInferAttentionScore entry points: validate once, size the
  * chosen implementation's workspace, run it.  No output is written before
  * every check has passed.
- *
- * The golden (REFERENCE) is here; the fast split-KV kernel is not yet
- * (docs/INFER_ATTENTION.md, "Status"): AUTO runs the golden and CPU is
- * refused with a sentence that says so, until it lands. */
+ * REFERENCE is the golden; AUTO and CPU the split-KV kernel. */
 #include <limits.h>
 #include <string.h>
 
 #include "core/validate.h"
+#include "cpu/fia_cpu.h"
 #include "fia/fia_problem.h"
 #include "ref/fia_ref.h"
 
@@ -24,13 +22,15 @@ void attnops_fia_args_init(attnops_fia_args *a)
     a->input_layout = ATTNOPS_LAYOUT_BSH;
 }
 
-static attnops_status validate(const attnops_fia_args *a, fia_problem *p)
+typedef struct fia_impl_ops {
+    size_t (*workspace)(const fia_problem *);
+    void (*run)(const fia_problem *, void *);
+} fia_impl_ops;
+
+static fia_impl_ops pick(const fia_problem *p)
 {
-    AO_TRY(fia_validate(a, OP, p));
-    if (p->impl == ATTNOPS_IMPL_CPU)
-        return ao_fail(ATTNOPS_ERR_UNSUPPORTED, "%s: impl CPU: the fast kernel has not landed yet; AUTO and "
-                       "REFERENCE run the golden (docs/INFER_ATTENTION.md, \"Status\").", OP);
-    return ATTNOPS_SUCCESS;
+    if (p->impl == ATTNOPS_IMPL_REFERENCE) return (fia_impl_ops){fia_ref_workspace, fia_ref_run};
+    return (fia_impl_ops){fia_cpu_workspace, fia_cpu_run};
 }
 
 attnops_status attnops_fused_infer_attention_score_workspace_size(const attnops_fia_args *args,
@@ -39,8 +39,8 @@ attnops_status attnops_fused_infer_attention_score_workspace_size(const attnops_
     ao_clear_error();
     if (!workspace_bytes) return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: workspace_bytes is NULL.", OP);
     fia_problem p;
-    AO_TRY(validate(args, &p));
-    *workspace_bytes = fia_ref_workspace(&p);
+    AO_TRY(fia_validate(args, OP, &p));
+    *workspace_bytes = pick(&p).workspace(&p);
     return ATTNOPS_SUCCESS;
 }
 
@@ -63,11 +63,12 @@ attnops_status attnops_fused_infer_attention_score(const attnops_fia_args *args,
 {
     ao_clear_error();
     fia_problem p;
-    AO_TRY(validate(args, &p));
-    AO_TRY(ao_check_workspace(OP, workspace, workspace_bytes, fia_ref_workspace(&p)));
+    AO_TRY(fia_validate(args, OP, &p));
+    const fia_impl_ops ops = pick(&p);
+    AO_TRY(ao_check_workspace(OP, workspace, workspace_bytes, ops.workspace(&p)));
     if (p.lse && !p.lse_flag) zero_lse(p.lse);
     p.team = ao_team_acquire(p.threads);
-    fia_ref_run(&p, workspace);
+    ops.run(&p, workspace);
     ao_team_release(p.team);
     return ATTNOPS_SUCCESS;
 }

@@ -1,0 +1,12 @@
+/* The FusedInferAttentionScore fast kernel (fia_cpu.c): split-KV over the
+ * cache read in place, f32 accumulation, the tile GEMMs and the
+ * FlashAttention softmax kernels of the ISA in use. */
+#ifndef ATTNOPS_FIA_CPU_H
+#define ATTNOPS_FIA_CPU_H
+
+#include "fia/fia_problem.h"
+
+size_t fia_cpu_workspace(const fia_problem *p);
+void fia_cpu_run(const fia_problem *p, void *workspace);
+
+#endif
