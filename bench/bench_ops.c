@@ -16,6 +16,9 @@
  *   attnres     AttnRes B=1, T=4096 (512 with --quick), N=25 blocks + the partial one, D=4096, bf16,
  *               RMSNorm; phases fwd (h and the two f32 caches, as training writes them) and bwd
  *               (from the forward's caches)
+ *   fia_decode_bf16, _f32, _paged_bf16
+ *               FusedInferAttentionScore decode step B=4, N1=32, N2=8, D=128, 4096 cached keys
+ *               (contiguous; paged: blocks of 128); 4x the calls
  *
  * Per phase (JSON keys <case>_<phase>_..., or <case>_... for a one-phase
  * operator): one untimed call (its rise of the process's peak RSS measured:
@@ -50,6 +53,9 @@
 #define KP_DECODE_LENS                                                                                        \
     "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"
 #define AR "\"op\": \"attnres\", \"B\": 1, \"N\": 25, \"D\": 4096, \"dtype\": \"bf16\", "
+/* A decode step of a GQA model (Llama-3-8B's heads): B=4, N1=32, N2=8, D=128, 4096 cached keys. */
+#define FIA_DECODE "\"op\": \"infer_attention\", \"B\": 4, \"N1\": 32, \"N2\": 8, \"S1\": 1, \"S2\": 4096, " \
+                   "\"D\": 128, \"input_layout\": \"BNSD\", "
 
 static const struct builtin {
     const char *name, *json, *quick; /* quick: the --quick case, NULL: the same */
@@ -58,6 +64,9 @@ static const struct builtin {
     {"kp_prefill", "{" KP "\"lens\": [4096]}", "{" KP "\"lens\": [512]}", 1},
     {"kp_decode", "{" KP "\"lens\": " KP_DECODE_LENS ", \"starts\": " KP_DECODE_STARTS "}", NULL, 10},
     {"attnres", "{" AR "\"T\": 4096}", "{" AR "\"T\": 512}", 1},
+    {"fia_decode_bf16", "{" FIA_DECODE "\"dtype\": \"bf16\"}", NULL, 4},
+    {"fia_decode_f32", "{" FIA_DECODE "\"dtype\": \"fp32\"}", NULL, 4},
+    {"fia_decode_paged_bf16", "{" FIA_DECODE "\"dtype\": \"bf16\", \"block_size\": 128}", NULL, 4},
 };
 
 typedef struct options {

@@ -17,9 +17,16 @@
 #include "compare.h"
 #include "ar_case.h"
 #include "fa_case.h"
+#include "fia_case.h"
 #include "kp_case.h"
 
-typedef enum harness_op { HARNESS_OP_FA_GRAD, HARNESS_OP_KEYPOOL, HARNESS_OP_ATTNRES, HARNESS_OP_COUNT } harness_op;
+typedef enum harness_op {
+    HARNESS_OP_FA_GRAD,
+    HARNESS_OP_KEYPOOL,
+    HARNESS_OP_ATTNRES,
+    HARNESS_OP_INFER_ATTENTION,
+    HARNESS_OP_COUNT
+} harness_op;
 
 /* A case's name: 1 to HARNESS_NAME_MAX letters, digits, '_', '-', '.', '+',
  * not starting with '.' (it names the export's directory); unique in a file. */
@@ -37,6 +44,7 @@ typedef struct harness_case {
         fa_case_shape shape; /* HARNESS_OP_FA_GRAD */
         kp_case_spec kp;     /* HARNESS_OP_KEYPOOL */
         ar_case_spec ar;     /* HARNESS_OP_ATTNRES */
+        fia_case_spec fia;   /* HARNESS_OP_INFER_ATTENTION */
     };
     uint64_t data_seed;
     cmp_rule rule;
