@@ -6,6 +6,7 @@
     torch.ops.attnops.flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
                                                  softmax_sum, head_num, input_layout, ...)
         -> (dq, dk, dv, dq_rope, dk_rope)
+    torch.ops.attnops.fused_infer_attention_score(query, key, value, ...) -> (attention_out, softmax_lse)
 
 Argument names and defaults are CANN's (include/attnops.h), with torch_npu's
 int[] for the sequence-length lists.  `impl` picks the implementation
@@ -20,7 +21,7 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _fa, _kp_ar
+from . import _fa, _fia, _kp_ar
 
 _NS = "attnops"
 
@@ -234,6 +235,37 @@ def _backward(ctx, d_out, _d_max, _d_sum):
 
 
 torch.library.register_autograd(f"{_NS}::flash_attention_score", _backward, setup_context=_setup_context)
+
+
+# ---- FusedInferAttentionScore (inference: no gradient) ---------------------------------
+@torch.library.custom_op(f"{_NS}::fused_infer_attention_score", mutates_args=(), device_types="cpu")
+def fused_infer_attention_score(query: Tensor, key: Tensor, value: Tensor, pse_shift: Optional[Tensor] = None,
+                                atten_mask: Optional[Tensor] = None,
+                                actual_seq_lengths: Optional[List[int]] = None,
+                                actual_seq_lengths_kv: Optional[List[int]] = None,
+                                block_table: Optional[Tensor] = None, query_rope: Optional[Tensor] = None,
+                                key_rope: Optional[Tensor] = None, num_heads: int = 1, scale: float = 1.0,
+                                pre_tokens: int = _fa.INT32_MAX, next_tokens: int = _fa.INT32_MAX,
+                                input_layout: str = "BSH", num_key_value_heads: int = 0, sparse_mode: int = 0,
+                                inner_precise: int = 0, block_size: int = 0, softmax_lse_flag: bool = False,
+                                impl: str = "auto") -> Tuple[Tensor, Tensor]:
+    """(attention_out, softmax_lse): docs/INFER_ATTENTION.md."""
+    return _fia.fused_infer_attention_score(
+        query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths=actual_seq_lengths,
+        actual_seq_lengths_kv=actual_seq_lengths_kv, block_table=block_table, query_rope=query_rope,
+        key_rope=key_rope, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens, next_tokens=next_tokens,
+        input_layout=input_layout, num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
+        inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag, impl=impl,
+        num_threads=torch.get_num_threads())
+
+
+@fused_infer_attention_score.register_fake
+def _(query, key, value, pse_shift=None, atten_mask=None, actual_seq_lengths=None, actual_seq_lengths_kv=None,
+      block_table=None, query_rope=None, key_rope=None, num_heads=1, scale=1.0, pre_tokens=_fa.INT32_MAX,
+      next_tokens=_fa.INT32_MAX, input_layout="BSH", num_key_value_heads=0, sparse_mode=0, inner_precise=0,
+      block_size=0, softmax_lse_flag=False, impl="auto"):
+    out, lse = _fia.output_shapes(query, key, value, input_layout, num_heads, block_table is not None)
+    return query.new_empty(out), query.new_empty(lse if softmax_lse_flag else (1,), dtype=torch.float32)
 
 
 # ---- KeyPool ------------------------------------------------------------------------

@@ -202,3 +202,92 @@ def ai_infra_block_attn_res_backward(grad_h, blocks, proj_weight, alpha_cache, p
         _gamma(rmsnorm_gamma, enable_rmsnorm, proj_weight), rms_cache, scale, enable_rmsnorm)
     return (grads, grad_partial if partial_block is not None else None, grad_proj,
             grad_gamma if enable_rmsnorm else None)
+
+
+# ---- FusedInferAttentionScore and its older siblings (docs/INFER_ATTENTION.md) ------------------
+def _left_out(op, **given):
+    """NotImplementedError naming the first given argument attnops leaves out (docs/INFER_ATTENTION.md)."""
+    for name, value in given.items():
+        if value is not None:
+            raise NotImplementedError(f"attnops: {op}: {name} is not supported (docs/INFER_ATTENTION.md, \"Left out\")")
+
+
+def _one_tensor(op, name, t):
+    """key / value: a tensor, or torch_npu's one-element tensor list."""
+    if isinstance(t, (list, tuple)):
+        if len(t) != 1:
+            raise NotImplementedError(f"attnops: {op}: {name} as a list of {len(t)} tensors is not supported")
+        return t[0]
+    return t
+
+
+def _lengths(x):
+    return None if x is None else [int(v) for v in x]
+
+
+def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
+                                    actual_seq_lengths_kv=None, dequant_scale1=None, quant_scale1=None,
+                                    dequant_scale2=None, quant_scale2=None, quant_offset2=None,
+                                    antiquant_scale=None, antiquant_offset=None, key_antiquant_scale=None,
+                                    key_antiquant_offset=None, value_antiquant_scale=None,
+                                    value_antiquant_offset=None, block_table=None, query_padding_size=None,
+                                    kv_padding_size=None, key_shared_prefix=None, value_shared_prefix=None,
+                                    actual_shared_prefix_len=None, query_rope=None, key_rope=None,
+                                    key_rope_antiquant_scale=None, num_heads=1, scale=1.0,
+                                    pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, input_layout="BSH",
+                                    num_key_value_heads=0, sparse_mode=0, inner_precise=0, block_size=0,
+                                    antiquant_mode=0, key_antiquant_mode=0, value_antiquant_mode=0,
+                                    softmax_lse_flag=False):
+    """-> (attention_out, softmax_lse): op-plugin 7.1.0's schema; softmax_lse is [B, N, S1, 1] (TND
+    [T, N, 1]) with softmax_lse_flag, else a one-element zero."""
+    op = "npu_fused_infer_attention_score"
+    _left_out(op, dequant_scale1=dequant_scale1, quant_scale1=quant_scale1, dequant_scale2=dequant_scale2,
+              quant_scale2=quant_scale2, quant_offset2=quant_offset2, antiquant_scale=antiquant_scale,
+              antiquant_offset=antiquant_offset, key_antiquant_scale=key_antiquant_scale,
+              key_antiquant_offset=key_antiquant_offset, value_antiquant_scale=value_antiquant_scale,
+              value_antiquant_offset=value_antiquant_offset, query_padding_size=query_padding_size,
+              kv_padding_size=kv_padding_size, key_shared_prefix=key_shared_prefix,
+              value_shared_prefix=value_shared_prefix, actual_shared_prefix_len=actual_shared_prefix_len,
+              key_rope_antiquant_scale=key_rope_antiquant_scale)
+    return torch.ops.attnops.fused_infer_attention_score(
+        query, _one_tensor(op, "key", key), _one_tensor(op, "value", value), pse_shift=pse_shift,
+        atten_mask=atten_mask, actual_seq_lengths=_lengths(actual_seq_lengths),
+        actual_seq_lengths_kv=_lengths(actual_seq_lengths_kv), block_table=block_table, query_rope=query_rope,
+        key_rope=key_rope, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens, next_tokens=next_tokens,
+        input_layout=input_layout.upper(), num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
+        inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag)
+
+
+def npu_incre_flash_attention(query, key, value, *, padding_mask=None, atten_mask=None, pse_shift=None,
+                              actual_seq_lengths=None, antiquant_scale=None, antiquant_offset=None, block_table=None,
+                              dequant_scale1=None, quant_scale1=None, dequant_scale2=None, quant_scale2=None,
+                              quant_offset2=None, kv_padding_size=None, num_heads=1, scale_value=1.0,
+                              input_layout="BSH", num_key_value_heads=0, block_size=0, inner_precise=1):
+    """-> attention_out: the decode step; actual_seq_lengths are the key/value lengths (IFA's meaning)."""
+    _left_out("npu_incre_flash_attention", padding_mask=padding_mask, antiquant_scale=antiquant_scale,
+              antiquant_offset=antiquant_offset, dequant_scale1=dequant_scale1, quant_scale1=quant_scale1,
+              dequant_scale2=dequant_scale2, quant_scale2=quant_scale2, quant_offset2=quant_offset2,
+              kv_padding_size=kv_padding_size)
+    return npu_fused_infer_attention_score(
+        query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths_kv=actual_seq_lengths,
+        block_table=block_table, num_heads=num_heads, scale=scale_value, input_layout=input_layout,
+        num_key_value_heads=num_key_value_heads, block_size=block_size, inner_precise=inner_precise)[0]
+
+
+def npu_prompt_flash_attention(query, key, value, *, padding_mask=None, atten_mask=None, pse_shift=None,
+                               actual_seq_lengths=None, deq_scale1=None, quant_scale1=None, deq_scale2=None,
+                               quant_scale2=None, quant_offset2=None, num_heads=1, scale_value=1.0,
+                               pre_tokens=2147473647, next_tokens=0, input_layout="BSH", num_key_value_heads=0,
+                               actual_seq_lengths_kv=None, sparse_mode=0):
+    """-> attention_out: the prompt branch; sparse_mode 10..14 is op-plugin's high-precision alias of 0..4."""
+    _left_out("npu_prompt_flash_attention", padding_mask=padding_mask, deq_scale1=deq_scale1,
+              quant_scale1=quant_scale1, deq_scale2=deq_scale2, quant_scale2=quant_scale2,
+              quant_offset2=quant_offset2)
+    inner_precise = 1
+    if 10 <= sparse_mode <= 14:
+        sparse_mode, inner_precise = sparse_mode - 10, 0
+    return npu_fused_infer_attention_score(
+        query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths=actual_seq_lengths,
+        actual_seq_lengths_kv=actual_seq_lengths_kv, num_heads=num_heads, scale=scale_value, pre_tokens=pre_tokens,
+        next_tokens=next_tokens, input_layout=input_layout, num_key_value_heads=num_key_value_heads,
+        sparse_mode=sparse_mode, inner_precise=inner_precise)[0]

@@ -282,3 +282,30 @@ def test_fast_kernel_bits_do_not_depend_on_threads():
                                              softmax_lse_flag=True, impl="cpu", num_threads=t) for t in (1, 2, 3)]
     for out, lse in runs[1:]:
         assert torch.equal(out, runs[0][0]) and torch.equal(lse, runs[0][1])
+
+
+def test_torch_npu_entry_points_and_opcheck():
+    """npu_fused_infer_attention_score (op-plugin 7.1.0's schema), npu_incre_flash_attention (its
+    actual_seq_lengths are kv lengths) and npu_prompt_flash_attention (sparse_mode 13 = 3 at high
+    precision) give the operator's results; the torch.library op passes opcheck (its fake included)."""
+    from attnops import torch_npu
+    q, k, v = _qkv("BSH", 2, 4, 2, 1, 30, 16, torch.float16, seed=21)
+    want, want_lse = _fia.fused_infer_attention_score(q, k, v, num_heads=4, num_key_value_heads=2, scale=0.25,
+                                                      actual_seq_lengths_kv=[30, 12], softmax_lse_flag=True)
+    out, lse = torch_npu.npu_fused_infer_attention_score(q, [k], [v], num_heads=4, num_key_value_heads=2, scale=0.25,
+                                                         actual_seq_lengths_kv=[30, 12], softmax_lse_flag=True)
+    assert torch.equal(out, want) and torch.equal(lse, want_lse)
+    inc = torch_npu.npu_incre_flash_attention(q, k, v, num_heads=4, num_key_value_heads=2, scale_value=0.25,
+                                              actual_seq_lengths=[30, 12])
+    assert torch.equal(inc, want)
+    qp, kp, vp = _qkv("BNSD", 1, 2, 2, 6, 9, 8, torch.float32, seed=22)
+    causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    prompt = torch_npu.npu_prompt_flash_attention(qp, kp, vp, num_heads=2, input_layout="BNSD", atten_mask=causal,
+                                                  sparse_mode=13)
+    e_out, _ = oracle(qp, kp, vp, input_layout="BNSD", num_heads=2, sparse_mode=3, atten_mask=causal)
+    assert_close("prompt", prompt, e_out, torch.float32, 9)
+    with pytest.raises(NotImplementedError, match="quant_scale2"):
+        torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=4, quant_scale2=torch.ones(1))
+    torch.library.opcheck(torch.ops.attnops.fused_infer_attention_score.default, (q, k, v),
+                          dict(num_heads=4, num_key_value_heads=2, actual_seq_lengths_kv=[30, 12],
+                               softmax_lse_flag=True))

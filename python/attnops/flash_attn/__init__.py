@@ -313,3 +313,112 @@ def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqle
     return flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
                                   softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
                                   return_attn_probs)
+
+
+# ---- the KV-cache API ------------------------------------------------------------------------------
+def _rotary(x, cos, sin, pos, interleaved):
+    """x (B, S, H, D) with its first rd = 2 cos.shape[1] dims rotated at positions pos (B, S), in f32 (flash-attn's
+    flash_attn/layers/rotary.py): pairs (2d, 2d + 1) when interleaved (GPT-J), else (d, d + rd / 2) (GPT-NeoX)."""
+    rd = 2 * cos.shape[1]
+    c, s = cos[pos].unsqueeze(2).float(), sin[pos].unsqueeze(2).float()
+    x1 = x[..., :rd].float()
+    if interleaved:
+        a, b = x1[..., 0::2], x1[..., 1::2]
+        rot = torch.stack((a * c - b * s, b * c + a * s), dim=-1).flatten(-2)
+    else:
+        a, b = x1[..., :rd // 2], x1[..., rd // 2:]
+        rot = torch.cat((a * c - b * s, b * c + a * s), dim=-1)
+    return torch.cat((rot.to(x.dtype), x[..., rd:]), dim=-1)
+
+
+def _kv_lengths(op, cache_seqlens, batch, capacity):
+    """cache_seqlens as a list of ints (None: every batch full)."""
+    if cache_seqlens is None:
+        return [capacity] * batch
+    if isinstance(cache_seqlens, int):
+        return [cache_seqlens] * batch
+    lens = [int(x) for x in cache_seqlens.reshape(-1).tolist()]
+    if len(lens) != batch:
+        raise ValueError(f"attnops: {op}: cache_seqlens has {len(lens)} values; it must have batch = {batch}")
+    return lens
+
+
+def _cache_rows(k_cache, block_table, cache_batch_idx, b, rows):
+    """Physical rows of k_cache viewed as [-1, Hk, D] for batch b's logical rows."""
+    if block_table is not None:
+        page = k_cache.shape[1]
+        return block_table[b, rows // page].long() * page + rows % page
+    bc = int(cache_batch_idx[b]) if cache_batch_idx is not None else b
+    return bc * k_cache.shape[1] + rows
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
+                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+    """flash-attn 2.x's decoding entry point (docs/INFER_ATTENTION_SPEC.md section 4): k and v, when given, are
+    written into the caches in place at rows cache_seqlens[b] + t (k after rotary); q attends to the cache rows
+    [cache_leftpad[b], cache_seqlens[b] + S_new), causal bottom-right.  Caches are (B_c, S_c, Hk, D), or paged
+    (num_blocks, page_block_size, Hk, D) through block_table (any page size).  Returns out (B, Sq, H, D), with
+    return_softmax_lse also softmax_lse f32 (B, H, Sq).  num_splits only tunes flash-attn's CUDA kernel."""
+    op = "flash_attn_with_kvcache"
+    _check(q)
+    if softcap and softcap > 0:
+        raise NotImplementedError(f"attnops: {op}: softcap is not supported with a KV cache yet")
+    if alibi_slopes is not None:
+        raise NotImplementedError(f"attnops: {op}: alibi_slopes are not supported with a KV cache yet")
+    paged = block_table is not None
+    if paged and (cache_batch_idx is not None or cache_leftpad is not None):
+        raise ValueError(f"attnops: {op}: a paged cache (block_table) takes neither cache_batch_idx nor "
+                         "cache_leftpad (flash-attn's rule)")
+    if (k is None) != (v is None):
+        raise ValueError(f"attnops: {op}: k and v go together")
+    batch, sq, heads, d = q.shape
+    hk = k_cache.shape[2]
+    capacity = block_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
+    lens = _kv_lengths(op, cache_seqlens, batch, capacity)
+    s_new = k.shape[1] if k is not None else 0
+    if k is not None and cache_seqlens is None:
+        raise ValueError(f"attnops: {op}: new k and v need cache_seqlens (where they are written)")
+    lead = [0] * batch if cache_leftpad is None else [int(x) for x in cache_leftpad.reshape(-1).tolist()]
+    if any(length + s_new > capacity for length in lens):
+        raise ValueError(f"attnops: {op}: cache_seqlens + {s_new} new rows exceed the cache's {capacity} rows")
+    left, right = _band(causal, window_size)
+    local = left >= 0 or right >= 0
+    if rotary_cos is not None:
+        if k is None:
+            raise ValueError(f"attnops: {op}: rotary_cos / rotary_sin rotate the new k; give k and v")
+        start = torch.tensor(lens).unsqueeze(1)
+        q_pos = start + (torch.arange(sq) if causal or local else torch.zeros(sq, dtype=torch.long))
+        q = _rotary(q, rotary_cos, rotary_sin, q_pos, rotary_interleaved)
+        k = _rotary(k, rotary_cos, rotary_sin, start + torch.arange(s_new), rotary_interleaved)
+    flat_k, flat_v = k_cache.view(-1, hk, d), v_cache.view(-1, hk, v_cache.shape[-1])
+    for b in range(batch if k is not None else 0):  # the append, in place
+        rows = _cache_rows(k_cache, block_table, cache_batch_idx, b, lens[b] + torch.arange(s_new))
+        flat_k[rows] = k[b].to(k_cache.dtype)
+        flat_v[rows] = v[b].to(v_cache.dtype)
+    sk = [length + s_new - lp for length, lp in zip(lens, lead)]
+    # A decode step's window, a left pad or a cache_batch_idx pick rows no plain or paged view does: a table
+    # of single rows over the cache viewed as [rows, 1, Hk D] (the operator's paged form, block_size 1).
+    first = [max(0, n - 1 - left) if sq == 1 and left >= 0 else 0 for n in sk]
+    if cache_leftpad is not None or cache_batch_idx is not None or any(first):
+        counts = [n - f for n, f in zip(sk, first)]
+        table = torch.zeros(batch, max(max(counts), 1), dtype=torch.int32)
+        for b in range(batch):
+            rows = lead[b] + first[b] + torch.arange(counts[b])
+            table[b, :counts[b]] = _cache_rows(k_cache, block_table, cache_batch_idx, b, rows).int()
+        key, value = flat_k.view(-1, 1, hk * d), flat_v.view(-1, 1, hk * v_cache.shape[-1])
+        paging = dict(block_table=table, block_size=1)
+        sk = counts
+    elif paged:
+        key = k_cache.view(k_cache.shape[0], k_cache.shape[1], -1)
+        value = v_cache.view(v_cache.shape[0], v_cache.shape[1], -1)
+        paging = dict(block_table=block_table.int(), block_size=k_cache.shape[1])
+    else:
+        key, value, paging = k_cache, v_cache, {}
+    masks = _mask_args(causal, window_size) if sq > 1 else {}
+    out, lse = ops.fused_infer_attention_score(
+        q, key, value, actual_seq_lengths_kv=sk, num_heads=heads, num_key_value_heads=hk,
+        scale=softmax_scale if softmax_scale is not None else d ** -0.5, input_layout="BSND",
+        softmax_lse_flag=return_softmax_lse, **paging, **masks)
+    return (out, lse.reshape(batch, heads, sq)) if return_softmax_lse else out

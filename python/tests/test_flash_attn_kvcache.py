@@ -1,0 +1,153 @@
+"""attnops.flash_attn.flash_attn_with_kvcache against the tests' own float64 statement of flash-attn 2.x's
+semantics (docs/INFER_ATTENTION_SPEC.md section 4; written here, never calling attnops): the in-place append,
+rotary on q and the new k, contiguous and paged caches (shuffled pages), cache_batch_idx, cache_leftpad,
+causal and local windows (bottom-right), GQA, softmax_lse; and a decode loop that appends one token per step,
+compared at every step with full causal attention over the same history."""
+import math
+
+import pytest
+import torch
+
+from attnops.flash_attn import flash_attn_with_kvcache
+from checks import assert_close
+
+
+def rotate(x, cos, sin, pos, interleaved):
+    """Rotary of x (B, S, H, D) at positions pos (B, S), the first 2 cos.shape[1] dims, in float32 as
+    flash-attn's kernel computes it (then rounded to x's dtype by the caller)."""
+    rd = 2 * cos.shape[1]
+    x = x.float().clone()
+    c, s = cos.float()[pos][:, :, None], sin.float()[pos][:, :, None]
+    if interleaved:
+        a, b = x[..., 0:rd:2].clone(), x[..., 1:rd:2].clone()
+        x[..., 0:rd:2], x[..., 1:rd:2] = a * c - b * s, b * c + a * s
+    else:
+        a, b = x[..., :rd // 2].clone(), x[..., rd // 2:rd].clone()
+        x[..., :rd // 2], x[..., rd // 2:rd] = a * c - b * s, b * c + a * s
+    return x
+
+
+def reference(q, k_rows, v_rows, scale, causal, window):
+    """float64 attention of q (Sq, H, D) over keys (Sk, Hk, D) with flash-attn's bottom-right masks;
+    a row with no key gives out 0 and lse +inf."""
+    sq, h, _ = q.shape
+    sk, hk = k_rows.shape[0], k_rows.shape[1]
+    g = h // hk
+    k, v = k_rows.double().repeat_interleave(g, 1), v_rows.double().repeat_interleave(g, 1)
+    s = torch.einsum("ihd,jhd->hij", q.double(), k) * scale
+    i, j = torch.arange(sq)[:, None], torch.arange(sk)[None, :]
+    left, right = window
+    right = 0 if causal else right
+    keep = torch.ones(sq, sk, dtype=torch.bool)
+    if left >= 0:
+        keep &= j >= i + sk - sq - left
+    if right >= 0:
+        keep &= j <= i + sk - sq + right
+    s = s.masked_fill(~keep, -math.inf)
+    lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    out = torch.einsum("hij,jhd->ihd", p, v)
+    return out, torch.where(torch.isfinite(lse), lse, torch.full_like(lse, math.inf))
+
+
+def _paged(cache, page, seed):
+    """cache (B, S, Hk, D) as shuffled pages (num_blocks, page, Hk, D) and its block table."""
+    b, s, hk, d = cache.shape
+    cols = -(-s // page)
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(b * cols + 1, generator=g)
+    blocks = torch.zeros(b * cols + 1, page, hk, d, dtype=cache.dtype)
+    table = perm[:b * cols].reshape(b, cols).int()
+    for bi in range(b):
+        for c in range(cols):
+            rows = cache[bi, c * page:(c + 1) * page]
+            blocks[table[bi, c], :rows.shape[0]] = rows
+    return blocks, table
+
+
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("interleaved", [True, False])
+@pytest.mark.parametrize("sq,causal,window", [(1, False, (-1, -1)), (3, True, (-1, -1)), (4, False, (2, 1)),
+                                              (1, True, (5, 0))])
+def test_append_rotary_and_attend(paged, interleaved, sq, causal, window):
+    torch.manual_seed(0)
+    b, h, hk, d, cap, s_new, dtype = 3, 8, 2, 32, 64, sq, torch.bfloat16  # the queries are the new tokens
+    q = torch.randn(b, sq, h, d, dtype=dtype)
+    k_cache = torch.randn(b, cap, hk, d, dtype=dtype)
+    v_cache = torch.randn(b, cap, hk, d, dtype=dtype)
+    k_new, v_new = torch.randn(b, s_new, hk, d, dtype=dtype), torch.randn(b, s_new, hk, d, dtype=dtype)
+    seqlens = torch.tensor([40, 0, 60], dtype=torch.int32)
+    cos, sin = torch.randn(cap, 8), torch.randn(cap, 8)
+    kw = dict(rotary_cos=cos, rotary_sin=sin, cache_seqlens=seqlens, causal=causal, window_size=window,
+              rotary_interleaved=interleaved, return_softmax_lse=True)
+    if paged:
+        kc, table = _paged(k_cache, 16, 1)
+        vc, _ = _paged(v_cache, 16, 1)
+        out, lse = flash_attn_with_kvcache(q, kc, vc, k_new, v_new, block_table=table, **kw)
+        rows = lambda cache, bi, n: cache[table[bi, torch.arange(n) // 16].long(), torch.arange(n) % 16]  # noqa
+        got_k, got_v = kc, vc
+    else:
+        out, lse = flash_attn_with_kvcache(q, k_cache, v_cache, k_new, v_new, **kw)
+        rows = lambda cache, bi, n: cache[bi, :n]  # noqa: E731
+        got_k, got_v = k_cache, v_cache
+    for bi in range(b):
+        start = int(seqlens[bi])
+        pos = start + torch.arange(s_new)[None]
+        k_rot = rotate(k_new[bi:bi + 1], cos, sin, pos, interleaved)[0]
+        n = start + s_new
+        # the append: the new rows (k rotated, rounded to the cache dtype), the history untouched
+        assert torch.equal(rows(got_k, bi, n)[start:], k_rot.to(dtype))
+        assert torch.equal(rows(got_v, bi, n)[start:], v_new[bi])
+        q_pos = start + (torch.arange(sq) if causal or window != (-1, -1) else torch.zeros(sq, dtype=torch.long))
+        q_rot = rotate(q[bi:bi + 1], cos, sin, q_pos[None], interleaved)[0].to(dtype)
+        e_out, e_lse = reference(q_rot, rows(got_k, bi, n), rows(got_v, bi, n), d ** -0.5, causal, window)
+        assert_close(f"out[{bi}]", out[bi], e_out, dtype, n)
+        inf = torch.isinf(e_lse)
+        assert torch.equal(torch.isinf(lse[bi]), inf)
+        assert_close(f"lse[{bi}]", lse[bi][~inf], e_lse[~inf], torch.float32, n)
+
+
+def test_cache_batch_idx_and_leftpad():
+    torch.manual_seed(1)
+    b, h, hk, d, cap = 2, 4, 4, 16, 30
+    q = torch.randn(b, 1, h, d)
+    k_cache, v_cache = torch.randn(3, cap, hk, d), torch.randn(3, cap, hk, d)
+    idx = torch.tensor([2, 0], dtype=torch.int32)
+    seqlens = torch.tensor([20, 30], dtype=torch.int32)
+    leftpad = torch.tensor([5, 0], dtype=torch.int32)
+    out = flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, cache_batch_idx=idx,
+                                  cache_leftpad=leftpad)
+    for bi in range(b):
+        c, lo, hi = int(idx[bi]), int(leftpad[bi]), int(seqlens[bi])
+        e_out, _ = reference(q[bi], k_cache[c, lo:hi], v_cache[c, lo:hi], d ** -0.5, False, (-1, -1))
+        assert_close(f"out[{bi}]", out[bi], e_out, torch.float32, hi - lo)
+
+
+def test_decode_loop_matches_full_attention():
+    """A prompt of 5 tokens, then 20 decode steps of one token each, over a paged cache: every step's output is
+    causal attention of its query over the whole history (float64, computed here)."""
+    torch.manual_seed(2)
+    h, hk, d, total, page = 4, 2, 16, 25, 8
+    qs, ks, vs = (torch.randn(total, n, d, dtype=torch.float16) for n in (h, hk, hk))
+    blocks = 4
+    k_cache = torch.zeros(blocks + 1, page, hk, d, dtype=torch.float16)
+    v_cache = torch.zeros_like(k_cache)
+    table = torch.tensor([[3, 0, 4, 1]], dtype=torch.int32)
+    length = 0
+    for step, n in enumerate([5] + [1] * 20):
+        sl = slice(length, length + n)
+        out = flash_attn_with_kvcache(qs[None, sl], k_cache, v_cache, ks[None, sl], vs[None, sl],
+                                      cache_seqlens=torch.tensor([length], dtype=torch.int32), block_table=table,
+                                      causal=True)
+        length += n
+        e_out, _ = reference(qs[sl], ks[:length], vs[:length], d ** -0.5, True, (-1, -1))
+        assert_close(f"step {step}", out[0], e_out, torch.float16, length)
+
+
+def test_refusals():
+    q, kc = torch.randn(1, 1, 2, 8), torch.randn(1, 4, 2, 8)
+    with pytest.raises(NotImplementedError, match="softcap"):
+        flash_attn_with_kvcache(q, kc, kc, softcap=30.0)
+    with pytest.raises(ValueError, match="exceed the cache"):
+        flash_attn_with_kvcache(q, kc, kc.clone(), torch.randn(1, 2, 2, 8), torch.randn(1, 2, 2, 8),
+                                cache_seqlens=3)
