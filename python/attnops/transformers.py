@@ -16,6 +16,9 @@ flash_attention_2 path does with the flash_attn package, on attnops.flash_attn:
   - packed sequences (one row, position_ids restarting at 0, no mask): one
     varlen call with a sequence per restart, so no token attends across a
     boundary;
+  - a decode step or a short speculative block (S_q <= 16 new tokens after a cache, no padding, no
+    window, no dropout or softcap, no gradient wanted): FusedInferAttentionScore's split-KV kernel,
+    reading the cache [B, H_kv, S_kv, D] in place (BNSD in, BSND out);
   - otherwise one dense call;
   - causal is bottom-right aligned; sliding_window w keeps the w most recent
     keys (window_size (w - 1, 0), transformers' convention); the module's
@@ -26,7 +29,7 @@ Shapes: query [B, H, S_q, D], key / value [B, H_kv, S_kv, D] in, the output
 """
 import torch
 
-from . import flash_attn
+from . import flash_attn, ops
 from .flash_attn.bert_padding import index_first_axis, pad_input, unpad_input
 
 NAME = "attnops"
@@ -76,6 +79,15 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
             q_rows, q_index, cu_q, max_q, _ = unpad_input(q, mask[:, -q_len:])
         out = flash_attn.flash_attn_varlen_func(q_rows, k_rows, v_rows, cu_q, cu_k, max_q, max_k, **args)
         return pad_input(out, q_index, batch, q_len), None
+    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+    if (q_len <= 16 and q_len < kv_len and not dropout and not args["softcap"] and args["window_size"] == (-1, -1)
+            and not grad):
+        masks = dict(sparse_mode=3, atten_mask=flash_attn._compressed_mask()) if causal and q_len > 1 else {}
+        out, _ = ops.fused_infer_attention_score(query, key, value, num_heads=query.shape[1],
+                                                 num_key_value_heads=key.shape[1],
+                                                 scale=scaling if scaling is not None else query.shape[-1] ** -0.5,
+                                                 input_layout="BNSD_BSND", **masks)
+        return out, None
     cu = _packed_starts(position_ids, batch, q_len, kv_len)
     if cu is not None:
         longest = int((cu[1:] - cu[:-1]).max())

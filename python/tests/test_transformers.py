@@ -122,6 +122,26 @@ def test_generate_gives_sdpas_tokens():
     assert torch.equal(got, want)
 
 
+def test_unpadded_generate_decodes_through_fused_infer_attention(monkeypatch):
+    """Without padding every decode step reads the cache in place through FusedInferAttentionScore (counted
+    here) and greedy generate() gives sdpa's tokens."""
+    from attnops import ops
+    calls = []
+    real = ops.fused_infer_attention_score
+
+    def spy(*args, **kwargs):
+        calls.append(args[0].shape)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(ops, "fused_infer_attention_score", spy)
+    ours, sdpa = pair(llama_config())
+    ids = torch.randint(0, ours.config.vocab_size, (2, 20), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        got = ours.generate(ids, max_new_tokens=8, do_sample=False)
+        want = sdpa.generate(ids, max_new_tokens=8, do_sample=False)
+    assert torch.equal(got, want)
+    assert calls and all(shape[2] == 1 for shape in calls), "decode steps went through FusedInferAttentionScore"
+
+
 def test_bf16_is_within_sdpas_distance_to_float64():
     """Both bf16 models round the same linear layers; the attention adds little.  attnops' largest and rms
     errors against the float64 run are within 1.25x / 1.1x of sdpa's."""
