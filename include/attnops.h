@@ -81,6 +81,7 @@ typedef enum attnops_dtype {
     ATTNOPS_DTYPE_BOOL,
     ATTNOPS_DTYPE_I32,
     ATTNOPS_DTYPE_I64,
+    ATTNOPS_DTYPE_I8,    /* int8 key/value caches (FusedInferAttentionScore's antiquant) */
     ATTNOPS_DTYPE_COUNT /* one past the last dtype */
 } attnops_dtype;
 

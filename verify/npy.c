@@ -11,6 +11,7 @@ static const struct {
     const char *descr;
 } DESCRS[] = {{ATTNOPS_DTYPE_F32, "<f4"},         {ATTNOPS_DTYPE_F16, "<f2"},     {ATTNOPS_DTYPE_U8, "|u1"},
               {ATTNOPS_DTYPE_BOOL, "|b1"},        {ATTNOPS_DTYPE_I32, "<i4"},     {ATTNOPS_DTYPE_I64, "<i8"},
+              {ATTNOPS_DTYPE_I8, "|i1"},
               {ATTNOPS_DTYPE_BF16, "<V2"},        {ATTNOPS_DTYPE_F8_E4M3FN, "<V1"}, {ATTNOPS_DTYPE_F8_E5M2, "<V1"}};
 /* (numpy saves an ml_dtypes float8_e5m2 array as '<f1' but cannot load that
  * back; both f8 types are written as '<V1', which loads as void to .view()) */

@@ -16,6 +16,7 @@ static attnops_dtype dtype_of(aclDataType t)
     case ACL_BOOL: return ATTNOPS_DTYPE_BOOL;
     case ACL_INT32: return ATTNOPS_DTYPE_I32;
     case ACL_INT64: return ATTNOPS_DTYPE_I64;
+    case ACL_INT8: return ATTNOPS_DTYPE_I8;
     default: return (attnops_dtype)0; /* no operator takes it: the operator's validation names it */
     }
 }

@@ -50,8 +50,10 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
                                 actual_seq_lengths_kv=None, block_table=None, query_rope=None, key_rope=None,
                                 num_heads=1, scale=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX,
                                 input_layout="BSH", num_key_value_heads=0, sparse_mode=0, inner_precise=0,
-                                block_size=0, softmax_lse_flag=False, impl="auto", num_threads=0, out=None,
-                                arrays=TORCH):
+                                block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
+                                key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,
+                                antiquant_scale=None, antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0,
+                                value_antiquant_mode=0, impl="auto", num_threads=0, out=None, arrays=TORCH):
     """(attention_out, softmax_lse): new tensors or arrays, or the pair `out` given (op-plugin's .out form)."""
     lay_in, lay_out = _layouts(input_layout)
     call = Call(arrays)
@@ -62,7 +64,10 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
                                   ("actual_seq_lengths_kv", actual_seq_lengths_kv))}
     for name, t in (("query", query), ("key", key), ("value", value), ("pse_shift", pse_shift),
                     ("atten_mask", atten_mask), ("block_table", block_table), ("query_rope", query_rope),
-                    ("key_rope", key_rope), *lengths.items()):
+                    ("key_rope", key_rope), ("key_antiquant_scale", key_antiquant_scale),
+                    ("key_antiquant_offset", key_antiquant_offset), ("value_antiquant_scale", value_antiquant_scale),
+                    ("value_antiquant_offset", value_antiquant_offset), ("antiquant_scale", antiquant_scale),
+                    ("antiquant_offset", antiquant_offset), *lengths.items()):
         setattr(args, name, call.view(t, name))
     args.num_heads, args.scale_value = num_heads, scale
     args.pre_tokens, args.next_tokens = pre_tokens, next_tokens
@@ -70,6 +75,8 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
     args.output_layout = _lib.LAYOUTS.index(lay_out) + 1
     args.num_key_value_heads, args.sparse_mode = num_key_value_heads, sparse_mode
     args.inner_precise, args.block_size, args.softmax_lse_flag = inner_precise, block_size, bool(softmax_lse_flag)
+    args.antiquant_mode, args.key_antiquant_mode = antiquant_mode, key_antiquant_mode
+    args.value_antiquant_mode = value_antiquant_mode
     if impl not in _lib.IMPL:
         raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
     args.impl, args.num_threads = _lib.IMPL[impl], num_threads

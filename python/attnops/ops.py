@@ -248,6 +248,12 @@ def fused_infer_attention_score(query: Tensor, key: Tensor, value: Tensor, pse_s
                                 pre_tokens: int = _fa.INT32_MAX, next_tokens: int = _fa.INT32_MAX,
                                 input_layout: str = "BSH", num_key_value_heads: int = 0, sparse_mode: int = 0,
                                 inner_precise: int = 0, block_size: int = 0, softmax_lse_flag: bool = False,
+                                key_antiquant_scale: Optional[Tensor] = None,
+                                key_antiquant_offset: Optional[Tensor] = None,
+                                value_antiquant_scale: Optional[Tensor] = None,
+                                value_antiquant_offset: Optional[Tensor] = None,
+                                antiquant_scale: Optional[Tensor] = None, antiquant_offset: Optional[Tensor] = None,
+                                antiquant_mode: int = 0, key_antiquant_mode: int = 0, value_antiquant_mode: int = 0,
                                 impl: str = "auto") -> Tuple[Tensor, Tensor]:
     """(attention_out, softmax_lse): docs/INFER_ATTENTION.md."""
     return _fia.fused_infer_attention_score(
@@ -255,7 +261,11 @@ def fused_infer_attention_score(query: Tensor, key: Tensor, value: Tensor, pse_s
         actual_seq_lengths_kv=actual_seq_lengths_kv, block_table=block_table, query_rope=query_rope,
         key_rope=key_rope, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens, next_tokens=next_tokens,
         input_layout=input_layout, num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
-        inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag, impl=impl,
+        inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag,
+        key_antiquant_scale=key_antiquant_scale, key_antiquant_offset=key_antiquant_offset,
+        value_antiquant_scale=value_antiquant_scale, value_antiquant_offset=value_antiquant_offset,
+        antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, antiquant_mode=antiquant_mode,
+        key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, impl=impl,
         num_threads=torch.get_num_threads())
 
 
@@ -263,7 +273,7 @@ def fused_infer_attention_score(query: Tensor, key: Tensor, value: Tensor, pse_s
 def _(query, key, value, pse_shift=None, atten_mask=None, actual_seq_lengths=None, actual_seq_lengths_kv=None,
       block_table=None, query_rope=None, key_rope=None, num_heads=1, scale=1.0, pre_tokens=_fa.INT32_MAX,
       next_tokens=_fa.INT32_MAX, input_layout="BSH", num_key_value_heads=0, sparse_mode=0, inner_precise=0,
-      block_size=0, softmax_lse_flag=False, impl="auto"):
+      block_size=0, softmax_lse_flag=False, *args, **kwargs):
     out, lse = _fia.output_shapes(query, key, value, input_layout, num_heads, block_table is not None)
     return query.new_empty(out), query.new_empty(lse if softmax_lse_flag else (1,), dtype=torch.float32)
 

@@ -242,10 +242,7 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
     [T, N, 1]) with softmax_lse_flag, else a one-element zero."""
     op = "npu_fused_infer_attention_score"
     _left_out(op, dequant_scale1=dequant_scale1, quant_scale1=quant_scale1, dequant_scale2=dequant_scale2,
-              quant_scale2=quant_scale2, quant_offset2=quant_offset2, antiquant_scale=antiquant_scale,
-              antiquant_offset=antiquant_offset, key_antiquant_scale=key_antiquant_scale,
-              key_antiquant_offset=key_antiquant_offset, value_antiquant_scale=value_antiquant_scale,
-              value_antiquant_offset=value_antiquant_offset, query_padding_size=query_padding_size,
+              quant_scale2=quant_scale2, quant_offset2=quant_offset2, query_padding_size=query_padding_size,
               kv_padding_size=kv_padding_size, key_shared_prefix=key_shared_prefix,
               value_shared_prefix=value_shared_prefix, actual_shared_prefix_len=actual_shared_prefix_len,
               key_rope_antiquant_scale=key_rope_antiquant_scale)
@@ -255,7 +252,11 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
         actual_seq_lengths_kv=_lengths(actual_seq_lengths_kv), block_table=block_table, query_rope=query_rope,
         key_rope=key_rope, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens, next_tokens=next_tokens,
         input_layout=input_layout.upper(), num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
-        inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag)
+        inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag,
+        key_antiquant_scale=key_antiquant_scale, key_antiquant_offset=key_antiquant_offset,
+        value_antiquant_scale=value_antiquant_scale, value_antiquant_offset=value_antiquant_offset,
+        antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, antiquant_mode=antiquant_mode,
+        key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode)
 
 
 def npu_incre_flash_attention(query, key, value, *, padding_mask=None, atten_mask=None, pse_shift=None,
@@ -264,13 +265,14 @@ def npu_incre_flash_attention(query, key, value, *, padding_mask=None, atten_mas
                               quant_offset2=None, kv_padding_size=None, num_heads=1, scale_value=1.0,
                               input_layout="BSH", num_key_value_heads=0, block_size=0, inner_precise=1):
     """-> attention_out: the decode step; actual_seq_lengths are the key/value lengths (IFA's meaning)."""
-    _left_out("npu_incre_flash_attention", padding_mask=padding_mask, antiquant_scale=antiquant_scale,
-              antiquant_offset=antiquant_offset, dequant_scale1=dequant_scale1, quant_scale1=quant_scale1,
+    _left_out("npu_incre_flash_attention", padding_mask=padding_mask, dequant_scale1=dequant_scale1,
+              quant_scale1=quant_scale1,
               dequant_scale2=dequant_scale2, quant_scale2=quant_scale2, quant_offset2=quant_offset2,
               kv_padding_size=kv_padding_size)
     return npu_fused_infer_attention_score(
         query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths_kv=actual_seq_lengths,
-        block_table=block_table, num_heads=num_heads, scale=scale_value, input_layout=input_layout,
+        antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, block_table=block_table,
+        num_heads=num_heads, scale=scale_value, input_layout=input_layout,
         num_key_value_heads=num_key_value_heads, block_size=block_size, inner_precise=inner_precise)[0]
 
 

@@ -11,6 +11,8 @@ Per batch b, query head h (kv head h // (N1 // N2)), query row i < act_q[b], key
                         mode 4: L2 - L1 - pre <= j - i <= L2 - L1 + next
     out_i = softmax over the kept j of s, times v;  lse_i = ln sum_j exp(s[i, j]) (kept j)
 A row with no kept key, and a padded query row past act_q[b], gives out 0 and lse +inf.
+int8 key/value: k_hat[n, s, d] = (k + offset) * scale, indexed by mode: 0 [n, d] (or one value), 1 [b, s],
+2 [n], 3 [b, n, s]; the combined antiquant_scale / _offset lead with 2 (key, value), antiquant_mode 0 or 1.
 Paged key/value: position s of batch b is row s % block_size of block block_table[b][s // block_size]
 of a cache [blocks, block_size, N2 * D] or [blocks, N2, block_size, D].
 """
@@ -49,6 +51,22 @@ def _per_batch_kv(x, layout, n2, lens_kv, block_table, block_size, d):
     return out
 
 
+def _dequant(x, b, scale, offset, mode, n2, d):
+    """(x + offset) * scale of batch b's [N2, L2, D] int8 rows, the parameters broadcast by mode."""
+    l2 = x.shape[1]
+
+    def spread(t):
+        t = t.double()
+        if mode == 0:
+            return t.reshape(1, 1, 1) if t.numel() == 1 else t.reshape(n2, 1, d)
+        if mode == 1:
+            return t.reshape(-1, t.shape[-1])[b, :l2].reshape(1, l2, 1)
+        if mode == 2:
+            return t.reshape(n2, 1, 1)
+        return t.reshape(-1, n2, t.shape[-1])[b, :, :l2].reshape(n2, l2, 1)
+    return (x + (spread(offset) if offset is not None else 0.0)) * spread(scale)
+
+
 def _kept(mode, decode, mask_b, i, j, l1, l2, pre, nxt):
     """[L1, L2] bool: which keys each query row keeps."""
     if decode:
@@ -81,7 +99,9 @@ def _mask_of_batch(mask, b, decode, mode):
 
 def fia(q, k, v, *, input_layout="BSH", num_heads=1, num_key_value_heads=0, scale=1.0, actual_seq_lengths=None,
         actual_seq_lengths_kv=None, block_table=None, block_size=0, atten_mask=None, sparse_mode=0,
-        pre_tokens=2147483647, next_tokens=2147483647, pse_shift=None, query_rope=None, key_rope=None):
+        pre_tokens=2147483647, next_tokens=2147483647, pse_shift=None, query_rope=None, key_rope=None,
+        key_antiquant_scale=None, key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,
+        key_antiquant_mode=0, value_antiquant_mode=0, antiquant_scale=None, antiquant_offset=None, antiquant_mode=0):
     """(out float64 in the output layout's shape, lse float64 [B, N1, S1] or [T1, N1])."""
     lay_in, lay_out = {"BNSD_BSND": ("BNSD", "BSND")}.get(input_layout, (input_layout, input_layout))
     n1 = num_heads
@@ -128,6 +148,16 @@ def fia(q, k, v, *, input_layout="BSH", num_heads=1, num_key_value_heads=0, scal
             query_rope.shape[-1] if query_rope is not None else 0)
         krs = _per_batch_kv(key_rope, lay_in, n2, lens_kv, block_table, block_size, dr) if key_rope is not None \
             else None
+    if k.dtype == torch.int8:
+        if key_antiquant_scale is None:  # the combined pair: [0] key, [1] value
+            key_antiquant_scale, value_antiquant_scale = antiquant_scale[0], antiquant_scale[1]
+            if antiquant_offset is not None:
+                key_antiquant_offset, value_antiquant_offset = antiquant_offset[0], antiquant_offset[1]
+            key_antiquant_mode = value_antiquant_mode = antiquant_mode
+        ks = [_dequant(x, b, key_antiquant_scale, key_antiquant_offset, key_antiquant_mode, n2, d)
+              for b, x in enumerate(ks)]
+        vs = [_dequant(x, b, value_antiquant_scale, value_antiquant_offset, value_antiquant_mode, n2, dv)
+              for b, x in enumerate(vs)]
     qrs = _per_batch_q(query_rope, lay_in, n1, lens_q) if query_rope is not None else None
     rows = max(lens_q) if not tnd else None
     outs, lses = [], []

@@ -309,3 +309,52 @@ def test_torch_npu_entry_points_and_opcheck():
     torch.library.opcheck(torch.ops.attnops.fused_infer_attention_score.default, (q, k, v),
                           dict(num_heads=4, num_key_value_heads=2, actual_seq_lengths_kv=[30, 12],
                                softmax_lse_flag=True))
+
+
+def _int8_kv(b, n2, s2, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randint(-128, 128, (b, n2, s2, d), generator=g, dtype=torch.int8),
+            torch.randint(-128, 128, (b, n2, s2, d), generator=g, dtype=torch.int8))
+
+
+@pytest.mark.parametrize("modes", [(0, 0), (1, 1), (2, 2), (3, 3), (0, 1)])
+@pytest.mark.parametrize("paged", [False, True])
+def test_int8_kv_separate_modes(modes, paged):
+    b, n1, n2, s2, d = 2, 8, 2, 50, 16
+    g = torch.Generator().manual_seed(30)
+    q = torch.randn(b, n1, 1, d, generator=g).to(torch.bfloat16)
+    k, v = _int8_kv(b, n2, s2, d, 31)
+    kw = dict(input_layout="BNSD", num_heads=n1, num_key_value_heads=n2, scale=0.25, key_antiquant_mode=modes[0],
+              value_antiquant_mode=modes[1], actual_seq_lengths_kv=[50, 21])
+    positions = s2
+    if paged:
+        k, v, table = _paged(k, v, 16, [50, 21], 4, seed=32)
+        kw.update(block_table=table, block_size=16)
+        positions = table.shape[1] * 16  # per-token parameters cover the table's capacity
+    shapes = {0: (1, n2, 1, d), 1: (1, b, positions + 3), 2: (n2,), 3: (b, n2, positions + 3)}
+    dtypes = {0: torch.bfloat16, 1: torch.float32, 2: torch.bfloat16, 3: torch.float32}
+    for which, mode in (("key", modes[0]), ("value", modes[1])):
+        kw[f"{which}_antiquant_scale"] = (torch.rand(shapes[mode], generator=g) * 0.02 + 0.001).to(dtypes[mode])
+        kw[f"{which}_antiquant_offset"] = torch.randn(shapes[mode], generator=g).to(dtypes[mode])
+    _check(q, k, v, s2, **kw)
+
+
+def test_int8_kv_combined_and_refusals():
+    b, n1, n2, s2, d = 2, 4, 4, 30, 8
+    g = torch.Generator().manual_seed(33)
+    q = torch.randn(b, 1, n1 * d, generator=g).half()
+    k, v = _int8_kv(b, n2, s2, d, 34)
+    k, v = k.transpose(1, 2).reshape(b, s2, n2 * d), v.transpose(1, 2).reshape(b, s2, n2 * d)  # BSH
+    for mode, shape, dt in ((0, (2, n2 * d), torch.float16), (0, (2,), torch.float16), (1, (2, b, s2), torch.float32)):
+        scale = (torch.rand(shape, generator=g) * 0.02 + 0.001).to(dt)
+        offset = torch.randn(shape, generator=g).to(dt)
+        _check(q, k, v, s2, num_heads=n1, antiquant_scale=scale, antiquant_offset=offset, antiquant_mode=mode)
+    base = dict(num_heads=n1)
+    _refused(["antiquant scales", "int8"], _lib.ERR_NULLPTR, q, k, v, **base)
+    _refused(["antiquant scales are given", "f16"], _lib.ERR_PARAM_INVALID, q, q.repeat(1, 5, 1)[:, :s2], q.repeat(
+        1, 5, 1)[:, :s2], key_antiquant_scale=torch.ones(1), value_antiquant_scale=torch.ones(1), **base)
+    _refused(["key antiquant scale", "[3]", "mode 0"], _lib.ERR_PARAM_INVALID, q, k, v,
+             key_antiquant_scale=torch.ones(3), value_antiquant_scale=torch.ones(1), **base)
+    _refused(["key_antiquant_mode 1 with value_antiquant_mode 0"], _lib.ERR_PARAM_INVALID, q, k, v,
+             key_antiquant_scale=torch.ones(1, b, s2), value_antiquant_scale=torch.ones(1), key_antiquant_mode=1,
+             **base)

@@ -160,6 +160,7 @@ double ao_load_f64(const void *p, attnops_dtype dtype)
     case ATTNOPS_DTYPE_U8: case ATTNOPS_DTYPE_BOOL: return *(const uint8_t *)p;
     case ATTNOPS_DTYPE_I32: return *(const int32_t *)p;
     case ATTNOPS_DTYPE_I64: return (double)*(const int64_t *)p;
+    case ATTNOPS_DTYPE_I8: return *(const int8_t *)p;
     case ATTNOPS_DTYPE_UNSET: case ATTNOPS_DTYPE_COUNT: break;
     }
     return NAN;
@@ -186,6 +187,7 @@ void ao_store_f64(void *p, attnops_dtype dtype, double v)
     case ATTNOPS_DTYPE_U8: case ATTNOPS_DTYPE_BOOL: *(uint8_t *)p = (uint8_t)v; break;
     case ATTNOPS_DTYPE_I32: *(int32_t *)p = (int32_t)v; break;
     case ATTNOPS_DTYPE_I64: *(int64_t *)p = (int64_t)v; break;
+    case ATTNOPS_DTYPE_I8: *(int8_t *)p = (int8_t)v; break;
     case ATTNOPS_DTYPE_UNSET: case ATTNOPS_DTYPE_COUNT: break;
     }
 }
@@ -227,6 +229,7 @@ ROW_CONVERSIONS(u8, ATTNOPS_DTYPE_U8)
 ROW_CONVERSIONS(bool, ATTNOPS_DTYPE_BOOL)
 ROW_CONVERSIONS(i32, ATTNOPS_DTYPE_I32)
 ROW_CONVERSIONS(i64, ATTNOPS_DTYPE_I64)
+ROW_CONVERSIONS(i8, ATTNOPS_DTYPE_I8)
 #define CONVERSIONS(suffix) to_f64_##suffix, from_f64_##suffix
 
 /* One row per dtype, indexed by the enum: what every layer above (the
@@ -243,6 +246,7 @@ static const attnops_dtype_traits TRAITS[] = {
     [ATTNOPS_DTYPE_BOOL] = {"bool", "bool", "bool", 1, false, CONVERSIONS(bool)},
     [ATTNOPS_DTYPE_I32] = {"i32", "int32", "int32", 4, false, CONVERSIONS(i32)},
     [ATTNOPS_DTYPE_I64] = {"i64", "int64", "int64", 8, false, CONVERSIONS(i64)},
+    [ATTNOPS_DTYPE_I8] = {"i8", "int8", "int8", 1, false, CONVERSIONS(i8)},
 };
 _Static_assert(sizeof TRAITS / sizeof TRAITS[0] == ATTNOPS_DTYPE_COUNT, "a dtype without its traits row");
 

@@ -83,6 +83,23 @@ size_t fia_cpu_workspace(const fia_problem *p)
     return floats * sizeof(float) + 64;
 }
 
+/* int8 key or value row (key position s of batch b, kv head n2) in f32,
+ * dequantised: (x + offset) * scale, per channel or one pair for the row. */
+static void dequant_row(const fia_quant *q, int64_t b, int64_t n2, int64_t s, int64_t count, float *x)
+{
+    double scale, offset;
+    if (q->kind == FIA_QUANT_CHANNEL) {
+        for (int64_t d = 0; d < count; d++) {
+            fia_dequant(q, b, n2, s, d, &scale, &offset);
+            x[d] = (x[d] + (float)offset) * (float)scale;
+        }
+        return;
+    }
+    fia_dequant(q, b, n2, s, 0, &scale, &offset);
+    const float sc = (float)scale, off = (float)offset;
+    for (int64_t d = 0; d < count; d++) x[d] = (x[d] + off) * sc;
+}
+
 /* Row `n` of `count` f32 values of a view at element offset `at`. */
 static void widen(const fia_view *v, int64_t at, int64_t count, float *dst, const fa_kernels *k)
 {
@@ -91,6 +108,9 @@ static void widen(const fia_view *v, int64_t at, int64_t count, float *dst, cons
         memcpy(dst, src, (size_t)count * sizeof(float));
     } else if (v->sd == 1 && v->dtype == ATTNOPS_DTYPE_F16) {
         k->f16_to_f32((const uint16_t *)(const void *)src, (int)count, dst);
+    } else if (v->sd == 1 && v->dtype == ATTNOPS_DTYPE_I8) {
+        const int8_t *s = (const int8_t *)(const void *)src;
+        for (int64_t d = 0; d < count; d++) dst[d] = (float)s[d];
     } else if (v->sd == 1 && v->dtype == ATTNOPS_DTYPE_BF16) {
         const uint16_t *s = (const uint16_t *)(const void *)src;
         for (int64_t d = 0; d < count; d++) dst[d] = ao_bf16_to_f32(s[d]);
@@ -170,8 +190,10 @@ static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x
         for (int64_t c = 0; c < kc; c++) {
             float *kr = kc_buf + c * pl->Dk;
             widen(&p->k, fia_kv_at(p, &p->k, x->b, x->n2, kv0, j0 + c), p->D, kr, k);
+            if (p->kq.kind) dequant_row(&p->kq, x->b, x->n2, j0 + c, p->D, kr);
             if (p->Dr) widen(&p->kr, fia_kv_at(p, &p->kr, x->b, x->n2, kv0, j0 + c), p->Dr, kr + p->D, k);
             widen(&p->v, fia_kv_at(p, &p->v, x->b, x->n2, kv0, j0 + c), p->Dv, vc + c * p->Dv, k);
+            if (p->vq.kind) dequant_row(&p->vq, x->b, x->n2, j0 + c, p->Dv, vc + c * p->Dv);
         }
         /* the tail of a last tile: zero rows (their scores are padding, P there is 0) */
         memset(kc_buf + kc * pl->Dk, 0, sizeof(float) * (size_t)((FIA_KC - kc) * pl->Dk));

@@ -95,6 +95,10 @@ static inline int64_t fia_int_at(const char *data, attnops_dtype dt, int64_t i)
  * Nothing is read from outputs or written. */
 attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_problem *p);
 
+/* The int8 key/value dequantisation parameters into p->kq, p->vq
+ * (fia_antiquant.c); after the key/value dims are known. */
+attnops_status fia_validate_antiquant(const attnops_fia_args *a, const char *op, fia_problem *p);
+
 /* Per-batch lengths (0 for a batch with none): the query rows the batch has
  * (decode: 1), its keys; its first query and key row in a TND tensor. */
 int64_t fia_q_len(const fia_problem *p, int64_t b);
@@ -121,8 +125,8 @@ static inline int64_t fia_kv_at(const fia_problem *p, const fia_view *v, int64_t
  * the mask, the sparse mode's rule and the tokens (fia_mask.c). */
 bool fia_kept(const fia_problem *p, int64_t b, int64_t i, int64_t j, int64_t L1, int64_t L2);
 
-/* The dequantisation of key (which 0) or value (1) element (b, n2, s, d):
- * scale and offset (0 without); int8 keys and values only. */
+/* The dequantisation of an int8 key or value element (b, n2, s, d): its
+ * scale and offset (1 and 0 for a float cache). */
 void fia_dequant(const fia_quant *q, int64_t b, int64_t n2, int64_t s, int64_t d, double *scale, double *offset);
 
 #endif

@@ -31,13 +31,7 @@ static attnops_status check_left_out(const char *op, const attnops_fia_args *a)
         {a->kv_padding_size, "kv_padding_size", "left padding"},
         {a->key_shared_prefix, "key_shared_prefix", "a shared prefix"},
         {a->value_shared_prefix, "value_shared_prefix", "a shared prefix"},
-        {a->actual_shared_prefix_len, "actual_shared_prefix_len", "a shared prefix"},
-        {a->key_antiquant_scale, "key_antiquant_scale", "int8 key/value (antiquant)"},
-        {a->key_antiquant_offset, "key_antiquant_offset", "int8 key/value (antiquant)"},
-        {a->value_antiquant_scale, "value_antiquant_scale", "int8 key/value (antiquant)"},
-        {a->value_antiquant_offset, "value_antiquant_offset", "int8 key/value (antiquant)"},
-        {a->antiquant_scale, "antiquant_scale", "int8 key/value (antiquant)"},
-        {a->antiquant_offset, "antiquant_offset", "int8 key/value (antiquant)"}};
+        {a->actual_shared_prefix_len, "actual_shared_prefix_len", "a shared prefix"}};
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
         if (out[i].t)
             return ao_fail(UNSUPPORTED, "%s: %s is given; attnops does not support %s (docs/INFER_ATTENTION.md, "
@@ -195,8 +189,9 @@ static attnops_status check_tensors(const char *op, const attnops_fia_args *a, f
     const attnops_tensor *q = a->query, *k = a->key, *v = a->value;
     if (!is_float_io(q->dtype))
         return ao_fail(INVALID, "%s: query must be f16, bf16 or f32; got %s.", op, attnops_dtype_name(q->dtype));
-    AO_TRY(ao_check_dtype(op, "key", k, q->dtype, "key and value take query's dtype"));
-    AO_TRY(ao_check_dtype(op, "value", v, q->dtype, "key and value take query's dtype"));
+    const attnops_dtype kv = k->dtype == ATTNOPS_DTYPE_I8 ? ATTNOPS_DTYPE_I8 : q->dtype;
+    AO_TRY(ao_check_dtype(op, "key", k, kv, "key takes query's dtype, or int8 with antiquant scales"));
+    AO_TRY(ao_check_dtype(op, "value", v, kv, "value takes key's dtype"));
     p->layout = a->input_layout;
     p->out_layout = a->output_layout ? a->output_layout : a->input_layout;
     const bool hidden = p->layout == ATTNOPS_LAYOUT_BSH && q->rank == 3;
@@ -492,7 +487,10 @@ attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_probl
     const struct { const attnops_tensor *t; const char *name; } optional[] = {
         {a->pse_shift, "pse_shift"}, {a->atten_mask, "atten_mask"}, {a->actual_seq_lengths, "actual_seq_lengths"},
         {a->actual_seq_lengths_kv, "actual_seq_lengths_kv"}, {a->block_table, "block_table"},
-        {a->query_rope, "query_rope"}, {a->key_rope, "key_rope"}};
+        {a->query_rope, "query_rope"}, {a->key_rope, "key_rope"}, {a->key_antiquant_scale, "key_antiquant_scale"},
+        {a->key_antiquant_offset, "key_antiquant_offset"}, {a->value_antiquant_scale, "value_antiquant_scale"},
+        {a->value_antiquant_offset, "value_antiquant_offset"}, {a->antiquant_scale, "antiquant_scale"},
+        {a->antiquant_offset, "antiquant_offset"}};
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (optional[i].t) AO_TRY(ao_check_view(op, optional[i].name, optional[i].t));
     AO_TRY(check_left_out(op, a));
@@ -501,6 +499,7 @@ attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_probl
     AO_TRY(check_lengths(op, a, p));
     AO_TRY(check_kv(op, a, p));
     AO_TRY(check_rope(op, a, p));
+    AO_TRY(fia_validate_antiquant(a, op, p));
     if (p->decode && a->inner_precise > 1)
         return ao_fail(INVALID, "%s: inner_precise is %lld; a decode step (S1 = 1) takes 0 or 1.", op,
                        (long long)a->inner_precise);

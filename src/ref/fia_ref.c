@@ -8,6 +8,7 @@
  *   [T1, N1, 1]); layouts and the paged cache through fia_problem.h.
  *
  *   S[j] = scale (q . k_j + q_rope . k_rope_j) + pse[b|0][h][i][j]   (kept j)
+ *   (int8 k and v dequantised first: (x + offset) scale, fia_dequant)
  *   out  = sum_j exp(S[j] - m) v_j / sum_j exp(S[j] - m),  lse = m + ln sum_j exp(S[j] - m)
  * A row with no kept key (and a query row past the batch's length) gives
  * out 0 and lse +inf. */
@@ -21,12 +22,24 @@ size_t fia_ref_workspace(const fia_problem *p)
     return (size_t)p->threads * (size_t)(p->S2 + p->Dv) * sizeof(double);
 }
 
-static double dot(const fia_view *a, int64_t at, const fia_view *b, int64_t bt, int64_t n)
+/* Element d of a key or value row at `at` (key position s of batch b, kv
+ * head n2), dequantised when the cache is int8. */
+static double kv_elem(const fia_view *v, const fia_quant *q, int64_t at, int64_t b, int64_t n2, int64_t s, int64_t d)
+{
+    const double x = ao_load_f64(v->data + (at + d * v->sd) * v->es, v->dtype);
+    if (q->kind == FIA_QUANT_NONE) return x;
+    double scale, offset;
+    fia_dequant(q, b, n2, s, d, &scale, &offset);
+    return (x + offset) * scale;
+}
+
+/* q row (at qa) . key row (at ka) over n dims. */
+static double dot(const fia_view *qv, int64_t qa, const fia_view *kv, const fia_quant *kq, int64_t ka, int64_t b,
+                  int64_t n2, int64_t s, int64_t n)
 {
     double sum = 0.0;
     for (int64_t d = 0; d < n; d++)
-        sum += ao_load_f64(a->data + (at + d * a->sd) * a->es, a->dtype) *
-               ao_load_f64(b->data + (bt + d * b->sd) * b->es, b->dtype);
+        sum += ao_load_f64(qv->data + (qa + d * qv->sd) * qv->es, qv->dtype) * kv_elem(kv, kq, ka, b, n2, s, d);
     return sum;
 }
 
@@ -55,8 +68,9 @@ static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, in
     for (int64_t j = 0; j < L2; j++) {
         s[j] = -INFINITY;
         if (!fia_kept(p, b, i, j, L1, L2)) continue;
-        double qk = dot(&p->q, qa, &p->k, fia_kv_at(p, &p->k, b, n2, kv0, j), p->D);
-        if (p->qr.data) qk += dot(&p->qr, qra, &p->kr, fia_kv_at(p, &p->kr, b, n2, kv0, j), p->Dr);
+        static const fia_quant none = {0};
+        double qk = dot(&p->q, qa, &p->k, &p->kq, fia_kv_at(p, &p->k, b, n2, kv0, j), b, n2, j, p->D);
+        if (p->qr.data) qk += dot(&p->qr, qra, &p->kr, &none, fia_kv_at(p, &p->kr, b, n2, kv0, j), b, n2, j, p->Dr);
         s[j] = p->scale * qk;
         if (p->pse)
             s[j] += ao_load_f64(p->pse + (b * p->pse_sb + h * p->pse_sh + i * p->pse_si + j * p->pse_sj) *
@@ -70,8 +84,7 @@ static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, in
         const double w = exp(s[j] - m);
         const int64_t va = fia_kv_at(p, &p->v, b, n2, kv0, j);
         sum += w;
-        for (int64_t d = 0; d < p->Dv; d++)
-            acc[d] += w * ao_load_f64(p->v.data + (va + d * p->v.sd) * p->v.es, p->v.dtype);
+        for (int64_t d = 0; d < p->Dv; d++) acc[d] += w * kv_elem(&p->v, &p->vq, va, b, n2, j, d);
     }
     const int64_t oa = fia_q_at(&p->out, b, h, q_row);
     for (int64_t d = 0; d < p->Dv; d++) store_out(p, oa, d, sum > 0.0 ? acc[d] / sum : 0.0);

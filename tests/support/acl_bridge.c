@@ -141,6 +141,7 @@ aclDataType aclb_dtype(attnops_dtype d)
     case ATTNOPS_DTYPE_BOOL: return ACL_BOOL;
     case ATTNOPS_DTYPE_I32: return ACL_INT32;
     case ATTNOPS_DTYPE_I64: return ACL_INT64;
+    case ATTNOPS_DTYPE_I8: return ACL_INT8;
     case ATTNOPS_DTYPE_UNSET: case ATTNOPS_DTYPE_COUNT: break;
     }
     return ACL_DT_UNDEFINED;
