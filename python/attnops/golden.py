@@ -135,13 +135,21 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
                                 actual_seq_lengths_kv=None, block_table=None, query_rope=None, key_rope=None,
                                 num_heads=1, scale=1.0, pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX,
                                 input_layout="BSH", num_key_value_heads=0, sparse_mode=0, inner_precise=0,
-                                block_size=0, softmax_lse_flag=False, impl="reference", num_threads=0):
+                                block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
+                                key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,
+                                antiquant_scale=None, antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0,
+                                value_antiquant_mode=0, impl="reference", num_threads=0):
     """-> (attention_out, softmax_lse f32): CANN's FusedInferAttentionScore (docs/INFER_ATTENTION.md),
-    decode (S1 = 1) or prompt, contiguous or paged (block_table, block_size) key/value."""
+    decode (S1 = 1) or prompt, contiguous or paged (block_table, block_size) key/value, int8 key/value with
+    their antiquant scales."""
     return _fia.fused_infer_attention_score(
         query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths=actual_seq_lengths,
         actual_seq_lengths_kv=actual_seq_lengths_kv, block_table=block_table, query_rope=query_rope,
         key_rope=key_rope, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens, next_tokens=next_tokens,
         input_layout=input_layout, num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
-        inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag, impl=impl,
+        inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag,
+        key_antiquant_scale=key_antiquant_scale, key_antiquant_offset=key_antiquant_offset,
+        value_antiquant_scale=value_antiquant_scale, value_antiquant_offset=value_antiquant_offset,
+        antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, antiquant_mode=antiquant_mode,
+        key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, impl=impl,
         num_threads=num_threads, arrays=NUMPY)
