@@ -89,7 +89,7 @@ def test_dtype_codes_come_from_the_traits_table():
     lib = _lib.lib
     lib.attnops_dtype_from_string.restype, lib.attnops_dtype_from_string.argtypes = ctypes.c_int, [ctypes.c_char_p]
     assert set(_lib.DTYPES) == {"float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "uint8", "bool",
-                                "int32", "int64"}
+                                "int32", "int64", "int8"}
     for name, code in _lib.DTYPES.items():
         t = lib.attnops_dtype_traits_of(code).contents
         for spelling in (t.name, t.cann_name, t.torch_name):
