@@ -104,7 +104,7 @@ test-arm64-native:
 # spinning between calls, taking a core from the run beside it.
 FUZZ_DIR     ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_case_json fuzz_npy fuzz_manifest fuzz_compare fuzz_fa_args fuzz_kp_args fuzz_ar_args
+FUZZ_TARGETS := fuzz_case_json fuzz_npy fuzz_manifest fuzz_compare fuzz_fa_args fuzz_kp_args fuzz_ar_args fuzz_fia_args
 FUZZ_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link \
                 -fno-omit-frame-pointer -Wno-psabi
 fuzz:

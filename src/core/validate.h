@@ -12,6 +12,14 @@
         if (st_ != ATTNOPS_SUCCESS) return st_;                                                                    \
     } while (0)
 
+/* pre_tokens / next_tokens beyond +-2^60 act as unbounded; clamping keeps
+ * the band arithmetic from overflowing (INT64_MAX is a legal "no limit"). */
+static inline int64_t ao_clamp_tokens(int64_t t)
+{
+    const int64_t lim = INT64_C(1) << 60;
+    return t > lim ? lim : (t < -lim ? -lim : t);
+}
+
 /* "[2, 8, 128, 64]" into buf (for messages); returns buf. */
 const char *ao_shape_str(const attnops_tensor *t, char *buf, size_t n);
 /* 161001 when a required tensor is NULL. */

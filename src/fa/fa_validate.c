@@ -185,17 +185,9 @@ static fa_view broadcast_view(const attnops_tensor *t)
 /* Spec 3.2's token checks (only with a mask tensor: without one the tokens
  * are ignored).  Padded layouts: modes 0 and 4 after the mode-4 correction;
  * TND: modes 0 and 4 per batch, 7/8 for the band batch only. */
-/* Tokens beyond +-2^60 act as unbounded; clamping keeps the arithmetic below
- * from overflowing (INT64_MAX is a legal "no limit"). */
-static int64_t clamp_tokens(int64_t t)
-{
-    const int64_t lim = INT64_C(1) << 60;
-    return t > lim ? lim : (t < -lim ? -lim : t);
-}
-
 static attnops_status check_tokens(const char *op, const attnops_fa_params *p, const fa_problem *pr)
 {
-    const int64_t mode = p->sparse_mode, pre = clamp_tokens(p->pre_tokens), next = clamp_tokens(p->next_tokens);
+    const int64_t mode = p->sparse_mode, pre = ao_clamp_tokens(p->pre_tokens), next = ao_clamp_tokens(p->next_tokens);
     if (!pr->varlen) {
         if (mode != 0 && mode != 4) return ATTNOPS_SUCCESS;
         const int64_t pc = mode == 4 ? pre + pr->S1 - pr->S2 : pre, nc = mode == 4 ? next - pr->S1 + pr->S2 : next;
@@ -297,7 +289,7 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
     /* The golden's conditions for the sentinel behaviour (spec 1.1); in TND
      * per batch (any batch meeting them selects it). */
     bool skip = p->inner_precise == 2 || zero_prefix;
-    const int64_t pre = clamp_tokens(p->pre_tokens), next = clamp_tokens(p->next_tokens);
+    const int64_t pre = ao_clamp_tokens(p->pre_tokens), next = ao_clamp_tokens(p->next_tokens);
     for (int64_t b = 0; b < (pr->varlen ? pr->B : 1); b++) {
         const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b);
         const bool band = b == m->band_batch;

@@ -378,7 +378,8 @@ static bool fits(const attnops_tensor *t, int min_rank, int max_rank, int64_t B,
 static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_problem *p)
 {
     const attnops_tensor *m = a->atten_mask;
-    p->sparse_mode = a->sparse_mode, p->pre_tokens = a->pre_tokens, p->next_tokens = a->next_tokens;
+    p->sparse_mode = a->sparse_mode;
+    p->pre_tokens = ao_clamp_tokens(a->pre_tokens), p->next_tokens = ao_clamp_tokens(a->next_tokens);
     if (!p->decode && a->sparse_mode >= 1 && !m)
         return ao_fail(NULLPTR, "%s: sparse_mode %lld needs atten_mask.", op, (long long)a->sparse_mode);
     if (!p->decode && a->sparse_mode == 4 && a->pre_tokens < 0 && a->next_tokens < 0)
