@@ -209,15 +209,6 @@ static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x
     }
 }
 
-static void write_lse(const fia_problem *p, int64_t b, int64_t h, int64_t row, float value)
-{
-    const attnops_tensor *t = p->lse;
-    if (!t || !p->lse_flag) return;
-    const int64_t at = p->layout == ATTNOPS_LAYOUT_TND ? row * t->strides[0] + h * t->strides[1]
-                                                       : b * t->strides[0] + h * t->strides[1] + row * t->strides[2];
-    ((float *)t->data)[at] = value;
-}
-
 /* Row (b, h, query row i) from the splits' partials, rounded once. */
 static void merge_row(const fia_problem *p, const fia_plan *pl, const float *partials, int64_t b, int64_t h,
                       int64_t i, float *acc)
@@ -246,7 +237,7 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
     char *dst = (char *)p->out.data;
     for (int64_t d = 0; d < p->Dv; d++)
         ao_store_f32(dst + (oa + d * p->out.sd) * p->out.es, p->out.dtype, kept ? acc[d] / l : 0.0f);
-    write_lse(p, b, h, row, kept ? mx + logf(l) : INFINITY);
+    fia_write_lse(p, b, h, row, kept ? mx + logf(l) : INFINITY);
 }
 
 void fia_cpu_run(const fia_problem *p, void *workspace)
@@ -268,12 +259,7 @@ void fia_cpu_run(const fia_problem *p, void *workspace)
         for (int64_t bh = 0; bh < p->B * p->N1; bh++) {
             const int64_t b = bh / p->N1, h = bh % p->N1, L1 = fia_q_len(p, b);
             for (int64_t i = 0; i < L1; i++) merge_row(p, &pl, partials, b, h, i, ws);
-            for (int64_t i = L1; i < padded_rows; i++) {
-                const int64_t oa = fia_q_at(&p->out, b, h, i);
-                for (int64_t d = 0; d < p->Dv; d++)
-                    ao_store_f32((char *)p->out.data + (oa + d * p->out.sd) * p->out.es, p->out.dtype, 0.0f);
-                write_lse(p, b, h, i, INFINITY);
-            }
+            for (int64_t i = L1; i < padded_rows; i++) fia_empty_row(p, b, h, i);
         }
     }
 }

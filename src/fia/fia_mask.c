@@ -1,7 +1,10 @@
-/* FusedInferAttentionScore's per-batch lengths and the kept-key predicate
+/* FusedInferAttentionScore's per-batch lengths, the kept-key predicate,
+ * the dequantisation lookup and where a row's results go
  * (docs/INFER_ATTENTION.md "Masks"; spec section 3.8).  Shared by the
  * golden and the fast kernel, and checked against the tests' own float64
  * statement of the rules (python/tests/fia_oracle.py). */
+#include <math.h>
+
 #include "fia/fia_problem.h"
 
 /* Batch b's value of a length list, or of a cumulative one (its difference). */
@@ -65,4 +68,21 @@ void fia_dequant(const fia_quant *q, int64_t b, int64_t n2, int64_t s, int64_t d
     *scale = ao_load_f64(q->scale + at * (int64_t)attnops_dtype_size(q->scale_dtype), q->scale_dtype);
     *offset = q->offset ? ao_load_f64(q->offset + at * (int64_t)attnops_dtype_size(q->offset_dtype), q->offset_dtype)
                         : 0.0;
+}
+
+void fia_write_lse(const fia_problem *p, int64_t b, int64_t h, int64_t row, double value)
+{
+    const attnops_tensor *t = p->lse;
+    if (!t || !p->lse_flag) return;
+    const int64_t at = p->layout == ATTNOPS_LAYOUT_TND ? row * t->strides[0] + h * t->strides[1]
+                                                       : b * t->strides[0] + h * t->strides[1] + row * t->strides[2];
+    ((float *)t->data)[at] = (float)value;
+}
+
+void fia_empty_row(const fia_problem *p, int64_t b, int64_t h, int64_t row)
+{
+    const int64_t oa = fia_q_at(&p->out, b, h, row);
+    char *out = (char *)p->out.data; /* writable: the view keeps it const */
+    for (int64_t d = 0; d < p->Dv; d++) ao_store_f64(out + (oa + d * p->out.sd) * p->out.es, p->out.dtype, 0.0);
+    fia_write_lse(p, b, h, row, INFINITY);
 }

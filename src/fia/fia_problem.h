@@ -95,6 +95,12 @@ static inline int64_t fia_int_at(const char *data, attnops_dtype dt, int64_t i)
  * Nothing is read from outputs or written. */
 attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_problem *p);
 
+/* softmax_lse of query row `row` (TND: the token) of batch b, head h, when
+ * the flag asks for it; and a row without keys (or a padded one): out 0,
+ * lse +inf (fia_mask.c).  Both implementations write through these. */
+void fia_write_lse(const fia_problem *p, int64_t b, int64_t h, int64_t row, double value);
+void fia_empty_row(const fia_problem *p, int64_t b, int64_t h, int64_t row);
+
 /* The int8 key/value dequantisation parameters into p->kq, p->vq
  * (fia_antiquant.c); after the key/value dims are known. */
 attnops_status fia_validate_antiquant(const attnops_fia_args *a, const char *op, fia_problem *p);

@@ -49,15 +49,6 @@ static void store_out(const fia_problem *p, int64_t oa, int64_t d, double value)
     ao_store_f64((char *)p->out.data + (oa + d * p->out.sd) * p->out.es, p->out.dtype, value);
 }
 
-static void write_lse(const fia_problem *p, int64_t b, int64_t h, int64_t row, double value)
-{
-    const attnops_tensor *t = p->lse;
-    if (!t || !p->lse_flag) return;
-    const int64_t at = p->layout == ATTNOPS_LAYOUT_TND ? row * t->strides[0] + h * t->strides[1]
-                                                       : b * t->strides[0] + h * t->strides[1] + row * t->strides[2];
-    ((float *)t->data)[at] = (float)value;
-}
-
 /* One query row: scores into s (S2), the output row and lse. */
 static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, int64_t L1, int64_t L2, double *s,
                        double *acc)
@@ -88,15 +79,7 @@ static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, in
     }
     const int64_t oa = fia_q_at(&p->out, b, h, q_row);
     for (int64_t d = 0; d < p->Dv; d++) store_out(p, oa, d, sum > 0.0 ? acc[d] / sum : 0.0);
-    write_lse(p, b, h, q_row, sum > 0.0 ? m + log(sum) : INFINITY);
-}
-
-/* Rows past a batch's query length (padded layouts): out 0, lse +inf. */
-static void empty_row(const fia_problem *p, int64_t b, int64_t h, int64_t row)
-{
-    const int64_t oa = fia_q_at(&p->out, b, h, row);
-    for (int64_t d = 0; d < p->Dv; d++) store_out(p, oa, d, 0.0);
-    write_lse(p, b, h, row, INFINITY);
+    fia_write_lse(p, b, h, q_row, sum > 0.0 ? m + log(sum) : INFINITY);
 }
 
 void fia_ref_run(const fia_problem *p, void *workspace)
@@ -107,6 +90,6 @@ void fia_ref_run(const fia_problem *p, void *workspace)
         double *s = (double *)workspace + (size_t)ao_thread_id() * (size_t)(p->S2 + p->Dv), *acc = s + p->S2;
         const int64_t b = bh / p->N1, h = bh % p->N1, L1 = fia_q_len(p, b), L2 = fia_kv_len(p, b);
         for (int64_t i = 0; i < L1; i++) attend_row(p, b, h, i, L1, L2, s, acc);
-        for (int64_t i = L1; i < rows; i++) empty_row(p, b, h, i);
+        for (int64_t i = L1; i < rows; i++) fia_empty_row(p, b, h, i); /* past the batch's query length */
     }
 }
