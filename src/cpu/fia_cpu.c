@@ -68,11 +68,13 @@ static fia_plan plan_of(const fia_problem *p)
 }
 
 /* Per-thread scratch, in floats (run_item's buffers: Qt, Kc, S^T, S, Vc,
- * alpha and one widened query row; merge_row's accumulator fits in it),
+ * alpha, one widened query row and the per-channel dequantisation rows of
+ * key and value; merge_row's accumulator fits in it),
  * and one item's partial result. */
 static size_t scratch_floats(const fia_problem *p, const fia_plan *pl)
 {
-    return (size_t)(pl->Dk * pl->Mq + FIA_KC * pl->Dk + 2 * FIA_KC * pl->Mq + FIA_KC * p->Dv + pl->Mq + pl->Dk);
+    return (size_t)(pl->Dk * pl->Mq + FIA_KC * pl->Dk + 2 * FIA_KC * pl->Mq + FIA_KC * p->Dv + pl->Mq + pl->Dk +
+                    2 * (p->D + p->Dv));
 }
 static size_t partial_floats(const fia_problem *p, const fia_plan *pl) { return (size_t)(pl->Mq * (p->Dv + 3)); }
 
@@ -83,18 +85,28 @@ size_t fia_cpu_workspace(const fia_problem *p)
     return floats * sizeof(float) + 64;
 }
 
-/* int8 key or value row (key position s of batch b, kv head n2) in f32,
- * dequantised: (x + offset) * scale, per channel or one pair for the row. */
-static void dequant_row(const fia_quant *q, int64_t b, int64_t n2, int64_t s, int64_t count, float *x)
+/* The per-channel (scale, offset) rows of kv head n2 as f32, read once per
+ * work item rather than per key row (count each). */
+static void channel_rows(const fia_quant *q, int64_t n2, int64_t count, float *scale, float *offset)
 {
-    double scale, offset;
+    for (int64_t d = 0; d < count; d++) {
+        double sc, off;
+        fia_dequant(q, 0, n2, 0, d, &sc, &off);
+        scale[d] = (float)sc, offset[d] = (float)off;
+    }
+}
+
+/* int8 key or value row (key position s of batch b, kv head n2) in f32,
+ * dequantised: (x + offset) * scale, per channel (the item's rows) or one
+ * pair for the row. */
+static void dequant_row(const fia_quant *q, int64_t b, int64_t n2, int64_t s, int64_t count, const float *chan_scale,
+                        const float *chan_offset, float *x)
+{
     if (q->kind == FIA_QUANT_CHANNEL) {
-        for (int64_t d = 0; d < count; d++) {
-            fia_dequant(q, b, n2, s, d, &scale, &offset);
-            x[d] = (x[d] + (float)offset) * (float)scale;
-        }
+        for (int64_t d = 0; d < count; d++) x[d] = (x[d] + chan_offset[d]) * chan_scale[d];
         return;
     }
+    double scale, offset;
     fia_dequant(q, b, n2, s, 0, &scale, &offset);
     const float sc = (float)scale, off = (float)offset;
     for (int64_t d = 0; d < count; d++) x[d] = (x[d] + off) * sc;
@@ -180,6 +192,7 @@ static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x
 {
     float *qt = ws, *kc_buf = qt + pl->Dk * pl->Mq, *st = kc_buf + FIA_KC * pl->Dk, *s = st + FIA_KC * pl->Mq;
     float *vc = s + FIA_KC * pl->Mq, *alpha = vc + FIA_KC * p->Dv, *row = alpha + pl->Mq;
+    float *k_scale = row + pl->Dk, *k_offset = k_scale + p->D, *v_scale = k_offset + p->D, *v_offset = v_scale + p->Dv;
     float *m = out, *l = m + pl->Mq, *any = l + pl->Mq, *o = any + pl->Mq;
     for (int64_t r = 0; r < pl->Mq; r++) m[r] = -INFINITY, l[r] = 0.0f, any[r] = 0.0f;
     memset(o, 0, sizeof(float) * (size_t)(pl->Mq * p->Dv));
@@ -187,16 +200,18 @@ static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x
                                                                   ? j_begin + pl->split_keys : x->L2;
     if (x->rows == 0 || j_begin >= j_end) return;
     pack_q(p, pl, x, qt, row, k);
+    if (p->kq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->kq, x->n2, p->D, k_scale, k_offset);
+    if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, x->n2, p->Dv, v_scale, v_offset);
     const int64_t kv0 = fia_kv_row0(p, x->b);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += FIA_KC) {
         const int64_t kc = j_end - j0 < FIA_KC ? j_end - j0 : FIA_KC;
         for (int64_t c = 0; c < kc; c++) {
             float *kr = kc_buf + c * pl->Dk;
             widen(&p->k, fia_kv_at(p, &p->k, x->b, x->n2, kv0, j0 + c), p->D, kr, k);
-            if (p->kq.kind) dequant_row(&p->kq, x->b, x->n2, j0 + c, p->D, kr);
+            if (p->kq.kind) dequant_row(&p->kq, x->b, x->n2, j0 + c, p->D, k_scale, k_offset, kr);
             if (p->Dr) widen(&p->kr, fia_kv_at(p, &p->kr, x->b, x->n2, kv0, j0 + c), p->Dr, kr + p->D, k);
             widen(&p->v, fia_kv_at(p, &p->v, x->b, x->n2, kv0, j0 + c), p->Dv, vc + c * p->Dv, k);
-            if (p->vq.kind) dequant_row(&p->vq, x->b, x->n2, j0 + c, p->Dv, vc + c * p->Dv);
+            if (p->vq.kind) dequant_row(&p->vq, x->b, x->n2, j0 + c, p->Dv, v_scale, v_offset, vc + c * p->Dv);
         }
         /* the tail of a last tile: zero rows (their scores are padding, P there is 0) */
         memset(kc_buf + kc * pl->Dk, 0, sizeof(float) * (size_t)((FIA_KC - kc) * pl->Dk));
