@@ -148,6 +148,10 @@ def test_refusals():
     q, kc = torch.randn(1, 1, 2, 8), torch.randn(1, 4, 2, 8)
     with pytest.raises(NotImplementedError, match="softcap"):
         flash_attn_with_kvcache(q, kc, kc, softcap=30.0)
+    cache, new = torch.zeros(1, 4, 2, 8), torch.ones(1, 1, 2, 8, dtype=torch.float16)
+    with pytest.raises(ValueError, match="share one dtype"):
+        flash_attn_with_kvcache(q, cache, cache, new, new, cache_seqlens=0)
+    assert not cache.any(), "a refused call appended to the cache"
     with pytest.raises(ValueError, match="exceed the cache"):
         flash_attn_with_kvcache(q, kc, kc.clone(), torch.randn(1, 2, 2, 8), torch.randn(1, 2, 2, 8),
                                 cache_seqlens=3)

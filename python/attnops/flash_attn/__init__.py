@@ -373,6 +373,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                          "cache_leftpad (flash-attn's rule)")
     if (k is None) != (v is None):
         raise ValueError(f"attnops: {op}: k and v go together")
+    dtypes = {t.dtype for t in (q, k_cache, v_cache, k, v) if t is not None}
+    if len(dtypes) > 1:  # checked before the append, so a refused call leaves the caches as they were
+        raise ValueError(f"attnops: {op}: q, k_cache, v_cache (and k, v) must share one dtype; got "
+                         f"{sorted(str(d) for d in dtypes)}")
     batch, sq, heads, d = q.shape
     hk = k_cache.shape[2]
     capacity = block_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
