@@ -10,7 +10,8 @@
  * within its ulp bounds of tanh in double), otherwise within the
  * bound its numerics allow, against the portable kernel or a statement in
  * double (softmax steps, score biases, KeyPool pooling, AttnRes rows, the
- * fp32 tile GEMM, the FMA ceiling loop), and the golden's double block
+ * FusedInferAttentionScore's few-row products, the fp32 tile GEMM, the FMA
+ * ceiling loop), and the golden's double block
  * products bit for bit their scalar definitions (check_ref_block.c).
  * Each (kernel, ISA) prints one line: ok, FAIL, or SKIPPED when the CPU
  * lacks the ISA; a kernel of the inventory without a check here fails.
@@ -520,6 +521,77 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
 }
 
 
+/* The FusedInferAttentionScore few-row kernels against their statement in
+ * double: sums of D (dot_rows) or cols + 1 (axpy_rows) f32 terms in any
+ * order, over rows in and past the register blocks (1..9), key and value
+ * rows anywhere (a shuffled pointer table into one buffer), every dtype
+ * (int8 widened exactly), accumulate on and off; nothing written past the
+ * rows' D or cols. */
+static void check_fia_rows(const fia_kernels *k, const char *isa)
+{
+    static const int Ds[] = {1, 15, 16, 33, 128};
+    static const int Cs[] = {1, 2, 3, 7};
+    static const attnops_dtype dts[4] = {ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16, ATTNOPS_DTYPE_I8};
+    enum { MAXR = 9, MAXD = 128, MAXC = 7, LD = MAXD + 3, LDS = MAXC + 2 };
+    static float q[MAXR * LD], p[MAXR * LDS], s[MAXR * LDS], s0[MAXR * LDS], o[MAXR * LD], o0[MAXR * LD];
+    static unsigned char rows[MAXC][MAXD * 4];
+    static double x[MAXC][MAXD];
+    tu_rng r = tu_rng_make(41);
+    int bad = 0;
+    for (int di = 0; di < 5; di++)
+        for (int ci = 0; ci < 4; ci++)
+            for (int ti = 0; ti < 4; ti++)
+                for (int nr = 1; nr <= MAXR; nr += 2) {
+                    const int D = Ds[di], cols = Cs[ci];
+                    const attnops_dtype dt = dts[ti];
+                    const size_t es = attnops_dtype_size(dt);
+                    const void *at[MAXC];
+                    for (int c = 0; c < cols; c++) {
+                        const int slot = (c * 5 + 3) % MAXC; /* the table's rows out of order */
+                        at[c] = rows[slot];
+                        for (int d = 0; d < D; d++) {
+                            if (dt == ATTNOPS_DTYPE_I8) ((int8_t *)rows[slot])[d] = (int8_t)(tu_randn(&r) * 40);
+                            else ao_store_f64(rows[slot] + d * es, dt, tu_randn(&r));
+                            x[c][d] = dt == ATTNOPS_DTYPE_I8 ? ((const int8_t *)rows[slot])[d]
+                                                             : ao_load_f64(rows[slot] + d * es, dt);
+                        }
+                    }
+                    for (int i = 0; i < MAXR * LD; i++) q[i] = (float)tu_randn(&r), o0[i] = (float)tu_randn(&r);
+                    for (int i = 0; i < MAXR * LDS; i++) p[i] = (float)tu_randn(&r), s0[i] = (float)tu_randn(&r);
+                    for (int accumulate = 0; accumulate < 2; accumulate++) {
+                        memcpy(s, s0, sizeof s);
+                        k->dot_rows(q, nr, LD, at, dt, D, cols, s, LDS, accumulate);
+                        for (int i = 0; i < nr; i++)
+                            for (int c = 0; c < LDS; c++) {
+                                const float got = s[i * LDS + c];
+                                if (c >= cols) {
+                                    bad += got != s0[i * LDS + c];
+                                    continue;
+                                }
+                                double want = accumulate ? s0[i * LDS + c] : 0.0, size = fabs(want);
+                                for (int d = 0; d < D; d++)
+                                    want += q[i * LD + d] * x[c][d], size += fabs(q[i * LD + d] * x[c][d]);
+                                bad += !(fabs(got - want) <= 0x1p-24 * (D + 1) * size);
+                            }
+                        for (int i = nr * LDS; i < MAXR * LDS; i++) bad += s[i] != s0[i];
+                    }
+                    memcpy(o, o0, sizeof o);
+                    k->axpy_rows(p, nr, LDS, at, dt, D, cols, o, LD);
+                    for (int i = 0; i < MAXR; i++)
+                        for (int d = 0; d < LD; d++) {
+                            if (i >= nr || d >= D) {
+                                bad += o[i * LD + d] != o0[i * LD + d];
+                                continue;
+                            }
+                            double want = o0[i * LD + d], size = fabs(want);
+                            for (int c = 0; c < cols; c++)
+                                want += p[i * LDS + c] * x[c][d], size += fabs(p[i * LDS + c] * x[c][d]);
+                            bad += !(fabs(o[i * LD + d] - want) <= 0x1p-24 * (cols + 1) * size);
+                        }
+                }
+    TU_CHECK(bad == 0, "%s fia dot_rows / axpy_rows: %d values outside their bounds", isa, bad);
+}
+
 /* The f16 conversions bit for bit the library's: every f16 encoding
  * widened, and a sweep of float bit patterns (NaN, inf, subnormals, every
  * rounding boundary region) narrowed, with ragged lengths. */
@@ -834,6 +906,7 @@ static void run_peak(const cpu_kernel_set *k, const char *isa) { check_fma_chain
 static void run_golden(const cpu_kernel_set *k, const char *isa) { check_golden_blocks(&k->golden, isa); }
 static void run_gemm(const cpu_kernel_set *k, const char *isa) { check_gemm(&k->gemm, isa); }
 static void run_ar(const cpu_kernel_set *k, const char *isa) { check_ar_rows(&k->ar, isa); }
+static void run_fia(const cpu_kernel_set *k, const char *isa) { check_fia_rows(&k->fia, isa); }
 
 /* Each check covers the kernels it names (space-separated, "table.name"). */
 static const struct {
@@ -853,6 +926,7 @@ static const struct {
     {"ar.ar_dots ar.ar_dots_f64 ar.ar_accumulate ar.ar_store_div ar.ar_dots_split ar.ar_accumulate_split "
      "ar.ar_store_div_split ar.ar_grad_row_split ar.ar_grad_row",
      run_ar},
+    {"fia.dot_rows fia.axpy_rows", run_fia},
     {"gemm.gemm_f32", run_gemm},
     {"peak.fma_chains", run_peak},
     {"golden.ref_dot golden.ref_dot_block golden.ref_gemm_acc", run_golden},
@@ -1016,6 +1090,19 @@ static void bad_ar_grad_row(const void *v, attnops_dtype dt, int D, const float 
     flip(out);
 }
 
+static void bad_dot_rows(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
+                         float *s, int ld_s, bool accumulate)
+{
+    P->fia.dot_rows(q, rows, ld_q, k, dt, D, cols, s, ld_s, accumulate);
+    s[0] += 1e-4f * (fabsf(s[0]) + 1.0f);
+}
+static void bad_axpy_rows(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
+                          float *o, int ld_o)
+{
+    P->fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o);
+    o[0] += 1e-4f * (fabsf(o[0]) + 1.0f);
+}
+
 static void bad_gemm_f32(bool trans_a, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                          float *C, int ldc, bool accumulate)
 {
@@ -1056,6 +1143,7 @@ static const cpu_kernel_set BROKEN = {
            .ar_store_div = bad_ar_store_div, .ar_dots_split = bad_ar_dots_split,
            .ar_accumulate_split = bad_ar_accumulate_split, .ar_store_div_split = bad_ar_store_div_split,
            .ar_grad_row_split = bad_ar_grad_row_split, .ar_grad_row = bad_ar_grad_row},
+    .fia = {.dot_rows = bad_dot_rows, .axpy_rows = bad_axpy_rows},
     .gemm = {.gemm_f32 = bad_gemm_f32},
     .peak = {.fma_chains = bad_fma_chains},
     .golden = {.ref_dot = bad_ref_dot, .ref_dot_block = bad_ref_dot_block, .ref_gemm_acc = bad_ref_gemm_acc},

@@ -8,7 +8,9 @@
  * write them, cumulated for TND here), sparse_mode, pre_tokens, next_tokens,
  * atten_mask (modes 0/1: a random mask; 2-4 always the compressed tile),
  * pse_shift (booleans), softmax_lse_flag (default true), scale (default
- * 1/sqrt(D + rope_dim)), data_seed and compare (default dual; allclose for
+ * 1/sqrt(D + rope_dim)), kv_dtype ("int8": an int8 cache with antiquant
+ * scales and offsets, key_antiquant_mode / value_antiquant_mode 0-3, default
+ * 0; the default: dtype), data_seed and compare (default dual; allclose for
  * bf16, as FlashAttention's cases).  TND takes both length lists and sets B
  * from them.
  *
@@ -26,7 +28,7 @@
 
 enum {
     I_B, I_N1, I_N2, I_S1, I_S2, I_D, I_DV, I_DR, I_DTYPE, I_LAYOUT, I_BLOCK, I_QLEN, I_KVLEN, I_MODE, I_PRE, I_NEXT,
-    I_MASK, I_PSE, I_LSE, I_SCALE, I_DATA_SEED, I_COMPARE, I_COUNT
+    I_MASK, I_PSE, I_LSE, I_SCALE, I_KV_DTYPE, I_KMODE, I_VMODE, I_DATA_SEED, I_COMPARE, I_COUNT
 };
 
 static const harness_field FIA_FIELDS[] = {
@@ -34,12 +36,13 @@ static const harness_field FIA_FIELDS[] = {
     {"S2", I_S2}, {"D", I_D}, {"D_V", I_DV}, {"rope_dim", I_DR}, {"dtype", I_DTYPE}, {"input_layout", I_LAYOUT},
     {"block_size", I_BLOCK}, {"actual_seq_lengths", I_QLEN}, {"actual_seq_lengths_kv", I_KVLEN},
     {"sparse_mode", I_MODE}, {"pre_tokens", I_PRE}, {"next_tokens", I_NEXT}, {"atten_mask", I_MASK},
-    {"pse_shift", I_PSE}, {"softmax_lse_flag", I_LSE}, {"scale", I_SCALE}, {"data_seed", I_DATA_SEED},
+    {"pse_shift", I_PSE}, {"softmax_lse_flag", I_LSE}, {"scale", I_SCALE}, {"kv_dtype", I_KV_DTYPE},
+    {"key_antiquant_mode", I_KMODE}, {"value_antiquant_mode", I_VMODE}, {"data_seed", I_DATA_SEED},
     {"compare", I_COMPARE}};
 
 typedef struct fia_raw {
     fia_case_spec *s;
-    const char *dtype, *layout, *compare;
+    const char *dtype, *layout, *compare, *kv_dtype;
     int64_t B, data_seed;
 } fia_raw;
 
@@ -71,6 +74,9 @@ static bool fia_read(harness_parse *c, const cJSON *v, int f, void *ctx)
     case I_SCALE:
         s->scale = cJSON_IsNumber(v) ? v->valuedouble : NAN;
         return (s->scale > 0.0 && isfinite(s->scale)) || hp_fail(c, v->string, "must be a positive number");
+    case I_KV_DTYPE: return hp_str(c, v, &r->kv_dtype);
+    case I_KMODE: return hp_int(c, v, 0, 3, &s->key_mode);
+    case I_VMODE: return hp_int(c, v, 0, 3, &s->value_mode);
     case I_DATA_SEED: return hp_int(c, v, 0, big, &r->data_seed);
     case I_COMPARE: return hp_str(c, v, &r->compare);
     default: return true;
@@ -129,6 +135,12 @@ static bool fia_parse(harness_parse *c, const cJSON *obj, harness_case *h)
     s->dtype = attnops_dtype_from_string(r.dtype);
     if (s->dtype != ATTNOPS_DTYPE_F16 && s->dtype != ATTNOPS_DTYPE_BF16 && s->dtype != ATTNOPS_DTYPE_F32)
         return hp_fail(c, "dtype", "is '%s'; it must be fp16, bf16 or fp32", r.dtype);
+    if (r.kv_dtype && strcmp(r.kv_dtype, "int8") && attnops_dtype_from_string(r.kv_dtype) != s->dtype)
+        return hp_fail(c, "kv_dtype", "is '%s'; it must be int8 or the query's dtype", r.kv_dtype);
+    s->int8_kv = r.kv_dtype && !strcmp(r.kv_dtype, "int8");
+    if (!s->int8_kv && (has[I_KMODE] || has[I_VMODE]))
+        return hp_fail(c, has[I_KMODE] ? "key_antiquant_mode" : "value_antiquant_mode",
+                       "needs an int8 cache (\"kv_dtype\": \"int8\")");
     if (!has[I_N2]) s->N2 = s->N1;
     if (!has[I_DV]) s->Dv = s->D;
     h->data_seed = (uint64_t)r.data_seed;
@@ -176,6 +188,10 @@ static cJSON *fia_attributes(const fia_case *c)
     cJSON_AddNumberToObject(j, "sparse_mode", (double)a->sparse_mode);
     cJSON_AddNumberToObject(j, "block_size", (double)a->block_size);
     cJSON_AddBoolToObject(j, "softmax_lse_flag", a->softmax_lse_flag);
+    if (c->spec.int8_kv) {
+        cJSON_AddNumberToObject(j, "key_antiquant_mode", (double)a->key_antiquant_mode);
+        cJSON_AddNumberToObject(j, "value_antiquant_mode", (double)a->value_antiquant_mode);
+    }
     return j;
 }
 
@@ -187,7 +203,9 @@ static void fia_tensors(harness_run *r, const fia_run *s)
         {"query_rope", offsetof(fia_case, qr)}, {"key_rope", offsetof(fia_case, kr)},
         {"block_table", offsetof(fia_case, table)}, {"actual_seq_lengths", offsetof(fia_case, q_len)},
         {"actual_seq_lengths_kv", offsetof(fia_case, kv_len)}, {"atten_mask", offsetof(fia_case, mask)},
-        {"pse_shift", offsetof(fia_case, pse)}};
+        {"pse_shift", offsetof(fia_case, pse)}, {"key_antiquant_scale", offsetof(fia_case, k_scale)},
+        {"key_antiquant_offset", offsetof(fia_case, k_offset)}, {"value_antiquant_scale", offsetof(fia_case, v_scale)},
+        {"value_antiquant_offset", offsetof(fia_case, v_offset)}};
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         const tu_tensor *t = (const tu_tensor *)((const char *)g + inputs[i].at);
         if (t->block) harness_add(r, inputs[i].name, "input", &t->view, NULL, NULL);
@@ -239,14 +257,14 @@ static attnops_status fia_perf_phase(harness_perf *p, int phase)
     (void)phase;
     const fia_case *c = p->state;
     const fia_case_spec *s = &c->spec;
-    const double e = (double)attnops_dtype_size(s->dtype);
+    const double e = (double)attnops_dtype_size(s->dtype), ekv = s->int8_kv ? 1.0 : e;
     double rows = 0.0, keys = 0.0, pairs = 0.0;
     for (int b = 0; b < s->B; b++) {
         const double l1 = (double)(s->nq ? s->q_len[b] : s->S1), l2 = (double)(s->nkv ? s->kv_len[b] : s->S2);
         rows += l1, keys += l2, pairs += l1 * l2;
     }
-    p->in_bytes = rows * (double)s->N1 * (double)(s->D + s->Dr) * e + keys * (double)s->N2 *
-                                                                           (double)(s->D + s->Dr + s->Dv) * e;
+    p->in_bytes = rows * (double)s->N1 * (double)(s->D + s->Dr) * e +
+                  keys * (double)s->N2 * ((double)(s->D + s->Dv) * ekv + (double)s->Dr * e);
     p->out_bytes = rows * (double)s->N1 * ((double)s->Dv * e + (s->lse ? 4.0 : 0.0));
     p->flops = 2.0 * pairs * (double)s->N1 * (double)(s->D + s->Dr + s->Dv);
     p->gemm_dtype = ATTNOPS_DTYPE_F32;

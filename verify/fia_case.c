@@ -44,11 +44,36 @@ static tu_tensor qlike(const fia_case_spec *c, attnops_layout layout, int64_t n,
 
 /* A paged cache of `blocks` blocks for head dim d: [blocks, bs, N2 d]
  * (BSH, BSND) or [blocks, N2, bs, d] (BNSD, TND). */
-static tu_tensor paged(const fia_case_spec *c, int64_t blocks, int64_t d)
+static tu_tensor paged(const fia_case_spec *c, int64_t blocks, int64_t d, attnops_dtype dtype)
 {
     const bool rank4 = c->layout == ATTNOPS_LAYOUT_BNSD || c->layout == ATTNOPS_LAYOUT_TND;
     const int64_t s3[3] = {blocks, c->block_size, c->N2 * d}, s4[4] = {blocks, c->N2, c->block_size, d};
-    return rank4 ? tu_tensor_new(c->dtype, 4, s4, 0) : tu_tensor_new(c->dtype, 3, s3, 0);
+    return rank4 ? tu_tensor_new(dtype, 4, s4, 0) : tu_tensor_new(dtype, 3, s3, 0);
+}
+
+/* int8 values, uniform over [-128, 127]. */
+static void fill_int8(tu_tensor *t, tu_rng *r)
+{
+    int8_t *x = t->view.data;
+    for (int64_t i = 0; i < tu_numel(&t->view); i++) x[i] = (int8_t)((int)(tu_uniform(r) * 256.0) - 128);
+}
+
+/* An antiquant scale or offset of `mode` over `keys` positions: [1, N2, 1, D]
+ * and [N2] in the query's dtype, [1, B, keys] and [B, N2, keys] in f32;
+ * scales in [0.001, 0.021), offsets normal with deviation 8. */
+static tu_tensor antiquant(const fia_case_spec *c, int64_t mode, int64_t keys, bool scale, tu_rng *r)
+{
+    const int64_t channel[4] = {1, c->N2, 1, c->D}, token[3] = {1, c->B, keys}, head[1] = {c->N2},
+                  token_head[3] = {c->B, c->N2, keys};
+    tu_tensor t = mode == 0   ? tu_tensor_new(c->dtype, 4, channel, 0)
+                  : mode == 1 ? tu_tensor_new(ATTNOPS_DTYPE_F32, 3, token, 0)
+                  : mode == 2 ? tu_tensor_new(c->dtype, 1, head, 0)
+                              : tu_tensor_new(ATTNOPS_DTYPE_F32, 3, token_head, 0);
+    const size_t es = attnops_dtype_size(t.view.dtype);
+    for (int64_t i = 0; i < tu_numel(&t.view); i++)
+        tu_store_f64((char *)t.view.data + i * (int64_t)es, t.view.dtype,
+                     scale ? 0.001 + 0.02 * tu_uniform(r) : 8.0 * tu_randn(r));
+    return t;
 }
 
 static tu_tensor lengths(const int64_t *x, int n, bool cumulative)
@@ -107,6 +132,7 @@ void fia_case_init(fia_case *c, const fia_case_spec *spec, uint64_t seed)
     const bool tnd = s->layout == ATTNOPS_LAYOUT_TND;
     const int64_t T1 = tnd ? sum(s->q_len, s->nq) : s->S1, T2 = tnd ? sum(s->kv_len, s->nkv) : s->S2;
     const int64_t rows = tnd ? fia_case_rows(s) : s->S1;
+    const attnops_dtype kv_dtype = s->int8_kv ? ATTNOPS_DTYPE_I8 : s->dtype;
     c->q = qlike(s, s->layout, s->N1, T1, s->D, s->dtype);
     if (s->Dr) c->qr = qlike(s, s->layout, s->N1, T1, s->Dr, s->dtype);
     int64_t keys = s->S2; /* the mask's and pse's key extent: the capacity when paged */
@@ -114,17 +140,23 @@ void fia_case_init(fia_case *c, const fia_case_spec *spec, uint64_t seed)
         const int64_t cols = (s->S2 + s->block_size - 1) / s->block_size;
         int64_t blocks = 1;
         for (int b = 0; b < s->B; b++) blocks += ((s->nkv ? s->kv_len[b] : s->S2) + s->block_size - 1) / s->block_size;
-        c->k = paged(s, blocks, s->D), c->v = paged(s, blocks, s->Dv);
-        if (s->Dr) c->kr = paged(s, blocks, s->Dr);
+        c->k = paged(s, blocks, s->D, kv_dtype), c->v = paged(s, blocks, s->Dv, kv_dtype);
+        if (s->Dr) c->kr = paged(s, blocks, s->Dr, s->dtype);
         make_table(c, &r, blocks, cols);
         keys = cols * s->block_size;
     } else {
-        c->k = qlike(s, s->layout, s->N2, T2, s->D, s->dtype), c->v = qlike(s, s->layout, s->N2, T2, s->Dv, s->dtype);
+        c->k = qlike(s, s->layout, s->N2, T2, s->D, kv_dtype), c->v = qlike(s, s->layout, s->N2, T2, s->Dv, kv_dtype);
         if (s->Dr) c->kr = qlike(s, s->layout, s->N2, T2, s->Dr, s->dtype);
     }
     tu_tensor *filled[] = {&c->q, &c->qr, &c->k, &c->v, &c->kr};
     for (size_t i = 0; i < sizeof filled / sizeof filled[0]; i++)
-        if (filled[i]->block) tu_tensor_randn(filled[i], &r, 1.0);
+        if (filled[i]->block && filled[i]->view.dtype == ATTNOPS_DTYPE_I8) fill_int8(filled[i], &r);
+        else if (filled[i]->block) tu_tensor_randn(filled[i], &r, 1.0);
+    if (s->int8_kv) {
+        c->k_scale = antiquant(s, s->key_mode, keys, true, &r), c->k_offset = antiquant(s, s->key_mode, keys, false, &r);
+        c->v_scale = antiquant(s, s->value_mode, keys, true, &r);
+        c->v_offset = antiquant(s, s->value_mode, keys, false, &r);
+    }
     if (s->nq) c->q_len = lengths(s->q_len, s->nq, tnd);
     if (s->nkv) {
         c->kv_len = lengths(s->kv_len, s->nkv, tnd && !s->block_size);
@@ -155,6 +187,11 @@ void fia_case_init(fia_case *c, const fia_case_spec *spec, uint64_t seed)
     if (c->kv_len.block) a->actual_seq_lengths_kv = &c->kv_len.view;
     if (c->mask.block) a->atten_mask = &c->mask.view;
     if (c->pse.block) a->pse_shift = &c->pse.view;
+    if (s->int8_kv) {
+        a->key_antiquant_scale = &c->k_scale.view, a->key_antiquant_offset = &c->k_offset.view;
+        a->value_antiquant_scale = &c->v_scale.view, a->value_antiquant_offset = &c->v_offset.view;
+        a->key_antiquant_mode = s->key_mode, a->value_antiquant_mode = s->value_mode;
+    }
     a->num_heads = s->N1, a->num_key_value_heads = s->N2;
     a->scale_value = s->scale > 0 ? s->scale : 1.0 / sqrt((double)(s->D + s->Dr));
     a->pre_tokens = s->pre_tokens, a->next_tokens = s->next_tokens, a->sparse_mode = s->sparse_mode;
@@ -165,8 +202,9 @@ void fia_case_init(fia_case *c, const fia_case_spec *spec, uint64_t seed)
 
 void fia_case_free(fia_case *c)
 {
-    tu_tensor *all[] = {&c->q, &c->k, &c->v, &c->qr, &c->kr, &c->table, &c->q_len, &c->kv_len, &c->mask, &c->pse,
-                        &c->out, &c->lse};
+    tu_tensor *all[] = {&c->q,    &c->k,        &c->v,   &c->qr,      &c->kr,       &c->table,
+                        &c->q_len, &c->kv_len,  &c->mask, &c->pse,    &c->out,      &c->lse,
+                        &c->k_scale, &c->k_offset, &c->v_scale, &c->v_offset};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_tensor_free(all[i]);
 }
 

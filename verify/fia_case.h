@@ -22,11 +22,14 @@ typedef struct fia_case_spec {
     bool pse;                    /* pse_shift [B, N1, S1, S2] */
     bool lse;                    /* softmax_lse_flag */
     double scale;                /* 0: 1/sqrt(D + Dr) */
+    bool int8_kv;                /* int8 key/value with antiquant scales and offsets of these modes: */
+    int64_t key_mode, value_mode; /* 0 per channel, 1 per token, 2 per head, 3 per token and head */
 } fia_case_spec;
 
 typedef struct fia_case {
     fia_case_spec spec;
     tu_tensor q, k, v, qr, kr, table, q_len, kv_len, mask, pse, out, lse; /* absent: block NULL */
+    tu_tensor k_scale, k_offset, v_scale, v_offset;                       /* int8 key/value */
     attnops_fia_args args;
 } fia_case;
 

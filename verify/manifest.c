@@ -74,7 +74,7 @@ static const char *string_field(const cJSON *obj, const char *key)
 
 static attnops_dtype dtype_named(const char *name)
 {
-    for (int d = ATTNOPS_DTYPE_F32; d <= ATTNOPS_DTYPE_I64; d++)
+    for (int d = ATTNOPS_DTYPE_UNSET + 1; d < ATTNOPS_DTYPE_COUNT; d++)
         if (!strcmp(name, attnops_dtype_name((attnops_dtype)d))) return (attnops_dtype)d;
     return 0;
 }

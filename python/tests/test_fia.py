@@ -173,9 +173,11 @@ def test_tnd_contiguous_and_paged():
     assert torch.equal(out, out_p) and torch.equal(lse, lse_p)
 
 
-def test_mla_rope_decode_paged():
-    """DeepSeek's absorbed form in small: N2 = 1, the rope part a second dot product before the scale."""
-    b, n1, d, dr, s2, bs = 2, 8, 32, 8, 23, 8
+@pytest.mark.parametrize("n1", [8, 32])
+def test_mla_rope_decode_paged(n1):
+    """DeepSeek's absorbed form in small: N2 = 1, the rope part a second dot product before the scale (8 heads:
+    the few-row kernels; 32: the tile GEMMs)."""
+    b, d, dr, s2, bs = 2, 32, 8, 23, 8
     g = torch.Generator().manual_seed(12)
     q = torch.randn(b, n1, 1, d, generator=g).bfloat16()
     qr = torch.randn(b, n1, 1, dr, generator=g).bfloat16()
@@ -263,9 +265,10 @@ def test_check_fails_on_a_wrong_rule():
 @pytest.mark.parametrize("paged", [False, True])
 def test_fast_kernel_across_tile_and_split_boundaries(keys, paged):
     """Key counts one below, at and above the kernel's tile (128) and split (512) sizes, decode and a short
-    prompt, contiguous and paged (block 16): the fast kernel against the oracle (in _check)."""
+    prompt, contiguous and paged (block 16): the fast kernel against the oracle (in _check).  G = 4: one and
+    three rows take the few-row kernels on the cache in place (blocks of <= 16 rows), five the tile GEMMs."""
     causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
-    for s1, kw in ((1, {}), (3, dict(sparse_mode=3, atten_mask=causal))):
+    for s1, kw in ((1, {}), (3, dict(sparse_mode=3, atten_mask=causal)), (5, dict(sparse_mode=3, atten_mask=causal))):
         q, k, v = _qkv("BNSD", 2, 8, 2, s1, keys, 32, torch.bfloat16, seed=keys + s1)
         lens = [keys, max(keys // 2, 1)]
         if paged:
@@ -319,23 +322,26 @@ def _int8_kv(b, n2, s2, d, seed):
 
 @pytest.mark.parametrize("modes", [(0, 0), (1, 1), (2, 2), (3, 3), (0, 1)])
 @pytest.mark.parametrize("paged", [False, True])
-def test_int8_kv_separate_modes(modes, paged):
-    b, n1, n2, s2, d = 2, 8, 2, 50, 16
+@pytest.mark.parametrize("s1", [1, 5])
+def test_int8_kv_separate_modes(modes, paged, s1):
+    """Decode (the few-row kernels, dequantisation folded around them) and five rows of G = 4 (the tile GEMMs
+    on rows dequantised as they are widened)."""
+    b, n1, n2, s2, d = 2, 8, 2, 300, 16  # 300 keys: three tiles, so the per-tile rescaling is in play
     g = torch.Generator().manual_seed(30)
-    q = torch.randn(b, n1, 1, d, generator=g).to(torch.bfloat16)
+    q = torch.randn(b, n1, s1, d, generator=g).to(torch.bfloat16)
     k, v = _int8_kv(b, n2, s2, d, 31)
     kw = dict(input_layout="BNSD", num_heads=n1, num_key_value_heads=n2, scale=0.25, key_antiquant_mode=modes[0],
-              value_antiquant_mode=modes[1], actual_seq_lengths_kv=[50, 21])
+              value_antiquant_mode=modes[1], actual_seq_lengths_kv=[300, 141])
     positions = s2
     if paged:
-        k, v, table = _paged(k, v, 16, [50, 21], 4, seed=32)
+        k, v, table = _paged(k, v, 16, [300, 141], 4, seed=32)
         kw.update(block_table=table, block_size=16)
         positions = table.shape[1] * 16  # per-token parameters cover the table's capacity
     shapes = {0: (1, n2, 1, d), 1: (1, b, positions + 3), 2: (n2,), 3: (b, n2, positions + 3)}
     dtypes = {0: torch.bfloat16, 1: torch.float32, 2: torch.bfloat16, 3: torch.float32}
     for which, mode in (("key", modes[0]), ("value", modes[1])):
         kw[f"{which}_antiquant_scale"] = (torch.rand(shapes[mode], generator=g) * 0.02 + 0.001).to(dtypes[mode])
-        kw[f"{which}_antiquant_offset"] = torch.randn(shapes[mode], generator=g).to(dtypes[mode])
+        kw[f"{which}_antiquant_offset"] = (torch.randn(shapes[mode], generator=g) * 64).to(dtypes[mode])
     _check(q, k, v, s2, **kw)
 
 

@@ -6,20 +6,30 @@
  * each key and value row: a decode step (one row) reads the cache once per
  * kv group.  A key split is FIA_SPLIT keys (or all of them when the query
  * blocks alone give enough items), walked in tiles of FIA_KC keys read in
- * place from the contiguous or paged cache and widened to f32 in a small
- * per-thread buffer:
+ * place from the contiguous or paged cache.  Two ways through a tile:
  *
- *   Qt [Dk][Mq]  (Dk = D + Dr: the rope columns after D)     per item
- *   Kc [KC][Dk], S^T [KC][Mq] = Kc . Qt,  S [Mq][KC] = scale S^T + pse, masked -FLT_MAX
- *   online softmax over the tiles (m, l, alpha), O [Mq][Dv] = alpha O + P . Vc [KC][Dv]
+ *  - few rows (a block of <= FIA_DIRECT_ROWS, decode and short speculative
+ *    steps): the fia kernels take Q [Mq][Dk] (Dk = D + Dr, the rope columns
+ *    after D) and the tile's key and value rows where they are, widening
+ *    each element in registers: S [Mq][KC] = Q . K^T, O += P . V.  A
+ *    decode step is memory-bound (4 FLOPs per key element and query row),
+ *    so nothing is copied.  int8 dequantisation is folded around them:
+ *    per-channel key scales into Q (q' = q scale, plus q' . offset per row),
+ *    a per-key scale and offset onto the row's score, per-channel value
+ *    scales onto O once per item, a per-key value scale into P (its
+ *    offset's share kept per row);
+ *  - many rows (prompt blocks): the tile is widened (and dequantised) to
+ *    f32 in a per-thread buffer for the tile GEMMs:
+ *      Qt [Dk][Mq], Kc [KC][Dk], S^T [KC][Mq] = Kc . Qt, O += P . Vc [KC][Dv].
  *
- * Each item leaves its rows' (m, l, O) in the workspace; a second pass
- * merges the splits of every row in split order (O = sum_s e^(m_s - m) O_s /
- * sum_s e^(m_s - m) l_s, lse = m + ln l), in f32, and rounds the output once.
- * The split size depends on the problem only, never on the thread count, so
- * every thread count gives the same bits.  A row whose every key is masked,
- * a batch without keys and a padded query row give out 0 and lse +inf, as
- * the golden does. */
+ * Both: S = scale S + pse, masked -FLT_MAX; online softmax over the tiles (m,
+ * l, alpha).  Each item leaves its rows' (m, l, O) in the workspace; a
+ * second pass merges the splits of every row in split order (O = sum_s
+ * e^(m_s - m) O_s / sum_s e^(m_s - m) l_s, lse = m + ln l), in f32, and
+ * rounds the output once.  The split size depends on the problem only, never
+ * on the thread count, so every thread count gives the same bits.  A row
+ * whose every key is masked, a batch without keys and a padded query row
+ * give out 0 and lse +inf, as the golden does. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -32,7 +42,8 @@ enum {
     FIA_MQ = 64,     /* query rows of a block (G heads x query rows) */
     FIA_KC = 128,    /* keys of a tile */
     FIA_SPLIT = 512, /* keys of a split when the query blocks alone are too few items */
-    FIA_MIN_ITEMS = 64
+    FIA_MIN_ITEMS = 64,
+    FIA_DIRECT_ROWS = 16 /* the most rows of a block the few-row kernels take */
 };
 
 /* The work decomposition, a function of the problem alone. */
@@ -41,6 +52,7 @@ typedef struct fia_plan {
     int64_t qblocks, splits; /* per (b, n2): query blocks (of the longest batch), key splits (of the capacity) */
     int64_t split_keys;
     int64_t items;
+    bool few_rows; /* the few-row kernels on the cache in place; else the tile GEMMs */
     tile_gemm qk, pv;
 } fia_plan;
 
@@ -61,21 +73,41 @@ static fia_plan plan_of(const fia_problem *p)
                                                 : FIA_SPLIT;
     pl.splits = keys > 0 ? (keys + pl.split_keys - 1) / pl.split_keys : 0;
     pl.items = p->B * p->N2 * pl.qblocks * pl.splits;
+    pl.few_rows = pl.Mq <= FIA_DIRECT_ROWS && p->k.sd == 1 && p->v.sd == 1 && (!p->Dr || p->kr.sd == 1);
     pl.qk = tile_gemm_make(TILE_GEMM_F32_NN, FIA_KC, (int)pl.Mq, (int)pl.Dk, (int)pl.Dk, (int)pl.Mq, (int)pl.Mq,
                            false);
     pl.pv = tile_gemm_make(TILE_GEMM_F32_NN, (int)pl.Mq, (int)p->Dv, FIA_KC, FIA_KC, (int)p->Dv, (int)p->Dv, true);
     return pl;
 }
 
-/* Per-thread scratch, in floats (run_item's buffers: Qt, Kc, S^T, S, Vc,
- * alpha, one widened query row and the per-channel dequantisation rows of
- * key and value; merge_row's accumulator fits in it),
- * and one item's partial result. */
+/* Per-thread scratch (run_item's buffers; merge_row's accumulator fits in
+ * it), and one item's partial result. */
+typedef struct fia_scratch {
+    float *q;          /* Qt [Dk][Mq] (tile GEMMs) or Q [Mq][Dk] (few rows) */
+    float *kc, *st, *s, *vc; /* Kc [KC][Dk], S^T [KC][Mq], S [Mq][KC], Vc [KC][Dv] */
+    float *alpha, *row;      /* [Mq], one widened query row [Dk] */
+    float *k_scale, *k_offset, *v_scale, *v_offset; /* the item's per-channel int8 rows [D], [Dv] */
+    float *k_fix, *v_fix;    /* [Mq]: the folded key dequantisation's per-row term, the value offsets' share */
+    float *key_scale, *key_offset; /* [KC]: a tile's per-key int8 pairs */
+} fia_scratch;
+
 static size_t scratch_floats(const fia_problem *p, const fia_plan *pl)
 {
-    return (size_t)(pl->Dk * pl->Mq + FIA_KC * pl->Dk + 2 * FIA_KC * pl->Mq + FIA_KC * p->Dv + pl->Mq + pl->Dk +
+    return (size_t)(pl->Dk * pl->Mq + FIA_KC * pl->Dk + 2 * FIA_KC * pl->Mq + FIA_KC * p->Dv + 3 * pl->Mq + pl->Dk + 2 * FIA_KC +
                     2 * (p->D + p->Dv));
 }
+
+static fia_scratch scratch_at(float *ws, const fia_problem *p, const fia_plan *pl)
+{
+    fia_scratch w;
+    w.q = ws, w.kc = w.q + pl->Dk * pl->Mq, w.st = w.kc + FIA_KC * pl->Dk, w.s = w.st + FIA_KC * pl->Mq;
+    w.vc = w.s + FIA_KC * pl->Mq, w.alpha = w.vc + FIA_KC * p->Dv, w.row = w.alpha + pl->Mq;
+    w.k_scale = w.row + pl->Dk, w.k_offset = w.k_scale + p->D, w.v_scale = w.k_offset + p->D;
+    w.v_offset = w.v_scale + p->Dv, w.k_fix = w.v_offset + p->Dv, w.v_fix = w.k_fix + pl->Mq;
+    w.key_scale = w.v_fix + pl->Mq, w.key_offset = w.key_scale + FIA_KC;
+    return w;
+}
+
 static size_t partial_floats(const fia_problem *p, const fia_plan *pl) { return (size_t)(pl->Mq * (p->Dv + 3)); }
 
 size_t fia_cpu_workspace(const fia_problem *p)
@@ -151,30 +183,33 @@ static fia_item item_of(const fia_problem *p, const fia_plan *pl, int64_t it)
     return x;
 }
 
-/* Qt [Dk][Mq]: row r = i G + g of the block in column r, the rope columns after D. */
-static void pack_q(const fia_problem *p, const fia_plan *pl, const fia_item *x, float *qt, float *row,
+/* The block's query rows: Qt [Dk][Mq] (row r = i G + g in column r) for the
+ * tile GEMMs, Q [Mq][Dk] for the few-row kernels; rows past x->rows 0. */
+static void pack_q(const fia_problem *p, const fia_plan *pl, const fia_item *x, const fia_scratch *w,
                    const fa_kernels *k)
 {
-    memset(qt, 0, sizeof(float) * (size_t)(pl->Dk * pl->Mq));
+    memset(w->q, 0, sizeof(float) * (size_t)(pl->Dk * pl->Mq));
     const int64_t row0 = fia_q_row0(p, x->b);
     for (int64_t r = 0; r < x->rows; r++) {
         const int64_t rr = x->qb * pl->Mq + r, i = rr / p->G, h = x->n2 * p->G + rr % p->G;
-        widen(&p->q, fia_q_at(&p->q, x->b, h, row0 + i), p->D, row, k);
-        if (p->Dr) widen(&p->qr, fia_q_at(&p->qr, x->b, h, row0 + i), p->Dr, row + p->D, k);
-        for (int64_t d = 0; d < pl->Dk; d++) qt[d * pl->Mq + r] = row[d];
+        float *dst = pl->few_rows ? w->q + r * pl->Dk : w->row;
+        widen(&p->q, fia_q_at(&p->q, x->b, h, row0 + i), p->D, dst, k);
+        if (p->Dr) widen(&p->qr, fia_q_at(&p->qr, x->b, h, row0 + i), p->Dr, dst + p->D, k);
+        for (int64_t d = 0; !pl->few_rows && d < pl->Dk; d++) w->q[d * pl->Mq + r] = w->row[d];
     }
 }
 
-/* S [Mq][KC] from S^T: scale, pse, mask (-FLT_MAX); any[r] set where a key is kept. */
+/* S [Mq][KC] from the raw scores (element (r, c) at raw[r raw_r + c raw_c];
+ * raw may be s): scale, pse, mask (-FLT_MAX); any[r] set where a key is kept. */
 static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
-                   const float *st, float *s, float *any)
+                   const float *raw, int64_t raw_r, int64_t raw_c, float *s, float *any)
 {
     const bool all_kept = p->mask == FIA_MASK_NONE && (p->decode || p->sparse_mode <= 1);
     const float scale = (float)p->scale;
     for (int64_t r = 0; r < pl->Mq; r++) {
         float *row = s + r * FIA_KC;
         const int64_t rr = x->qb * pl->Mq + r, i = rr / p->G, h = x->n2 * p->G + rr % p->G;
-        for (int64_t c = 0; c < kc; c++) row[c] = scale * st[c * pl->Mq + r];
+        for (int64_t c = 0; c < kc; c++) row[c] = scale * raw[r * raw_r + c * raw_c];
         if (r >= x->rows) continue;
         for (int64_t c = 0; p->pse && c < kc; c++)
             row[c] += ao_load_f32(p->pse + (x->b * p->pse_sb + h * p->pse_sh + i * p->pse_si + (j0 + c) * p->pse_sj) *
@@ -186,42 +221,152 @@ static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
     }
 }
 
-/* One item: its (m, l, any, O) into `out` (Mq each, then Mq x Dv). */
-static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x, float *ws, float *out,
-                     const fa_kernels *k)
+/* The item's (m, l, any, O): Mq each, then Mq x Dv. */
+typedef struct fia_partial {
+    float *m, *l, *any, *o;
+} fia_partial;
+
+/* One tile through the tile GEMMs: the keys and values widened and
+ * dequantised into Kc, Vc (the tail of a last tile zero: padding scores, P
+ * there is 0), S^T = Kc . Qt, then S; returns S's place. */
+static float *gemm_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                          const fia_scratch *w, float *any, const fa_kernels *k)
 {
-    float *qt = ws, *kc_buf = qt + pl->Dk * pl->Mq, *st = kc_buf + FIA_KC * pl->Dk, *s = st + FIA_KC * pl->Mq;
-    float *vc = s + FIA_KC * pl->Mq, *alpha = vc + FIA_KC * p->Dv, *row = alpha + pl->Mq;
-    float *k_scale = row + pl->Dk, *k_offset = k_scale + p->D, *v_scale = k_offset + p->D, *v_offset = v_scale + p->Dv;
-    float *m = out, *l = m + pl->Mq, *any = l + pl->Mq, *o = any + pl->Mq;
-    for (int64_t r = 0; r < pl->Mq; r++) m[r] = -INFINITY, l[r] = 0.0f, any[r] = 0.0f;
-    memset(o, 0, sizeof(float) * (size_t)(pl->Mq * p->Dv));
+    const int64_t kv0 = fia_kv_row0(p, x->b);
+    for (int64_t c = 0; c < kc; c++) {
+        float *kr = w->kc + c * pl->Dk;
+        widen(&p->k, fia_kv_at(p, &p->k, x->b, x->n2, kv0, j0 + c), p->D, kr, k);
+        if (p->kq.kind) dequant_row(&p->kq, x->b, x->n2, j0 + c, p->D, w->k_scale, w->k_offset, kr);
+        if (p->Dr) widen(&p->kr, fia_kv_at(p, &p->kr, x->b, x->n2, kv0, j0 + c), p->Dr, kr + p->D, k);
+        widen(&p->v, fia_kv_at(p, &p->v, x->b, x->n2, kv0, j0 + c), p->Dv, w->vc + c * p->Dv, k);
+        if (p->vq.kind) dequant_row(&p->vq, x->b, x->n2, j0 + c, p->Dv, w->v_scale, w->v_offset, w->vc + c * p->Dv);
+    }
+    memset(w->kc + kc * pl->Dk, 0, sizeof(float) * (size_t)((FIA_KC - kc) * pl->Dk));
+    memset(w->vc + kc * p->Dv, 0, sizeof(float) * (size_t)((FIA_KC - kc) * p->Dv));
+    tile_gemm_run(&pl->qk, w->kc, w->q, w->st);
+    scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any);
+    return w->s;
+}
+
+/* Where row c of a key-like view's tile is. */
+static void tile_rows(const fia_problem *p, const fia_view *v, const fia_item *x, int64_t j0, int64_t kc,
+                      const void **rows)
+{
+    const int64_t kv0 = fia_kv_row0(p, x->b);
+    for (int64_t c = 0; c < kc; c++) rows[c] = v->data + fia_kv_at(p, v, x->b, x->n2, kv0, j0 + c) * v->es;
+}
+
+/* The per-key int8 scale and offset of the tile's keys (scale 1, offset 0 without). */
+static void key_params(const fia_quant *q, const fia_item *x, int64_t j0, int64_t kc, float *scale, float *offset)
+{
+    for (int64_t c = 0; c < kc; c++) {
+        double sc, off;
+        fia_dequant(q, x->b, x->n2, j0 + c, 0, &sc, &off);
+        scale[c] = (float)sc, offset[c] = (float)off;
+    }
+}
+
+/* The few-row kernels' query block: per-channel int8 key scales folded into
+ * Q (q' = q scale over the D columns) with k_fix[r] = q' . offset; a per-key
+ * one needs k_fix[r] = sum_d q (s = scale_c (q . k + offset_c sum q)). */
+static void fold_key_quant(const fia_problem *p, const fia_plan *pl, const fia_scratch *w)
+{
+    for (int64_t r = 0; p->kq.kind && r < pl->Mq; r++) {
+        float *q = w->q + r * pl->Dk, fix = 0.0f;
+        for (int64_t d = 0; d < p->D; d++) {
+            if (p->kq.kind == FIA_QUANT_CHANNEL) q[d] *= w->k_scale[d], fix += q[d] * w->k_offset[d];
+            else fix += q[d];
+        }
+        w->k_fix[r] = fix;
+    }
+}
+
+/* One tile through the few-row kernels on the cache in place: S = Q . K^T
+ * (int8 keys dequantised through k_fix and the key's own pair), the rope
+ * columns added, then scale, pse and mask. */
+static float *direct_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                            const fia_scratch *w, float *any, const fia_kernels *fk)
+{
+    const void *rows[FIA_KC];
+    float *s = w->s;
+    tile_rows(p, &p->k, x, j0, kc, rows);
+    fk->dot_rows(w->q, (int)pl->Mq, (int)pl->Dk, rows, p->k.dtype, (int)p->D, (int)kc, s, FIA_KC, false);
+    if (p->kq.kind == FIA_QUANT_CHANNEL) {
+        for (int64_t r = 0; r < pl->Mq; r++)
+            for (int64_t c = 0; c < kc; c++) s[r * FIA_KC + c] += w->k_fix[r];
+    } else if (p->kq.kind) {
+        float *scale = w->key_scale, *offset = w->key_offset;
+        key_params(&p->kq, x, j0, kc, scale, offset);
+        for (int64_t r = 0; r < pl->Mq; r++)
+            for (int64_t c = 0; c < kc; c++)
+                s[r * FIA_KC + c] = scale[c] * (s[r * FIA_KC + c] + offset[c] * w->k_fix[r]);
+    }
+    if (p->Dr) {
+        tile_rows(p, &p->kr, x, j0, kc, rows);
+        fk->dot_rows(w->q + p->D, (int)pl->Mq, (int)pl->Dk, rows, p->kr.dtype, (int)p->Dr, (int)kc, s, FIA_KC, true);
+    }
+    scores(p, pl, x, j0, kc, s, FIA_KC, 1, s, any);
+    return s;
+}
+
+/* O += P . V over the tile's value rows in place; a per-key int8 value
+ * scale goes into P, its offset's share (sum_c p_c scale_c offset_c, scaled
+ * by alpha as O is) into v_fix. */
+static void direct_pv(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                      const fia_scratch *w, float *o, const fia_kernels *fk)
+{
+    const void *rows[FIA_KC];
+    if (p->vq.kind && p->vq.kind != FIA_QUANT_CHANNEL) {
+        float *scale = w->key_scale, *offset = w->key_offset;
+        key_params(&p->vq, x, j0, kc, scale, offset);
+        for (int64_t r = 0; r < pl->Mq; r++) {
+            float *pr = w->s + r * FIA_KC, fix = w->v_fix[r] * w->alpha[r];
+            for (int64_t c = 0; c < kc; c++) pr[c] *= scale[c], fix += pr[c] * offset[c];
+            w->v_fix[r] = fix;
+        }
+    }
+    tile_rows(p, &p->v, x, j0, kc, rows);
+    fk->axpy_rows(w->s, (int)pl->Mq, FIA_KC, rows, p->v.dtype, (int)p->Dv, (int)kc, o, (int)p->Dv);
+}
+
+/* The few-row path's value dequantisation of the item's O: per channel
+ * O = scale (O + offset l) (l = sum_c p_c), per key O += v_fix. */
+static void finish_values(const fia_problem *p, const fia_plan *pl, const fia_scratch *w, const fia_partial *part)
+{
+    for (int64_t r = 0; p->vq.kind && r < pl->Mq; r++) {
+        float *o = part->o + r * p->Dv;
+        for (int64_t d = 0; d < p->Dv; d++)
+            o[d] = p->vq.kind == FIA_QUANT_CHANNEL ? w->v_scale[d] * (o[d] + w->v_offset[d] * part->l[r])
+                                                   : o[d] + w->v_fix[r];
+    }
+}
+
+/* One item: its partial result into `out`. */
+static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x, float *ws, float *out,
+                     const cpu_kernel_set *ks)
+{
+    const fia_scratch w = scratch_at(ws, p, pl);
+    const fia_partial part = {out, out + pl->Mq, out + 2 * pl->Mq, out + 3 * pl->Mq};
+    for (int64_t r = 0; r < pl->Mq; r++) part.m[r] = -INFINITY, part.l[r] = 0.0f, part.any[r] = 0.0f;
+    memset(part.o, 0, sizeof(float) * (size_t)(pl->Mq * p->Dv));
     const int64_t j_begin = x->split * pl->split_keys, j_end = j_begin + pl->split_keys < x->L2
                                                                   ? j_begin + pl->split_keys : x->L2;
     if (x->rows == 0 || j_begin >= j_end) return;
-    pack_q(p, pl, x, qt, row, k);
-    if (p->kq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->kq, x->n2, p->D, k_scale, k_offset);
-    if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, x->n2, p->Dv, v_scale, v_offset);
-    const int64_t kv0 = fia_kv_row0(p, x->b);
+    pack_q(p, pl, x, &w, &ks->fa);
+    if (p->kq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->kq, x->n2, p->D, w.k_scale, w.k_offset);
+    if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, x->n2, p->Dv, w.v_scale, w.v_offset);
+    if (pl->few_rows) fold_key_quant(p, pl, &w);
+    memset(w.v_fix, 0, sizeof(float) * (size_t)pl->Mq);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += FIA_KC) {
         const int64_t kc = j_end - j0 < FIA_KC ? j_end - j0 : FIA_KC;
-        for (int64_t c = 0; c < kc; c++) {
-            float *kr = kc_buf + c * pl->Dk;
-            widen(&p->k, fia_kv_at(p, &p->k, x->b, x->n2, kv0, j0 + c), p->D, kr, k);
-            if (p->kq.kind) dequant_row(&p->kq, x->b, x->n2, j0 + c, p->D, k_scale, k_offset, kr);
-            if (p->Dr) widen(&p->kr, fia_kv_at(p, &p->kr, x->b, x->n2, kv0, j0 + c), p->Dr, kr + p->D, k);
-            widen(&p->v, fia_kv_at(p, &p->v, x->b, x->n2, kv0, j0 + c), p->Dv, vc + c * p->Dv, k);
-            if (p->vq.kind) dequant_row(&p->vq, x->b, x->n2, j0 + c, p->Dv, v_scale, v_offset, vc + c * p->Dv);
-        }
-        /* the tail of a last tile: zero rows (their scores are padding, P there is 0) */
-        memset(kc_buf + kc * pl->Dk, 0, sizeof(float) * (size_t)((FIA_KC - kc) * pl->Dk));
-        memset(vc + kc * p->Dv, 0, sizeof(float) * (size_t)((FIA_KC - kc) * p->Dv));
-        tile_gemm_run(&pl->qk, kc_buf, qt, st);
-        scores(p, pl, x, j0, kc, st, s, any);
-        k->softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, m, l, alpha);
-        k->scale_rows(o, (int)pl->Mq, (int)p->Dv, alpha);
-        tile_gemm_run(&pl->pv, s, vc, o);
+        float *s = pl->few_rows ? direct_scores(p, pl, x, j0, kc, &w, part.any, &ks->fia)
+                                : gemm_scores(p, pl, x, j0, kc, &w, part.any, &ks->fa);
+        ks->fa.softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, part.m, part.l, w.alpha);
+        ks->fa.scale_rows(part.o, (int)pl->Mq, (int)p->Dv, w.alpha);
+        if (pl->few_rows) direct_pv(p, pl, x, j0, kc, &w, part.o, &ks->fia);
+        else tile_gemm_run(&pl->pv, s, w.vc, part.o);
     }
+    if (pl->few_rows) finish_values(p, pl, &w, &part);
 }
 
 /* Row (b, h, query row i) from the splits' partials, rounded once. */
@@ -257,7 +402,7 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
 
 void fia_cpu_run(const fia_problem *p, void *workspace)
 {
-    const fa_kernels *k = &cpu_kernels()->fa;
+    const cpu_kernel_set *ks = cpu_kernels();
     const fia_plan pl = plan_of(p);
     float *base = (float *)ao_align_up((size_t)workspace, 64);
     float *partials = base + (size_t)p->threads * scratch_floats(p, &pl);
@@ -268,7 +413,7 @@ void fia_cpu_run(const fia_problem *p, void *workspace)
 #pragma omp for schedule(dynamic)
         for (int64_t it = 0; it < pl.items; it++) {
             const fia_item x = item_of(p, &pl, it);
-            run_item(p, &pl, &x, ws, partials + (size_t)it * partial_floats(p, &pl), k);
+            run_item(p, &pl, &x, ws, partials + (size_t)it * partial_floats(p, &pl), ks);
         }
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < p->B * p->N1; bh++) {

@@ -91,13 +91,13 @@ enum { ISA_COUNT = sizeof isas / sizeof isas[0] };
 #define FA_ENTRY(name) ENTRY(fa, name)
 #define KP_ENTRY(name) ENTRY(kp, name)
 #define AR_ENTRY(name) ENTRY(ar, name)
+#define FIA_ENTRY(name) ENTRY(fia, name)
 #define GEMM_ENTRY(name) ENTRY(gemm, name)
 #define PEAK_ENTRY(name) ENTRY(peak, name)
 #define GOLDEN_ENTRY(name) ENTRY(golden, name)
-const cpu_kernel_entry cpu_kernel_entries[] = {FA_KERNEL_NAMES(FA_ENTRY) KP_KERNEL_NAMES(KP_ENTRY)
-                                                   AR_KERNEL_NAMES(AR_ENTRY) GEMM_KERNEL_NAMES(GEMM_ENTRY)
-                                                       PEAK_KERNEL_NAMES(PEAK_ENTRY)
-                                                       GOLDEN_KERNEL_NAMES(GOLDEN_ENTRY)};
+const cpu_kernel_entry cpu_kernel_entries[] = {
+    FA_KERNEL_NAMES(FA_ENTRY) KP_KERNEL_NAMES(KP_ENTRY) AR_KERNEL_NAMES(AR_ENTRY) FIA_KERNEL_NAMES(FIA_ENTRY)
+        GEMM_KERNEL_NAMES(GEMM_ENTRY) PEAK_KERNEL_NAMES(PEAK_ENTRY) GOLDEN_KERNEL_NAMES(GOLDEN_ENTRY)};
 const int cpu_kernel_entry_count = sizeof cpu_kernel_entries / sizeof cpu_kernel_entries[0];
 /* a member missing from a *_KERNEL_NAMES list would go unmerged and untested */
 _Static_assert(sizeof(cpu_kernel_entries) / sizeof(cpu_kernel_entries[0]) * sizeof(void (*)(void)) ==

@@ -162,6 +162,26 @@ typedef struct ar_kernels {
 #define AR_SPLIT_LEN(D) (((D) + 31) / 32 * 32)
 #define AR_SPLIT(d) (((d) & ~31) + (((d) & 1) << 4) + (((d) & 31) >> 1))
 
+/* ---- FusedInferAttentionScore's few-row kernels (src/cpu/fia_cpu.c) ----
+ * A decode step's handful of query rows (a kv group's heads, a few
+ * speculative tokens) against key and value rows read in place from the
+ * cache: row c of a tile at kv[c], D contiguous elements of dtype f32, f16,
+ * bf16 or int8, each widened exactly to f32 in registers (no copy of the
+ * cache, which a GEMM on the tile needs: a decode step reads each byte once
+ * and does 4 FLOPs per key element and query row, so the copy is the cost).
+ * q, p, s, o are f32 with rows ld_* apart. */
+typedef struct fia_kernels {
+    /* s[r][c] = sum_d q[r][d] k_c[d] (+ s[r][c] first when accumulate), for
+     * r < rows, c < cols: each sum in the ISA's lane order (kernels.h). */
+    void (*dot_rows)(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
+                     float *s, int ld_s, bool accumulate);
+    /* o[r][d] += sum_c p[r][c] v_c[d], c in order, for r < rows, d < D. */
+    void (*axpy_rows)(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
+                      float *o, int ld_o);
+} fia_kernels;
+
+#define FIA_KERNEL_NAMES(X) X(dot_rows) X(axpy_rows)
+
 /* ---- Tile GEMMs (src/cpu/tile_gemm.c) ---- */
 typedef struct gemm_kernels {
     /* C[M][N] (+)= op(A) . B in fp32, row-major, leading dimensions lda,
@@ -220,6 +240,7 @@ typedef struct cpu_kernel_set {
     fa_kernels fa;
     kp_kernels kp;
     ar_kernels ar;
+    fia_kernels fia;
     gemm_kernels gemm;
     peak_kernels peak;
     golden_kernels golden;

@@ -9,7 +9,8 @@ import ml_dtypes
 import numpy as np
 
 DT = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f8_e4m3fn": ml_dtypes.float8_e4m3fn,
-      "f8_e5m2": ml_dtypes.float8_e5m2, "u8": np.uint8, "bool": np.bool_, "i32": np.int32, "i64": np.int64}
+      "f8_e5m2": ml_dtypes.float8_e5m2, "u8": np.uint8, "bool": np.bool_, "i8": np.int8, "i32": np.int32,
+      "i64": np.int64}
 failures = 0
 
 

@@ -303,10 +303,40 @@ static float fma_chains__portable(long iters, double *flops)
     return sum;
 }
 
+/* ---- FusedInferAttentionScore ---- */
+
+static float kv_element(const void *row, attnops_dtype dt, int d)
+{
+    if (dt == ATTNOPS_DTYPE_I8) return (float)((const int8_t *)row)[d];
+    return ao_load_f32((const char *)row + (size_t)d * attnops_dtype_size(dt), dt);
+}
+
+static void dot_rows__portable(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
+                               int cols, float *s, int ld_s, bool accumulate)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            float sum = 0.0f;
+            for (int d = 0; d < D; d++) sum += q[(size_t)r * ld_q + d] * kv_element(k[c], dt, d);
+            s[(size_t)r * ld_s + c] = accumulate ? s[(size_t)r * ld_s + c] + sum : sum;
+        }
+}
+
+static void axpy_rows__portable(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
+                                int cols, float *o, int ld_o)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            const float w = p[(size_t)r * ld_p + c];
+            for (int d = 0; d < D; d++) o[(size_t)r * ld_o + d] += w * kv_element(v[c], dt, d);
+        }
+}
+
 /* Every kernel, each named as the vector kernels are (src/cpu/simd/simd.h). */
 #define FA_(name) .name = fa_##name##__portable,
 #define KP_(name) .name = kp_##name##__portable,
 #define AR_(name) .name = name##__portable,
+#define FIA_(name) .name = name##__portable,
 #define GEMM_(name) .name = name##__portable,
 #define PEAK_(name) .name = name##__portable,
 #define GOLDEN_(name) .name = name##__portable,
@@ -314,6 +344,7 @@ GOLDEN_KERNELS_DECLARE(portable)
 const cpu_kernel_set cpu_kernels_portable = {.fa = {FA_KERNEL_NAMES(FA_)},
                                              .kp = {KP_KERNEL_NAMES(KP_)},
                                              .ar = {AR_KERNEL_NAMES(AR_)},
+                                             .fia = {FIA_KERNEL_NAMES(FIA_)},
                                              .gemm = {GEMM_KERNEL_NAMES(GEMM_)},
                                              .peak = {PEAK_KERNEL_NAMES(PEAK_)},
                                              .golden = {GOLDEN_KERNEL_NAMES(GOLDEN_)}};

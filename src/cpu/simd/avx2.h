@@ -74,6 +74,15 @@ SIMD_INLINE vf v_load_u8n(const uint8_t *p, int n)
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
 }
 
+/* n signed bytes (zero past n) widened to float. */
+SIMD_INLINE vf v_load_i8n(const int8_t *p, int n)
+{
+    __m128i b = _mm_setzero_si128();
+    if (n >= VW) b = _mm_loadl_epi64((const __m128i *)p);
+    else if (n > 0) memcpy(&b, p, (size_t)n);
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+}
+
 /* VW pairs of 16-bit values (one 32-bit lane each, the first of a pair
  * low): n <= 2 VW of them, zero past n, and their stores. */
 SIMD_INLINE vi vp_loadn(const uint16_t *p, int n)

@@ -51,6 +51,12 @@ SIMD_INLINE vf v_load_u8n(const uint8_t *p, int n)
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(vm_tail(n), p)));
 }
 
+/* n signed bytes (zero past n) widened to float. */
+SIMD_INLINE vf v_load_i8n(const int8_t *p, int n)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(vm_tail(n), p)));
+}
+
 /* VW pairs of 16-bit values (one 32-bit lane each, the first of a pair
  * low): n <= 2 VW of them, zero past n, and their stores. */
 SIMD_INLINE vi vp_loadn(const uint16_t *p, int n)

@@ -491,6 +491,123 @@ static void K(ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *
     if (stream) v_stream_fence();
 }
 
+
+/* ---- FusedInferAttentionScore: a few query rows against rows read in place ---- */
+
+/* Query rows per register block: FIA_ROWS x 2 key accumulators (dot_rows)
+ * or FIA_ROWS x AXPY_STEPS output accumulators (axpy_rows) stay in
+ * registers on every ISA (AVX2 has 16). */
+enum { FIA_ROWS = 4, AXPY_STEPS = VW >= 16 ? 4 : 2 };
+
+/* Elements d .. d + n (n <= VW) of a key or value row, widened exactly. */
+SIMD_INLINE vf kv_load(const void *row, attnops_dtype dt, int d, int n)
+{
+    if (dt == ATTNOPS_DTYPE_I8) return v_load_i8n((const int8_t *)row + d, n);
+    return v_load_dt(row, dt, d, n);
+}
+
+/* R (constant) rows against keys two at a time: 2 R independent FMA chains. */
+SIMD_INLINE void dot_block(const float *q, int R, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
+                           float *s, int ld_s, bool accumulate)
+{
+    for (int c = 0; c < cols; c += 2) {
+        const bool pair = c + 1 < cols;
+        const void *k0 = k[c], *k1 = pair ? k[c + 1] : k[c];
+        vf a0[FIA_ROWS], a1[FIA_ROWS];
+        UNROLLED for (int r = 0; r < R; r++) a0[r] = v_zero(), a1[r] = v_zero();
+        for (int d = 0; d < D; d += VW) {
+            const int n = D - d;
+            const vf x0 = kv_load(k0, dt, d, n), x1 = kv_load(k1, dt, d, n);
+            UNROLLED for (int r = 0; r < R; r++) {
+                const vf qr = v_loadn(q + (size_t)r * ld_q + d, n);
+                a0[r] = v_fma(qr, x0, a0[r]), a1[r] = v_fma(qr, x1, a1[r]);
+            }
+        }
+        UNROLLED for (int r = 0; r < R; r++) {
+            float *out = s + (size_t)r * ld_s + c;
+            out[0] = accumulate ? out[0] + v_hsum(a0[r]) : v_hsum(a0[r]);
+            if (pair) out[1] = accumulate ? out[1] + v_hsum(a1[r]) : v_hsum(a1[r]);
+        }
+    }
+}
+
+SIMD_INLINE void dot_rows_dt(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
+                             int cols, float *s, int ld_s, bool accumulate)
+{
+    for (int r0 = 0; r0 < rows; r0 += FIA_ROWS) {
+        const float *qb = q + (size_t)r0 * ld_q;
+        float *sb = s + (size_t)r0 * ld_s;
+        switch (rows - r0) {
+        case 1: dot_block(qb, 1, ld_q, k, dt, D, cols, sb, ld_s, accumulate); break;
+        case 2: dot_block(qb, 2, ld_q, k, dt, D, cols, sb, ld_s, accumulate); break;
+        case 3: dot_block(qb, 3, ld_q, k, dt, D, cols, sb, ld_s, accumulate); break;
+        default: dot_block(qb, FIA_ROWS, ld_q, k, dt, D, cols, sb, ld_s, accumulate);
+        }
+    }
+}
+
+static void K(dot_rows)(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
+                        float *s, int ld_s, bool accumulate)
+{
+    switch (dt) { /* one copy of the loops per dtype: the widening is chosen outside them */
+    case ATTNOPS_DTYPE_F32: dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_F32, D, cols, s, ld_s, accumulate); break;
+    case ATTNOPS_DTYPE_F16: dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_F16, D, cols, s, ld_s, accumulate); break;
+    case ATTNOPS_DTYPE_BF16: dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_BF16, D, cols, s, ld_s, accumulate); break;
+    default: dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_I8, D, cols, s, ld_s, accumulate);
+    }
+}
+
+/* R (constant) rows x AXPY_STEPS steps of the output in registers while
+ * every value row of the tile goes by; the tile's rows stay in L1/L2 for the
+ * next steps. */
+SIMD_INLINE void axpy_block(const float *p, int R, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
+                            float *o, int ld_o)
+{
+    for (int d0 = 0; d0 < D; d0 += AXPY_STEPS * VW) {
+        vf acc[FIA_ROWS][AXPY_STEPS];
+        UNROLLED for (int r = 0; r < R; r++)
+            UNROLLED for (int t = 0; t < AXPY_STEPS; t++) acc[r][t] = v_loadn(o + (size_t)r * ld_o + d0 + t * VW,
+                                                                               D - d0 - t * VW);
+        for (int c = 0; c < cols; c++) {
+            vf x[AXPY_STEPS];
+            UNROLLED for (int t = 0; t < AXPY_STEPS; t++) x[t] = kv_load(v[c], dt, d0 + t * VW, D - d0 - t * VW);
+            UNROLLED for (int r = 0; r < R; r++) {
+                const vf w = v_set1(p[(size_t)r * ld_p + c]);
+                UNROLLED for (int t = 0; t < AXPY_STEPS; t++) acc[r][t] = v_fma(w, x[t], acc[r][t]);
+            }
+        }
+        UNROLLED for (int r = 0; r < R; r++)
+            UNROLLED for (int t = 0; t < AXPY_STEPS; t++) v_storen(o + (size_t)r * ld_o + d0 + t * VW,
+                                                                    D - d0 - t * VW, acc[r][t]);
+    }
+}
+
+SIMD_INLINE void axpy_rows_dt(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
+                              int cols, float *o, int ld_o)
+{
+    for (int r0 = 0; r0 < rows; r0 += FIA_ROWS) {
+        const float *pb = p + (size_t)r0 * ld_p;
+        float *ob = o + (size_t)r0 * ld_o;
+        switch (rows - r0) {
+        case 1: axpy_block(pb, 1, ld_p, v, dt, D, cols, ob, ld_o); break;
+        case 2: axpy_block(pb, 2, ld_p, v, dt, D, cols, ob, ld_o); break;
+        case 3: axpy_block(pb, 3, ld_p, v, dt, D, cols, ob, ld_o); break;
+        default: axpy_block(pb, FIA_ROWS, ld_p, v, dt, D, cols, ob, ld_o);
+        }
+    }
+}
+
+static void K(axpy_rows)(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
+                         float *o, int ld_o)
+{
+    switch (dt) {
+    case ATTNOPS_DTYPE_F32: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_F32, D, cols, o, ld_o); break;
+    case ATTNOPS_DTYPE_F16: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_F16, D, cols, o, ld_o); break;
+    case ATTNOPS_DTYPE_BF16: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_BF16, D, cols, o, ld_o); break;
+    default: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_I8, D, cols, o, ld_o);
+    }
+}
+
 /* ---- The FLOP ceiling ---- */
 
 static float K(fma_chains)(long iters, double *flops)
@@ -523,6 +640,7 @@ const cpu_kernel_set K(cpu_kernels_simd) = {
            .ar_store_div = K(ar_store_div), .ar_dots_split = K(ar_dots_split),
            .ar_accumulate_split = K(ar_accumulate_split), .ar_store_div_split = K(ar_store_div_split),
            .ar_grad_row_split = K(ar_grad_row_split), .ar_grad_row = K(ar_grad_row)},
+    .fia = {.dot_rows = K(dot_rows), .axpy_rows = K(axpy_rows)},
     .peak = {.fma_chains = K(fma_chains)},
     .golden = {.ref_dot = K(ref_dot), .ref_dot_block = K(ref_dot_block), .ref_gemm_acc = K(ref_gemm_acc)},
 };

@@ -110,6 +110,20 @@ SIMD_INLINE vf v_load_u8n(const uint8_t *p, int n)
     return (vf){{vcvtq_f32_u32(vmovl_u16(vget_low_u16(w))), vcvtq_f32_u32(vmovl_high_u16(w))}};
 }
 
+/* n signed bytes (zero past n) widened to float. */
+SIMD_INLINE vf v_load_i8n(const int8_t *p, int n)
+{
+    int8x8_t b;
+    if (n >= VW) b = vld1_s8(p);
+    else {
+        int8_t t[VW] = {0};
+        if (n > 0) memcpy(t, p, (size_t)n);
+        b = vld1_s8(t);
+    }
+    const int16x8_t w = vmovl_s8(b);
+    return (vf){{vcvtq_f32_s32(vmovl_s16(vget_low_s16(w))), vcvtq_f32_s32(vmovl_high_s16(w))}};
+}
+
 /* VW pairs of 16-bit values (one 32-bit lane each, the first of a pair
  * low): n <= 2 VW of them, zero past n, and their stores. */
 SIMD_INLINE vi vp_loadn(const uint16_t *p, int n)

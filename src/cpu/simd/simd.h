@@ -11,7 +11,8 @@
  *   loads and stores: v_load/v_store (whole steps), v_loadn/v_storen (n
  *     present: lanes past n read as 0 and are not written), vh_loadn /
  *     vh_storen / vh_stream, vp_loadn / vp_storen / vp_stream (VW pairs of
- *     16-bit values, n <= 2 VW of them), v_load_u8n, v_stream_fence,
+ *     16-bit values, n <= 2 VW of them), v_load_u8n / v_load_i8n (bytes
+ *     widened to float), v_stream_fence,
  *     v_prefetch_l2;
  *   IEEE arithmetic, one rounding each: v_add v_sub v_mul v_div v_sqrt,
  *     v_fma (a b + c) v_fms (a b - c) v_fnma (c - a b), fused;
