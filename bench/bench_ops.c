@@ -16,9 +16,15 @@
  *   attnres     AttnRes B=1, T=4096 (512 with --quick), N=25 blocks + the partial one, D=4096, bf16,
  *               RMSNorm; phases fwd (h and the two f32 caches, as training writes them) and bwd
  *               (from the forward's caches)
- *   fia_decode_bf16, _f32, _paged_bf16
- *               FusedInferAttentionScore decode step B=4, N1=32, N2=8, D=128, 4096 cached keys
- *               (contiguous; paged: blocks of 128); 4x the calls
+ *   fia_decode_bf16, _f16, _f32, _paged_bf16, _int8
+ *               FusedInferAttentionScore decode step B=4, N1=32, N2=8, D=128, BNSD, 4096 cached keys
+ *               (contiguous; paged: blocks of 128, shuffled; int8: per-channel antiquant, bf16
+ *               query); 4x the calls
+ *   fia_long_bf16     the same step at B=1 over 32768 cached keys
+ *   fia_spec4_bf16, fia_spec16_bf16
+ *               speculative steps: S1=4 and 16 query rows, bottom-right causal (sparse_mode 3)
+ *   fia_mla_bf16      MLA decode (DeepSeek's absorbed form): B=1, N1=128, N2=1, D=512 + rope 64
+ *   With --quick every cache is 8x shorter.
  *
  * Per phase (JSON keys <case>_<phase>_..., or <case>_... for a one-phase
  * operator): one untimed call (its rise of the process's peak RSS measured:
@@ -54,8 +60,15 @@
     "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"
 #define AR "\"op\": \"attnres\", \"B\": 1, \"N\": 25, \"D\": 4096, \"dtype\": \"bf16\", "
 /* A decode step of a GQA model (Llama-3-8B's heads): B=4, N1=32, N2=8, D=128, 4096 cached keys. */
-#define FIA_DECODE "\"op\": \"infer_attention\", \"B\": 4, \"N1\": 32, \"N2\": 8, \"S1\": 1, \"S2\": 4096, " \
-                   "\"D\": 128, \"input_layout\": \"BNSD\", "
+#define FIA_GQA "\"op\": \"infer_attention\", \"N1\": 32, \"N2\": 8, \"D\": 128, \"input_layout\": \"BNSD\", "
+#define FIA_DECODE FIA_GQA "\"B\": 4, \"S1\": 1, "
+#define FIA_PAGED "\"block_size\": 128"
+#define FIA_INT8 "\"kv_dtype\": \"int8\""
+#define FIA_LONG FIA_GQA "\"B\": 1, \"S1\": 1, \"dtype\": \"bf16\", "
+#define FIA_SPEC FIA_GQA "\"B\": 4, \"dtype\": \"bf16\", \"sparse_mode\": 3, "
+/* MLA decode, DeepSeek-V3's absorbed form: 128 heads on one latent kv head of 512 + rope 64. */
+#define FIA_MLA "\"op\": \"infer_attention\", \"B\": 1, \"N1\": 128, \"N2\": 1, \"S1\": 1, \"D\": 512, " \
+                "\"rope_dim\": 64, \"input_layout\": \"BNSD\", \"dtype\": \"bf16\", "
 
 static const struct builtin {
     const char *name, *json, *quick; /* quick: the --quick case, NULL: the same */
@@ -64,9 +77,20 @@ static const struct builtin {
     {"kp_prefill", "{" KP "\"lens\": [4096]}", "{" KP "\"lens\": [512]}", 1},
     {"kp_decode", "{" KP "\"lens\": " KP_DECODE_LENS ", \"starts\": " KP_DECODE_STARTS "}", NULL, 10},
     {"attnres", "{" AR "\"T\": 4096}", "{" AR "\"T\": 512}", 1},
-    {"fia_decode_bf16", "{" FIA_DECODE "\"dtype\": \"bf16\"}", NULL, 4},
-    {"fia_decode_f32", "{" FIA_DECODE "\"dtype\": \"fp32\"}", NULL, 4},
-    {"fia_decode_paged_bf16", "{" FIA_DECODE "\"dtype\": \"bf16\", \"block_size\": 128}", NULL, 4},
+    {"fia_decode_bf16", "{" FIA_DECODE "\"S2\": 4096, \"dtype\": \"bf16\"}",
+     "{" FIA_DECODE "\"S2\": 512, \"dtype\": \"bf16\"}", 4},
+    {"fia_decode_f16", "{" FIA_DECODE "\"S2\": 4096, \"dtype\": \"fp16\"}",
+     "{" FIA_DECODE "\"S2\": 512, \"dtype\": \"fp16\"}", 4},
+    {"fia_decode_f32", "{" FIA_DECODE "\"S2\": 4096, \"dtype\": \"fp32\"}",
+     "{" FIA_DECODE "\"S2\": 512, \"dtype\": \"fp32\"}", 4},
+    {"fia_decode_paged_bf16", "{" FIA_DECODE "\"S2\": 4096, \"dtype\": \"bf16\", " FIA_PAGED "}",
+     "{" FIA_DECODE "\"S2\": 512, \"dtype\": \"bf16\", " FIA_PAGED "}", 4},
+    {"fia_decode_int8", "{" FIA_DECODE "\"S2\": 4096, \"dtype\": \"bf16\", " FIA_INT8 "}",
+     "{" FIA_DECODE "\"S2\": 512, \"dtype\": \"bf16\", " FIA_INT8 "}", 4},
+    {"fia_long_bf16", "{" FIA_LONG "\"S2\": 32768}", "{" FIA_LONG "\"S2\": 4096}", 1},
+    {"fia_spec4_bf16", "{" FIA_SPEC "\"S1\": 4, \"S2\": 4096}", "{" FIA_SPEC "\"S1\": 4, \"S2\": 512}", 1},
+    {"fia_spec16_bf16", "{" FIA_SPEC "\"S1\": 16, \"S2\": 4096}", "{" FIA_SPEC "\"S1\": 16, \"S2\": 512}", 1},
+    {"fia_mla_bf16", "{" FIA_MLA "\"S2\": 4096}", "{" FIA_MLA "\"S2\": 512}", 1},
 };
 
 typedef struct options {

@@ -6,7 +6,8 @@
 
 It reads what the round programs wrote under DIR:
 - rounds/attnops.R.json and rounds/torch.R.json (bench_fa, peer_torch.py);
-- rounds/kp_*.R.json (KeyPool) and rounds/ar_*.R.json (AttnRes);
+- rounds/kp_*.R.json (KeyPool), rounds/ar_*.R.json (AttnRes) and rounds/fia_*.R.json
+  (FusedInferAttentionScore);
 - rss_*.json, and python.json / cp.json / transformers.json with their .md tables.
 
 The case descriptors come from `bench_fa --list-cases --json`. bench_fa holds the one case parser;
@@ -379,6 +380,55 @@ def attnres_rows(RA, RT, res):
     return rows
 
 
+# FusedInferAttentionScore: each case's bytes per second against the copy bandwidth, its speed-up over SDPA, and
+# the ratios between cases the targets name (numerator case, denominator case, target).
+FIA_CASES = (
+    ("decode_bf16", "decode B4 N32 N2=8 D128, 4096 keys, bf16", "≥ 70 % of copy, ≥ 5×"),
+    ("decode_f16", "the same, f16", "≥ 70 % of copy, ≥ 5×"),
+    ("decode_f32", "the same, f32", "≥ 70 % of copy, ≥ 5×"),
+    ("decode_paged_bf16", "the same, paged (blocks of 128, shuffled); torch: contiguous", "≤ 1.1× contiguous"),
+    ("decode_int8", "the same, int8 cache (per-channel antiquant); torch: dequantise + SDPA", "≥ 1.7× bf16 speed"),
+    ("long_bf16", "decode B1 over 32768 keys, bf16", "≥ 70 % of copy, ≥ 5×"),
+    ("spec4_bf16", "speculative S1=4, bottom-right causal", "≤ 1.3× S1=1"),
+    ("spec16_bf16", "speculative S1=16, bottom-right causal", "≤ 1.3× S1=1"),
+    ("mla_bf16", "MLA decode B1 N1=128 N2=1 D512 + rope 64", "≥ 60 % of copy"),
+)
+FIA_RATIOS = (
+    ("paged_vs_contiguous", "decode_paged_bf16", "decode_bf16", "≤ 1.1"),
+    ("bf16_vs_int8", "decode_bf16", "decode_int8", "≥ 1.7"),
+    ("spec4_vs_decode", "spec4_bf16", "decode_bf16", "≤ 1.3"),
+    ("spec16_vs_decode", "spec16_bf16", "decode_bf16", "≤ 1.3"),
+)
+
+
+def fia_rows(FA, FT, res):
+    """FusedInferAttentionScore (bench_ops --op infer_attention, peer_fia.py): case rows, then ratio rows."""
+    rows = []
+    if not FA:
+        return rows
+    res["fia_copy_gbps"] = med(FA, "copy_gbps")
+    for case, what, goal in FIA_CASES:
+        key = f"fia_{case}"
+        ms, tms = med(FA, f"{key}_ms_median"), med(FT, f"torch_{key}_ms_median")
+        pct, gflops = median_of(numbers(FA, f"{key}_pct_copy_bw")), med(FA, f"{key}_gflops")
+        sp = median_of([t[f"torch_{key}_ms_median"] / a[f"{key}_ms_median"] for a, t in zip(FA, FT)
+                        if t.get(f"torch_{key}_ms_median") and a.get(f"{key}_ms_median")])
+        for k, v in ((f"{key}_ms_median", ms), (f"{key}_pct_copy_bw", pct), (f"{key}_gflops", gflops),
+                     (f"torch_{key}_ms_median", tms), (f"{key}_speedup_vs_torch", sp)):
+            if v is not None:
+                res[k] = v
+        rows.append(f"| `{key}` | {what} | {fmt(ms, '.3f')} | {fmt(pct, '.1f')} % | {fmt(gflops, '.1f')} "
+                    f"| {fmt(tms, '.3f')} | {times(sp)} | {goal} |")
+    for name, num, den, goal in FIA_RATIOS:
+        v = median_of([a[f"fia_{num}_ms_median"] / a[f"fia_{den}_ms_median"] for a in FA
+                       if a.get(f"fia_{num}_ms_median") and a.get(f"fia_{den}_ms_median")])
+        if v is not None:
+            res[f"fia_{name}"] = v
+        rows.append(f"| `fia_{name}` | time of `fia_{num}` / time of `fia_{den}` | {fmt(v, '.2f')} |  |  |  |  "
+                    f"| {goal} |")
+    return rows
+
+
 def rss_rows(out_dir, res):
     rows = []
     for p in sorted(glob.glob(os.path.join(out_dir, "rss_*.json"))):
@@ -461,6 +511,14 @@ def markdown(res, peak, have_torch, sections, tables):
                "2·BTL·4 + 4·D·2) per second vs the copy bandwidth of the same round; torch = the seed's reference "
                "composed in bf16 (autograd for bwd); peak = inputs + outputs + workspace (attnops) and inputs + "
                "the process's peak-RSS rise over the call (torch; bwd includes its graph-building forward)."]
+    if sections["fia"]:
+        md += table("| FusedInferAttentionScore | case | attnops ms | K/V bytes vs copy | GFLOP/s | torch ms "
+                    "| speedup vs torch | target |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+                    sections["fia"])
+        md += ["", f"FusedInferAttentionScore: the bytes a call must read and write (query, the cached keys and "
+               f"values each batch's length reaches, outputs) per second vs the copy bandwidth of the same round "
+               f"({fmt(res.get('fia_copy_gbps'), '.1f')} GB/s, read + written); torch = "
+               "`scaled_dot_product_attention(enable_gqa=True)` on contiguous caches of the same dtype."]
     md += table("| peak RSS case | inputs MiB | outputs MiB | workspace MiB | peak RSS MiB | RSS − (in+out) MiB "
                 "| budget MiB |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |", sections["rss"])
     for t in tables:
@@ -502,6 +560,8 @@ def report(args):
                                        load_rounds(out, "rounds/kp_torch.*.json"), res)
     sections["attnres"] = attnres_rows(load_rounds(out, "rounds/ar_attnops.*.json"),
                                        load_rounds(out, "rounds/ar_torch.*.json"), res)
+    sections["fia"] = fia_rows(load_rounds(out, "rounds/fia_attnops.*.json"),
+                               load_rounds(out, "rounds/fia_torch.*.json"), res)
     sections["rss"] = rss_rows(out, res)
     tables = program_tables(out, res)
     with open(os.path.join(out, "results.json"), "w") as f:

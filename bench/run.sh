@@ -16,7 +16,10 @@
 #   3c. each round also runs bench_ops --op attnres and peer_attnres.py (Block
 #      Attention Residuals forward and backward), in the same alternating
 #      order; the peer measures torch's peak memory in round 1 only (--mem);
-#   3d. runs bench/bench_python.py once (the Python package's per-call
+#   3d. each round also runs bench_ops --op infer_attention and peer_fia.py
+#      (FusedInferAttentionScore decode, paged, int8, speculative and MLA
+#      steps against torch SDPA), in the same alternating order;
+#   3e. runs bench/bench_python.py once (the Python package's per-call
 #      overhead and a training step through autograd vs SDPA, R rounds of its
 #      own, alternating), and with 2+ threads bench/bench_distributed.py
 #      (ring attention on THREADS ranks x 1 thread vs 1 rank x THREADS threads),
@@ -42,6 +45,8 @@
 #                     `bench_fa --help` lists what the bench runs).  Cases with varlen= or
 #                     varlen_dense= are not passed to the torch peer.
 #   BENCH_RSS=0       skip the RSS runs
+#   BENCH_PARTS       what to run, of: fa kp ar fia python rss (default all);
+#                     a partial run does not update the docs
 #   BENCH_TORCH=0     skip the PyTorch peer
 #   BENCH_UPDATE_DOCS 1 = write the table into docs/PERFORMANCE.md between its
 #                     BENCH-RESULTS markers; default 1 for full runs, 0 for quick
@@ -69,7 +74,9 @@ rm -f "$OUT"/rounds/*.json "$OUT"/rss_*.json
 
 quick_flag=()
 [[ $QUICK == 1 ]] && quick_flag=(--quick)
-UPDATE_DOCS=${BENCH_UPDATE_DOCS:-$([[ $QUICK == 1 ]] && echo 0 || echo 1)}
+PARTS=" ${BENCH_PARTS:-fa kp ar fia python rss} "
+part() { [[ $PARTS == *" $1 "* ]]; }
+UPDATE_DOCS=${BENCH_UPDATE_DOCS:-$([[ $QUICK == 1 || -n ${BENCH_PARTS:-} ]] && echo 0 || echo 1)}
 
 # ---- the case list (canonical names, --quick applied) -----------------------
 # bench_fa parses the specs, the one parser: the lines for its own runs, and
@@ -110,6 +117,13 @@ run_ar_torch() {
     "$PY" -u "$ROOT/bench/peer_attnres.py" --threads "$THREADS" --json "$OUT/rounds/ar_torch.$1.json" \
         "${quick_flag[@]}" "${mem[@]}"
 }
+run_fia_attnops() {
+    "$BUILD_DIR/bench/bench_ops" --op infer_attention --threads "$THREADS" \
+        --json "$OUT/rounds/fia_attnops.$1.json" "${quick_flag[@]}"
+}
+run_fia_torch() {
+    "$PY" -u "$ROOT/bench/peer_fia.py" --threads "$THREADS" --json "$OUT/rounds/fia_torch.$1.json" "${quick_flag[@]}"
+}
 run_attnops() {
     "$BENCH" --threads "$THREADS" --reps 1 --json "$OUT/rounds/attnops.$1.json" "${case_args[@]}"
 }
@@ -120,28 +134,30 @@ run_torch() {
 }
 
 # ---- rounds, alternating ------------------------------------------------------
+# each part's two programs, attnops first in odd rounds (torch second), the reverse in even ones
+pair() { # pair ROUND ATTNOPS_FN TORCH_FN
+    if (($1 % 2 == 1)) || ((have_torch == 0)); then
+        "$2" "$1"
+        ((have_torch)) && "$3" "$1"
+    else
+        "$3" "$1"
+        "$2" "$1"
+    fi
+    return 0
+}
 for ((r = 1; r <= REPS; r++)); do
     echo "== round $r/$REPS"
-    if ((r % 2 == 1)) || ((have_torch == 0)); then
-        run_attnops "$r"
-        ((have_torch)) && run_torch "$r"
-        run_kp_attnops "$r"
-        ((have_torch)) && run_kp_torch "$r"
-        run_ar_attnops "$r"
-        ((have_torch)) && run_ar_torch "$r"
-    else
-        run_torch "$r"
-        run_attnops "$r"
-        run_kp_torch "$r"
-        run_kp_attnops "$r"
-        run_ar_torch "$r"
-        run_ar_attnops "$r"
-    fi
+    part fa && pair "$r" run_attnops run_torch
+    part kp && pair "$r" run_kp_attnops run_kp_torch
+    part ar && pair "$r" run_ar_attnops run_ar_torch
+    part fia && pair "$r" run_fia_attnops run_fia_torch
 done
 
 # ---- the Python package ---------------------------------------------------------
 rm -f "$OUT/python.json" "$OUT/python.md" "$OUT/cp.json" "$OUT/cp.md" "$OUT/transformers.json" "$OUT/transformers.md"
-if ((have_torch)) && "$PY" -c 'import attnops' 2>/dev/null; then
+if ! part python; then
+    :
+elif ((have_torch)) && "$PY" -c 'import attnops' 2>/dev/null; then
     echo "== Python package: per-call overhead, training step vs SDPA"
     "$PY" -u "$ROOT/bench/bench_python.py" --threads "$THREADS" --reps "$REPS" "${quick_flag[@]}" \
         --json "$OUT/python.json" --md "$OUT/python.md"
@@ -158,7 +174,7 @@ else
 fi
 
 # ---- peak RSS: one fresh process per case -------------------------------------
-if [[ ${BENCH_RSS:-1} != 0 ]]; then
+if [[ ${BENCH_RSS:-1} != 0 ]] && part rss; then
     for dir in fwd bwd; do
         echo "== peak RSS: $dir f32, B=1, N1=1, S=32768 (S/8 when quick), D=128"
         "$BENCH" --threads "$THREADS" --json "$OUT/rss_$dir.json" "${quick_flag[@]}" \

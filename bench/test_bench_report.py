@@ -132,3 +132,25 @@ def test_softcap_against_the_uncapped_case(tmp_path):
     assert bench_report.variant_base(cases[4], cases) == (None, None)
     assert bench_report.base_of(cases[0], cases) is None
     assert bench_report.ratio_target(cases[0], "ratio_vs_no_softcap") == "≤ 1.15"
+
+
+def test_infer_attention_rows(tmp_path):
+    """FusedInferAttentionScore's rounds: speed-ups and the ratios between its cases taken within each round,
+    then their median; its table in the markdown."""
+    args = write_run(tmp_path, [attnops_round(100, 60, 110)])
+    rounds = tmp_path / "rounds"
+    times = ({"decode_bf16": 4.0, "decode_int8": 2.0, "decode_paged_bf16": 4.4}, {"decode_bf16": 8.0,
+             "decode_int8": 8.0, "decode_paged_bf16": 8.0}, {"decode_bf16": 3.0, "decode_int8": 2.0,
+                                                             "decode_paged_bf16": 3.3})
+    for r, t in enumerate(times, 1):
+        body = {"copy_gbps": 30.0}
+        for name, ms in t.items():
+            body.update({f"fia_{name}_ms_median": ms, f"fia_{name}_pct_copy_bw": 50.0})
+        (rounds / f"fia_attnops.{r}.json").write_text(json.dumps(body))
+        (rounds / f"fia_torch.{r}.json").write_text(json.dumps({"torch_fia_decode_bf16_ms_median": 10 * r}))
+    text = bench_report.report(args)
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["fia_bf16_vs_int8"] == pytest.approx(1.5)  # within-round 2, 1, 1.5
+    assert res["fia_paged_vs_contiguous"] == pytest.approx(1.1)
+    assert res["fia_decode_bf16_speedup_vs_torch"] == pytest.approx(2.5)  # 2.5, 2.5, 10
+    assert "| `fia_decode_bf16` |" in text and "| `fia_spec4_vs_decode` |" in text

@@ -153,7 +153,8 @@ void fia_case_init(fia_case *c, const fia_case_spec *spec, uint64_t seed)
         if (filled[i]->block && filled[i]->view.dtype == ATTNOPS_DTYPE_I8) fill_int8(filled[i], &r);
         else if (filled[i]->block) tu_tensor_randn(filled[i], &r, 1.0);
     if (s->int8_kv) {
-        c->k_scale = antiquant(s, s->key_mode, keys, true, &r), c->k_offset = antiquant(s, s->key_mode, keys, false, &r);
+        c->k_scale = antiquant(s, s->key_mode, keys, true, &r);
+        c->k_offset = antiquant(s, s->key_mode, keys, false, &r);
         c->v_scale = antiquant(s, s->value_mode, keys, true, &r);
         c->v_offset = antiquant(s, s->value_mode, keys, false, &r);
     }

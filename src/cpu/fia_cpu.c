@@ -93,8 +93,8 @@ typedef struct fia_scratch {
 
 static size_t scratch_floats(const fia_problem *p, const fia_plan *pl)
 {
-    return (size_t)(pl->Dk * pl->Mq + FIA_KC * pl->Dk + 2 * FIA_KC * pl->Mq + FIA_KC * p->Dv + 3 * pl->Mq + pl->Dk + 2 * FIA_KC +
-                    2 * (p->D + p->Dv));
+    return (size_t)(pl->Dk * pl->Mq + FIA_KC * pl->Dk + 2 * FIA_KC * pl->Mq + FIA_KC * p->Dv + 3 * pl->Mq + pl->Dk +
+                    2 * FIA_KC + 2 * (p->D + p->Dv));
 }
 
 static fia_scratch scratch_at(float *ws, const fia_problem *p, const fia_plan *pl)
