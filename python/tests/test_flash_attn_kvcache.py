@@ -155,3 +155,29 @@ def test_refusals():
     with pytest.raises(ValueError, match="exceed the cache"):
         flash_attn_with_kvcache(q, kc, kc.clone(), torch.randn(1, 2, 2, 8), torch.randn(1, 2, 2, 8),
                                 cache_seqlens=3)
+
+
+@pytest.mark.parametrize("causal,window", [(False, (-1, -1)), (True, (-1, -1)), (False, (3, 2))])
+def test_varlen_func_over_a_paged_cache(causal, window):
+    """flash_attn_varlen_func with block_table (paged prefill): each sequence's queries against its keys read
+    through the table, flash-attn's bottom-right masks, GQA; against the float64 statement per sequence."""
+    from attnops.flash_attn import flash_attn_varlen_func
+    g = torch.Generator().manual_seed(60)
+    lens_q, lens_k, h, hk, d, page = [5, 1, 7], [9, 20, 7], 4, 2, 16, 4
+    cache = torch.randn(3, 20, hk, d, generator=g).bfloat16()
+    vcache = torch.randn(3, 20, hk, d, generator=g).bfloat16()
+    kb, table = _paged(cache, page, seed=61)
+    vb, _ = _paged(vcache, page, seed=61)
+    q = torch.randn(sum(lens_q), h, d, generator=g).bfloat16()
+    cu = lambda x: torch.tensor([0] + list(torch.tensor(x).cumsum(0)), dtype=torch.int32)  # noqa: E731
+    out = flash_attn_varlen_func(q, kb, vb, cu(lens_q), cu(lens_k), max(lens_q), max(lens_k), causal=causal,
+                                 window_size=window, block_table=table)
+    first = 0
+    for b, (lq, lk) in enumerate(zip(lens_q, lens_k)):
+        want, _ = reference(q[first:first + lq], cache[b, :lk], vcache[b, :lk], d ** -0.5, causal, window)
+        assert_close(f"sequence {b}", out[first:first + lq], want, torch.bfloat16, lk)
+        first += lq
+    with pytest.raises(NotImplementedError, match="dropout_p"):
+        flash_attn_varlen_func(q, kb, vb, cu(lens_q), cu(lens_k), 7, 20, dropout_p=0.1, block_table=table)
+    with pytest.raises(ValueError, match="same batch"):
+        flash_attn_varlen_func(q, kb, vb, cu(lens_q), cu(lens_k), 7, 20, block_table=table[:2])

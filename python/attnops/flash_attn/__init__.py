@@ -253,12 +253,14 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                            deterministic=False, return_attn_probs=False, block_table=None):
     """q [total_q, H, D], k/v [total_k, Hk, D], cu_seqlens int32 [B + 1] starting at 0; out [total_q, H, Dv];
     with return_attn_probs (out, softmax_lse f32 [H, total_q], S_dmask).  Causal and windows are bottom-right
-    aligned per sequence (sparse_mode 4 in TND)."""
+    aligned per sequence (sparse_mode 4 in TND).  With block_table, k/v are paged caches [num_blocks,
+    page_block_size, Hk, D] holding sequence b's keys in the blocks of row b (_varlen_paged)."""
     op = "attnops.flash_attn_varlen_func"
     _check(q)
     softcap = _softcap(softcap)
     if block_table is not None:
-        raise NotImplementedError(f"{op}: block_table (paged KV) is not supported")
+        return _varlen_paged(op, q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, causal, window_size,
+                             softcap, alibi_slopes, return_attn_probs, block_table)
     if q.dim() != 3:
         raise ValueError(f"{op}: q must be [total_q, nheads, headdim], got {tuple(q.shape)}")
     band = _band(causal, window_size)
@@ -341,6 +343,42 @@ def _kv_lengths(op, cache_seqlens, batch, capacity):
     if len(lens) != batch:
         raise ValueError(f"attnops: {op}: cache_seqlens has {len(lens)} values; it must have batch = {batch}")
     return lens
+
+
+def _varlen_paged(op, q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, causal, window_size, softcap,
+                  alibi_slopes, return_attn_probs, block_table):
+    """flash_attn_varlen_func over paged caches (flash-attn 2.x's paged prefill, an inference path: no dropout,
+    no gradient) as FusedInferAttentionScore in TND with the caches paged: the queries' cumulative lengths,
+    the keys' per-sequence lengths (cu_seqlens_k's differences) read through block_table."""
+    unsupported = [name for name, given in (("dropout_p", dropout_p > 0), ("softcap", softcap),
+                                            ("alibi_slopes", alibi_slopes is not None),
+                                            ("return_attn_probs", return_attn_probs)) if given]
+    if unsupported:
+        raise NotImplementedError(f"{op}: {', '.join(unsupported)} with a paged cache (block_table) is not supported")
+    if q.dim() != 3 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(f"{op}: with block_table, q is [total_q, nheads, headdim] and k, v are paged caches "
+                         f"[num_blocks, page_block_size, nheads_k, headdim]; got q {tuple(q.shape)}, "
+                         f"k {tuple(k.shape)}, v {tuple(v.shape)}")
+    cq, ck = _cu_list(cu_seqlens_q, "cu_seqlens_q", op), _cu_list(cu_seqlens_k, "cu_seqlens_k", op)
+    if len(cq) != len(ck) or block_table.dim() != 2 or block_table.shape[0] != len(cq) - 1:
+        raise ValueError(f"{op}: cu_seqlens_q, cu_seqlens_k and block_table must describe the same batch; got "
+                         f"{len(cq) - 1}, {len(ck) - 1} and block_table {tuple(block_table.shape)}")
+    lens_q = [b - a for a, b in zip(cq, cq[1:])]
+    lens_k = [b - a for a, b in zip(ck, ck[1:])]
+    left, _ = _band(causal, window_size)
+    if left >= 0 and all(n == 1 for n in lens_q):
+        # one row per sequence is the operator's decode branch, which has no window (flash_attn_with_kvcache
+        # takes such a step)
+        raise NotImplementedError(f"{op}: a window over a paged cache with one query row per sequence is not "
+                                  "supported; flash_attn_with_kvcache takes that decode step")
+    heads, hk, page = q.shape[1], k.shape[2], k.shape[1]
+    with torch.no_grad():
+        out, _ = ops.fused_infer_attention_score(
+            q, k.reshape(k.shape[0], page, -1), v.reshape(v.shape[0], page, -1), actual_seq_lengths=cq[1:],
+            actual_seq_lengths_kv=lens_k, block_table=block_table.int(), block_size=page, num_heads=heads,
+            num_key_value_heads=hk, scale=q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale,
+            input_layout="TND", **_mask_args(causal, window_size))
+    return out
 
 
 def _cache_rows(k_cache, block_table, cache_batch_idx, b, rows):
