@@ -136,6 +136,29 @@ double copy_gbps(int threads)
     return 2.0 * (double)n / median(t, 5) * 1e-9;
 }
 
+double read_gbps(int threads)
+{
+    const size_t n = (size_t)256 << 20, words = n / sizeof(uint64_t);
+    uint64_t *src = xmalloc(n), sink = 0;
+    memset(src, 1, n); /* first touch */
+    double t[5];
+    for (int rep = 0; rep < 5; rep++) {
+        const double t0 = now_s();
+#pragma omp parallel num_threads(threads) reduction(^ : sink)
+        {
+            uint64_t acc[4] = {0, 0, 0, 0}; /* four chains: the adds never bound the loads */
+#pragma omp for schedule(static)
+            for (size_t i = 0; i < words; i += 4)
+                acc[0] += src[i], acc[1] += src[i + 1], acc[2] += src[i + 2], acc[3] += src[i + 3];
+            sink ^= acc[0] ^ acc[1] ^ acc[2] ^ acc[3];
+        }
+        t[rep] = now_s() - t0;
+    }
+    free(src);
+    if (sink == 42) printf(" "); /* keeps the sums */
+    return (double)n / median(t, 5) * 1e-9;
+}
+
 /* ------------------------------------------------------------------------ */
 /* tile-GEMM peak (libxsmm)                                                  */
 /* ------------------------------------------------------------------------ */

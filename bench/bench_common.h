@@ -48,6 +48,9 @@ double status_bytes(const char *key);
  * split evenly over `threads` OpenMP threads: one untimed first-touch pass,
  * then the median of 5 timed copies. */
 double copy_gbps(int threads);
+/* The read-only bandwidth: bytes per second of a parallel sum over 256 MiB
+ * (what a decode step, which reads its cache and writes little, can reach). */
+double read_gbps(int threads);
 
 /* ---- tile-GEMM peak ---- */
 enum { GM = 64, GN = 64, GK = 128 };

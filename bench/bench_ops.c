@@ -33,7 +33,8 @@
  * `calls` timed calls, median
  * and min; the bytes the call must read and write (the driver's count, each
  * element once) per second against the machine's copy bandwidth (a parallel
- * memcpy of 256 MiB, read + written bytes, bench_common's copy_gbps) and,
+ * memcpy of 256 MiB, read + written bytes, bench_common's copy_gbps) and the
+ * read-only bandwidth (a parallel sum, read_gbps) and,
  * for an operator whose GEMMs bound it, GFLOP/s against the tile-GEMM peak
  * of its operand dtype, both measured in the same round.  Peak memory:
  * inputs + outputs + workspace, exact (the library allocates nothing).
@@ -128,7 +129,7 @@ static int parse_options(options *o, int argc, char **argv)
 /* ---- the peaks, measured once a case needs them ---- */
 typedef struct machine {
     int threads, quick;
-    double copy_gbps;
+    double copy_gbps, read_gbps;
     int bf16_jit;   /* libxsmm has bf16 tile GEMMs here: -1 not known yet, 0 no, 1 yes */
     double peak[2]; /* GFLOP/s of the f32 and bf16 tile GEMMs; 0: not measured yet */
 } machine;
@@ -187,16 +188,18 @@ static void bench_phase(machine *m, const harness_driver *d, harness_perf *p, in
     free(a.ws);
     const double mib = 1024.0 * 1024.0, bytes = p->in_bytes + p->out_bytes, s = t.med_ms * 1e-3;
     const double gbps = bytes / s * 1e-9, pct_bw = 100.0 * gbps / m->copy_gbps;
+    const double pct_read = 100.0 * gbps / m->read_gbps;
     const double peak_bytes = bytes + (double)p->workspace_bytes;
-    printf("%s: %.3f ms (min %.3f), %.0f calls/s, %.1f MB moved, %.1f GB/s = %.1f %% of copy; in %.1f + out %.1f + "
-           "workspace %.3f MiB = %.1f MiB; RSS rise over the first call %.1f MiB\n",
-           key, t.med_ms, t.min_ms, 1.0 / s, bytes * 1e-6, gbps, pct_bw, p->in_bytes / mib, p->out_bytes / mib,
+    printf("%s: %.3f ms (min %.3f), %.0f calls/s, %.1f MB moved, %.1f GB/s = %.1f %% of copy, %.1f %% of read; in "
+           "%.1f + out %.1f + workspace %.3f MiB = %.1f MiB; RSS rise over the first call %.1f MiB\n",
+           key, t.med_ms, t.min_ms, 1.0 / s, bytes * 1e-6, gbps, pct_bw, pct_read, p->in_bytes / mib, p->out_bytes / mib,
            (double)p->workspace_bytes / mib, peak_bytes / mib, rss_rise / mib);
     json_times(j, key, t);
     json_numf(j, 1.0 / s, "%s_calls_per_s", key, "");
     json_numf(j, bytes, "%s_bytes", key, "");
     json_numf(j, gbps, "%s_gbps", key, "");
     json_numf(j, pct_bw, "%s_pct_copy_bw", key, "");
+    json_numf(j, pct_read, "%s_pct_read_bw", key, "");
     json_numf(j, p->in_bytes, "%s_input_bytes", key, "");
     json_numf(j, p->out_bytes, "%s_output_bytes", key, "");
     json_numf(j, (double)p->workspace_bytes, "%s_workspace_bytes", key, "");
@@ -260,9 +263,11 @@ int main(int argc, char **argv)
     json_machine(&j);
     json_num(&j, "threads", o.threads);
     json_str(&j, "attnops_version", attnops_version());
-    machine m = {.threads = o.threads, .quick = o.quick, .copy_gbps = copy_gbps(o.threads), .bf16_jit = -1};
-    printf("copy bandwidth %.1f GB/s (%d threads)\n", m.copy_gbps, o.threads);
+    machine m = {.threads = o.threads, .quick = o.quick, .copy_gbps = copy_gbps(o.threads),
+                 .read_gbps = read_gbps(o.threads), .bf16_jit = -1};
+    printf("copy bandwidth %.1f GB/s, read bandwidth %.1f GB/s (%d threads)\n", m.copy_gbps, m.read_gbps, o.threads);
     json_num(&j, "copy_gbps", m.copy_gbps);
+    json_num(&j, "read_gbps", m.read_gbps);
 
     for (int f = 0; f < o.nfiles; f++) {
         char err[512];

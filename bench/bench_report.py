@@ -406,25 +406,28 @@ def fia_rows(FA, FT, res):
     rows = []
     if not FA:
         return rows
-    res["fia_copy_gbps"] = med(FA, "copy_gbps")
+    res["fia_copy_gbps"], res["fia_read_gbps"] = med(FA, "copy_gbps"), med(FA, "read_gbps")
     for case, what, goal in FIA_CASES:
         key = f"fia_{case}"
         ms, tms = med(FA, f"{key}_ms_median"), med(FT, f"torch_{key}_ms_median")
         pct, gflops = median_of(numbers(FA, f"{key}_pct_copy_bw")), med(FA, f"{key}_gflops")
+        pct_read = median_of(numbers(FA, f"{key}_pct_read_bw"))
         sp = median_of([t[f"torch_{key}_ms_median"] / a[f"{key}_ms_median"] for a, t in zip(FA, FT)
                         if t.get(f"torch_{key}_ms_median") and a.get(f"{key}_ms_median")])
-        for k, v in ((f"{key}_ms_median", ms), (f"{key}_pct_copy_bw", pct), (f"{key}_gflops", gflops),
+        for k, v in ((f"{key}_ms_median", ms), (f"{key}_pct_copy_bw", pct), (f"{key}_pct_read_bw", pct_read),
+                     (f"{key}_gflops", gflops),
                      (f"torch_{key}_ms_median", tms), (f"{key}_speedup_vs_torch", sp)):
             if v is not None:
                 res[k] = v
-        rows.append(f"| `{key}` | {what} | {fmt(ms, '.3f')} | {fmt(pct, '.1f')} % | {fmt(gflops, '.1f')} "
+        rows.append(f"| `{key}` | {what} | {fmt(ms, '.3f')} | {fmt(pct, '.1f')} % | {fmt(pct_read, '.1f')} % "
+                    f"| {fmt(gflops, '.1f')} "
                     f"| {fmt(tms, '.3f')} | {times(sp)} | {goal} |")
     for name, num, den, goal in FIA_RATIOS:
         v = median_of([a[f"fia_{num}_ms_median"] / a[f"fia_{den}_ms_median"] for a in FA
                        if a.get(f"fia_{num}_ms_median") and a.get(f"fia_{den}_ms_median")])
         if v is not None:
             res[f"fia_{name}"] = v
-        rows.append(f"| `fia_{name}` | time of `fia_{num}` / time of `fia_{den}` | {fmt(v, '.2f')} |  |  |  |  "
+        rows.append(f"| `fia_{name}` | time of `fia_{num}` / time of `fia_{den}` | {fmt(v, '.2f')} |  |  |  |  |  "
                     f"| {goal} |")
     return rows
 
@@ -512,12 +515,13 @@ def markdown(res, peak, have_torch, sections, tables):
                "composed in bf16 (autograd for bwd); peak = inputs + outputs + workspace (attnops) and inputs + "
                "the process's peak-RSS rise over the call (torch; bwd includes its graph-building forward)."]
     if sections["fia"]:
-        md += table("| FusedInferAttentionScore | case | attnops ms | K/V bytes vs copy | GFLOP/s | torch ms "
-                    "| speedup vs torch | target |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
-                    sections["fia"])
+        md += table("| FusedInferAttentionScore | case | attnops ms | bytes vs copy | bytes vs read | GFLOP/s "
+                    "| torch ms | speedup vs torch | target |",
+                    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |", sections["fia"])
         md += ["", f"FusedInferAttentionScore: the bytes a call must read and write (query, the cached keys and "
                f"values each batch's length reaches, outputs) per second vs the copy bandwidth of the same round "
-               f"({fmt(res.get('fia_copy_gbps'), '.1f')} GB/s, read + written); torch = "
+               f"({fmt(res.get('fia_copy_gbps'), '.1f')} GB/s, read + written) and its read-only bandwidth "
+               f"({fmt(res.get('fia_read_gbps'), '.1f')} GB/s, a parallel sum); torch = "
                "`scaled_dot_product_attention(enable_gqa=True)` on contiguous caches of the same dtype."]
     md += table("| peak RSS case | inputs MiB | outputs MiB | workspace MiB | peak RSS MiB | RSS − (in+out) MiB "
                 "| budget MiB |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |", sections["rss"])
