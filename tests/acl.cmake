@@ -8,6 +8,9 @@ target_include_directories(attnops_acl_bridge PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}
 target_link_libraries(attnops_acl_bridge PUBLIC attnops_acl attnops)
 add_attnops_test(test_acl test_acl.c)
 target_link_libraries(test_acl PRIVATE attnops_acl_bridge)
+# FusedInferAttentionScoreV3 through aclnn: the native call's bytes, tensor lists, refusals.
+add_attnops_test(test_acl_fia test_acl_fia.c)
+target_link_libraries(test_acl_fia PRIVATE attnops_acl_bridge)
 
 # CANN's documented sample programs, compiled unchanged (C++), run against
 # libattnops_acl; each output must be the text its native-API twin prints.

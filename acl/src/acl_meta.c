@@ -115,3 +115,38 @@ aclnnStatus aclDestroyTensor(const aclTensor *tensor) { return destroy(ACL_HANDL
 ACL_ARRAY(aclIntArray, int64_t, aclCreateIntArray, aclDestroyIntArray)
 ACL_ARRAY(aclFloatArray, float, aclCreateFloatArray, aclDestroyFloatArray)
 ACL_ARRAY(aclBoolArray, bool, aclCreateBoolArray, aclDestroyBoolArray)
+
+aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size)
+{
+    if (!value && size) {
+        acl_set_error("aclCreateTensorList: value is NULL with size %llu.", (unsigned long long)size);
+        return NULL;
+    }
+    for (uint64_t i = 0; i < size; i++)
+        if (!value[i] || !acl_handle_live(ACL_HANDLE_TENSOR, (uintptr_t)value[i])) {
+            acl_set_error("aclCreateTensorList: value[%llu] (%p) is not a tensor made by aclCreateTensor.",
+                          (unsigned long long)i, (const void *)value[i]);
+            return NULL;
+        }
+    aclTensorList *l = malloc(sizeof *l + size * sizeof(aclTensor *));
+    if (!l || !acl_handle_add(ACL_HANDLE_TENSOR_LIST, (uintptr_t)l)) {
+        free(l);
+        acl_set_error("aclCreateTensorList: out of memory.");
+        return NULL;
+    }
+    l->size = size;
+    for (uint64_t i = 0; i < size; i++) l->values[i] = (aclTensor *)value[i];
+    return l;
+}
+
+aclnnStatus aclDestroyTensorList(const aclTensorList *array)
+{
+    if (!array) return ACLNN_SUCCESS;
+    if (!acl_handle_live(ACL_HANDLE_TENSOR_LIST, (uintptr_t)array)) {
+        acl_set_error("aclDestroyTensorList: %p was not created by this library, or was destroyed already.",
+                      (const void *)array);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    for (uint64_t i = 0; i < array->size; i++) aclDestroyTensor(array->values[i]); /* the list owns them */
+    return destroy(ACL_HANDLE_TENSOR_LIST, array, "aclDestroyTensorList");
+}

@@ -6,6 +6,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_flash_attention_score.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v3.h" /* compiles as C and C++ */
 
 int main(void)
 {
