@@ -59,7 +59,8 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
     call = Call(arrays)
     args = _lib.FiaArgs()
     _lib.lib.attnops_fia_args_init(ctypes.byref(args))
-    lengths = {name: None if vals is None else arrays.int64(vals)
+    # a list, or an int64 / int32 tensor or array of the lengths (the torch op's form, which compiles)
+    lengths = {name: None if vals is None else vals if hasattr(vals, "shape") else arrays.int64(vals)
                for name, vals in (("actual_seq_lengths", actual_seq_lengths),
                                   ("actual_seq_lengths_kv", actual_seq_lengths_kv))}
     for name, t in (("query", query), ("key", key), ("value", value), ("pse_shift", pse_shift),

@@ -241,8 +241,8 @@ torch.library.register_autograd(f"{_NS}::flash_attention_score", _backward, setu
 @torch.library.custom_op(f"{_NS}::fused_infer_attention_score", mutates_args=(), device_types="cpu")
 def fused_infer_attention_score(query: Tensor, key: Tensor, value: Tensor, pse_shift: Optional[Tensor] = None,
                                 atten_mask: Optional[Tensor] = None,
-                                actual_seq_lengths: Optional[List[int]] = None,
-                                actual_seq_lengths_kv: Optional[List[int]] = None,
+                                actual_seq_lengths: Optional[Tensor] = None,
+                                actual_seq_lengths_kv: Optional[Tensor] = None,
                                 block_table: Optional[Tensor] = None, query_rope: Optional[Tensor] = None,
                                 key_rope: Optional[Tensor] = None, num_heads: int = 1, scale: float = 1.0,
                                 pre_tokens: int = _fa.INT32_MAX, next_tokens: int = _fa.INT32_MAX,
@@ -255,7 +255,8 @@ def fused_infer_attention_score(query: Tensor, key: Tensor, value: Tensor, pse_s
                                 antiquant_scale: Optional[Tensor] = None, antiquant_offset: Optional[Tensor] = None,
                                 antiquant_mode: int = 0, key_antiquant_mode: int = 0, value_antiquant_mode: int = 0,
                                 impl: str = "auto") -> Tuple[Tensor, Tensor]:
-    """(attention_out, softmax_lse): docs/INFER_ATTENTION.md."""
+    """(attention_out, softmax_lse): docs/INFER_ATTENTION.md.  The lengths are int64 tensors (lengths_tensor), so
+    that a decode step whose lengths come from a tensor (flash_attn_with_kvcache's cache_seqlens) compiles."""
     return _fia.fused_infer_attention_score(
         query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths=actual_seq_lengths,
         actual_seq_lengths_kv=actual_seq_lengths_kv, block_table=block_table, query_rope=query_rope,
@@ -267,6 +268,13 @@ def fused_infer_attention_score(query: Tensor, key: Tensor, value: Tensor, pse_s
         antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, antiquant_mode=antiquant_mode,
         key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, impl=impl,
         num_threads=torch.get_num_threads())
+
+
+def lengths_tensor(values):
+    """A list of lengths (or None, or a tensor) as the op takes it: an int64 tensor."""
+    if values is None or isinstance(values, Tensor):
+        return values
+    return torch.tensor([int(v) for v in values], dtype=torch.int64)
 
 
 @fused_infer_attention_score.register_fake

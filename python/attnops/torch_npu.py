@@ -221,10 +221,6 @@ def _one_tensor(op, name, t):
     return t
 
 
-def _lengths(x):
-    return None if x is None else [int(v) for v in x]
-
-
 def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
                                     actual_seq_lengths_kv=None, dequant_scale1=None, quant_scale1=None,
                                     dequant_scale2=None, quant_scale2=None, quant_offset2=None,
@@ -248,8 +244,8 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
               key_rope_antiquant_scale=key_rope_antiquant_scale)
     return torch.ops.attnops.fused_infer_attention_score(
         query, _one_tensor(op, "key", key), _one_tensor(op, "value", value), pse_shift=pse_shift,
-        atten_mask=atten_mask, actual_seq_lengths=_lengths(actual_seq_lengths),
-        actual_seq_lengths_kv=_lengths(actual_seq_lengths_kv), block_table=block_table, query_rope=query_rope,
+        atten_mask=atten_mask, actual_seq_lengths=ops.lengths_tensor(actual_seq_lengths),
+        actual_seq_lengths_kv=ops.lengths_tensor(actual_seq_lengths_kv), block_table=block_table, query_rope=query_rope,
         key_rope=key_rope, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens, next_tokens=next_tokens,
         input_layout=input_layout.upper(), num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
         inner_precise=inner_precise, block_size=block_size, softmax_lse_flag=softmax_lse_flag,

@@ -310,7 +310,7 @@ def test_torch_npu_entry_points_and_opcheck():
     with pytest.raises(NotImplementedError, match="quant_scale2"):
         torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=4, quant_scale2=torch.ones(1))
     torch.library.opcheck(torch.ops.attnops.fused_infer_attention_score.default, (q, k, v),
-                          dict(num_heads=4, num_key_value_heads=2, actual_seq_lengths_kv=[30, 12],
+                          dict(num_heads=4, num_key_value_heads=2, actual_seq_lengths_kv=torch.tensor([30, 12]),
                                softmax_lse_flag=True))
 
 

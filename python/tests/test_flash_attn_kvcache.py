@@ -181,3 +181,42 @@ def test_varlen_func_over_a_paged_cache(causal, window):
         flash_attn_varlen_func(q, kb, vb, cu(lens_q), cu(lens_k), 7, 20, dropout_p=0.1, block_table=table)
     with pytest.raises(ValueError, match="same batch"):
         flash_attn_varlen_func(q, kb, vb, cu(lens_q), cu(lens_k), 7, 20, block_table=table[:2])
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_decode_steps_compile_fullgraph(paged):
+    """A decode step (append k/v at cache_seqlens with rotary, attend causally) under torch.compile with
+    fullgraph=True: no graph break (the lengths stay tensors, the append is the caches' index_put_ mutation),
+    and three steps give eager's outputs and caches (to f32 rounding: inductor computes the rotary itself)."""
+    g = torch.Generator().manual_seed(70)
+    b, h, hk, d, cap = 2, 4, 2, 16, 24
+    cache = torch.zeros(b, cap, hk, d)
+    page = 8
+    cos, sin = torch.randn(cap, d // 4, generator=g), torch.randn(cap, d // 4, generator=g)
+
+    def step(q, k, v, k_cache, v_cache, seqlens, table):
+        return flash_attn_with_kvcache(q, k_cache, v_cache, k, v, rotary_cos=cos, rotary_sin=sin,
+                                       cache_seqlens=seqlens, block_table=table, causal=True)
+
+    compiled = torch.compile(step, fullgraph=True)
+    caches = {}
+    for mode in ("eager", "compiled"):
+        if paged:
+            k_cache, table = _paged(cache, page, seed=71)
+            v_cache = k_cache.clone()
+        else:
+            k_cache, v_cache, table = cache.clone(), cache.clone(), None
+        seqlens = torch.tensor([3, 7], dtype=torch.int32)
+        outs = []
+        gs = torch.Generator().manual_seed(72)
+        for _ in range(3):
+            q = torch.randn(b, 1, h, d, generator=gs)
+            k, v = torch.randn(b, 1, hk, d, generator=gs), torch.randn(b, 1, hk, d, generator=gs)
+            outs.append((step if mode == "eager" else compiled)(q, k, v, k_cache, v_cache, seqlens, table))
+            seqlens = seqlens + 1
+        caches[mode] = (outs, k_cache, v_cache)
+    (eo, ek, ev), (co, ck, cv) = caches["eager"], caches["compiled"]
+    for i, (x, y) in enumerate(zip(co, eo)):
+        assert_close(f"step {i}", x, y, torch.float32, cap)
+    assert_close("k_cache", ck, ek, torch.float32, d)
+    assert torch.equal(cv, ev) and ek.abs().sum() > 0  # v is copied, not computed

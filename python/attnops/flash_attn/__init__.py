@@ -334,15 +334,31 @@ def _rotary(x, cos, sin, pos, interleaved):
 
 
 def _kv_lengths(op, cache_seqlens, batch, capacity):
-    """cache_seqlens as a list of ints (None: every batch full)."""
-    if cache_seqlens is None:
-        return [capacity] * batch
-    if isinstance(cache_seqlens, int):
-        return [cache_seqlens] * batch
-    lens = [int(x) for x in cache_seqlens.reshape(-1).tolist()]
-    if len(lens) != batch:
-        raise ValueError(f"attnops: {op}: cache_seqlens has {len(lens)} values; it must have batch = {batch}")
+    """cache_seqlens as an int64 tensor [batch] (None: every batch full), read on the host only outside
+    torch.compile (a compiled decode step keeps it a tensor)."""
+    if cache_seqlens is None or isinstance(cache_seqlens, int):
+        return torch.full((batch,), capacity if cache_seqlens is None else cache_seqlens, dtype=torch.int64)
+    lens = cache_seqlens.reshape(-1).long()
+    if lens.shape[0] != batch:
+        raise ValueError(f"attnops: {op}: cache_seqlens has {lens.shape[0]} values; it must have batch = {batch}")
     return lens
+
+
+def _append(k_cache, v_cache, k, v, lens, block_table, cache_batch_idx):
+    """k, v (B, S_new, Hk, D) written in place at rows lens[b] + t of batch b's cache (through the block table,
+    or row cache_batch_idx[b] of a contiguous cache): one index_put_ per cache, which torch.compile keeps as the
+    caches' mutation."""
+    batch, s_new = k.shape[:2]
+    rows = lens[:, None] + torch.arange(s_new)
+    if block_table is not None:
+        page = k_cache.shape[1]
+        flat = (block_table.long().gather(1, rows // page) * page + rows % page).reshape(-1)
+        for cache, new in ((k_cache, k), (v_cache, v)):
+            cache.view(-1, *cache.shape[2:]).index_put_((flat,), new.reshape(-1, *new.shape[2:]).to(cache.dtype))
+        return
+    which = torch.arange(batch) if cache_batch_idx is None else cache_batch_idx.long()
+    for cache, new in ((k_cache, k), (v_cache, v)):
+        cache.index_put_((which[:, None].expand(-1, s_new), rows), new.to(cache.dtype))
 
 
 def _varlen_paged(op, q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, causal, window_size, softcap,
@@ -374,8 +390,9 @@ def _varlen_paged(op, q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_sc
     heads, hk, page = q.shape[1], k.shape[2], k.shape[1]
     with torch.no_grad():
         out, _ = ops.fused_infer_attention_score(
-            q, k.reshape(k.shape[0], page, -1), v.reshape(v.shape[0], page, -1), actual_seq_lengths=cq[1:],
-            actual_seq_lengths_kv=lens_k, block_table=block_table.int(), block_size=page, num_heads=heads,
+            q, k.reshape(k.shape[0], page, -1), v.reshape(v.shape[0], page, -1),
+            actual_seq_lengths=ops.lengths_tensor(cq[1:]), actual_seq_lengths_kv=ops.lengths_tensor(lens_k),
+            block_table=block_table.int(), block_size=page, num_heads=heads,
             num_key_value_heads=hk, scale=q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale,
             input_layout="TND", **_mask_args(causal, window_size))
     return out
@@ -422,36 +439,36 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     s_new = k.shape[1] if k is not None else 0
     if k is not None and cache_seqlens is None:
         raise ValueError(f"attnops: {op}: new k and v need cache_seqlens (where they are written)")
-    lead = [0] * batch if cache_leftpad is None else [int(x) for x in cache_leftpad.reshape(-1).tolist()]
-    if any(length + s_new > capacity for length in lens):
+    if not torch.compiler.is_compiling() and bool((lens + s_new > capacity).any()):
         raise ValueError(f"attnops: {op}: cache_seqlens + {s_new} new rows exceed the cache's {capacity} rows")
     left, right = _band(causal, window_size)
     local = left >= 0 or right >= 0
     if rotary_cos is not None:
         if k is None:
             raise ValueError(f"attnops: {op}: rotary_cos / rotary_sin rotate the new k; give k and v")
-        start = torch.tensor(lens).unsqueeze(1)
+        start = lens.unsqueeze(1)
         q_pos = start + (torch.arange(sq) if causal or local else torch.zeros(sq, dtype=torch.long))
         q = _rotary(q, rotary_cos, rotary_sin, q_pos, rotary_interleaved)
         k = _rotary(k, rotary_cos, rotary_sin, start + torch.arange(s_new), rotary_interleaved)
-    flat_k, flat_v = k_cache.view(-1, hk, d), v_cache.view(-1, hk, v_cache.shape[-1])
-    for b in range(batch if k is not None else 0):  # the append, in place
-        rows = _cache_rows(k_cache, block_table, cache_batch_idx, b, lens[b] + torch.arange(s_new))
-        flat_k[rows] = k[b].to(k_cache.dtype)
-        flat_v[rows] = v[b].to(v_cache.dtype)
-    sk = [length + s_new - lp for length, lp in zip(lens, lead)]
-    # A decode step's window, a left pad or a cache_batch_idx pick rows no plain or paged view does: a table
-    # of single rows over the cache viewed as [rows, 1, Hk D] (the operator's paged form, block_size 1).
-    first = [max(0, n - 1 - left) if sq == 1 and left >= 0 else 0 for n in sk]
-    if cache_leftpad is not None or cache_batch_idx is not None or any(first):
-        counts = [n - f for n, f in zip(sk, first)]
+    if k is not None:
+        _append(k_cache, v_cache, k, v, lens, block_table, cache_batch_idx)
+    sk = lens + s_new
+    if cache_leftpad is not None or cache_batch_idx is not None or (sq == 1 and left >= 0):
+        # A left pad, a cache_batch_idx or a decode step's window pick rows no plain or paged view does: a table
+        # of single rows over the cache viewed as [rows, 1, Hk D] (the operator's paged form, block_size 1),
+        # built on the host.
+        lead = [0] * batch if cache_leftpad is None else [int(x) for x in cache_leftpad.reshape(-1).tolist()]
+        counts_all = [n - lp for n, lp in zip(sk.tolist(), lead)]
+        first = [max(0, n - 1 - left) if sq == 1 and left >= 0 else 0 for n in counts_all]
+        counts = [n - f for n, f in zip(counts_all, first)]
         table = torch.zeros(batch, max(max(counts), 1), dtype=torch.int32)
         for b in range(batch):
             rows = lead[b] + first[b] + torch.arange(counts[b])
             table[b, :counts[b]] = _cache_rows(k_cache, block_table, cache_batch_idx, b, rows).int()
+        flat_k, flat_v = k_cache.view(-1, hk, d), v_cache.view(-1, hk, v_cache.shape[-1])
         key, value = flat_k.view(-1, 1, hk * d), flat_v.view(-1, 1, hk * v_cache.shape[-1])
         paging = dict(block_table=table, block_size=1)
-        sk = counts
+        sk = ops.lengths_tensor(counts)
     elif paged:
         key = k_cache.view(k_cache.shape[0], k_cache.shape[1], -1)
         value = v_cache.view(v_cache.shape[0], v_cache.shape[1], -1)
