@@ -452,9 +452,9 @@ def rss_rows(out_dir, res):
 
 def program_tables(out_dir, res):
     """The Python programs' own tables (python: the package; cp: context parallelism; transformers: a model's
-    training step)."""
+    training step; transformers_generate: its generate())."""
     tables = []
-    for part in ("python", "cp", "transformers"):
+    for part in ("python", "cp", "transformers", "transformers_generate"):
         if os.path.exists(os.path.join(out_dir, f"{part}.json")):
             with open(os.path.join(out_dir, f"{part}.json")) as f:
                 res.update(json.load(f))

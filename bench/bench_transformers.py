@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""A transformers training step with attn_implementation="attnops" against "sdpa", side by side.
+"""A transformers training step, or a generate(), with attn_implementation="attnops" against "sdpa", side by
+side.
 
 A small random-init Llama (hidden 512, 4 layers, 8 heads of 64, 4 KV heads, vocab 2048), batch 1,
 sequence S (2048), bf16 weights: one step is the forward, the causal-LM loss and its backward (no
-optimizer, the same for both).  The two models share their weights and take turns in each round,
-alternating which goes first; medians of R rounds, after one warm-up step each.
+optimizer, the same for both).  With --generate N: greedy generate() of N new tokens after a prompt of S
+tokens (the prompt through the FlashAttention forward, each new token a decode step of
+FusedInferAttentionScore over the cache), tokens per second.  The two models share their weights and
+take turns in each round, alternating which goes first; medians of R rounds, after one warm-up each.
 
-    bench_transformers.py [--threads N] [--reps R] [--seq S] [--json PATH] [--md PATH]
+    bench_transformers.py [--threads N] [--reps R] [--seq S] [--generate N] [--json PATH] [--md PATH]
 """
 import argparse
 import copy
@@ -32,11 +35,46 @@ def models(dtype):
     return {"attnops": ours.train(), "sdpa": sdpa.train()}
 
 
+def generate_table(args, steps, ids):
+    """Tokens per second of greedy generate() (N new tokens after the prompt), both models."""
+    for model in steps.values():
+        model.eval()
+
+    def run(model):
+        with torch.no_grad():
+            return model.generate(ids, max_new_tokens=args.generate, min_new_tokens=args.generate, do_sample=False,
+                                  pad_token_id=0)
+
+    tokens = {name: run(model) for name, model in steps.items()}  # warm-up, and the tokens compared
+    times = {name: [] for name in steps}
+    for r in range(args.reps):
+        for name in (list(steps) if r % 2 == 0 else list(reversed(steps))):
+            t0 = time.perf_counter()
+            run(steps[name])
+            times[name].append(time.perf_counter() - t0)
+    rate = {name: args.generate / statistics.median(t) for name, t in times.items()}
+    same = bool(torch.equal(tokens["attnops"], tokens["sdpa"]))
+    res = {"transformers_generate_prompt": args.seq, "transformers_generate_new_tokens": args.generate,
+           "transformers_generate_threads": args.threads, "transformers_generate_attnops_tokens_per_s":
+           rate["attnops"], "transformers_generate_sdpa_tokens_per_s": rate["sdpa"],
+           "transformers_generate_speedup": rate["attnops"] / rate["sdpa"], "transformers_generate_same_tokens": same}
+    md = "\n".join([
+        f"transformers {transformers.__version__} generate() (the Llama above, bf16, greedy, {args.generate} new "
+        f"tokens after a {args.seq}-token prompt; {args.threads} threads; isa {attnops.cpu_isa()}, "
+        f"{attnops.cpu_model()}; medians of {args.reps} alternating rounds; the same tokens: "
+        f"{'yes' if same else 'no'}).", "",
+        "| attn_implementation | tokens per second | speed-up vs sdpa |", "| --- | ---: | ---: |",
+        f"| attnops | {rate['attnops']:.1f} | {rate['attnops'] / rate['sdpa']:.2f}× |",
+        f"| sdpa | {rate['sdpa']:.1f} | 1.00× |"]) + "\n"
+    return md, res
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--generate", type=int, default=0, help="new tokens of a generate() (0: the training step)")
     ap.add_argument("--json")
     ap.add_argument("--md")
     args = ap.parse_args()
@@ -45,6 +83,9 @@ def main():
     torch.manual_seed(0)
     steps = models(torch.bfloat16)
     ids = torch.randint(0, 2048, (1, args.seq))
+    if args.generate:
+        peer_common.report(*generate_table(args, steps, ids), args.json, args.md)
+        return
 
     def step(model):
         model.zero_grad(set_to_none=True)

@@ -23,7 +23,8 @@
 #      overhead and a training step through autograd vs SDPA, R rounds of its
 #      own, alternating), and with 2+ threads bench/bench_distributed.py
 #      (ring attention on THREADS ranks x 1 thread vs 1 rank x THREADS threads),
-#      and bench/bench_transformers.py (a small Llama's training step with
+#      and bench/bench_transformers.py (a small Llama's training step, and its
+#      generate() of 512 tokens after a 2048-token prompt, with
 #      attn_implementation "attnops" vs "sdpa", alternating rounds);
 #   4. bench/bench_report.py merges everything into build/bench/results.json
 #      (medians over rounds, GFLOP/s, % of peak, speedups vs torch, and the
@@ -154,7 +155,8 @@ for ((r = 1; r <= REPS; r++)); do
 done
 
 # ---- the Python package ---------------------------------------------------------
-rm -f "$OUT/python.json" "$OUT/python.md" "$OUT/cp.json" "$OUT/cp.md" "$OUT/transformers.json" "$OUT/transformers.md"
+rm -f "$OUT/python.json" "$OUT/python.md" "$OUT/cp.json" "$OUT/cp.md" "$OUT/transformers.json" "$OUT/transformers.md" \
+    "$OUT/transformers_generate.json" "$OUT/transformers_generate.md"
 if ! part python; then
     :
 elif ((have_torch)) && "$PY" -c 'import attnops' 2>/dev/null; then
@@ -164,6 +166,10 @@ elif ((have_torch)) && "$PY" -c 'import attnops' 2>/dev/null; then
     echo "== transformers: a Llama training step, attn_implementation attnops vs sdpa"
     "$PY" -u "$ROOT/bench/bench_transformers.py" --threads "$THREADS" --reps "$REPS" \
         --seq "$([[ $QUICK == 1 ]] && echo 256 || echo 2048)" --json "$OUT/transformers.json" --md "$OUT/transformers.md"
+    echo "== transformers: generate(), attn_implementation attnops vs sdpa"
+    "$PY" -u "$ROOT/bench/bench_transformers.py" --threads "$THREADS" --reps "$REPS" \
+        --seq "$([[ $QUICK == 1 ]] && echo 256 || echo 2048)" --generate "$([[ $QUICK == 1 ]] && echo 32 || echo 512)" \
+        --json "$OUT/transformers_generate.json" --md "$OUT/transformers_generate.md"
     if ((THREADS >= 2)); then
         echo "== context parallelism: $THREADS ranks x 1 thread vs 1 rank x $THREADS threads"
         "$PY" -u "$ROOT/bench/bench_distributed.py" --ranks "$THREADS" --reps "$REPS" \
