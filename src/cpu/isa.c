@@ -45,6 +45,13 @@ static bool x86_avx512(void)
     return x86_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 }
+
+/* AVX512-BF16: CPUID leaf 7 subleaf 1, EAX bit 5 (gcc 12's __builtin_cpu_supports has no name for it). */
+static bool x86_avx512bf16(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    return x86_avx512() && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
+}
 #endif
 
 /* What each ISA defines: partial sets, merged over the portable one. */
@@ -53,6 +60,7 @@ extern const cpu_kernel_set cpu_kernels_simd__avx2;   /* src/cpu/simd/kernels_si
 extern const cpu_kernel_set cpu_kernels_philox__avx2; /* src/cpu/avx2/philox_avx2.c */
 extern const cpu_kernel_set cpu_kernels_simd__avx512;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/avx512.h */
 extern const cpu_kernel_set cpu_kernels_philox__avx512; /* src/cpu/avx512/philox_avx512.c */
+extern const cpu_kernel_set cpu_kernels_fia__avx512bf16; /* src/cpu/avx512bf16/fia_bf16.c */
 #elif defined(__aarch64__)
 extern const cpu_kernel_set cpu_kernels_simd__neon;   /* src/cpu/simd/kernels_simd.c on src/cpu/simd/neon.h */
 extern const cpu_kernel_set cpu_kernels_philox__neon; /* src/cpu/neon/philox_neon.c */
@@ -79,6 +87,8 @@ static const isa_info isas[] = {
 #if defined(__x86_64__)
     {"avx2", x86_avx2, {&cpu_kernels_simd__avx2, &cpu_kernels_philox__avx2}, "hsw", {64}},
     {"avx512", x86_avx512, {&cpu_kernels_simd__avx512, &cpu_kernels_philox__avx512}, "", {128}},
+    /* AVX-512's kernels but FusedInferAttentionScore's few-row products on bf16 */
+    {"avx512bf16", x86_avx512bf16, {&cpu_kernels_fia__avx512bf16}, "", {128}},
 #elif defined(__aarch64__)
     /* ASIMD is mandatory in AArch64.  No libxsmm there: the tile GEMMs
      * are the set's gemm_f32 (src/cpu/neon/gemm_neon.c). */

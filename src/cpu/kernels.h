@@ -172,10 +172,14 @@ typedef struct ar_kernels {
  * q, p, s, o are f32 with rows ld_* apart. */
 typedef struct fia_kernels {
     /* s[r][c] = sum_d q[r][d] k_c[d] (+ s[r][c] first when accumulate), for
-     * r < rows, c < cols: each sum in the ISA's lane order (kernels.h). */
+     * r < rows, c < cols: each sum in the ISA's lane order (kernels.h).  With
+     * bf16 keys q holds bf16 values (the query's own), which an ISA with bf16
+     * dot products takes as they are (AVX512-BF16: subnormals flushed). */
     void (*dot_rows)(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
                      float *s, int ld_s, bool accumulate);
-    /* o[r][d] += sum_c p[r][c] v_c[d], c in order, for r < rows, d < D. */
+    /* o[r][d] += sum_c p[r][c] v_c[d], c in order, for r < rows, d < D.  With
+     * bf16 values an ISA with bf16 dot products rounds p to bf16 first
+     * (nearest even), as the FlashAttention forward's bf16 GEMMs take P. */
     void (*axpy_rows)(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
                       float *o, int ld_o);
 } fia_kernels;

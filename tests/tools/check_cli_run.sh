@@ -187,7 +187,7 @@ check "save" 0 "^1 of 1 cases passed" -- "$bin" run fag-seed --filter '^GQA' --l
 check "help" 0 "attnops run SUITE" -- "$bin" help
 check "version" 0 "^attnops [0-9]+\.[0-9]+\.[0-9]+" -- "$bin" --version
 check "version names the ISA, CPU and GEMM backends" 0 "^gemm bf16: (libxsmm JIT|C loops|fp32 .* on widened bf16)" -- "$bin" version
-check "version names a known ISA" 0 "^isa: (portable|avx2|avx512|neon)$" -- "$bin" version
+check "version names a known ISA" 0 "^isa: (portable|avx2|avx512|avx512bf16|neon)$" -- "$bin" version
 # A forced ISA's GEMMs are that ISA's: libxsmm's AVX2 target under
 # ATTNOPS_ISA=avx2 also on an AVX-512 CPU (it once kept AVX-512, "cpx").
 case "${ATTNOPS_ISA:-}" in

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The library compiles with a non-x86 compiler: every library source
-# outside the x86 ISA folders (src/cpu/avx2, src/cpu/avx512), NEON's included
+# outside the x86 ISA folders (src/cpu/avx2, src/cpu/avx512, src/cpu/avx512bf16), NEON's included
 # (the vocabulary kernels and the golden's blocks as CMake's
 # attnops_simd_kernels(neon) builds them), compiled for aarch64 with the cross gcc, as CMake would on an Arm64 host
 # (x86 folders left out, no x86 flags, no libxsmm: 1.17 is x86-only, so
@@ -31,7 +31,7 @@ compile() {
     fi
 }
 for f in "$src"/src/core/*.c "$src"/src/fa/*.c "$src"/src/keypool/*.c "$src"/src/attnres/*.c "$src"/src/ref/*.c \
-         "$src"/src/cpu/*.c "$src"/src/cpu/portable/*.c "$src"/src/cpu/neon/*.c "$src"/src/api/*.c; do
+         "$src"/src/fia/*.c "$src"/src/cpu/*.c "$src"/src/cpu/portable/*.c "$src"/src/cpu/neon/*.c "$src"/src/api/*.c; do
     compile "$f"
 done
 for f in "$src"/src/cpu/simd/kernels_simd.c "$src"/src/ref/ref_block.c; do
