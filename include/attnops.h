@@ -636,10 +636,11 @@ ATTNOPS_API attnops_status attnops_fused_infer_attention_score_workspace_size(co
 ATTNOPS_API attnops_status attnops_fused_infer_attention_score(const attnops_fia_args *args, void *workspace,
                                                               size_t workspace_bytes);
 
-/* Which instruction set the fast kernels run on: "avx512", "avx2" (with
- * FMA and F16C) on x86-64, "neon" (ASIMD) on AArch64, or "portable" (plain
- * C, no library GEMMs).  Chosen once per process, the best the CPU has;
- * ATTNOPS_ISA=portable|avx2|avx512 (x86-64) or portable|neon (AArch64) in
+/* Which instruction set the fast kernels run on: "avx512bf16" (AVX-512 with
+ * AVX512-BF16 dot products), "avx512", "avx2" (with FMA and F16C) on x86-64,
+ * "neon" (ASIMD) on AArch64, or "portable" (plain C, no library GEMMs).
+ * Chosen once per process, the best the CPU has;
+ * ATTNOPS_ISA=portable|avx2|avx512|avx512bf16 (x86-64) or portable|neon (AArch64) in
  * the environment forces one (a name the CPU lacks, or an unknown one, prints
  * one line to stderr and keeps the best). */
 ATTNOPS_API const char *attnops_cpu_isa(void);
