@@ -1,7 +1,7 @@
 /* FusedInferAttentionScore from C, per ISA: the fast split-KV kernel against
  * the golden (the shared comparator's attention tolerance) on decode and
  * prompt steps over contiguous and paged caches (verify/fia_case.h: shuffled
- * blocks), GQA, per-batch lengths and a causal prompt; its bits for 1 and 2
+ * blocks), GQA, per-batch lengths, a causal prompt and int8 caches; its bits for 1 and 2
  * threads; canaries around every output (fia_case_run); a refused call
  * writes nothing.  (The golden against an independent float64 oracle, every
  * rule, is python/tests/test_fia.py.) */
@@ -33,6 +33,12 @@ static const fia_test CASES[] = {
       .block_size = 32, .nkv = 2, .kv_len = {200, 9}, .sparse_mode = 3, BNSD}},
     {"prompt f32 no mask, contiguous",
      {.B = 1, .N1 = 2, .N2 = 1, .S1 = 70, .S2 = 130, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32, BNSD}},
+    {"decode bf16 int8 per channel, paged 64",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 1, .S2 = 300, .D = 64, .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 64, .nkv = 2, .kv_len = {300, 141}, .int8_kv = true, BNSD}},
+    {"prompt f16 int8 per token and head, causal",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 5, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16, .int8_kv = true,
+      .key_mode = 3, .value_mode = 3, .sparse_mode = 3, BNSD}},
 };
 
 static double *values(const tu_tensor *t)
