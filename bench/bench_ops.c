@@ -24,6 +24,7 @@
  *   fia_spec4_bf16, fia_spec16_bf16
  *               speculative steps: S1=4 and 16 query rows, bottom-right causal (sparse_mode 3)
  *   fia_mla_bf16      MLA decode (DeepSeek's absorbed form): B=1, N1=128, N2=1, D=512 + rope 64
+ *   fia_prompt_bf16   a prompt B=1, N1=N2=8, S1=S2=4096, D=128 (bench_fa's fwd_bf16_B1_N8_S4096_D128 shape)
  *   With --quick every cache is 8x shorter.
  *
  * Per phase (JSON keys <case>_<phase>_..., or <case>_... for a one-phase
@@ -67,6 +68,8 @@
 #define FIA_INT8 "\"kv_dtype\": \"int8\""
 #define FIA_LONG FIA_GQA "\"B\": 1, \"S1\": 1, \"dtype\": \"bf16\", "
 #define FIA_SPEC FIA_GQA "\"B\": 4, \"dtype\": \"bf16\", \"sparse_mode\": 3, "
+#define FIA_PROMPT "\"op\": \"infer_attention\", \"B\": 1, \"N1\": 8, \"N2\": 8, \"D\": 128, " \
+                   "\"input_layout\": \"BNSD\", \"dtype\": \"bf16\", "
 /* MLA decode, DeepSeek-V3's absorbed form: 128 heads on one latent kv head of 512 + rope 64. */
 #define FIA_MLA "\"op\": \"infer_attention\", \"B\": 1, \"N1\": 128, \"N2\": 1, \"S1\": 1, \"D\": 512, " \
                 "\"rope_dim\": 64, \"input_layout\": \"BNSD\", \"dtype\": \"bf16\", "
@@ -92,6 +95,7 @@ static const struct builtin {
     {"fia_spec4_bf16", "{" FIA_SPEC "\"S1\": 4, \"S2\": 4096}", "{" FIA_SPEC "\"S1\": 4, \"S2\": 512}", 1},
     {"fia_spec16_bf16", "{" FIA_SPEC "\"S1\": 16, \"S2\": 4096}", "{" FIA_SPEC "\"S1\": 16, \"S2\": 512}", 1},
     {"fia_mla_bf16", "{" FIA_MLA "\"S2\": 4096}", "{" FIA_MLA "\"S2\": 512}", 1},
+    {"fia_prompt_bf16", "{" FIA_PROMPT "\"S1\": 4096, \"S2\": 4096}", "{" FIA_PROMPT "\"S1\": 512, \"S2\": 512}", 1},
 };
 
 typedef struct options {
@@ -192,8 +196,8 @@ static void bench_phase(machine *m, const harness_driver *d, harness_perf *p, in
     const double peak_bytes = bytes + (double)p->workspace_bytes;
     printf("%s: %.3f ms (min %.3f), %.0f calls/s, %.1f MB moved, %.1f GB/s = %.1f %% of copy, %.1f %% of read; in "
            "%.1f + out %.1f + workspace %.3f MiB = %.1f MiB; RSS rise over the first call %.1f MiB\n",
-           key, t.med_ms, t.min_ms, 1.0 / s, bytes * 1e-6, gbps, pct_bw, pct_read, p->in_bytes / mib, p->out_bytes / mib,
-           (double)p->workspace_bytes / mib, peak_bytes / mib, rss_rise / mib);
+           key, t.med_ms, t.min_ms, 1.0 / s, bytes * 1e-6, gbps, pct_bw, pct_read, p->in_bytes / mib,
+           p->out_bytes / mib, (double)p->workspace_bytes / mib, peak_bytes / mib, rss_rise / mib);
     json_times(j, key, t);
     json_numf(j, 1.0 / s, "%s_calls_per_s", key, "");
     json_numf(j, bytes, "%s_bytes", key, "");

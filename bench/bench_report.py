@@ -392,6 +392,7 @@ FIA_CASES = (
     ("spec4_bf16", "speculative S1=4, bottom-right causal", "≤ 1.3× S1=1"),
     ("spec16_bf16", "speculative S1=16, bottom-right causal", "≤ 1.3× S1=1"),
     ("mla_bf16", "MLA decode B1 N1=128 N2=1 D512 + rope 64", "≥ 60 % of copy"),
+    ("prompt_bf16", "prompt B1 N8 S1=S2=4096 D128 bf16 (the FlashAttention forward's case)", "≤ 1.05× that forward"),
 )
 FIA_RATIOS = (
     ("paged_vs_contiguous", "decode_paged_bf16", "decode_bf16", "≤ 1.1"),
@@ -401,8 +402,9 @@ FIA_RATIOS = (
 )
 
 
-def fia_rows(FA, FT, res):
-    """FusedInferAttentionScore (bench_ops --op infer_attention, peer_fia.py): case rows, then ratio rows."""
+def fia_rows(FA, FT, res, A=()):
+    """FusedInferAttentionScore (bench_ops --op infer_attention, peer_fia.py): case rows, then ratio rows; with
+    bench_fa's rounds A, the prompt against the FlashAttention forward of its shape."""
     rows = []
     if not FA:
         return rows
@@ -429,6 +431,13 @@ def fia_rows(FA, FT, res):
             res[f"fia_{name}"] = v
         rows.append(f"| `fia_{name}` | time of `fia_{num}` / time of `fia_{den}` | {fmt(v, '.2f')} |  |  |  |  |  "
                     f"| {goal} |")
+    fwd = "fwd_bf16_B1_N8_S4096_D128"
+    v = median_of([f["fia_prompt_bf16_ms_median"] / a[f"{fwd}_ms_median"] for f, a in zip(FA, A)
+                   if f.get("fia_prompt_bf16_ms_median") and a.get(f"{fwd}_ms_median")])
+    if v is not None:
+        res["fia_prompt_vs_fa_forward"] = v
+    rows.append(f"| `fia_prompt_vs_fa_forward` | time of `fia_prompt_bf16` / time of bench_fa's `{fwd}` "
+                f"| {fmt(v, '.2f')} |  |  |  |  |  | ≤ 1.05 |")
     return rows
 
 
@@ -565,7 +574,7 @@ def report(args):
     sections["attnres"] = attnres_rows(load_rounds(out, "rounds/ar_attnops.*.json"),
                                        load_rounds(out, "rounds/ar_torch.*.json"), res)
     sections["fia"] = fia_rows(load_rounds(out, "rounds/fia_attnops.*.json"),
-                               load_rounds(out, "rounds/fia_torch.*.json"), res)
+                               load_rounds(out, "rounds/fia_torch.*.json"), res, A)
     sections["rss"] = rss_rows(out, res)
     tables = program_tables(out, res)
     with open(os.path.join(out, "results.json"), "w") as f:

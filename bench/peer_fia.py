@@ -15,6 +15,7 @@ Cases (bench/bench_ops.c has their definitions; --quick: caches 8x shorter):
   spec4_bf16, spec16_bf16  4 and 16 query rows, bottom-right causal (a boolean mask)
   mla_bf16               B1 N1=128 on one latent head, D 512 + rope 64 (q and k concatenated: the
                          scores are q . k + q_rope . k_rope), values the 512 latent columns
+  prompt_bf16            a dense prompt B1 N1=N2=8, S1=S2=4096, D128
 Each: one untimed call, then --calls timed calls (decode 4x); median, min.
 Writes torch_fia_<case>_ms_median / _ms_min and torch_version, torch_threads.
 """
@@ -56,6 +57,11 @@ def mla_case(s2, gen):
     return lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
 
+def prompt_case(s, gen):
+    q, k, v = (torch.randn(1, 8, s, 128, generator=gen).bfloat16() for _ in range(3))
+    return lambda: F.scaled_dot_product_attention(q, k, v)
+
+
 def main():
     a = peer_common.parser(calls=9).parse_args()
     if a.threads:
@@ -72,6 +78,7 @@ def main():
         "spec4_bf16": (lambda: gqa_case(4, 4, s2, torch.bfloat16, gen, causal=True), 1),
         "spec16_bf16": (lambda: gqa_case(4, 16, s2, torch.bfloat16, gen, causal=True), 1),
         "mla_bf16": (lambda: mla_case(s2, gen), 1),
+        "prompt_bf16": (lambda: prompt_case(s2, gen), 1),
     }
     res = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads()}
     with torch.no_grad():

@@ -364,3 +364,25 @@ def test_int8_kv_combined_and_refusals():
     _refused(["key_antiquant_mode 1 with value_antiquant_mode 0"], _lib.ERR_PARAM_INVALID, q, k, v,
              key_antiquant_scale=torch.ones(1, b, s2), value_antiquant_scale=torch.ones(1), key_antiquant_mode=1,
              **base)
+
+
+@pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD"])
+def test_prompt_runs_on_the_flashattention_forward(layout):
+    """A dense or causal prompt (no mask; sparse mode 2; 3 with S2 >= S1) over a contiguous float cache, with more
+    rows than the few-row kernels take, runs on the FlashAttention forward: its output is that operator's bit for
+    bit and its lse max + ln sum of that operator's statistics; both are the oracle's (in _check).  Per-batch
+    lengths keep it on the split-KV kernel (still the oracle's)."""
+    from attnops import ops
+    causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    q, k, v = _qkv(layout, 2, 8, 2, 40, 64, 32, torch.bfloat16, seed=80)
+    for mode in (0, 2, 3):
+        masks = dict(sparse_mode=mode, atten_mask=causal) if mode else {}
+        kw = dict(input_layout=layout, num_heads=8, num_key_value_heads=2, scale=0.2, **masks)
+        out, lse = _check(q, k, v, 64, **kw)
+        fast, fast_lse = _fia.fused_infer_attention_score(q, k, v, impl="cpu", softmax_lse_flag=True, **kw)
+        fa_out, smax, ssum = ops.flash_attention_score_call(q, k, v, 8, layout, scale=0.2, **masks)
+        assert torch.equal(fast, fa_out), f"mode {mode}: not the FlashAttention forward's output"
+        want = (smax[..., 0].double() + ssum[..., 0].double().log()).float()
+        assert torch.equal(fast_lse.reshape(want.shape), want), f"mode {mode}: lse is not max + ln sum"
+    _check(q, k, v, 64, input_layout=layout, num_heads=8, num_key_value_heads=2, scale=0.2,
+           actual_seq_lengths=[40, 17], actual_seq_lengths_kv=[64, 33])
