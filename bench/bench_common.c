@@ -67,32 +67,6 @@ void free_all(void *const *p, size_t n)
 /* the one-round programs                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* /proc/self/status's `key` (VmRSS, VmHWM) in bytes; NAN when unreadable. */
-double status_bytes(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    double v = NAN;
-    const size_t kl = strlen(key);
-    if (!f) return NAN;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, kl) && line[kl] == ':') {
-            v = 1024.0 * strtod(line + kl + 1, NULL); /* "kB" */
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-double rss_mark(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f) return NAN;
-    const int ok = fputs("5", f) >= 0;
-    if (fclose(f) != 0 || !ok) return NAN;
-    return status_bytes("VmRSS");
-}
-
 void check_ok(const char *prog, attnops_status st)
 {
     if (st != ATTNOPS_SUCCESS) {

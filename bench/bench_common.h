@@ -37,11 +37,6 @@ typedef struct call_times {
  * The untimed first call is the caller's. */
 call_times time_calls(void (*fn)(void *), void *arg, int calls);
 
-/* The peak RSS over a call: rss_mark resets VmHWM to the current VmRSS
- * and returns VmRSS (NAN where the kernel does not allow it); after the
- * call, status_bytes("VmHWM") minus that is the rise.  Bytes. */
-double rss_mark(void);
-double status_bytes(const char *key);
 
 /* ---- copy bandwidth ---- */
 /* Read + written bytes per second (GB/s, 1e9) of a parallel memcpy of 256 MiB

@@ -185,9 +185,9 @@ static void bench_phase(machine *m, const harness_driver *d, harness_perf *p, in
 {
     check_ok(PROG, d->perf_phase(p, phase));
     perf_call_arg a = {d, p, phase, p->workspace_bytes ? xmalloc(p->workspace_bytes) : NULL};
-    const double before = rss_mark();
+    const double before = tu_rss_mark();
     perf_call(&a);
-    const double rss_rise = status_bytes("VmHWM") - before; /* NAN when rss_mark could not reset */
+    const double rss_rise = tu_status_bytes("VmHWM") - before; /* NAN when tu_rss_mark could not reset */
     const call_times t = time_calls(perf_call, &a, calls);
     free(a.ws);
     const double mib = 1024.0 * 1024.0, bytes = p->in_bytes + p->out_bytes, s = t.med_ms * 1e-3;

@@ -280,3 +280,28 @@ tu_tolerance tu_attention_tolerance(attnops_dtype out_dtype, attnops_dtype gemm_
     double u_acc = 0x1p-24 * sqrt((double)(reduce_len > 1 ? reduce_len : 1));
     return (tu_tolerance){2.0 * u_out, 8.0 * (u_gemm + u_acc) * scale};
 }
+
+double tu_status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double v = NAN;
+    const size_t kl = strlen(key);
+    if (!f) return NAN;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) && line[kl] == ':') {
+            v = 1024.0 * strtod(line + kl + 1, NULL); /* "kB" */
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+double tu_rss_mark(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return NAN;
+    const int ok = fputs("5", f) >= 0;
+    if (fclose(f) != 0 || !ok) return NAN;
+    return tu_status_bytes("VmRSS");
+}

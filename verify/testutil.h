@@ -66,6 +66,14 @@ bool tu_canaries_ok(const tu_tensor *t, const char *name);
 bool tu_tensor_untouched(const tu_tensor *t, unsigned char byte);
 int64_t tu_numel(const attnops_tensor *t);
 
+/* /proc/self/status's `key` (VmRSS, VmHWM) in bytes; NAN when unreadable. */
+double tu_status_bytes(const char *key);
+/* The peak RSS over a call: tu_rss_mark resets VmHWM to the current VmRSS
+ * (writing 5 to /proc/self/clear_refs) and returns it, NAN when it cannot;
+ * after the call, tu_status_bytes("VmHWM") minus that is the rise, whatever
+ * peak the process reached before.  Bytes. */
+double tu_rss_mark(void);
+
 /* Runs an operator's second phase, run(args, workspace, bytes), with a
  * `bytes` workspace guarded by canaries; a broken canary is a TU_CHECK
  * failure naming `what`.  Returns run's status. */
