@@ -1,6 +1,6 @@
 /* The kernel inventories: one table of element-wise and row kernels per
- * operator (FlashAttention, KeyPool, AttnRes), the only way the drivers
- * reach ISA-specific code.
+ * operator (FlashAttention, KeyPool, AttnRes, FusedInferAttentionScore), the
+ * only way the drivers reach ISA-specific code.
  *
  * The kernels are written once on a vector vocabulary (src/cpu/simd/:
  * kernels_simd.c compiled per ISA with its header, symbols name__isa) where
