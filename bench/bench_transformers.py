@@ -35,6 +35,18 @@ def models(dtype):
     return {"attnops": ours.train(), "sdpa": sdpa.train()}
 
 
+def median_times(models, run, reps):
+    """Median seconds of run(model) per model over `reps` rounds, the models taking turns (which goes first
+    alternates)."""
+    times = {name: [] for name in models}
+    for r in range(reps):
+        for name in (list(models) if r % 2 == 0 else list(reversed(models))):
+            t0 = time.perf_counter()
+            run(models[name])
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def generate_table(args, steps, ids):
     """Tokens per second of greedy generate() (N new tokens after the prompt), both models."""
     for model in steps.values():
@@ -46,13 +58,7 @@ def generate_table(args, steps, ids):
                                   pad_token_id=0)
 
     tokens = {name: run(model) for name, model in steps.items()}  # warm-up, and the tokens compared
-    times = {name: [] for name in steps}
-    for r in range(args.reps):
-        for name in (list(steps) if r % 2 == 0 else list(reversed(steps))):
-            t0 = time.perf_counter()
-            run(steps[name])
-            times[name].append(time.perf_counter() - t0)
-    rate = {name: args.generate / statistics.median(t) for name, t in times.items()}
+    rate = {name: args.generate / t for name, t in median_times(steps, run, args.reps).items()}
     same = bool(torch.equal(tokens["attnops"], tokens["sdpa"]))
     res = {"transformers_generate_prompt": args.seq, "transformers_generate_new_tokens": args.generate,
            "transformers_generate_threads": args.threads, "transformers_generate_attnops_tokens_per_s":
@@ -93,13 +99,7 @@ def main():
 
     for model in steps.values():
         step(model)
-    times = {name: [] for name in steps}
-    for r in range(args.reps):
-        for name in (list(steps) if r % 2 == 0 else list(reversed(steps))):
-            t0 = time.perf_counter()
-            step(steps[name])
-            times[name].append(time.perf_counter() - t0)
-    med = {name: statistics.median(t) for name, t in times.items()}
+    med = median_times(steps, step, args.reps)
     res = {"transformers_step_seq": args.seq, "transformers_step_threads": args.threads,
            "transformers_step_attnops_ms": med["attnops"] * 1e3, "transformers_step_sdpa_ms": med["sdpa"] * 1e3,
            "transformers_step_speedup": med["sdpa"] / med["attnops"]}

@@ -136,8 +136,9 @@ attnops_status attnops_fused_infer_attention_score(const attnops_fia_args *args,
     route_prompt(args, &p, &route);
     if (route.on) {
         AO_TRY(ao_check_workspace(OP, workspace, workspace_bytes, route_workspace(&route)));
-        if (p.lse && !p.lse_flag) zero_lse(p.lse);
-        return run_route(&p, &route, workspace);
+        AO_TRY(run_route(&p, &route, workspace));
+        if (p.lse && !p.lse_flag) zero_lse(p.lse); /* after FA's call: a refusal there leaves every output as it was */
+        return ATTNOPS_SUCCESS;
     }
     const fia_impl_ops ops = pick(&p);
     AO_TRY(ao_check_workspace(OP, workspace, workspace_bytes, ops.workspace(&p)));
