@@ -30,7 +30,8 @@ void attnops_fia_args_init(attnops_fia_args *a)
  * or sparse modes 2, and 3 with S2 >= S1, on the compressed tile: rows that
  * always keep a key, so FA's statistics give FIA's lse and its output FIA's)
  * over a contiguous float cache in BSH / BSND / BNSD, without per-batch
- * lengths, pse, rope or int8, and more rows than the few-row kernels take.
+ * lengths, pse, rope or int8, and more rows than the few-row kernels take
+ * (and a batch at least: an empty problem's workspace may be NULL).
  * The workspace is FA's statistics ([B, N1, S1, 8] f32, max then sum), then
  * FA's own. */
 typedef struct fa_route {
@@ -46,7 +47,7 @@ static void route_prompt(const attnops_fia_args *a, const fia_problem *p, fa_rou
     const bool float_cache = !p->kq.kind && !p->vq.kind && !p->paged && !p->Dr && !p->pse;
     const bool compressed_ok = p->mask == FIA_MASK_COMPRESSED &&
                                (p->sparse_mode == 2 || (p->sparse_mode == 3 && p->S2 >= p->S1));
-    if (p->impl == ATTNOPS_IMPL_REFERENCE || p->decode || p->S1 * p->G <= 16 || !float_cache || p->S2 < 1 ||
+    if (p->impl == ATTNOPS_IMPL_REFERENCE || p->decode || p->S1 * p->G <= 16 || !float_cache || p->S2 < 1 || p->B < 1 ||
         a->actual_seq_lengths || a->actual_seq_lengths_kv || p->layout == ATTNOPS_LAYOUT_TND ||
         p->out_layout != p->layout || !(p->mask == FIA_MASK_NONE || compressed_ok))
         return;
