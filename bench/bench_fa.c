@@ -557,6 +557,9 @@ static const char *const default_cases[] = {
     HEADS8 ",dtype=bf16,dir=fwd,softcap=50,peer=no",
     HEADS8 ",dtype=f32,dir=bwd,softcap=50,peer=no",
     HEADS8 ",dtype=bf16,dir=bwd,softcap=50,peer=no",
+    /* a short query: one row per head against 4096 keys, GQA 4 (a decode step through the forward, which
+     * runs it on the split-KV kernel's few-row path) */
+    "B=4,N1=32,N2=8,S1=1,S2=4096,D=128,Dv=128,layout=BSND,dtype=bf16,dir=fwd",
 };
 
 /* Dense-equivalent FLOPs: forward 2*B*N1*S1*S2*(D+Dv); a varlen case counts

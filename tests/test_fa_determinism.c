@@ -71,6 +71,8 @@ int main(void)
         /* dropout: the mask depends on element positions only */
         "B=1,N1=2,N2=1,S1=300,S2=400,D=32,Dv=32,dtype=bf16,layout=BSND,keep=0.5,seed=3,offset=16",
         "B=1,N1=2,N2=1,S1=300,S2=400,D=64,Dv=64,dtype=f8_e4m3fn,out=bf16,layout=BSND,keep=0.9,seed=2,offset=0",
+        /* a short query: the forward on the split-KV kernel, keys split in 512s */
+        "B=1,N1=8,N2=2,S1=2,S2=1300,D=64,Dv=64,dtype=bf16,layout=BSND,mode=3,mask=compressed",
     };
     int passed = 0;
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {

@@ -47,7 +47,7 @@ def naive(q, k, v, scale, causal=False, window=(-1, -1), slopes=None, keep=None,
 
 @pytest.mark.parametrize("causal,window", [(False, (-1, -1)), (True, (-1, -1)), (False, (16, 8)), (True, (20, -1)),
                                            (False, (-1, 5))])
-@pytest.mark.parametrize("sq,sk", [(48, 64), (64, 48), (50, 50)])
+@pytest.mark.parametrize("sq,sk", [(48, 64), (64, 48), (50, 50), (1, 600), (4, 700)])  # short q: the split-KV path
 @pytest.mark.parametrize("dtype", [F32, BF16])
 def test_flash_attn_func(causal, window, sq, sk, dtype):
     b, h, hk, d = 2, 4, 2, 32

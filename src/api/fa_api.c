@@ -13,12 +13,15 @@ typedef struct fa_impl_ops {
 } fa_impl_ops;
 
 /* The FP8 forward exists in the reference only (the fast kernel's online
- * softmax cannot quantise the final P the golden quantises); AUTO takes it. */
+ * softmax cannot quantise the final P the golden quantises); AUTO takes it.
+ * A short query's forward runs on the split-KV kernel where it fits. */
 static fa_impl_ops pick(const fa_problem *p, bool backward)
 {
     if (p->impl == ATTNOPS_IMPL_REFERENCE || p->impl == ATTNOPS_IMPL_BENCHMARK || (p->fp8 && !backward))
         return backward ? (fa_impl_ops){fa_ref_bwd_workspace, fa_ref_bwd} : (fa_impl_ops){fa_ref_fwd_workspace, fa_ref_fwd};
-    return backward ? (fa_impl_ops){fa_cpu_bwd_workspace, fa_cpu_bwd} : (fa_impl_ops){fa_cpu_fwd_workspace, fa_cpu_fwd};
+    if (backward) return (fa_impl_ops){fa_cpu_bwd_workspace, fa_cpu_bwd};
+    if (fa_short_query_fits(p)) return (fa_impl_ops){fa_short_query_workspace, fa_short_query_fwd};
+    return (fa_impl_ops){fa_cpu_fwd_workspace, fa_cpu_fwd};
 }
 
 static size_t impl_workspace_size(const fa_problem *p, bool backward)

@@ -398,6 +398,7 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
     for (int64_t d = 0; d < p->Dv; d++)
         ao_store_f32(dst + (oa + d * p->out.sd) * p->out.es, p->out.dtype, kept ? acc[d] / l : 0.0f);
     fia_write_lse(p, b, h, row, kept ? mx + logf(l) : INFINITY);
+    if (p->row_stats) p->row_stats(p->row_stats_ctx, b, h, i, mx, l);
 }
 
 void fia_cpu_run(const fia_problem *p, void *workspace)

@@ -80,6 +80,11 @@ typedef struct fia_problem {
 
     fia_quant kq, vq; /* int8 key/value */
 
+    /* A FlashAttention forward run here (cpu/fa_short_query.c): every row's
+     * (max, sum) of the scaled scores also go to its statistics. */
+    void (*row_stats)(const void *ctx, int64_t b, int64_t h, int64_t i, float max, float sum);
+    const void *row_stats_ctx;
+
     attnops_impl impl;
     int threads, team, deterministic;
 } fia_problem;
