@@ -113,6 +113,16 @@ SIMD_INLINE bool vm_any(vmask m) { return m != 0; }
 /* ---- reductions: the compiler's _mm512_reduce_* (halving: upper 256 bits onto the lower, ...) ---- */
 SIMD_INLINE float v_hsum(vf x) { return _mm512_reduce_add_ps(x); }
 SIMD_INLINE float v_hmax(vf x) { return _mm512_reduce_max_ps(x); }
+/* Four sums at once (simd.h's order): in each 128-bit block lanes l + l+2,
+ * then l + l+1; then the blocks, upper 256 bits onto the lower, then 128. */
+SIMD_INLINE void v_hsum4(vf a, vf b, vf c, vf d, float out[4])
+{
+    const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+    const __m512 x = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
 
 /* ---- doubles: the lower / upper VW / 2 floats widened (exactly) ---- */
 SIMD_INLINE vd vd_zero(void) { return _mm512_setzero_pd(); }

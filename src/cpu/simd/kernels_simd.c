@@ -498,6 +498,7 @@ static void K(ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *
  * or FIA_ROWS x AXPY_STEPS output accumulators (axpy_rows) stay in
  * registers on every ISA (AVX2 has 16). */
 enum { FIA_ROWS = 4, AXPY_STEPS = VW >= 16 ? 4 : 2 };
+_Static_assert(FIA_ROWS == 4, "dot_block reduces its rows four at a time (v_hsum4)");
 
 /* Elements d .. d + n (n <= VW) of a key or value row, widened exactly. */
 SIMD_INLINE vf kv_load(const void *row, attnops_dtype dt, int d, int n)
@@ -506,7 +507,9 @@ SIMD_INLINE vf kv_load(const void *row, attnops_dtype dt, int d, int n)
     return v_load_dt(row, dt, d, n);
 }
 
-/* R (constant) rows against keys two at a time: 2 R independent FMA chains. */
+/* R (constant) rows against keys two at a time: 2 R independent FMA chains,
+ * their 8 sums reduced four at a time (a reduction each costs as much as
+ * the products of a 128-wide row). */
 SIMD_INLINE void dot_block(const float *q, int R, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
                            float *s, int ld_s, bool accumulate)
 {
@@ -514,7 +517,7 @@ SIMD_INLINE void dot_block(const float *q, int R, int ld_q, const void *const *k
         const bool pair = c + 1 < cols;
         const void *k0 = k[c], *k1 = pair ? k[c + 1] : k[c];
         vf a0[FIA_ROWS], a1[FIA_ROWS];
-        UNROLLED for (int r = 0; r < R; r++) a0[r] = v_zero(), a1[r] = v_zero();
+        UNROLLED for (int r = 0; r < FIA_ROWS; r++) a0[r] = v_zero(), a1[r] = v_zero();
         for (int d = 0; d < D; d += VW) {
             const int n = D - d;
             const vf x0 = kv_load(k0, dt, d, n), x1 = kv_load(k1, dt, d, n);
@@ -523,10 +526,13 @@ SIMD_INLINE void dot_block(const float *q, int R, int ld_q, const void *const *k
                 a0[r] = v_fma(qr, x0, a0[r]), a1[r] = v_fma(qr, x1, a1[r]);
             }
         }
+        float sum0[FIA_ROWS], sum1[FIA_ROWS];
+        v_hsum4(a0[0], a0[1], a0[2], a0[3], sum0);
+        v_hsum4(a1[0], a1[1], a1[2], a1[3], sum1);
         UNROLLED for (int r = 0; r < R; r++) {
             float *out = s + (size_t)r * ld_s + c;
-            out[0] = accumulate ? out[0] + v_hsum(a0[r]) : v_hsum(a0[r]);
-            if (pair) out[1] = accumulate ? out[1] + v_hsum(a1[r]) : v_hsum(a1[r]);
+            out[0] = accumulate ? out[0] + sum0[r] : sum0[r];
+            if (pair) out[1] = accumulate ? out[1] + sum1[r] : sum1[r];
         }
     }
 }

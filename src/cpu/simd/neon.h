@@ -236,6 +236,20 @@ SIMD_INLINE float v_hsum(vf x)
     const float32x2_t t = vadd_f32(vget_low_f32(s), vget_high_f32(s));
     return vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
 }
+/* AVX2's unpack / shuffle steps on each half (vzip1/vzip2 are unpacklo/hi),
+ * then the halves: AVX2's bits. */
+SIMD_INLINE float32x4_t hsum4_block_(float32x4_t a, float32x4_t b, float32x4_t c, float32x4_t d)
+{
+    const float32x4_t ab = vaddq_f32(vzip1q_f32(a, b), vzip2q_f32(a, b));
+    const float32x4_t cd = vaddq_f32(vzip1q_f32(c, d), vzip2q_f32(c, d));
+    return vaddq_f32(vcombine_f32(vget_low_f32(ab), vget_low_f32(cd)),
+                     vcombine_f32(vget_high_f32(ab), vget_high_f32(cd)));
+}
+SIMD_INLINE void v_hsum4(vf a, vf b, vf c, vf d, float out[4])
+{
+    vst1q_f32(out, vaddq_f32(hsum4_block_(a.val[0], b.val[0], c.val[0], d.val[0]),
+                             hsum4_block_(a.val[1], b.val[1], c.val[1], d.val[1])));
+}
 SIMD_INLINE float v_hmax(vf x)
 {
     const float32x4_t m = max4_(x.val[0], x.val[1]);

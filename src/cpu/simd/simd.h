@@ -25,7 +25,9 @@
  *     vm_eq_i / vm_gt_i (signed), v_select(m, a, b) = m ? a : b, vi_select,
  *     v_maskz(m, a) = m ? a : 0, vm_all, vm_any;
  *   reductions: v_hsum, v_hmax, vd_hsum (each in the ISA's own fixed
- *     order: a reduction's bits are the ISA's, kernels.h);
+ *     order: a reduction's bits are the ISA's, kernels.h); v_hsum4(a, b,
+ *     c, d, out) the four sums at once (in each 128-bit block lanes l and
+ *     l + 2, then l and l + 1, then the blocks);
  *   doubles: vd_zero, vd_widen_lo / vd_widen_hi (the lower / upper VW / 2
  *     lanes), vd_add, vd_fma;
  *   16-bit data: vh_f16_to_f32 (exact), v_f32_to_f16_raw (nearest even, a
