@@ -10,8 +10,8 @@
  * least one case.  Then the refusals: a key list of two tensors, a quantised
  * output, V4's dequantScaleQuery / learnableSink / queryQuantMode,
  * IncreFlashAttentionV4's kvPaddingSize, a longer query or a TND layout
- * through IncreFlashAttention, a one-row query with a mask through
- * PromptFlashAttention: each gives 161002 and a sentence that starts with
+ * through IncreFlashAttention, a one-row query with a mask or a batch of
+ * no rows through PromptFlashAttention: each gives 161002 and a sentence that starts with
  * the entry's name and names the argument, hands out no executor and writes
  * no output byte. */
 #include <stdlib.h>
@@ -290,6 +290,9 @@ static int run_refusals(void)
     for (entry e = IFA1; e <= IFA4; e++) passed += refused(e, prompt, &none, false, NULL, "query's S is 12");
     passed += refused(IFA1, decode, &none, false, "TND", "inputLayout is \"TND\"");
     for (entry e = PFA1; e <= PFA3; e++) passed += refused(e, decode, &none, false, NULL, "attenMask is given");
+    fia_case_spec lengths = *decode; /* one row, no mask, a batch of no query rows */
+    lengths.mask = false, lengths.nq = 2, lengths.q_len[0] = 1, lengths.q_len[1] = 0;
+    passed += refused(PFA3, &lengths, &none, false, NULL, "actualSeqLengths[1] is 0");
     aclDestroyTensor(t);
     return passed;
 }

@@ -13,6 +13,7 @@
  * keySharedPrefix 19, valueSharedPrefix 20, queryRope 21, keyRope 22,
  * keyRopeAntiquantScale 23); for aclSetOutputTensorAddr attentionOut 0,
  * softmaxLse 1. */
+#include <stdio.h>
 #include <string.h>
 
 #include "acl_fia.h"
@@ -165,13 +166,16 @@ static aclnnStatus check_prompt(const fia_call *c, attnops_layout layout)
         one_row = longest == 1;
     }
     if (!one_row) return ACLNN_SUCCESS;
-    const char *name = c->t[FIA_ATTEN_MASK] ? "attenMask" : c->sparse_mode != 0 ? "sparseMode" : NULL;
-    for (uint64_t b = 0; !name && layout != ATTNOPS_LAYOUT_TND && c->q_lens && b < c->q_lens->size; b++)
-        if (c->q_lens->values[b] != 1) name = "actualSeqLengths";
-    if (!name) return ACLNN_SUCCESS;
-    acl_set_error("%s: the query has one row per batch and %s is given (sparseMode %lld); attnops runs such a query "
-                  "on its decode branch, which does not apply it as CANN's prompt kernel does.", c->op, name,
-                  (long long)c->sparse_mode);
+    char what[64] = "";
+    if (c->t[FIA_ATTEN_MASK]) snprintf(what, sizeof what, "attenMask is given");
+    else if (c->sparse_mode != 0) snprintf(what, sizeof what, "sparseMode is %lld", (long long)c->sparse_mode);
+    for (uint64_t b = 0; !*what && layout != ATTNOPS_LAYOUT_TND && c->q_lens && b < c->q_lens->size; b++)
+        if (c->q_lens->values[b] != 1)
+            snprintf(what, sizeof what, "actualSeqLengths[%llu] is %lld", (unsigned long long)b,
+                     (long long)c->q_lens->values[b]);
+    if (!*what) return ACLNN_SUCCESS;
+    acl_set_error("%s: the query has one row per batch and %s; attnops runs such a query on its decode branch, which "
+                  "does not apply it as CANN's prompt kernel does.", c->op, what);
     return ACLNN_ERR_PARAM_INVALID;
 }
 
