@@ -8,9 +8,16 @@ target_include_directories(attnops_acl_bridge PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}
 target_link_libraries(attnops_acl_bridge PUBLIC attnops_acl attnops)
 add_attnops_test(test_acl test_acl.c)
 target_link_libraries(test_acl PRIVATE attnops_acl_bridge)
+# tests/support/acl_fia_args.c: a FusedInferAttentionScore case as aclTensors over its memory (test support).
+add_library(attnops_acl_fia_args STATIC support/acl_fia_args.c)
+target_link_libraries(attnops_acl_fia_args PUBLIC attnops_acl_bridge attnops_test_support)
 # FusedInferAttentionScoreV3 through aclnn: the native call's bytes, tensor lists, refusals.
 add_attnops_test(test_acl_fia test_acl_fia.c)
-target_link_libraries(test_acl_fia PRIVATE attnops_acl_bridge)
+target_link_libraries(test_acl_fia PRIVATE attnops_acl_fia_args)
+# FusedInferAttentionScore V1/V2/V4, IncreFlashAttention V1-V4, PromptFlashAttention V1-V3 through aclnn: the
+# native call's bytes, each entry's refusals.
+add_attnops_test(test_acl_fia_versions test_acl_fia_versions.c)
+target_link_libraries(test_acl_fia_versions PRIVATE attnops_acl_fia_args)
 
 # CANN's documented sample programs, compiled unchanged (C++), run against
 # libattnops_acl; each output must be the text its native-API twin prints.

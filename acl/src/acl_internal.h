@@ -79,7 +79,7 @@ bool acl_handle_live(acl_handle_kind kind, uintptr_t p);
 #define EXEC_ARRAYS 5
 /* The tensor arguments by their index, as aclSetInputTensorAddr /
  * aclSetOutputTensorAddr count them (each entry file lists its order). */
-#define EXEC_INPUTS 24
+#define EXEC_INPUTS 26
 #define EXEC_OUTPUTS 4
 
 typedef struct exec_slot {

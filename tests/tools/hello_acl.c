@@ -6,7 +6,18 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_flash_attention_score.h"
-#include "aclnnop/aclnn_fused_infer_attention_score_v3.h" /* compiles as C and C++ */
+/* the FusedInferAttentionScore family's headers: each compiles as C and C++ */
+#include "aclnnop/aclnn_fused_infer_attention_score.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
+#include "aclnnop/aclnn_incre_flash_attention.h"
+#include "aclnnop/aclnn_incre_flash_attention_v2.h"
+#include "aclnnop/aclnn_incre_flash_attention_v3.h"
+#include "aclnnop/aclnn_incre_flash_attention_v4.h"
+#include "aclnnop/aclnn_prompt_flash_attention.h"
+#include "aclnnop/aclnn_prompt_flash_attention_v2.h"
+#include "aclnnop/aclnn_prompt_flash_attention_v3.h"
 
 int main(void)
 {

@@ -1,6 +1,10 @@
 /* attnops' CANN compatibility layer: the FusedInferAttentionScoreV3 entry
  * points of CANN's aclnnop/aclnn_fused_infer_attention_score_v3.h, with
- * CANN's parameter list (docs/INFER_ATTENTION_SPEC.md section 2).  Two-phase:
+ * CANN's parameter list (written here), checked against
+ * hicann/ops-transformer
+ * attention/fused_infer_attention_score/op_host/op_api/aclnn_fused_infer_attention_score_v3.h
+ * at commit c29bc1069d3252c641e2aa059ec88f392d3f05ac (docs/ACL.md,
+ * docs/INFER_ATTENTION_SPEC.md section 2).  Two-phase:
  * ...GetWorkspaceSize validates and returns a single-use executor, the
  * second call runs it (docs/ACL.md).  key and value are lists of one tensor
  * each; the quantised query/output, padding-size, shared-prefix and

@@ -1,0 +1,30 @@
+/* attnops' CANN compatibility layer: the IncreFlashAttentionV4 entry points of CANN's
+ * aclnnop/aclnn_incre_flash_attention_v4.h, with CANN's parameter list (written here), checked against
+ * hicann/ops-transformer attention/incre_flash_attention/op_host/op_api/aclnn_incre_flash_attention_v4.h at commit
+ * c29bc1069d3252c641e2aa059ec88f392d3f05ac (docs/ACL.md).  Two-phase: ...GetWorkspaceSize validates and returns a
+ * single-use executor, the second call runs it.  V3's rules; kvPaddingSize is refused when given (161002). */
+#ifndef ATTNOPS_ACL_ACLNN_INCRE_FLASH_ATTENTION_V4_H
+#define ATTNOPS_ACL_ACLNN_INCRE_FLASH_ATTENTION_V4_H
+
+#include "aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnIncreFlashAttentionV4GetWorkspaceSize(
+    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pseShift,
+    const aclTensor *attenMask, const aclIntArray *actualSeqLengths, const aclTensor *dequantScale1,
+    const aclTensor *quantScale1, const aclTensor *dequantScale2, const aclTensor *quantScale2,
+    const aclTensor *quantOffset2, const aclTensor *antiquantScale, const aclTensor *antiquantOffset,
+    const aclTensor *blocktable, const aclTensor *kvPaddingSize, int64_t numHeads, double scaleValue,
+    char *inputLayout, int64_t numKeyValueHeads, int64_t blockSize, int64_t innerPrecise,
+    const aclTensor *attentionOut, uint64_t *workspaceSize, aclOpExecutor **executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnIncreFlashAttentionV4(void *workspace, uint64_t workspaceSize,
+                                                           aclOpExecutor *executor, const aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
