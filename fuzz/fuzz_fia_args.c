@@ -3,9 +3,10 @@
  * lengths (sometimes out of range or not cumulative), paged caches of rank
  * 3 and 4 with block tables holding out-of-range ids, masks and sparse
  * modes, pse_shift, rope, int8 key/value with antiquant parameters of every
- * mode, the refused inputs -- each tensor sometimes perturbed or NULL -- on
- * tiny data.  The contract of fz_check_status holds (a failure writes
- * nothing, a success writes finite outputs). */
+ * mode, softcap and ALiBi slopes (the attnops extensions), the refused
+ * inputs -- each tensor sometimes perturbed or NULL -- on tiny data.  The
+ * contract of fz_check_status holds (a failure writes nothing, a success
+ * writes finite outputs). */
 #include "fuzz_input.h"
 
 enum { MAXB = 3 };
@@ -120,6 +121,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     a.softmax_lse_flag = fz_one_in(&f, 2);
     a.impl = (attnops_impl)fz_range(&f, 0, fz_one_in(&f, 20) ? 4 : 2);
     a.num_threads = (int32_t)fz_range(&f, fz_one_in(&f, 20) ? -1 : 0, fz_one_in(&f, 8) ? 2 : 1);
+    if (fz_one_in(&f, 4)) { /* the attnops extensions: a cap (edges included), ALiBi slopes [N1] or [B, N1] */
+        static const double caps[] = {0.5, 30.0, 0.0};
+        a.softcap = fz_pick_f64(&f, caps, 3);
+        const int64_t bn[2] = {B, N2 * G}, rank = fz_range(&f, 0, 2);
+        if (rank) a.alibi_slopes = fz_tensor_new(&f, &pool, ATTNOPS_DTYPE_F32, (int)rank, bn + 2 - rank, true);
+    }
     const int first_output = pool.n;
     const attnops_layout out_layout = a.output_layout ? a.output_layout : layout;
     a.attention_out = qlike(&f, &pool, dt, out_layout, B, N2 * G, tnd ? T1 : S1, D);

@@ -550,6 +550,7 @@ ATTNOPS_API attnops_status attnops_attn_res_grad(const attnops_attn_res_bwd_args
  * incremental (decode) branch, S1 > 1 the prompt branch; per batch b, query
  * head h (kv head n2 = h / (N1 / N2)), kept keys j < act_kv[b]:
  *   S[i][j] = scale_value * (q_i . k_j [+ query_rope_i . key_rope_j]) + pse_shift[b|0][h][i][j]
+ *   (the attnops extensions softcap and alibi_slopes below: cap, then the biases)
  *   out_i   = sum_j softmax_j(S[i]) v_j,   lse_i = max_j S + ln sum_j exp(S - max)
  * q rows past act_q[b], rows with no kept key and batches with act_kv[b] = 0
  * give out 0 and lse +inf.  int8 key/value are dequantised as (x + offset) *
@@ -619,6 +620,14 @@ typedef struct attnops_fia_args {
     int64_t key_antiquant_mode;  /* 0 */
     int64_t value_antiquant_mode;/* 0 */
     bool softmax_lse_flag;       /* false: softmax_lse may be NULL (else it is [1], written 0) */
+
+    /* attnops extensions (CANN's operator has neither; flash-attn's, for
+     * flash_attn_with_kvcache), applied in flash-attn's order: the scaled q.k
+     * term capped, then pse_shift and ALiBi added, then the mask */
+    double softcap;              /* 0 = off; > 0: scale q.k becomes softcap * tanh(scale q.k / softcap) */
+    /* f32 [N1] or [B, N1] (NULL = none): S[i][j] -= slope[b|.][h] * |i + L2 - L1 - j|, L1 / L2 the
+     * batch's query / key lengths (bottom-right, flash-attn's rule); with pse_shift both are added */
+    const attnops_tensor *alibi_slopes;
 
     /* outputs */
     const attnops_tensor *attention_out; /* query's dtype */

@@ -1,7 +1,8 @@
 /* FusedInferAttentionScore from C, per ISA: the fast split-KV kernel against
  * the golden (the shared comparator's attention tolerance) on decode and
  * prompt steps over contiguous and paged caches (verify/fia_case.h: shuffled
- * blocks), GQA, per-batch lengths, a causal prompt and int8 caches; its bits for 1 and 2
+ * blocks), GQA, per-batch lengths, a causal prompt and int8 caches, softcap and
+ * ALiBi (the attnops extensions, and their refusals); its bits for 1 and 2
  * threads; canaries around every output (fia_case_run); a refused call
  * writes nothing.  (The golden against an independent float64 oracle, every
  * rule, is python/tests/test_fia.py.) */
@@ -39,6 +40,29 @@ static const fia_test CASES[] = {
     {"prompt f16 int8 per token and head, causal",
      {.B = 2, .N1 = 8, .N2 = 2, .S1 = 5, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16, .int8_kv = true,
       .key_mode = 3, .value_mode = 3, .sparse_mode = 3, BNSD}},
+    /* the attnops extensions: softcap (small enough to bend most scores) and ALiBi */
+    {"decode bf16 GQA 4, contiguous, softcap",
+     {.B = 3, .N1 = 8, .N2 = 2, .S1 = 1, .S2 = 600, .D = 64, .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16, .nkv = 3,
+      .kv_len = {600, 0, 129}, .softcap = 1.5, BNSD}},
+    {"decode f16 GQA 8, paged 16, alibi [N1]",
+     {.B = 2, .N1 = 8, .N2 = 1, .S1 = 1, .S2 = 1030, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16,
+      .block_size = 16, .nkv = 2, .kv_len = {1030, 17}, .alibi = 1, BNSD}},
+    {"decode f32 MHA, paged 128, mask, pse, softcap, alibi [B, N1]",
+     {.B = 2, .N1 = 4, .N2 = 4, .S1 = 1, .S2 = 300, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32,
+      .block_size = 128, .nkv = 2, .kv_len = {300, 1}, .mask = true, .pse = true, .softcap = 0.7, .alibi = 2, BNSD}},
+    {"prompt bf16 causal 3, paged 32, softcap, alibi [B, N1]",
+     {.B = 2, .N1 = 4, .N2 = 2, .S1 = 7, .S2 = 200, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 32, .nkv = 2, .kv_len = {200, 9}, .sparse_mode = 3, .softcap = 2.0, .alibi = 2, BNSD}},
+    {"prompt f16 GQA 4 causal, lengths (tile GEMMs), softcap, alibi [N1]",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 9, .S2 = 150, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16, .nq = 2,
+      .q_len = {9, 4}, .nkv = 2, .kv_len = {150, 40}, .sparse_mode = 3, .softcap = 1.0, .alibi = 1, BNSD}},
+    {"prompt f32 TND causal, softcap, alibi [B, N1]",
+     {.B = 3, .N1 = 4, .N2 = 2, .S1 = 13, .S2 = 36, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32, .nq = 3,
+      .q_len = {5, 1, 7}, .nkv = 3, .kv_len = {9, 20, 7}, .sparse_mode = 3, .softcap = 0.8, .alibi = 2,
+      .layout = ATTNOPS_LAYOUT_TND, .pre_tokens = 2147483647, .next_tokens = 2147483647, .lse = true}},
+    {"prompt bf16 dense (the FlashAttention forward), softcap, alibi [N1]",
+     {.B = 1, .N1 = 2, .N2 = 1, .S1 = 70, .S2 = 130, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_BF16,
+      .softcap = 1.2, .alibi = 1, BNSD}},
 };
 
 static double *values(const tu_tensor *t)
@@ -95,11 +119,56 @@ static bool check_refusal(void)
     return tu_failures == before;
 }
 
+/* A refused extension: its status, the words its sentence holds, nothing written. */
+static void refused(fia_case *c, const char *what, const char *w1, const char *w2)
+{
+    tu_tensor_poison(&c->out, 0x5A), tu_tensor_poison(&c->lse, 0x5A);
+    const attnops_status st = attnops_fused_infer_attention_score(&c->args, NULL, 0);
+    const char *msg = attnops_last_error();
+    TU_CHECK(st == ATTNOPS_ERR_PARAM_INVALID && strstr(msg, "FusedInferAttentionScore: ") == msg &&
+             strstr(msg, w1) && strstr(msg, w2), "%s: status %d, \"%s\"", what, (int)st, msg);
+    TU_CHECK(tu_tensor_untouched(&c->out, 0x5A) && tu_tensor_untouched(&c->lse, 0x5A), "%s: an output written",
+             what);
+}
+
+/* softcap must be 0 or positive (and finite as an f32, with scale / softcap); the slopes f32 [N1] or [B, N1]. */
+static bool check_extension_refusals(void)
+{
+    const int before = tu_failures;
+    for (int prompt = 0; prompt < 2; prompt++) { /* the decode branch, then the prompt one */
+        fia_case c;
+        fia_case_init(&c, &CASES[prompt ? 10 : 9].spec, 11); /* with alibi [B, N1] */
+        const double caps[3] = {-1.0, NAN, 1e300};
+        const char *const words[3] = {"softcap is -1", "softcap is nan", "softcap is 1e+300"};
+        for (int i = 0; i < 3; i++) {
+            c.args.softcap = caps[i];
+            refused(&c, words[i], words[i], "0 (off) or positive");
+        }
+        c.args.softcap = 0.5;
+        const attnops_tensor good = c.slopes.view;
+        attnops_tensor bad = good;
+        bad.dtype = ATTNOPS_DTYPE_F16;
+        c.args.alibi_slopes = &bad;
+        refused(&c, "f16 slopes", "'alibi_slopes' has dtype f16", "must be f32");
+        bad = good, bad.shape[0] = 1; /* [1, N1] with B = 2 */
+        refused(&c, "slopes [1, N1]", "alibi_slopes has shape [1, 4]", "[N1 = 4] or [B = 2, N1]");
+        bad = good, bad.rank = 1, bad.shape[0] = 5, bad.strides[0] = 1;
+        refused(&c, "slopes [5]", "alibi_slopes has shape [5]", "[N1 = 4] or [B = 2, N1]");
+        c.args.alibi_slopes = &good;
+        TU_CHECK(fia_case_run(&c, ATTNOPS_IMPL_CPU, 1) == ATTNOPS_SUCCESS, "the same case, valid: %s",
+                 attnops_last_error());
+        fia_case_free(&c);
+    }
+    printf("%s the extensions' refusals\n", tu_failures == before ? "ok  " : "FAIL");
+    return tu_failures == before;
+}
+
 int main(void)
 {
     tu_require_isa();
     int passed = 0;
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) passed += check_case(&CASES[i], 2026120500 + i);
     passed += check_refusal();
+    passed += check_extension_refusals();
     return tu_finish("test_fia", passed);
 }

@@ -10,9 +10,10 @@
  * pse_shift (booleans), softmax_lse_flag (default true), scale (default
  * 1/sqrt(D + rope_dim)), kv_dtype ("int8": an int8 cache with antiquant
  * scales and offsets, key_antiquant_mode / value_antiquant_mode 0-3, default
- * 0; the default: dtype), data_seed and compare (default dual; allclose for
- * bf16, as FlashAttention's cases).  TND takes both length lists and sets B
- * from them.
+ * 0; the default: dtype), softcap (default 0, off) and alibi_slopes ("N1" or
+ * "B,N1": the attnops extensions), data_seed and compare (default dual;
+ * allclose for bf16, as FlashAttention's cases).  TND takes both length
+ * lists and sets B from them.
  *
  * Each chain is one call on the same inputs; attention_out and softmax_lse
  * (rows without keys +inf in both) are judged.  There is no benchmark chain
@@ -28,7 +29,7 @@
 
 enum {
     I_B, I_N1, I_N2, I_S1, I_S2, I_D, I_DV, I_DR, I_DTYPE, I_LAYOUT, I_BLOCK, I_QLEN, I_KVLEN, I_MODE, I_PRE, I_NEXT,
-    I_MASK, I_PSE, I_LSE, I_SCALE, I_KV_DTYPE, I_KMODE, I_VMODE, I_DATA_SEED, I_COMPARE, I_COUNT
+    I_MASK, I_PSE, I_LSE, I_SCALE, I_KV_DTYPE, I_KMODE, I_VMODE, I_SOFTCAP, I_ALIBI, I_DATA_SEED, I_COMPARE, I_COUNT
 };
 
 static const harness_field FIA_FIELDS[] = {
@@ -37,12 +38,13 @@ static const harness_field FIA_FIELDS[] = {
     {"block_size", I_BLOCK}, {"actual_seq_lengths", I_QLEN}, {"actual_seq_lengths_kv", I_KVLEN},
     {"sparse_mode", I_MODE}, {"pre_tokens", I_PRE}, {"next_tokens", I_NEXT}, {"atten_mask", I_MASK},
     {"pse_shift", I_PSE}, {"softmax_lse_flag", I_LSE}, {"scale", I_SCALE}, {"kv_dtype", I_KV_DTYPE},
-    {"key_antiquant_mode", I_KMODE}, {"value_antiquant_mode", I_VMODE}, {"data_seed", I_DATA_SEED},
+    {"key_antiquant_mode", I_KMODE}, {"value_antiquant_mode", I_VMODE}, {"softcap", I_SOFTCAP},
+    {"alibi_slopes", I_ALIBI}, {"data_seed", I_DATA_SEED},
     {"compare", I_COMPARE}};
 
 typedef struct fia_raw {
     fia_case_spec *s;
-    const char *dtype, *layout, *compare, *kv_dtype;
+    const char *dtype, *layout, *compare, *kv_dtype, *alibi;
     int64_t B, data_seed;
 } fia_raw;
 
@@ -77,6 +79,10 @@ static bool fia_read(harness_parse *c, const cJSON *v, int f, void *ctx)
     case I_KV_DTYPE: return hp_str(c, v, &r->kv_dtype);
     case I_KMODE: return hp_int(c, v, 0, 3, &s->key_mode);
     case I_VMODE: return hp_int(c, v, 0, 3, &s->value_mode);
+    case I_SOFTCAP:
+        s->softcap = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        return (s->softcap >= 0.0 && isfinite(s->softcap)) || hp_fail(c, v->string, "must be a number >= 0");
+    case I_ALIBI: return hp_str(c, v, &r->alibi);
     case I_DATA_SEED: return hp_int(c, v, 0, big, &r->data_seed);
     case I_COMPARE: return hp_str(c, v, &r->compare);
     default: return true;
@@ -141,6 +147,9 @@ static bool fia_parse(harness_parse *c, const cJSON *obj, harness_case *h)
     if (!s->int8_kv && (has[I_KMODE] || has[I_VMODE]))
         return hp_fail(c, has[I_KMODE] ? "key_antiquant_mode" : "value_antiquant_mode",
                        "needs an int8 cache (\"kv_dtype\": \"int8\")");
+    if (r.alibi && strcmp(r.alibi, "N1") && strcmp(r.alibi, "B,N1"))
+        return hp_fail(c, "alibi_slopes", "is '%s'; it must be N1 or B,N1 (the slopes' shape)", r.alibi);
+    s->alibi = !r.alibi ? 0 : !strcmp(r.alibi, "N1") ? 1 : 2;
     if (!has[I_N2]) s->N2 = s->N1;
     if (!has[I_DV]) s->Dv = s->D;
     h->data_seed = (uint64_t)r.data_seed;
@@ -188,6 +197,7 @@ static cJSON *fia_attributes(const fia_case *c)
     cJSON_AddNumberToObject(j, "sparse_mode", (double)a->sparse_mode);
     cJSON_AddNumberToObject(j, "block_size", (double)a->block_size);
     cJSON_AddBoolToObject(j, "softmax_lse_flag", a->softmax_lse_flag);
+    if (a->softcap > 0.0) cJSON_AddNumberToObject(j, "softcap", a->softcap);
     if (c->spec.int8_kv) {
         cJSON_AddNumberToObject(j, "key_antiquant_mode", (double)a->key_antiquant_mode);
         cJSON_AddNumberToObject(j, "value_antiquant_mode", (double)a->value_antiquant_mode);
@@ -205,7 +215,7 @@ static void fia_tensors(harness_run *r, const fia_run *s)
         {"actual_seq_lengths_kv", offsetof(fia_case, kv_len)}, {"atten_mask", offsetof(fia_case, mask)},
         {"pse_shift", offsetof(fia_case, pse)}, {"key_antiquant_scale", offsetof(fia_case, k_scale)},
         {"key_antiquant_offset", offsetof(fia_case, k_offset)}, {"value_antiquant_scale", offsetof(fia_case, v_scale)},
-        {"value_antiquant_offset", offsetof(fia_case, v_offset)}};
+        {"value_antiquant_offset", offsetof(fia_case, v_offset)}, {"alibi_slopes", offsetof(fia_case, slopes)}};
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         const tu_tensor *t = (const tu_tensor *)((const char *)g + inputs[i].at);
         if (t->block) harness_add(r, inputs[i].name, "input", &t->view, NULL, NULL);

@@ -24,11 +24,15 @@ typedef struct fia_case_spec {
     double scale;                /* 0: 1/sqrt(D + Dr) */
     bool int8_kv;                /* int8 key/value with antiquant scales and offsets of these modes: */
     int64_t key_mode, value_mode; /* 0 per channel, 1 per token, 2 per head, 3 per token and head */
+    double softcap;              /* 0: off (an attnops extension, as alibi) */
+    int alibi;                   /* ALiBi slopes: 0 none, 1 [N1] (attnops_alibi_slopes), 2 [B, N1] */
+                                 /* (batch b's those times 1 + b / 2) */
 } fia_case_spec;
 
 typedef struct fia_case {
     fia_case_spec spec;
     tu_tensor q, k, v, qr, kr, table, q_len, kv_len, mask, pse, out, lse; /* absent: block NULL */
+    tu_tensor slopes;
     tu_tensor k_scale, k_offset, v_scale, v_offset;                       /* int8 key/value */
     attnops_fia_args args;
 } fia_case;

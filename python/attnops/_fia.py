@@ -53,8 +53,10 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
                                 block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
                                 key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,
                                 antiquant_scale=None, antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0,
-                                value_antiquant_mode=0, impl="auto", num_threads=0, out=None, arrays=TORCH):
-    """(attention_out, softmax_lse): new tensors or arrays, or the pair `out` given (op-plugin's .out form)."""
+                                value_antiquant_mode=0, softcap=0.0, alibi_slopes=None, impl="auto", num_threads=0,
+                                out=None, arrays=TORCH):
+    """(attention_out, softmax_lse): new tensors or arrays, or the pair `out` given (op-plugin's .out form).
+    softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/INFER_ATTENTION.md)."""
     lay_in, lay_out = _layouts(input_layout)
     call = Call(arrays)
     args = _lib.FiaArgs()
@@ -68,7 +70,7 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
                     ("key_rope", key_rope), ("key_antiquant_scale", key_antiquant_scale),
                     ("key_antiquant_offset", key_antiquant_offset), ("value_antiquant_scale", value_antiquant_scale),
                     ("value_antiquant_offset", value_antiquant_offset), ("antiquant_scale", antiquant_scale),
-                    ("antiquant_offset", antiquant_offset), *lengths.items()):
+                    ("antiquant_offset", antiquant_offset), ("alibi_slopes", alibi_slopes), *lengths.items()):
         setattr(args, name, call.view(t, name))
     args.num_heads, args.scale_value = num_heads, scale
     args.pre_tokens, args.next_tokens = pre_tokens, next_tokens
@@ -77,7 +79,7 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
     args.num_key_value_heads, args.sparse_mode = num_key_value_heads, sparse_mode
     args.inner_precise, args.block_size, args.softmax_lse_flag = inner_precise, block_size, bool(softmax_lse_flag)
     args.antiquant_mode, args.key_antiquant_mode = antiquant_mode, key_antiquant_mode
-    args.value_antiquant_mode = value_antiquant_mode
+    args.value_antiquant_mode, args.softcap = value_antiquant_mode, softcap
     if impl not in _lib.IMPL:
         raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
     args.impl, args.num_threads = _lib.IMPL[impl], num_threads

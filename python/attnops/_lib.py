@@ -169,7 +169,8 @@ class FiaArgs(ctypes.Structure):
         ("next_tokens", ctypes.c_int64), ("input_layout", _enum), ("output_layout", _enum),
         ("num_key_value_heads", ctypes.c_int64), ("sparse_mode", ctypes.c_int64), ("inner_precise", ctypes.c_int64),
         ("block_size", ctypes.c_int64), ("antiquant_mode", ctypes.c_int64), ("key_antiquant_mode", ctypes.c_int64),
-        ("value_antiquant_mode", ctypes.c_int64), ("softmax_lse_flag", ctypes.c_bool), ("attention_out", _T),
+        ("value_antiquant_mode", ctypes.c_int64), ("softmax_lse_flag", ctypes.c_bool), ("softcap", ctypes.c_double),
+        ("alibi_slopes", _T), ("attention_out", _T),
         ("softmax_lse", _T), ("impl", _enum), ("deterministic", ctypes.c_int32), ("num_threads", ctypes.c_int32)]
 
 

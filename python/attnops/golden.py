@@ -138,10 +138,11 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
                                 block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
                                 key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,
                                 antiquant_scale=None, antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0,
-                                value_antiquant_mode=0, impl="reference", num_threads=0):
+                                value_antiquant_mode=0, softcap=0.0, alibi_slopes=None, impl="reference",
+                                num_threads=0):
     """-> (attention_out, softmax_lse f32): CANN's FusedInferAttentionScore (docs/INFER_ATTENTION.md),
     decode (S1 = 1) or prompt, contiguous or paged (block_table, block_size) key/value, int8 key/value with
-    their antiquant scales."""
+    their antiquant scales; softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions."""
     return _fia.fused_infer_attention_score(
         query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths=actual_seq_lengths,
         actual_seq_lengths_kv=actual_seq_lengths_kv, block_table=block_table, query_rope=query_rope,
@@ -151,5 +152,5 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
         key_antiquant_scale=key_antiquant_scale, key_antiquant_offset=key_antiquant_offset,
         value_antiquant_scale=value_antiquant_scale, value_antiquant_offset=value_antiquant_offset,
         antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, antiquant_mode=antiquant_mode,
-        key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, impl=impl,
-        num_threads=num_threads, arrays=NUMPY)
+        key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, softcap=softcap,
+        alibi_slopes=alibi_slopes, impl=impl, num_threads=num_threads, arrays=NUMPY)

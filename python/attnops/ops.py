@@ -254,9 +254,11 @@ def fused_infer_attention_score(query: Tensor, key: Tensor, value: Tensor, pse_s
                                 value_antiquant_offset: Optional[Tensor] = None,
                                 antiquant_scale: Optional[Tensor] = None, antiquant_offset: Optional[Tensor] = None,
                                 antiquant_mode: int = 0, key_antiquant_mode: int = 0, value_antiquant_mode: int = 0,
-                                impl: str = "auto") -> Tuple[Tensor, Tensor]:
+                                impl: str = "auto", softcap: float = 0.0,
+                                alibi_slopes: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """(attention_out, softmax_lse): docs/INFER_ATTENTION.md.  The lengths are int64 tensors (lengths_tensor), so
-    that a decode step whose lengths come from a tensor (flash_attn_with_kvcache's cache_seqlens) compiles."""
+    that a decode step whose lengths come from a tensor (flash_attn_with_kvcache's cache_seqlens) compiles.
+    softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (flash-attn's, for its KV-cache API)."""
     return _fia.fused_infer_attention_score(
         query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths=actual_seq_lengths,
         actual_seq_lengths_kv=actual_seq_lengths_kv, block_table=block_table, query_rope=query_rope,
@@ -266,8 +268,8 @@ def fused_infer_attention_score(query: Tensor, key: Tensor, value: Tensor, pse_s
         key_antiquant_scale=key_antiquant_scale, key_antiquant_offset=key_antiquant_offset,
         value_antiquant_scale=value_antiquant_scale, value_antiquant_offset=value_antiquant_offset,
         antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, antiquant_mode=antiquant_mode,
-        key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, impl=impl,
-        num_threads=torch.get_num_threads())
+        key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, softcap=softcap,
+        alibi_slopes=alibi_slopes, impl=impl, num_threads=torch.get_num_threads())
 
 
 def lengths_tensor(values):

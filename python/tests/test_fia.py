@@ -1,7 +1,8 @@
 """FusedInferAttentionScore's golden against the tests' own float64 statement of the rules
 (fia_oracle.py, which never calls attnops): decode and prompt, every layout, GQA, per-batch
 lengths, paged caches with random block tables, masks and sparse modes 0-4, pse_shift, MLA rope,
-softmax_lse; and the invalid arguments, refused with a sentence and nothing written."""
+softmax_lse, softcap and ALiBi (the attnops extensions); and the invalid arguments, refused with a sentence
+and nothing written."""
 import math
 
 import numpy as np
@@ -216,6 +217,68 @@ def test_numpy_golden():
                         actual_seq_lengths_kv=[9, 3])
     assert np.array_equal(out.astype(np.float32), t_out.float().numpy())
     assert np.array_equal(lse, t_lse.numpy())
+    slopes = _slopes(2, 4, 49, True)
+    out, lse = golden.fused_infer_attention_score(to_np(q), to_np(k), to_np(v), num_heads=4, num_key_value_heads=2,
+                                                  input_layout="BSND", softmax_lse_flag=True, softcap=0.5,
+                                                  alibi_slopes=slopes.numpy())
+    e_out, e_lse = oracle(q, k, v, num_heads=4, num_key_value_heads=2, input_layout="BSND", softcap=0.5,
+                          alibi_slopes=slopes)
+    assert_close("numpy golden, softcap and ALiBi", torch.from_numpy(out.astype(np.float32)), e_out, q.dtype, 9)
+    assert_close("its lse", torch.from_numpy(lse).reshape(e_lse.shape), e_lse, torch.float32, 9)
+
+
+def _slopes(b, n1, seed, per_batch):
+    """ALiBi slopes in [0.05, 0.55), f32 [N1] or [B, N1]."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand((b, n1) if per_batch else (n1,), generator=g) * 0.5 + 0.05
+
+
+@pytest.mark.parametrize("per_batch", [False, True])
+@pytest.mark.parametrize("cap", [0.0, 1.5])
+def test_softcap_and_alibi(per_batch, cap):
+    """The attnops extensions on either branch: decode over a contiguous cache (GQA, a batch without keys) and a
+    paged one, prompts with bottom-right and band masks and per-batch lengths (L2 - L1 differs per batch: the
+    distance is bottom-right per batch), TND, and pse_shift added beside the slopes."""
+    b, n1, n2, d = 3, 8, 2, 16
+    slopes = _slopes(b, n1, 40, per_batch)
+    ext = dict(softcap=cap, alibi_slopes=slopes)
+    q, k, v = _qkv("BSND", b, n1, n2, 1, 37, d, torch.bfloat16, seed=41)
+    _check(q, k, v, 37, input_layout="BSND", num_heads=n1, num_key_value_heads=n2, scale=0.5,
+           actual_seq_lengths_kv=[37, 0, 20], **ext)
+    kc, vc, table = _paged(*_qkv("BNSD", b, n1, n2, 1, 40, d, torch.float16, seed=42)[1:], 8, [40, 17, 3], 3, seed=43)
+    qd = _qkv("BNSD", b, n1, n2, 1, 40, d, torch.float16, seed=44)[0]
+    _check(qd, kc, vc, 40, input_layout="BNSD", num_heads=n1, num_key_value_heads=n2, scale=0.5, block_table=table,
+           block_size=8, actual_seq_lengths_kv=[40, 17, 3], **ext)
+    causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    q, k, v = _qkv("BNSD", b, n1, n2, 9, 30, d, torch.float32, seed=45)  # 9 rows of G = 4: the tile GEMMs
+    for mode, pre, nxt in ((3, INT32_MAX, 0), (4, 5, 2), (0, INT32_MAX, INT32_MAX)):
+        masks = dict(sparse_mode=mode, pre_tokens=pre, next_tokens=nxt, atten_mask=causal) if mode else {}
+        _check(q, k, v, 30, input_layout="BNSD", num_heads=n1, num_key_value_heads=n2, scale=0.5,
+               actual_seq_lengths=[9, 4, 2], actual_seq_lengths_kv=[30, 11, 2], **masks, **ext)
+    pse = torch.randn(1, n1, 9, 30)
+    _check(q, k, v, 30, input_layout="BNSD", num_heads=n1, num_key_value_heads=n2, scale=0.5, pse_shift=pse,
+           actual_seq_lengths_kv=[30, 12, 9], **ext)
+    lens_q, lens_kv = [5, 1, 7], [9, 20, 7]
+    g = torch.Generator().manual_seed(46)
+    qt = torch.randn(sum(lens_q), n1, d, generator=g)
+    kt, vt = torch.randn(sum(lens_kv), n2, d, generator=g), torch.randn(sum(lens_kv), n2, d, generator=g)
+    _check(qt, kt, vt, 20, input_layout="TND", num_heads=n1, num_key_value_heads=n2, scale=0.5,
+           actual_seq_lengths=list(np.cumsum(lens_q)), actual_seq_lengths_kv=list(np.cumsum(lens_kv)),
+           sparse_mode=3, atten_mask=causal, **ext)
+
+
+def test_alibi_distance_is_bottom_right():
+    """A check that fails on a wrong alignment: the oracle's distance, which the golden matches, differs from the
+    top-left one |i - j| wherever L2 != L1."""
+    q, k, v = _qkv("BNSD", 1, 2, 2, 3, 11, 8, torch.float32, seed=47)
+    slopes = _slopes(1, 2, 48, False)
+    out, _ = _run(q, k, v, input_layout="BNSD", num_heads=2, alibi_slopes=slopes)
+    e_out, _ = oracle(q, k, v, input_layout="BNSD", num_heads=2, alibi_slopes=slopes)
+    assert_close("attention_out", out, e_out, q.dtype, 11)
+    top_left, _ = oracle(q, k, v, input_layout="BNSD", num_heads=2, pse_shift=-(slopes.view(1, 2, 1, 1) * (
+        torch.arange(3).view(3, 1) - torch.arange(11).view(1, 11)).abs()))
+    with pytest.raises(AssertionError):
+        assert_close("attention_out", out, top_left, q.dtype, 11)
 
 
 def _refused(words, status, q, k, v, **kw):
@@ -249,6 +312,14 @@ def test_invalid_arguments_are_refused_and_nothing_written():
     with pytest.raises(ValueError, match="input_layout is 'SBH'"):
         _fia.fused_infer_attention_score(q, k, v, input_layout="SBH", num_heads=4)
     _refused(["inner_precise is 2", "decode"], inv, q, k, v, inner_precise=2, **base)
+    for cap, shown in ((-1.0, "-1"), (math.nan, "nan"), (math.inf, "inf")):
+        _refused([f"softcap is {shown}", "0 (off) or positive"], inv, q, k, v, softcap=cap, **base)
+    _refused(["'alibi_slopes' has dtype f16", "f32"], inv, q, k, v, alibi_slopes=torch.ones(4).half(), **base)
+    _refused(["alibi_slopes has shape [1, 4]", "[N1 = 4] or [B = 2, N1]"], inv, q, k, v,
+             alibi_slopes=torch.ones(1, 4), **base)
+    qp, kp, vp = _qkv("BNSD", 2, 4, 2, 5, 8, 16, torch.float16, seed=17)  # the prompt branch
+    _refused(["alibi_slopes has shape [8]", "[N1 = 4]"], inv, qp, kp, vp, alibi_slopes=torch.ones(8), **base)
+    _refused(["softcap is -0.5"], inv, qp, kp, vp, softcap=-0.5, **base)
 
 
 def test_check_fails_on_a_wrong_rule():
@@ -386,3 +457,13 @@ def test_prompt_runs_on_the_flashattention_forward(layout):
         assert torch.equal(fast_lse.reshape(want.shape), want), f"mode {mode}: lse is not max + ln sum"
     _check(q, k, v, 64, input_layout=layout, num_heads=8, num_key_value_heads=2, scale=0.2,
            actual_seq_lengths=[40, 17], actual_seq_lengths_kv=[64, 33])
+    # softcap and ALiBi go with it: FA's softcap, its pse_type 2 with the starts of the bottom-right distance
+    slopes = _slopes(2, 8, 81, True)
+    for mode in (0, 3):
+        masks = dict(sparse_mode=mode, atten_mask=causal) if mode else {}
+        kw = dict(input_layout=layout, num_heads=8, num_key_value_heads=2, scale=0.2, softcap=2.0, **masks)
+        _check(q, k, v, 64, alibi_slopes=slopes, **kw)
+        fast, _ = _fia.fused_infer_attention_score(q, k, v, impl="cpu", alibi_slopes=slopes, **kw)
+        fa_out, _, _ = ops.flash_attention_score_call(q, k, v, 8, layout, scale=0.2, softcap=2.0, pse=slopes,
+                                                      pse_type=2, q_start_idx=[24], kv_start_idx=[0], **masks)
+        assert torch.equal(fast, fa_out), f"mode {mode} with softcap and ALiBi: not the FlashAttention forward's"

@@ -1,8 +1,8 @@
 """attnops.flash_attn.flash_attn_with_kvcache against the tests' own float64 statement of flash-attn 2.x's
 semantics (docs/INFER_ATTENTION_SPEC.md section 4; written here, never calling attnops): the in-place append,
 rotary on q and the new k, contiguous and paged caches (shuffled pages), cache_batch_idx, cache_leftpad,
-causal and local windows (bottom-right), GQA, softmax_lse; and a decode loop that appends one token per step,
-compared at every step with full causal attention over the same history."""
+causal and local windows (bottom-right), GQA, softmax_lse, softcap and ALiBi; and a decode loop that appends one
+token per step, compared at every step with full causal attention over the same history."""
 import math
 
 import pytest
@@ -27,15 +27,20 @@ def rotate(x, cos, sin, pos, interleaved):
     return x
 
 
-def reference(q, k_rows, v_rows, scale, causal, window):
-    """float64 attention of q (Sq, H, D) over keys (Sk, Hk, D) with flash-attn's bottom-right masks;
-    a row with no key gives out 0 and lse +inf."""
+def reference(q, k_rows, v_rows, scale, causal, window, softcap=0.0, slopes=None):
+    """float64 attention of q (Sq, H, D) over keys (Sk, Hk, D) with flash-attn's bottom-right masks, softcap
+    (s = softcap tanh(s / softcap) on the scaled scores) and ALiBi (slopes [H]: -slope |i + Sk - Sq - j|, the
+    documented bias, added after the cap); a row with no key gives out 0 and lse +inf."""
     sq, h, _ = q.shape
     sk, hk = k_rows.shape[0], k_rows.shape[1]
     g = h // hk
     k, v = k_rows.double().repeat_interleave(g, 1), v_rows.double().repeat_interleave(g, 1)
     s = torch.einsum("ihd,jhd->hij", q.double(), k) * scale
     i, j = torch.arange(sq)[:, None], torch.arange(sk)[None, :]
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
+    if slopes is not None:
+        s = s - slopes.double()[:, None, None] * (i + sk - sq - j).abs()
     left, right = window
     right = 0 if causal else right
     keep = torch.ones(sq, sk, dtype=torch.bool)
@@ -65,11 +70,14 @@ def _paged(cache, page, seed):
     return blocks, table
 
 
+@pytest.mark.parametrize("extensions", [False, True])
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("interleaved", [True, False])
 @pytest.mark.parametrize("sq,causal,window", [(1, False, (-1, -1)), (3, True, (-1, -1)), (4, False, (2, 1)),
                                               (1, True, (5, 0))])
-def test_append_rotary_and_attend(paged, interleaved, sq, causal, window):
+def test_append_rotary_and_attend(paged, interleaved, sq, causal, window, extensions):
+    """extensions: softcap and ALiBi slopes (B, H); (1, True, (5, 0)) is a sliding-window decode step, whose keys
+    the wrapper trims from the front."""
     torch.manual_seed(0)
     b, h, hk, d, cap, s_new, dtype = 3, 8, 2, 32, 64, sq, torch.bfloat16  # the queries are the new tokens
     q = torch.randn(b, sq, h, d, dtype=dtype)
@@ -80,6 +88,9 @@ def test_append_rotary_and_attend(paged, interleaved, sq, causal, window):
     cos, sin = torch.randn(cap, 8), torch.randn(cap, 8)
     kw = dict(rotary_cos=cos, rotary_sin=sin, cache_seqlens=seqlens, causal=causal, window_size=window,
               rotary_interleaved=interleaved, return_softmax_lse=True)
+    softcap, slopes = (2.0, torch.rand(b, h) * 0.5 + 0.05) if extensions else (0.0, None)
+    if extensions:
+        kw.update(softcap=softcap, alibi_slopes=slopes)
     if paged:
         kc, table = _paged(k_cache, 16, 1)
         vc, _ = _paged(v_cache, 16, 1)
@@ -100,7 +111,8 @@ def test_append_rotary_and_attend(paged, interleaved, sq, causal, window):
         assert torch.equal(rows(got_v, bi, n)[start:], v_new[bi])
         q_pos = start + (torch.arange(sq) if causal or window != (-1, -1) else torch.zeros(sq, dtype=torch.long))
         q_rot = rotate(q[bi:bi + 1], cos, sin, q_pos[None], interleaved)[0].to(dtype)
-        e_out, e_lse = reference(q_rot, rows(got_k, bi, n), rows(got_v, bi, n), d ** -0.5, causal, window)
+        e_out, e_lse = reference(q_rot, rows(got_k, bi, n), rows(got_v, bi, n), d ** -0.5, causal, window, softcap,
+                                 slopes[bi] if extensions else None)
         assert_close(f"out[{bi}]", out[bi], e_out, dtype, n)
         inf = torch.isinf(e_lse)
         assert torch.equal(torch.isinf(lse[bi]), inf)
@@ -121,6 +133,30 @@ def test_cache_batch_idx_and_leftpad():
         c, lo, hi = int(idx[bi]), int(leftpad[bi]), int(seqlens[bi])
         e_out, _ = reference(q[bi], k_cache[c, lo:hi], v_cache[c, lo:hi], d ** -0.5, False, (-1, -1))
         assert_close(f"out[{bi}]", out[bi], e_out, torch.float32, hi - lo)
+
+
+@pytest.mark.parametrize("sq,causal,window", [(1, False, (-1, -1)), (1, False, (6, -1)), (3, True, (-1, -1)),
+                                              (3, False, (4, 1))])
+def test_leftpad_and_window_with_softcap_and_alibi(sq, causal, window):
+    """A left pad and a decode window drop keys from the front of the cache (the wrapper's row table): the ALiBi
+    distances stay bottom-right over the attended keys, as flash-attn's kernel (which moves the key pointer by the
+    pad) has them.  Against the float64 statement over cache rows [leftpad, seqlen), slopes (H,)."""
+    torch.manual_seed(3)
+    b, h, hk, d, cap = 3, 4, 2, 16, 40
+    q = torch.randn(b, sq, h, d)
+    k_cache, v_cache = torch.randn(4, cap, hk, d), torch.randn(4, cap, hk, d)
+    idx = torch.tensor([3, 0, 1], dtype=torch.int32)
+    seqlens = torch.tensor([30, 40, 12], dtype=torch.int32)
+    leftpad = torch.tensor([7, 0, 2], dtype=torch.int32)
+    slopes = torch.rand(h) * 0.5 + 0.05
+    out, lse = flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, cache_batch_idx=idx,
+                                       cache_leftpad=leftpad, causal=causal, window_size=window, softcap=3.0,
+                                       alibi_slopes=slopes, return_softmax_lse=True)
+    for bi in range(b):
+        c, lo, hi = int(idx[bi]), int(leftpad[bi]), int(seqlens[bi])
+        e_out, e_lse = reference(q[bi], k_cache[c, lo:hi], v_cache[c, lo:hi], d ** -0.5, causal, window, 3.0, slopes)
+        assert_close(f"out[{bi}]", out[bi], e_out, torch.float32, hi - lo)
+        assert_close(f"lse[{bi}]", lse[bi], e_lse, torch.float32, hi - lo)
 
 
 def test_decode_loop_matches_full_attention():
@@ -146,8 +182,8 @@ def test_decode_loop_matches_full_attention():
 
 def test_refusals():
     q, kc = torch.randn(1, 1, 2, 8), torch.randn(1, 4, 2, 8)
-    with pytest.raises(NotImplementedError, match="softcap"):
-        flash_attn_with_kvcache(q, kc, kc, softcap=30.0)
+    with pytest.raises(TypeError, match="alibi_slopes must be float32"):
+        flash_attn_with_kvcache(q, kc, kc, alibi_slopes=torch.ones(2, dtype=torch.float64))
     cache, new = torch.zeros(1, 4, 2, 8), torch.ones(1, 1, 2, 8, dtype=torch.float16)
     with pytest.raises(ValueError, match="share one dtype"):
         flash_attn_with_kvcache(q, cache, cache, new, new, cache_seqlens=0)

@@ -30,14 +30,20 @@ void attnops_fia_args_init(attnops_fia_args *a)
  * or sparse modes 2, and 3 with S2 >= S1, on the compressed tile: rows that
  * always keep a key, so FA's statistics give FIA's lse and its output FIA's)
  * over a contiguous float cache in BSH / BSND / BNSD, without per-batch
- * lengths, pse, rope or int8, and more rows than the few-row kernels take
- * (and a batch at least: an empty problem's workspace may be NULL).
+ * lengths, pse_shift, rope or int8, and more rows than the few-row kernels
+ * take (and a batch at least: an empty problem's workspace may be NULL).
+ * softcap and alibi_slopes go with it: FA's softcap is the same cap before
+ * the bias, and its pse_type 2 with q_start_idx = max(S2 - S1, 0),
+ * kv_start_idx = max(S1 - S2, 0) is -slope |j - i - (S2 - S1)|, FIA's
+ * bottom-right distance when every batch has the tensors' lengths.  A cap FA
+ * refuses keeps the prompt on the split-KV kernel.
  * The workspace is FA's statistics ([B, N1, S1, 8] f32, max then sum), then
  * FA's own. */
 typedef struct fa_route {
     bool on;
     attnops_fa_fwd_args fa;
-    attnops_tensor max, sum;
+    attnops_tensor max, sum, q_start, kv_start;
+    int64_t starts[2];
     size_t stats_bytes, fa_bytes;
 } fa_route;
 
@@ -58,6 +64,14 @@ static void route_prompt(const attnops_fia_args *a, const fia_problem *p, fa_rou
     f->sparse_mode = p->mask == FIA_MASK_COMPRESSED ? p->sparse_mode : 0;
     f->scale_value = p->scale, f->head_num = p->N1, f->input_layout = p->layout;
     f->impl = p->impl, f->num_threads = p->threads, f->deterministic = p->deterministic;
+    f->softcap = p->softcap;
+    if (p->alibi) {
+        const int64_t one = 1;
+        r->starts[0] = p->S2 > p->S1 ? p->S2 - p->S1 : 0, r->starts[1] = p->S1 > p->S2 ? p->S1 - p->S2 : 0;
+        r->q_start = attnops_tensor_contiguous(&r->starts[0], ATTNOPS_DTYPE_I64, 1, &one);
+        r->kv_start = attnops_tensor_contiguous(&r->starts[1], ATTNOPS_DTYPE_I64, 1, &one);
+        f->pse = a->alibi_slopes, f->pse_type = 2, f->q_start_idx = &r->q_start, f->kv_start_idx = &r->kv_start;
+    }
     const int64_t shape[4] = {p->B, p->N1, p->S1, 8};
     r->stats_bytes = ao_align_up((size_t)(p->B * p->N1 * p->S1 * 8) * sizeof(float), 64);
     /* The statistics live in the workspace, which the size query does not have: there they are two

@@ -22,7 +22,8 @@
  *    f32 in a per-thread buffer for the tile GEMMs:
  *      Qt [Dk][Mq], Kc [KC][Dk], S^T [KC][Mq] = Kc . Qt, O += P . Vc [KC][Dv].
  *
- * Both: S = scale S + pse, masked -FLT_MAX; online softmax over the tiles (m,
+ * Both: S = scale S (softcap: c tanh(scale S / c), the FA forward's vector
+ * tanh) + pse + ALiBi, masked -FLT_MAX; online softmax over the tiles (m,
  * l, alpha).  Each item leaves its rows' (m, l, O) in the workspace; a
  * second pass merges the splits of every row in split order (O = sum_s
  * e^(m_s - m) O_s / sum_s e^(m_s - m) l_s, lse = m + ln l), in f32, and
@@ -200,20 +201,28 @@ static void pack_q(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
 }
 
 /* S [Mq][KC] from the raw scores (element (r, c) at raw[r raw_r + c raw_c];
- * raw may be s): scale, pse, mask (-FLT_MAX); any[r] set where a key is kept. */
+ * raw may be s): scale (and the cap), pse, ALiBi, mask (-FLT_MAX); any[r]
+ * set where a key is kept. */
 static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
-                   const float *raw, int64_t raw_r, int64_t raw_c, float *s, float *any)
+                   const float *raw, int64_t raw_r, int64_t raw_c, float *s, float *any, const fa_kernels *k)
 {
     const bool all_kept = p->mask == FIA_MASK_NONE && (p->decode || p->sparse_mode <= 1);
-    const float scale = (float)p->scale;
+    const float scale = p->softcap > 0.0 ? 1.0f : (float)p->scale; /* the cap's kernel scales */
     for (int64_t r = 0; r < pl->Mq; r++) {
         float *row = s + r * FIA_KC;
-        const int64_t rr = x->qb * pl->Mq + r, i = rr / p->G, h = x->n2 * p->G + rr % p->G;
         for (int64_t c = 0; c < kc; c++) row[c] = scale * raw[r * raw_r + c * raw_c];
-        if (r >= x->rows) continue;
+    }
+    if (p->softcap > 0.0) /* before the biases (flash-attn's order) */
+        k->softcap(s, (int)x->rows, (int)kc, FIA_KC, (float)(p->scale / p->softcap), (float)p->softcap, NULL);
+    for (int64_t r = 0; r < x->rows; r++) {
+        float *row = s + r * FIA_KC;
+        const int64_t rr = x->qb * pl->Mq + r, i = rr / p->G, h = x->n2 * p->G + rr % p->G;
         for (int64_t c = 0; p->pse && c < kc; c++)
             row[c] += ao_load_f32(p->pse + (x->b * p->pse_sb + h * p->pse_sh + i * p->pse_si + (j0 + c) * p->pse_sj) *
                                       (int64_t)attnops_dtype_size(p->pse_dtype), p->pse_dtype);
+        if (p->alibi) /* -slope |j0 + c - (i + L2 - L1)|: the kernel's one-row form, its scale 1 */
+            k->add_alibi(row, 1, (int)kc, FIA_KC, 1.0f, p->alibi[x->b * p->alibi_sb + h * p->alibi_sh],
+                         (float)(j0 - i - (x->L2 - x->L1)), false);
         for (int64_t c = 0; c < kc; c++) {
             if (all_kept || fia_kept(p, x->b, i, j0 + c, x->L1, x->L2)) any[r] = 1.0f;
             else row[c] = -FLT_MAX;
@@ -244,7 +253,7 @@ static float *gemm_scores(const fia_problem *p, const fia_plan *pl, const fia_it
     memset(w->kc + kc * pl->Dk, 0, sizeof(float) * (size_t)((FIA_KC - kc) * pl->Dk));
     memset(w->vc + kc * p->Dv, 0, sizeof(float) * (size_t)((FIA_KC - kc) * p->Dv));
     tile_gemm_run(&pl->qk, w->kc, w->q, w->st);
-    scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any);
+    scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any, k);
     return w->s;
 }
 
@@ -283,10 +292,11 @@ static void fold_key_quant(const fia_problem *p, const fia_plan *pl, const fia_s
 
 /* One tile through the few-row kernels on the cache in place: S = Q . K^T
  * (int8 keys dequantised through k_fix and the key's own pair), the rope
- * columns added, then scale, pse and mask. */
+ * columns added, then scores(). */
 static float *direct_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
-                            const fia_scratch *w, float *any, const fia_kernels *fk)
+                            const fia_scratch *w, float *any, const cpu_kernel_set *ks)
 {
+    const fia_kernels *fk = &ks->fia;
     const void *rows[FIA_KC];
     float *s = w->s;
     tile_rows(p, &p->k, x, j0, kc, rows);
@@ -305,7 +315,7 @@ static float *direct_scores(const fia_problem *p, const fia_plan *pl, const fia_
         tile_rows(p, &p->kr, x, j0, kc, rows);
         fk->dot_rows(w->q + p->D, (int)pl->Mq, (int)pl->Dk, rows, p->kr.dtype, (int)p->Dr, (int)kc, s, FIA_KC, true);
     }
-    scores(p, pl, x, j0, kc, s, FIA_KC, 1, s, any);
+    scores(p, pl, x, j0, kc, s, FIA_KC, 1, s, any, &ks->fa);
     return s;
 }
 
@@ -359,7 +369,7 @@ static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x
     memset(w.v_fix, 0, sizeof(float) * (size_t)pl->Mq);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += FIA_KC) {
         const int64_t kc = j_end - j0 < FIA_KC ? j_end - j0 : FIA_KC;
-        float *s = pl->few_rows ? direct_scores(p, pl, x, j0, kc, &w, part.any, &ks->fia)
+        float *s = pl->few_rows ? direct_scores(p, pl, x, j0, kc, &w, part.any, ks)
                                 : gemm_scores(p, pl, x, j0, kc, &w, part.any, &ks->fa);
         ks->fa.softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, part.m, part.l, w.alpha);
         ks->fa.scale_rows(part.o, (int)pl->Mq, (int)p->Dv, w.alpha);

@@ -77,6 +77,10 @@ typedef struct fia_problem {
     const char *pse;
     attnops_dtype pse_dtype;
     int64_t pse_sb, pse_sh, pse_si, pse_sj;
+    /* attnops extensions: the cap (0: off) and the ALiBi slopes (NULL: none), element strides of [b|.][h] */
+    double softcap;
+    const float *alibi;
+    int64_t alibi_sb, alibi_sh;
 
     fia_quant kq, vq; /* int8 key/value */
 

@@ -68,6 +68,12 @@ static attnops_status check_attributes(const char *op, const attnops_fia_args *a
         return ao_fail(INVALID, "%s: inner_precise is %lld; it must be 0..3.", op, (long long)a->inner_precise);
     if (a->block_size < 0)
         return ao_fail(INVALID, "%s: block_size is %lld; it must be >= 0.", op, (long long)a->block_size);
+    /* the fast kernel caps in f32 with the factor scale_value / softcap (FlashAttention's rule, fa_validate.c) */
+    const double cap = a->softcap;
+    if (!(cap == 0.0 || (cap > 0.0 && isfinite((float)cap) && (float)cap > 0.0f &&
+                         isfinite((float)(a->scale_value / cap)))))
+        return ao_fail(INVALID, "%s: softcap is %g; it must be 0 (off) or positive, with softcap and scale_value / "
+                       "softcap finite as f32s.", op, cap);
     return ATTNOPS_SUCCESS;
 }
 
@@ -437,6 +443,24 @@ static attnops_status check_pse(const char *op, const attnops_fia_args *a, fia_p
     return ATTNOPS_SUCCESS;
 }
 
+/* The ALiBi slopes (an attnops extension): f32 [N1] or [B, N1], on either branch. */
+static attnops_status check_alibi(const char *op, const attnops_fia_args *a, fia_problem *p)
+{
+    const attnops_tensor *t = a->alibi_slopes;
+    if (!t) return ATTNOPS_SUCCESS;
+    char buf[96];
+    AO_TRY(ao_check_dtype(op, "alibi_slopes", t, ATTNOPS_DTYPE_F32, "ALiBi slopes are f32"));
+    const bool per_head = t->rank == 1 && t->shape[0] == p->N1;
+    const bool per_batch = t->rank == 2 && t->shape[0] == p->B && t->shape[1] == p->N1;
+    if (!per_head && !per_batch)
+        return ao_fail(INVALID, "%s: alibi_slopes has shape %s; it must be [N1 = %lld] or [B = %lld, N1].", op,
+                       ao_shape_str(t, buf, sizeof buf), (long long)p->N1, (long long)p->B);
+    p->alibi = t->data;
+    p->alibi_sb = per_batch ? t->strides[0] : 0;
+    p->alibi_sh = t->strides[t->rank - 1];
+    return ATTNOPS_SUCCESS;
+}
+
 static attnops_status check_outputs(const char *op, const attnops_fia_args *a, fia_problem *p)
 {
     const attnops_tensor *o = a->attention_out;
@@ -491,7 +515,7 @@ attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_probl
         {a->query_rope, "query_rope"}, {a->key_rope, "key_rope"}, {a->key_antiquant_scale, "key_antiquant_scale"},
         {a->key_antiquant_offset, "key_antiquant_offset"}, {a->value_antiquant_scale, "value_antiquant_scale"},
         {a->value_antiquant_offset, "value_antiquant_offset"}, {a->antiquant_scale, "antiquant_scale"},
-        {a->antiquant_offset, "antiquant_offset"}};
+        {a->antiquant_offset, "antiquant_offset"}, {a->alibi_slopes, "alibi_slopes"}};
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (optional[i].t) AO_TRY(ao_check_view(op, optional[i].name, optional[i].t));
     AO_TRY(check_left_out(op, a));
@@ -506,8 +530,9 @@ attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_probl
                        (long long)a->inner_precise);
     AO_TRY(check_mask(op, a, p));
     AO_TRY(check_pse(op, a, p));
+    AO_TRY(check_alibi(op, a, p));
     AO_TRY(check_outputs(op, a, p));
-    p->scale = a->scale_value, p->inner_precise = a->inner_precise, p->impl = a->impl;
+    p->scale = a->scale_value, p->softcap = a->softcap, p->inner_precise = a->inner_precise, p->impl = a->impl;
     p->deterministic = a->deterministic;
 #ifdef _OPENMP
     p->threads = a->num_threads > 0 ? a->num_threads : omp_get_max_threads();

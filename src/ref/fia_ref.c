@@ -8,6 +8,8 @@
  *   [T1, N1, 1]); layouts and the paged cache through fia_problem.h.
  *
  *   S[j] = scale (q . k_j + q_rope . k_rope_j) + pse[b|0][h][i][j]   (kept j)
+ *   (softcap c > 0: the scaled term is c tanh(term / c) before the biases; ALiBi adds
+ *   -slope[b|.][h] |i + L2 - L1 - j|, the attnops extensions)
  *   (int8 k and v dequantised first: (x + offset) scale, fia_dequant)
  *   out  = sum_j exp(S[j] - m) v_j / sum_j exp(S[j] - m),  lse = m + ln sum_j exp(S[j] - m)
  * A row with no kept key (and a query row past the batch's length) gives
@@ -63,9 +65,11 @@ static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, in
         double qk = dot(&p->q, qa, &p->k, &p->kq, fia_kv_at(p, &p->k, b, n2, kv0, j), b, n2, j, p->D);
         if (p->qr.data) qk += dot(&p->qr, qra, &p->kr, &none, fia_kv_at(p, &p->kr, b, n2, kv0, j), b, n2, j, p->Dr);
         s[j] = p->scale * qk;
+        if (p->softcap > 0.0) s[j] = p->softcap * tanh(s[j] / p->softcap);
         if (p->pse)
             s[j] += ao_load_f64(p->pse + (b * p->pse_sb + h * p->pse_sh + i * p->pse_si + j * p->pse_sj) *
                                     (int64_t)attnops_dtype_size(p->pse_dtype), p->pse_dtype);
+        if (p->alibi) s[j] -= (double)p->alibi[b * p->alibi_sb + h * p->alibi_sh] * fabs((double)(i + L2 - L1 - j));
         m = s[j] > m ? s[j] : m;
     }
     for (int64_t d = 0; d < p->Dv; d++) acc[d] = 0.0;

@@ -25,7 +25,7 @@ from fia_oracle import fia  # noqa: E402
 KW = ("input_layout", "num_heads", "num_key_value_heads", "scale", "pre_tokens", "next_tokens", "sparse_mode",
       "block_size")
 TENSORS = ("block_table", "atten_mask", "pse_shift", "query_rope", "key_rope", "key_antiquant_scale",
-           "key_antiquant_offset", "value_antiquant_scale", "value_antiquant_offset")
+           "key_antiquant_offset", "value_antiquant_scale", "value_antiquant_offset", "alibi_slopes")
 UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
 
 
@@ -40,7 +40,7 @@ def oracle_outputs(root, case):
     kw = {k: case["attributes"][k] for k in KW}
     if kw["block_size"] == 0:
         del kw["block_size"]
-    for name in ("key_antiquant_mode", "value_antiquant_mode"):
+    for name in ("key_antiquant_mode", "value_antiquant_mode", "softcap"):
         if name in case["attributes"]:
             kw[name] = case["attributes"][name]
     for name in TENSORS:
@@ -61,8 +61,8 @@ def main():
         check(out.returncode == 0, f"golden infer-attention exits 0 ({out.stderr.strip()[:200]})")
         with open(os.path.join(golden, "manifest.json")) as f:
             manifest = json.load(f)
-        check(len(manifest["cases"]) == 12 and all(c["op"] == "infer_attention" for c in manifest["cases"]),
-              "the manifest lists the suite's twelve infer_attention cases")
+        check(len(manifest["cases"]) == 14 and all(c["op"] == "infer_attention" for c in manifest["cases"]),
+              "the manifest lists the suite's fourteen infer_attention cases")
         for case in manifest["cases"]:
             e_out, e_lse = oracle_outputs(golden, case)
             outs = {n: t for n, t in case["tensors"].items() if t["role"] == "output"}

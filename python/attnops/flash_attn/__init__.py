@@ -71,11 +71,15 @@ def _softcap(softcap):
     return max(float(softcap), 0.0)
 
 
-def _alibi_args(alibi_slopes, sq, sk):
-    if alibi_slopes is None:
-        return dict()
-    if alibi_slopes.dtype != torch.float32:
+def _slopes(alibi_slopes):
+    if alibi_slopes is not None and alibi_slopes.dtype != torch.float32:
         raise TypeError(f"attnops.flash_attn: alibi_slopes must be float32, got {alibi_slopes.dtype}")
+    return alibi_slopes
+
+
+def _alibi_args(alibi_slopes, sq, sk):
+    if _slopes(alibi_slopes) is None:
+        return dict()
     return dict(pse=alibi_slopes, pse_type=2, q_start_idx=[max(sk - sq, 0)], kv_start_idx=[max(sq - sk, 0)])
 
 
@@ -415,13 +419,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     written into the caches in place at rows cache_seqlens[b] + t (k after rotary); q attends to the cache rows
     [cache_leftpad[b], cache_seqlens[b] + S_new), causal bottom-right.  Caches are (B_c, S_c, Hk, D), or paged
     (num_blocks, page_block_size, Hk, D) through block_table (any page size).  Returns out (B, Sq, H, D), with
-    return_softmax_lse also softmax_lse f32 (B, H, Sq).  num_splits only tunes flash-attn's CUDA kernel."""
+    return_softmax_lse also softmax_lse f32 (B, H, Sq).  num_splits only tunes flash-attn's CUDA kernel.
+    softcap > 0 caps the scaled q.k as softcap * tanh(s / softcap) before ALiBi and the mask (<= 0: off);
+    alibi_slopes f32 (H,) or (B, H) add -slope |i + sk - sq - j| over the attended keys (sk of them: a left pad
+    or a decode window drops keys from the front, which leaves these bottom-right distances as they are).  With
+    causal, flash-attn's CUDA kernel adds slope * j instead: the same softmax, its lse larger by
+    slope (i + sk - sq); attnops returns the documented bias's lse, as flash_attn_func does.  Both are the
+    operator's attnops extensions (docs/INFER_ATTENTION.md)."""
     op = "flash_attn_with_kvcache"
     _check(q)
-    if softcap and softcap > 0:
-        raise NotImplementedError(f"attnops: {op}: softcap is not supported with a KV cache yet")
-    if alibi_slopes is not None:
-        raise NotImplementedError(f"attnops: {op}: alibi_slopes are not supported with a KV cache yet")
+    softcap, alibi_slopes = _softcap(softcap), _slopes(alibi_slopes)
     paged = block_table is not None
     if paged and (cache_batch_idx is not None or cache_leftpad is not None):
         raise ValueError(f"attnops: {op}: a paged cache (block_table) takes neither cache_batch_idx nor "
@@ -479,5 +486,5 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     out, lse = ops.fused_infer_attention_score(
         q, key, value, actual_seq_lengths_kv=sk, num_heads=heads, num_key_value_heads=hk,
         scale=softmax_scale if softmax_scale is not None else d ** -0.5, input_layout="BSND",
-        softmax_lse_flag=return_softmax_lse, **paging, **masks)
+        softmax_lse_flag=return_softmax_lse, softcap=softcap, alibi_slopes=alibi_slopes, **paging, **masks)
     return (out, lse.reshape(batch, heads, sq)) if return_softmax_lse else out
