@@ -228,7 +228,8 @@ int main(int argc, char **argv)
         "N1=2,N2=2,D=64,rope=32,Dv=64,dtype=bf16,layout=TND,seqs=40:0:100,mode=3,mask=compressed",
         /* short queries (S1 x group <= 16: the split-KV kernel's few-row path, cpu/fa_short_query.c): decode and
          * speculative steps across its 128-key tiles and 512-key splits, causal both ways, a band, GQA to 16,
-         * MLA, TND; then shapes just outside it (17 rows, a row with no key) that stay on the tiled forward */
+         * MLA, TND, softcap, bottom-right ALiBi; then shapes just outside it (ALiBi on another diagonal, 17 rows,
+         * a row with no key) that stay on the tiled forward */
         "B=2,N1=8,N2=2,S1=1,S2=1025,D=128,Dv=128,dtype=bf16,layout=BSND",
         "B=1,N1=16,N2=1,S1=1,S2=513,D=64,Dv=48,dtype=f32,layout=BSH,pad=3",
         "B=2,N1=4,N2=1,S1=4,S2=700,D=64,Dv=64,dtype=f16,layout=BNSD,mode=3,mask=compressed",
@@ -238,6 +239,9 @@ int main(int argc, char **argv)
         "B=1,N1=16,N2=1,S1=1,S2=640,D=128,rope=64,Dv=128,dtype=bf16,layout=BSND",
         "N1=4,N2=1,D=64,Dv=64,dtype=bf16,layout=TND,seqs=1:4:2,kvseqs=700:4:129,mode=3,mask=compressed",
         "N1=2,N2=2,D=32,Dv=32,dtype=f32,layout=TND,seqs=3:1,kvseqs=1:512",
+        "B=2,N1=4,N2=1,S1=4,S2=300,D=64,Dv=64,dtype=bf16,layout=BSND,mode=3,mask=compressed,softcap=1",
+        "B=2,N1=4,N2=2,S1=2,S2=700,D=32,Dv=32,dtype=f32,layout=BNSD,pse=slopes_bn,pse_type=2,q_start=698,kv_start=0",
+        "B=1,N1=8,N2=8,S1=1,S2=130,D=32,Dv=32,dtype=f16,layout=BSH,pse=slopes_n,pse_type=2,q_start=0,kv_start=0",
         "B=1,N1=17,N2=1,S1=1,S2=300,D=32,Dv=32,dtype=f32,layout=BSND",
         "B=1,N1=4,N2=1,S1=4,S2=2,D=32,Dv=32,dtype=bf16,layout=BSND,mode=3,mask=compressed",
         /* soft-capping (softcap 0.7-2: most scores in tanh's curved part): every pse order (the bias after the

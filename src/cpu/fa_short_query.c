@@ -11,16 +11,20 @@
  * (max, sum) goes to softmax_max / softmax_sum, the statistics the backward
  * reads.
  *
- * Taken only where the two operators agree on every element: no dropout,
- * pse, softcap or FP8; no mask, or the compressed modes 2-4; every row keeps
- * a key (FlashAttention's empty-row sentinels and uniform -40000 rows stay
- * with its own kernel); key and value rows contiguous in the head dim.
+ * Taken only where the two operators agree on every element: no dropout or
+ * FP8; no position bias but ALiBi after the scale (pse_type 2) whose start
+ * indices put every batch's diagonal at the bottom-right corner, FIA's
+ * alibi_slopes rule (flash_attn_func's); softcap (the same rule in both); no
+ * mask, or the compressed modes 2-4; every row keeps a key (FlashAttention's
+ * empty-row sentinels and uniform -40000 rows stay with its own kernel); key
+ * and value rows contiguous in the head dim.
  * Masked scores: FlashAttention fills -40000, this kernel leaves them out;
  * both give them weight exp(-40000 - max) = 0 while a row keeps a key whose
  * score is above -39900, as the tiled forward's skipped empty tiles do. */
 #include "cpu/fa_cpu.h"
 #include "cpu/fia_cpu.h"
 #include "fa/fa_mask.h"
+#include "fa/fa_pse.h"
 
 enum { FEW_ROWS = 16 }; /* fia_cpu.c's FIA_DIRECT_ROWS: the block its few-row kernels take */
 
@@ -37,14 +41,22 @@ static bool mask_fits(const fa_problem *p)
     return true;
 }
 
+/* FIA's ALiBi is -slope |j - i - (L2 - L1)|; FlashAttention's -slope |j - i + shift|. */
+static bool bias_fits(const fa_problem *p)
+{
+    if (p->pse.kind == FA_PSE_NONE) return true;
+    if (p->pse.kind != FA_PSE_SLOPES || p->pse.type != 2) return false;
+    for (int64_t b = 0; b < p->B; b++)
+        if (fa_pse_shift(p, b) != fa_q_len(p, b) - fa_kv_len(p, b)) return false;
+    return true;
+}
+
 bool fa_short_query_fits(const fa_problem *p)
 {
-    if (p->fp8 || p->keep_prob < 1.0 || p->drop_bits || p->pse.kind != FA_PSE_NONE || p->softcap > 0.0 ||
-        p->k.sd != 1 || p->v.sd != 1)
-        return false;
+    if (p->fp8 || p->keep_prob < 1.0 || p->drop_bits || p->k.sd != 1 || p->v.sd != 1) return false;
     for (int64_t b = 0; b < p->B; b++)
         if (fa_q_len(p, b) * p->G > FEW_ROWS || fa_kv_len(p, b) < 1) return false;
-    return mask_fits(p);
+    return bias_fits(p) && mask_fits(p);
 }
 
 /* FlashAttention's statistics of a row: 8 replicas each. */
@@ -67,7 +79,9 @@ static fia_problem restate(const fa_problem *p)
     fia_problem f = {0};
     f.B = p->B, f.N1 = p->N1, f.N2 = p->N2, f.G = p->G, f.S1 = p->S1, f.S2 = p->S2, f.D = p->D, f.Dv = p->Dv;
     f.layout = f.out_layout = p->varlen ? ATTNOPS_LAYOUT_TND : ATTNOPS_LAYOUT_BSND;
-    f.scale = p->scale;
+    f.scale = p->scale, f.softcap = p->softcap;
+    if (p->pse.kind == FA_PSE_SLOPES)
+        f.alibi = p->pse.slopes, f.alibi_sb = p->pse.slope_sb, f.alibi_sh = p->pse.slope_sn;
     f.mask = p->mask.active ? FIA_MASK_COMPRESSED : FIA_MASK_NONE;
     f.sparse_mode = p->mask.active ? p->mask.mode : 0;
     const fa_band tokens = fa_band_of(p, 0, 0, 0); /* mode 4's tokens clamped as the band clamps them (no shift) */
