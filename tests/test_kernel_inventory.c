@@ -525,8 +525,9 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
  * double: sums of D (dot_rows) or cols + 1 (axpy_rows) f32 terms in any
  * order, over rows in and past the register blocks (1..9), key and value
  * rows anywhere (a shuffled pointer table into one buffer), every dtype
- * (int8 widened exactly), accumulate on and off; nothing written past the
- * rows' D or cols. */
+ * (int8 widened exactly), accumulate on and off, a bf16 query's call (q of
+ * bf16 values, p that may be rounded to bf16) and another's; nothing
+ * written past the rows' D or cols. */
 static void check_fia_rows(const fia_kernels *k, const char *isa)
 {
     static const int Ds[] = {1, 15, 16, 33, 128};
@@ -541,58 +542,60 @@ static void check_fia_rows(const fia_kernels *k, const char *isa)
     for (int di = 0; di < 5; di++)
         for (int ci = 0; ci < 5; ci++)
             for (int ti = 0; ti < 4; ti++)
-                for (int nr = 1; nr <= MAXR; nr += 2) {
-                    const int D = Ds[di], cols = Cs[ci];
-                    const attnops_dtype dt = dts[ti];
-                    const size_t es = attnops_dtype_size(dt);
-                    const void *at[MAXC];
-                    for (int c = 0; c < cols; c++) {
-                        const int slot = (c * 5 + 3) % MAXC; /* the table's rows out of order */
-                        at[c] = rows[slot];
-                        for (int d = 0; d < D; d++) {
-                            if (dt == ATTNOPS_DTYPE_I8) ((int8_t *)rows[slot])[d] = (int8_t)(tu_randn(&r) * 40);
-                            else ao_store_f64(rows[slot] + d * es, dt, tu_randn(&r));
-                            x[c][d] = dt == ATTNOPS_DTYPE_I8 ? ((const int8_t *)rows[slot])[d]
-                                                             : ao_load_f64(rows[slot] + d * es, dt);
+                for (int nr = 1; nr <= MAXR; nr += 2)
+                    for (int bf16_q = 0; bf16_q < 2; bf16_q++) {
+                        const int D = Ds[di], cols = Cs[ci];
+                        const attnops_dtype dt = dts[ti];
+                        if (dt == ATTNOPS_DTYPE_BF16 && !bf16_q) continue; /* bf16 keys meet bf16 values */
+                        const size_t es = attnops_dtype_size(dt);
+                        const void *at[MAXC];
+                        for (int c = 0; c < cols; c++) {
+                            const int slot = (c * 5 + 3) % MAXC; /* the table's rows out of order */
+                            at[c] = rows[slot];
+                            for (int d = 0; d < D; d++) {
+                                if (dt == ATTNOPS_DTYPE_I8) ((int8_t *)rows[slot])[d] = (int8_t)(tu_randn(&r) * 40);
+                                else ao_store_f64(rows[slot] + d * es, dt, tu_randn(&r));
+                                x[c][d] = dt == ATTNOPS_DTYPE_I8 ? ((const int8_t *)rows[slot])[d]
+                                                                 : ao_load_f64(rows[slot] + d * es, dt);
+                            }
                         }
-                    }
-                    for (int i = 0; i < MAXR * LD; i++) q[i] = (float)tu_randn(&r), o0[i] = (float)tu_randn(&r);
-                    if (dt == ATTNOPS_DTYPE_BF16) /* the contract: bf16 keys meet bf16 query values */
-                        for (int i = 0; i < MAXR * LD; i++) q[i] = attnops_bf16_to_f32(attnops_f32_to_bf16(q[i]));
-                    for (int i = 0; i < MAXR * LDS; i++) p[i] = (float)tu_randn(&r), s0[i] = (float)tu_randn(&r);
-                    for (int accumulate = 0; accumulate < 2; accumulate++) {
-                        memcpy(s, s0, sizeof s);
-                        k->dot_rows(q, nr, LD, at, dt, D, cols, s, LDS, accumulate);
-                        for (int i = 0; i < nr; i++)
-                            for (int c = 0; c < LDS; c++) {
-                                const float got = s[i * LDS + c];
-                                if (c >= cols) {
-                                    bad += got != s0[i * LDS + c];
+                        for (int i = 0; i < MAXR * LD; i++) q[i] = (float)tu_randn(&r), o0[i] = (float)tu_randn(&r);
+                        if (bf16_q)
+                            for (int i = 0; i < MAXR * LD; i++) q[i] = attnops_bf16_to_f32(attnops_f32_to_bf16(q[i]));
+                        for (int i = 0; i < MAXR * LDS; i++) p[i] = (float)tu_randn(&r), s0[i] = (float)tu_randn(&r);
+                        for (int accumulate = 0; accumulate < 2; accumulate++) {
+                            memcpy(s, s0, sizeof s);
+                            k->dot_rows(q, nr, LD, at, dt, D, cols, s, LDS, accumulate);
+                            for (int i = 0; i < nr; i++)
+                                for (int c = 0; c < LDS; c++) {
+                                    const float got = s[i * LDS + c];
+                                    if (c >= cols) {
+                                        bad += got != s0[i * LDS + c];
+                                        continue;
+                                    }
+                                    double want = accumulate ? s0[i * LDS + c] : 0.0, size = fabs(want);
+                                    for (int d = 0; d < D; d++)
+                                        want += q[i * LD + d] * x[c][d], size += fabs(q[i * LD + d] * x[c][d]);
+                                    bad += !(fabs(got - want) <= 0x1p-24 * (D + 1) * size);
+                                }
+                            for (int i = nr * LDS; i < MAXR * LDS; i++) bad += s[i] != s0[i];
+                        }
+                        memcpy(o, o0, sizeof o);
+                        k->axpy_rows(p, nr, LDS, at, dt, D, cols, o, LD, bf16_q);
+                        for (int i = 0; i < MAXR; i++)
+                            for (int d = 0; d < LD; d++) {
+                                if (i >= nr || d >= D) {
+                                    bad += o[i * LD + d] != o0[i * LD + d];
                                     continue;
                                 }
-                                double want = accumulate ? s0[i * LDS + c] : 0.0, size = fabs(want);
-                                for (int d = 0; d < D; d++)
-                                    want += q[i * LD + d] * x[c][d], size += fabs(q[i * LD + d] * x[c][d]);
-                                bad += !(fabs(got - want) <= 0x1p-24 * (D + 1) * size);
+                                double want = o0[i * LD + d], size = fabs(want), terms = 0.0;
+                                for (int c = 0; c < cols; c++)
+                                    want += p[i * LDS + c] * x[c][d], terms += fabs(p[i * LDS + c] * x[c][d]);
+                                /* a bf16 query's call: p may be rounded to bf16 first (a unit roundoff a term) */
+                                const double p_round = bf16_q ? 0x1p-8 * terms : 0.0;
+                                bad += !(fabs(o[i * LD + d] - want) <= 0x1p-24 * (cols + 1) * (size + terms) + p_round);
                             }
-                        for (int i = nr * LDS; i < MAXR * LDS; i++) bad += s[i] != s0[i];
                     }
-                    memcpy(o, o0, sizeof o);
-                    k->axpy_rows(p, nr, LDS, at, dt, D, cols, o, LD);
-                    for (int i = 0; i < MAXR; i++)
-                        for (int d = 0; d < LD; d++) {
-                            if (i >= nr || d >= D) {
-                                bad += o[i * LD + d] != o0[i * LD + d];
-                                continue;
-                            }
-                            double want = o0[i * LD + d], size = fabs(want), terms = 0.0;
-                            for (int c = 0; c < cols; c++)
-                                want += p[i * LDS + c] * x[c][d], terms += fabs(p[i * LDS + c] * x[c][d]);
-                            /* bf16 values: p may be rounded to bf16 first (one unit roundoff of each term) */
-                            const double p_round = dt == ATTNOPS_DTYPE_BF16 ? 0x1p-8 * terms : 0.0;
-                            bad += !(fabs(o[i * LD + d] - want) <= 0x1p-24 * (cols + 1) * (size + terms) + p_round);
-                        }
-                }
     TU_CHECK(bad == 0, "%s fia dot_rows / axpy_rows: %d values outside their bounds", isa, bad);
 }
 
@@ -1101,9 +1104,9 @@ static void bad_dot_rows(const float *q, int rows, int ld_q, const void *const *
     s[0] += 1e-4f * (fabsf(s[0]) + 1.0f);
 }
 static void bad_axpy_rows(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
-                          float *o, int ld_o)
+                          float *o, int ld_o, bool p_bf16)
 {
-    P->fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o);
+    P->fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o, p_bf16);
     o[0] += 1e-4f * (fabsf(o[0]) + 1.0f);
 }
 

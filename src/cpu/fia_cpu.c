@@ -87,7 +87,7 @@ typedef struct fia_scratch {
     float *q;          /* Qt [Dk][Mq] (tile GEMMs) or Q [Mq][Dk] (few rows) */
     float *kc, *st, *s, *vc; /* Kc [KC][Dk], S^T [KC][Mq], S [Mq][KC], Vc [KC][Dv] */
     float *alpha, *row;      /* [Mq], one widened query row [Dk] */
-    float *k_scale, *k_offset, *v_scale, *v_offset; /* the item's per-channel int8 rows [D], [Dv] */
+    const float *k_scale, *k_offset, *v_scale, *v_offset; /* the item's per-channel int8 rows [D], [Dv] */
     float *k_fix, *v_fix;    /* [Mq]: the folded key dequantisation's per-row term, the value offsets' share */
     float *key_scale, *key_offset; /* [KC]: a tile's per-key int8 pairs */
 } fia_scratch;
@@ -95,7 +95,7 @@ typedef struct fia_scratch {
 static size_t scratch_floats(const fia_problem *p, const fia_plan *pl)
 {
     return (size_t)(pl->Dk * pl->Mq + FIA_KC * pl->Dk + 2 * FIA_KC * pl->Mq + FIA_KC * p->Dv + 3 * pl->Mq + pl->Dk +
-                    2 * FIA_KC + 2 * (p->D + p->Dv));
+                    2 * FIA_KC);
 }
 
 static fia_scratch scratch_at(float *ws, const fia_problem *p, const fia_plan *pl)
@@ -103,23 +103,28 @@ static fia_scratch scratch_at(float *ws, const fia_problem *p, const fia_plan *p
     fia_scratch w;
     w.q = ws, w.kc = w.q + pl->Dk * pl->Mq, w.st = w.kc + FIA_KC * pl->Dk, w.s = w.st + FIA_KC * pl->Mq;
     w.vc = w.s + FIA_KC * pl->Mq, w.alpha = w.vc + FIA_KC * p->Dv, w.row = w.alpha + pl->Mq;
-    w.k_scale = w.row + pl->Dk, w.k_offset = w.k_scale + p->D, w.v_scale = w.k_offset + p->D;
-    w.v_offset = w.v_scale + p->Dv, w.k_fix = w.v_offset + p->Dv, w.v_fix = w.k_fix + pl->Mq;
+    w.k_scale = w.k_offset = w.v_scale = w.v_offset = NULL; /* the call's channel table (run_item) */
+    w.k_fix = w.row + pl->Dk, w.v_fix = w.k_fix + pl->Mq;
     w.key_scale = w.v_fix + pl->Mq, w.key_offset = w.key_scale + FIA_KC;
     return w;
 }
 
 static size_t partial_floats(const fia_problem *p, const fia_plan *pl) { return (size_t)(pl->Mq * (p->Dv + 3)); }
 
+/* The per-channel int8 (scale, offset) rows of every kv head, once a call:
+ * key scale [N2][D], key offset [N2][D], value scale [N2][Dv], value offset. */
+static size_t channel_floats(const fia_problem *p) { return (size_t)(2 * p->N2 * (p->D + p->Dv)); }
+
 size_t fia_cpu_workspace(const fia_problem *p)
 {
     const fia_plan pl = plan_of(p);
-    const size_t floats = (size_t)p->threads * scratch_floats(p, &pl) + (size_t)pl.items * partial_floats(p, &pl);
+    const size_t floats = (size_t)p->threads * scratch_floats(p, &pl) + (size_t)pl.items * partial_floats(p, &pl) +
+                          channel_floats(p);
     return floats * sizeof(float) + 64;
 }
 
 /* The per-channel (scale, offset) rows of kv head n2 as f32, read once per
- * work item rather than per key row (count each). */
+ * call rather than per item or key row (count each). */
 static void channel_rows(const fia_quant *q, int64_t n2, int64_t count, float *scale, float *offset)
 {
     for (int64_t d = 0; d < count; d++) {
@@ -277,14 +282,22 @@ static void key_params(const fia_quant *q, const fia_item *x, int64_t j0, int64_
 
 /* The few-row kernels' query block: per-channel int8 key scales folded into
  * Q (q' = q scale over the D columns) with k_fix[r] = q' . offset; a per-key
- * one needs k_fix[r] = sum_d q (s = scale_c (q . k + offset_c sum q)). */
+ * one needs k_fix[r] = sum_d q (s = scale_c (q . k + offset_c sum q)).  A
+ * bf16 query's q' is rounded to bf16, as CANN rounds the dequantised key to
+ * the query's dtype, so the keys meet bf16 values (bf16 dot products). */
 static void fold_key_quant(const fia_problem *p, const fia_plan *pl, const fia_scratch *w)
 {
+    const bool bf16 = p->q.dtype == ATTNOPS_DTYPE_BF16;
     for (int64_t r = 0; p->kq.kind && r < pl->Mq; r++) {
         float *q = w->q + r * pl->Dk, fix = 0.0f;
         for (int64_t d = 0; d < p->D; d++) {
-            if (p->kq.kind == FIA_QUANT_CHANNEL) q[d] *= w->k_scale[d], fix += q[d] * w->k_offset[d];
-            else fix += q[d];
+            if (p->kq.kind == FIA_QUANT_CHANNEL) {
+                q[d] *= w->k_scale[d];
+                if (bf16) q[d] = attnops_bf16_to_f32(attnops_f32_to_bf16(q[d]));
+                fix += q[d] * w->k_offset[d];
+            } else {
+                fix += q[d];
+            }
         }
         w->k_fix[r] = fix;
     }
@@ -336,7 +349,8 @@ static void direct_pv(const fia_problem *p, const fia_plan *pl, const fia_item *
         }
     }
     tile_rows(p, &p->v, x, j0, kc, rows);
-    fk->axpy_rows(w->s, (int)pl->Mq, FIA_KC, rows, p->v.dtype, (int)p->Dv, (int)kc, o, (int)p->Dv);
+    fk->axpy_rows(w->s, (int)pl->Mq, FIA_KC, rows, p->v.dtype, (int)p->Dv, (int)kc, o, (int)p->Dv,
+                  p->q.dtype == ATTNOPS_DTYPE_BF16);
 }
 
 /* The few-row path's value dequantisation of the item's O: per channel
@@ -352,10 +366,12 @@ static void finish_values(const fia_problem *p, const fia_plan *pl, const fia_sc
 }
 
 /* One item: its partial result into `out`. */
-static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x, float *ws, float *out,
-                     const cpu_kernel_set *ks)
+static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x, float *ws, const float *channels,
+                     float *out, const cpu_kernel_set *ks)
 {
-    const fia_scratch w = scratch_at(ws, p, pl);
+    fia_scratch w = scratch_at(ws, p, pl);
+    w.k_scale = channels + x->n2 * p->D, w.k_offset = w.k_scale + p->N2 * p->D;
+    w.v_scale = channels + 2 * p->N2 * p->D + x->n2 * p->Dv, w.v_offset = w.v_scale + p->N2 * p->Dv;
     const fia_partial part = {out, out + pl->Mq, out + 2 * pl->Mq, out + 3 * pl->Mq};
     for (int64_t r = 0; r < pl->Mq; r++) part.m[r] = -INFINITY, part.l[r] = 0.0f, part.any[r] = 0.0f;
     memset(part.o, 0, sizeof(float) * (size_t)(pl->Mq * p->Dv));
@@ -363,8 +379,6 @@ static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x
                                                                   ? j_begin + pl->split_keys : x->L2;
     if (x->rows == 0 || j_begin >= j_end) return;
     pack_q(p, pl, x, &w, &ks->fa);
-    if (p->kq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->kq, x->n2, p->D, w.k_scale, w.k_offset);
-    if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, x->n2, p->Dv, w.v_scale, w.v_offset);
     if (pl->few_rows) fold_key_quant(p, pl, &w);
     memset(w.v_fix, 0, sizeof(float) * (size_t)pl->Mq);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += FIA_KC) {
@@ -417,14 +431,21 @@ void fia_cpu_run(const fia_problem *p, void *workspace)
     const fia_plan pl = plan_of(p);
     float *base = (float *)ao_align_up((size_t)workspace, 64);
     float *partials = base + (size_t)p->threads * scratch_floats(p, &pl);
+    float *channels = partials + (size_t)pl.items * partial_floats(p, &pl);
     const int64_t padded_rows = p->layout == ATTNOPS_LAYOUT_TND ? 0 : p->S1;
 #pragma omp parallel num_threads(p->team)
     {
         float *ws = base + (size_t)ao_thread_id() * scratch_floats(p, &pl);
+#pragma omp for schedule(static)
+        for (int64_t n2 = 0; n2 < p->N2; n2++) {
+            float *k = channels + n2 * p->D, *v = channels + 2 * p->N2 * p->D + n2 * p->Dv;
+            if (p->kq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->kq, n2, p->D, k, k + p->N2 * p->D);
+            if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, n2, p->Dv, v, v + p->N2 * p->Dv);
+        }
 #pragma omp for schedule(dynamic)
         for (int64_t it = 0; it < pl.items; it++) {
             const fia_item x = item_of(p, &pl, it);
-            run_item(p, &pl, &x, ws, partials + (size_t)it * partial_floats(p, &pl), ks);
+            run_item(p, &pl, &x, ws, channels, partials + (size_t)it * partial_floats(p, &pl), ks);
         }
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < p->B * p->N1; bh++) {

@@ -174,14 +174,16 @@ typedef struct fia_kernels {
     /* s[r][c] = sum_d q[r][d] k_c[d] (+ s[r][c] first when accumulate), for
      * r < rows, c < cols: each sum in the ISA's lane order (kernels.h).  With
      * bf16 keys q holds bf16 values (the query's own), which an ISA with bf16
-     * dot products takes as they are (AVX512-BF16: subnormals flushed). */
+     * dot products takes as they are (AVX512-BF16: subnormals flushed); so do
+     * int8 keys (exact in bf16) when every q value is a bf16 value. */
     void (*dot_rows)(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
                      float *s, int ld_s, bool accumulate);
-    /* o[r][d] += sum_c p[r][c] v_c[d], c in order, for r < rows, d < D.  With
-     * bf16 values an ISA with bf16 dot products rounds p to bf16 first
-     * (nearest even), as the FlashAttention forward's bf16 GEMMs take P. */
+    /* o[r][d] += sum_c p[r][c] v_c[d], c in order, for r < rows, d < D.
+     * p_bf16 (a bf16 query's call) lets an ISA with bf16 dot products round p
+     * to bf16 first (nearest even), as the FlashAttention forward's bf16
+     * GEMMs take P, and take bf16 or int8 values (exact in bf16) in pairs. */
     void (*axpy_rows)(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
-                      float *o, int ld_o);
+                      float *o, int ld_o, bool p_bf16);
 } fia_kernels;
 
 #define FIA_KERNEL_NAMES(X) X(dot_rows) X(axpy_rows)

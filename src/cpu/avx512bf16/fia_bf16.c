@@ -4,7 +4,10 @@
  * AVX-512 set do 16 after widening each element, which halves a decode
  * step's arithmetic (it is the arithmetic, not the bytes, that bounds the
  * step on a few cores: 4 FLOPs per cached bf16 element and query row).
- * Other dtypes, and head dims past FIA_BF16_MAX_D, go to the AVX-512 set's
+ * int8 keys and values take the same path when they meet bf16 values (q of
+ * bf16 values; a bf16 query's p): an int8 value is exact in bf16, widened
+ * once per chunk (int32, f32, bf16) and shared by the block's rows.  Other
+ * dtypes, and head dims past FIA_BF16_MAX_D, go to the AVX-512 set's
  * kernels.  VDPBF16PS adds each pair of exact products to the accumulator
  * with one rounding each, flushing subnormal bf16 inputs to zero (Intel SDM,
  * VDPBF16PS; AMD implements the same).
@@ -13,8 +16,9 @@
  *              call into bf16 chunks of 32; 4 rows x 2 keys of accumulators;
  *              the 8 sums reduced together (halves, 128-bit blocks, two
  *              hadds) instead of 8 horizontal sums.
- *   axpy_rows: p rounded to bf16 (nearest even) as the FlashAttention
- *              forward's bf16 GEMMs take P; keys in pairs, the two value rows
+ *   axpy_rows: (a bf16 query's call) p rounded to bf16 (nearest even) as
+ *              the FlashAttention forward's bf16 GEMMs take P; keys in
+ *              pairs, the two value rows
  *              interleaved by 16-bit unpacks so that one VDPBF16PS adds
  *              p_c v_c[d] + p_c+1 v_c+1[d]; 4 rows x 64 columns of O in
  *              registers, put back in order at the end of each pass. */
@@ -42,9 +46,20 @@ static inline __m512i bf16_chunk(const float *q, int n)
     return _mm512_inserti64x4(_mm512_castsi256_si512(l), h, 1);
 }
 
+/* Elements [32 ch, 32 ch + 32) of a bf16 or int8 row (zero past the mask) as 32 bf16. */
+static inline __m512i row_chunk(const void *row, bool int8, int ch, __mmask32 m)
+{
+    if (!int8) return _mm512_maskz_loadu_epi16(m, (const uint16_t *)row + ch * CHUNK);
+    const __m256i b = _mm256_maskz_loadu_epi8(m, (const int8_t *)row + ch * CHUNK);
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(b)));
+    const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(b, 1)));
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
 /* R (constant) rows of q against the keys, two at a time. */
 static inline __attribute__((always_inline)) void dot_block(const float *q, int R, int ld_q, const void *const *k,
-                                                            int D, int cols, float *s, int ld_s, bool accumulate)
+                                                            bool int8, int D, int cols, float *s, int ld_s,
+                                                            bool accumulate)
 {
     __m512i qb[ROWS][FIA_BF16_MAX_D / CHUNK];
     const int chunks = (D + CHUNK - 1) / CHUNK;
@@ -52,13 +67,12 @@ static inline __attribute__((always_inline)) void dot_block(const float *q, int 
         for (int ch = 0; ch < chunks; ch++) qb[r][ch] = bf16_chunk(q + (size_t)r * ld_q + ch * CHUNK, D - ch * CHUNK);
     for (int c = 0; c < cols; c += 2) {
         const bool pair = c + 1 < cols;
-        const uint16_t *k0 = k[c], *k1 = pair ? k[c + 1] : k[c];
+        const void *k0 = k[c], *k1 = pair ? k[c + 1] : k[c];
         __m512 a0[ROWS], a1[ROWS];
         UNROLLED for (int r = 0; r < ROWS; r++) a0[r] = _mm512_setzero_ps(), a1[r] = _mm512_setzero_ps();
         for (int ch = 0; ch < chunks; ch++) {
             const __mmask32 m = tail32(D - ch * CHUNK);
-            const __m512i x0 = _mm512_maskz_loadu_epi16(m, k0 + ch * CHUNK);
-            const __m512i x1 = _mm512_maskz_loadu_epi16(m, k1 + ch * CHUNK);
+            const __m512i x0 = row_chunk(k0, int8, ch, m), x1 = row_chunk(k1, int8, ch, m);
             UNROLLED for (int r = 0; r < R; r++) {
                 a0[r] = _mm512_dpbf16_ps(a0[r], (__m512bh)qb[r][ch], (__m512bh)x0);
                 a1[r] = _mm512_dpbf16_ps(a1[r], (__m512bh)qb[r][ch], (__m512bh)x1);
@@ -81,23 +95,42 @@ static inline __attribute__((always_inline)) void dot_block(const float *q, int 
     }
 }
 
-static void dot_rows__avx512bf16(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
-                                 int cols, float *s, int ld_s, bool accumulate)
+/* Whether every q value is a bf16 value (low 16 bits zero): rows x D
+ * compares a call, against rows x D x cols products. */
+static bool bf16_values(const float *q, int rows, int ld_q, int D)
 {
-    if (dt != ATTNOPS_DTYPE_BF16 || D > FIA_BF16_MAX_D) {
-        cpu_kernels_simd__avx512.fia.dot_rows(q, rows, ld_q, k, dt, D, cols, s, ld_s, accumulate);
-        return;
-    }
+    __m512i low = _mm512_setzero_si512();
+    for (int r = 0; r < rows; r++)
+        for (int d = 0; d < D; d += 16)
+            low = _mm512_or_si512(low, _mm512_maskz_loadu_epi32(tail16(D - d), q + (size_t)r * ld_q + d));
+    return _mm512_test_epi32_mask(low, _mm512_set1_epi32(0xffff)) == 0;
+}
+
+static inline __attribute__((always_inline)) void dot_blocks(const float *q, int rows, int ld_q, const void *const *k,
+                                                             bool int8, int D, int cols, float *s, int ld_s,
+                                                             bool accumulate)
+{
     for (int r0 = 0; r0 < rows; r0 += ROWS) {
         const float *qb = q + (size_t)r0 * ld_q;
         float *sb = s + (size_t)r0 * ld_s;
         switch (rows - r0) {
-        case 1: dot_block(qb, 1, ld_q, k, D, cols, sb, ld_s, accumulate); break;
-        case 2: dot_block(qb, 2, ld_q, k, D, cols, sb, ld_s, accumulate); break;
-        case 3: dot_block(qb, 3, ld_q, k, D, cols, sb, ld_s, accumulate); break;
-        default: dot_block(qb, ROWS, ld_q, k, D, cols, sb, ld_s, accumulate);
+        case 1: dot_block(qb, 1, ld_q, k, int8, D, cols, sb, ld_s, accumulate); break;
+        case 2: dot_block(qb, 2, ld_q, k, int8, D, cols, sb, ld_s, accumulate); break;
+        case 3: dot_block(qb, 3, ld_q, k, int8, D, cols, sb, ld_s, accumulate); break;
+        default: dot_block(qb, ROWS, ld_q, k, int8, D, cols, sb, ld_s, accumulate);
         }
     }
+}
+
+static void dot_rows__avx512bf16(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
+                                 int cols, float *s, int ld_s, bool accumulate)
+{
+    if (D > FIA_BF16_MAX_D || (dt != ATTNOPS_DTYPE_BF16 && (dt != ATTNOPS_DTYPE_I8 || !bf16_values(q, rows, ld_q, D))))
+        cpu_kernels_simd__avx512.fia.dot_rows(q, rows, ld_q, k, dt, D, cols, s, ld_s, accumulate);
+    else if (dt == ATTNOPS_DTYPE_I8)
+        dot_blocks(q, rows, ld_q, k, true, D, cols, s, ld_s, accumulate);
+    else
+        dot_blocks(q, rows, ld_q, k, false, D, cols, s, ld_s, accumulate);
 }
 
 /* The 16-bit unpacks leave a chunk's 32 columns as lo: {0-3, 8-11, 16-19, 24-27}, hi: {4-7, ...}; these
@@ -110,8 +143,8 @@ static inline void in_order(__m512 lo, __m512 hi, __m512 *first, __m512 *second)
 }
 
 /* R (constant) rows x 2 chunks of O per pass over the keys. */
-static inline __attribute__((always_inline)) void axpy_block(const uint32_t *pp, int R, const void *const *v, int D,
-                                                             int cols, float *o, int ld_o)
+static inline __attribute__((always_inline)) void axpy_block(const uint32_t *pp, int R, const void *const *v,
+                                                             bool int8, int D, int cols, float *o, int ld_o)
 {
     for (int d0 = 0; d0 < D; d0 += 2 * CHUNK) {
         __m512 lo[ROWS][2], hi[ROWS][2];
@@ -119,13 +152,10 @@ static inline __attribute__((always_inline)) void axpy_block(const uint32_t *pp,
             UNROLLED for (int h = 0; h < 2; h++) lo[r][h] = _mm512_setzero_ps(), hi[r][h] = _mm512_setzero_ps();
         const __mmask32 m0 = tail32(D - d0), m1 = tail32(D - d0 - CHUNK);
         for (int c = 0; c < cols; c += 2) {
-            const uint16_t *v0 = v[c];
-            const __m512i a0 = _mm512_maskz_loadu_epi16(m0, v0 + d0), a1 = _mm512_maskz_loadu_epi16(m1, v0 + d0 + CHUNK);
+            const int ch = d0 / CHUNK;
+            const __m512i a0 = row_chunk(v[c], int8, ch, m0), a1 = row_chunk(v[c], int8, ch + 1, m1);
             __m512i b0 = _mm512_setzero_si512(), b1 = b0; /* an odd last key pairs with zeros (its p is 0 too) */
-            if (c + 1 < cols) {
-                const uint16_t *v1 = v[c + 1];
-                b0 = _mm512_maskz_loadu_epi16(m0, v1 + d0), b1 = _mm512_maskz_loadu_epi16(m1, v1 + d0 + CHUNK);
-            }
+            if (c + 1 < cols) b0 = row_chunk(v[c + 1], int8, ch, m0), b1 = row_chunk(v[c + 1], int8, ch + 1, m1);
             const __m512i x[2][2] = {{_mm512_unpacklo_epi16(a0, b0), _mm512_unpackhi_epi16(a0, b0)},
                                      {_mm512_unpacklo_epi16(a1, b1), _mm512_unpackhi_epi16(a1, b1)}};
             UNROLLED for (int r = 0; r < R; r++) {
@@ -149,13 +179,25 @@ static inline __attribute__((always_inline)) void axpy_block(const uint32_t *pp,
     }
 }
 
-static void axpy_rows__avx512bf16(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
-                                  int cols, float *o, int ld_o)
+static inline __attribute__((always_inline)) void axpy_blocks(const uint32_t *pp, int R, const void *const *v,
+                                                              bool int8, int D, int cols, float *o, int ld_o)
 {
-    if (dt != ATTNOPS_DTYPE_BF16 || cols > KEYS_MAX) {
-        cpu_kernels_simd__avx512.fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o);
+    switch (R) {
+    case 1: axpy_block(pp, 1, v, int8, D, cols, o, ld_o); break;
+    case 2: axpy_block(pp, 2, v, int8, D, cols, o, ld_o); break;
+    case 3: axpy_block(pp, 3, v, int8, D, cols, o, ld_o); break;
+    default: axpy_block(pp, ROWS, v, int8, D, cols, o, ld_o);
+    }
+}
+
+static void axpy_rows__avx512bf16(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
+                                  int cols, float *o, int ld_o, bool p_bf16)
+{
+    if (!p_bf16 || (dt != ATTNOPS_DTYPE_BF16 && dt != ATTNOPS_DTYPE_I8) || cols > KEYS_MAX) {
+        cpu_kernels_simd__avx512.fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o, p_bf16);
         return;
     }
+    const bool int8 = dt == ATTNOPS_DTYPE_I8;
     /* each row's p as bf16 pairs (p_c low, p_c+1 high; nearest even), an odd tail's partner 0 */
     uint32_t pp[ROWS * (KEYS_MAX / 2)];
     for (int r0 = 0; r0 < rows; r0 += ROWS) {
@@ -168,12 +210,8 @@ static void axpy_rows__avx512bf16(const float *p, int rows, int ld_p, const void
                 _mm512_storeu_si512(pp + r * (KEYS_MAX / 2) + c / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
             }
         float *ob = o + (size_t)r0 * ld_o;
-        switch (R) {
-        case 1: axpy_block(pp, 1, v, D, cols, ob, ld_o); break;
-        case 2: axpy_block(pp, 2, v, D, cols, ob, ld_o); break;
-        case 3: axpy_block(pp, 3, v, D, cols, ob, ld_o); break;
-        default: axpy_block(pp, ROWS, v, D, cols, ob, ld_o);
-        }
+        if (int8) axpy_blocks(pp, R, v, true, D, cols, ob, ld_o); /* int8 a constant in each copy */
+        else axpy_blocks(pp, R, v, false, D, cols, ob, ld_o);
     }
 }
 

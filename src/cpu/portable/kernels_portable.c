@@ -323,8 +323,9 @@ static void dot_rows__portable(const float *q, int rows, int ld_q, const void *c
 }
 
 static void axpy_rows__portable(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
-                                int cols, float *o, int ld_o)
+                                int cols, float *o, int ld_o, bool p_bf16)
 {
+    (void)p_bf16; /* p as it is */
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             const float w = p[(size_t)r * ld_p + c];

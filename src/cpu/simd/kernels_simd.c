@@ -604,8 +604,9 @@ SIMD_INLINE void axpy_rows_dt(const float *p, int rows, int ld_p, const void *co
 }
 
 static void K(axpy_rows)(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
-                         float *o, int ld_o)
+                         float *o, int ld_o, bool p_bf16)
 {
+    (void)p_bf16; /* p as it is: f32 FMAs */
     switch (dt) {
     case ATTNOPS_DTYPE_F32: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_F32, D, cols, o, ld_o); break;
     case ATTNOPS_DTYPE_F16: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_F16, D, cols, o, ld_o); break;
