@@ -193,10 +193,12 @@ def test_refusals():
                                 cache_seqlens=3)
 
 
+@pytest.mark.parametrize("extensions", [False, True])
 @pytest.mark.parametrize("causal,window", [(False, (-1, -1)), (True, (-1, -1)), (False, (3, 2))])
-def test_varlen_func_over_a_paged_cache(causal, window):
+def test_varlen_func_over_a_paged_cache(causal, window, extensions):
     """flash_attn_varlen_func with block_table (paged prefill): each sequence's queries against its keys read
-    through the table, flash-attn's bottom-right masks, GQA; against the float64 statement per sequence."""
+    through the table, flash-attn's bottom-right masks, GQA, softcap and ALiBi; against the float64 statement
+    per sequence."""
     from attnops.flash_attn import flash_attn_varlen_func
     g = torch.Generator().manual_seed(60)
     lens_q, lens_k, h, hk, d, page = [5, 1, 7], [9, 20, 7], 4, 2, 16, 4
@@ -206,11 +208,13 @@ def test_varlen_func_over_a_paged_cache(causal, window):
     vb, _ = _paged(vcache, page, seed=61)
     q = torch.randn(sum(lens_q), h, d, generator=g).bfloat16()
     cu = lambda x: torch.tensor([0] + list(torch.tensor(x).cumsum(0)), dtype=torch.int32)  # noqa: E731
+    ext = dict(softcap=1.5, alibi_slopes=torch.rand(h, generator=g) * 0.5) if extensions else {}
     out = flash_attn_varlen_func(q, kb, vb, cu(lens_q), cu(lens_k), max(lens_q), max(lens_k), causal=causal,
-                                 window_size=window, block_table=table)
+                                 window_size=window, block_table=table, **ext)
     first = 0
     for b, (lq, lk) in enumerate(zip(lens_q, lens_k)):
-        want, _ = reference(q[first:first + lq], cache[b, :lk], vcache[b, :lk], d ** -0.5, causal, window)
+        want, _ = reference(q[first:first + lq], cache[b, :lk], vcache[b, :lk], d ** -0.5, causal, window,
+                            ext.get("softcap", 0.0), ext.get("alibi_slopes"))
         assert_close(f"sequence {b}", out[first:first + lq], want, torch.bfloat16, lk)
         first += lq
     with pytest.raises(NotImplementedError, match="dropout_p"):

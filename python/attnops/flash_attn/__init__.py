@@ -369,10 +369,10 @@ def _varlen_paged(op, q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_sc
                   alibi_slopes, return_attn_probs, block_table):
     """flash_attn_varlen_func over paged caches (flash-attn 2.x's paged prefill, an inference path: no dropout,
     no gradient) as FusedInferAttentionScore in TND with the caches paged: the queries' cumulative lengths,
-    the keys' per-sequence lengths (cu_seqlens_k's differences) read through block_table."""
-    unsupported = [name for name, given in (("dropout_p", dropout_p > 0), ("softcap", softcap),
-                                            ("alibi_slopes", alibi_slopes is not None),
-                                            ("return_attn_probs", return_attn_probs)) if given]
+    the keys' per-sequence lengths (cu_seqlens_k's differences) read through block_table; softcap and ALiBi
+    (bottom-right per sequence) through the operator's extensions."""
+    unsupported = [name for name, given in (("dropout_p", dropout_p > 0), ("return_attn_probs", return_attn_probs))
+                   if given]
     if unsupported:
         raise NotImplementedError(f"{op}: {', '.join(unsupported)} with a paged cache (block_table) is not supported")
     if q.dim() != 3 or k.dim() != 4 or v.dim() != 4:
@@ -398,7 +398,8 @@ def _varlen_paged(op, q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_sc
             actual_seq_lengths=ops.lengths_tensor(cq[1:]), actual_seq_lengths_kv=ops.lengths_tensor(lens_k),
             block_table=block_table.int(), block_size=page, num_heads=heads,
             num_key_value_heads=hk, scale=q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale,
-            input_layout="TND", **_mask_args(causal, window_size))
+            input_layout="TND", softcap=_softcap(softcap), alibi_slopes=_slopes(alibi_slopes),
+            **_mask_args(causal, window_size))
     return out
 
 
