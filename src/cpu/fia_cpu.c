@@ -282,22 +282,18 @@ static void key_params(const fia_quant *q, const fia_item *x, int64_t j0, int64_
 
 /* The few-row kernels' query block: per-channel int8 key scales folded into
  * Q (q' = q scale over the D columns) with k_fix[r] = q' . offset; a per-key
- * one needs k_fix[r] = sum_d q (s = scale_c (q . k + offset_c sum q)).  A
- * bf16 query's q' is rounded to bf16, as CANN rounds the dequantised key to
- * the query's dtype, so the keys meet bf16 values (bf16 dot products). */
+ * one needs k_fix[r] = sum_d q (s = scale_c (q . k + offset_c sum q)).
+ * q' stays f32 (rounding it to bf16 for bf16 dot products would add an
+ * error of bf16's unit roundoff to every score, above the scores' f32
+ * contract); a per-key scale leaves a bf16 query's own values, which meet
+ * int8 keys on bf16 dot products where the ISA has them. */
 static void fold_key_quant(const fia_problem *p, const fia_plan *pl, const fia_scratch *w)
 {
-    const bool bf16 = p->q.dtype == ATTNOPS_DTYPE_BF16;
     for (int64_t r = 0; p->kq.kind && r < pl->Mq; r++) {
         float *q = w->q + r * pl->Dk, fix = 0.0f;
         for (int64_t d = 0; d < p->D; d++) {
-            if (p->kq.kind == FIA_QUANT_CHANNEL) {
-                q[d] *= w->k_scale[d];
-                if (bf16) q[d] = attnops_bf16_to_f32(attnops_f32_to_bf16(q[d]));
-                fix += q[d] * w->k_offset[d];
-            } else {
-                fix += q[d];
-            }
+            if (p->kq.kind == FIA_QUANT_CHANNEL) q[d] *= w->k_scale[d], fix += q[d] * w->k_offset[d];
+            else fix += q[d];
         }
         w->k_fix[r] = fix;
     }
