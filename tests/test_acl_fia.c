@@ -36,12 +36,6 @@ static aclnnStatus run(aclOpExecutor *ex, uint64_t ws, aclrtStream stream)
     return acl_fia_run(aclnnFusedInferAttentionScoreV3, ex, ws, stream);
 }
 
-typedef struct named_spec {
-    const char *name;
-    fia_case_spec spec;
-} named_spec;
-
-#define TOKENS .pre_tokens = 2147483647, .next_tokens = 2147483647, .lse = true
 static const named_spec CASES[] = {
     {"decode bf16 GQA 4, paged 16", {.B = 2, .N1 = 8, .N2 = 2, .S1 = 1, .S2 = 300, .D = 64, .Dv = 64,
                                      .dtype = ATTNOPS_DTYPE_BF16, .layout = ATTNOPS_LAYOUT_BNSD, .block_size = 16,

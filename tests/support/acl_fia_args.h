@@ -30,6 +30,14 @@ void acl_fia_args_free(acl_fia_args *c);
 unsigned char *acl_fia_outputs_copy(const fia_case *c);
 bool acl_fia_outputs_equal(const fia_case *c, const unsigned char *want);
 
+/* A case of the tests' tables, and the attributes most of them share (every
+ * token, the lse asked for). */
+typedef struct named_spec {
+    const char *name;
+    fia_case_spec spec;
+} named_spec;
+#define TOKENS .pre_tokens = 2147483647, .next_tokens = 2147483647, .lse = true
+
 /* Phase two of an entry (aclnnFusedInferAttentionScoreV3, ...) with a workspace of ws bytes. */
 typedef aclnnStatus (*acl_fia_run_fn)(void *workspace, uint64_t workspace_size, aclOpExecutor *executor,
                                       aclrtStream stream);
