@@ -26,8 +26,6 @@
 #include "fa/fa_mask.h"
 #include "fa/fa_pse.h"
 
-enum { FEW_ROWS = 16 }; /* fia_cpu.c's FIA_DIRECT_ROWS: the block its few-row kernels take */
-
 static bool mask_fits(const fa_problem *p)
 {
     if (!p->mask.active) return true;
@@ -55,7 +53,7 @@ bool fa_short_query_fits(const fa_problem *p)
 {
     if (p->fp8 || p->keep_prob < 1.0 || p->drop_bits || p->k.sd != 1 || p->v.sd != 1) return false;
     for (int64_t b = 0; b < p->B; b++)
-        if (fa_q_len(p, b) * p->G > FEW_ROWS || fa_kv_len(p, b) < 1) return false;
+        if (fa_q_len(p, b) * p->G > FIA_DIRECT_ROWS || fa_kv_len(p, b) < 1) return false;
     return bias_fits(p) && mask_fits(p);
 }
 

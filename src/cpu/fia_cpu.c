@@ -43,8 +43,7 @@ enum {
     FIA_MQ = 64,     /* query rows of a block (G heads x query rows) */
     FIA_KC = 128,    /* keys of a tile */
     FIA_SPLIT = 512, /* keys of a split when the query blocks alone are too few items */
-    FIA_MIN_ITEMS = 64,
-    FIA_DIRECT_ROWS = 16 /* the most rows of a block the few-row kernels take */
+    FIA_MIN_ITEMS = 64
 };
 
 /* The work decomposition, a function of the problem alone. */
