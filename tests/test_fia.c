@@ -2,7 +2,9 @@
  * the golden (the shared comparator's attention tolerance) on decode and
  * prompt steps over contiguous and paged caches (verify/fia_case.h: shuffled
  * blocks), GQA, per-batch lengths, a causal prompt and int8 caches, softcap and
- * ALiBi (the attnops extensions, and their refusals); its bits for 1 and 2
+ * ALiBi (the attnops extensions, and their refusals); prompts of more than
+ * 16 rows on bf16 caches, paged and with lengths (the bf16 tile GEMMs: odd
+ * head dims, Dv != D, TND, rope); its bits for 1 and 2
  * threads; canaries around every output (fia_case_run); a refused call
  * writes nothing.  (The golden against an independent float64 oracle, every
  * rule, is python/tests/test_fia.py.) */
@@ -63,6 +65,25 @@ static const fia_test CASES[] = {
     {"prompt bf16 dense (the FlashAttention forward), softcap, alibi [N1]",
      {.B = 1, .N1 = 2, .N2 = 1, .S1 = 70, .S2 = 130, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_BF16,
       .softcap = 1.2, .alibi = 1, BNSD}},
+    /* prompt blocks of more than 16 rows on bf16 caches the FlashAttention forward does not take (paged, or
+     * per-batch lengths): the bf16 tile GEMMs where the CPU's GEMM library has them, odd head dims padded to
+     * pairs (D 59, Dk = D + Dr 71), Dv != D, last tiles and blocks cut short */
+    {"prompt bf16 GQA 4 causal 3, paged 128, D 59, Dv 48 (bf16 tile GEMMs)",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 20, .S2 = 600, .D = 59, .Dv = 48, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 128, .nkv = 2, .kv_len = {600, 333}, .sparse_mode = 3, BNSD}},
+    {"prompt bf16 MHA causal 3, contiguous, lengths, S1 130 (bf16 tile GEMMs)",
+     {.B = 2, .N1 = 2, .N2 = 2, .S1 = 130, .S2 = 300, .D = 64, .Dv = 96, .dtype = ATTNOPS_DTYPE_BF16, .nq = 2,
+      .q_len = {130, 67}, .nkv = 2, .kv_len = {300, 190}, .sparse_mode = 3, BNSD}},
+    {"prompt bf16 TND GQA 2 causal 3, paged 32, D 59, alibi (bf16 tile GEMMs)",
+     {.B = 3, .N1 = 4, .N2 = 2, .S1 = 137, .S2 = 335, .D = 59, .Dv = 59, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 32, .nq = 3, .q_len = {70, 3, 64}, .nkv = 3, .kv_len = {200, 5, 130}, .sparse_mode = 3,
+      .alibi = 1, .layout = ATTNOPS_LAYOUT_TND, .pre_tokens = 2147483647, .next_tokens = 2147483647, .lse = true}},
+    {"prompt bf16 GQA 4 causal 3, paged 64, rope Dr 7 (bf16 tile GEMMs)",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 24, .S2 = 400, .D = 64, .Dv = 64, .Dr = 7, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 64, .nkv = 2, .kv_len = {400, 150}, .sparse_mode = 3, BNSD}},
+    {"prompt bf16 GQA 4, paged 15 (odd blocks: f32 tile GEMMs, P rounded to bf16)",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 17, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 15, .nkv = 2, .kv_len = {300, 31}, BNSD}},
 };
 
 static double *values(const tu_tensor *t)

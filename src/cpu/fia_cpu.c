@@ -18,9 +18,23 @@
  *    a per-key scale and offset onto the row's score, per-channel value
  *    scales onto O once per item, a per-key value scale into P (its
  *    offset's share kept per row);
- *  - many rows (prompt blocks): the tile is widened (and dequantised) to
- *    f32 in a per-thread buffer for the tile GEMMs:
- *      Qt [Dk][Mq], Kc [KC][Dk], S^T [KC][Mq] = Kc . Qt, O += P . Vc [KC][Dv].
+ *  - many rows (prompt blocks): tile GEMMs on per-thread copies of the tile.
+ *    bf16 query, keys and values (rope columns bf16 too, no int8) where the
+ *    GEMM library has the bf16 kind: the FlashAttention forward's bf16
+ *    GEMMs, the tile's rows copied, never widened, and P rounded to bf16
+ *    before P . V (to_bf16, as the FA forward and the NPU do), Dkp = Dk
+ *    rounded up to even (a zero column: the kind takes k in pairs):
+ *      Qt bf16 VNNI-2 [Dkp/2][Mq][2] (packed once an item), Kc bf16
+ *      [KC][Dkp] (lda even), S^T [KC][Mq] = Kc . Qt; Pb bf16 [Mq][KC],
+ *      Vc bf16 VNNI-2 [KC/2][Dv][2] (value rows interleaved in pairs),
+ *      O += Pb . Vc.
+ *    S^T = Kc . Qt rather than S = Q . K^T: Kc is then a plain row copy of
+ *    the (scattered, when paged) key rows each tile, and the transposing
+ *    pack falls on Q, once per item.  Everything else (other dtypes, int8,
+ *    no bf16 kind, an odd block size) widens (and dequantises) the tile to
+ *    f32: Qt [Dk][Mq], Kc [KC][Dk], S^T = Kc . Qt, O += P . Vc [KC][Dv];
+ *    bf16 operands there get P rounded to bf16 values (the bf16 kind's
+ *    products, exact in f32, whatever the CPU: the FA forward's rule).
  *
  * Both: S = scale S (softcap: c tanh(scale S / c), the FA forward's vector
  * tanh) + pse + ALiBi, masked -FLT_MAX; online softmax over the tiles (m,
@@ -37,6 +51,7 @@
 
 #include "cpu/fia_cpu.h"
 #include "cpu/kernels.h"
+#include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
 
 enum {
@@ -54,8 +69,29 @@ typedef struct fia_plan {
     int64_t split_keys;
     int64_t items;
     bool few_rows; /* the few-row kernels on the cache in place; else the tile GEMMs */
+    bool bf16;     /* the tile GEMMs on bf16 operands (bf16_tiles) */
+    bool round_p;  /* P rounded to bf16 values for f32 tile GEMMs on bf16 operands */
+    int64_t Dkp;   /* Dk, rounded up to even for the bf16 GEMMs */
     tile_gemm qk, pv;
 } fia_plan;
+
+/* Whether a prompt block's tiles can run on the bf16 kind as they are:
+ * bf16 query, keys and values (and rope columns), nothing to dequantise,
+ * key rows with unit element stride (a row copy), and whole row pairs in a
+ * paged block (an even block size: a tile's runs of rows in one block start
+ * at even rows, so pack_rows_vnni interleaves pairs within a run). */
+static bool bf16_operands(const fia_problem *p)
+{
+    const attnops_dtype bf = ATTNOPS_DTYPE_BF16;
+    return p->q.dtype == bf && p->k.dtype == bf && p->v.dtype == bf && !p->kq.kind && !p->vq.kind &&
+           (!p->Dr || (p->qr.dtype == bf && p->kr.dtype == bf));
+}
+
+static bool bf16_tiles(const fia_problem *p)
+{
+    return bf16_operands(p) && p->k.sd == 1 && (!p->Dr || p->kr.sd == 1) && (!p->paged || p->block_size % 2 == 0) &&
+           tile_gemm_library_available(TILE_GEMM_BF16_NN_VNNI);
+}
 
 static fia_plan plan_of(const fia_problem *p)
 {
@@ -75,34 +111,66 @@ static fia_plan plan_of(const fia_problem *p)
     pl.splits = keys > 0 ? (keys + pl.split_keys - 1) / pl.split_keys : 0;
     pl.items = p->B * p->N2 * pl.qblocks * pl.splits;
     pl.few_rows = pl.Mq <= FIA_DIRECT_ROWS && p->k.sd == 1 && p->v.sd == 1 && (!p->Dr || p->kr.sd == 1);
-    pl.qk = tile_gemm_make(TILE_GEMM_F32_NN, FIA_KC, (int)pl.Mq, (int)pl.Dk, (int)pl.Dk, (int)pl.Mq, (int)pl.Mq,
-                           false);
-    pl.pv = tile_gemm_make(TILE_GEMM_F32_NN, (int)pl.Mq, (int)p->Dv, FIA_KC, FIA_KC, (int)p->Dv, (int)p->Dv, true);
+    pl.bf16 = !pl.few_rows && bf16_tiles(p);
+    pl.round_p = !pl.few_rows && !pl.bf16 && bf16_operands(p); /* FA's rule: the bf16 kind's products */
+    pl.Dkp = pl.bf16 ? (pl.Dk + 1) / 2 * 2 : pl.Dk;
+    const tile_gemm_kind kind = pl.bf16 ? TILE_GEMM_BF16_NN_VNNI : TILE_GEMM_F32_NN;
+    const int Mq = (int)pl.Mq, Dkp = (int)pl.Dkp, Dv = (int)p->Dv;
+    pl.qk = tile_gemm_make(kind, FIA_KC, Mq, Dkp, Dkp, Mq, Mq, false); /* S^T = Kc . Qt */
+    pl.pv = tile_gemm_make(kind, Mq, Dv, FIA_KC, FIA_KC, Dv, Dv, true);  /* O += P . Vc */
     return pl;
 }
 
 /* Per-thread scratch (run_item's buffers; merge_row's accumulator fits in
- * it), and one item's partial result. */
+ * it), and one item's partial result.  The bf16 tile GEMMs' Qt, Kc, Vc (the
+ * *16 pointers) take the place of the f32 ones, in half the room, and add Pb. */
 typedef struct fia_scratch {
     float *q;          /* Qt [Dk][Mq] (tile GEMMs) or Q [Mq][Dk] (few rows) */
     float *kc, *st, *s, *vc; /* Kc [KC][Dk], S^T [KC][Mq], S [Mq][KC], Vc [KC][Dv] */
+    uint16_t *q16, *kc16, *vc16, *pb; /* bf16: Qt [Dkp/2][Mq][2], Kc [KC][Dkp], Vc [KC/2][Dv][2], Pb [Mq][KC] */
     float *alpha, *row;      /* [Mq], one widened query row [Dk] */
     const float *k_scale, *k_offset, *v_scale, *v_offset; /* the item's per-channel int8 rows [D], [Dv] */
     float *k_fix, *v_fix;    /* [Mq]: the folded key dequantisation's per-row term, the value offsets' share */
     float *key_scale, *key_offset; /* [KC]: a tile's per-key int8 pairs */
 } fia_scratch;
 
+/* The scratch pieces' sizes in floats, in carve order: Q, Kc, S^T, S, Vc,
+ * Pb, then alpha, row, k_fix, v_fix, key_scale, key_offset.  bf16 pieces
+ * are rounded up to 16 floats (S^T and S, KC Mq, are whole lines already),
+ * so every operand of the bf16 GEMMs starts on a cache line. */
+enum { FIA_SC_Q, FIA_SC_KC, FIA_SC_ST, FIA_SC_S, FIA_SC_VC, FIA_SC_PB, FIA_SC_REST, FIA_SC_COUNT };
+
+static int64_t bf16_floats(int64_t n) { return (n + 31) / 32 * 16; }
+
+static void scratch_sizes(const fia_problem *p, const fia_plan *pl, int64_t sz[FIA_SC_COUNT])
+{
+    sz[FIA_SC_Q] = pl->bf16 ? bf16_floats(pl->Dkp * pl->Mq) : pl->Dk * pl->Mq;
+    sz[FIA_SC_KC] = pl->bf16 ? bf16_floats(FIA_KC * pl->Dkp) : FIA_KC * pl->Dk;
+    sz[FIA_SC_ST] = sz[FIA_SC_S] = FIA_KC * pl->Mq;
+    sz[FIA_SC_VC] = pl->bf16 ? bf16_floats(FIA_KC * p->Dv) : FIA_KC * p->Dv;
+    sz[FIA_SC_PB] = pl->bf16 ? bf16_floats(pl->Mq * FIA_KC) : 0;
+    sz[FIA_SC_REST] = 3 * pl->Mq + pl->Dk + 2 * FIA_KC;
+}
+
 static size_t scratch_floats(const fia_problem *p, const fia_plan *pl)
 {
-    return (size_t)(pl->Dk * pl->Mq + FIA_KC * pl->Dk + 2 * FIA_KC * pl->Mq + FIA_KC * p->Dv + 3 * pl->Mq + pl->Dk +
-                    2 * FIA_KC);
+    int64_t sz[FIA_SC_COUNT], n = 0;
+    scratch_sizes(p, pl, sz);
+    for (int i = 0; i < FIA_SC_COUNT; i++) n += sz[i];
+    return (size_t)((n + 15) / 16 * 16); /* the next thread's pieces on a cache line too */
 }
 
 static fia_scratch scratch_at(float *ws, const fia_problem *p, const fia_plan *pl)
 {
+    int64_t sz[FIA_SC_COUNT];
+    float *at[FIA_SC_COUNT];
+    scratch_sizes(p, pl, sz);
+    for (int i = 0; i < FIA_SC_COUNT; i++) at[i] = ws, ws += sz[i];
     fia_scratch w;
-    w.q = ws, w.kc = w.q + pl->Dk * pl->Mq, w.st = w.kc + FIA_KC * pl->Dk, w.s = w.st + FIA_KC * pl->Mq;
-    w.vc = w.s + FIA_KC * pl->Mq, w.alpha = w.vc + FIA_KC * p->Dv, w.row = w.alpha + pl->Mq;
+    w.q = at[FIA_SC_Q], w.kc = at[FIA_SC_KC], w.st = at[FIA_SC_ST], w.s = at[FIA_SC_S], w.vc = at[FIA_SC_VC];
+    w.q16 = (uint16_t *)(void *)w.q, w.kc16 = (uint16_t *)(void *)w.kc, w.vc16 = (uint16_t *)(void *)w.vc;
+    w.pb = (uint16_t *)(void *)at[FIA_SC_PB];
+    w.alpha = at[FIA_SC_REST], w.row = w.alpha + pl->Mq;
     w.k_scale = w.k_offset = w.v_scale = w.v_offset = NULL; /* the call's channel table (run_item) */
     w.k_fix = w.row + pl->Dk, w.v_fix = w.k_fix + pl->Mq;
     w.key_scale = w.v_fix + pl->Mq, w.key_offset = w.key_scale + FIA_KC;
@@ -205,6 +273,25 @@ static void pack_q(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
     }
 }
 
+/* The block's query rows for the bf16 tile GEMMs: Qt in VNNI-2 form,
+ * element (d, r) at ((d/2) Mq + r) 2 + d%2 (the rope columns after D, the
+ * pad column of an odd Dk and rows past x->rows zero): the bf16 values as
+ * they are, as the FA forward packs them. */
+static void pack_q_vnni(const fia_problem *p, const fia_plan *pl, const fia_item *x, uint16_t *qt)
+{
+    memset(qt, 0, sizeof(uint16_t) * (size_t)(pl->Dkp * pl->Mq));
+    const int64_t row0 = fia_q_row0(p, x->b);
+    for (int64_t r = 0; r < x->rows; r++) {
+        const int64_t rr = x->qb * pl->Mq + r, i = rr / p->G, h = x->n2 * p->G + rr % p->G;
+        for (int64_t d = 0; d < pl->Dk; d++) {
+            const fia_view *v = d < p->D ? &p->q : &p->qr;
+            const int64_t dd = d < p->D ? d : d - p->D;
+            const uint16_t *src = (const uint16_t *)(const void *)v->data + fia_q_at(v, x->b, h, row0 + i);
+            qt[((d / 2) * pl->Mq + r) * 2 + d % 2] = src[dd * v->sd];
+        }
+    }
+}
+
 /* S [Mq][KC] from the raw scores (element (r, c) at raw[r raw_r + c raw_c];
  * raw may be s): scale (and the cap), pse, ALiBi, mask (-FLT_MAX); any[r]
  * set where a key is kept. */
@@ -260,6 +347,69 @@ static float *gemm_scores(const fia_problem *p, const fia_plan *pl, const fia_it
     tile_gemm_run(&pl->qk, w->kc, w->q, w->st);
     scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any, k);
     return w->s;
+}
+
+/* Kc [KC][Dkp] bf16 for the bf16 tile GEMMs: the tile's key rows (and
+ * rope columns) copied as they are; the pad column and the rows past kc
+ * zero (their scores are never read, but a NaN there must not reach S^T). */
+static void copy_keys_bf16(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                           uint16_t *kc16)
+{
+    const int64_t kv0 = fia_kv_row0(p, x->b);
+    for (int64_t c = 0; c < kc; c++) {
+        uint16_t *dst = kc16 + c * pl->Dkp;
+        memcpy(dst, p->k.data + fia_kv_at(p, &p->k, x->b, x->n2, kv0, j0 + c) * p->k.es, (size_t)p->D * 2);
+        if (p->Dr)
+            memcpy(dst + p->D, p->kr.data + fia_kv_at(p, &p->kr, x->b, x->n2, kv0, j0 + c) * p->kr.es,
+                   (size_t)p->Dr * 2);
+        if (pl->Dkp > pl->Dk) dst[pl->Dk] = 0;
+    }
+    memset(kc16 + kc * pl->Dkp, 0, sizeof(uint16_t) * (size_t)((FIA_KC - kc) * pl->Dkp));
+}
+
+/* Vc [KC/2][Dv][2] bf16: the tile's value rows interleaved in pairs by
+ * pack_rows_vnni, once per run of rows that are ss apart in the cache (the
+ * whole tile when contiguous, the part in one block when paged; runs start
+ * at even rows, bf16_tiles); rows past kc zero (P there is 0, and 0 times a
+ * stale NaN would not be). */
+static void pack_values_vnni(const fia_problem *p, const fia_item *x, int64_t j0, int64_t kc, uint16_t *vc16)
+{
+    const int64_t kv0 = fia_kv_row0(p, x->b);
+    for (int64_t c = 0; c < kc;) {
+        const int64_t in_block = p->paged ? p->block_size - (j0 + c) % p->block_size : kc - c;
+        const int64_t valid = in_block < kc - c ? in_block : kc - c;
+        const int64_t rows = c + valid == kc ? FIA_KC - c : valid; /* the last run takes the zero tail */
+        const fa_view v = {(char *)(uintptr_t)(p->v.data + fia_kv_at(p, &p->v, x->b, x->n2, kv0, j0 + c) * p->v.es),
+                           p->v.dtype, p->v.es, 0, 0, p->v.ss, p->v.sd};
+        pack_rows_vnni(&v, 0, 0, 0, rows, valid, p->Dv, vc16 + c * p->Dv, p->Dv);
+        c += valid;
+    }
+}
+
+/* One tile through the bf16 tile GEMMs: Kc and Vc copied, S^T = Kc . Qt,
+ * then S; returns S's place. */
+static float *bf16_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                          const fia_scratch *w, float *any, const fa_kernels *k)
+{
+    copy_keys_bf16(p, pl, x, j0, kc, w->kc16);
+    pack_values_vnni(p, x, j0, kc, w->vc16);
+    tile_gemm_run(&pl->qk, w->kc16, w->q16, w->st);
+    scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any, k);
+    return w->s;
+}
+
+/* O += P . Vc through the tile GEMMs: P rounded to bf16 first where the
+ * operands are bf16 (to_bf16 into Pb for the bf16 kind; to bf16 values in
+ * place for the f32 one), as the FA forward does. */
+static void gemm_pv(const fia_plan *pl, const fia_scratch *w, float *s, float *o, const fa_kernels *k)
+{
+    if (pl->bf16) {
+        k->to_bf16(s, (int)pl->Mq, FIA_KC, w->pb, FIA_KC, false);
+        tile_gemm_run(&pl->pv, w->pb, w->vc16, o);
+        return;
+    }
+    if (pl->round_p) k->round_bf16(s, (int)(pl->Mq * FIA_KC));
+    tile_gemm_run(&pl->pv, s, w->vc, o);
 }
 
 /* Where row c of a key-like view's tile is. */
@@ -374,17 +524,19 @@ static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x
     const int64_t j_begin = x->split * pl->split_keys, j_end = j_begin + pl->split_keys < x->L2
                                                                   ? j_begin + pl->split_keys : x->L2;
     if (x->rows == 0 || j_begin >= j_end) return;
-    pack_q(p, pl, x, &w, &ks->fa);
+    if (pl->bf16) pack_q_vnni(p, pl, x, w.q16);
+    else pack_q(p, pl, x, &w, &ks->fa);
     if (pl->few_rows) fold_key_quant(p, pl, &w);
     memset(w.v_fix, 0, sizeof(float) * (size_t)pl->Mq);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += FIA_KC) {
         const int64_t kc = j_end - j0 < FIA_KC ? j_end - j0 : FIA_KC;
         float *s = pl->few_rows ? direct_scores(p, pl, x, j0, kc, &w, part.any, ks)
+                   : pl->bf16   ? bf16_scores(p, pl, x, j0, kc, &w, part.any, &ks->fa)
                                 : gemm_scores(p, pl, x, j0, kc, &w, part.any, &ks->fa);
         ks->fa.softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, part.m, part.l, w.alpha);
         ks->fa.scale_rows(part.o, (int)pl->Mq, (int)p->Dv, w.alpha);
         if (pl->few_rows) direct_pv(p, pl, x, j0, kc, &w, part.o, &ks->fia);
-        else tile_gemm_run(&pl->pv, s, w.vc, part.o);
+        else gemm_pv(pl, &w, s, part.o, &ks->fa);
     }
     if (pl->few_rows) finish_values(p, pl, &w, &part);
 }
