@@ -292,6 +292,27 @@ static void pack_q_vnni(const fia_problem *p, const fia_plan *pl, const fia_item
     }
 }
 
+/* The keys [j0, j0 + kc) query row i drops, -FLT_MAX in its scores (any
+ * set where one is kept): a sparse mode's band in two runs, a user mask key
+ * by key (a call per key cost a prompt as much as its scores' other work). */
+static void mask_row(const fia_problem *p, const fia_item *x, int64_t i, int64_t j0, int64_t kc, float *row,
+                     float *any)
+{
+    int64_t lo, hi;
+    if (!fia_kept_band(p, i, x->L1, x->L2, &lo, &hi)) {
+        for (int64_t c = 0; c < kc; c++) {
+            if (fia_kept(p, x->b, i, j0 + c, x->L1, x->L2)) *any = 1.0f;
+            else row[c] = -FLT_MAX;
+        }
+        return;
+    }
+    const int64_t first = lo - j0 < 0 ? 0 : lo - j0 > kc ? kc : lo - j0;       /* the kept columns [first, end) */
+    const int64_t end = hi + 1 - j0 < first ? first : hi + 1 - j0 > kc ? kc : hi + 1 - j0;
+    for (int64_t c = 0; c < first; c++) row[c] = -FLT_MAX;
+    for (int64_t c = end; c < kc; c++) row[c] = -FLT_MAX;
+    if (first < end) *any = 1.0f;
+}
+
 /* S [Mq][KC] from the raw scores (element (r, c) at raw[r raw_r + c raw_c];
  * raw may be s): scale (and the cap), pse, ALiBi, mask (-FLT_MAX); any[r]
  * set where a key is kept. */
@@ -315,10 +336,8 @@ static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
         if (p->alibi) /* -slope |j0 + c - (i + L2 - L1)|: the kernel's one-row form, its scale 1 */
             k->add_alibi(row, 1, (int)kc, FIA_KC, 1.0f, p->alibi[x->b * p->alibi_sb + h * p->alibi_sh],
                          (float)(j0 - i - (x->L2 - x->L1)), false);
-        for (int64_t c = 0; c < kc; c++) {
-            if (all_kept || fia_kept(p, x->b, i, j0 + c, x->L1, x->L2)) any[r] = 1.0f;
-            else row[c] = -FLT_MAX;
-        }
+        if (all_kept) any[r] = 1.0f;
+        else mask_row(p, x, i, j0, kc, row, any + r);
     }
 }
 
