@@ -68,21 +68,25 @@ static const fia_test CASES[] = {
     /* prompt blocks of more than 16 rows on bf16 caches the FlashAttention forward does not take (paged, or
      * per-batch lengths): the bf16 tile GEMMs where the CPU's GEMM library has them, odd head dims padded to
      * pairs (D 59, Dk = D + Dr 71), Dv != D, last tiles and blocks cut short */
-    {"prompt bf16 GQA 4 causal 3, paged 128, D 59, Dv 48 (bf16 tile GEMMs)",
+    {"prompt bf16 GQA 4 causal 3, paged 128, D 59, Dv 48 (bf16 tile GEMMs, keys copied)",
      {.B = 2, .N1 = 8, .N2 = 2, .S1 = 20, .S2 = 600, .D = 59, .Dv = 48, .dtype = ATTNOPS_DTYPE_BF16,
       .block_size = 128, .nkv = 2, .kv_len = {600, 333}, .sparse_mode = 3, BNSD}},
-    {"prompt bf16 MHA causal 3, contiguous, lengths, S1 130 (bf16 tile GEMMs)",
+    {"prompt bf16 MHA causal 3, contiguous, lengths, S1 130 (bf16 tile GEMMs, keys in place)",
      {.B = 2, .N1 = 2, .N2 = 2, .S1 = 130, .S2 = 300, .D = 64, .Dv = 96, .dtype = ATTNOPS_DTYPE_BF16, .nq = 2,
       .q_len = {130, 67}, .nkv = 2, .kv_len = {300, 190}, .sparse_mode = 3, BNSD}},
+    {"prompt bf16 GQA 2 causal 3, paged 256, BSND (bf16 tile GEMMs, keys in place)",
+     {.B = 2, .N1 = 4, .N2 = 2, .S1 = 40, .S2 = 700, .D = 64, .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 256, .nkv = 2, .kv_len = {700, 300}, .sparse_mode = 3, .layout = ATTNOPS_LAYOUT_BSND,
+      .pre_tokens = 2147483647, .next_tokens = 2147483647, .lse = true}},
     {"prompt bf16 TND GQA 2 causal 3, paged 32, D 59, alibi (bf16 tile GEMMs)",
      {.B = 3, .N1 = 4, .N2 = 2, .S1 = 137, .S2 = 335, .D = 59, .Dv = 59, .dtype = ATTNOPS_DTYPE_BF16,
       .block_size = 32, .nq = 3, .q_len = {70, 3, 64}, .nkv = 3, .kv_len = {200, 5, 130}, .sparse_mode = 3,
       .alibi = 1, .layout = ATTNOPS_LAYOUT_TND, .pre_tokens = 2147483647, .next_tokens = 2147483647, .lse = true}},
-    {"prompt bf16 GQA 4 causal 3, paged 64, rope Dr 7 (bf16 tile GEMMs)",
-     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 24, .S2 = 400, .D = 64, .Dv = 64, .Dr = 7, .dtype = ATTNOPS_DTYPE_BF16,
+    {"prompt bf16 MHA causal 3, paged 64, rope Dr 7, 37-row blocks (bf16 tile GEMMs)",
+     {.B = 2, .N1 = 4, .N2 = 4, .S1 = 37, .S2 = 400, .D = 64, .Dv = 64, .Dr = 7, .dtype = ATTNOPS_DTYPE_BF16,
       .block_size = 64, .nkv = 2, .kv_len = {400, 150}, .sparse_mode = 3, BNSD}},
-    {"prompt bf16 GQA 4, paged 15 (odd blocks: f32 tile GEMMs, P rounded to bf16)",
-     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 17, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_BF16,
+    {"prompt bf16 MHA, paged 15, 19-row blocks (odd blocks: f32 tile GEMMs, P rounded to bf16)",
+     {.B = 2, .N1 = 2, .N2 = 2, .S1 = 19, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_BF16,
       .block_size = 15, .nkv = 2, .kv_len = {300, 31}, BNSD}},
 };
 

@@ -28,13 +28,18 @@
  *      [KC][Dkp] (lda even), S^T [KC][Mq] = Kc . Qt; Pb bf16 [Mq][KC],
  *      Vc bf16 VNNI-2 [KC/2][Dv][2] (value rows interleaved in pairs),
  *      O += Pb . Vc.
- *    S^T = Kc . Qt rather than S = Q . K^T: Kc is then a plain row copy of
- *    the (scattered, when paged) key rows each tile, and the transposing
- *    pack falls on Q, once per item.  Everything else (other dtypes, int8,
- *    no bf16 kind, an odd block size) widens (and dequantises) the tile to
- *    f32: Qt [Dk][Mq], Kc [KC][Dk], S^T = Kc . Qt, O += P . Vc [KC][Dv];
- *    bf16 operands there get P rounded to bf16 values (the bf16 kind's
- *    products, exact in f32, whatever the CPU: the FA forward's rule).
+ *    S^T = Kc . Qt rather than S = Q . K^T: Kc is a plain row copy of the
+ *    (scattered, when paged) key rows, or no copy at all: the cache's rows
+ *    themselves where a whole tile lies ss apart (contiguous, or in one
+ *    block), ss even, without rope or pad column; the transposing pack
+ *    falls on Q, once per item, and S^T turns into S in 4 x 4 blocks as it
+ *    is scaled.  (S = Q . K^T packs K pair-transposed per tile and item:
+ *    measured ~8 % slower on a chunked prefill.)  Everything else (other
+ *    dtypes, int8, no bf16 kind, an odd block size) widens (and
+ *    dequantises) the tile to f32: Qt [Dk][Mq], Kc [KC][Dk], S^T = Kc . Qt,
+ *    O += P . Vc [KC][Dv]; bf16 operands there get P rounded to bf16 values
+ *    (the bf16 kind's products, exact in f32, whatever the CPU: the FA
+ *    forward's rule).
  *
  * Both: S = scale S (softcap: c tanh(scale S / c), the FA forward's vector
  * tanh) + pse + ALiBi, masked -FLT_MAX; online softmax over the tiles (m,
@@ -73,6 +78,8 @@ typedef struct fia_plan {
     bool round_p;  /* P rounded to bf16 values for f32 tile GEMMs on bf16 operands */
     int64_t Dkp;   /* Dk, rounded up to even for the bf16 GEMMs */
     tile_gemm qk, pv;
+    bool keys_in_place; /* qk_cache: S^T = K . Qt on a whole tile of cache rows ss apart (keys_in_cache) */
+    tile_gemm qk_cache;
 } fia_plan;
 
 /* Whether a prompt block's tiles can run on the bf16 kind as they are:
@@ -118,6 +125,10 @@ static fia_plan plan_of(const fia_problem *p)
     const int Mq = (int)pl.Mq, Dkp = (int)pl.Dkp, Dv = (int)p->Dv;
     pl.qk = tile_gemm_make(kind, FIA_KC, Mq, Dkp, Dkp, Mq, Mq, false); /* S^T = Kc . Qt */
     pl.pv = tile_gemm_make(kind, Mq, Dv, FIA_KC, FIA_KC, Dv, Dv, true);  /* O += P . Vc */
+    /* Key rows ss apart are the bf16 GEMM's A as they are where their row stride is an even lda and no rope
+     * or pad column joins them: no copy (copying cost a chunked prefill ~8 %). */
+    pl.keys_in_place = pl.bf16 && !p->Dr && p->D % 2 == 0 && p->k.ss % 2 == 0 && p->k.ss <= INT32_MAX;
+    if (pl.keys_in_place) pl.qk_cache = tile_gemm_make(kind, FIA_KC, Mq, Dkp, (int)p->k.ss, Mq, Mq, false);
     return pl;
 }
 
@@ -313,6 +324,24 @@ static void mask_row(const fia_problem *p, const fia_item *x, int64_t i, int64_t
     if (first < end) *any = 1.0f;
 }
 
+/* s [rows][KC] = scale raw^T, raw [cols][ld]: in 4 x 4 blocks, four loads
+ * of four adjacent values and four stores of four, which the vectoriser
+ * turns into shuffles (element by element, the transpose cost a chunked
+ * prefill ~9 %), the edges element by element. */
+static void transpose_scaled(const float *raw, int64_t ld, int64_t rows, int64_t cols, float scale, float *s)
+{
+    const int64_t r4 = rows / 4 * 4, c4 = cols / 4 * 4;
+    for (int64_t c0 = 0; c0 < c4; c0 += 4)
+        for (int64_t r0 = 0; r0 < r4; r0 += 4) {
+            const float *a = raw + c0 * ld + r0;
+            float *d = s + r0 * FIA_KC + c0;
+            for (int i = 0; i < 4; i++)
+                for (int k = 0; k < 4; k++) d[i * FIA_KC + k] = scale * a[k * ld + i];
+        }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = r < r4 ? c4 : 0; c < cols; c++) s[r * FIA_KC + c] = scale * raw[c * ld + r];
+}
+
 /* S [Mq][KC] from the raw scores (element (r, c) at raw[r raw_r + c raw_c];
  * raw may be s): scale (and the cap), pse, ALiBi, mask (-FLT_MAX); any[r]
  * set where a key is kept. */
@@ -321,10 +350,12 @@ static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
 {
     const bool all_kept = p->mask == FIA_MASK_NONE && (p->decode || p->sparse_mode <= 1);
     const float scale = p->softcap > 0.0 ? 1.0f : (float)p->scale; /* the cap's kernel scales */
-    for (int64_t r = 0; r < pl->Mq; r++) {
-        float *row = s + r * FIA_KC;
-        for (int64_t c = 0; c < kc; c++) row[c] = scale * raw[r * raw_r + c * raw_c];
-    }
+    if (raw_r == 1) transpose_scaled(raw, raw_c, pl->Mq, kc, scale, s);
+    else
+        for (int64_t r = 0; r < pl->Mq; r++) {
+            float *row = s + r * FIA_KC;
+            for (int64_t c = 0; c < kc; c++) row[c] = scale * raw[r * raw_r + c];
+        }
     if (p->softcap > 0.0) /* before the biases (flash-attn's order) */
         k->softcap(s, (int)x->rows, (int)kc, FIA_KC, (float)(p->scale / p->softcap), (float)p->softcap, NULL);
     for (int64_t r = 0; r < x->rows; r++) {
@@ -405,14 +436,27 @@ static void pack_values_vnni(const fia_problem *p, const fia_item *x, int64_t j0
     }
 }
 
-/* One tile through the bf16 tile GEMMs: Kc and Vc copied, S^T = Kc . Qt,
- * then S; returns S's place. */
+/* The tile's key rows in the cache, when they are a whole tile of rows ss
+ * apart (contiguous, or in one block) and qk_cache takes them; else NULL. */
+static const void *keys_in_cache(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc)
+{
+    if (!pl->keys_in_place || kc < FIA_KC || (p->paged && j0 % p->block_size + FIA_KC > p->block_size)) return NULL;
+    return p->k.data + fia_kv_at(p, &p->k, x->b, x->n2, fia_kv_row0(p, x->b), j0) * p->k.es;
+}
+
+/* One tile through the bf16 tile GEMMs: Vc packed, S^T = K . Qt on the
+ * cache's rows or on their copy Kc, then S; returns S's place. */
 static float *bf16_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
                           const fia_scratch *w, float *any, const fa_kernels *k)
 {
-    copy_keys_bf16(p, pl, x, j0, kc, w->kc16);
+    const void *keys = keys_in_cache(p, pl, x, j0, kc);
+    if (keys) {
+        tile_gemm_run(&pl->qk_cache, keys, w->q16, w->st);
+    } else {
+        copy_keys_bf16(p, pl, x, j0, kc, w->kc16);
+        tile_gemm_run(&pl->qk, w->kc16, w->q16, w->st);
+    }
     pack_values_vnni(p, x, j0, kc, w->vc16);
-    tile_gemm_run(&pl->qk, w->kc16, w->q16, w->st);
     scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any, k);
     return w->s;
 }
@@ -530,6 +574,16 @@ static void finish_values(const fia_problem *p, const fia_plan *pl, const fia_sc
     }
 }
 
+/* Once the running maxima settle, every alpha is 1 and O needs no
+ * rescaling (o * 1 = o exactly: skipping it changes no bit; the FA
+ * forward's rule). */
+static bool all_ones(const float *alpha, int64_t n)
+{
+    for (int64_t r = 0; r < n; r++)
+        if (alpha[r] != 1.0f) return false;
+    return true;
+}
+
 /* One item: its partial result into `out`. */
 static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x, float *ws, const float *channels,
                      float *out, const cpu_kernel_set *ks)
@@ -553,7 +607,7 @@ static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x
                    : pl->bf16   ? bf16_scores(p, pl, x, j0, kc, &w, part.any, &ks->fa)
                                 : gemm_scores(p, pl, x, j0, kc, &w, part.any, &ks->fa);
         ks->fa.softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, part.m, part.l, w.alpha);
-        ks->fa.scale_rows(part.o, (int)pl->Mq, (int)p->Dv, w.alpha);
+        if (!all_ones(w.alpha, pl->Mq)) ks->fa.scale_rows(part.o, (int)pl->Mq, (int)p->Dv, w.alpha);
         if (pl->few_rows) direct_pv(p, pl, x, j0, kc, &w, part.o, &ks->fia);
         else gemm_pv(pl, &w, s, part.o, &ks->fa);
     }
