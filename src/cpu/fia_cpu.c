@@ -1,12 +1,16 @@
 /* The FusedInferAttentionScore fast kernel: split-KV ("flash-decoding").
  *
- * Work items are (batch b, kv head n2, query block, key split).  A query
- * block holds up to FIA_MQ rows r = i G + g (query row i of the batch, query
- * head h = n2 G + g), so the G heads of a kv group and a few query rows share
- * each key and value row: a decode step (one row) reads the cache once per
- * kv group.  A key split is FIA_SPLIT keys (or all of them when the query
- * blocks alone give enough items), walked in tiles of FIA_KC keys read in
- * place from the contiguous or paged cache.  Two ways through a tile:
+ * The work is (batch b, kv head n2, query block, key split), each with its
+ * own partial result.  A query block holds up to FIA_MQ rows r = i G + g
+ * (query row i of the batch, query head h = n2 G + g), so the G heads of a
+ * kv group and a few query rows share each key and value row: a decode step
+ * (one row) reads the cache once per kv group.  A key split is FIA_SPLIT
+ * keys (or all of them when the query blocks alone give enough), walked in
+ * tiles of FIA_KC keys read from the contiguous or paged cache.  A work item
+ * of the tile GEMMs takes up to FIA_MAX_GROUP query blocks of one (b, n2,
+ * split) and prepares each tile (copy, packs, widening) once for them all
+ * (fewer when the thread count needs the items; no bit depends on it).  Two
+ * ways through a tile:
  *
  *  - few rows (a block of <= FIA_DIRECT_ROWS, decode and short speculative
  *    steps): the fia kernels take Q [Mq][Dk] (Dk = D + Dr, the rope columns
@@ -24,7 +28,7 @@
  *    GEMMs, the tile's rows copied, never widened, and P rounded to bf16
  *    before P . V (to_bf16, as the FA forward and the NPU do), Dkp = Dk
  *    rounded up to even (a zero column: the kind takes k in pairs):
- *      Qt bf16 VNNI-2 [Dkp/2][Mq][2] (packed once an item), Kc bf16
+ *      Qt bf16 VNNI-2 [Dkp/2][Mq][2] (packed once per block), Kc bf16
  *      [KC][Dkp] (lda even), S^T [KC][Mq] = Kc . Qt; Pb bf16 [Mq][KC],
  *      Vc bf16 VNNI-2 [KC/2][Dv][2] (value rows interleaved in pairs),
  *      O += Pb . Vc.
@@ -32,9 +36,9 @@
  *    (scattered, when paged) key rows, or no copy at all: the cache's rows
  *    themselves where a whole tile lies ss apart (contiguous, or in one
  *    block), ss even, without rope or pad column; the transposing pack
- *    falls on Q, once per item, and S^T turns into S in 4 x 4 blocks as it
- *    is scaled.  (S = Q . K^T packs K pair-transposed per tile and item:
- *    measured ~8 % slower on a chunked prefill.)  Everything else (other
+ *    falls on Q, once per block, and S^T turns into S in 4 x 4 blocks as it
+ *    is scaled.  (S = Q . K^T packs K pair-transposed per tile: measured
+ *    ~8 % slower on a chunked prefill, one block an item.)  Everything else (other
  *    dtypes, int8, no bf16 kind, an odd block size) widens (and
  *    dequantises) the tile to f32: Qt [Dk][Mq], Kc [KC][Dk], S^T = Kc . Qt,
  *    O += P . Vc [KC][Dv]; bf16 operands there get P rounded to bf16 values
@@ -64,7 +68,8 @@ enum {
     FIA_KC = 128,    /* keys of a tile */
     FIA_SPLIT = 512, /* keys of a split when the query blocks alone are too few items */
     FIA_MIN_ITEMS = 64,
-    FIA_DIRECT_ROWS = 16 /* the most rows of a block the few-row kernels take */
+    FIA_DIRECT_ROWS = 16, /* the most rows of a block the few-row kernels take */
+    FIA_MAX_GROUP = 8     /* the most query blocks a tile-GEMM item takes (plan_of) */
 };
 
 /* The work decomposition, a function of the problem alone. */
@@ -72,7 +77,8 @@ typedef struct fia_plan {
     int64_t Mq, Dk;          /* rows of a query block; the score dim (D + Dr) */
     int64_t qblocks, splits; /* per (b, n2): query blocks (of the longest batch), key splits (of the capacity) */
     int64_t split_keys;
-    int64_t items;
+    int64_t items;           /* (b, n2, query block, split): the partial results */
+    int64_t group, qgroups, tasks; /* query blocks per work item, their groups, the work items */
     bool few_rows; /* the few-row kernels on the cache in place; else the tile GEMMs */
     bool bf16;     /* the tile GEMMs on bf16 operands (bf16_tiles) */
     bool round_p;  /* P rounded to bf16 values for f32 tile GEMMs on bf16 operands */
@@ -129,11 +135,19 @@ static fia_plan plan_of(const fia_problem *p)
      * or pad column joins them: no copy (copying cost a chunked prefill ~8 %). */
     pl.keys_in_place = pl.bf16 && !p->Dr && p->D % 2 == 0 && p->k.ss % 2 == 0 && p->k.ss <= INT32_MAX;
     if (pl.keys_in_place) pl.qk_cache = tile_gemm_make(kind, FIA_KC, Mq, Dkp, (int)p->k.ss, Mq, Mq, false);
+    /* A tile-GEMM work item takes up to FIA_MAX_GROUP query blocks of one (b, n2, split), preparing each tile's
+     * keys and values (copied, packed, widened) once for all of them, while leaving ~4 items a thread.  Every
+     * block's products are the same whatever the grouping, so the thread count it depends on changes no bit. */
+    const int64_t per_thread = pl.items / (4 * (int64_t)(p->threads > 1 ? p->threads : 1));
+    const int64_t most = pl.qblocks < FIA_MAX_GROUP ? pl.qblocks : FIA_MAX_GROUP;
+    pl.group = pl.few_rows || per_thread < 1 ? 1 : per_thread > most ? most : per_thread;
+    pl.qgroups = (pl.qblocks + pl.group - 1) / pl.group;
+    pl.tasks = p->B * p->N2 * pl.qgroups * pl.splits;
     return pl;
 }
 
-/* Per-thread scratch (run_item's buffers; merge_row's accumulator fits in
- * it), and one item's partial result.  The bf16 tile GEMMs' Qt, Kc, Vc (the
+/* Per-thread scratch (run_item's buffers, a query pack per block of the
+ * item; merge_row's accumulator fits in it), and one block's partial result.  The bf16 tile GEMMs' Qt, Kc, Vc (the
  * *16 pointers) take the place of the f32 ones, in half the room, and add Pb. */
 typedef struct fia_scratch {
     float *q;          /* Qt [Dk][Mq] (tile GEMMs) or Q [Mq][Dk] (few rows) */
@@ -153,9 +167,12 @@ enum { FIA_SC_Q, FIA_SC_KC, FIA_SC_ST, FIA_SC_S, FIA_SC_VC, FIA_SC_PB, FIA_SC_RE
 
 static int64_t bf16_floats(int64_t n) { return (n + 31) / 32 * 16; }
 
+/* One query block's pack: Qt (tile GEMMs) or Q (few rows), bf16 or f32. */
+static int64_t q_floats(const fia_plan *pl) { return pl->bf16 ? bf16_floats(pl->Dkp * pl->Mq) : pl->Dk * pl->Mq; }
+
 static void scratch_sizes(const fia_problem *p, const fia_plan *pl, int64_t sz[FIA_SC_COUNT])
 {
-    sz[FIA_SC_Q] = pl->bf16 ? bf16_floats(pl->Dkp * pl->Mq) : pl->Dk * pl->Mq;
+    sz[FIA_SC_Q] = pl->group * q_floats(pl); /* a query pack per block of the item */
     sz[FIA_SC_KC] = pl->bf16 ? bf16_floats(FIA_KC * pl->Dkp) : FIA_KC * pl->Dk;
     sz[FIA_SC_ST] = sz[FIA_SC_S] = FIA_KC * pl->Mq;
     sz[FIA_SC_VC] = pl->bf16 ? bf16_floats(FIA_KC * p->Dv) : FIA_KC * p->Dv;
@@ -251,20 +268,24 @@ static void widen(const fia_view *v, int64_t at, int64_t count, float *dst, cons
     }
 }
 
-/* The item's place: batch, kv head, query block, key split. */
+/* A query block's place: batch, kv head, query block, key split; and its
+ * partial result's index (b, n2, qb, split), whatever the grouping. */
 typedef struct fia_item {
     int64_t b, n2, qb, split, L1, L2, rows; /* rows: valid rows of the block */
+    int64_t part;
 } fia_item;
 
-static fia_item item_of(const fia_problem *p, const fia_plan *pl, int64_t it)
+/* Block g of work item `task` (b, n2, query group, split). */
+static fia_item item_of(const fia_problem *p, const fia_plan *pl, int64_t task, int64_t g)
 {
     fia_item x;
-    x.split = it % pl->splits, it /= pl->splits;
-    x.qb = it % pl->qblocks, it /= pl->qblocks;
-    x.n2 = it % p->N2, x.b = it / p->N2;
+    x.split = task % pl->splits, task /= pl->splits;
+    x.qb = task % pl->qgroups * pl->group + g, task /= pl->qgroups;
+    x.n2 = task % p->N2, x.b = task / p->N2;
     x.L1 = fia_q_len(p, x.b), x.L2 = fia_kv_len(p, x.b);
     const int64_t first = x.qb * pl->Mq, all = x.L1 * p->G;
     x.rows = all - first < 0 ? 0 : all - first > pl->Mq ? pl->Mq : all - first;
+    x.part = ((x.b * p->N2 + x.n2) * pl->qblocks + x.qb) * pl->splits + x.split;
     return x;
 }
 
@@ -377,11 +398,11 @@ typedef struct fia_partial {
     float *m, *l, *any, *o;
 } fia_partial;
 
-/* One tile through the tile GEMMs: the keys and values widened and
+/* A tile for the f32 tile GEMMs: the keys and values widened and
  * dequantised into Kc, Vc (the tail of a last tile zero: padding scores, P
- * there is 0), S^T = Kc . Qt, then S; returns S's place. */
-static float *gemm_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
-                          const fia_scratch *w, float *any, const fa_kernels *k)
+ * there is 0). */
+static void widen_tile(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                       const fia_scratch *w, const fa_kernels *k)
 {
     const int64_t kv0 = fia_kv_row0(p, x->b);
     for (int64_t c = 0; c < kc; c++) {
@@ -394,9 +415,6 @@ static float *gemm_scores(const fia_problem *p, const fia_plan *pl, const fia_it
     }
     memset(w->kc + kc * pl->Dk, 0, sizeof(float) * (size_t)((FIA_KC - kc) * pl->Dk));
     memset(w->vc + kc * p->Dv, 0, sizeof(float) * (size_t)((FIA_KC - kc) * p->Dv));
-    tile_gemm_run(&pl->qk, w->kc, w->q, w->st);
-    scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any, k);
-    return w->s;
 }
 
 /* Kc [KC][Dkp] bf16 for the bf16 tile GEMMs: the tile's key rows (and
@@ -444,19 +462,34 @@ static const void *keys_in_cache(const fia_problem *p, const fia_plan *pl, const
     return p->k.data + fia_kv_at(p, &p->k, x->b, x->n2, fia_kv_row0(p, x->b), j0) * p->k.es;
 }
 
-/* One tile through the bf16 tile GEMMs: Vc packed, S^T = K . Qt on the
- * cache's rows or on their copy Kc, then S; returns S's place. */
-static float *bf16_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
-                          const fia_scratch *w, float *any, const fa_kernels *k)
+/* A tile for the tile GEMMs, once for all the item's query blocks: Vc
+ * packed or widened; returns the key rows S^T = K . Qt takes (the cache's
+ * own, or their copy Kc), *qk the GEMM that takes them. */
+static const void *prepare_tile(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                                const fia_scratch *w, const tile_gemm **qk, const fa_kernels *k)
 {
-    const void *keys = keys_in_cache(p, pl, x, j0, kc);
-    if (keys) {
-        tile_gemm_run(&pl->qk_cache, keys, w->q16, w->st);
-    } else {
-        copy_keys_bf16(p, pl, x, j0, kc, w->kc16);
-        tile_gemm_run(&pl->qk, w->kc16, w->q16, w->st);
+    *qk = &pl->qk;
+    if (!pl->bf16) {
+        widen_tile(p, pl, x, j0, kc, w, k);
+        return w->kc;
     }
     pack_values_vnni(p, x, j0, kc, w->vc16);
+    const void *keys = keys_in_cache(p, pl, x, j0, kc);
+    if (keys) {
+        *qk = &pl->qk_cache;
+        return keys;
+    }
+    copy_keys_bf16(p, pl, x, j0, kc, w->kc16);
+    return w->kc16;
+}
+
+/* One query block's scores on a prepared tile: S^T = K . Qt (w: the
+ * block's query pack), then S; returns S's place. */
+static float *tile_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                          const fia_scratch *w, const void *keys, const tile_gemm *qk, float *any,
+                          const fa_kernels *k)
+{
+    tile_gemm_run(qk, keys, pl->bf16 ? (const void *)w->q16 : (const void *)w->q, w->st);
     scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any, k);
     return w->s;
 }
@@ -584,34 +617,96 @@ static bool all_ones(const float *alpha, int64_t n)
     return true;
 }
 
-/* One item: its partial result into `out`. */
-static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x, float *ws, const float *channels,
-                     float *out, const cpu_kernel_set *ks)
+/* A block's partial result in the workspace, cleared: m -inf, l 0, no key
+ * kept, O 0. */
+static fia_partial partial_at(const fia_problem *p, const fia_plan *pl, float *partials, const fia_item *x)
 {
-    fia_scratch w = scratch_at(ws, p, pl);
-    w.k_scale = channels + x->n2 * p->D, w.k_offset = w.k_scale + p->N2 * p->D;
-    w.v_scale = channels + 2 * p->N2 * p->D + x->n2 * p->Dv, w.v_offset = w.v_scale + p->N2 * p->Dv;
+    float *out = partials + (size_t)x->part * partial_floats(p, pl);
     const fia_partial part = {out, out + pl->Mq, out + 2 * pl->Mq, out + 3 * pl->Mq};
     for (int64_t r = 0; r < pl->Mq; r++) part.m[r] = -INFINITY, part.l[r] = 0.0f, part.any[r] = 0.0f;
     memset(part.o, 0, sizeof(float) * (size_t)(pl->Mq * p->Dv));
-    const int64_t j_begin = x->split * pl->split_keys, j_end = j_begin + pl->split_keys < x->L2
-                                                                  ? j_begin + pl->split_keys : x->L2;
+    return part;
+}
+
+/* The block's keys [*begin, *end): its split of the batch's keys. */
+static void split_range(const fia_plan *pl, const fia_item *x, int64_t *begin, int64_t *end)
+{
+    *begin = x->split * pl->split_keys;
+    *end = *begin + pl->split_keys < x->L2 ? *begin + pl->split_keys : x->L2;
+}
+
+/* One online-softmax step of a block on a tile's scores s: P, (m, l), O
+ * rescaled. */
+static void softmax_step(const fia_problem *p, const fia_plan *pl, const fia_partial *part, float *s, int64_t kc,
+                         float *alpha, const fa_kernels *k)
+{
+    k->softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, part->m, part->l, alpha);
+    if (!all_ones(alpha, pl->Mq)) k->scale_rows(part->o, (int)pl->Mq, (int)p->Dv, alpha);
+}
+
+/* A few-row block through the fia kernels on the cache in place. */
+static void run_direct(const fia_problem *p, const fia_plan *pl, const fia_item *x, fia_scratch *w,
+                       const fia_partial *part, const cpu_kernel_set *ks)
+{
+    int64_t j_begin, j_end;
+    split_range(pl, x, &j_begin, &j_end);
     if (x->rows == 0 || j_begin >= j_end) return;
-    if (pl->bf16) pack_q_vnni(p, pl, x, w.q16);
-    else pack_q(p, pl, x, &w, &ks->fa);
-    if (pl->few_rows) fold_key_quant(p, pl, &w);
-    memset(w.v_fix, 0, sizeof(float) * (size_t)pl->Mq);
+    pack_q(p, pl, x, w, &ks->fa);
+    fold_key_quant(p, pl, w);
+    memset(w->v_fix, 0, sizeof(float) * (size_t)pl->Mq);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += FIA_KC) {
         const int64_t kc = j_end - j0 < FIA_KC ? j_end - j0 : FIA_KC;
-        float *s = pl->few_rows ? direct_scores(p, pl, x, j0, kc, &w, part.any, ks)
-                   : pl->bf16   ? bf16_scores(p, pl, x, j0, kc, &w, part.any, &ks->fa)
-                                : gemm_scores(p, pl, x, j0, kc, &w, part.any, &ks->fa);
-        ks->fa.softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, part.m, part.l, w.alpha);
-        if (!all_ones(w.alpha, pl->Mq)) ks->fa.scale_rows(part.o, (int)pl->Mq, (int)p->Dv, w.alpha);
-        if (pl->few_rows) direct_pv(p, pl, x, j0, kc, &w, part.o, &ks->fia);
-        else gemm_pv(pl, &w, s, part.o, &ks->fa);
+        float *s = direct_scores(p, pl, x, j0, kc, w, part->any, ks);
+        softmax_step(p, pl, part, s, kc, w->alpha, &ks->fa);
+        direct_pv(p, pl, x, j0, kc, w, part->o, &ks->fia);
     }
-    if (pl->few_rows) finish_values(p, pl, &w, &part);
+    finish_values(p, pl, w, part);
+}
+
+/* The scratch of block g of an item: its own query pack. */
+static fia_scratch block_scratch(const fia_scratch *w, const fia_plan *pl, int64_t g)
+{
+    fia_scratch b = *w;
+    b.q = w->q + g * q_floats(pl), b.q16 = (uint16_t *)(void *)b.q;
+    return b;
+}
+
+/* Work item `task` (b, n2, up to `group` query blocks, split): each block's
+ * partial result into the workspace.  The tile GEMMs prepare every tile
+ * once for all the blocks; the few-row kernels take one block. */
+static void run_item(const fia_problem *p, const fia_plan *pl, int64_t task, float *ws, const float *channels,
+                     float *partials, const cpu_kernel_set *ks)
+{
+    fia_scratch w = scratch_at(ws, p, pl);
+    fia_item x[FIA_MAX_GROUP];
+    fia_partial part[FIA_MAX_GROUP];
+    const int64_t first = task / pl->splits % pl->qgroups * pl->group;
+    const int64_t n = pl->qblocks - first < pl->group ? pl->qblocks - first : pl->group;
+    for (int64_t g = 0; g < n; g++) x[g] = item_of(p, pl, task, g), part[g] = partial_at(p, pl, partials, &x[g]);
+    w.k_scale = channels + x[0].n2 * p->D, w.k_offset = w.k_scale + p->N2 * p->D;
+    w.v_scale = channels + 2 * p->N2 * p->D + x[0].n2 * p->Dv, w.v_offset = w.v_scale + p->N2 * p->Dv;
+    if (pl->few_rows) {
+        run_direct(p, pl, &x[0], &w, &part[0], ks);
+        return;
+    }
+    int64_t j_begin, j_end;
+    split_range(pl, &x[0], &j_begin, &j_end);
+    for (int64_t g = 0; g < n && j_begin < j_end; g++) {
+        const fia_scratch wg = block_scratch(&w, pl, g);
+        if (x[g].rows && pl->bf16) pack_q_vnni(p, pl, &x[g], wg.q16);
+        else if (x[g].rows) pack_q(p, pl, &x[g], &wg, &ks->fa);
+    }
+    for (int64_t j0 = j_begin; j0 < j_end && x[0].rows; j0 += FIA_KC) { /* block 0 holds rows if any does */
+        const int64_t kc = j_end - j0 < FIA_KC ? j_end - j0 : FIA_KC;
+        const tile_gemm *qk;
+        const void *keys = prepare_tile(p, pl, &x[0], j0, kc, &w, &qk, &ks->fa);
+        for (int64_t g = 0; g < n && x[g].rows; g++) {
+            const fia_scratch wg = block_scratch(&w, pl, g);
+            float *s = tile_scores(p, pl, &x[g], j0, kc, &wg, keys, qk, part[g].any, &ks->fa);
+            softmax_step(p, pl, &part[g], s, kc, w.alpha, &ks->fa);
+            gemm_pv(pl, &w, s, part[g].o, &ks->fa);
+        }
+    }
 }
 
 /* Row (b, h, query row i) from the splits' partials, rounded once. */
@@ -664,10 +759,7 @@ void fia_cpu_run(const fia_problem *p, void *workspace)
             if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, n2, p->Dv, v, v + p->N2 * p->Dv);
         }
 #pragma omp for schedule(dynamic)
-        for (int64_t it = 0; it < pl.items; it++) {
-            const fia_item x = item_of(p, &pl, it);
-            run_item(p, &pl, &x, ws, channels, partials + (size_t)it * partial_floats(p, &pl), ks);
-        }
+        for (int64_t task = 0; task < pl.tasks; task++) run_item(p, &pl, task, ws, channels, partials, ks);
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < p->B * p->N1; bh++) {
             const int64_t b = bh / p->N1, h = bh % p->N1, L1 = fia_q_len(p, b);
