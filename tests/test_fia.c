@@ -85,6 +85,12 @@ static const fia_test CASES[] = {
     {"prompt bf16 MHA causal 3, paged 64, rope Dr 7, 37-row blocks (bf16 tile GEMMs)",
      {.B = 2, .N1 = 4, .N2 = 4, .S1 = 37, .S2 = 400, .D = 64, .Dv = 64, .Dr = 7, .dtype = ATTNOPS_DTYPE_BF16,
       .block_size = 64, .nkv = 2, .kv_len = {400, 150}, .sparse_mode = 3, BNSD}},
+    /* three query blocks a (b, n2): one thread takes them together (each tile prepared once), two threads
+     * one by one; the same bits (check_case) */
+    {"prompt f16 int8 per token and head, GQA 4 causal, lengths, 3 blocks (f32 tile GEMMs, grouped)",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 48, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16, .nq = 2,
+      .q_len = {48, 40}, .nkv = 2, .kv_len = {300, 200}, .int8_kv = true, .key_mode = 3, .value_mode = 3,
+      .sparse_mode = 3, BNSD}},
     {"prompt bf16 MHA, paged 15, 19-row blocks (odd blocks: f32 tile GEMMs, P rounded to bf16)",
      {.B = 2, .N1 = 2, .N2 = 2, .S1 = 19, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_BF16,
       .block_size = 15, .nkv = 2, .kv_len = {300, 31}, BNSD}},
