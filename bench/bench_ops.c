@@ -25,6 +25,9 @@
  *               speculative steps: S1=4 and 16 query rows, bottom-right causal (sparse_mode 3)
  *   fia_mla_bf16      MLA decode (DeepSeek's absorbed form): B=1, N1=128, N2=1, D=512 + rope 64
  *   fia_prompt_bf16   a prompt B=1, N1=N2=8, S1=S2=4096, D=128 (bench_fa's fwd_bf16_B1_N8_S4096_D128 shape)
+ *   fia_chunk_paged_bf16  a chunked prefill of that model: S1=512 query rows after 3584 cached keys (S2=4096)
+ *               in a paged cache (blocks of 128, shuffled), bottom-right causal (sparse_mode 3): the
+ *               split-KV kernel's tile GEMMs, which the FlashAttention forward cannot take (paged)
  *   With --quick every cache is 8x shorter.
  *
  * Per phase (JSON keys <case>_<phase>_..., or <case>_... for a one-phase
@@ -70,6 +73,7 @@
 #define FIA_SPEC FIA_GQA "\"B\": 4, \"dtype\": \"bf16\", \"sparse_mode\": 3, "
 #define FIA_PROMPT "\"op\": \"infer_attention\", \"B\": 1, \"N1\": 8, \"N2\": 8, \"D\": 128, " \
                    "\"input_layout\": \"BNSD\", \"dtype\": \"bf16\", "
+#define FIA_CHUNK FIA_PROMPT "\"S1\": 512, \"sparse_mode\": 3, " FIA_PAGED ", "
 /* MLA decode, DeepSeek-V3's absorbed form: 128 heads on one latent kv head of 512 + rope 64. */
 #define FIA_MLA "\"op\": \"infer_attention\", \"B\": 1, \"N1\": 128, \"N2\": 1, \"S1\": 1, \"D\": 512, " \
                 "\"rope_dim\": 64, \"input_layout\": \"BNSD\", \"dtype\": \"bf16\", "
@@ -96,6 +100,7 @@ static const struct builtin {
     {"fia_spec16_bf16", "{" FIA_SPEC "\"S1\": 16, \"S2\": 4096}", "{" FIA_SPEC "\"S1\": 16, \"S2\": 512}", 1},
     {"fia_mla_bf16", "{" FIA_MLA "\"S2\": 4096}", "{" FIA_MLA "\"S2\": 512}", 1},
     {"fia_prompt_bf16", "{" FIA_PROMPT "\"S1\": 4096, \"S2\": 4096}", "{" FIA_PROMPT "\"S1\": 512, \"S2\": 512}", 1},
+    {"fia_chunk_paged_bf16", "{" FIA_CHUNK "\"S2\": 4096}", "{" FIA_CHUNK "\"S2\": 512}", 1},
 };
 
 typedef struct options {

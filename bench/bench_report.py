@@ -393,12 +393,18 @@ FIA_CASES = (
     ("spec16_bf16", "speculative S1=16, bottom-right causal", "≤ 1.3× S1=1"),
     ("mla_bf16", "MLA decode B1 N1=128 N2=1 D512 + rope 64", "≥ 60 % of copy"),
     ("prompt_bf16", "prompt B1 N8 S1=S2=4096 D128 bf16 (the FlashAttention forward's case)", "≤ 1.05× that forward"),
+    ("chunk_paged_bf16", "chunked prefill: S1=512 after 3584 keys (S2=4096), paged (blocks of 128), bottom-right "
+                         "causal, same heads; torch: contiguous", "≥ 0.95× the prompt's GFLOP/s"),
 )
 FIA_RATIOS = (
     ("paged_vs_contiguous", "decode_paged_bf16", "decode_bf16", "≤ 1.1"),
     ("bf16_vs_int8", "decode_bf16", "decode_int8", "≥ 1.7"),
     ("spec4_vs_decode", "spec4_bf16", "decode_bf16", "≤ 1.3"),
     ("spec16_vs_decode", "spec16_bf16", "decode_bf16", "≤ 1.3"),
+)
+# Ratios of rates (GFLOP/s) between cases of different shapes: (name, numerator case, denominator case, target).
+FIA_RATE_RATIOS = (
+    ("chunk_vs_prompt_rate", "chunk_paged_bf16", "prompt_bf16", "≥ 0.95"),
 )
 
 
@@ -431,6 +437,13 @@ def fia_rows(FA, FT, res, A=()):
             res[f"fia_{name}"] = v
         rows.append(f"| `fia_{name}` | time of `fia_{num}` / time of `fia_{den}` | {fmt(v, '.2f')} |  |  |  |  |  "
                     f"| {goal} |")
+    for name, num, den, goal in FIA_RATE_RATIOS:
+        v = median_of([a[f"fia_{num}_gflops"] / a[f"fia_{den}_gflops"] for a in FA
+                       if a.get(f"fia_{num}_gflops") and a.get(f"fia_{den}_gflops")])
+        if v is not None:
+            res[f"fia_{name}"] = v
+        rows.append(f"| `fia_{name}` | GFLOP/s of `fia_{num}` / GFLOP/s of `fia_{den}` | {fmt(v, '.2f')} |  |  |  |  "
+                    f"|  | {goal} |")
     fwd = "fwd_bf16_B1_N8_S4096_D128"
     v = median_of([f["fia_prompt_bf16_ms_median"] / a[f"{fwd}_ms_median"] for f, a in zip(FA, A)
                    if f.get("fia_prompt_bf16_ms_median") and a.get(f"{fwd}_ms_median")])

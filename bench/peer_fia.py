@@ -16,6 +16,8 @@ Cases (bench/bench_ops.c has their definitions; --quick: caches 8x shorter):
   mla_bf16               B1 N1=128 on one latent head, D 512 + rope 64 (q and k concatenated: the
                          scores are q . k + q_rope . k_rope), values the 512 latent columns
   prompt_bf16            a dense prompt B1 N1=N2=8, S1=S2=4096, D128
+  chunk_paged_bf16       a chunked prefill of that model: 512 query rows after 3584 keys, bottom-right causal (a
+                         boolean mask); torch has no paged cache: the contiguous call, as decode_paged_bf16
 Each: one untimed call, then --calls timed calls (decode 4x); median, min.
 Writes torch_fia_<case>_ms_median / _ms_min and torch_version, torch_threads.
 """
@@ -62,6 +64,13 @@ def prompt_case(s, gen):
     return lambda: F.scaled_dot_product_attention(q, k, v)
 
 
+def chunk_case(s1, s2, gen):
+    q = torch.randn(1, 8, s1, 128, generator=gen).bfloat16()
+    k, v = (torch.randn(1, 8, s2, 128, generator=gen).bfloat16() for _ in range(2))
+    mask = torch.arange(s2)[None, :] <= torch.arange(s1)[:, None] + (s2 - s1)  # bottom-right: j <= i + s2 - s1
+    return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
 def main():
     a = peer_common.parser(calls=9).parse_args()
     if a.threads:
@@ -79,6 +88,7 @@ def main():
         "spec16_bf16": (lambda: gqa_case(4, 16, s2, torch.bfloat16, gen, causal=True), 1),
         "mla_bf16": (lambda: mla_case(s2, gen), 1),
         "prompt_bf16": (lambda: prompt_case(s2, gen), 1),
+        "chunk_paged_bf16": (lambda: chunk_case(512, s2, gen), 1),
     }
     res = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads()}
     with torch.no_grad():

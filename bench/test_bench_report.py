@@ -142,10 +142,13 @@ def test_infer_attention_rows(tmp_path):
     times = ({"decode_bf16": 4.0, "decode_int8": 2.0, "decode_paged_bf16": 4.4}, {"decode_bf16": 8.0,
              "decode_int8": 8.0, "decode_paged_bf16": 8.0}, {"decode_bf16": 3.0, "decode_int8": 2.0,
                                                              "decode_paged_bf16": 3.3})
-    for r, t in enumerate(times, 1):
+    rates = ({"prompt_bf16": 200.0, "chunk_paged_bf16": 180.0}, {"prompt_bf16": 100.0, "chunk_paged_bf16": 50.0},
+             {"prompt_bf16": 160.0, "chunk_paged_bf16": 152.0})  # within-round 0.9, 0.5, 0.95
+    for r, (t, g) in enumerate(zip(times, rates), 1):
         body = {"copy_gbps": 30.0}
         for name, ms in t.items():
             body.update({f"fia_{name}_ms_median": ms, f"fia_{name}_pct_copy_bw": 50.0})
+        body.update({f"fia_{name}_gflops": v for name, v in g.items()})
         (rounds / f"fia_attnops.{r}.json").write_text(json.dumps(body))
         (rounds / f"fia_torch.{r}.json").write_text(json.dumps({"torch_fia_decode_bf16_ms_median": 10 * r}))
     text = bench_report.report(args)
@@ -153,4 +156,9 @@ def test_infer_attention_rows(tmp_path):
     assert res["fia_bf16_vs_int8"] == pytest.approx(1.5)  # within-round 2, 1, 1.5
     assert res["fia_paged_vs_contiguous"] == pytest.approx(1.1)
     assert res["fia_decode_bf16_speedup_vs_torch"] == pytest.approx(2.5)  # 2.5, 2.5, 10
+    assert res["fia_chunk_vs_prompt_rate"] == pytest.approx(0.9)  # the median of the within-round ratios
+    assert res["fia_chunk_paged_bf16_gflops"] == pytest.approx(152.0)
     assert "| `fia_decode_bf16` |" in text and "| `fia_spec4_vs_decode` |" in text
+    rate_row = ("| `fia_chunk_vs_prompt_rate` | GFLOP/s of `fia_chunk_paged_bf16` / GFLOP/s of `fia_prompt_bf16` "
+                "| 0.90 |")
+    assert rate_row in text

@@ -2,7 +2,9 @@
  * the golden (the shared comparator's attention tolerance) on decode and
  * prompt steps over contiguous and paged caches (verify/fia_case.h: shuffled
  * blocks), GQA, per-batch lengths, a causal prompt and int8 caches, softcap and
- * ALiBi (the attnops extensions, and their refusals); its bits for 1 and 2
+ * ALiBi (the attnops extensions, and their refusals); prompts of more than
+ * 16 rows on bf16 caches, paged and with lengths (the bf16 tile GEMMs: odd
+ * head dims, Dv != D, TND, rope); its bits for 1 and 2
  * threads; canaries around every output (fia_case_run); a refused call
  * writes nothing.  (The golden against an independent float64 oracle, every
  * rule, is python/tests/test_fia.py.) */
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fia/fia_problem.h"
 #include "fia_case.h"
 #include "suite.h"
 
@@ -63,6 +66,35 @@ static const fia_test CASES[] = {
     {"prompt bf16 dense (the FlashAttention forward), softcap, alibi [N1]",
      {.B = 1, .N1 = 2, .N2 = 1, .S1 = 70, .S2 = 130, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_BF16,
       .softcap = 1.2, .alibi = 1, BNSD}},
+    /* prompt blocks of more than 16 rows on bf16 caches the FlashAttention forward does not take (paged, or
+     * per-batch lengths): the bf16 tile GEMMs where the CPU's GEMM library has them, odd head dims padded to
+     * pairs (D 59, Dk = D + Dr 71), Dv != D, last tiles and blocks cut short */
+    {"prompt bf16 GQA 4 causal 3, paged 128, D 59, Dv 48 (bf16 tile GEMMs, keys copied)",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 20, .S2 = 600, .D = 59, .Dv = 48, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 128, .nkv = 2, .kv_len = {600, 333}, .sparse_mode = 3, BNSD}},
+    {"prompt bf16 MHA causal 3, contiguous, lengths, S1 130 (bf16 tile GEMMs, keys in place)",
+     {.B = 2, .N1 = 2, .N2 = 2, .S1 = 130, .S2 = 300, .D = 64, .Dv = 96, .dtype = ATTNOPS_DTYPE_BF16, .nq = 2,
+      .q_len = {130, 67}, .nkv = 2, .kv_len = {300, 190}, .sparse_mode = 3, BNSD}},
+    {"prompt bf16 GQA 2 causal 3, paged 256, BSND (bf16 tile GEMMs, keys in place)",
+     {.B = 2, .N1 = 4, .N2 = 2, .S1 = 40, .S2 = 700, .D = 64, .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 256, .nkv = 2, .kv_len = {700, 300}, .sparse_mode = 3, .layout = ATTNOPS_LAYOUT_BSND,
+      .pre_tokens = 2147483647, .next_tokens = 2147483647, .lse = true}},
+    {"prompt bf16 TND GQA 2 causal 3, paged 32, D 59, alibi (bf16 tile GEMMs)",
+     {.B = 3, .N1 = 4, .N2 = 2, .S1 = 137, .S2 = 335, .D = 59, .Dv = 59, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 32, .nq = 3, .q_len = {70, 3, 64}, .nkv = 3, .kv_len = {200, 5, 130}, .sparse_mode = 3,
+      .alibi = 1, .layout = ATTNOPS_LAYOUT_TND, .pre_tokens = 2147483647, .next_tokens = 2147483647, .lse = true}},
+    {"prompt bf16 MHA causal 3, paged 64, rope Dr 7, 37-row blocks (bf16 tile GEMMs)",
+     {.B = 2, .N1 = 4, .N2 = 4, .S1 = 37, .S2 = 400, .D = 64, .Dv = 64, .Dr = 7, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 64, .nkv = 2, .kv_len = {400, 150}, .sparse_mode = 3, BNSD}},
+    /* three query blocks a (b, n2): one thread takes them together (each tile prepared once), two threads
+     * one by one; the same bits (check_case) */
+    {"prompt f16 int8 per token and head, GQA 4 causal, lengths, 3 blocks (f32 tile GEMMs, grouped)",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 48, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16, .nq = 2,
+      .q_len = {48, 40}, .nkv = 2, .kv_len = {300, 200}, .int8_kv = true, .key_mode = 3, .value_mode = 3,
+      .sparse_mode = 3, BNSD}},
+    {"prompt bf16 MHA, paged 15, 19-row blocks (odd blocks: f32 tile GEMMs, P rounded to bf16)",
+     {.B = 2, .N1 = 2, .N2 = 2, .S1 = 19, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 15, .nkv = 2, .kv_len = {300, 31}, BNSD}},
 };
 
 static double *values(const tu_tensor *t)
@@ -163,6 +195,42 @@ static bool check_extension_refusals(void)
     return tu_failures == before;
 }
 
+/* The fast kernel's band of kept keys (fia_kept_band) keeps exactly the keys fia_kept keeps, key by key, for
+ * every sparse mode without a user mask, with tokens that cut the band on either side or not at all, a query
+ * longer and shorter than the keys, and a decode step. */
+static bool check_kept_band(void)
+{
+    const int before = tu_failures;
+    const int64_t tokens[][2] = {{2147483647, 2147483647}, {3, 0}, {0, 2}, {5, -2}, {-3, 6}};
+    const int64_t lengths[][2] = {{7, 12}, {12, 7}, {1, 9}, {5, 5}};
+    for (int decode = 0; decode < 2; decode++)
+        for (int mode = 0; mode <= 4; mode++)
+            for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++)
+                for (size_t n = 0; n < sizeof lengths / sizeof lengths[0]; n++) {
+                    fia_problem p;
+                    memset(&p, 0, sizeof p);
+                    p.decode = decode, p.sparse_mode = mode, p.pre_tokens = tokens[t][0], p.next_tokens = tokens[t][1];
+                    p.mask = mode >= 2 ? FIA_MASK_COMPRESSED : FIA_MASK_NONE;
+                    const int64_t L1 = decode ? 1 : lengths[n][0], L2 = lengths[n][1];
+                    for (int64_t i = 0; i < L1; i++) {
+                        int64_t lo, hi;
+                        TU_CHECK(fia_kept_band(&p, i, L1, L2, &lo, &hi), "mode %d: no band", mode);
+                        for (int64_t j = 0; j < L2; j++)
+                            TU_CHECK((lo <= j && j <= hi) == fia_kept(&p, 0, i, j, L1, L2),
+                                     "decode %d mode %d tokens (%lld, %lld) L1 %lld L2 %lld: row %lld key %lld", decode,
+                                     mode, (long long)p.pre_tokens, (long long)p.next_tokens, (long long)L1,
+                                     (long long)L2, (long long)i, (long long)j);
+                    }
+                }
+    fia_problem user;
+    memset(&user, 0, sizeof user);
+    int64_t lo, hi;
+    user.mask = FIA_MASK_USER;
+    TU_CHECK(!fia_kept_band(&user, 0, 4, 4, &lo, &hi), "a user mask given as a band");
+    printf("%s the kept keys as a band\n", tu_failures == before ? "ok  " : "FAIL");
+    return tu_failures == before;
+}
+
 int main(void)
 {
     tu_require_isa();
@@ -170,5 +238,6 @@ int main(void)
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) passed += check_case(&CASES[i], 2026120500 + i);
     passed += check_refusal();
     passed += check_extension_refusals();
+    passed += check_kept_band();
     return tu_finish("test_fia", passed);
 }

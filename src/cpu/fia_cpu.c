@@ -1,12 +1,16 @@
 /* The FusedInferAttentionScore fast kernel: split-KV ("flash-decoding").
  *
- * Work items are (batch b, kv head n2, query block, key split).  A query
- * block holds up to FIA_MQ rows r = i G + g (query row i of the batch, query
- * head h = n2 G + g), so the G heads of a kv group and a few query rows share
- * each key and value row: a decode step (one row) reads the cache once per
- * kv group.  A key split is FIA_SPLIT keys (or all of them when the query
- * blocks alone give enough items), walked in tiles of FIA_KC keys read in
- * place from the contiguous or paged cache.  Two ways through a tile:
+ * The work is (batch b, kv head n2, query block, key split), each with its
+ * own partial result.  A query block holds up to FIA_MQ rows r = i G + g
+ * (query row i of the batch, query head h = n2 G + g), so the G heads of a
+ * kv group and a few query rows share each key and value row: a decode step
+ * (one row) reads the cache once per kv group.  A key split is FIA_SPLIT
+ * keys (or all of them when the query blocks alone give enough), walked in
+ * tiles of FIA_KC keys read from the contiguous or paged cache.  A work item
+ * of the tile GEMMs takes up to FIA_MAX_GROUP query blocks of one (b, n2,
+ * split) and prepares each tile (copy, packs, widening) once for them all
+ * (fewer when the thread count needs the items; no bit depends on it).  Two
+ * ways through a tile:
  *
  *  - few rows (a block of <= FIA_DIRECT_ROWS, decode and short speculative
  *    steps): the fia kernels take Q [Mq][Dk] (Dk = D + Dr, the rope columns
@@ -18,17 +22,39 @@
  *    a per-key scale and offset onto the row's score, per-channel value
  *    scales onto O once per item, a per-key value scale into P (its
  *    offset's share kept per row);
- *  - many rows (prompt blocks): the tile is widened (and dequantised) to
- *    f32 in a per-thread buffer for the tile GEMMs:
- *      Qt [Dk][Mq], Kc [KC][Dk], S^T [KC][Mq] = Kc . Qt, O += P . Vc [KC][Dv].
+ *  - many rows (prompt blocks): tile GEMMs on per-thread copies of the tile.
+ *    bf16 query, keys and values (rope columns bf16 too, no int8) where the
+ *    GEMM library has the bf16 kind: the FlashAttention forward's bf16
+ *    GEMMs, the tile's rows copied, never widened, and P rounded to bf16
+ *    before P . V (to_bf16, as the FA forward and the NPU do), Dkp = Dk
+ *    rounded up to even (a zero column: the kind takes k in pairs):
+ *      Qt bf16 VNNI-2 [Dkp/2][Mq][2] (packed once per block), Kc bf16
+ *      [KC][Dkp] (lda even), S^T [KC][Mq] = Kc . Qt; Pb bf16 [Mq][KC],
+ *      Vc bf16 VNNI-2 [KC/2][Dv][2] (value rows interleaved in pairs),
+ *      O += Pb . Vc.
+ *    S^T = Kc . Qt rather than S = Q . K^T: Kc is a plain row copy of the
+ *    (scattered, when paged) key rows, or no copy at all: the cache's rows
+ *    themselves where a whole tile lies ss apart (contiguous, or in one
+ *    block), ss even, without rope or pad column; the transposing pack
+ *    falls on Q, once per block, and S^T turns into S in 4 x 4 blocks as it
+ *    is scaled.  (S = Q . K^T, FA's arrangement, packs K pair-transposed
+ *    per tile: on a chunked prefill ~11 % slower with one block an item,
+ *    ~3.5 % faster with eight.  The blocks an item takes follow the thread
+ *    count and the arrangement may not (its bits would), so it is the one
+ *    better where threads are many.)  Everything else (other dtypes, int8,
+ *    no bf16 kind, an odd block size) widens (and dequantises) the tile to
+ *    f32: Qt [Dk][Mq], Kc [KC][Dk], S^T = Kc . Qt, O += P . Vc [KC][Dv];
+ *    bf16 operands there get P rounded to bf16 values (the bf16 kind's
+ *    products, exact in f32, whatever the CPU: the FA forward's rule).
  *
  * Both: S = scale S (softcap: c tanh(scale S / c), the FA forward's vector
  * tanh) + pse + ALiBi, masked -FLT_MAX; online softmax over the tiles (m,
- * l, alpha).  Each item leaves its rows' (m, l, O) in the workspace; a
+ * l, alpha).  Each block leaves its rows' (m, l, O) in the workspace; a
  * second pass merges the splits of every row in split order (O = sum_s
  * e^(m_s - m) O_s / sum_s e^(m_s - m) l_s, lse = m + ln l), in f32, and
- * rounds the output once.  The split size depends on the problem only, never
- * on the thread count, so every thread count gives the same bits.  A row
+ * rounds the output once.  The split size and every block's arithmetic
+ * depend on the problem only, never on the thread count, so every thread
+ * count gives the same bits.  A row
  * whose every key is masked, a batch without keys and a padded query row
  * give out 0 and lse +inf, as the golden does. */
 #include <float.h>
@@ -37,13 +63,15 @@
 
 #include "cpu/fia_cpu.h"
 #include "cpu/kernels.h"
+#include "cpu/pack.h"
 #include "cpu/tile_gemm.h"
 
 enum {
     FIA_MQ = 64,     /* query rows of a block (G heads x query rows) */
     FIA_KC = 128,    /* keys of a tile */
     FIA_SPLIT = 512, /* keys of a split when the query blocks alone are too few items */
-    FIA_MIN_ITEMS = 64
+    FIA_MIN_ITEMS = 64,
+    FIA_MAX_GROUP = 8 /* the most query blocks a tile-GEMM item takes (plan_of) */
 };
 
 /* The work decomposition, a function of the problem alone. */
@@ -51,10 +79,34 @@ typedef struct fia_plan {
     int64_t Mq, Dk;          /* rows of a query block; the score dim (D + Dr) */
     int64_t qblocks, splits; /* per (b, n2): query blocks (of the longest batch), key splits (of the capacity) */
     int64_t split_keys;
-    int64_t items;
+    int64_t items;           /* (b, n2, query block, split): the partial results */
+    int64_t group, qgroups, tasks; /* query blocks per work item, their groups, the work items */
     bool few_rows; /* the few-row kernels on the cache in place; else the tile GEMMs */
+    bool bf16;     /* the tile GEMMs on bf16 operands (bf16_tiles) */
+    bool round_p;  /* P rounded to bf16 values for f32 tile GEMMs on bf16 operands */
+    int64_t Dkp;   /* Dk, rounded up to even for the bf16 GEMMs */
     tile_gemm qk, pv;
+    bool keys_in_place; /* qk_cache: S^T = K . Qt on a whole tile of cache rows ss apart (keys_in_cache) */
+    tile_gemm qk_cache;
 } fia_plan;
+
+/* Whether a prompt block's tiles can run on the bf16 kind as they are:
+ * bf16 query, keys and values (and rope columns), nothing to dequantise,
+ * key rows with unit element stride (a row copy), and whole row pairs in a
+ * paged block (an even block size: a tile's runs of rows in one block start
+ * at even rows, so pack_rows_vnni interleaves pairs within a run). */
+static bool bf16_operands(const fia_problem *p)
+{
+    const attnops_dtype bf = ATTNOPS_DTYPE_BF16;
+    return p->q.dtype == bf && p->k.dtype == bf && p->v.dtype == bf && !p->kq.kind && !p->vq.kind &&
+           (!p->Dr || (p->qr.dtype == bf && p->kr.dtype == bf));
+}
+
+static bool bf16_tiles(const fia_problem *p)
+{
+    return bf16_operands(p) && p->k.sd == 1 && (!p->Dr || p->kr.sd == 1) && (!p->paged || p->block_size % 2 == 0) &&
+           tile_gemm_library_available(TILE_GEMM_BF16_NN_VNNI);
+}
 
 static fia_plan plan_of(const fia_problem *p)
 {
@@ -74,34 +126,81 @@ static fia_plan plan_of(const fia_problem *p)
     pl.splits = keys > 0 ? (keys + pl.split_keys - 1) / pl.split_keys : 0;
     pl.items = p->B * p->N2 * pl.qblocks * pl.splits;
     pl.few_rows = pl.Mq <= FIA_DIRECT_ROWS && p->k.sd == 1 && p->v.sd == 1 && (!p->Dr || p->kr.sd == 1);
-    pl.qk = tile_gemm_make(TILE_GEMM_F32_NN, FIA_KC, (int)pl.Mq, (int)pl.Dk, (int)pl.Dk, (int)pl.Mq, (int)pl.Mq,
-                           false);
-    pl.pv = tile_gemm_make(TILE_GEMM_F32_NN, (int)pl.Mq, (int)p->Dv, FIA_KC, FIA_KC, (int)p->Dv, (int)p->Dv, true);
+    pl.bf16 = !pl.few_rows && bf16_tiles(p);
+    pl.round_p = !pl.few_rows && !pl.bf16 && bf16_operands(p); /* FA's rule: the bf16 kind's products */
+    pl.Dkp = pl.bf16 ? (pl.Dk + 1) / 2 * 2 : pl.Dk;
+    const tile_gemm_kind kind = pl.bf16 ? TILE_GEMM_BF16_NN_VNNI : TILE_GEMM_F32_NN;
+    const int Mq = (int)pl.Mq, Dkp = (int)pl.Dkp, Dv = (int)p->Dv;
+    pl.qk = tile_gemm_make(kind, FIA_KC, Mq, Dkp, Dkp, Mq, Mq, false); /* S^T = Kc . Qt */
+    pl.pv = tile_gemm_make(kind, Mq, Dv, FIA_KC, FIA_KC, Dv, Dv, true);  /* O += P . Vc */
+    /* Key rows ss apart are the bf16 GEMM's A as they are where their row stride is an even lda and no rope
+     * or pad column joins them: no copy (copying cost a chunked prefill ~8 %). */
+    pl.keys_in_place = pl.bf16 && !p->Dr && p->D % 2 == 0 && p->k.ss % 2 == 0 && p->k.ss <= INT32_MAX;
+    if (pl.keys_in_place) pl.qk_cache = tile_gemm_make(kind, FIA_KC, Mq, Dkp, (int)p->k.ss, Mq, Mq, false);
+    /* A tile-GEMM work item takes up to FIA_MAX_GROUP query blocks of one (b, n2, split), preparing each tile's
+     * keys and values (copied, packed, widened) once for all of them, while leaving ~4 items a thread.  Every
+     * block's products are the same whatever the grouping, so the thread count it depends on changes no bit. */
+    const int64_t per_thread = pl.items / (4 * (int64_t)(p->threads > 1 ? p->threads : 1));
+    const int64_t most = pl.qblocks < FIA_MAX_GROUP ? pl.qblocks : FIA_MAX_GROUP;
+    pl.group = pl.few_rows || per_thread < 1 ? 1 : per_thread > most ? most : per_thread;
+    pl.qgroups = (pl.qblocks + pl.group - 1) / pl.group;
+    pl.tasks = p->B * p->N2 * pl.qgroups * pl.splits;
     return pl;
 }
 
-/* Per-thread scratch (run_item's buffers; merge_row's accumulator fits in
- * it), and one item's partial result. */
+/* Per-thread scratch (run_item's buffers, a query pack per block of the
+ * item; merge_row's accumulator fits in it), and one block's partial result.  The bf16 tile GEMMs' Qt, Kc, Vc (the
+ * *16 pointers) take the place of the f32 ones, in half the room, and add Pb. */
 typedef struct fia_scratch {
     float *q;          /* Qt [Dk][Mq] (tile GEMMs) or Q [Mq][Dk] (few rows) */
     float *kc, *st, *s, *vc; /* Kc [KC][Dk], S^T [KC][Mq], S [Mq][KC], Vc [KC][Dv] */
+    uint16_t *q16, *kc16, *vc16, *pb; /* bf16: Qt [Dkp/2][Mq][2], Kc [KC][Dkp], Vc [KC/2][Dv][2], Pb [Mq][KC] */
     float *alpha, *row;      /* [Mq], one widened query row [Dk] */
     const float *k_scale, *k_offset, *v_scale, *v_offset; /* the item's per-channel int8 rows [D], [Dv] */
     float *k_fix, *v_fix;    /* [Mq]: the folded key dequantisation's per-row term, the value offsets' share */
     float *key_scale, *key_offset; /* [KC]: a tile's per-key int8 pairs */
 } fia_scratch;
 
+/* The scratch pieces' sizes in floats, in carve order: Q, Kc, S^T, S, Vc,
+ * Pb, then alpha, row, k_fix, v_fix, key_scale, key_offset.  bf16 pieces
+ * are rounded up to 16 floats (S^T and S, KC Mq, are whole lines already),
+ * so every operand of the bf16 GEMMs starts on a cache line. */
+enum { FIA_SC_Q, FIA_SC_KC, FIA_SC_ST, FIA_SC_S, FIA_SC_VC, FIA_SC_PB, FIA_SC_REST, FIA_SC_COUNT };
+
+static int64_t bf16_floats(int64_t n) { return (n + 31) / 32 * 16; }
+
+/* One query block's pack: Qt (tile GEMMs) or Q (few rows), bf16 or f32. */
+static int64_t q_floats(const fia_plan *pl) { return pl->bf16 ? bf16_floats(pl->Dkp * pl->Mq) : pl->Dk * pl->Mq; }
+
+static void scratch_sizes(const fia_problem *p, const fia_plan *pl, int64_t sz[FIA_SC_COUNT])
+{
+    sz[FIA_SC_Q] = pl->group * q_floats(pl); /* a query pack per block of the item */
+    sz[FIA_SC_KC] = pl->bf16 ? bf16_floats(FIA_KC * pl->Dkp) : FIA_KC * pl->Dk;
+    sz[FIA_SC_ST] = sz[FIA_SC_S] = FIA_KC * pl->Mq;
+    sz[FIA_SC_VC] = pl->bf16 ? bf16_floats(FIA_KC * p->Dv) : FIA_KC * p->Dv;
+    sz[FIA_SC_PB] = pl->bf16 ? bf16_floats(pl->Mq * FIA_KC) : 0;
+    sz[FIA_SC_REST] = 3 * pl->Mq + pl->Dk + 2 * FIA_KC;
+}
+
 static size_t scratch_floats(const fia_problem *p, const fia_plan *pl)
 {
-    return (size_t)(pl->Dk * pl->Mq + FIA_KC * pl->Dk + 2 * FIA_KC * pl->Mq + FIA_KC * p->Dv + 3 * pl->Mq + pl->Dk +
-                    2 * FIA_KC);
+    int64_t sz[FIA_SC_COUNT], n = 0;
+    scratch_sizes(p, pl, sz);
+    for (int i = 0; i < FIA_SC_COUNT; i++) n += sz[i];
+    return (size_t)((n + 15) / 16 * 16); /* the next thread's pieces on a cache line too */
 }
 
 static fia_scratch scratch_at(float *ws, const fia_problem *p, const fia_plan *pl)
 {
+    int64_t sz[FIA_SC_COUNT];
+    float *at[FIA_SC_COUNT];
+    scratch_sizes(p, pl, sz);
+    for (int i = 0; i < FIA_SC_COUNT; i++) at[i] = ws, ws += sz[i];
     fia_scratch w;
-    w.q = ws, w.kc = w.q + pl->Dk * pl->Mq, w.st = w.kc + FIA_KC * pl->Dk, w.s = w.st + FIA_KC * pl->Mq;
-    w.vc = w.s + FIA_KC * pl->Mq, w.alpha = w.vc + FIA_KC * p->Dv, w.row = w.alpha + pl->Mq;
+    w.q = at[FIA_SC_Q], w.kc = at[FIA_SC_KC], w.st = at[FIA_SC_ST], w.s = at[FIA_SC_S], w.vc = at[FIA_SC_VC];
+    w.q16 = (uint16_t *)(void *)w.q, w.kc16 = (uint16_t *)(void *)w.kc, w.vc16 = (uint16_t *)(void *)w.vc;
+    w.pb = (uint16_t *)(void *)at[FIA_SC_PB];
+    w.alpha = at[FIA_SC_REST], w.row = w.alpha + pl->Mq;
     w.k_scale = w.k_offset = w.v_scale = w.v_offset = NULL; /* the call's channel table (run_item) */
     w.k_fix = w.row + pl->Dk, w.v_fix = w.k_fix + pl->Mq;
     w.key_scale = w.v_fix + pl->Mq, w.key_offset = w.key_scale + FIA_KC;
@@ -171,20 +270,24 @@ static void widen(const fia_view *v, int64_t at, int64_t count, float *dst, cons
     }
 }
 
-/* The item's place: batch, kv head, query block, key split. */
+/* A query block's place: batch, kv head, query block, key split; and its
+ * partial result's index (b, n2, qb, split), whatever the grouping. */
 typedef struct fia_item {
     int64_t b, n2, qb, split, L1, L2, rows; /* rows: valid rows of the block */
+    int64_t part;
 } fia_item;
 
-static fia_item item_of(const fia_problem *p, const fia_plan *pl, int64_t it)
+/* Block g of work item `task` (b, n2, query group, split). */
+static fia_item item_of(const fia_problem *p, const fia_plan *pl, int64_t task, int64_t g)
 {
     fia_item x;
-    x.split = it % pl->splits, it /= pl->splits;
-    x.qb = it % pl->qblocks, it /= pl->qblocks;
-    x.n2 = it % p->N2, x.b = it / p->N2;
+    x.split = task % pl->splits, task /= pl->splits;
+    x.qb = task % pl->qgroups * pl->group + g, task /= pl->qgroups;
+    x.n2 = task % p->N2, x.b = task / p->N2;
     x.L1 = fia_q_len(p, x.b), x.L2 = fia_kv_len(p, x.b);
     const int64_t first = x.qb * pl->Mq, all = x.L1 * p->G;
     x.rows = all - first < 0 ? 0 : all - first > pl->Mq ? pl->Mq : all - first;
+    x.part = ((x.b * p->N2 + x.n2) * pl->qblocks + x.qb) * pl->splits + x.split;
     return x;
 }
 
@@ -204,6 +307,64 @@ static void pack_q(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
     }
 }
 
+/* The block's query rows for the bf16 tile GEMMs: Qt in VNNI-2 form,
+ * element (d, r) at ((d/2) Mq + r) 2 + d%2 (the rope columns after D, the
+ * pad column of an odd Dk and rows past x->rows zero): the bf16 values as
+ * they are, as the FA forward packs them. */
+static void pack_q_vnni(const fia_problem *p, const fia_plan *pl, const fia_item *x, uint16_t *qt)
+{
+    memset(qt, 0, sizeof(uint16_t) * (size_t)(pl->Dkp * pl->Mq));
+    const int64_t row0 = fia_q_row0(p, x->b);
+    for (int64_t r = 0; r < x->rows; r++) {
+        const int64_t rr = x->qb * pl->Mq + r, i = rr / p->G, h = x->n2 * p->G + rr % p->G;
+        for (int64_t d = 0; d < pl->Dk; d++) {
+            const fia_view *v = d < p->D ? &p->q : &p->qr;
+            const int64_t dd = d < p->D ? d : d - p->D;
+            const uint16_t *src = (const uint16_t *)(const void *)v->data + fia_q_at(v, x->b, h, row0 + i);
+            qt[((d / 2) * pl->Mq + r) * 2 + d % 2] = src[dd * v->sd];
+        }
+    }
+}
+
+/* The keys [j0, j0 + kc) query row i drops, -FLT_MAX in its scores (any
+ * set where one is kept): a sparse mode's band in two runs, a user mask key
+ * by key (a call per key cost a prompt as much as its scores' other work). */
+static void mask_row(const fia_problem *p, const fia_item *x, int64_t i, int64_t j0, int64_t kc, float *row,
+                     float *any)
+{
+    int64_t lo, hi;
+    if (!fia_kept_band(p, i, x->L1, x->L2, &lo, &hi)) {
+        for (int64_t c = 0; c < kc; c++) {
+            if (fia_kept(p, x->b, i, j0 + c, x->L1, x->L2)) *any = 1.0f;
+            else row[c] = -FLT_MAX;
+        }
+        return;
+    }
+    const int64_t first = lo - j0 < 0 ? 0 : lo - j0 > kc ? kc : lo - j0;       /* the kept columns [first, end) */
+    const int64_t end = hi + 1 - j0 < first ? first : hi + 1 - j0 > kc ? kc : hi + 1 - j0;
+    for (int64_t c = 0; c < first; c++) row[c] = -FLT_MAX;
+    for (int64_t c = end; c < kc; c++) row[c] = -FLT_MAX;
+    if (first < end) *any = 1.0f;
+}
+
+/* s [rows][KC] = scale raw^T, raw [cols][ld]: in 4 x 4 blocks, four loads
+ * of four adjacent values and four stores of four, which the vectoriser
+ * turns into shuffles (element by element, the transpose cost a chunked
+ * prefill ~9 %), the edges element by element. */
+static void transpose_scaled(const float *raw, int64_t ld, int64_t rows, int64_t cols, float scale, float *s)
+{
+    const int64_t r4 = rows / 4 * 4, c4 = cols / 4 * 4;
+    for (int64_t c0 = 0; c0 < c4; c0 += 4)
+        for (int64_t r0 = 0; r0 < r4; r0 += 4) {
+            const float *a = raw + c0 * ld + r0;
+            float *d = s + r0 * FIA_KC + c0;
+            for (int i = 0; i < 4; i++)
+                for (int k = 0; k < 4; k++) d[i * FIA_KC + k] = scale * a[k * ld + i];
+        }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = r < r4 ? c4 : 0; c < cols; c++) s[r * FIA_KC + c] = scale * raw[c * ld + r];
+}
+
 /* S [Mq][KC] from the raw scores (element (r, c) at raw[r raw_r + c raw_c];
  * raw may be s): scale (and the cap), pse, ALiBi, mask (-FLT_MAX); any[r]
  * set where a key is kept. */
@@ -212,10 +373,12 @@ static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
 {
     const bool all_kept = p->mask == FIA_MASK_NONE && (p->decode || p->sparse_mode <= 1);
     const float scale = p->softcap > 0.0 ? 1.0f : (float)p->scale; /* the cap's kernel scales */
-    for (int64_t r = 0; r < pl->Mq; r++) {
-        float *row = s + r * FIA_KC;
-        for (int64_t c = 0; c < kc; c++) row[c] = scale * raw[r * raw_r + c * raw_c];
-    }
+    if (raw_r == 1) transpose_scaled(raw, raw_c, pl->Mq, kc, scale, s);
+    else
+        for (int64_t r = 0; r < pl->Mq; r++) {
+            float *row = s + r * FIA_KC;
+            for (int64_t c = 0; c < kc; c++) row[c] = scale * raw[r * raw_r + c];
+        }
     if (p->softcap > 0.0) /* before the biases (flash-attn's order) */
         k->softcap(s, (int)x->rows, (int)kc, FIA_KC, (float)(p->scale / p->softcap), (float)p->softcap, NULL);
     for (int64_t r = 0; r < x->rows; r++) {
@@ -227,10 +390,8 @@ static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
         if (p->alibi) /* -slope |j0 + c - (i + L2 - L1)|: the kernel's one-row form, its scale 1 */
             k->add_alibi(row, 1, (int)kc, FIA_KC, 1.0f, p->alibi[x->b * p->alibi_sb + h * p->alibi_sh],
                          (float)(j0 - i - (x->L2 - x->L1)), false);
-        for (int64_t c = 0; c < kc; c++) {
-            if (all_kept || fia_kept(p, x->b, i, j0 + c, x->L1, x->L2)) any[r] = 1.0f;
-            else row[c] = -FLT_MAX;
-        }
+        if (all_kept) any[r] = 1.0f;
+        else mask_row(p, x, i, j0, kc, row, any + r);
     }
 }
 
@@ -239,11 +400,11 @@ typedef struct fia_partial {
     float *m, *l, *any, *o;
 } fia_partial;
 
-/* One tile through the tile GEMMs: the keys and values widened and
+/* A tile for the f32 tile GEMMs: the keys and values widened and
  * dequantised into Kc, Vc (the tail of a last tile zero: padding scores, P
- * there is 0), S^T = Kc . Qt, then S; returns S's place. */
-static float *gemm_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
-                          const fia_scratch *w, float *any, const fa_kernels *k)
+ * there is 0). */
+static void widen_tile(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                       const fia_scratch *w, const fa_kernels *k)
 {
     const int64_t kv0 = fia_kv_row0(p, x->b);
     for (int64_t c = 0; c < kc; c++) {
@@ -256,9 +417,97 @@ static float *gemm_scores(const fia_problem *p, const fia_plan *pl, const fia_it
     }
     memset(w->kc + kc * pl->Dk, 0, sizeof(float) * (size_t)((FIA_KC - kc) * pl->Dk));
     memset(w->vc + kc * p->Dv, 0, sizeof(float) * (size_t)((FIA_KC - kc) * p->Dv));
-    tile_gemm_run(&pl->qk, w->kc, w->q, w->st);
+}
+
+/* Kc [KC][Dkp] bf16 for the bf16 tile GEMMs: the tile's key rows (and
+ * rope columns) copied as they are; the pad column and the rows past kc
+ * zero (their scores are never read, but a NaN there must not reach S^T). */
+static void copy_keys_bf16(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                           uint16_t *kc16)
+{
+    const int64_t kv0 = fia_kv_row0(p, x->b);
+    for (int64_t c = 0; c < kc; c++) {
+        uint16_t *dst = kc16 + c * pl->Dkp;
+        memcpy(dst, p->k.data + fia_kv_at(p, &p->k, x->b, x->n2, kv0, j0 + c) * p->k.es, (size_t)p->D * 2);
+        if (p->Dr)
+            memcpy(dst + p->D, p->kr.data + fia_kv_at(p, &p->kr, x->b, x->n2, kv0, j0 + c) * p->kr.es,
+                   (size_t)p->Dr * 2);
+        if (pl->Dkp > pl->Dk) dst[pl->Dk] = 0;
+    }
+    memset(kc16 + kc * pl->Dkp, 0, sizeof(uint16_t) * (size_t)((FIA_KC - kc) * pl->Dkp));
+}
+
+/* Vc [KC/2][Dv][2] bf16: the tile's value rows interleaved in pairs by
+ * pack_rows_vnni, once per run of rows that are ss apart in the cache (the
+ * whole tile when contiguous, the part in one block when paged; runs start
+ * at even rows, bf16_tiles); rows past kc zero (P there is 0, and 0 times a
+ * stale NaN would not be). */
+static void pack_values_vnni(const fia_problem *p, const fia_item *x, int64_t j0, int64_t kc, uint16_t *vc16)
+{
+    const int64_t kv0 = fia_kv_row0(p, x->b);
+    for (int64_t c = 0; c < kc;) {
+        const int64_t in_block = p->paged ? p->block_size - (j0 + c) % p->block_size : kc - c;
+        const int64_t valid = in_block < kc - c ? in_block : kc - c;
+        const int64_t rows = c + valid == kc ? FIA_KC - c : valid; /* the last run takes the zero tail */
+        const fa_view v = {(char *)(uintptr_t)(p->v.data + fia_kv_at(p, &p->v, x->b, x->n2, kv0, j0 + c) * p->v.es),
+                           p->v.dtype, p->v.es, 0, 0, p->v.ss, p->v.sd};
+        pack_rows_vnni(&v, 0, 0, 0, rows, valid, p->Dv, vc16 + c * p->Dv, p->Dv);
+        c += valid;
+    }
+}
+
+/* The tile's key rows in the cache, when they are a whole tile of rows ss
+ * apart (contiguous, or in one block) and qk_cache takes them; else NULL. */
+static const void *keys_in_cache(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc)
+{
+    if (!pl->keys_in_place || kc < FIA_KC || (p->paged && j0 % p->block_size + FIA_KC > p->block_size)) return NULL;
+    return p->k.data + fia_kv_at(p, &p->k, x->b, x->n2, fia_kv_row0(p, x->b), j0) * p->k.es;
+}
+
+/* A tile for the tile GEMMs, once for all the item's query blocks: Vc
+ * packed or widened; returns the key rows S^T = K . Qt takes (the cache's
+ * own, or their copy Kc), *qk the GEMM that takes them. */
+static const void *prepare_tile(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                                const fia_scratch *w, const tile_gemm **qk, const fa_kernels *k)
+{
+    *qk = &pl->qk;
+    if (!pl->bf16) {
+        widen_tile(p, pl, x, j0, kc, w, k);
+        return w->kc;
+    }
+    pack_values_vnni(p, x, j0, kc, w->vc16);
+    const void *keys = keys_in_cache(p, pl, x, j0, kc);
+    if (keys) {
+        *qk = &pl->qk_cache;
+        return keys;
+    }
+    copy_keys_bf16(p, pl, x, j0, kc, w->kc16);
+    return w->kc16;
+}
+
+/* One query block's scores on a prepared tile: S^T = K . Qt (w: the
+ * block's query pack), then S; returns S's place. */
+static float *tile_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
+                          const fia_scratch *w, const void *keys, const tile_gemm *qk, float *any,
+                          const fa_kernels *k)
+{
+    tile_gemm_run(qk, keys, pl->bf16 ? (const void *)w->q16 : (const void *)w->q, w->st);
     scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any, k);
     return w->s;
+}
+
+/* O += P . Vc through the tile GEMMs: P rounded to bf16 first where the
+ * operands are bf16 (to_bf16 into Pb for the bf16 kind; to bf16 values in
+ * place for the f32 one), as the FA forward does. */
+static void gemm_pv(const fia_plan *pl, const fia_scratch *w, float *s, float *o, const fa_kernels *k)
+{
+    if (pl->bf16) {
+        k->to_bf16(s, (int)pl->Mq, FIA_KC, w->pb, FIA_KC, false);
+        tile_gemm_run(&pl->pv, w->pb, w->vc16, o);
+        return;
+    }
+    if (pl->round_p) k->round_bf16(s, (int)(pl->Mq * FIA_KC));
+    tile_gemm_run(&pl->pv, s, w->vc, o);
 }
 
 /* Where row c of a key-like view's tile is. */
@@ -360,32 +609,107 @@ static void finish_values(const fia_problem *p, const fia_plan *pl, const fia_sc
     }
 }
 
-/* One item: its partial result into `out`. */
-static void run_item(const fia_problem *p, const fia_plan *pl, const fia_item *x, float *ws, const float *channels,
-                     float *out, const cpu_kernel_set *ks)
+/* Once the running maxima settle, every alpha is 1 and O needs no
+ * rescaling (o * 1 = o exactly: skipping it changes no bit; the FA
+ * forward's rule). */
+static bool all_ones(const float *alpha, int64_t n)
 {
-    fia_scratch w = scratch_at(ws, p, pl);
-    w.k_scale = channels + x->n2 * p->D, w.k_offset = w.k_scale + p->N2 * p->D;
-    w.v_scale = channels + 2 * p->N2 * p->D + x->n2 * p->Dv, w.v_offset = w.v_scale + p->N2 * p->Dv;
+    for (int64_t r = 0; r < n; r++)
+        if (alpha[r] != 1.0f) return false;
+    return true;
+}
+
+/* A block's partial result in the workspace, cleared: m -inf, l 0, no key
+ * kept, O 0. */
+static fia_partial partial_at(const fia_problem *p, const fia_plan *pl, float *partials, const fia_item *x)
+{
+    float *out = partials + (size_t)x->part * partial_floats(p, pl);
     const fia_partial part = {out, out + pl->Mq, out + 2 * pl->Mq, out + 3 * pl->Mq};
     for (int64_t r = 0; r < pl->Mq; r++) part.m[r] = -INFINITY, part.l[r] = 0.0f, part.any[r] = 0.0f;
     memset(part.o, 0, sizeof(float) * (size_t)(pl->Mq * p->Dv));
-    const int64_t j_begin = x->split * pl->split_keys, j_end = j_begin + pl->split_keys < x->L2
-                                                                  ? j_begin + pl->split_keys : x->L2;
+    return part;
+}
+
+/* The block's keys [*begin, *end): its split of the batch's keys. */
+static void split_range(const fia_plan *pl, const fia_item *x, int64_t *begin, int64_t *end)
+{
+    *begin = x->split * pl->split_keys;
+    *end = *begin + pl->split_keys < x->L2 ? *begin + pl->split_keys : x->L2;
+}
+
+/* One online-softmax step of a block on a tile's scores s: P, (m, l), O
+ * rescaled. */
+static void softmax_step(const fia_problem *p, const fia_plan *pl, const fia_partial *part, float *s, int64_t kc,
+                         float *alpha, const fa_kernels *k)
+{
+    k->softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, part->m, part->l, alpha);
+    if (!all_ones(alpha, pl->Mq)) k->scale_rows(part->o, (int)pl->Mq, (int)p->Dv, alpha);
+}
+
+/* A few-row block through the fia kernels on the cache in place. */
+static void run_direct(const fia_problem *p, const fia_plan *pl, const fia_item *x, fia_scratch *w,
+                       const fia_partial *part, const cpu_kernel_set *ks)
+{
+    int64_t j_begin, j_end;
+    split_range(pl, x, &j_begin, &j_end);
     if (x->rows == 0 || j_begin >= j_end) return;
-    pack_q(p, pl, x, &w, &ks->fa);
-    if (pl->few_rows) fold_key_quant(p, pl, &w);
-    memset(w.v_fix, 0, sizeof(float) * (size_t)pl->Mq);
+    pack_q(p, pl, x, w, &ks->fa);
+    fold_key_quant(p, pl, w);
+    memset(w->v_fix, 0, sizeof(float) * (size_t)pl->Mq);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += FIA_KC) {
         const int64_t kc = j_end - j0 < FIA_KC ? j_end - j0 : FIA_KC;
-        float *s = pl->few_rows ? direct_scores(p, pl, x, j0, kc, &w, part.any, ks)
-                                : gemm_scores(p, pl, x, j0, kc, &w, part.any, &ks->fa);
-        ks->fa.softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, part.m, part.l, w.alpha);
-        ks->fa.scale_rows(part.o, (int)pl->Mq, (int)p->Dv, w.alpha);
-        if (pl->few_rows) direct_pv(p, pl, x, j0, kc, &w, part.o, &ks->fia);
-        else tile_gemm_run(&pl->pv, s, w.vc, part.o);
+        float *s = direct_scores(p, pl, x, j0, kc, w, part->any, ks);
+        softmax_step(p, pl, part, s, kc, w->alpha, &ks->fa);
+        direct_pv(p, pl, x, j0, kc, w, part->o, &ks->fia);
     }
-    if (pl->few_rows) finish_values(p, pl, &w, &part);
+    finish_values(p, pl, w, part);
+}
+
+/* The scratch of block g of an item: its own query pack. */
+static fia_scratch block_scratch(const fia_scratch *w, const fia_plan *pl, int64_t g)
+{
+    fia_scratch b = *w;
+    b.q = w->q + g * q_floats(pl), b.q16 = (uint16_t *)(void *)b.q;
+    return b;
+}
+
+/* Work item `task` (b, n2, up to `group` query blocks, split): each block's
+ * partial result into the workspace.  The tile GEMMs prepare every tile
+ * once for all the blocks; the few-row kernels take one block. */
+static void run_item(const fia_problem *p, const fia_plan *pl, int64_t task, float *ws, const float *channels,
+                     float *partials, const cpu_kernel_set *ks)
+{
+    fia_scratch w = scratch_at(ws, p, pl);
+    fia_item x[FIA_MAX_GROUP];
+    fia_partial part[FIA_MAX_GROUP];
+    const int64_t first = task / pl->splits % pl->qgroups * pl->group;
+    const int64_t n = pl->qblocks - first < pl->group ? pl->qblocks - first : pl->group;
+    if (n < 1) return; /* never: a task's group has a block */
+    for (int64_t g = 0; g < n; g++) x[g] = item_of(p, pl, task, g), part[g] = partial_at(p, pl, partials, &x[g]);
+    w.k_scale = channels + x[0].n2 * p->D, w.k_offset = w.k_scale + p->N2 * p->D;
+    w.v_scale = channels + 2 * p->N2 * p->D + x[0].n2 * p->Dv, w.v_offset = w.v_scale + p->N2 * p->Dv;
+    if (pl->few_rows) {
+        run_direct(p, pl, &x[0], &w, &part[0], ks);
+        return;
+    }
+    int64_t j_begin, j_end;
+    split_range(pl, &x[0], &j_begin, &j_end);
+    for (int64_t g = 0; g < n && j_begin < j_end; g++) {
+        const fia_scratch wg = block_scratch(&w, pl, g);
+        if (x[g].rows && pl->bf16) pack_q_vnni(p, pl, &x[g], wg.q16);
+        else if (x[g].rows) pack_q(p, pl, &x[g], &wg, &ks->fa);
+    }
+    for (int64_t j0 = j_begin; j0 < j_end && x[0].rows; j0 += FIA_KC) { /* block 0 holds rows if any does */
+        const int64_t kc = j_end - j0 < FIA_KC ? j_end - j0 : FIA_KC;
+        const tile_gemm *qk;
+        const void *keys = prepare_tile(p, pl, &x[0], j0, kc, &w, &qk, &ks->fa);
+        for (int64_t g = 0; g < n && x[g].rows; g++) {
+            const fia_scratch wg = block_scratch(&w, pl, g);
+            float *s = tile_scores(p, pl, &x[g], j0, kc, &wg, keys, qk, part[g].any, &ks->fa);
+            softmax_step(p, pl, &part[g], s, kc, w.alpha, &ks->fa);
+            gemm_pv(pl, &w, s, part[g].o, &ks->fa);
+        }
+    }
 }
 
 /* Row (b, h, query row i) from the splits' partials, rounded once. */
@@ -438,10 +762,7 @@ void fia_cpu_run(const fia_problem *p, void *workspace)
             if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, n2, p->Dv, v, v + p->N2 * p->Dv);
         }
 #pragma omp for schedule(dynamic)
-        for (int64_t it = 0; it < pl.items; it++) {
-            const fia_item x = item_of(p, &pl, it);
-            run_item(p, &pl, &x, ws, channels, partials + (size_t)it * partial_floats(p, &pl), ks);
-        }
+        for (int64_t task = 0; task < pl.tasks; task++) run_item(p, &pl, task, ws, channels, partials, ks);
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < p->B * p->N1; bh++) {
             const int64_t b = bh / p->N1, h = bh % p->N1, L1 = fia_q_len(p, b);

@@ -55,6 +55,21 @@ bool fia_kept(const fia_problem *p, int64_t b, int64_t i, int64_t j, int64_t L1,
     }
 }
 
+bool fia_kept_band(const fia_problem *p, int64_t i, int64_t L1, int64_t L2, int64_t *lo, int64_t *hi)
+{
+    if (p->mask == FIA_MASK_USER) return false;
+    const int64_t shift = L2 - L1;
+    *lo = 0, *hi = L2 - 1; /* decode, modes 1 and 0 without a mask: every key */
+    if (p->decode) return true;
+    switch (p->sparse_mode) {
+    case 0: case 1: break;
+    case 2: *hi = i; break;
+    case 3: *hi = i + shift; break;
+    default: *lo = i + shift - p->pre_tokens, *hi = i + shift + p->next_tokens; break; /* 4 */
+    }
+    return true;
+}
+
 void fia_dequant(const fia_quant *q, int64_t b, int64_t n2, int64_t s, int64_t d, double *scale, double *offset)
 {
     int64_t at = 0;

@@ -139,6 +139,10 @@ static inline int64_t fia_kv_at(const fia_problem *p, const fia_view *v, int64_t
 /* Whether query row i of batch b keeps key j (i < act_q[b], j < act_kv[b]):
  * the mask, the sparse mode's rule and the tokens (fia_mask.c). */
 bool fia_kept(const fia_problem *p, int64_t b, int64_t i, int64_t j, int64_t L1, int64_t L2);
+/* The same rule as a band where no user mask applies: row i keeps exactly
+ * the keys lo <= j <= hi (of 0 .. L2 - 1); false with a user mask (ask
+ * fia_kept per key).  The fast kernel masks a tile's row in two runs. */
+bool fia_kept_band(const fia_problem *p, int64_t i, int64_t L1, int64_t L2, int64_t *lo, int64_t *hi);
 
 /* The dequantisation of an int8 key or value element (b, n2, s, d): its
  * scale and offset (1 and 0 for a float cache). */
