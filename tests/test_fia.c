@@ -86,6 +86,18 @@ static const fia_test CASES[] = {
     {"prompt bf16 MHA causal 3, paged 64, rope Dr 7, 37-row blocks (bf16 tile GEMMs)",
      {.B = 2, .N1 = 4, .N2 = 4, .S1 = 37, .S2 = 400, .D = 64, .Dv = 64, .Dr = 7, .dtype = ATTNOPS_DTYPE_BF16,
       .block_size = 64, .nkv = 2, .kv_len = {400, 150}, .sparse_mode = 3, BNSD}},
+    /* a sparse mode's band across many tiles: a block skips the tiles none of its rows keeps, before the band
+     * (mode 4's pre_tokens) and after it (modes 2 and 4), and a block of rows that keep no key at all */
+    {"prompt bf16 band 4 (pre 150, next 20), paged 64, 4 splits of blocks (tiles skipped both sides)",
+     {.B = 2, .N1 = 4, .N2 = 2, .S1 = 200, .S2 = 900, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 64, .nkv = 2, .kv_len = {900, 420}, .sparse_mode = 4, .pre_tokens = 150, .next_tokens = 20,
+      .layout = ATTNOPS_LAYOUT_BNSD, .lse = true}},
+    {"prompt f16 causal 2 (top-left), lengths, S1 150 over 700 keys (f32 tile GEMMs, tiles skipped after)",
+     {.B = 2, .N1 = 2, .N2 = 2, .S1 = 150, .S2 = 700, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16, .nq = 2,
+      .q_len = {150, 90}, .nkv = 2, .kv_len = {700, 500}, .sparse_mode = 2, BNSD}},
+    {"prompt f32 band 4 (pre -77, next 100), 80 rows, 130 keys (first key a tile's last; rows keeping none)",
+     {.B = 1, .N1 = 2, .N2 = 1, .S1 = 80, .S2 = 130, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32,
+      .sparse_mode = 4, .pre_tokens = -77, .next_tokens = 100, .layout = ATTNOPS_LAYOUT_BNSD, .lse = true}},
     /* three query blocks a (b, n2): one thread takes them together (each tile prepared once), two threads
      * one by one; the same bits (check_case) */
     {"prompt f16 int8 per token and head, GQA 4 causal, lengths, 3 blocks (f32 tile GEMMs, grouped)",

@@ -637,6 +637,31 @@ static void split_range(const fia_plan *pl, const fia_item *x, int64_t *begin, i
     *end = *begin + pl->split_keys < x->L2 ? *begin + pl->split_keys : x->L2;
 }
 
+/* The keys [*lo, *hi] some row of the block keeps (all of them under a user
+ * mask): the sparse modes' bands move right with the row, so the first row's
+ * start and the last row's end bound them.  Tiles outside it are all masked
+ * for every row of the block and are skipped: a tile of -FLT_MAX scores
+ * adds nothing (a kept key after it rescales its sums by 0), so skipping it
+ * changes no row's result; a causal prompt does half the work. */
+static void kept_keys(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t *lo, int64_t *hi)
+{
+    const int64_t first = x->qb * pl->Mq / p->G, last = (x->qb * pl->Mq + x->rows - 1) / p->G;
+    int64_t unused;
+    *lo = 0, *hi = x->L2 - 1;
+    if (!x->rows || !fia_kept_band(p, first, x->L1, x->L2, lo, &unused)) return;
+    fia_kept_band(p, last, x->L1, x->L2, &unused, hi);
+    *lo = *lo < 0 ? 0 : *lo;
+    *hi = *hi > x->L2 - 1 ? x->L2 - 1 : *hi;
+}
+
+/* The split's keys [*begin, *end) cut to the tiles that touch [lo, hi]
+ * (tiles keep their places: whole FIA_KC steps from the split's start). */
+static void cut_to_kept(int64_t lo, int64_t hi, int64_t *begin, int64_t *end)
+{
+    if (lo > *begin) *begin += (lo - *begin) / FIA_KC * FIA_KC;
+    if (hi + 1 < *end) *end = hi + 1;
+}
+
 /* One online-softmax step of a block on a tile's scores s: P, (m, l), O
  * rescaled. */
 static void softmax_step(const fia_problem *p, const fia_plan *pl, const fia_partial *part, float *s, int64_t kc,
@@ -650,8 +675,10 @@ static void softmax_step(const fia_problem *p, const fia_plan *pl, const fia_par
 static void run_direct(const fia_problem *p, const fia_plan *pl, const fia_item *x, fia_scratch *w,
                        const fia_partial *part, const cpu_kernel_set *ks)
 {
-    int64_t j_begin, j_end;
+    int64_t j_begin, j_end, lo, hi;
     split_range(pl, x, &j_begin, &j_end);
+    kept_keys(p, pl, x, &lo, &hi);
+    cut_to_kept(lo, hi, &j_begin, &j_end);
     if (x->rows == 0 || j_begin >= j_end) return;
     pack_q(p, pl, x, w, &ks->fa);
     fold_key_quant(p, pl, w);
@@ -692,8 +719,12 @@ static void run_item(const fia_problem *p, const fia_plan *pl, int64_t task, flo
         run_direct(p, pl, &x[0], &w, &part[0], ks);
         return;
     }
-    int64_t j_begin, j_end;
+    int64_t j_begin, j_end, lo[FIA_MAX_GROUP], hi[FIA_MAX_GROUP];
     split_range(pl, &x[0], &j_begin, &j_end);
+    for (int64_t g = 0; g < n; g++) kept_keys(p, pl, &x[g], &lo[g], &hi[g]);
+    int64_t last = n - 1; /* the last block with rows (block 0 holds rows if any does) */
+    while (last > 0 && !x[last].rows) last--;
+    cut_to_kept(lo[0], hi[last], &j_begin, &j_end);
     for (int64_t g = 0; g < n && j_begin < j_end; g++) {
         const fia_scratch wg = block_scratch(&w, pl, g);
         if (x[g].rows && pl->bf16) pack_q_vnni(p, pl, &x[g], wg.q16);
@@ -704,6 +735,7 @@ static void run_item(const fia_problem *p, const fia_plan *pl, int64_t task, flo
         const tile_gemm *qk;
         const void *keys = prepare_tile(p, pl, &x[0], j0, kc, &w, &qk, &ks->fa);
         for (int64_t g = 0; g < n && x[g].rows; g++) {
+            if (j0 > hi[g] || j0 + kc <= lo[g]) continue; /* every row of the block drops the tile */
             const fia_scratch wg = block_scratch(&w, pl, g);
             float *s = tile_scores(p, pl, &x[g], j0, kc, &wg, keys, qk, part[g].any, &ks->fa);
             softmax_step(p, pl, &part[g], s, kc, w.alpha, &ks->fa);
