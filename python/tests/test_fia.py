@@ -440,9 +440,9 @@ def test_int8_kv_combined_and_refusals():
 @pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD"])
 def test_prompt_runs_on_the_flashattention_forward(layout):
     """A dense or causal prompt (no mask; sparse mode 2; 3 with S2 >= S1) over a contiguous float cache, with more
-    rows than the few-row kernels take, runs on the FlashAttention forward: its output is that operator's bit for
-    bit and its lse max + ln sum of that operator's statistics; both are the oracle's (in _check).  Per-batch
-    lengths keep it on the split-KV kernel (still the oracle's)."""
+    rows than one query block of the split-KV kernel (64), runs on the FlashAttention forward: its output is that
+    operator's bit for bit and its lse max + ln sum of that operator's statistics; both are the oracle's (in
+    _check).  Per-batch lengths keep it on the split-KV kernel (still the oracle's)."""
     from attnops import ops
     causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
     q, k, v = _qkv(layout, 2, 8, 2, 40, 64, 32, torch.bfloat16, seed=80)

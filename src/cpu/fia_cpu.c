@@ -67,7 +67,6 @@
 #include "cpu/tile_gemm.h"
 
 enum {
-    FIA_MQ = 64,     /* query rows of a block (G heads x query rows) */
     FIA_KC = 128,    /* keys of a tile */
     FIA_SPLIT = 512, /* keys of a split when the query blocks alone are too few items */
     FIA_MIN_ITEMS = 64,

@@ -8,7 +8,10 @@
 
 /* The most rows of a query block the few-row kernels take (a decode step's
  * kv group, a short speculative step); larger blocks use the tile GEMMs. */
-enum { FIA_DIRECT_ROWS = 16 };
+enum {
+    FIA_DIRECT_ROWS = 16,
+    FIA_MQ = 64 /* query rows of a block (G heads x query rows) */
+};
 
 size_t fia_cpu_workspace(const fia_problem *p);
 void fia_cpu_run(const fia_problem *p, void *workspace);
