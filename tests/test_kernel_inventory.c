@@ -830,6 +830,32 @@ static void run_softmax(const cpu_kernel_set *k, const char *isa)
     check_exp(&k->fa, isa, k->fa.softmax_fwd == cpu_kernels_portable.fa.softmax_fwd);
 }
 static void run_scores(const cpu_kernel_set *k, const char *isa) { check_scores(&k->fa, &cpu_kernels_portable.fa, isa); }
+
+/* transpose_scaled bit for bit against its statement (one product an element), on block-sized and ragged
+ * shapes (rows and cols below, at and past 4, 8 and 16 lanes) in padded leading dimensions, NaN and -0
+ * carried; everything past rows x cols of dst untouched. */
+static void run_transpose(const cpu_kernel_set *k, const char *isa)
+{
+    enum { MAXR = 70, MAXC = 130, LDS = 72, LDD = 131 };
+    static const int shapes[][2] = {{1, 1}, {3, 5}, {4, 4}, {8, 8}, {16, 16}, {17, 33}, {64, 128}, {70, 129}};
+    static float src[MAXC * LDS], dst[MAXR * LDD];
+    tu_rng r = tu_rng_make(23);
+    for (int i = 0; i < MAXC * LDS; i++) src[i] = (float)tu_randn(&r);
+    src[5] = NAN, src[LDS + 2] = -0.0f;
+    int bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int rows = shapes[s][0], cols = shapes[s][1];
+        for (int i = 0; i < MAXR * LDD; i++) dst[i] = 1234.5f;
+        k->fa.transpose_scaled(src, LDS, rows, cols, 0.37f, dst, LDD);
+        for (int i = 0; i < MAXR; i++)
+            for (int c = 0; c < LDD; c++) {
+                const float want = i < rows && c < cols ? 0.37f * src[c * LDS + i] : 1234.5f;
+                bad += memcmp(&want, &dst[i * LDD + c], sizeof want) != 0;
+            }
+    }
+    TU_CHECK(bad == 0, "%s transpose_scaled: %d elements differ from scale * src^T (or written past the shape)", isa,
+             bad);
+}
 static void run_softcap(const cpu_kernel_set *k, const char *isa)
 {
     static bool accuracy_checked; /* vec_tanh_ref's own accuracy: once, not per ISA */
@@ -928,6 +954,7 @@ static const struct {
     {"fa.apply_keep", run_keep},
     {"fa.softmax_fwd fa.softmax_bwd", run_softmax},
     {"fa.scale_rows fa.add_bias fa.add_alibi", run_scores},
+    {"fa.transpose_scaled", run_transpose},
     {"fa.softcap fa.softcap_grad", run_softcap},
     {"kp.group_pool", run_pool},
     {"ar.ar_dots ar.ar_dots_f64 ar.ar_accumulate ar.ar_store_div ar.ar_dots_split ar.ar_accumulate_split "
@@ -992,6 +1019,11 @@ static void bad_scale_rows(float *o, int rows, int cols, const float *alpha)
 {
     P->fa.scale_rows(o, rows, cols, alpha);
     o[0] = up(o[0]);
+}
+static void bad_transpose_scaled(const float *src, int ld_src, int rows, int cols, float scale, float *dst, int ld_dst)
+{
+    P->fa.transpose_scaled(src, ld_src, rows, cols, scale, dst, ld_dst);
+    dst[(size_t)(rows - 1) * ld_dst + cols - 1] = up(dst[(size_t)(rows - 1) * ld_dst + cols - 1]);
 }
 static void bad_add_bias(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dt,
                          int64_t ld_b, bool add_then_scale)
@@ -1141,7 +1173,7 @@ static void bad_ref_gemm_acc(int64_t M, int64_t N, int64_t K, const double *a, i
 static const cpu_kernel_set BROKEN = {
     .fa = {.softmax_fwd = bad_softmax_fwd, .softmax_bwd = bad_softmax_bwd, .to_bf16 = bad_to_bf16,
            .round_bf16 = bad_round_bf16, .f16_to_f32 = bad_f16_to_f32, .f32_to_f16 = bad_f32_to_f16,
-           .scale_rows = bad_scale_rows, .add_bias = bad_add_bias,
+           .scale_rows = bad_scale_rows, .transpose_scaled = bad_transpose_scaled, .add_bias = bad_add_bias,
            .add_alibi = bad_add_alibi, .philox_bytes = bad_philox_bytes, .philox_blocks = bad_philox_blocks,
            .fp8_round = bad_fp8_round, .abs_max = bad_abs_max, .scale2 = bad_scale2, .apply_keep = bad_apply_keep,
            .softcap = bad_softcap, .softcap_grad = bad_softcap_grad},

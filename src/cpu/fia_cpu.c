@@ -36,7 +36,7 @@
  *    (scattered, when paged) key rows, or no copy at all: the cache's rows
  *    themselves where a whole tile lies ss apart (contiguous, or in one
  *    block), ss even, without rope or pad column; the transposing pack
- *    falls on Q, once per block, and S^T turns into S in 4 x 4 blocks as it
+ *    falls on Q, once per block, and S^T turns into S (fa.transpose_scaled) as it
  *    is scaled.  (S = Q . K^T, FA's arrangement, packs K pair-transposed
  *    per tile: on a chunked prefill ~11 % slower with one block an item,
  *    ~3.5 % faster with eight.  The blocks an item takes follow the thread
@@ -346,24 +346,6 @@ static void mask_row(const fia_problem *p, const fia_item *x, int64_t i, int64_t
     if (first < end) *any = 1.0f;
 }
 
-/* s [rows][KC] = scale raw^T, raw [cols][ld]: in 4 x 4 blocks, four loads
- * of four adjacent values and four stores of four, which the vectoriser
- * turns into shuffles (element by element, the transpose cost a chunked
- * prefill ~9 %), the edges element by element. */
-static void transpose_scaled(const float *raw, int64_t ld, int64_t rows, int64_t cols, float scale, float *s)
-{
-    const int64_t r4 = rows / 4 * 4, c4 = cols / 4 * 4;
-    for (int64_t c0 = 0; c0 < c4; c0 += 4)
-        for (int64_t r0 = 0; r0 < r4; r0 += 4) {
-            const float *a = raw + c0 * ld + r0;
-            float *d = s + r0 * FIA_KC + c0;
-            for (int i = 0; i < 4; i++)
-                for (int k = 0; k < 4; k++) d[i * FIA_KC + k] = scale * a[k * ld + i];
-        }
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = r < r4 ? c4 : 0; c < cols; c++) s[r * FIA_KC + c] = scale * raw[c * ld + r];
-}
-
 /* S [Mq][KC] from the raw scores (element (r, c) at raw[r raw_r + c raw_c];
  * raw may be s): scale (and the cap), pse, ALiBi, mask (-FLT_MAX); any[r]
  * set where a key is kept. */
@@ -372,7 +354,7 @@ static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
 {
     const bool all_kept = p->mask == FIA_MASK_NONE && (p->decode || p->sparse_mode <= 1);
     const float scale = p->softcap > 0.0 ? 1.0f : (float)p->scale; /* the cap's kernel scales */
-    if (raw_r == 1) transpose_scaled(raw, raw_c, pl->Mq, kc, scale, s);
+    if (raw_r == 1) k->transpose_scaled(raw, (int)raw_c, (int)pl->Mq, (int)kc, scale, s, FIA_KC);
     else
         for (int64_t r = 0; r < pl->Mq; r++) {
             float *row = s + r * FIA_KC;

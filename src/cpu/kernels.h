@@ -54,6 +54,10 @@ typedef struct fa_kernels {
     void (*f32_to_f16)(const float *src, int n, uint16_t *dst);
     /* o[r][0..cols) *= alpha[r]. */
     void (*scale_rows)(float *o, int rows, int cols, const float *alpha);
+    /* dst[r][c] = scale * src[c][r] for r < rows, c < cols (src rows ld_src
+     * apart, dst rows ld_dst apart; nothing else written): a tile GEMM's
+     * S^T turned into S as it is scaled (the FIA prompt blocks). */
+    void (*transpose_scaled)(const float *src, int ld_src, int rows, int cols, float scale, float *dst, int ld_dst);
     /* Scores from raw q.k with an external bias of dtype f32, f16 or bf16
      * (contiguous rows): s = (s + bias) * scale when add_then_scale
      * (pse_type 1), else s * scale + bias.  Row strides ld_s, ld_b in
@@ -90,10 +94,10 @@ typedef struct fa_kernels {
     void (*softcap_grad)(float *ds, const float *dtanh, int rows, int cols, int ld);
 } fa_kernels;
 
-#define FA_KERNEL_NAMES(X)                                                                                       \
-    X(softmax_fwd) X(softmax_bwd) X(to_bf16) X(round_bf16) X(f16_to_f32) X(f32_to_f16) X(scale_rows) X(add_bias) X(add_alibi)               \
-    X(philox_bytes) X(philox_blocks) X(fp8_round) X(abs_max) X(scale2) X(apply_keep)                   \
-    X(softcap) X(softcap_grad)
+#define FA_KERNEL_NAMES(X)                                                                                      \
+    X(softmax_fwd) X(softmax_bwd) X(to_bf16) X(round_bf16) X(f16_to_f32) X(f32_to_f16) X(scale_rows)              \
+    X(transpose_scaled) X(add_bias) X(add_alibi) X(philox_bytes) X(philox_blocks) X(fp8_round) X(abs_max)          \
+    X(scale2) X(apply_keep) X(softcap) X(softcap_grad)
 
 /* ---- KeyPool (src/cpu/kp_cpu.c) ---- */
 typedef struct kp_kernels {

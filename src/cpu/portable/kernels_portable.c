@@ -73,6 +73,13 @@ static void fa_scale_rows__portable(float *o, int rows, int cols, const float *a
         for (int c = 0; c < cols; c++) o[(size_t)r * cols + c] *= alpha[r];
 }
 
+static void fa_transpose_scaled__portable(const float *src, int ld_src, int rows, int cols, float scale, float *dst,
+                                         int ld_dst)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) dst[(size_t)r * ld_dst + c] = scale * src[(size_t)c * ld_src + r];
+}
+
 static void fa_add_bias__portable(float *s, int rows, int cols, int ld_s, float scale, const void *bias, attnops_dtype dtype,
                      int64_t ld_b, bool add_then_scale)
 {

@@ -121,6 +121,34 @@ static void K(fa_scale_rows)(float *o, int rows, int cols, const float *alpha)
     }
 }
 
+/* A VW x VW block at a time: VW rows of src loaded (scaled), then log2(VW)
+ * rounds of interleaving row k with row k + VW/2 (v_zip), which leaves row
+ * k holding column k (the perfect-shuffle transpose); 2 VW log2(VW)
+ * permutes a block where element-wise stores took VW^2. */
+static void K(fa_transpose_scaled)(const float *src, int ld_src, int rows, int cols, float scale, float *dst,
+                                    int ld_dst)
+{
+    const vf sc = v_set1(scale);
+    for (int c0 = 0; c0 < cols; c0 += VW)
+        for (int r0 = 0; r0 < rows; r0 += VW) {
+            const int nc = cols - c0 < VW ? cols - c0 : VW, nr = rows - r0;
+            vf a[VW], b[VW]; /* unrolled, so that both stay in registers */
+#pragma GCC unroll 16
+            for (int k = 0; k < VW; k++)
+                a[k] = k < nc ? v_mul(v_loadn(src + (size_t)(c0 + k) * ld_src + r0, nr), sc) : v_zero();
+#pragma GCC unroll 4
+            for (int round = 1; round < VW; round *= 2) {
+#pragma GCC unroll 8
+                for (int k = 0; k < VW / 2; k++) v_zip(a[k], a[k + VW / 2], &b[2 * k], &b[2 * k + 1]);
+#pragma GCC unroll 16
+                for (int k = 0; k < VW; k++) a[k] = b[k];
+            }
+#pragma GCC unroll 16
+            for (int k = 0; k < VW; k++)
+                if (k < nr) v_storen(dst + (size_t)(r0 + k) * ld_dst + c0, nc, a[k]);
+        }
+}
+
 static void K(fa_f16_to_f32)(const uint16_t *src, int n, float *dst)
 {
     for (int i = 0; i < n; i += VW) v_storen(dst + i, n - i, vh_f16_to_f32(vh_loadn(src + i, n - i)));
@@ -639,7 +667,8 @@ GOLDEN_KERNELS_DECLARE(ATTNOPS_KERNEL_ISA)
 const cpu_kernel_set K(cpu_kernels_simd) = {
     .fa = {.softmax_fwd = K(fa_softmax_fwd), .softmax_bwd = K(fa_softmax_bwd), .to_bf16 = K(fa_to_bf16),
            .round_bf16 = K(fa_round_bf16), .f16_to_f32 = K(fa_f16_to_f32), .f32_to_f16 = K(fa_f32_to_f16),
-           .scale_rows = K(fa_scale_rows), .add_bias = K(fa_add_bias), .add_alibi = K(fa_add_alibi),
+           .scale_rows = K(fa_scale_rows),
+           .transpose_scaled = K(fa_transpose_scaled), .add_bias = K(fa_add_bias), .add_alibi = K(fa_add_alibi),
            .fp8_round = K(fa_fp8_round), .abs_max = K(fa_abs_max), .scale2 = K(fa_scale2),
            .apply_keep = K(fa_apply_keep), .softcap = K(fa_softcap), .softcap_grad = K(fa_softcap_grad)},
     .kp = {.group_pool = K(kp_group_pool)},
