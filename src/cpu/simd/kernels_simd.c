@@ -28,6 +28,7 @@ enum { ROW_STEP = 32, ACCS = ROW_STEP / VW };
  * so the accumulators and the chunk went through the stack (AttnRes on
  * AVX2, 4 parts, ran 3.4 times slower). */
 #define UNROLLED _Pragma("GCC unroll 8")
+#define UNROLLED_VW _Pragma("GCC unroll 16") /* a loop over a step's VW lanes */
 
 /* a[0] + a[1] + ... pairwise: ((a0 + a1) + (a2 + a3)) + ... */
 SIMD_INLINE vf combine(const vf *a, int n)
@@ -132,19 +133,14 @@ static void K(fa_transpose_scaled)(const float *src, int ld_src, int rows, int c
     for (int c0 = 0; c0 < cols; c0 += VW)
         for (int r0 = 0; r0 < rows; r0 += VW) {
             const int nc = cols - c0 < VW ? cols - c0 : VW, nr = rows - r0;
-            vf a[VW], b[VW]; /* unrolled, so that both stay in registers */
-#pragma GCC unroll 16
-            for (int k = 0; k < VW; k++)
+            vf a[VW], b[VW];
+            UNROLLED_VW for (int k = 0; k < VW; k++)
                 a[k] = k < nc ? v_mul(v_loadn(src + (size_t)(c0 + k) * ld_src + r0, nr), sc) : v_zero();
-#pragma GCC unroll 4
-            for (int round = 1; round < VW; round *= 2) {
-#pragma GCC unroll 8
-                for (int k = 0; k < VW / 2; k++) v_zip(a[k], a[k + VW / 2], &b[2 * k], &b[2 * k + 1]);
-#pragma GCC unroll 16
-                for (int k = 0; k < VW; k++) a[k] = b[k];
+            UNROLLED for (int round = 1; round < VW; round *= 2) {
+                UNROLLED for (int k = 0; k < VW / 2; k++) v_zip(a[k], a[k + VW / 2], &b[2 * k], &b[2 * k + 1]);
+                UNROLLED_VW for (int k = 0; k < VW; k++) a[k] = b[k];
             }
-#pragma GCC unroll 16
-            for (int k = 0; k < VW; k++)
+            UNROLLED_VW for (int k = 0; k < VW; k++)
                 if (k < nr) v_storen(dst + (size_t)(r0 + k) * ld_dst + c0, nc, a[k]);
         }
 }
