@@ -529,9 +529,6 @@ static void fold_key_quant(const fia_problem *p, const fia_plan *pl, const fia_s
     }
 }
 
-/* One tile through the few-row kernels on the cache in place: S = Q . K^T
- * (int8 keys dequantised through k_fix and the key's own pair), the rope
- * columns added, then scores(). */
 /* Keys a few-row kernel call takes: ~FIA_PF_BYTES of key and value rows,
  * whose prefetches go before the call.  Measured on Zen 4 (decode, 4096
  * keys, 2 threads): calls of whole tiles without prefetching read the cache
@@ -553,13 +550,15 @@ static void prefetch_rows(const void *const *rows, int64_t c0, int64_t n, int64_
         for (int64_t at = 0; at < bytes; at += 64) __builtin_prefetch((const char *)rows[c] + at, 0, 2);
 }
 
+/* One tile through the few-row kernels on the cache in place: S = Q . K^T
+ * (int8 keys dequantised through k_fix and the key's own pair), the rope
+ * columns added, then scores(). */
 static float *direct_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
                             const fia_scratch *w, float *any, const cpu_kernel_set *ks)
 {
     const fia_kernels *fk = &ks->fia;
-    const void *rows[FIA_KC];
+    const void *rows[FIA_KC], *values[FIA_KC];
     float *s = w->s;
-    const void *values[FIA_KC];
     tile_rows(p, &p->k, x, j0, kc, rows);
     tile_rows(p, &p->v, x, j0, kc, values);
     const int64_t chunk = prefetch_chunk(p);
