@@ -4,10 +4,11 @@
  * bench/run.sh runs the rounds, alternating with the PyTorch peers
  * (bench/peer_keypool.py, bench/peer_attnres.py), and takes the medians.
  *
- * Usage: bench_ops [--threads N] [--json PATH] [--quick] [--calls N] [--op NAME] [--list] [CASES.json ...]
+ * Usage: bench_ops [--threads N] [--json PATH] [--quick] [--calls N] [--op NAME] [--case NAME ...] [--list]
+ *                  [CASES.json ...]
  *   CASES.json: harness case files (docs/HARNESS.md), each case benchmarked
  *   under its name; without files, the built-in cases below (--op: only that
- *   operator's; --list prints them).
+ *   operator's; --case, repeatable: only those; --list prints them).
  *
  * Built-in cases (docs/PERFORMANCE.md):
  *   kp_prefill  KeyPool B=1, S=4096 (512 with --quick), H=4096, D=128, R=4, bf16, LayerNorm, start 0
@@ -106,9 +107,17 @@ static const struct builtin {
 typedef struct options {
     int threads, quick, calls, list;
     const char *json_path, *op;
-    const char *files[32];
-    int nfiles;
+    const char *files[32], *only[32]; /* only: the --case names */
+    int nfiles, nonly;
 } options;
+
+/* Whether a built-in case is among the --case names (all of them without one). */
+static bool chosen(const options *o, const char *name)
+{
+    for (int i = 0; i < o->nonly; i++)
+        if (!strcmp(o->only[i], name)) return true;
+    return o->nonly == 0;
+}
 
 static int parse_options(options *o, int argc, char **argv)
 {
@@ -119,11 +128,12 @@ static int parse_options(options *o, int argc, char **argv)
         else if (!strcmp(a, "--json") && v) o->json_path = v, i++;
         else if (!strcmp(a, "--calls") && v) o->calls = atoi(v), i++;
         else if (!strcmp(a, "--op") && v) o->op = v, i++;
+        else if (!strcmp(a, "--case") && v && o->nonly < 32) o->only[o->nonly++] = v, i++;
         else if (!strcmp(a, "--quick")) o->quick = 1;
         else if (!strcmp(a, "--list")) o->list = 1;
         else if (a[0] != '-' && o->nfiles < 32) o->files[o->nfiles++] = a;
         else return fprintf(stderr, "usage: %s [--threads N] [--json PATH] [--quick] [--calls N] [--op NAME] "
-                                    "[--list] [CASES.json ...]\n", PROG), 2;
+                                    "[--case NAME ...] [--list] [CASES.json ...]\n", PROG), 2;
     }
     harness_op op;
     if (o->op && !harness_op_parse(o->op, &op)) {
@@ -294,7 +304,7 @@ int main(int argc, char **argv)
         const char *json = o.quick && BUILTIN[i].quick ? BUILTIN[i].quick : BUILTIN[i].json;
         harness_case *cases = NULL;
         parse_or_exit(json, BUILTIN[i].name, &cases);
-        if (!o.op || !strcmp(harness_op_name(cases[0].op), o.op))
+        if ((!o.op || !strcmp(harness_op_name(cases[0].op), o.op)) && chosen(&o, BUILTIN[i].name))
             bench_case(&m, &cases[0], BUILTIN[i].name, json, o.calls * BUILTIN[i].calls_factor, &j);
         free(cases);
     }

@@ -408,35 +408,46 @@ FIA_RATE_RATIOS = (
 )
 
 
-def fia_rows(FA, FT, res, A=()):
+# The decode cases run again on the AVX2 path where the CPU has more (bench/run.sh's part fia_avx2).
+FIA_AVX2_CASES = ("decode_bf16", "decode_f16", "decode_f32", "decode_paged_bf16", "long_bf16")
+FIA_AVX2_RATIOS = (FIA_RATIOS[0],)
+
+
+def fia_rows(FA, FT, res, A=(), label="fia"):
     """FusedInferAttentionScore (bench_ops --op infer_attention, peer_fia.py): case rows, then ratio rows; with
-    bench_fa's rounds A, the prompt against the FlashAttention forward of its shape."""
+    bench_fa's rounds A, the prompt against the FlashAttention forward of its shape.  label "fia_avx2": the
+    AVX2 path's decode rounds (their cases and ratio only), reported under that name."""
     rows = []
     if not FA:
         return rows
-    res["fia_copy_gbps"], res["fia_read_gbps"] = med(FA, "copy_gbps"), med(FA, "read_gbps")
+    avx2 = label != "fia"
+    res[f"{label}_copy_gbps"], res[f"{label}_read_gbps"] = med(FA, "copy_gbps"), med(FA, "read_gbps")
     for case, what, goal in FIA_CASES:
-        key = f"fia_{case}"
+        if avx2 and case not in FIA_AVX2_CASES:
+            continue
+        key, name = f"fia_{case}", f"{label}_{case}"
         ms, tms = med(FA, f"{key}_ms_median"), med(FT, f"torch_{key}_ms_median")
         pct, gflops = median_of(numbers(FA, f"{key}_pct_copy_bw")), med(FA, f"{key}_gflops")
         pct_read = median_of(numbers(FA, f"{key}_pct_read_bw"))
         sp = median_of([t[f"torch_{key}_ms_median"] / a[f"{key}_ms_median"] for a, t in zip(FA, FT)
                         if t.get(f"torch_{key}_ms_median") and a.get(f"{key}_ms_median")])
-        for k, v in ((f"{key}_ms_median", ms), (f"{key}_pct_copy_bw", pct), (f"{key}_pct_read_bw", pct_read),
-                     (f"{key}_gflops", gflops),
-                     (f"torch_{key}_ms_median", tms), (f"{key}_speedup_vs_torch", sp)):
+        for k, v in ((f"{name}_ms_median", ms), (f"{name}_pct_copy_bw", pct), (f"{name}_pct_read_bw", pct_read),
+                     (f"{name}_gflops", gflops),
+                     (f"torch_{name}_ms_median", tms), (f"{name}_speedup_vs_torch", sp)):
             if v is not None:
                 res[k] = v
-        rows.append(f"| `{key}` | {what} | {fmt(ms, '.3f')} | {fmt(pct, '.1f')} % | {fmt(pct_read, '.1f')} % "
+        rows.append(f"| `{name}` | {what} | {fmt(ms, '.3f')} | {fmt(pct, '.1f')} % | {fmt(pct_read, '.1f')} % "
                     f"| {fmt(gflops, '.1f')} "
                     f"| {fmt(tms, '.3f')} | {times(sp)} | {goal} |")
-    for name, num, den, goal in FIA_RATIOS:
+    for name, num, den, goal in FIA_AVX2_RATIOS if avx2 else FIA_RATIOS:
         v = median_of([a[f"fia_{num}_ms_median"] / a[f"fia_{den}_ms_median"] for a in FA
                        if a.get(f"fia_{num}_ms_median") and a.get(f"fia_{den}_ms_median")])
         if v is not None:
-            res[f"fia_{name}"] = v
-        rows.append(f"| `fia_{name}` | time of `fia_{num}` / time of `fia_{den}` | {fmt(v, '.2f')} |  |  |  |  |  "
-                    f"| {goal} |")
+            res[f"{label}_{name}"] = v
+        rows.append(f"| `{label}_{name}` | time of `{label}_{num}` / time of `{label}_{den}` | {fmt(v, '.2f')} "
+                    f"|  |  |  |  |  | {goal} |")
+    if avx2:
+        return rows
     for name, num, den, goal in FIA_RATE_RATIOS:
         v = median_of([a[f"fia_{num}_gflops"] / a[f"fia_{den}_gflops"] for a in FA
                        if a.get(f"fia_{num}_gflops") and a.get(f"fia_{den}_gflops")])
@@ -545,6 +556,13 @@ def markdown(res, peak, have_torch, sections, tables):
                f"({fmt(res.get('fia_copy_gbps'), '.1f')} GB/s, read + written) and its read-only bandwidth "
                f"({fmt(res.get('fia_read_gbps'), '.1f')} GB/s, a parallel sum); torch = "
                "`scaled_dot_product_attention(enable_gqa=True)` on contiguous caches of the same dtype."]
+    if sections.get("fia_avx2"):
+        md += table("| FusedInferAttentionScore, AVX2 path | case | attnops ms | bytes vs copy | bytes vs read "
+                    "| GFLOP/s | torch ms | speedup vs torch | target |",
+                    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |", sections["fia_avx2"])
+        md += ["", f"The decode cases on the AVX2 path of a CPU with AVX-512 (ATTNOPS_ISA=avx2; torch with "
+               f"ATEN_CPU_CAPABILITY=avx2), in the same rounds (copy bandwidth "
+               f"{fmt(res.get('fia_avx2_copy_gbps'), '.1f')} GB/s)."]
     md += table("| peak RSS case | inputs MiB | outputs MiB | workspace MiB | peak RSS MiB | RSS − (in+out) MiB "
                 "| budget MiB |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |", sections["rss"])
     for t in tables:
@@ -588,6 +606,8 @@ def report(args):
                                        load_rounds(out, "rounds/ar_torch.*.json"), res)
     sections["fia"] = fia_rows(load_rounds(out, "rounds/fia_attnops.*.json"),
                                load_rounds(out, "rounds/fia_torch.*.json"), res, A)
+    sections["fia_avx2"] = fia_rows(load_rounds(out, "rounds/fia_avx2_attnops.*.json"),
+                                    load_rounds(out, "rounds/fia_avx2_torch.*.json"), res, label="fia_avx2")
     sections["rss"] = rss_rows(out, res)
     tables = program_tables(out, res)
     with open(os.path.join(out, "results.json"), "w") as f:

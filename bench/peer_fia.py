@@ -72,7 +72,9 @@ def chunk_case(s1, s2, gen):
 
 
 def main():
-    a = peer_common.parser(calls=9).parse_args()
+    ap = peer_common.parser(calls=9)
+    ap.add_argument("--cases", help="comma-separated case names (without fia_); default all")
+    a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     gen = torch.Generator().manual_seed(11)
@@ -93,6 +95,8 @@ def main():
     res = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads()}
     with torch.no_grad():
         for name, (make, factor) in cases.items():
+            if a.cases and name not in a.cases.split(","):
+                continue
             call = make()
 
             def run():

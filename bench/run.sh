@@ -18,7 +18,9 @@
 #      order; the peer measures torch's peak memory in round 1 only (--mem);
 #   3d. each round also runs bench_ops --op infer_attention and peer_fia.py
 #      (FusedInferAttentionScore decode, paged, int8, speculative and MLA
-#      steps against torch SDPA), in the same alternating order;
+#      steps against torch SDPA), in the same alternating order; on a CPU
+#      with AVX-512, the decode cases again on the AVX2 path (ATTNOPS_ISA=avx2,
+#      torch held to it by ATEN_CPU_CAPABILITY=avx2: part fia_avx2);
 #   3e. runs bench/bench_python.py once (the Python package's per-call
 #      overhead and a training step through autograd vs SDPA, R rounds of its
 #      own, alternating), and with 2+ threads bench/bench_distributed.py
@@ -46,7 +48,7 @@
 #                     `bench_fa --help` lists what the bench runs).  Cases with varlen= or
 #                     varlen_dense= are not passed to the torch peer.
 #   BENCH_RSS=0       skip the RSS runs
-#   BENCH_PARTS       what to run, of: fa kp ar fia python rss (default all);
+#   BENCH_PARTS       what to run, of: fa kp ar fia fia_avx2 python rss (default all);
 #                     a partial run does not update the docs
 #   BENCH_TORCH=0     skip the PyTorch peer
 #   BENCH_UPDATE_DOCS 1 = write the table into docs/PERFORMANCE.md between its
@@ -75,7 +77,7 @@ rm -f "$OUT"/rounds/*.json "$OUT"/rss_*.json
 
 quick_flag=()
 [[ $QUICK == 1 ]] && quick_flag=(--quick)
-PARTS=" ${BENCH_PARTS:-fa kp ar fia python rss} "
+PARTS=" ${BENCH_PARTS:-fa kp ar fia fia_avx2 python rss} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 UPDATE_DOCS=${BENCH_UPDATE_DOCS:-$([[ $QUICK == 1 || -n ${BENCH_PARTS:-} ]] && echo 0 || echo 1)}
 
@@ -125,6 +127,20 @@ run_fia_attnops() {
 run_fia_torch() {
     "$PY" -u "$ROOT/bench/peer_fia.py" --threads "$THREADS" --json "$OUT/rounds/fia_torch.$1.json" "${quick_flag[@]}"
 }
+# The AVX2 path's decode cases, where the CPU has more (on an AVX2-only CPU part fia measures that path).
+FIA_AVX2_CASES=(decode_bf16 decode_f16 decode_f32 decode_paged_bf16 long_bf16)
+grep -qw avx512f /proc/cpuinfo 2>/dev/null || PARTS=${PARTS/ fia_avx2 / }
+run_fia_avx2_attnops() {
+    local only=() c
+    for c in "${FIA_AVX2_CASES[@]}"; do only+=(--case "fia_$c"); done
+    ATTNOPS_ISA=avx2 "$BUILD_DIR/bench/bench_ops" --op infer_attention --threads "$THREADS" "${only[@]}" \
+        --json "$OUT/rounds/fia_avx2_attnops.$1.json" "${quick_flag[@]}"
+}
+run_fia_avx2_torch() {
+    local IFS=,
+    ATEN_CPU_CAPABILITY=avx2 "$PY" -u "$ROOT/bench/peer_fia.py" --threads "$THREADS" --cases "${FIA_AVX2_CASES[*]}" \
+        --json "$OUT/rounds/fia_avx2_torch.$1.json" "${quick_flag[@]}"
+}
 run_attnops() {
     "$BENCH" --threads "$THREADS" --reps 1 --json "$OUT/rounds/attnops.$1.json" "${case_args[@]}"
 }
@@ -152,6 +168,7 @@ for ((r = 1; r <= REPS; r++)); do
     part kp && pair "$r" run_kp_attnops run_kp_torch
     part ar && pair "$r" run_ar_attnops run_ar_torch
     part fia && pair "$r" run_fia_attnops run_fia_torch
+    part fia_avx2 && pair "$r" run_fia_avx2_attnops run_fia_avx2_torch
 done
 
 # ---- the Python package ---------------------------------------------------------

@@ -162,3 +162,26 @@ def test_infer_attention_rows(tmp_path):
     rate_row = ("| `fia_chunk_vs_prompt_rate` | GFLOP/s of `fia_chunk_paged_bf16` / GFLOP/s of `fia_prompt_bf16` "
                 "| 0.90 |")
     assert rate_row in text
+
+
+def test_infer_attention_avx2_rows(tmp_path):
+    """The AVX2 path's decode rounds (part fia_avx2): their own table, results under fia_avx2_*, their speed-ups
+    against torch's AVX2 rounds and the paged ratio; no row for a case they do not run, none in the AVX-512
+    table."""
+    args = write_run(tmp_path, [attnops_round(100, 60, 110)])
+    rounds = tmp_path / "rounds"
+    for r, (ms, paged, torch_ms) in enumerate(((4.0, 4.4, 40.0), (5.0, 5.0, 20.0), (3.0, 3.6, 33.0)), 1):
+        body = {"copy_gbps": 28.0, "fia_decode_bf16_ms_median": ms, "fia_decode_paged_bf16_ms_median": paged,
+                "fia_decode_bf16_pct_copy_bw": 60.0 + r}
+        (rounds / f"fia_avx2_attnops.{r}.json").write_text(json.dumps(body))
+        (rounds / f"fia_avx2_torch.{r}.json").write_text(json.dumps({"torch_fia_decode_bf16_ms_median": torch_ms}))
+    text = bench_report.report(args)
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["fia_avx2_decode_bf16_ms_median"] == pytest.approx(4.0)
+    assert res["fia_avx2_decode_bf16_pct_copy_bw"] == pytest.approx(62.0)
+    assert res["fia_avx2_decode_bf16_speedup_vs_torch"] == pytest.approx(10.0)  # 10, 4, 11
+    assert res["fia_avx2_paged_vs_contiguous"] == pytest.approx(1.1)  # 1.1, 1.0, 1.2
+    assert res["fia_avx2_copy_gbps"] == pytest.approx(28.0)
+    assert "fia_decode_bf16_ms_median" not in res and "fia_avx2_mla_bf16_ms_median" not in res
+    assert "| FusedInferAttentionScore, AVX2 path |" in text and "| `fia_avx2_decode_bf16` |" in text
+    assert "`fia_avx2_spec4_vs_decode`" not in text and "`fia_avx2_prompt_vs_fa_forward`" not in text
