@@ -496,8 +496,14 @@ static void gemm_pv(const fia_plan *pl, const fia_scratch *w, float *s, float *o
 static void tile_rows(const fia_problem *p, const fia_view *v, const fia_item *x, int64_t j0, int64_t kc,
                       const void **rows)
 {
-    const int64_t kv0 = fia_kv_row0(p, x->b);
-    for (int64_t c = 0; c < kc; c++) rows[c] = v->data + fia_kv_at(p, v, x->b, x->n2, kv0, j0 + c) * v->es;
+    const int64_t kv0 = fia_kv_row0(p, x->b), step = v->ss * v->es;
+    for (int64_t c = 0; c < kc;) { /* a run of rows ss apart: the tile, or its part in one block */
+        const char *first = v->data + fia_kv_at(p, v, x->b, x->n2, kv0, j0 + c) * v->es;
+        const int64_t left = p->paged ? p->block_size - (j0 + c) % p->block_size : kc - c;
+        const int64_t run = left < kc - c ? left : kc - c;
+        for (int64_t i = 0; i < run; i++) rows[c + i] = first + i * step;
+        c += run;
+    }
 }
 
 /* The per-key int8 scale and offset of the tile's keys (scale 1, offset 0 without). */
