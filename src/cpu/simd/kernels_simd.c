@@ -531,25 +531,33 @@ SIMD_INLINE vf kv_load(const void *row, attnops_dtype dt, int d, int n)
     return v_load_dt(row, dt, d, n);
 }
 
+/* One step of dot_block: elements d .. d + n of two keys against R rows
+ * (n constant VW in the loop over whole steps, so the widening's tail test
+ * folds away; the last partial step passes its own n). */
+SIMD_INLINE void dot_step(const float *q, int R, int ld_q, const void *k0, const void *k1, attnops_dtype dt, int d,
+                          int n, vf *a0, vf *a1)
+{
+    const vf x0 = kv_load(k0, dt, d, n), x1 = kv_load(k1, dt, d, n);
+    UNROLLED for (int r = 0; r < R; r++) {
+        const vf qr = v_loadn(q + (size_t)r * ld_q + d, n);
+        a0[r] = v_fma(qr, x0, a0[r]), a1[r] = v_fma(qr, x1, a1[r]);
+    }
+}
+
 /* R (constant) rows against keys two at a time: 2 R independent FMA chains,
  * their 8 sums reduced four at a time (a reduction each costs as much as
  * the products of a 128-wide row). */
 SIMD_INLINE void dot_block(const float *q, int R, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
                            float *s, int ld_s, bool accumulate)
 {
+    const int whole = D / VW * VW;
     for (int c = 0; c < cols; c += 2) {
         const bool pair = c + 1 < cols;
         const void *k0 = k[c], *k1 = pair ? k[c + 1] : k[c];
         vf a0[FIA_ROWS], a1[FIA_ROWS];
         UNROLLED for (int r = 0; r < FIA_ROWS; r++) a0[r] = v_zero(), a1[r] = v_zero();
-        for (int d = 0; d < D; d += VW) {
-            const int n = D - d;
-            const vf x0 = kv_load(k0, dt, d, n), x1 = kv_load(k1, dt, d, n);
-            UNROLLED for (int r = 0; r < R; r++) {
-                const vf qr = v_loadn(q + (size_t)r * ld_q + d, n);
-                a0[r] = v_fma(qr, x0, a0[r]), a1[r] = v_fma(qr, x1, a1[r]);
-            }
-        }
+        for (int d = 0; d < whole; d += VW) dot_step(q, R, ld_q, k0, k1, dt, d, VW, a0, a1);
+        if (whole < D) dot_step(q, R, ld_q, k0, k1, dt, whole, D - whole, a0, a1);
         float sum0[FIA_ROWS], sum1[FIA_ROWS];
         v_hsum4(a0[0], a0[1], a0[2], a0[3], sum0);
         v_hsum4(a1[0], a1[1], a1[2], a1[3], sum1);
@@ -587,6 +595,22 @@ static void K(dot_rows)(const float *q, int rows, int ld_q, const void *const *k
     }
 }
 
+/* Every value row of the tile into R rows x AXPY_STEPS steps of the output
+ * from column d0 (n: the columns left, constant where a whole pass fits, so
+ * the widening's tail tests fold away). */
+SIMD_INLINE void axpy_pass(const float *p, int R, int ld_p, const void *const *v, attnops_dtype dt, int cols, int d0,
+                           int n, vf acc[FIA_ROWS][AXPY_STEPS])
+{
+    for (int c = 0; c < cols; c++) {
+        vf x[AXPY_STEPS];
+        UNROLLED for (int t = 0; t < AXPY_STEPS; t++) x[t] = kv_load(v[c], dt, d0 + t * VW, n - t * VW);
+        UNROLLED for (int r = 0; r < R; r++) {
+            const vf w = v_set1(p[(size_t)r * ld_p + c]);
+            UNROLLED for (int t = 0; t < AXPY_STEPS; t++) acc[r][t] = v_fma(w, x[t], acc[r][t]);
+        }
+    }
+}
+
 /* R (constant) rows x AXPY_STEPS steps of the output in registers while
  * every value row of the tile goes by; the tile's rows stay in L1/L2 for the
  * next steps. */
@@ -598,14 +622,8 @@ SIMD_INLINE void axpy_block(const float *p, int R, int ld_p, const void *const *
         UNROLLED for (int r = 0; r < R; r++)
             UNROLLED for (int t = 0; t < AXPY_STEPS; t++) acc[r][t] = v_loadn(o + (size_t)r * ld_o + d0 + t * VW,
                                                                                D - d0 - t * VW);
-        for (int c = 0; c < cols; c++) {
-            vf x[AXPY_STEPS];
-            UNROLLED for (int t = 0; t < AXPY_STEPS; t++) x[t] = kv_load(v[c], dt, d0 + t * VW, D - d0 - t * VW);
-            UNROLLED for (int r = 0; r < R; r++) {
-                const vf w = v_set1(p[(size_t)r * ld_p + c]);
-                UNROLLED for (int t = 0; t < AXPY_STEPS; t++) acc[r][t] = v_fma(w, x[t], acc[r][t]);
-            }
-        }
+        if (D - d0 >= AXPY_STEPS * VW) axpy_pass(p, R, ld_p, v, dt, cols, d0, AXPY_STEPS * VW, acc);
+        else axpy_pass(p, R, ld_p, v, dt, cols, d0, D - d0, acc);
         UNROLLED for (int r = 0; r < R; r++)
             UNROLLED for (int t = 0; t < AXPY_STEPS; t++) v_storen(o + (size_t)r * ld_o + d0 + t * VW,
                                                                     D - d0 - t * VW, acc[r][t]);
