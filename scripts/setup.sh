@@ -95,7 +95,9 @@ fi
 pip_install() {  # pip_install LABEL PACKAGE...
     local label=$1; shift
     local t=$SECONDS
-    "$vpy" -m pip install --quiet --disable-pip-version-check --no-input "$@" \
+    # --no-cache-dir: torch's wheels (~3 GB) would otherwise be kept a second
+    # time in pip's cache, and a CI disk does not hold both.
+    "$vpy" -m pip install --quiet --disable-pip-version-check --no-input --no-cache-dir "$@" \
         || die "pip install $* failed"
     say "pip: installed $label in $((SECONDS - t))s"
 }
@@ -117,6 +119,15 @@ assert u.find_spec("torch"); print(m.version("torch"))' 2>/dev/null); then
     say "pip: torch $v already installed"
 else
     say "pip: installing torch 2.x from PyPI (large download, takes a minute or more)"
+    # pip unpacks into TMPDIR and installs into the venv: ~5 GB in the venv, as
+    # much again while unpacking.  Say so before pip fails half-way with ENOSPC.
+    need_kb=$((8 * 1024 * 1024))
+    for d in "$venv" "${TMPDIR:-/tmp}"; do
+        free_kb=$(df -Pk "$d" 2>/dev/null | awk 'NR == 2 { print $4 }')
+        if [ -n "$free_kb" ] && [ "$free_kb" -lt "$need_kb" ]; then
+            die "installing torch needs about 8 GB free; $d has $((free_kb / 1024)) MB (free space or set TMPDIR)"
+        fi
+    done
     pip_install torch 'torch>=2.4,<3'
     v=$("$vpy" -c 'import torch; torch.ones(1); print(torch.__version__)' 2>/dev/null) \
         || die "torch installed but does not import"
