@@ -565,7 +565,9 @@ static void check_fia_rows(const fia_kernels *k, const char *isa)
                         for (int i = 0; i < MAXR * LDS; i++) p[i] = (float)tu_randn(&r), s0[i] = (float)tu_randn(&r);
                         for (int accumulate = 0; accumulate < 2; accumulate++) {
                             memcpy(s, s0, sizeof s);
-                            k->dot_rows(q, nr, LD, at, dt, D, cols, s, LDS, accumulate);
+                            /* the rows asked for ahead: the table itself (prefetches change nothing) */
+                            k->dot_rows(q, nr, LD, at, dt, D, cols, s, LDS, accumulate, accumulate ? at : NULL,
+                                        (int)(D * es));
                             for (int i = 0; i < nr; i++)
                                 for (int c = 0; c < LDS; c++) {
                                     const float got = s[i * LDS + c];
@@ -581,7 +583,7 @@ static void check_fia_rows(const fia_kernels *k, const char *isa)
                             for (int i = nr * LDS; i < MAXR * LDS; i++) bad += s[i] != s0[i];
                         }
                         memcpy(o, o0, sizeof o);
-                        k->axpy_rows(p, nr, LDS, at, dt, D, cols, o, LD, bf16_q);
+                        k->axpy_rows(p, nr, LDS, at, dt, D, cols, o, LD, bf16_q, bf16_q ? at : NULL, (int)(D * es));
                         for (int i = 0; i < MAXR; i++)
                             for (int d = 0; d < LD; d++) {
                                 if (i >= nr || d >= D) {
@@ -1130,15 +1132,15 @@ static void bad_ar_grad_row(const void *v, attnops_dtype dt, int D, const float 
 }
 
 static void bad_dot_rows(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
-                         float *s, int ld_s, bool accumulate)
+                         float *s, int ld_s, bool accumulate, const void *const *ahead, int ahead_bytes)
 {
-    P->fia.dot_rows(q, rows, ld_q, k, dt, D, cols, s, ld_s, accumulate);
+    P->fia.dot_rows(q, rows, ld_q, k, dt, D, cols, s, ld_s, accumulate, ahead, ahead_bytes);
     s[0] += 1e-4f * (fabsf(s[0]) + 1.0f);
 }
 static void bad_axpy_rows(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
-                          float *o, int ld_o, bool p_bf16)
+                          float *o, int ld_o, bool p_bf16, const void *const *ahead, int ahead_bytes)
 {
-    P->fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o, p_bf16);
+    P->fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o, p_bf16, ahead, ahead_bytes);
     o[0] += 1e-4f * (fabsf(o[0]) + 1.0f);
 }
 

@@ -72,7 +72,7 @@ enum {
     FIA_MIN_SPLIT = 512, /* the fewest keys of a split (when the cache is split at all) */
     FIA_MIN_ITEMS = 64,  /* the partial results the splits aim at, for the threads to share */
     FIA_MAX_GROUP = 8, /* the most query blocks a tile-GEMM item takes (plan_of) */
-    FIA_PF_BYTES = 4096 /* the rows a few-row kernel call takes, about: their prefetches go before it */
+    FIA_PF_BYTES = 4096 /* the rows a few-row kernel call takes, about (prefetch_chunk) */
 };
 
 /* The work decomposition, a function of the problem alone. */
@@ -541,11 +541,14 @@ static void fold_key_quant(const fia_problem *p, const fia_plan *pl, const fia_s
 }
 
 /* Keys a few-row kernel call takes: ~FIA_PF_BYTES of key and value rows,
- * whose prefetches go before the call.  Measured on Zen 4 (decode, 4096
- * keys, 2 threads): calls of whole tiles without prefetching read the cache
- * at ~50 % of the copy bandwidth on AVX2 and ~65 % on AVX-512, the two
- * halves of the work (the memory, the FMAs) one after the other; 4 KiB
- * calls (16 bf16 rows of 128) gave 1.2x to 1.5x, 8 KiB ones less. */
+ * each call asking for the rows that come next (`ahead`).  Measured on
+ * Zen 4 (decode, 4096 keys, 2 threads): calls of whole tiles without
+ * prefetching read the cache at ~50 % of the copy bandwidth on AVX2 and
+ * ~65 % on AVX-512, the memory and the FMAs taking turns; 4 KiB calls
+ * (16 bf16 rows of 128), each preceded by its prefetches, gave 1.2x to
+ * 1.5x; the kernels asking key by key instead, another 1.05x to 1.25x
+ * (the prefetches asked all at once had stalled the core); 16 KiB calls
+ * did no better. */
 static int64_t prefetch_chunk(const fia_problem *p)
 {
     const int64_t kb = p->D * p->k.es, vb = p->Dv * p->v.es, row = kb > vb ? kb : vb;
@@ -553,12 +556,11 @@ static int64_t prefetch_chunk(const fia_problem *p)
     return keys < 4 ? 4 : keys > 32 ? 32 : keys;
 }
 
-/* Asks for rows [c0, c0 + n) of a tile (into L2) a chunk ahead of their
- * use: the cache streams in while the kernels work on what has arrived. */
+/* Asks for rows [c0, c0 + n) of a tile (into L2) at once, where no kernel
+ * call goes by to ask for them key by key (its `ahead`). */
 static void prefetch_rows(const void *const *rows, int64_t c0, int64_t n, int64_t bytes)
 {
-    for (int64_t c = c0; c < c0 + n; c++)
-        for (int64_t at = 0; at < bytes; at += 64) __builtin_prefetch((const char *)rows[c] + at, 0, 2);
+    for (int64_t c = c0; c < c0 + n; c++) fia_prefetch_row(rows[c], (int)bytes);
 }
 
 /* One tile through the few-row kernels on the cache in place: S = Q . K^T
@@ -575,10 +577,10 @@ static float *direct_scores(const fia_problem *p, const fia_plan *pl, const fia_
     const int64_t chunk = prefetch_chunk(p);
     for (int64_t c0 = 0; c0 < kc; c0 += chunk) {
         const int64_t n = kc - c0 < chunk ? kc - c0 : chunk;
-        prefetch_rows(values, c0, n, p->Dv * p->v.es);
-        /* and the tile's next keys: the split's first tile had no earlier tile to fetch them */
+        /* the tile's next keys: the split's first tile had no earlier tile to fetch them */
         if (c0 + n < kc) prefetch_rows(rows, c0 + n, kc - (c0 + n) < chunk ? kc - (c0 + n) : chunk, p->D * p->k.es);
-        fk->dot_rows(w->q, (int)pl->Mq, (int)pl->Dk, rows + c0, p->k.dtype, (int)p->D, (int)n, s + c0, FIA_KC, false);
+        fk->dot_rows(w->q, (int)pl->Mq, (int)pl->Dk, rows + c0, p->k.dtype, (int)p->D, (int)n, s + c0, FIA_KC, false,
+                     values + c0, (int)(p->Dv * p->v.es));
     }
     if (p->kq.kind == FIA_QUANT_CHANNEL) {
         for (int64_t r = 0; r < pl->Mq; r++)
@@ -592,7 +594,8 @@ static float *direct_scores(const fia_problem *p, const fia_plan *pl, const fia_
     }
     if (p->Dr) {
         tile_rows(p, &p->kr, x, j0, kc, rows);
-        fk->dot_rows(w->q + p->D, (int)pl->Mq, (int)pl->Dk, rows, p->kr.dtype, (int)p->Dr, (int)kc, s, FIA_KC, true);
+        fk->dot_rows(w->q + p->D, (int)pl->Mq, (int)pl->Dk, rows, p->kr.dtype, (int)p->Dr, (int)kc, s, FIA_KC, true,
+                     NULL, 0);
     }
     scores(p, pl, x, j0, kc, s, FIA_KC, 1, s, any, &ks->fa);
     return s;
@@ -621,9 +624,10 @@ static void direct_pv(const fia_problem *p, const fia_plan *pl, const fia_item *
     const int64_t chunk = prefetch_chunk(p);
     for (int64_t c0 = 0; c0 < kc; c0 += chunk) {
         const int64_t n = kc - c0 < chunk ? kc - c0 : chunk;
-        if (c0 < next) prefetch_rows(keys, c0, next - c0 < n ? next - c0 : n, p->D * p->k.es);
+        const bool ahead = next - c0 >= n; /* a next key for each of the call's */
+        if (!ahead && c0 < next) prefetch_rows(keys, c0, next - c0, p->D * p->k.es);
         fk->axpy_rows(w->s + c0, (int)pl->Mq, FIA_KC, rows + c0, p->v.dtype, (int)p->Dv, (int)n, o, (int)p->Dv,
-                      p->q.dtype == ATTNOPS_DTYPE_BF16);
+                      p->q.dtype == ATTNOPS_DTYPE_BF16, ahead ? keys + c0 : NULL, (int)(p->D * p->k.es));
     }
 }
 

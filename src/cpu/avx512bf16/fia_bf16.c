@@ -56,10 +56,10 @@ static inline __m512i row_chunk(const void *row, bool int8, int ch, __mmask32 m)
     return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
-/* R (constant) rows of q against the keys, two at a time. */
+/* R (constant) rows of q against the keys, two at a time, asking for the pair's `ahead` rows. */
 static inline __attribute__((always_inline)) void dot_block(const float *q, int R, int ld_q, const void *const *k,
                                                             bool int8, int D, int cols, float *s, int ld_s,
-                                                            bool accumulate)
+                                                            bool accumulate, const void *const *ahead, int ahead_bytes)
 {
     __m512i qb[ROWS][FIA_BF16_MAX_D / CHUNK];
     const int chunks = (D + CHUNK - 1) / CHUNK;
@@ -68,6 +68,10 @@ static inline __attribute__((always_inline)) void dot_block(const float *q, int 
     for (int c = 0; c < cols; c += 2) {
         const bool pair = c + 1 < cols;
         const void *k0 = k[c], *k1 = pair ? k[c + 1] : k[c];
+        if (ahead) {
+            fia_prefetch_row(ahead[c], ahead_bytes);
+            if (pair) fia_prefetch_row(ahead[c + 1], ahead_bytes);
+        }
         __m512 a0[ROWS], a1[ROWS];
         UNROLLED for (int r = 0; r < ROWS; r++) a0[r] = _mm512_setzero_ps(), a1[r] = _mm512_setzero_ps();
         for (int ch = 0; ch < chunks; ch++) {
@@ -106,31 +110,33 @@ static bool bf16_values(const float *q, int rows, int ld_q, int D)
     return _mm512_test_epi32_mask(low, _mm512_set1_epi32(0xffff)) == 0;
 }
 
+/* The first block of rows asks for the `ahead` rows. */
 static inline __attribute__((always_inline)) void dot_blocks(const float *q, int rows, int ld_q, const void *const *k,
                                                              bool int8, int D, int cols, float *s, int ld_s,
-                                                             bool accumulate)
+                                                             bool accumulate, const void *const *ahead, int ahead_bytes)
 {
-    for (int r0 = 0; r0 < rows; r0 += ROWS) {
+    for (int r0 = 0; r0 < rows; r0 += ROWS, ahead = NULL) {
         const float *qb = q + (size_t)r0 * ld_q;
         float *sb = s + (size_t)r0 * ld_s;
         switch (rows - r0) {
-        case 1: dot_block(qb, 1, ld_q, k, int8, D, cols, sb, ld_s, accumulate); break;
-        case 2: dot_block(qb, 2, ld_q, k, int8, D, cols, sb, ld_s, accumulate); break;
-        case 3: dot_block(qb, 3, ld_q, k, int8, D, cols, sb, ld_s, accumulate); break;
-        default: dot_block(qb, ROWS, ld_q, k, int8, D, cols, sb, ld_s, accumulate);
+        case 1: dot_block(qb, 1, ld_q, k, int8, D, cols, sb, ld_s, accumulate, ahead, ahead_bytes); break;
+        case 2: dot_block(qb, 2, ld_q, k, int8, D, cols, sb, ld_s, accumulate, ahead, ahead_bytes); break;
+        case 3: dot_block(qb, 3, ld_q, k, int8, D, cols, sb, ld_s, accumulate, ahead, ahead_bytes); break;
+        default: dot_block(qb, ROWS, ld_q, k, int8, D, cols, sb, ld_s, accumulate, ahead, ahead_bytes);
         }
     }
 }
 
 static void dot_rows__avx512bf16(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
-                                 int cols, float *s, int ld_s, bool accumulate)
+                                 int cols, float *s, int ld_s, bool accumulate, const void *const *ahead,
+                                 int ahead_bytes)
 {
     if (D > FIA_BF16_MAX_D || (dt != ATTNOPS_DTYPE_BF16 && (dt != ATTNOPS_DTYPE_I8 || !bf16_values(q, rows, ld_q, D))))
-        cpu_kernels_simd__avx512.fia.dot_rows(q, rows, ld_q, k, dt, D, cols, s, ld_s, accumulate);
+        cpu_kernels_simd__avx512.fia.dot_rows(q, rows, ld_q, k, dt, D, cols, s, ld_s, accumulate, ahead, ahead_bytes);
     else if (dt == ATTNOPS_DTYPE_I8)
-        dot_blocks(q, rows, ld_q, k, true, D, cols, s, ld_s, accumulate);
+        dot_blocks(q, rows, ld_q, k, true, D, cols, s, ld_s, accumulate, ahead, ahead_bytes);
     else
-        dot_blocks(q, rows, ld_q, k, false, D, cols, s, ld_s, accumulate);
+        dot_blocks(q, rows, ld_q, k, false, D, cols, s, ld_s, accumulate, ahead, ahead_bytes);
 }
 
 /* The 16-bit unpacks leave a chunk's 32 columns as lo: {0-3, 8-11, 16-19, 24-27}, hi: {4-7, ...}; these
@@ -142,17 +148,22 @@ static inline void in_order(__m512 lo, __m512 hi, __m512 *first, __m512 *second)
     *first = _mm512_permutex2var_ps(lo, i0, hi), *second = _mm512_permutex2var_ps(lo, i1, hi);
 }
 
-/* R (constant) rows x 2 chunks of O per pass over the keys. */
+/* R (constant) rows x 2 chunks of O per pass over the keys; the first pass asks for the `ahead` rows. */
 static inline __attribute__((always_inline)) void axpy_block(const uint32_t *pp, int R, const void *const *v,
-                                                             bool int8, int D, int cols, float *o, int ld_o)
+                                                             bool int8, int D, int cols, float *o, int ld_o,
+                                                             const void *const *ahead, int ahead_bytes)
 {
-    for (int d0 = 0; d0 < D; d0 += 2 * CHUNK) {
+    for (int d0 = 0; d0 < D; d0 += 2 * CHUNK, ahead = NULL) {
         __m512 lo[ROWS][2], hi[ROWS][2];
         UNROLLED for (int r = 0; r < ROWS; r++)
             UNROLLED for (int h = 0; h < 2; h++) lo[r][h] = _mm512_setzero_ps(), hi[r][h] = _mm512_setzero_ps();
         const __mmask32 m0 = tail32(D - d0), m1 = tail32(D - d0 - CHUNK);
         for (int c = 0; c < cols; c += 2) {
             const int ch = d0 / CHUNK;
+            if (ahead) {
+                fia_prefetch_row(ahead[c], ahead_bytes);
+                if (c + 1 < cols) fia_prefetch_row(ahead[c + 1], ahead_bytes);
+            }
             const __m512i a0 = row_chunk(v[c], int8, ch, m0), a1 = row_chunk(v[c], int8, ch + 1, m1);
             __m512i b0 = _mm512_setzero_si512(), b1 = b0; /* an odd last key pairs with zeros (its p is 0 too) */
             if (c + 1 < cols) b0 = row_chunk(v[c + 1], int8, ch, m0), b1 = row_chunk(v[c + 1], int8, ch + 1, m1);
@@ -180,27 +191,29 @@ static inline __attribute__((always_inline)) void axpy_block(const uint32_t *pp,
 }
 
 static inline __attribute__((always_inline)) void axpy_blocks(const uint32_t *pp, int R, const void *const *v,
-                                                              bool int8, int D, int cols, float *o, int ld_o)
+                                                              bool int8, int D, int cols, float *o, int ld_o,
+                                                              const void *const *ahead, int ahead_bytes)
 {
     switch (R) {
-    case 1: axpy_block(pp, 1, v, int8, D, cols, o, ld_o); break;
-    case 2: axpy_block(pp, 2, v, int8, D, cols, o, ld_o); break;
-    case 3: axpy_block(pp, 3, v, int8, D, cols, o, ld_o); break;
-    default: axpy_block(pp, ROWS, v, int8, D, cols, o, ld_o);
+    case 1: axpy_block(pp, 1, v, int8, D, cols, o, ld_o, ahead, ahead_bytes); break;
+    case 2: axpy_block(pp, 2, v, int8, D, cols, o, ld_o, ahead, ahead_bytes); break;
+    case 3: axpy_block(pp, 3, v, int8, D, cols, o, ld_o, ahead, ahead_bytes); break;
+    default: axpy_block(pp, ROWS, v, int8, D, cols, o, ld_o, ahead, ahead_bytes);
     }
 }
 
 static void axpy_rows__avx512bf16(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
-                                  int cols, float *o, int ld_o, bool p_bf16)
+                                  int cols, float *o, int ld_o, bool p_bf16, const void *const *ahead,
+                                  int ahead_bytes)
 {
     if (!p_bf16 || (dt != ATTNOPS_DTYPE_BF16 && dt != ATTNOPS_DTYPE_I8) || cols > KEYS_MAX) {
-        cpu_kernels_simd__avx512.fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o, p_bf16);
+        cpu_kernels_simd__avx512.fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o, p_bf16, ahead, ahead_bytes);
         return;
     }
     const bool int8 = dt == ATTNOPS_DTYPE_I8;
     /* each row's p as bf16 pairs (p_c low, p_c+1 high; nearest even), an odd tail's partner 0 */
     uint32_t pp[ROWS * (KEYS_MAX / 2)];
-    for (int r0 = 0; r0 < rows; r0 += ROWS) {
+    for (int r0 = 0; r0 < rows; r0 += ROWS, ahead = NULL) { /* the first block of rows asks for them */
         const int R = rows - r0 < ROWS ? rows - r0 : ROWS;
         for (int r = 0; r < R; r++)
             for (int c = 0; c < cols; c += 2 * 16) {
@@ -210,8 +223,8 @@ static void axpy_rows__avx512bf16(const float *p, int rows, int ld_p, const void
                 _mm512_storeu_si512(pp + r * (KEYS_MAX / 2) + c / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
             }
         float *ob = o + (size_t)r0 * ld_o;
-        if (int8) axpy_blocks(pp, R, v, true, D, cols, ob, ld_o); /* int8 a constant in each copy */
-        else axpy_blocks(pp, R, v, false, D, cols, ob, ld_o);
+        if (int8) axpy_blocks(pp, R, v, true, D, cols, ob, ld_o, ahead, ahead_bytes); /* int8 a constant in each copy */
+        else axpy_blocks(pp, R, v, false, D, cols, ob, ld_o, ahead, ahead_bytes);
     }
 }
 

@@ -319,8 +319,10 @@ static float kv_element(const void *row, attnops_dtype dt, int d)
 }
 
 static void dot_rows__portable(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
-                               int cols, float *s, int ld_s, bool accumulate)
+                               int cols, float *s, int ld_s, bool accumulate, const void *const *ahead,
+                               int ahead_bytes)
 {
+    for (int c = 0; ahead && c < cols; c++) fia_prefetch_row(ahead[c], ahead_bytes);
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             float sum = 0.0f;
@@ -330,9 +332,10 @@ static void dot_rows__portable(const float *q, int rows, int ld_q, const void *c
 }
 
 static void axpy_rows__portable(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
-                                int cols, float *o, int ld_o, bool p_bf16)
+                                int cols, float *o, int ld_o, bool p_bf16, const void *const *ahead, int ahead_bytes)
 {
     (void)p_bf16; /* p as it is */
+    for (int c = 0; ahead && c < cols; c++) fia_prefetch_row(ahead[c], ahead_bytes);
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             const float w = p[(size_t)r * ld_p + c];

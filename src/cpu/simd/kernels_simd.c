@@ -546,14 +546,18 @@ SIMD_INLINE void dot_step(const float *q, int R, int ld_q, const void *k0, const
 
 /* R (constant) rows against keys two at a time: 2 R independent FMA chains,
  * their 8 sums reduced four at a time (a reduction each costs as much as
- * the products of a 128-wide row). */
+ * the products of a 128-wide row); the pair's `ahead` rows asked for. */
 SIMD_INLINE void dot_block(const float *q, int R, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
-                           float *s, int ld_s, bool accumulate)
+                           float *s, int ld_s, bool accumulate, const void *const *ahead, int ahead_bytes)
 {
     const int whole = D / VW * VW;
     for (int c = 0; c < cols; c += 2) {
         const bool pair = c + 1 < cols;
         const void *k0 = k[c], *k1 = pair ? k[c + 1] : k[c];
+        if (ahead) {
+            fia_prefetch_row(ahead[c], ahead_bytes);
+            if (pair) fia_prefetch_row(ahead[c + 1], ahead_bytes);
+        }
         vf a0[FIA_ROWS], a1[FIA_ROWS];
         UNROLLED for (int r = 0; r < FIA_ROWS; r++) a0[r] = v_zero(), a1[r] = v_zero();
         for (int d = 0; d < whole; d += VW) dot_step(q, R, ld_q, k0, k1, dt, d, VW, a0, a1);
@@ -569,39 +573,47 @@ SIMD_INLINE void dot_block(const float *q, int R, int ld_q, const void *const *k
     }
 }
 
+/* The first block of rows asks for the `ahead` rows. */
 SIMD_INLINE void dot_rows_dt(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
-                             int cols, float *s, int ld_s, bool accumulate)
+                             int cols, float *s, int ld_s, bool accumulate, const void *const *ahead, int ahead_bytes)
 {
-    for (int r0 = 0; r0 < rows; r0 += FIA_ROWS) {
+    for (int r0 = 0; r0 < rows; r0 += FIA_ROWS, ahead = NULL) {
         const float *qb = q + (size_t)r0 * ld_q;
         float *sb = s + (size_t)r0 * ld_s;
         switch (rows - r0) {
-        case 1: dot_block(qb, 1, ld_q, k, dt, D, cols, sb, ld_s, accumulate); break;
-        case 2: dot_block(qb, 2, ld_q, k, dt, D, cols, sb, ld_s, accumulate); break;
-        case 3: dot_block(qb, 3, ld_q, k, dt, D, cols, sb, ld_s, accumulate); break;
-        default: dot_block(qb, FIA_ROWS, ld_q, k, dt, D, cols, sb, ld_s, accumulate);
+        case 1: dot_block(qb, 1, ld_q, k, dt, D, cols, sb, ld_s, accumulate, ahead, ahead_bytes); break;
+        case 2: dot_block(qb, 2, ld_q, k, dt, D, cols, sb, ld_s, accumulate, ahead, ahead_bytes); break;
+        case 3: dot_block(qb, 3, ld_q, k, dt, D, cols, sb, ld_s, accumulate, ahead, ahead_bytes); break;
+        default: dot_block(qb, FIA_ROWS, ld_q, k, dt, D, cols, sb, ld_s, accumulate, ahead, ahead_bytes);
         }
     }
 }
 
 static void K(dot_rows)(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
-                        float *s, int ld_s, bool accumulate)
+                        float *s, int ld_s, bool accumulate, const void *const *ahead, int ahead_bytes)
 {
     switch (dt) { /* one copy of the loops per dtype: the widening is chosen outside them */
-    case ATTNOPS_DTYPE_F32: dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_F32, D, cols, s, ld_s, accumulate); break;
-    case ATTNOPS_DTYPE_F16: dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_F16, D, cols, s, ld_s, accumulate); break;
-    case ATTNOPS_DTYPE_BF16: dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_BF16, D, cols, s, ld_s, accumulate); break;
-    default: dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_I8, D, cols, s, ld_s, accumulate);
+    case ATTNOPS_DTYPE_F32:
+        dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_F32, D, cols, s, ld_s, accumulate, ahead, ahead_bytes);
+        break;
+    case ATTNOPS_DTYPE_F16:
+        dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_F16, D, cols, s, ld_s, accumulate, ahead, ahead_bytes);
+        break;
+    case ATTNOPS_DTYPE_BF16:
+        dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_BF16, D, cols, s, ld_s, accumulate, ahead, ahead_bytes);
+        break;
+    default: dot_rows_dt(q, rows, ld_q, k, ATTNOPS_DTYPE_I8, D, cols, s, ld_s, accumulate, ahead, ahead_bytes);
     }
 }
 
 /* Every value row of the tile into R rows x AXPY_STEPS steps of the output
  * from column d0 (n: the columns left, constant where a whole pass fits, so
- * the widening's tail tests fold away). */
+ * the widening's tail tests fold away), asking for the `ahead` rows. */
 SIMD_INLINE void axpy_pass(const float *p, int R, int ld_p, const void *const *v, attnops_dtype dt, int cols, int d0,
-                           int n, vf acc[FIA_ROWS][AXPY_STEPS])
+                           int n, vf acc[FIA_ROWS][AXPY_STEPS], const void *const *ahead, int ahead_bytes)
 {
     for (int c = 0; c < cols; c++) {
+        if (ahead) fia_prefetch_row(ahead[c], ahead_bytes);
         vf x[AXPY_STEPS];
         UNROLLED for (int t = 0; t < AXPY_STEPS; t++) x[t] = kv_load(v[c], dt, d0 + t * VW, n - t * VW);
         UNROLLED for (int r = 0; r < R; r++) {
@@ -615,15 +627,15 @@ SIMD_INLINE void axpy_pass(const float *p, int R, int ld_p, const void *const *v
  * every value row of the tile goes by; the tile's rows stay in L1/L2 for the
  * next steps. */
 SIMD_INLINE void axpy_block(const float *p, int R, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
-                            float *o, int ld_o)
+                            float *o, int ld_o, const void *const *ahead, int ahead_bytes)
 {
-    for (int d0 = 0; d0 < D; d0 += AXPY_STEPS * VW) {
+    for (int d0 = 0; d0 < D; d0 += AXPY_STEPS * VW, ahead = NULL) { /* the first pass asks for them */
         vf acc[FIA_ROWS][AXPY_STEPS];
         UNROLLED for (int r = 0; r < R; r++)
             UNROLLED for (int t = 0; t < AXPY_STEPS; t++) acc[r][t] = v_loadn(o + (size_t)r * ld_o + d0 + t * VW,
                                                                                D - d0 - t * VW);
-        if (D - d0 >= AXPY_STEPS * VW) axpy_pass(p, R, ld_p, v, dt, cols, d0, AXPY_STEPS * VW, acc);
-        else axpy_pass(p, R, ld_p, v, dt, cols, d0, D - d0, acc);
+        if (D - d0 >= AXPY_STEPS * VW) axpy_pass(p, R, ld_p, v, dt, cols, d0, AXPY_STEPS * VW, acc, ahead, ahead_bytes);
+        else axpy_pass(p, R, ld_p, v, dt, cols, d0, D - d0, acc, ahead, ahead_bytes);
         UNROLLED for (int r = 0; r < R; r++)
             UNROLLED for (int t = 0; t < AXPY_STEPS; t++) v_storen(o + (size_t)r * ld_o + d0 + t * VW,
                                                                     D - d0 - t * VW, acc[r][t]);
@@ -631,29 +643,35 @@ SIMD_INLINE void axpy_block(const float *p, int R, int ld_p, const void *const *
 }
 
 SIMD_INLINE void axpy_rows_dt(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
-                              int cols, float *o, int ld_o)
+                              int cols, float *o, int ld_o, const void *const *ahead, int ahead_bytes)
 {
-    for (int r0 = 0; r0 < rows; r0 += FIA_ROWS) {
+    for (int r0 = 0; r0 < rows; r0 += FIA_ROWS, ahead = NULL) {
         const float *pb = p + (size_t)r0 * ld_p;
         float *ob = o + (size_t)r0 * ld_o;
         switch (rows - r0) {
-        case 1: axpy_block(pb, 1, ld_p, v, dt, D, cols, ob, ld_o); break;
-        case 2: axpy_block(pb, 2, ld_p, v, dt, D, cols, ob, ld_o); break;
-        case 3: axpy_block(pb, 3, ld_p, v, dt, D, cols, ob, ld_o); break;
-        default: axpy_block(pb, FIA_ROWS, ld_p, v, dt, D, cols, ob, ld_o);
+        case 1: axpy_block(pb, 1, ld_p, v, dt, D, cols, ob, ld_o, ahead, ahead_bytes); break;
+        case 2: axpy_block(pb, 2, ld_p, v, dt, D, cols, ob, ld_o, ahead, ahead_bytes); break;
+        case 3: axpy_block(pb, 3, ld_p, v, dt, D, cols, ob, ld_o, ahead, ahead_bytes); break;
+        default: axpy_block(pb, FIA_ROWS, ld_p, v, dt, D, cols, ob, ld_o, ahead, ahead_bytes);
         }
     }
 }
 
 static void K(axpy_rows)(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
-                         float *o, int ld_o, bool p_bf16)
+                         float *o, int ld_o, bool p_bf16, const void *const *ahead, int ahead_bytes)
 {
     (void)p_bf16; /* p as it is: f32 FMAs */
     switch (dt) {
-    case ATTNOPS_DTYPE_F32: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_F32, D, cols, o, ld_o); break;
-    case ATTNOPS_DTYPE_F16: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_F16, D, cols, o, ld_o); break;
-    case ATTNOPS_DTYPE_BF16: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_BF16, D, cols, o, ld_o); break;
-    default: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_I8, D, cols, o, ld_o);
+    case ATTNOPS_DTYPE_F32:
+        axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_F32, D, cols, o, ld_o, ahead, ahead_bytes);
+        break;
+    case ATTNOPS_DTYPE_F16:
+        axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_F16, D, cols, o, ld_o, ahead, ahead_bytes);
+        break;
+    case ATTNOPS_DTYPE_BF16:
+        axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_BF16, D, cols, o, ld_o, ahead, ahead_bytes);
+        break;
+    default: axpy_rows_dt(p, rows, ld_p, v, ATTNOPS_DTYPE_I8, D, cols, o, ld_o, ahead, ahead_bytes);
     }
 }
 
