@@ -518,10 +518,10 @@ static void K(ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *
 
 /* ---- FusedInferAttentionScore: a few query rows against rows read in place ---- */
 
-/* Query rows per register block: FIA_ROWS x 2 key accumulators (dot_rows)
- * or FIA_ROWS x AXPY_STEPS output accumulators (axpy_rows) stay in
- * registers on every ISA (AVX2 has 16). */
-enum { FIA_ROWS = 4, AXPY_STEPS = VW >= 16 ? 4 : 2 };
+/* Query rows per register block: FIA_ROWS x DOT_KEYS key accumulators
+ * (dot_rows) or FIA_ROWS x AXPY_STEPS output accumulators (axpy_rows) stay
+ * in registers on every ISA (AVX2 has 16: 12 accumulators and 3 keys). */
+enum { FIA_ROWS = 4, AXPY_STEPS = VW >= 16 ? 4 : 2, DOT_KEYS = VW >= 16 ? 4 : 3 };
 _Static_assert(FIA_ROWS == 4, "dot_block reduces its rows four at a time (v_hsum4)");
 
 /* Elements d .. d + n (n <= VW) of a key or value row, widened exactly. */
@@ -531,45 +531,61 @@ SIMD_INLINE vf kv_load(const void *row, attnops_dtype dt, int d, int n)
     return v_load_dt(row, dt, d, n);
 }
 
-/* One step of dot_block: elements d .. d + n of two keys against R rows
- * (n constant VW in the loop over whole steps, so the widening's tail test
- * folds away; the last partial step passes its own n). */
-SIMD_INLINE void dot_step(const float *q, int R, int ld_q, const void *k0, const void *k1, attnops_dtype dt, int d,
-                          int n, vf *a0, vf *a1)
+/* One step of dot_block: elements d .. d + n of DOT_KEYS keys against R
+ * rows (n constant VW in the loop over whole steps, so the widening's tail
+ * test folds away; the last partial step passes its own n). */
+SIMD_INLINE void dot_step(const float *q, int R, int ld_q, const void *const *keys, int NK, attnops_dtype dt, int d,
+                          int n, vf a[DOT_KEYS][FIA_ROWS])
 {
-    const vf x0 = kv_load(k0, dt, d, n), x1 = kv_load(k1, dt, d, n);
+    vf x[DOT_KEYS];
+    UNROLLED for (int j = 0; j < NK; j++) x[j] = kv_load(keys[j], dt, d, n);
     UNROLLED for (int r = 0; r < R; r++) {
         const vf qr = v_loadn(q + (size_t)r * ld_q + d, n);
-        a0[r] = v_fma(qr, x0, a0[r]), a1[r] = v_fma(qr, x1, a1[r]);
+        UNROLLED for (int j = 0; j < NK; j++) a[j][r] = v_fma(qr, x[j], a[j][r]);
     }
 }
 
-/* R (constant) rows against keys two at a time: 2 R independent FMA chains,
- * their 8 sums reduced four at a time (a reduction each costs as much as
- * the products of a 128-wide row); the pair's `ahead` rows asked for. */
+/* R (constant) rows against NK (constant) keys from key c: R NK
+ * independent FMA chains, each key's sums reduced four rows at a time (a
+ * reduction costs as much as the products of a 128-wide row); the keys'
+ * `ahead` rows asked for. */
+SIMD_INLINE void dot_keys(const float *q, int R, int ld_q, const void *const *k, int c, int NK, attnops_dtype dt, int D,
+                          float *s, int ld_s, bool accumulate, const void *const *ahead, int ahead_bytes)
+{
+    const int whole = D / VW * VW;
+    const void *const *keys = k + c;
+    UNROLLED for (int j = 0; ahead && j < NK; j++) fia_prefetch_row(ahead[c + j], ahead_bytes);
+    vf a[DOT_KEYS][FIA_ROWS];
+    UNROLLED for (int j = 0; j < DOT_KEYS; j++)
+        UNROLLED for (int r = 0; r < FIA_ROWS; r++) a[j][r] = v_zero();
+    for (int d = 0; d < whole; d += VW) dot_step(q, R, ld_q, keys, NK, dt, d, VW, a);
+    if (whole < D) dot_step(q, R, ld_q, keys, NK, dt, whole, D - whole, a);
+    UNROLLED for (int j = 0; j < NK; j++) {
+        float sum[FIA_ROWS];
+        v_hsum4(a[j][0], a[j][1], a[j][2], a[j][3], sum);
+        UNROLLED for (int r = 0; r < R; r++) {
+            float *out = s + (size_t)r * ld_s + c + j;
+            *out = accumulate ? *out + sum[r] : sum[r];
+        }
+    }
+}
+
+/* R (constant) rows against DOT_KEYS keys at a time, then the few left:
+ * more independent chains than 2 keys' 8 keep the FMA units busy (a chain's
+ * latency is 4 cycles, 2 FMAs a cycle on Zen 4; in L1, 2 keys took ~46
+ * cycles a key on AVX2 and ~49 on AVX-512, 4 keys on AVX-512 43). */
 SIMD_INLINE void dot_block(const float *q, int R, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
                            float *s, int ld_s, bool accumulate, const void *const *ahead, int ahead_bytes)
 {
-    const int whole = D / VW * VW;
-    for (int c = 0; c < cols; c += 2) {
-        const bool pair = c + 1 < cols;
-        const void *k0 = k[c], *k1 = pair ? k[c + 1] : k[c];
-        if (ahead) {
-            fia_prefetch_row(ahead[c], ahead_bytes);
-            if (pair) fia_prefetch_row(ahead[c + 1], ahead_bytes);
-        }
-        vf a0[FIA_ROWS], a1[FIA_ROWS];
-        UNROLLED for (int r = 0; r < FIA_ROWS; r++) a0[r] = v_zero(), a1[r] = v_zero();
-        for (int d = 0; d < whole; d += VW) dot_step(q, R, ld_q, k0, k1, dt, d, VW, a0, a1);
-        if (whole < D) dot_step(q, R, ld_q, k0, k1, dt, whole, D - whole, a0, a1);
-        float sum0[FIA_ROWS], sum1[FIA_ROWS];
-        v_hsum4(a0[0], a0[1], a0[2], a0[3], sum0);
-        v_hsum4(a1[0], a1[1], a1[2], a1[3], sum1);
-        UNROLLED for (int r = 0; r < R; r++) {
-            float *out = s + (size_t)r * ld_s + c;
-            out[0] = accumulate ? out[0] + sum0[r] : sum0[r];
-            if (pair) out[1] = accumulate ? out[1] + sum1[r] : sum1[r];
-        }
+    int c = 0;
+    for (; c + DOT_KEYS <= cols; c += DOT_KEYS)
+        dot_keys(q, R, ld_q, k, c, DOT_KEYS, dt, D, s, ld_s, accumulate, ahead, ahead_bytes);
+    _Static_assert(DOT_KEYS <= 4, "the keys left are 1 to 3");
+    switch (cols - c) {
+    case 1: dot_keys(q, R, ld_q, k, c, 1, dt, D, s, ld_s, accumulate, ahead, ahead_bytes); break;
+    case 2: dot_keys(q, R, ld_q, k, c, 2, dt, D, s, ld_s, accumulate, ahead, ahead_bytes); break;
+    case 3: dot_keys(q, R, ld_q, k, c, 3, dt, D, s, ld_s, accumulate, ahead, ahead_bytes); break;
+    default: break;
     }
 }
 
