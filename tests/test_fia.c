@@ -107,6 +107,11 @@ static const fia_test CASES[] = {
     {"prompt bf16 MHA, paged 15, 19-row blocks (odd blocks: f32 tile GEMMs, P rounded to bf16)",
      {.B = 2, .N1 = 2, .N2 = 2, .S1 = 19, .S2 = 300, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_BF16,
       .block_size = 15, .nkv = 2, .kv_len = {300, 31}, BNSD}},
+    /* 8 query blocks want 8 splits of 4500 keys: 640 each (past FIA_MIN_SPLIT), the last of 20; a batch
+     * whose length ends inside the third */
+    {"decode bf16 GQA 2, splits of 640, paged 64",
+     {.B = 2, .N1 = 8, .N2 = 4, .S1 = 1, .S2 = 4500, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 64, .nkv = 2, .kv_len = {4500, 1300}, BNSD}},
 };
 
 static double *values(const tu_tensor *t)
