@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """The Python package's costs, measured side by side in one process:
 
-1. per-call overhead of each Python entry point on a tiny shape (B1 S16 N1
-   D16 f32, one thread) over the library call itself (the two-phase call on
-   prebuilt arguments, `_lib.run`), the entries taking turns in short rounds;
+1. per-call cost of each Python entry point on a tiny shape (B1 S16 N1
+   D16 f32, one thread) against the library call itself (the two-phase call on
+   prebuilt arguments, `_lib.run`) and torch's scaled_dot_product_attention,
+   forward and forward + backward through autograd, the entries taking turns
+   in short rounds; and a decode step through flash_attn_with_kvcache against
+   the library call of the same step;
 2. a training step (forward + backward through autograd) at B1 N8 S4096
    D128, f32, bf16 and f32 causal, against torch.nn.functional.
    scaled_dot_product_attention's step on the same threads, and against the
@@ -18,18 +21,19 @@ first).  Writes a flat JSON object (python_* keys) and a markdown
 table; bench/run.sh merges both into results.json / results.md.
 """
 import argparse
-import ctypes
 import statistics
 import time
 
+import ml_dtypes
 import torch
 
 import attnops
 import attnops._fa as fa
+import attnops._fia as fia
 import attnops._lib as lib
 import attnops.flash_attn as flash_attn
 import attnops.torch_npu as torch_npu
-from attnops._views import Call
+from attnops._views import NUMPY
 
 import peer_common  # bench/, beside this script
 
@@ -62,53 +66,78 @@ def per_call_us(entries, calls, rounds):
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def floor_forward_entry(q, kw):
-    """A forward doing only what any binding written in Python must do per call: three torch.empty
-    outputs, one pack of the params (their values computed beforehand), the six views, the two-phase
-    call.  It skips every check and default, so its excess over c_fwd is a floor for the entry points."""
-    scratch = ctypes.create_string_buffer(fa.PARAMS.size)
-    fa._params(Call(), scratch, q, kw)
-    packed = fa.PARAMS.unpack_from(scratch)
-    size = fa.PARAMS.size + 8 * len(fa.FWD_OUTPUTS)
-    stat = fa.stat_shape(q, kw["head_num"], kw["input_layout"])
-    unused = (None,) * (len(fa.PARAM_TENSORS) - 3)
+def numpy_view(t):
+    """A numpy array over a CPU tensor's memory (bf16 through ml_dtypes), for the library call on prebuilt
+    arguments (the C-level time, without the torch binding)."""
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
 
-    def floor_fwd():
-        args = ctypes.create_string_buffer(size)
-        fa.PARAMS.pack_into(args, 0, *packed)
-        out = torch.empty_like(q)
-        smax = torch.empty(stat, dtype=torch.float32)
-        ssum = torch.empty_like(smax)
-        call = Call()  # holds the views until the run
-        call.bind(args, fa.FWD_SLOTS, fa.FWD_NAMES, (q, q, q, *unused, smax, ssum, None, out))
-        lib.run("flash_attention_score", args)
-        return out
-    return floor_fwd
+
+def c_call(op, call_args):
+    """The library's two-phase call on prebuilt arguments: (call, args struct, outputs) of _fa / _fia."""
+    call, args, _ = call_args
+    return lambda: lib.run(op, args)
 
 
 def overhead(rounds):
-    """Microseconds per call of each entry point and of the bare library call, one thread."""
+    """Microseconds per call of each entry point, of the bare library call and of SDPA, one thread."""
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     q = torch.randn(1, 16, 1, 16)
+    qn = numpy_view(q)
     kw = fa_kwargs(1, "BSND", 0.25)
-    _fwd_call, fwd, (out, smax, ssum) = fa.forward_args(q, q, q, kw)
-    _bwd_call, bwd, _ = fa.backward_args(q, q, q, out, out, smax, ssum, kw)
+    fwd_args = fa.forward_args(qn, qn, qn, kw, NUMPY)
+    out, smax, ssum = (torch.from_numpy(a) for a in fwd_args[2])
+    bwd_args = fa.backward_args(qn, qn, qn, out.numpy(), out.numpy(), smax.numpy(), ssum.numpy(), kw, NUMPY)
+    qg = q.clone().requires_grad_()
+    dy = torch.randn_like(q)
+
+    def attnops_fwd_bwd():
+        torch.autograd.grad(flash_attn.flash_attn_func(qg, qg, qg, softmax_scale=0.25), qg, dy)
+
+    def sdpa_fwd_bwd():
+        torch.autograd.grad(torch.nn.functional.scaled_dot_product_attention(qg, qg, qg, scale=0.25), qg, dy)
+
     entries = {
-        "c_fwd": lambda: lib.run("flash_attention_score", fwd),
-        "c_bwd": lambda: lib.run("flash_attention_score_grad", bwd),
-        "floor_fwd": floor_forward_entry(q, kw),
-        "binding_fwd": lambda: fa.forward(q, q, q, kw),
+        "c_fwd": c_call("flash_attention_score", fwd_args),
+        "c_bwd": c_call("flash_attention_score_grad", bwd_args),
         "op_fwd": lambda: torch.ops.attnops.flash_attention_score(q, q, q, 1, "BSND", scale=0.25),
         "npu_fusion_attention": lambda: torch_npu.npu_fusion_attention(q, q, q, 1, "BSND", scale=0.25),
         "flash_attn_func": lambda: flash_attn.flash_attn_func(q, q, q, softmax_scale=0.25),
         "npu_fusion_attention_grad": lambda: torch_npu.npu_fusion_attention_grad(
             q, q, q, out, 1, "BSND", softmax_max=smax, softmax_sum=ssum, attention_in=out, scale_value=0.25),
-        "sdpa_fwd": lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q),
+        "sdpa_fwd": lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, scale=0.25),
+        "flash_attn_func_fwd_bwd": attnops_fwd_bwd,
+        "sdpa_fwd_bwd": sdpa_fwd_bwd,
     }
     for fn in entries.values():
         fn()
     res = per_call_us(entries, 100, rounds)
+    torch.set_num_threads(saved)
+    return res
+
+
+def decode_step(rounds, threads):
+    """One decode step (B1 N32 N2 8 D128, S_kv 512, bf16) through flash_attn_with_kvcache and as the
+    library call on prebuilt arguments, microseconds per call."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    q = torch.randn(1, 1, 32, 128).bfloat16()
+    k_cache, v_cache = (torch.randn(1, 512, 8, 128).bfloat16() for _ in range(2))
+    lens = torch.tensor([512], dtype=torch.int32)
+    lens64 = numpy_view(lens.long())
+    call_args = fia.fia_args(numpy_view(q), numpy_view(k_cache), numpy_view(v_cache), actual_seq_lengths_kv=lens64,
+                             num_heads=32, num_key_value_heads=8, scale=128 ** -0.5, input_layout="BSND",
+                             num_threads=threads, arrays=NUMPY)
+    entries = {
+        "decode_c": c_call("fused_infer_attention_score", call_args),
+        "decode_flash_attn_with_kvcache": lambda: flash_attn.flash_attn_with_kvcache(
+            q, k_cache, v_cache, cache_seqlens=lens),
+    }
+    for fn in entries.values():
+        fn()
+    res = per_call_us(entries, 20, rounds)
     torch.set_num_threads(saved)
     return res
 
@@ -126,10 +155,13 @@ def step_case(dtype, causal, s, rounds):
         out = torch_npu.npu_fusion_attention(q, k, v, n, "BSND", scale=scale, **mode)[0]
         torch.autograd.grad(out, (q, k, v), dy)
 
-    def direct_step():
+    def direct_step():  # the library's calls on numpy views of the same memory
         kw = fa_kwargs(n, "BSND", scale, **mode)
-        out, smax, ssum = fa.forward(q.detach(), k.detach(), v.detach(), kw)
-        fa.backward(q.detach(), k.detach(), v.detach(), dy, out, smax, ssum, kw)
+        if causal:
+            kw["atten_mask"] = mask.numpy()
+        qn, kn, vn = (numpy_view(t.detach()) for t in (q, k, v))
+        out, smax, ssum = fa.forward(qn, kn, vn, kw, NUMPY)
+        fa.backward(qn, kn, vn, numpy_view(dy), out, smax, ssum, kw, NUMPY)
 
     def sdpa_step():
         out = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
@@ -167,14 +199,27 @@ def main():
         res[f"python_{name}_us"] = us
     md = [f"Python package (attnops {res['python_attnops_version']}, isa {res['python_isa']}, "
           f"{res['python_cpu_model']}, torch {res['python_torch_version']}).", "",
-          "| entry point (B1 S16 N1 D16 f32, 1 thread) | µs per call | over the library call |",
-          "| --- | ---: | ---: |"]
+          "| entry point (B1 S16 N1 D16 f32, 1 thread) | µs per call | over the library call | × SDPA's |",
+          "| --- | ---: | ---: | ---: |"]
     for name, us in over.items():
         base = over["c_bwd"] if "grad" in name or name == "c_bwd" else over["c_fwd"]
-        extra = "" if name.startswith("c_") or name.startswith("sdpa") else f"{us - base:.1f}"
-        md.append(f"| `{name}` | {us:.1f} | {extra} |")
+        sdpa = over["sdpa_fwd_bwd"] if name.endswith("fwd_bwd") else over["sdpa_fwd"]
+        extra = "" if name.startswith("c_") or name.startswith("sdpa") or name.endswith("fwd_bwd") else \
+            f"{us - base:.1f}"
+        vs_sdpa = "" if name.startswith("c_") or name.startswith("sdpa") or "grad" in name else f"{us / sdpa:.2f}"
+        md.append(f"| `{name}` | {us:.1f} | {extra} | {vs_sdpa} |")
         if extra:
             res[f"python_{name}_overhead_us"] = us - base
+        if vs_sdpa:
+            res[f"python_{name}_vs_sdpa"] = us / sdpa
+    decode = decode_step(max(args.reps, 15) * 4, args.threads)
+    for name, us in decode.items():
+        res[f"python_{name}_us"] = us
+    res["python_decode_binding_ratio"] = decode["decode_flash_attn_with_kvcache"] / decode["decode_c"]
+    md += ["", f"| decode step B1 N32 N2 8 D128, S_kv 512, bf16, {args.threads} threads | µs per call |",
+           "| --- | ---: |"]
+    md += [f"| `{name}` | {us:.1f} |" for name, us in decode.items()]
+    md.append(f"| flash_attn_with_kvcache / library call | {res['python_decode_binding_ratio']:.3f} |")
     md += ["", f"| training step B1 N8 S{s} D128, {args.threads} threads | attnops autograd ms | attnops direct ms "
                "| SDPA ms | speed-up (autograd) | speed-up (direct) | autograd / direct |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]

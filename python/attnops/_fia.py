@@ -46,17 +46,22 @@ def output_shapes(query, key, value, input_layout, num_heads, paged):
     return out, (b, num_heads, s1, 1)
 
 
-def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
-                                actual_seq_lengths_kv=None, block_table=None, query_rope=None, key_rope=None,
-                                num_heads=1, scale=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX,
-                                input_layout="BSH", num_key_value_heads=0, sparse_mode=0, inner_precise=0,
-                                block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
-                                key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,
-                                antiquant_scale=None, antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0,
-                                value_antiquant_mode=0, softcap=0.0, alibi_slopes=None, impl="auto", num_threads=0,
-                                out=None, arrays=TORCH):
+def fused_infer_attention_score(query, key, value, **kw):
     """(attention_out, softmax_lse): new tensors or arrays, or the pair `out` given (op-plugin's .out form).
     softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/INFER_ATTENTION.md)."""
+    _call, args, outputs = fia_args(query, key, value, **kw)
+    _lib.run("fused_infer_attention_score", args)
+    return outputs
+
+
+def fia_args(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
+             actual_seq_lengths_kv=None, block_table=None, query_rope=None, key_rope=None, num_heads=1, scale=1.0,
+             pre_tokens=INT32_MAX, next_tokens=INT32_MAX, input_layout="BSH", num_key_value_heads=0, sparse_mode=0,
+             inner_precise=0, block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
+             key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None, antiquant_scale=None,
+             antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0, value_antiquant_mode=0, softcap=0.0,
+             alibi_slopes=None, impl="auto", num_threads=0, out=None, arrays=TORCH):
+    """(call, args struct, (attention_out, softmax_lse)) of a call, ready for _lib.run."""
     lay_in, lay_out = _layouts(input_layout)
     call = Call(arrays)
     args = _lib.FiaArgs()
@@ -88,5 +93,4 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
         out = call.arrays.empty(out_shape, query), call.arrays.empty_f32(lse_shape if softmax_lse_flag else (1,))
     out, lse = out
     args.attention_out, args.softmax_lse = call.view(out, "attention_out"), call.view(lse, "softmax_lse")
-    _lib.run("fused_infer_attention_score", args)
-    return out, lse
+    return call, args, (out, lse)

@@ -9,7 +9,7 @@ A failed call raises an exception that carries the library's sentence and
 status (AttnopsError and its subclasses); nothing here aborts the process.
 """
 import ctypes
-import os
+import re
 from pathlib import Path
 
 from . import _native
@@ -19,8 +19,9 @@ HEADER = _HERE / "include" / "attnops.h"
 
 
 def _load():
-    # ATTNOPS_LIBRARY: use another build of the library (development).
-    path = os.environ.get("ATTNOPS_LIBRARY") or str(_HERE / "_lib" / "libattnops.so.0")
+    # The package's own copy, the one the torch binding links ($ORIGIN), so that both share one library and
+    # its thread-local error state.
+    path = str(_HERE / "_lib" / "libattnops.so.0")
     try:
         return ctypes.CDLL(path)
     except OSError as exc:
@@ -77,6 +78,19 @@ def check(status):
     sentence = lib.attnops_last_error().decode("utf-8", "replace")
     name = lib.attnops_status_string(status).decode()
     raise _EXCEPTIONS.get(status, AttnopsInternalError)(f"{sentence} [{name} {status}]", status)
+
+
+_STATUS_TAG = re.compile(r"\[ATTNOPS_[A-Z_]+ (\d+)\]$")
+
+
+def error_from_message(message):
+    """The AttnopsError of a message the torch binding raised with the library's status at its end
+    ("... [ATTNOPS_ERR_PARAM_INVALID 161002]", python/csrc/binding.cpp); None for any other message."""
+    match = _STATUS_TAG.search(message)
+    if match is None:
+        return None
+    status = int(match.group(1))
+    return _EXCEPTIONS.get(status, AttnopsInternalError)(message, status)
 
 
 # ---- enums ------------------------------------------------------------------------
@@ -212,7 +226,7 @@ def _dtype_codes():
 # torch's (= numpy's, ml_dtypes') dtype name -> attnops_dtype, read from the library's traits table.
 DTYPES = _dtype_codes()
 # The two-phase ops, called through attnops._native (python/native/attnops_native.c) by index, with the
-# addresses of the functions this library resolved (so ATTNOPS_LIBRARY picks the build for both).
+# addresses of the functions this library resolved.
 TWO_PHASE_OPS = ("flash_attention_score", "flash_attention_varlen_score", "flash_attention_score_grad",
                  "flash_attention_unpadding_score_grad", "key_pool", "attn_res", "attn_res_grad",
                  "fused_infer_attention_score")

@@ -71,7 +71,7 @@ def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten
     input_layout = _layout(input_layout)
     softmax_in_layout = _softmax_layout("npu_fusion_attention", softmax_layout, input_layout)
     seed, offset, seed_offset = _npu_rng.draw() if 0.0 < keep_prob < 1.0 else (0, 0, None)
-    out, smax, ssum = ops.flash_attention_score_call(
+    out, smax, ssum = ops.flash_attention_score(
         query, key, value, head_num, input_layout, pse=pse, atten_mask=atten_mask, scale=scale, keep_prob=keep_prob,
         pre_tokens=pre_tokens, next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
         actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
@@ -91,7 +91,7 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
     for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum), ("attention_in", attention_in)):
         if t is None:
             raise ValueError(f"npu_fusion_attention_grad: {name} is required (the forward's output); got None")
-    return ops.flash_attention_score_grad_call(
+    return ops.flash_attention_score_grad(
         query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout, pse=pse,
         atten_mask=atten_mask, scale=scale_value, keep_prob=keep_prob, pre_tokens=pre_tokens,
         next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
@@ -242,7 +242,7 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
               kv_padding_size=kv_padding_size, key_shared_prefix=key_shared_prefix,
               value_shared_prefix=value_shared_prefix, actual_shared_prefix_len=actual_shared_prefix_len,
               key_rope_antiquant_scale=key_rope_antiquant_scale)
-    return torch.ops.attnops.fused_infer_attention_score(
+    return ops.fused_infer_attention_score(
         query, _one_tensor(op, "key", key), _one_tensor(op, "value", value), pse_shift=pse_shift,
         atten_mask=atten_mask, actual_seq_lengths=ops.lengths_tensor(actual_seq_lengths),
         actual_seq_lengths_kv=ops.lengths_tensor(actual_seq_lengths_kv), block_table=block_table, query_rope=query_rope,

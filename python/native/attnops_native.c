@@ -10,8 +10,10 @@
  *
  * Neither libtorch nor libattnops is linked: tensors are read through their
  * Python attributes, and the library's functions are the addresses ctypes
- * resolved (python/attnops/_lib.py), so ATTNOPS_LIBRARY still chooses the
- * build and there is one copy of the library's thread-local error state.
+ * resolved (python/attnops/_lib.py), so there is one copy of the library's
+ * thread-local error state.  The torch ops have their own binding
+ * (python/csrc); this one serves attnops.golden (numpy) and the Python ops
+ * still defined in python/attnops/ops.py.
  * Limited API (abi3): one wheel serves every CPython >= 3.9.
  *
  *   init(ops, torch_dtypes, empty_address)

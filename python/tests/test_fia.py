@@ -451,7 +451,7 @@ def test_prompt_runs_on_the_flashattention_forward(layout):
         kw = dict(input_layout=layout, num_heads=8, num_key_value_heads=2, scale=0.2, **masks)
         out, lse = _check(q, k, v, 64, **kw)
         fast, fast_lse = _fia.fused_infer_attention_score(q, k, v, impl="cpu", softmax_lse_flag=True, **kw)
-        fa_out, smax, ssum = ops.flash_attention_score_call(q, k, v, 8, layout, scale=0.2, **masks)
+        fa_out, smax, ssum = ops.flash_attention_score(q, k, v, 8, layout, scale=0.2, **masks)
         assert torch.equal(fast, fa_out), f"mode {mode}: not the FlashAttention forward's output"
         want = (smax[..., 0].double() + ssum[..., 0].double().log()).float()
         assert torch.equal(fast_lse.reshape(want.shape), want), f"mode {mode}: lse is not max + ln sum"
@@ -464,6 +464,6 @@ def test_prompt_runs_on_the_flashattention_forward(layout):
         kw = dict(input_layout=layout, num_heads=8, num_key_value_heads=2, scale=0.2, softcap=2.0, **masks)
         _check(q, k, v, 64, alibi_slopes=slopes, **kw)
         fast, _ = _fia.fused_infer_attention_score(q, k, v, impl="cpu", alibi_slopes=slopes, **kw)
-        fa_out, _, _ = ops.flash_attention_score_call(q, k, v, 8, layout, scale=0.2, softcap=2.0, pse=slopes,
-                                                      pse_type=2, q_start_idx=[24], kv_start_idx=[0], **masks)
+        fa_out, _, _ = ops.flash_attention_score(q, k, v, 8, layout, scale=0.2, softcap=2.0, pse=slopes,
+                                                 pse_type=2, q_start_idx=[24], kv_start_idx=[0], **masks)
         assert torch.equal(fast, fa_out), f"mode {mode} with softcap and ALiBi: not the FlashAttention forward's"

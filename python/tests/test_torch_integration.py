@@ -111,26 +111,39 @@ def test_thread_count_follows_torch(tmp_path, threads):
     assert int(run.stdout.strip()) == threads - 1
 
 
-def test_direct_calls_equal_the_op():
-    """The entry points skip the dispatcher when nothing needs it (inference); same bits as the op."""
+def test_entry_points_are_the_op():
+    """npu_fusion_attention calls the op: the same bits, with autograd or without, and the Meta kernel's
+    shapes under FakeTensorMode."""
     q, k, v = torch.randn(2, 30, 4, 16), torch.randn(2, 40, 2, 16), torch.randn(2, 40, 2, 8)
-    assert attnops.ops.can_call_directly(q, k, v)
     direct = torch_npu.npu_fusion_attention(q, k, v, 4, "BSND", scale=0.3, keep_prob=0.9)
-    torch.manual_seed(0)
     seed = direct[4]
     via_op = torch.ops.attnops.flash_attention_score(q, k, v, 4, "BSND", scale=0.3, keep_prob=0.9, seed=seed)
     for a, b in zip(direct[:3], via_op):
         assert torch.equal(a, b)
-    with torch.enable_grad():
-        assert not attnops.ops.can_call_directly(q.requires_grad_())
-    with torch.no_grad():
-        assert attnops.ops.can_call_directly(q)
+    with_grad = torch.ops.attnops.flash_attention_score(q.clone().requires_grad_(), k, v, 4, "BSND", scale=0.3,
+                                                        keep_prob=0.9, seed=seed)
+    assert with_grad[0].grad_fn is not None and torch.equal(with_grad[0], via_op[0])
+    assert not with_grad[1].requires_grad and not with_grad[2].requires_grad
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode():
-        fq = torch.empty(2, 30, 4, 16)
-        assert not attnops.ops.can_call_directly(fq)
-        out = torch_npu.npu_fusion_attention(fq, torch.empty(2, 40, 2, 16), torch.empty(2, 40, 2, 8), 4, "BSND")[0]
+        out = torch_npu.npu_fusion_attention(torch.empty(2, 30, 4, 16), torch.empty(2, 40, 2, 16),
+                                             torch.empty(2, 40, 2, 8), 4, "BSND")[0]
         assert out.shape == (2, 30, 4, 8)
+
+
+def test_errors_carry_the_library_status():
+    """torch.ops.attnops raises the builtin exception with the library's sentence and status; the package's
+    functions raise attnops' exceptions carrying the status."""
+    q = torch.randn(1, 8, 2, 16)
+    with pytest.raises(ValueError, match=r"sparse_mode.*\[ATTNOPS_ERR_PARAM_INVALID 161002\]$"):
+        torch.ops.attnops.flash_attention_score(q, q, q, 2, "BSND", sparse_mode=99)
+    with pytest.raises(attnops.AttnopsValueError) as exc:
+        attnops.ops.flash_attention_score(q, q, q, 2, "BSND", sparse_mode=99)
+    assert exc.value.status == 161002
+    with pytest.raises(ValueError, match="input_layout is 'XYZ'"):  # the binding's own check
+        torch.ops.attnops.flash_attention_score(q, q, q, 2, "XYZ")
+    with pytest.raises(TypeError, match="query has dtype torch.float64"):
+        torch.ops.attnops.flash_attention_score(q.double(), q, q, 2, "BSND")
 
 
 def test_meta_tensors_take_the_fake_implementation():

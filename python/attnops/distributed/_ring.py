@@ -68,9 +68,8 @@ class _Plan:
         self.dropout = dropout  # dict(keep_prob=, seed=, offset=), or None
         tnd = dict(softmax_in_layout="same_as_input") if layout == "TND" else {}
         common = dict(scale=scale, **(pse or {}), **(dropout or {}), **tnd)
-        self.full = ops._call_kwargs(head_num, layout, common)
-        self.diagonal = ops._call_kwargs(head_num, layout, dict(
-            common, atten_mask=flash_attn._compressed_mask(), sparse_mode=3, next_tokens=0))
+        self.full = dict(head_num=head_num, input_layout=layout, **common)
+        self.diagonal = dict(self.full, atten_mask=flash_attn._compressed_mask(), sparse_mode=3, next_tokens=0)
         square = rows.global_q == rows.global_kv
         # Full attention, or causal on equal lengths, without ALiBi or dropout, is the same for any row
         # order: whole shards per call.  Otherwise each call is a piece of rows contiguous in the globals.
@@ -125,7 +124,7 @@ class _Plan:
                 if self.dropout is not None:
                     lens = (list(accumulate(rows.global_q)), list(accumulate(rows.global_kv))) if rows.tnd else \
                         (rows.global_q, rows.global_kv)
-                    kw["dropout_block"] = _fa.DropoutBlock(self.head_num, 0, *lens, q_starts, kv_starts)
+                    kw.update(ops.dropout_block_args(_fa.DropoutBlock(self.head_num, 0, *lens, q_starts, kv_starts)))
                 pieces.append((q_rows, kv_rows, kw))
         return pieces
 
@@ -151,8 +150,9 @@ class _Plan:
                         kw.update(pse=slopes[b] if slopes.dim() == 2 else slopes, q_start_idx=[q0],
                                   kv_start_idx=[kv0])
                     if self.dropout is not None:
-                        kw.update(offset=self.dropout["offset"] + stream_base[b], dropout_block=_fa.DropoutBlock(
-                            self.head_num, 0, [rows.global_q[b]], [rows.global_kv[b]], [q0], [kv0]))
+                        block = _fa.DropoutBlock(self.head_num, 0, [rows.global_q[b]], [rows.global_kv[b]], [q0],
+                                                 [kv0])
+                        kw.update(offset=self.dropout["offset"] + stream_base[b], **ops.dropout_block_args(block))
                     q_rows = slice(q_pos.start + before_q[b], q_pos.start + before_q[b] + len_q)
                     kv_rows = slice(kv_pos.start + before_kv[b], kv_pos.start + before_kv[b] + len_kv)
                     pieces.append((q_rows, kv_rows, kw))
@@ -249,8 +249,8 @@ def _ring_forward(plan, q, k, v):
         wait_kv = ring.start(kv, _KV_TAG) if step + 1 < ring.world_size else None
         src = (ring.rank - step) % ring.world_size
         for q_rows, kv_rows, kw in plan.calls(src):
-            out_b, smax_b, ssum_b = _fa.forward(plan.rows(q, q_rows), plan.rows(kv[0], kv_rows),
-                                                plan.rows(kv[1], kv_rows), kw)
+            out_b, smax_b, ssum_b = ops.flash_attention_score(plan.rows(q, q_rows), plan.rows(kv[0], kv_rows),
+                                                              plan.rows(kv[1], kv_rows), **kw)
             _merge(plan, acc, q_rows, out_b, smax_b, ssum_b)
         if wait_kv:
             kv = wait_kv()
@@ -269,9 +269,9 @@ def _ring_backward(plan, q, k, v, out, smax, ssum, dy):
     for step in range(ring.world_size):
         wait_kv = ring.start(kv, _KV_TAG) if step + 1 < ring.world_size else None
         src = (ring.rank - step) % ring.world_size
-        grads = [(q_rows, kv_rows, *_fa.backward(
+        grads = [(q_rows, kv_rows, *ops.flash_attention_score_grad(
             plan.rows(q, q_rows), plan.rows(kv[0], kv_rows), plan.rows(kv[1], kv_rows), plan.rows(dy, q_rows),
-            plan.rows(out, q_rows), plan.stat_rows(smax, q_rows), plan.stat_rows(ssum, q_rows), kw)[:3])
+            plan.rows(out, q_rows), plan.stat_rows(smax, q_rows), plan.stat_rows(ssum, q_rows), **kw)[:3])
             for q_rows, kv_rows, kw in plan.calls(src)]
         if wait_dkv:
             dkv = wait_dkv()  # the accumulator of the block in hand

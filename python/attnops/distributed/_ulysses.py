@@ -59,7 +59,7 @@ class _HeadShardAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, kw):
-        out, smax, ssum = _fa.forward(q.detach(), k.detach(), v.detach(), kw)
+        out, smax, ssum = ops.flash_attention_score(q.detach(), k.detach(), v.detach(), **kw)
         ctx.kw = kw
         ctx.save_for_backward(q, k, v, out, smax, ssum)
         return out
@@ -67,7 +67,8 @@ class _HeadShardAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         q, k, v, out, smax, ssum = ctx.saved_tensors
-        return (*_fa.backward(q.detach(), k.detach(), v.detach(), dy, out, smax, ssum, ctx.kw)[:3], None)
+        return (*ops.flash_attention_score_grad(q.detach(), k.detach(), v.detach(), dy, out, smax, ssum, **ctx.kw)[:3],
+                None)
 
 
 def _call_args(layout, band, slopes, s_q, s_kv, cu_seqlens_q, cu_seqlens_k):
@@ -127,8 +128,8 @@ def ulysses_attention(q, k, v, *, group=None, causal=False, window_size=(-1, -1)
     if keep_prob < 1.0:
         whole = (cu_q[1:], cu_k[1:]) if layout == "TND" else ([s_q], [s_kv])
         extra.update(keep_prob=keep_prob, seed=seed, offset=0,
-                     dropout_block=_fa.DropoutBlock(n, ring.rank * n_local, *whole))
-    out = _HeadShardAttention.apply(*heads, ops._call_kwargs(n_local, call_layout, extra))
+                     **ops.dropout_block_args(_fa.DropoutBlock(n, ring.rank * n_local, *whole)))
+    out = _HeadShardAttention.apply(*heads, dict(head_num=n_local, input_layout=call_layout, **extra))
     if layout == "BNSD":
         out = out.transpose(1, 2)
     return _Regroup.apply(out, False, (group, seq_dim, head_dim, zigzag, cu_q))

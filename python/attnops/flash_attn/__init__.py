@@ -157,7 +157,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
     seed, offset, seed_offset = ops.dropout_seed(keep_prob)
-    out, smax, ssum = ops.flash_attention_score_call(
+    out, smax, ssum = ops.flash_attention_score(
         q, k, v, heads, "BSND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
         deterministic=deterministic, softcap=softcap, **_mask_args(causal, window_size),
         **_alibi_args(alibi_slopes, sq, sk))
@@ -203,7 +203,7 @@ def _per_sequence(q, k, v, cq, ck, scale, softcap, keep_prob, causal, window_siz
             continue
         slopes = None if alibi_slopes is None else (alibi_slopes[i] if alibi_slopes.dim() == 2 else alibi_slopes)
         seed, offset, seed_offset = ops.dropout_seed(keep_prob)
-        out, smax, ssum = ops.flash_attention_score_call(
+        out, smax, ssum = ops.flash_attention_score(
             q[q0:q1].unsqueeze(0), k[k0:k1].unsqueeze(0), v[k0:k1].unsqueeze(0), q.shape[1], "BSND", scale=scale,
             keep_prob=keep_prob, deterministic=deterministic, softcap=softcap,
             **ops.seed_args(seed, offset, seed_offset), **_mask_args(causal, window_size),
@@ -282,7 +282,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                                         alibi_slopes, deterministic)
     else:
         seed, offset, seed_offset = ops.dropout_seed(keep_prob)
-        out, smax, ssum = ops.flash_attention_score_call(
+        out, smax, ssum = ops.flash_attention_score(
             q, k, v, heads, "TND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
             deterministic=deterministic, softcap=softcap, **_varlen_args(cq, ck, causal, window_size, alibi_slopes,
                                                                          op))

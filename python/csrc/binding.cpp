@@ -1,0 +1,141 @@
+// The torch binding's shared pieces (binding.h).
+#include "binding.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace attnops_torch {
+
+[[noreturn]] void raise_status(attnops_status status) {
+    std::string msg = std::string(attnops_last_error()) + " [" + attnops_status_string(status) + " " +
+                      std::to_string(static_cast<int>(status)) + "]";
+    switch (status) {
+    case ATTNOPS_ERR_NULLPTR:
+    case ATTNOPS_ERR_PARAM_INVALID:
+        C10_THROW_ERROR(ValueError, msg);
+    case ATTNOPS_ERR_UNSUPPORTED:
+        C10_THROW_ERROR(NotImplementedError, msg);
+    case ATTNOPS_ERR_OUT_OF_MEMORY:
+        C10_THROW_ERROR(OutOfMemoryError, msg);
+    default:
+        C10_THROW_ERROR(Error, msg);
+    }
+}
+
+[[noreturn]] void raise_value_error(const std::string &sentence) { C10_THROW_ERROR(ValueError, sentence); }
+[[noreturn]] void raise_type_error(const std::string &sentence) { C10_THROW_ERROR(TypeError, sentence); }
+
+namespace {
+
+attnops_dtype dtype_of(at::ScalarType type) {
+    switch (type) {
+    case at::kFloat: return ATTNOPS_DTYPE_F32;
+    case at::kHalf: return ATTNOPS_DTYPE_F16;
+    case at::kBFloat16: return ATTNOPS_DTYPE_BF16;
+    case at::kFloat8_e4m3fn: return ATTNOPS_DTYPE_F8_E4M3FN;
+    case at::kFloat8_e5m2: return ATTNOPS_DTYPE_F8_E5M2;
+    case at::kByte: return ATTNOPS_DTYPE_U8;
+    case at::kBool: return ATTNOPS_DTYPE_BOOL;
+    case at::kInt: return ATTNOPS_DTYPE_I32;
+    case at::kLong: return ATTNOPS_DTYPE_I64;
+    case at::kChar: return ATTNOPS_DTYPE_I8;
+    default: return ATTNOPS_DTYPE_UNSET;
+    }
+}
+
+// What a tensor without elements points to: the library wants a pointer and never follows it.
+alignas(64) char empty_storage[64];
+
+} // namespace
+
+const attnops_tensor *Views::of(const at::Tensor &t, const char *name) {
+    if (!t.defined())
+        return nullptr;
+    attnops_tensor &v = views_.emplace_back();
+    v.dtype = dtype_of(t.scalar_type());
+    if (v.dtype == ATTNOPS_DTYPE_UNSET)
+        raise_type_error(std::string("attnops: ") + name + " has dtype torch." +
+                         std::string(c10::getDtypeNames(t.scalar_type()).first) + ", which attnops does not support");
+    if (t.dim() > ATTNOPS_MAX_RANK)
+        raise_value_error(std::string("attnops: ") + name + " has rank " + std::to_string(t.dim()) +
+                          ", above the library's maximum of " + std::to_string(ATTNOPS_MAX_RANK));
+    v.rank = static_cast<int32_t>(t.dim());
+    for (int32_t i = 0; i < v.rank; i++) {
+        v.shape[i] = t.size(i);
+        v.strides[i] = t.stride(i);
+    }
+    v.data = t.data_ptr();
+    if (!v.data)
+        v.data = empty_storage;
+    return &v;
+}
+
+const attnops_tensor *Views::ints(std::vector<int64_t> values) {
+    std::vector<int64_t> &list = lists_.emplace_back(std::move(values));
+    attnops_tensor &v = views_.emplace_back();
+    v.dtype = ATTNOPS_DTYPE_I64;
+    v.rank = 1;
+    v.shape[0] = static_cast<int64_t>(list.size());
+    v.strides[0] = 1;
+    v.data = list.empty() ? static_cast<void *>(empty_storage) : list.data();
+    return &v;
+}
+
+const attnops_tensor *Views::ints(const std::optional<std::vector<int64_t>> &values) {
+    return values ? ints(*values) : nullptr;
+}
+
+attnops_impl impl_of(const std::string &impl) {
+    if (impl == "auto")
+        return ATTNOPS_IMPL_AUTO;
+    if (impl == "reference")
+        return ATTNOPS_IMPL_REFERENCE;
+    if (impl == "cpu")
+        return ATTNOPS_IMPL_CPU;
+    if (impl == "benchmark")
+        return ATTNOPS_IMPL_BENCHMARK;
+    raise_value_error("attnops: impl is '" + impl + "'; it must be one of auto, reference, cpu, benchmark");
+}
+
+int32_t num_threads() { return static_cast<int32_t>(at::get_num_threads()); }
+
+namespace {
+
+struct FreeAligned {
+    void operator()(void *p) const { std::free(p); }
+};
+
+constexpr size_t kWorkspaceAlign = 64;
+
+void *allocate(size_t bytes) {
+    size_t rounded = (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+    void *p = std::aligned_alloc(kWorkspaceAlign, rounded ? rounded : kWorkspaceAlign);
+    if (!p)
+        C10_THROW_ERROR(OutOfMemoryError, "attnops: cannot allocate a workspace of " + std::to_string(bytes) +
+                                              " bytes");
+    return p;
+}
+
+thread_local std::unique_ptr<void, FreeAligned> cached_buffer;
+thread_local size_t cached_bytes = 0;
+
+} // namespace
+
+Workspace::Workspace(size_t bytes) {
+    if (bytes > kCachedBytes) {
+        data_ = owned_ = allocate(bytes);
+        return;
+    }
+    if (bytes > cached_bytes || !cached_buffer) {
+        cached_buffer.reset(allocate(bytes));
+        cached_bytes = bytes;
+    }
+    data_ = cached_buffer.get();
+}
+
+Workspace::~Workspace() { std::free(owned_); }
+
+} // namespace attnops_torch

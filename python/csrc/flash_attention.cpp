@@ -1,0 +1,440 @@
+// torch.ops.attnops.flash_attention_score and flash_attention_score_grad: CPU, Meta and Autograd
+// kernels over the library's two-phase calls (include/attnops.h).
+//
+//   flash_attention_score(query, key, value, head_num, input_layout, <attributes>)
+//       -> (attention_out, softmax_max, softmax_sum)
+//   flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum,
+//                              head_num, input_layout, <attributes>)
+//       -> (dq, dk, dv, dq_rope, dk_rope)
+//
+// Shapes (N1 query heads, N2 kv heads): BNSD q [B,N1,S1,D], BSND [B,S1,N1,D], BSH [B,S1,N1*D],
+// SBH [S1,B,N1*D], TND [T1,N1,D]; attention_out is q's shape with D -> Dv; softmax_max / softmax_sum
+// f32 [B,N1,S1,8] (TND [T1,N1,8]); the gradients have their inputs' shapes (dq_rope / dk_rope empty
+// without rope inputs).  The attributes are kFaAttrs below: the one list the two schemas, their
+// defaults and the params come from.  Kernels are boxed, reading the stack by the list's positions.
+#include "binding.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include <string>
+#include <vector>
+
+namespace attnops_torch {
+namespace {
+
+using c10::IValue;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+std::optional<std::vector<int64_t>> int_list(const IValue &v) {
+    if (v.isNone())
+        return std::nullopt;
+    return v.toIntVector();
+}
+
+// An int tensor's values (a tensor argument the op reads at run time).
+std::vector<int64_t> tensor_values(const at::Tensor &t) {
+    at::Tensor values = t.to(at::kLong).contiguous();
+    const int64_t *data = values.data_ptr<int64_t>();
+    return std::vector<int64_t>(data, data + values.numel());
+}
+
+std::string head_of(const std::vector<int64_t> &values) {
+    std::string s = "[";
+    for (size_t i = 0; i < values.size() && i < 8; i++)
+        s += (i ? ", " : "") + std::to_string(values[i]);
+    return s + (values.size() > 8 ? ", ...]" : "]");
+}
+
+// flash-attn's cumulative lengths [B + 1] from 0, as the library's cumulative list without the 0.
+std::vector<int64_t> cumulative_without_zero(const at::Tensor &cu, const char *name) {
+    std::vector<int64_t> values = tensor_values(cu);
+    if (values.empty() || values[0] != 0)
+        raise_value_error(std::string("attnops: ") + name +
+                          " must be cumulative lengths [batch + 1] starting at 0; got " + head_of(values));
+    values.erase(values.begin());
+    return values;
+}
+
+// One attribute: its schema type, name and default, and what it sets in the params.
+struct FaAttr {
+    const char *type;
+    const char *name;
+    const char *default_value;
+    void (*fill)(attnops_fa_params &p, Views &views, const IValue &v);
+};
+
+#define FA_TENSOR(field)                                                                                         \
+    [](attnops_fa_params &p, Views &views, const IValue &v) {                                                   \
+        p.field = v.isNone() ? nullptr : views.of(v.toTensor(), #field);                                         \
+    }
+#define FA_INTS(field)                                                                                           \
+    [](attnops_fa_params &p, Views &views, const IValue &v) { p.field = views.ints(int_list(v)); }
+
+// The attributes after head_num and input_layout, in the schemas' order (CANN's names and
+// defaults, include/attnops.h; attnops' extensions after them).  A later entry may override an
+// earlier one's field: seed_offset and cu_seqlens_* are read at run time in place of seed / offset
+// and the length lists (the forms a compiled graph passes).
+constexpr FaAttr kFaAttrs[] = {
+    {"Tensor?", "pse", "None", FA_TENSOR(pse)},
+    {"Tensor?", "drop_mask", "None", FA_TENSOR(drop_mask)},
+    {"Tensor?", "atten_mask", "None", FA_TENSOR(atten_mask)},
+    {"float", "scale", "1.0", [](attnops_fa_params &p, Views &, const IValue &v) { p.scale_value = v.toDouble(); }},
+    {"float", "keep_prob", "1.0", [](attnops_fa_params &p, Views &, const IValue &v) { p.keep_prob = v.toDouble(); }},
+    {"int", "pre_tokens", "2147483647",
+     [](attnops_fa_params &p, Views &, const IValue &v) { p.pre_tokens = v.toInt(); }},
+    {"int", "next_tokens", "2147483647",
+     [](attnops_fa_params &p, Views &, const IValue &v) { p.next_tokens = v.toInt(); }},
+    {"int", "inner_precise", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.inner_precise = v.toInt(); }},
+    {"int[]?", "prefix", "None", FA_INTS(prefix)},
+    {"int[]?", "actual_seq_qlen", "None", FA_INTS(actual_seq_qlen)},
+    {"int[]?", "actual_seq_kvlen", "None", FA_INTS(actual_seq_kvlen)},
+    {"int", "sparse_mode", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.sparse_mode = v.toInt(); }},
+    {"int", "pse_type", "1", [](attnops_fa_params &p, Views &, const IValue &v) { p.pse_type = v.toInt(); }},
+    {"Tensor?", "query_rope", "None", FA_TENSOR(query_rope)},
+    {"Tensor?", "key_rope", "None", FA_TENSOR(key_rope)},
+    {"int[]?", "q_start_idx", "None", FA_INTS(q_start_idx)},
+    {"int[]?", "kv_start_idx", "None", FA_INTS(kv_start_idx)},
+    {"int", "seed", "2", [](attnops_fa_params &p, Views &, const IValue &v) { p.seed = v.toInt(); }},
+    {"int", "offset", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.offset = v.toInt(); }},
+    {"str", "impl", "\"auto\"",
+     [](attnops_fa_params &p, Views &, const IValue &v) { p.impl = impl_of(v.toStringRef()); }},
+    {"bool", "deterministic", "False",
+     [](attnops_fa_params &p, Views &, const IValue &v) {
+         p.deterministic = v.toBool() || at::globalContext().deterministicAlgorithms();
+     }},
+    // int64 [2]: (seed, offset) drawn inside a compiled graph, read at run time.
+    {"Tensor?", "seed_offset", "None",
+     [](attnops_fa_params &p, Views &, const IValue &v) {
+         if (v.isNone())
+             return;
+         std::vector<int64_t> so = tensor_values(v.toTensor());
+         if (so.size() != 2)
+             raise_value_error("attnops: seed_offset must hold 2 values (seed, offset); got " + head_of(so));
+         p.seed = so[0];
+         p.offset = so[1];
+     }},
+    // TND: "" (per-batch [N1,S_b,8] blocks) or "same_as_input" (a true [T1,N1,8] array).
+    {"str", "softmax_in_layout", "\"\"",
+     [](attnops_fa_params &p, Views &, const IValue &v) {
+         const std::string &s = v.toStringRef();
+         if (s != "" && s != "same_as_input")
+             raise_value_error("attnops: softmax_in_layout is '" + s + "'; it must be \"\" or \"same_as_input\"");
+         p.softmax_in_layout = s.empty() ? ATTNOPS_SOFTMAX_LAYOUT_DEFAULT : ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
+     }},
+    {"Tensor?", "cu_seqlens_q", "None",
+     [](attnops_fa_params &p, Views &views, const IValue &v) {
+         if (!v.isNone())
+             p.actual_seq_qlen = views.ints(cumulative_without_zero(v.toTensor(), "cu_seqlens_q"));
+     }},
+    {"Tensor?", "cu_seqlens_kv", "None",
+     [](attnops_fa_params &p, Views &views, const IValue &v) {
+         if (!v.isNone())
+             p.actual_seq_kvlen = views.ints(cumulative_without_zero(v.toTensor(), "cu_seqlens_kv"));
+     }},
+    {"float", "softcap", "0.0", [](attnops_fa_params &p, Views &, const IValue &v) { p.softcap = v.toDouble(); }},
+    // The dropout block of a split call (context parallelism, include/attnops.h).
+    {"int", "dropout_head_num", "0",
+     [](attnops_fa_params &p, Views &, const IValue &v) { p.dropout_head_num = v.toInt(); }},
+    {"int", "dropout_head_start", "0",
+     [](attnops_fa_params &p, Views &, const IValue &v) { p.dropout_head_start = v.toInt(); }},
+    {"int[]?", "dropout_seq_qlen", "None", FA_INTS(dropout_seq_qlen)},
+    {"int[]?", "dropout_seq_kvlen", "None", FA_INTS(dropout_seq_kvlen)},
+    {"int[]?", "dropout_q_start", "None", FA_INTS(dropout_q_start)},
+    {"int[]?", "dropout_kv_start", "None", FA_INTS(dropout_kv_start)},
+};
+#undef FA_TENSOR
+#undef FA_INTS
+
+constexpr size_t kNumAttrs = sizeof kFaAttrs / sizeof kFaAttrs[0];
+// Positions in the stack: the forward's (query, key, value) and the backward's seven tensors come
+// before head_num, input_layout and the attributes.
+constexpr size_t kFwdTensors = 3, kBwdTensors = 7;
+constexpr size_t kFwdArgs = kFwdTensors + 2 + kNumAttrs, kBwdArgs = kBwdTensors + 2 + kNumAttrs;
+// Positions of query_rope / key_rope in kFaAttrs.
+constexpr size_t kQueryRope = 13, kKeyRope = 14;
+constexpr bool same_name(const char *a, const char *b) { return *a == *b && (!*a || same_name(a + 1, b + 1)); }
+static_assert(same_name(kFaAttrs[kQueryRope].name, "query_rope") && same_name(kFaAttrs[kKeyRope].name, "key_rope"));
+
+std::string schema(const char *name, const char *tensors, const char *returns) {
+    std::string s = std::string(name) + "(" + tensors + ", int head_num, str input_layout";
+    for (const FaAttr &a : kFaAttrs)
+        s += std::string(", ") + a.type + " " + a.name + "=" + a.default_value;
+    return s + ") -> " + returns;
+}
+
+attnops_layout layout_of(const std::string &name) {
+    attnops_layout layout = attnops_layout_from_string(name.c_str());
+    if (layout == ATTNOPS_LAYOUT_UNSET)
+        raise_value_error("attnops: input_layout is '" + name + "'; it must be one of BNSD, BSND, BSH, SBH, TND");
+    return layout;
+}
+
+// head_num, input_layout and the attributes (the stack from head_num on) into the params.
+void fill_params(attnops_fa_params &p, Views &views, const IValue *attrs) {
+    p.head_num = attrs[0].toInt();
+    p.input_layout = layout_of(attrs[1].toStringRef());
+    for (size_t i = 0; i < kNumAttrs; i++)
+        kFaAttrs[i].fill(p, views, attrs[2 + i]);
+    p.num_threads = num_threads();
+}
+
+// ---- shapes (the CPU kernels' and the Meta kernels', on ints or SymInts) ----------------------
+template <class Int> struct FaShapes {
+    std::vector<Int> out, stat;
+};
+
+template <class Int>
+FaShapes<Int> fa_shapes(c10::ArrayRef<Int> q, c10::ArrayRef<Int> k, c10::ArrayRef<Int> v, int64_t head_num,
+                        const std::string &input_layout) {
+    attnops_layout layout = layout_of(input_layout);
+    bool hidden = layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH;
+    size_t rank = layout == ATTNOPS_LAYOUT_BNSD || layout == ATTNOPS_LAYOUT_BSND ? 4 : 3;
+    const char *names[] = {"query", "key", "value"};
+    c10::ArrayRef<Int> shapes[] = {q, k, v};
+    for (int i = 0; i < 3; i++)
+        if (shapes[i].size() != rank)
+            raise_value_error(std::string("attnops: ") + names[i] + " has rank " + std::to_string(shapes[i].size()) +
+                              "; layout " + input_layout + " takes rank " + std::to_string(rank));
+    Int dv = v.back();
+    if (hidden) {
+        if (head_num <= 0 || q.back() % head_num != 0)
+            raise_value_error("attnops: head_num " + std::to_string(head_num) +
+                              " does not divide query's hidden size " + c10::str(q.back()));
+        Int d = q.back() / head_num;
+        if (d == 0 || k.back() % d != 0)
+            raise_value_error("attnops: key's hidden size " + c10::str(k.back()) +
+                              " is not a multiple of the head dim " + c10::str(d));
+        Int n2 = k.back() / d;
+        if (n2 == 0 || v.back() % n2 != 0)
+            raise_value_error("attnops: value's hidden size " + c10::str(v.back()) + " is not a multiple of N2 = " +
+                              c10::str(n2));
+        dv = v.back() / n2 * head_num;
+    }
+    FaShapes<Int> s;
+    s.out.assign(q.begin(), q.end());
+    s.out.back() = dv;
+    if (layout == ATTNOPS_LAYOUT_TND) {
+        s.stat = {q[0], Int(head_num), Int(8)};
+    } else {
+        Int b = layout == ATTNOPS_LAYOUT_SBH ? q[1] : q[0];
+        Int s1 = layout == ATTNOPS_LAYOUT_SBH ? q[0] : layout == ATTNOPS_LAYOUT_BNSD ? q[2] : q[1];
+        s.stat = {b, Int(head_num), s1, Int(8)};
+    }
+    return s;
+}
+
+// ---- the forward ---------------------------------------------------------------------------
+void forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kFwdArgs);
+    const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
+    FaShapes<int64_t> shapes = fa_shapes(q.sizes(), k.sizes(), v.sizes(), args[3].toInt(), args[4].toStringRef());
+    at::Tensor out = at::empty(shapes.out, q.options());
+    at::Tensor smax = at::empty(shapes.stat, q.options().dtype(at::kFloat));
+    at::Tensor ssum = at::empty(shapes.stat, q.options().dtype(at::kFloat));
+
+    attnops_fa_fwd_args a;
+    attnops_fa_fwd_args_init(&a);
+    Views views;
+    a.p.query = views.of(q, "query");
+    a.p.key = views.of(k, "key");
+    a.p.value = views.of(v, "value");
+    fill_params(a.p, views, args + kFwdTensors);
+    a.attention_out = views.of(out, "attention_out");
+    a.softmax_max = views.of(smax, "softmax_max");
+    a.softmax_sum = views.of(ssum, "softmax_sum");
+    run_two_phase(attnops_flash_attention_score_workspace_size, attnops_flash_attention_score, a);
+
+    torch::jit::drop(*stack, kFwdArgs);
+    torch::jit::push(*stack, std::move(out), std::move(smax), std::move(ssum));
+}
+
+void forward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kFwdArgs);
+    const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
+    FaShapes<c10::SymInt> shapes =
+        fa_shapes(q.sym_sizes(), k.sym_sizes(), v.sym_sizes(), args[3].toInt(), args[4].toStringRef());
+    at::TensorOptions meta = q.options().device(at::kMeta);
+    at::Tensor out = at::empty_symint(shapes.out, meta);
+    at::Tensor smax = at::empty_symint(shapes.stat, meta.dtype(at::kFloat));
+    at::Tensor ssum = at::empty_symint(shapes.stat, meta.dtype(at::kFloat));
+    torch::jit::drop(*stack, kFwdArgs);
+    torch::jit::push(*stack, std::move(out), std::move(smax), std::move(ssum));
+}
+
+// ---- the backward --------------------------------------------------------------------------
+// dq, dk, dv: contiguous, their inputs' shapes and dtypes; dq_rope / dk_rope likewise, or empty.
+// On `device`: the CPU kernel's, or meta for the Meta kernel (whatever device a mixed call's inputs have).
+std::array<at::Tensor, 5> grad_outputs(const IValue *args, at::Device device) {
+    std::array<at::Tensor, 5> g;
+    for (int i = 0; i < 3; i++)
+        g[i] = at::empty_symint(args[i].toTensor().sym_sizes(), args[i].toTensor().options().device(device));
+    for (int i = 0; i < 2; i++) {
+        const IValue &rope = args[kBwdTensors + 2 + (i ? kKeyRope : kQueryRope)];
+        g[3 + i] = rope.isTensor()
+                       ? at::empty_symint(rope.toTensor().sym_sizes(), rope.toTensor().options().device(device))
+                       : at::empty({0}, args[0].toTensor().options().device(device));
+    }
+    return g;
+}
+
+void backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kBwdArgs);
+    std::array<at::Tensor, 5> g = grad_outputs(args, at::kCPU);
+
+    attnops_fa_bwd_args a;
+    attnops_fa_bwd_args_init(&a);
+    Views views;
+    a.p.query = views.of(args[0].toTensor(), "query");
+    a.p.key = views.of(args[1].toTensor(), "key");
+    a.p.value = views.of(args[2].toTensor(), "value");
+    a.dy = views.of(args[3].toTensor(), "dy");
+    a.attention_in = views.of(args[4].toTensor(), "attention_in");
+    a.softmax_max = views.of(args[5].toTensor(), "softmax_max");
+    a.softmax_sum = views.of(args[6].toTensor(), "softmax_sum");
+    fill_params(a.p, views, args + kBwdTensors);
+    a.dq = views.of(g[0], "dq");
+    a.dk = views.of(g[1], "dk");
+    a.dv = views.of(g[2], "dv");
+    a.dq_rope = a.p.query_rope ? views.of(g[3], "dq_rope") : nullptr;
+    a.dk_rope = a.p.key_rope ? views.of(g[4], "dk_rope") : nullptr;
+    run_two_phase(attnops_flash_attention_score_grad_workspace_size, attnops_flash_attention_score_grad, a);
+
+    torch::jit::drop(*stack, kBwdArgs);
+    for (at::Tensor &t : g)
+        torch::jit::push(*stack, std::move(t));
+}
+
+void backward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    std::array<at::Tensor, 5> g = grad_outputs(&*(stack->end() - kBwdArgs), at::kMeta);
+    torch::jit::drop(*stack, kBwdArgs);
+    for (at::Tensor &t : g)
+        torch::jit::push(*stack, std::move(t));
+}
+
+// ---- autograd: the backward is the grad op on the saved inputs and outputs -------------------
+
+const c10::OperatorHandle &grad_op() {
+    static const c10::OperatorHandle op =
+        c10::Dispatcher::singleton().findSchemaOrThrow("attnops::flash_attention_score_grad", "");
+    return op;
+}
+
+// The forward's call, for FlashAttentionFunction::forward to redispatch: its arguments are on top of
+// the stack, which it leaves empty of them.
+struct ForwardCall {
+    const c10::OperatorHandle *op;
+    c10::DispatchKeySet keys;
+    torch::jit::Stack *stack;
+};
+
+// The differentiable inputs are query, key, value, query_rope and key_rope; the masks, the position
+// bias and the lengths get no gradient (CANN's dpse is reserved).
+struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction> {
+    static variable_list forward(AutogradContext *ctx, const at::Tensor &, const at::Tensor &, const at::Tensor &,
+                                 const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
+                                 ForwardCall call) {
+        torch::jit::Stack &stack = *call.stack;
+        // The arguments for the backward: the tensors saved as such (version-checked), the rest kept.
+        c10::impl::GenericList attrs(c10::AnyType::get());
+        std::vector<at::Tensor> saved;
+        std::vector<int64_t> tensor_at;
+        for (size_t i = 0; i < kFwdArgs; i++) {
+            const IValue &v = stack[stack.size() - kFwdArgs + i];
+            if (v.isTensor()) {
+                tensor_at.push_back(static_cast<int64_t>(i));
+                saved.push_back(v.toTensor());
+                attrs.push_back(IValue());
+            } else {
+                attrs.push_back(v);
+            }
+        }
+        {
+            at::AutoDispatchBelowADInplaceOrView below;
+            call.op->redispatchBoxed(call.keys & c10::after_autograd_keyset, call.stack);
+        }
+        at::Tensor out = stack[stack.size() - 3].toTensor(), smax = stack[stack.size() - 2].toTensor(),
+                   ssum = stack[stack.size() - 1].toTensor();
+        torch::jit::drop(stack, 3);
+        saved.insert(saved.end(), {out, smax, ssum});
+        ctx->save_for_backward(saved);
+        ctx->saved_data["attrs"] = std::move(attrs);
+        ctx->saved_data["tensor_at"] = std::move(tensor_at);
+        ctx->mark_non_differentiable({smax, ssum});
+        return {out, smax, ssum};
+    }
+
+    static variable_list backward(AutogradContext *ctx, variable_list grads) {
+        variable_list saved = ctx->get_saved_variables();
+        std::vector<IValue> args = ctx->saved_data["attrs"].toList().vec();
+        std::vector<int64_t> tensor_at = ctx->saved_data["tensor_at"].toIntVector();
+        for (size_t i = 0; i < tensor_at.size(); i++)
+            args[tensor_at[i]] = saved[i];
+        const at::Tensor &out = saved[saved.size() - 3];
+        at::Tensor dy = grads[0].defined() ? grads[0] : at::zeros_like(out);
+
+        torch::jit::Stack stack;
+        stack.reserve(kBwdArgs);
+        stack.insert(stack.end(), args.begin(), args.begin() + kFwdTensors);
+        torch::jit::push(stack, dy, out, saved[saved.size() - 2], saved[saved.size() - 1]);
+        stack.insert(stack.end(), args.begin() + kFwdTensors, args.end());
+        grad_op().callBoxed(&stack);
+
+        bool q_rope = args[kFwdTensors + 2 + kQueryRope].isTensor();
+        bool k_rope = args[kFwdTensors + 2 + kKeyRope].isTensor();
+        return {stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor(),
+                q_rope ? stack[3].toTensor() : at::Tensor(), k_rope ? stack[4].toTensor() : at::Tensor(),
+                at::Tensor()};
+    }
+};
+
+bool requires_grad(const IValue &v) { return v.isTensor() && v.toTensor().requires_grad(); }
+
+void forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kFwdArgs);
+    const IValue &q_rope = args[kFwdTensors + 2 + kQueryRope], &k_rope = args[kFwdTensors + 2 + kKeyRope];
+    bool needs_grad = at::GradMode::is_enabled() && (requires_grad(args[0]) || requires_grad(args[1]) ||
+                                                     requires_grad(args[2]) || requires_grad(q_rope) ||
+                                                     requires_grad(k_rope));
+    if (!needs_grad) {
+        at::AutoDispatchBelowADInplaceOrView below;
+        op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+        return;
+    }
+    // Copies: the redispatch inside consumes the stack these were read from.
+    auto opt = [](const IValue &v) { return v.isTensor() ? std::optional<at::Tensor>(v.toTensor()) : std::nullopt; };
+    at::Tensor q = args[0].toTensor(), k = args[1].toTensor(), v = args[2].toTensor();
+    std::optional<at::Tensor> qr = opt(q_rope), kr = opt(k_rope);
+    variable_list outs = FlashAttentionFunction::apply(q, k, v, qr, kr, ForwardCall{&op, keys, stack});
+    for (at::Tensor &t : outs)
+        torch::jit::push(*stack, std::move(t));
+}
+
+} // namespace
+
+TORCH_LIBRARY_FRAGMENT(attnops, m) {
+    m.def(schema("flash_attention_score", "Tensor query, Tensor key, Tensor value", "(Tensor, Tensor, Tensor)").c_str());
+    m.def(schema("flash_attention_score_grad",
+                 "Tensor query, Tensor key, Tensor value, Tensor dy, Tensor attention_in, Tensor softmax_max, "
+                 "Tensor softmax_sum",
+                 "(Tensor, Tensor, Tensor, Tensor, Tensor)")
+              .c_str());
+}
+
+TORCH_LIBRARY_IMPL(attnops, CPU, m) {
+    m.impl("flash_attention_score", torch::CppFunction::makeFromBoxedFunction<&forward_cpu>());
+    m.impl("flash_attention_score_grad", torch::CppFunction::makeFromBoxedFunction<&backward_cpu>());
+}
+
+TORCH_LIBRARY_IMPL(attnops, Meta, m) {
+    m.impl("flash_attention_score", torch::CppFunction::makeFromBoxedFunction<&forward_meta>());
+    m.impl("flash_attention_score_grad", torch::CppFunction::makeFromBoxedFunction<&backward_meta>());
+}
+
+TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
+    m.impl("flash_attention_score", torch::CppFunction::makeFromBoxedFunction<&forward_autograd>());
+}
+
+} // namespace attnops_torch
