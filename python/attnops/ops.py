@@ -92,6 +92,12 @@ def seed_args(seed, offset, seed_offset):
     return dict(seed=seed, offset=offset) if seed_offset is None else dict(seed_offset=seed_offset)
 
 
+def present(**kw):
+    """The keyword arguments whose value is not None: an absent optional argument is left to the op's
+    default, which torch fills in without parsing a keyword (~0.5 us each on a 37-argument schema)."""
+    return {k: v for k, v in kw.items() if v is not None}
+
+
 def dropout_block_args(block):
     """The op's dropout_* keyword arguments of a _fa.DropoutBlock (a block of a larger call)."""
     return dict(dropout_head_num=block.head_num, dropout_head_start=block.head_start,

@@ -72,11 +72,12 @@ def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten
     softmax_in_layout = _softmax_layout("npu_fusion_attention", softmax_layout, input_layout)
     seed, offset, seed_offset = _npu_rng.draw() if 0.0 < keep_prob < 1.0 else (0, 0, None)
     out, smax, ssum = ops.flash_attention_score(
-        query, key, value, head_num, input_layout, pse=pse, atten_mask=atten_mask, scale=scale, keep_prob=keep_prob,
-        pre_tokens=pre_tokens, next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix,
-        actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode,
-        pse_type=pse_type, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
-        kv_start_idx=kv_start_idx, softmax_in_layout=softmax_in_layout, **ops.seed_args(seed, offset, seed_offset))
+        query, key, value, head_num, input_layout, scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens,
+        next_tokens=next_tokens, inner_precise=inner_precise, sparse_mode=sparse_mode, pse_type=pse_type,
+        softmax_in_layout=softmax_in_layout, **ops.seed_args(seed, offset, seed_offset), **ops.present(
+            pse=pse, atten_mask=atten_mask, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
+            actual_seq_kvlen=actual_seq_kvlen, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
+            kv_start_idx=kv_start_idx))
     numels = _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen)
     return out, smax, ssum, query.new_empty(0), seed, offset, numels
 
@@ -92,12 +93,12 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
         if t is None:
             raise ValueError(f"npu_fusion_attention_grad: {name} is required (the forward's output); got None")
     return ops.flash_attention_score_grad(
-        query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout, pse=pse,
-        atten_mask=atten_mask, scale=scale_value, keep_prob=keep_prob, pre_tokens=pre_tokens,
-        next_tokens=next_tokens, inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
-        actual_seq_kvlen=actual_seq_kvlen, sparse_mode=sparse_mode, pse_type=pse_type, query_rope=query_rope,
-        key_rope=key_rope, q_start_idx=q_start_idx, kv_start_idx=kv_start_idx, seed=seed, offset=offset,
-        softmax_in_layout=softmax_in_layout)
+        query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout, scale=scale_value,
+        keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens, inner_precise=inner_precise,
+        sparse_mode=sparse_mode, pse_type=pse_type, seed=seed, offset=offset, softmax_in_layout=softmax_in_layout,
+        **ops.present(pse=pse, atten_mask=atten_mask, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
+                      actual_seq_kvlen=actual_seq_kvlen, query_rope=query_rope, key_rope=key_rope,
+                      q_start_idx=q_start_idx, kv_start_idx=kv_start_idx))
 
 
 def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,

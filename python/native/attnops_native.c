@@ -40,6 +40,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,55 @@ static PyObject *native_bind(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* A call's workspace (uninitialised: the library writes before it reads).  Up to
+ * CACHED_WORKSPACE_BYTES it is this thread's buffer, kept between calls and freed
+ * when the thread ends, so a decode step or a small problem allocates nothing (a
+ * multi-megabyte malloc is an mmap whose pages fault in on every call); a larger
+ * one is allocated for the call (*owned, for the caller to free).  The torch
+ * binding keeps the same policy (python/csrc/binding.h, Workspace). */
+enum { CACHED_WORKSPACE_BYTES = 16 << 20 };
+
+struct cached_workspace {
+    void *data;
+    size_t size;
+};
+
+static pthread_key_t workspace_key;
+static pthread_once_t workspace_once = PTHREAD_ONCE_INIT;
+static int workspace_key_ok;
+
+static void free_cached_workspace(void *p) {
+    struct cached_workspace *c = p;
+    free(c->data);
+    free(c);
+}
+
+static void make_workspace_key(void) { workspace_key_ok = pthread_key_create(&workspace_key, free_cached_workspace) == 0; }
+
+static void *aligned_workspace(size_t size) {
+    return aligned_alloc(WORKSPACE_ALIGN, (size + WORKSPACE_ALIGN - 1) / WORKSPACE_ALIGN * WORKSPACE_ALIGN);
+}
+
+static void *workspace(size_t size, void **owned) {
+    pthread_once(&workspace_once, make_workspace_key);
+    if (size > CACHED_WORKSPACE_BYTES || !workspace_key_ok)
+        return *owned = aligned_workspace(size);
+    struct cached_workspace *c = pthread_getspecific(workspace_key);
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c || pthread_setspecific(workspace_key, c)) {
+            free(c);
+            return *owned = aligned_workspace(size);
+        }
+    }
+    if (c->size < size) {
+        free(c->data);
+        c->data = aligned_workspace(size);
+        c->size = c->data ? size : 0;
+    }
+    return c->data;
+}
+
 static PyObject *native_run(PyObject *self, PyObject *args) {
     (void)self;
     int op;
@@ -281,14 +331,12 @@ static PyObject *native_run(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     status = st.workspace[op](op_args, &size);
     if (status == ATTNOPS_SUCCESS) {
-        void *ws = NULL;
-        if (size) {
-            ws = aligned_alloc(WORKSPACE_ALIGN, (size + WORKSPACE_ALIGN - 1) / WORKSPACE_ALIGN * WORKSPACE_ALIGN);
-            no_memory = ws == NULL;
-        }
+        void *owned = NULL;
+        void *ws = size ? workspace(size, &owned) : NULL;
+        no_memory = size && !ws;
         if (!no_memory)
             status = st.run[op](op_args, ws, size);
-        free(ws);
+        free(owned);
     }
     Py_END_ALLOW_THREADS
     if (no_memory)

@@ -338,11 +338,14 @@ def _rotary(x, cos, sin, pos, interleaved):
 
 
 def _kv_lengths(op, cache_seqlens, batch, capacity):
-    """cache_seqlens as an int64 tensor [batch] (None: every batch full), read on the host only outside
-    torch.compile (a compiled decode step keeps it a tensor)."""
+    """cache_seqlens as an int32 or int64 tensor [batch] (None: every batch full; an int32 tensor, flash-attn's
+    form, is passed on without a copy), read on the host only outside torch.compile (a compiled decode step
+    keeps it a tensor)."""
     if cache_seqlens is None or isinstance(cache_seqlens, int):
         return torch.full((batch,), capacity if cache_seqlens is None else cache_seqlens, dtype=torch.int64)
-    lens = cache_seqlens.reshape(-1).long()
+    lens = cache_seqlens.reshape(-1)
+    if lens.dtype not in (torch.int32, torch.int64):
+        lens = lens.long()
     if lens.shape[0] != batch:
         raise ValueError(f"attnops: {op}: cache_seqlens has {lens.shape[0]} values; it must have batch = {batch}")
     return lens
@@ -447,7 +450,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     s_new = k.shape[1] if k is not None else 0
     if k is not None and cache_seqlens is None:
         raise ValueError(f"attnops: {op}: new k and v need cache_seqlens (where they are written)")
-    if not torch.compiler.is_compiling() and bool((lens + s_new > capacity).any()):
+    # Checked here only for an append, which writes before the operator checks the lengths.
+    if s_new and not torch.compiler.is_compiling() and bool((lens + s_new > capacity).any()):
         raise ValueError(f"attnops: {op}: cache_seqlens + {s_new} new rows exceed the cache's {capacity} rows")
     left, right = _band(causal, window_size)
     local = left >= 0 or right >= 0
@@ -460,7 +464,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         k = _rotary(k, rotary_cos, rotary_sin, start + torch.arange(s_new), rotary_interleaved)
     if k is not None:
         _append(k_cache, v_cache, k, v, lens, block_table, cache_batch_idx)
-    sk = lens + s_new
+    sk = lens + s_new if s_new else lens
     if cache_leftpad is not None or cache_batch_idx is not None or (sq == 1 and left >= 0):
         # A left pad, a cache_batch_idx or a decode step's window pick rows no plain or paged view does: a table
         # of single rows over the cache viewed as [rows, 1, Hk D] (the operator's paged form, block_size 1),
@@ -484,8 +488,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     else:
         key, value, paging = k_cache, v_cache, {}
     masks = _mask_args(causal, window_size) if sq > 1 else {}
+    # Only what differs from the op's defaults (each keyword costs torch's parser ~0.5 us).
+    if softcap:
+        masks["softcap"] = softcap
+    if return_softmax_lse:
+        masks["softmax_lse_flag"] = True
+    if alibi_slopes is not None:
+        masks["alibi_slopes"] = alibi_slopes
     out, lse = ops.fused_infer_attention_score(
         q, key, value, actual_seq_lengths_kv=sk, num_heads=heads, num_key_value_heads=hk,
-        scale=softmax_scale if softmax_scale is not None else d ** -0.5, input_layout="BSND",
-        softmax_lse_flag=return_softmax_lse, softcap=softcap, alibi_slopes=alibi_slopes, **paging, **masks)
+        scale=softmax_scale if softmax_scale is not None else d ** -0.5, input_layout="BSND", **paging, **masks)
     return (out, lse.reshape(batch, heads, sq)) if return_softmax_lse else out
