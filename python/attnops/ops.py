@@ -7,10 +7,12 @@
         -> (dq, dk, dv, dq_rope, dk_rope)
     torch.ops.attnops.fused_infer_attention_score(query, key, value, ...) -> (attention_out, softmax_lse)
 
-FlashAttention and FusedInferAttentionScore are registered from C++ (python/csrc, the package's
-libattnops_torch.so) with CPU, Meta and (FlashAttention) Autograd kernels; their schemas are
-there, one list of attributes each.  KeyPool and Block Attention Residuals are torch.library
-custom ops defined below.  Argument names and defaults are CANN's (include/attnops.h), with
+    torch.ops.attnops.key_pool(hidden_states, wk, gate_weight, ape, state_cache!, ...) -> pooled_key
+    torch.ops.attnops.attn_res(blocks, proj_weight, ...) -> (h, rms, alpha), and attn_res_grad
+
+They are registered from C++ (python/csrc, the package's libattnops_torch.so) with CPU, Meta
+and (FlashAttention, AttnRes) Autograd kernels; their schemas are there, one list of arguments
+each.  Argument names and defaults are CANN's (include/attnops.h), with
 torch_npu's int[] for the sequence-length lists.  `impl` picks the implementation ("auto",
 "cpu": the fast kernel; "reference": the golden; "benchmark").  Each call uses
 torch.get_num_threads() threads; `deterministic` (or torch.use_deterministic_algorithms(True))
@@ -22,12 +24,10 @@ the library's sentence; the functions of this module (and every entry point of t
 raise attnops.AttnopsError's subclasses, which carry the library's status.
 """
 from pathlib import Path
-from typing import List, Optional, Tuple
-
 import torch
 from torch import Tensor
 
-from . import _build_info, _kp_ar, _lib
+from . import _build_info, _lib
 
 _NS = "attnops"
 
@@ -71,6 +71,9 @@ def _translated(op):
 flash_attention_score = _translated(torch.ops.attnops.flash_attention_score.default)
 flash_attention_score_grad = _translated(torch.ops.attnops.flash_attention_score_grad.default)
 fused_infer_attention_score = _translated(torch.ops.attnops.fused_infer_attention_score.default)
+key_pool = _translated(torch.ops.attnops.key_pool.default)
+attn_res = _translated(torch.ops.attnops.attn_res.default)
+attn_res_grad = _translated(torch.ops.attnops.attn_res_grad.default)
 
 
 def dropout_seed(keep_prob):
@@ -110,88 +113,3 @@ def lengths_tensor(values):
     if values is None or isinstance(values, Tensor):
         return values
     return torch.tensor([int(v) for v in values], dtype=torch.int64)
-
-
-# ---- KeyPool ------------------------------------------------------------------------
-@torch.library.custom_op(f"{_NS}::key_pool", mutates_args=("state_cache",), device_types="cpu")
-def key_pool(hidden_states: Tensor, wk: Tensor, gate_weight: Tensor, ape: Tensor, state_cache: Tensor,
-             cache_block_table: Tensor, start_pos: Tensor, norm_weight: Optional[Tensor] = None,
-             norm_bias: Optional[Tensor] = None, cos: Optional[Tensor] = None, sin: Optional[Tensor] = None,
-             cu_seqlens: Optional[Tensor] = None, seqused: Optional[Tensor] = None, cmp_ratio: int = 4,
-             norm_eps: float = 1e-6, rotary_mode: int = 0, impl: str = "auto") -> Tensor:
-    """pooled_key; state_cache is written in place (the trailing incomplete groups)."""
-    return _kp_ar.key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos,
-                           norm_weight=norm_weight, norm_bias=norm_bias, cos=cos, sin=sin, cu_seqlens=cu_seqlens,
-                           seqused=seqused, cmp_ratio=cmp_ratio, norm_eps=norm_eps, rotary_mode=rotary_mode,
-                           impl=impl, num_threads=torch.get_num_threads())
-
-
-@key_pool.register_fake
-def _(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, norm_weight=None,
-      norm_bias=None, cos=None, sin=None, cu_seqlens=None, seqused=None, cmp_ratio=4, *args, **kwargs):
-    return hidden_states.new_empty(_kp_ar.key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens))
-
-
-# ---- Block Attention Residuals -----------------------------------------------------------
-@torch.library.custom_op(f"{_NS}::attn_res", mutates_args=(), device_types="cpu")
-def attn_res(blocks: List[Tensor], proj_weight: Tensor, partial_block: Optional[Tensor] = None,
-             rmsnorm_gamma: Optional[Tensor] = None, scale: float = 1.0, rmsnorm_eps: float = 1e-6,
-             enable_rmsnorm: bool = True, impl: str = "auto") -> Tuple[Tensor, Tensor, Tensor]:
-    """(h, rms [B,T,L,1] f32 (empty without RMSNorm), alpha [B,T,L] f32)."""
-    return _kp_ar.attn_res(blocks, proj_weight, partial_block=partial_block, rmsnorm_gamma=rmsnorm_gamma,
-                           scale=scale, rmsnorm_eps=rmsnorm_eps, enable_rmsnorm=enable_rmsnorm, impl=impl,
-                           num_threads=torch.get_num_threads())
-
-
-@attn_res.register_fake
-def _(blocks, proj_weight, partial_block=None, rmsnorm_gamma=None, scale=1.0, rmsnorm_eps=1e-6, enable_rmsnorm=True,
-      impl="auto"):
-    b, t, _ = blocks[0].shape
-    levels = len(blocks) + (partial_block is not None)
-    rms = blocks[0].new_empty((b, t, levels, 1) if enable_rmsnorm else (0,), dtype=torch.float32)
-    return torch.empty_like(blocks[0]), rms, blocks[0].new_empty((b, t, levels), dtype=torch.float32)
-
-
-@torch.library.custom_op(f"{_NS}::attn_res_grad", mutates_args=(), device_types="cpu")
-def attn_res_grad(grad_h: Tensor, blocks: List[Tensor], proj_weight: Tensor, alpha: Tensor,
-                  partial_block: Optional[Tensor] = None, rmsnorm_gamma: Optional[Tensor] = None,
-                  rms: Optional[Tensor] = None, scale: float = 1.0, enable_rmsnorm: bool = True,
-                  impl: str = "auto") -> Tuple[List[Tensor], Tensor, Tensor, Tensor]:
-    """(grad_blocks, grad_partial_block (empty without one), grad_proj_weight, grad_rmsnorm_gamma (empty
-    without RMSNorm))."""
-    grads, grad_partial, grad_proj, grad_gamma = _kp_ar.attn_res_grad(
-        grad_h, blocks, proj_weight, alpha, partial_block=partial_block, rmsnorm_gamma=rmsnorm_gamma, rms=rms,
-        scale=scale, enable_rmsnorm=enable_rmsnorm, impl=impl, num_threads=torch.get_num_threads())
-    return grads, grad_partial, grad_proj, grad_gamma
-
-
-@attn_res_grad.register_fake
-def _(grad_h, blocks, proj_weight, alpha, partial_block=None, rmsnorm_gamma=None, rms=None, scale=1.0,
-      enable_rmsnorm=True, impl="auto"):
-    grad_partial = torch.empty_like(partial_block) if partial_block is not None else grad_h.new_empty(0)
-    grad_gamma = torch.empty_like(rmsnorm_gamma) if enable_rmsnorm else grad_h.new_empty(0)
-    return [torch.empty_like(t) for t in blocks], grad_partial, torch.empty_like(proj_weight), grad_gamma
-
-
-def _attn_res_setup(ctx, inputs, output):
-    blocks, proj_weight, partial_block, rmsnorm_gamma, scale, _eps, enable_rmsnorm, impl = inputs
-    _h, rms, alpha = output
-    ctx.num_blocks = len(blocks)
-    ctx.has_partial = partial_block is not None
-    ctx.attrs = (scale, enable_rmsnorm, impl)
-    ctx.save_for_backward(*blocks, proj_weight, partial_block, rmsnorm_gamma, rms, alpha)
-    ctx.mark_non_differentiable(rms, alpha)
-
-
-def _attn_res_backward(ctx, grad_h, _grad_rms, _grad_alpha):
-    saved = ctx.saved_tensors
-    blocks, (proj_weight, partial_block, rmsnorm_gamma, rms, alpha) = list(saved[:ctx.num_blocks]), saved[
-        ctx.num_blocks:]
-    scale, enable_rmsnorm, impl = ctx.attrs
-    grads, grad_partial, grad_proj, grad_gamma = attn_res_grad(
-        grad_h, blocks, proj_weight, alpha, partial_block, rmsnorm_gamma, rms, scale, enable_rmsnorm, impl)
-    return (grads, grad_proj, grad_partial if ctx.has_partial else None, grad_gamma if enable_rmsnorm else None,
-            None, None, None, None)
-
-
-torch.library.register_autograd(f"{_NS}::attn_res", _attn_res_backward, setup_context=_attn_res_setup)

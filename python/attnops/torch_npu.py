@@ -167,9 +167,10 @@ def npu_key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_t
                  rotary_mode=0):
     """-> pooled_key; state_cache is updated in place (docs/KEYPOOL.md).  Rows past each batch's valid
     ones (npu_key_pool_valid_rows) are unspecified, as on the device."""
-    return torch.ops.attnops.key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos,
-                                      norm_weight, norm_bias, cos, sin, cu_seqlens, seqused, cmp_ratio, norm_eps,
-                                      rotary_mode)
+    return ops.key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos,
+                        cmp_ratio=cmp_ratio, norm_eps=norm_eps, rotary_mode=rotary_mode, **ops.present(
+                            norm_weight=norm_weight, norm_bias=norm_bias, cos=cos, sin=sin, cu_seqlens=cu_seqlens,
+                            seqused=seqused))
 
 
 def npu_key_pool_valid_rows(hidden_states, start_pos, cu_seqlens=None, cmp_ratio=4):
@@ -188,9 +189,9 @@ def ai_infra_block_attn_res(blocks, proj_weight, partial_block=None, scale=1.0, 
                             rmsnorm_gamma=None, enable_rmsnorm=True, rms_out_flag=True, alpha_out_flag=True):
     """-> (h, rms_cache f32 [B,T,L,1] or None, alpha_cache f32 [B,T,L] or None), the PyPTO kernel's
     interface; differentiable in blocks, partial_block, proj_weight and rmsnorm_gamma."""
-    h, rms, alpha = torch.ops.attnops.attn_res(list(blocks), proj_weight, partial_block,
-                                               _gamma(rmsnorm_gamma, enable_rmsnorm, proj_weight), scale,
-                                               rmsnorm_eps, enable_rmsnorm)
+    h, rms, alpha = ops.attn_res(list(blocks), proj_weight, partial_block=partial_block,
+                                 rmsnorm_gamma=_gamma(rmsnorm_gamma, enable_rmsnorm, proj_weight), scale=scale,
+                                 rmsnorm_eps=rmsnorm_eps, enable_rmsnorm=enable_rmsnorm)
     return h, rms if (enable_rmsnorm and rms_out_flag) else None, alpha if alpha_out_flag else None
 
 
@@ -198,9 +199,10 @@ def ai_infra_block_attn_res_backward(grad_h, blocks, proj_weight, alpha_cache, p
                                      rmsnorm_gamma=None, rms_cache=None, scale=1.0, enable_rmsnorm=True):
     """-> (grad_blocks list, grad_partial_block or None, grad_proj_weight, grad_rmsnorm_gamma or None),
     from the forward's caches (the softmax is not recomputed)."""
-    grads, grad_partial, grad_proj, grad_gamma = torch.ops.attnops.attn_res_grad(
-        grad_h, list(blocks), proj_weight, alpha_cache, partial_block,
-        _gamma(rmsnorm_gamma, enable_rmsnorm, proj_weight), rms_cache, scale, enable_rmsnorm)
+    grads, grad_partial, grad_proj, grad_gamma = ops.attn_res_grad(
+        grad_h, list(blocks), proj_weight, alpha_cache, partial_block=partial_block,
+        rmsnorm_gamma=_gamma(rmsnorm_gamma, enable_rmsnorm, proj_weight), rms=rms_cache, scale=scale,
+        enable_rmsnorm=enable_rmsnorm)
     return (grads, grad_partial if partial_block is not None else None, grad_proj,
             grad_gamma if enable_rmsnorm else None)
 
