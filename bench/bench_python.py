@@ -33,7 +33,6 @@ import attnops._fia as fia
 import attnops._lib as lib
 import attnops.flash_attn as flash_attn
 import attnops.torch_npu as torch_npu
-from attnops._views import NUMPY
 
 import peer_common  # bench/, beside this script
 
@@ -87,9 +86,9 @@ def overhead(rounds):
     q = torch.randn(1, 16, 1, 16)
     qn = numpy_view(q)
     kw = fa_kwargs(1, "BSND", 0.25)
-    fwd_args = fa.forward_args(qn, qn, qn, kw, NUMPY)
+    fwd_args = fa.forward_args(qn, qn, qn, kw)
     out, smax, ssum = (torch.from_numpy(a) for a in fwd_args[2])
-    bwd_args = fa.backward_args(qn, qn, qn, out.numpy(), out.numpy(), smax.numpy(), ssum.numpy(), kw, NUMPY)
+    bwd_args = fa.backward_args(qn, qn, qn, out.numpy(), out.numpy(), smax.numpy(), ssum.numpy(), kw)
     qg = q.clone().requires_grad_()
     dy = torch.randn_like(q)
 
@@ -129,7 +128,7 @@ def decode_step(rounds, threads):
     lens64 = numpy_view(lens.long())
     call_args = fia.fia_args(numpy_view(q), numpy_view(k_cache), numpy_view(v_cache), actual_seq_lengths_kv=lens64,
                              num_heads=32, num_key_value_heads=8, scale=128 ** -0.5, input_layout="BSND",
-                             num_threads=threads, arrays=NUMPY)
+                             num_threads=threads)
     entries = {
         "decode_c": c_call("fused_infer_attention_score", call_args),
         "decode_flash_attn_with_kvcache": lambda: flash_attn.flash_attn_with_kvcache(
@@ -160,8 +159,8 @@ def step_case(dtype, causal, s, rounds):
         if causal:
             kw["atten_mask"] = mask.numpy()
         qn, kn, vn = (numpy_view(t.detach()) for t in (q, k, v))
-        out, smax, ssum = fa.forward(qn, kn, vn, kw, NUMPY)
-        fa.backward(qn, kn, vn, numpy_view(dy), out, smax, ssum, kw, NUMPY)
+        out, smax, ssum = fa.forward(qn, kn, vn, kw)
+        fa.backward(qn, kn, vn, numpy_view(dy), out, smax, ssum, kw)
 
     def sdpa_step():
         out = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),

@@ -5,7 +5,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._views import NUMPY, Call
+from ._views import Call
 
 
 def dropout_mask(seed, offset, keep_prob, head_num, *, batch=None, seq_q=None, seq_kv=None, actual_seq_qlen=None,
@@ -18,7 +18,7 @@ def dropout_mask(seed, offset, keep_prob, head_num, *, batch=None, seq_q=None, s
     blocks.  packed=True returns the bit-packed form CANN's drop_mask input
     takes instead (element e in bit e % 8 of byte e / 8, LSB first)."""
     args = _lib.DropoutMaskArgs(seed=seed, offset=offset, keep_prob=keep_prob, head_num=head_num)
-    call = Call(NUMPY)
+    call = Call()
     tnd = actual_seq_qlen is not None or actual_seq_kvlen is not None
     if tnd:
         if actual_seq_qlen is None or actual_seq_kvlen is None:

@@ -1,4 +1,4 @@
-"""FlashAttentionScore(Grad) on torch tensors or numpy arrays: output shapes and the C calls.
+"""FlashAttentionScore(Grad) on numpy arrays (attnops.golden): output shapes and the C calls.
 
 Shapes (N1 query heads, N2 kv heads, layouts as in include/attnops.h):
   BNSD q [B,N1,S1,D]  BSND q [B,S1,N1,D]  BSH q [B,S1,N1*D]  SBH q [S1,B,N1*D]
@@ -12,7 +12,7 @@ import struct
 import typing
 
 from . import _lib
-from ._views import TORCH, Call
+from ._views import Call
 
 INT32_MAX = 2147483647
 
@@ -152,18 +152,18 @@ def _params(call, buf, query, kw):
             *(None if v is None else ints(v) for v in block[2:]))
 
 
-def forward(query, key, value, kw, arrays=TORCH):
-    """(attention_out, softmax_max, softmax_sum), new contiguous tensors (or numpy arrays: arrays=NUMPY).
+def forward(query, key, value, kw):
+    """(attention_out, softmax_max, softmax_sum), new contiguous numpy arrays.
     kw: every keyword of the C params (head_num, input_layout, pse, ..., num_threads; fp8 optional), one
     dict handed down unexpanded (each ** of ~28 names costs a microsecond)."""
-    call, args, outputs = forward_args(query, key, value, kw, arrays)
+    call, args, outputs = forward_args(query, key, value, kw)
     _lib.run("flash_attention_score", args)
     return outputs
 
 
-def forward_args(query, key, value, kw, arrays=TORCH):
+def forward_args(query, key, value, kw):
     """(call, packed args, outputs) of a forward, ready for _lib.run (bench/bench_python.py times the run)."""
-    call = Call(arrays)
+    call = Call()
     args = ctypes.create_string_buffer(PARAMS.size + _PTR * len(FWD_OUTPUTS))
     tensors = _params(call, args, query, kw)
     layout, n1, fp8 = kw["input_layout"], kw["head_num"], kw.get("fp8")
@@ -174,16 +174,16 @@ def forward_args(query, key, value, kw, arrays=TORCH):
     return call, args, (out, smax, ssum)
 
 
-def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw, arrays=TORCH):
+def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw):
     """(dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty without rope inputs.  kw: as forward's."""
-    call, args, outputs = backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw, arrays)
+    call, args, outputs = backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw)
     _lib.run("flash_attention_score_grad", args)
     return outputs
 
 
-def backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw, arrays=TORCH):
+def backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw):
     """(call, packed args, outputs) of a backward, ready for _lib.run."""
-    call = Call(arrays)
+    call = Call()
     args = ctypes.create_string_buffer(PARAMS.size + _PTR * len(BWD_TENSORS))
     tensors = _params(call, args, query, kw)
     grads = [_output(call, t.shape, t, kw.get("fp8")) for t in (query, key, value)]

@@ -1,4 +1,4 @@
-"""FusedInferAttentionScore on torch tensors or numpy arrays: the output shapes and the C call
+"""FusedInferAttentionScore on numpy arrays (attnops.golden): the output shapes and the C call
 (include/attnops.h, docs/INFER_ATTENTION.md).
 
 input_layout is CANN's string: BSH, BSND, BNSD, TND, or BNSD_BSND (BNSD in, BSND out).  The
@@ -9,7 +9,7 @@ with softmax_lse_flag, else a one-element zero, as op-plugin returns it.
 import ctypes
 
 from . import _lib
-from ._views import TORCH, Call
+from ._views import Call
 
 INT32_MAX = 2147483647
 _IN_LAYOUTS = {"BSH": ("BSH", "BSH"), "BSND": ("BSND", "BSND"), "BNSD": ("BNSD", "BNSD"), "TND": ("TND", "TND"),
@@ -47,7 +47,7 @@ def output_shapes(query, key, value, input_layout, num_heads, paged):
 
 
 def fused_infer_attention_score(query, key, value, **kw):
-    """(attention_out, softmax_lse): new tensors or arrays, or the pair `out` given (op-plugin's .out form).
+    """(attention_out, softmax_lse): new arrays, or the pair `out` given (op-plugin's .out form).
     softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/INFER_ATTENTION.md)."""
     _call, args, outputs = fia_args(query, key, value, **kw)
     _lib.run("fused_infer_attention_score", args)
@@ -60,14 +60,14 @@ def fia_args(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_l
              inner_precise=0, block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
              key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None, antiquant_scale=None,
              antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0, value_antiquant_mode=0, softcap=0.0,
-             alibi_slopes=None, impl="auto", num_threads=0, out=None, arrays=TORCH):
+             alibi_slopes=None, impl="auto", num_threads=0, out=None):
     """(call, args struct, (attention_out, softmax_lse)) of a call, ready for _lib.run."""
     lay_in, lay_out = _layouts(input_layout)
-    call = Call(arrays)
+    call = Call()
     args = _lib.FiaArgs()
     _lib.lib.attnops_fia_args_init(ctypes.byref(args))
-    # a list, or an int64 / int32 tensor or array of the lengths (the torch op's form, which compiles)
-    lengths = {name: None if vals is None else vals if hasattr(vals, "shape") else arrays.int64(vals)
+    # a list, or an int64 / int32 array of the lengths
+    lengths = {name: None if vals is None else vals if hasattr(vals, "shape") else call.arrays.int64(vals)
                for name, vals in (("actual_seq_lengths", actual_seq_lengths),
                                   ("actual_seq_lengths_kv", actual_seq_lengths_kv))}
     for name, t in (("query", query), ("key", key), ("value", value), ("pse_shift", pse_shift),

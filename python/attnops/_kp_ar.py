@@ -1,4 +1,4 @@
-"""KeyPool and Block Attention Residuals on torch tensors or numpy arrays: output shapes and the C calls.
+"""KeyPool and Block Attention Residuals on numpy arrays (attnops.golden): output shapes and the C calls.
 
 KeyPool (docs/KEYPOOL.md): hidden_states bf16/f16 BSH [B,S,H] or TH [T,H] (with
 cu_seqlens i32 [B+1]), wk / gate_weight [D,H], ape f32 [R,D], state_cache f32
@@ -12,7 +12,7 @@ rmsnorm_gamma [D]; h [B,T,D], rms f32 [B,T,L,1], alpha f32 [B,T,L], L = N (+1).
 import ctypes
 
 from . import _lib
-from ._views import TORCH, Call
+from ._views import Call
 
 
 def key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens):
@@ -26,10 +26,9 @@ def key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens):
 
 
 def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, *, norm_weight,
-             norm_bias, cos, sin, cu_seqlens, seqused, cmp_ratio, norm_eps, rotary_mode, impl, num_threads,
-             arrays=TORCH):
-    """pooled_key (a new tensor or array); state_cache is updated in place."""
-    call = Call(arrays)
+             norm_bias, cos, sin, cu_seqlens, seqused, cmp_ratio, norm_eps, rotary_mode, impl, num_threads):
+    """pooled_key (a new array); state_cache is updated in place."""
+    call = Call()
     args = _lib.KeyPoolArgs()
     _lib.lib.attnops_key_pool_args_init(ctypes.byref(args))
     for name, t in (("hidden_states", hidden_states), ("wk", wk), ("gate_weight", gate_weight), ("ape", ape),
@@ -64,11 +63,11 @@ def _impl(impl):
 
 
 def attn_res(blocks, proj_weight, *, partial_block, rmsnorm_gamma, scale, rmsnorm_eps, enable_rmsnorm, impl,
-             num_threads, arrays=TORCH):
+             num_threads):
     """(h, rms, alpha); rms is empty without RMSNorm."""
     if not blocks:
         raise ValueError("attnops: blocks is empty; Block Attention Residuals needs at least one block")
-    call = Call(arrays)
+    call = Call()
     args = _lib.AttnResFwdArgs()
     _lib.lib.attnops_attn_res_fwd_args_init(ctypes.byref(args))
     args.blocks, args.num_blocks = call.view_array(blocks, "blocks"), len(blocks)
@@ -90,11 +89,11 @@ def attn_res(blocks, proj_weight, *, partial_block, rmsnorm_gamma, scale, rmsnor
 
 
 def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block, rmsnorm_gamma, rms, scale, enable_rmsnorm,
-                  impl, num_threads, arrays=TORCH):
+                  impl, num_threads):
     """(grad_blocks list, grad_partial_block or empty, grad_proj_weight, grad_rmsnorm_gamma or empty)."""
     if not blocks:
         raise ValueError("attnops: blocks is empty; Block Attention Residuals needs at least one block")
-    call = Call(arrays)
+    call = Call()
     args = _lib.AttnResBwdArgs()
     _lib.lib.attnops_attn_res_bwd_args_init(ctypes.byref(args))
     args.grad_h = call.view(grad_h, "grad_h")

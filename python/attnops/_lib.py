@@ -247,15 +247,12 @@ _declare("attnops_key_pool_output_shape", ctypes.c_int, ctypes.POINTER(KeyPoolAr
          ctypes.POINTER(ctypes.c_int64))
 
 
-# Torch dtype -> attnops_dtype, filled by python/attnops/_views.py when torch is first used (importing
-# torch here would cost every numpy-only user seconds).
-TORCH_DTYPES = {}
-# A tensor without elements may have no storage (data_ptr 0); the library
+# An array without elements may have no storage (address 0); the library
 # still wants a pointer, and never reads or writes through it.
 _EMPTY = ctypes.create_string_buffer(64)
 _native.init(tuple((ctypes.cast(getattr(lib, f"attnops_{name}_workspace_size"), ctypes.c_void_p).value,
                     ctypes.cast(getattr(lib, f"attnops_{name}"), ctypes.c_void_p).value) for name in TWO_PHASE_OPS),
-             TORCH_DTYPES, ctypes.addressof(_EMPTY))
+             ctypes.addressof(_EMPTY))
 
 
 def version():

@@ -1,11 +1,10 @@
-"""Strided views (attnops_tensor) of torch tensors and numpy arrays, without copies.
+"""Strided views (attnops_tensor) of numpy arrays, without copies: the numpy binding (attnops.golden).
 
-The views are written by attnops._native (python/native/attnops_native.c),
-which reads a torch tensor's data_ptr(), dtype, shape and stride() itself;
-a numpy array is described here first, as (address, dtype code, shape,
-element strides).  The C API takes any non-negative element strides, which
-covers every torch tensor; a numpy array with negative or non-element-multiple
-byte strides is copied once (the only case that copies)."""
+Each array is described here as (address, dtype code, shape, element
+strides), and attnops._native (python/native/attnops_native.c) writes its
+view.  The C API takes any non-negative element strides; an array with
+negative or non-element-multiple byte strides is copied once (the only case
+that copies).  The torch ops have their own binding (python/csrc)."""
 import ctypes
 
 import ml_dtypes
@@ -24,11 +23,6 @@ _NUMPY_CODES = {_numpy_dtype(name): code for name, code in _lib.DTYPES.items()}
 VIEW_SIZE = ctypes.sizeof(_lib.Tensor)
 
 
-def _fill_torch_dtypes():
-    import torch
-    _lib.TORCH_DTYPES.update({getattr(torch, name): code for name, code in _lib.DTYPES.items()})
-
-
 def describe_numpy(a, name):
     """((address, dtype code, shape, element strides), the array to keep alive) of a numpy array."""
     a = np.asarray(a)
@@ -39,35 +33,6 @@ def describe_numpy(a, name):
     if any(s < 0 or s % item for s in a.strides):
         a = np.ascontiguousarray(a)
     return (a.ctypes.data, code, a.shape, tuple(s // item for s in a.strides)), a
-
-
-class _TorchArrays:
-    """Views and allocations for torch tensors (attnops._native reads the tensors themselves)."""
-
-    def items(self, items, names, keep):
-        if not _lib.TORCH_DTYPES:
-            _fill_torch_dtypes()
-        return items
-
-    def int64(self, values):
-        import torch
-        return torch.tensor(list(values), dtype=torch.int64)
-
-    def empty(self, shape, like):
-        import torch
-        return torch.empty(tuple(shape), dtype=like.dtype)
-
-    def empty_f32(self, shape):
-        import torch
-        return torch.empty(tuple(shape), dtype=torch.float32)
-
-    def empty_float(self, shape, name):
-        import torch
-        return torch.empty(tuple(shape), dtype=getattr(torch, name))
-
-    def is_float(self, t):
-        import torch
-        return t.dtype in (torch.float32, torch.float16, torch.bfloat16)
 
 
 class _NumpyArrays:
@@ -100,16 +65,15 @@ class _NumpyArrays:
         return np.asarray(a).dtype in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 
-TORCH, NUMPY = _TorchArrays(), _NumpyArrays()
+NUMPY = _NumpyArrays()
 
 
 class Call:
     """One library call: the views it passes (attnops_tensor structs, by address) and the arrays behind
-    them, kept alive until the call returns.  `arrays` (TORCH or NUMPY) describes the inputs and
-    allocates the outputs."""
+    them, kept alive until the call returns; `arrays` describes the inputs and allocates the outputs."""
 
-    def __init__(self, arrays=TORCH):
-        self.arrays = arrays
+    def __init__(self):
+        self.arrays = NUMPY
         self.keep = []
 
     def bind(self, struct, slots, names, items):

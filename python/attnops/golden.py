@@ -20,7 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from . import _fa, _fia, _kp_ar, _lib
-from ._views import NUMPY, Call
+from ._views import Call
 
 _INT32_MAX = _fa.INT32_MAX
 
@@ -50,7 +50,7 @@ def flash_attention_score(query, key, value, head_num, input_layout, *, pse=None
     return _fa.forward(query, key, value, _fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap), NUMPY)
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap))
 
 
 def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout,
@@ -65,7 +65,7 @@ def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
     return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, _fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap), NUMPY)
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap))
 
 
 _FP8 = (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))
@@ -96,7 +96,7 @@ def fp8_quantize_blocks(src, input_layout, head_num, fp8_dtype=ml_dtypes.float8_
     b, seq = {"BNSD": (s[0], s[2]), "BSND": (s[0], s[1]), "BSH": (s[0], s[1]), "SBH": (s[1], s[0])}[input_layout]
     out = np.empty(s, fp8_dtype)
     d_scale = np.empty((b, head_num, math.ceil(seq / 128), 1), np.float32)
-    call = Call(NUMPY)
+    call = Call()
     layout = _lib.LAYOUTS.index(input_layout) + 1
     status = _lib.lib.attnops_fp8_quantize_blocks(call.view(src, "src"), layout, head_num, call.view(out, "out"),
                                                   call.view(d_scale, "d_scale"))
@@ -111,7 +111,7 @@ def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table
     return _kp_ar.key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos,
                            norm_weight=norm_weight, norm_bias=norm_bias, cos=None, sin=None, cu_seqlens=cu_seqlens,
                            seqused=None, cmp_ratio=cmp_ratio, norm_eps=norm_eps, rotary_mode=rotary_mode, impl=impl,
-                           num_threads=num_threads, arrays=NUMPY)
+                           num_threads=num_threads)
 
 
 def attn_res(blocks, proj_weight, *, partial_block=None, rmsnorm_gamma=None, scale=1.0, rmsnorm_eps=1e-6,
@@ -119,7 +119,7 @@ def attn_res(blocks, proj_weight, *, partial_block=None, rmsnorm_gamma=None, sca
     """-> (h, rms f32 [B,T,L,1] (empty without RMSNorm), alpha f32 [B,T,L])."""
     return _kp_ar.attn_res(list(blocks), proj_weight, partial_block=partial_block, rmsnorm_gamma=rmsnorm_gamma,
                            scale=scale, rmsnorm_eps=rmsnorm_eps, enable_rmsnorm=enable_rmsnorm, impl=impl,
-                           num_threads=num_threads, arrays=NUMPY)
+                           num_threads=num_threads)
 
 
 def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block=None, rmsnorm_gamma=None, rms=None, scale=1.0,
@@ -128,7 +128,7 @@ def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block=None, rms
     (empty without RMSNorm))."""
     return _kp_ar.attn_res_grad(grad_h, list(blocks), proj_weight, alpha, partial_block=partial_block,
                                 rmsnorm_gamma=rmsnorm_gamma, rms=rms, scale=scale, enable_rmsnorm=enable_rmsnorm,
-                                impl=impl, num_threads=num_threads, arrays=NUMPY)
+                                impl=impl, num_threads=num_threads)
 
 
 def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
@@ -153,4 +153,4 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
         value_antiquant_scale=value_antiquant_scale, value_antiquant_offset=value_antiquant_offset,
         antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, antiquant_mode=antiquant_mode,
         key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, softcap=softcap,
-        alibi_slopes=alibi_slopes, impl=impl, num_threads=num_threads, arrays=NUMPY)
+        alibi_slopes=alibi_slopes, impl=impl, num_threads=num_threads)

@@ -1,26 +1,20 @@
-/* attnops._native: the Python package's per-call marshalling, in C.
+/* attnops._native: the numpy binding's per-call marshalling, in C (attnops.golden;
+ * the torch ops have their own binding, python/csrc).
  *
- * Building an attnops_tensor view of a torch tensor in Python (data_ptr(),
- * dtype, shape, stride(), then struct.pack_into) costs ~3.5 us a view; a
- * forward passes six, so the views alone took more than the 15 us the
- * package may add over the library call (docs/PYTHON.md, "Per-call cost").
- * Here a view costs the attribute reads and nothing else, and the two-phase
- * call (workspace query, allocation, run) is one Python call with the GIL
- * released while the library works.
+ * Writing an attnops_tensor view in Python (struct.pack_into per view) cost
+ * ~3.5 us a view, and a call passes up to a dozen; here a view costs reading
+ * its description.  The two-phase call (workspace query, workspace, run) is
+ * one Python call with the GIL released while the library works.
  *
- * Neither libtorch nor libattnops is linked: tensors are read through their
- * Python attributes, and the library's functions are the addresses ctypes
- * resolved (python/attnops/_lib.py), so there is one copy of the library's
- * thread-local error state.  The torch ops have their own binding
- * (python/csrc); this one serves attnops.golden (numpy) and the Python ops
- * still defined in python/attnops/ops.py.
- * Limited API (abi3): one wheel serves every CPython >= 3.9.
+ * libattnops is not linked: its functions are the addresses ctypes resolved
+ * (python/attnops/_lib.py), so there is one copy of the library's
+ * thread-local error state.  Limited API (abi3): one module serves every
+ * CPython >= 3.9, and it needs no torch.
  *
- *   init(ops, torch_dtypes, empty_address)
+ *   init(ops, empty_address)
  *       ops: ((workspace_size_fn, run_fn) addresses, ...) indexed by op id;
- *       torch_dtypes: the dict torch dtype -> attnops_dtype, filled by the
- *       caller once torch is imported; empty_address: a pointer handed to
- *       the library for tensors without storage (never read or written).
+ *       empty_address: a pointer handed to the library for arrays without
+ *       storage (never read or written).
  *   pack(view_address, item, name)
  *       write the attnops_tensor of `item` at view_address.
  *   bind(struct_address, views_address, slots, names, items)
@@ -28,13 +22,13 @@
  *       and store its address in the struct at byte offset slots[i]; a None
  *       item stores NULL.
  *   run(op, args_address) -> status
- *       the op's workspace query, an aligned workspace, the run; the
- *       library's status is returned (Python raises with its sentence).
+ *       the op's workspace query, a workspace, the run; the library's status
+ *       is returned (Python raises with its sentence).
  *
- * An item is a CPU torch tensor (any strides), or a described array, the
- * tuple (address, dtype code, shape, strides) python/attnops/_views.py makes
- * of a numpy array.  Errors raise TypeError / ValueError naming the
- * argument, before anything is written to the struct's slot.
+ * An item is the tuple (address, dtype code, shape, element strides)
+ * python/attnops/_views.py makes of a numpy array.  Errors raise TypeError /
+ * ValueError naming the argument, before anything is written to the struct's
+ * slot.
  */
 #define Py_LIMITED_API 0x03090000
 #define PY_SSIZE_T_CLEAN
@@ -56,9 +50,7 @@ static struct {
     workspace_fn workspace[MAX_OPS];
     run_fn run[MAX_OPS];
     Py_ssize_t num_ops;
-    PyObject *torch_dtypes; /* dict, owned */
-    void *empty;
-    PyObject *s_data_ptr, *s_dtype, *s_shape, *s_stride, *s_is_cpu, *s_device; /* interned names */
+    void *empty; /* NULL until init() */
 } st;
 
 static int read_int64s(PyObject *seq, int64_t *out, Py_ssize_t n, const char *what, PyObject *name) {
@@ -98,55 +90,6 @@ static int fill_dims(attnops_tensor *v, PyObject *shape, PyObject *strides, PyOb
     return 0;
 }
 
-static int describe_torch(attnops_tensor *v, PyObject *t, PyObject *name) {
-    PyObject *is_cpu = PyObject_GetAttr(t, st.s_is_cpu);
-    if (!is_cpu) {
-        PyErr_Clear();
-        PyObject *type = PyObject_Type(t);
-        PyErr_Format(PyExc_TypeError, "attnops: %U is a %S, not a tensor", name, type);
-        Py_XDECREF(type);
-        return -1;
-    }
-    int cpu = PyObject_IsTrue(is_cpu);
-    Py_DECREF(is_cpu);
-    if (cpu < 0)
-        return -1;
-    if (!cpu) {
-        PyObject *device = PyObject_GetAttr(t, st.s_device);
-        if (device)
-            PyErr_Format(PyExc_ValueError, "attnops: %U is on device %S; attnops runs on the CPU", name, device);
-        Py_XDECREF(device);
-        return -1;
-    }
-    PyObject *dtype = PyObject_GetAttr(t, st.s_dtype);
-    if (!dtype)
-        return -1;
-    PyObject *code = PyDict_GetItemWithError(st.torch_dtypes, dtype); /* borrowed */
-    if (!code) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "attnops: %U has dtype %S, which attnops does not support", name, dtype);
-        Py_DECREF(dtype);
-        return -1;
-    }
-    Py_DECREF(dtype);
-    v->dtype = (attnops_dtype)PyLong_AsLong(code);
-
-    PyObject *ptr = PyObject_CallMethodObjArgs(t, st.s_data_ptr, NULL);
-    if (!ptr)
-        return -1;
-    v->data = PyLong_AsVoidPtr(ptr);
-    Py_DECREF(ptr);
-    if (!v->data && PyErr_Occurred())
-        return -1;
-
-    PyObject *shape = PyObject_GetAttr(t, st.s_shape);
-    PyObject *strides = shape ? PyObject_CallMethodObjArgs(t, st.s_stride, NULL) : NULL;
-    int rc = strides ? fill_dims(v, shape, strides, name) : -1;
-    Py_XDECREF(shape);
-    Py_XDECREF(strides);
-    return rc;
-}
-
 /* (address, dtype code, shape, strides): an array described by the caller. */
 static int describe_tuple(attnops_tensor *v, PyObject *item, PyObject *name) {
     if (PyTuple_Size(item) != 4) {
@@ -167,8 +110,13 @@ static int describe_tuple(attnops_tensor *v, PyObject *item, PyObject *name) {
 static int describe(attnops_tensor *out, PyObject *item, PyObject *name) {
     attnops_tensor v;
     memset(&v, 0, sizeof v);
-    int rc = PyTuple_Check(item) ? describe_tuple(&v, item, name) : describe_torch(&v, item, name);
-    if (rc)
+    if (!PyTuple_Check(item)) {
+        PyObject *type = PyObject_Type(item);
+        PyErr_Format(PyExc_TypeError, "attnops: %U is a %S, not a described array", name, type);
+        Py_XDECREF(type);
+        return -1;
+    }
+    if (describe_tuple(&v, item, name))
         return -1;
     if (!v.data)
         v.data = st.empty;
@@ -183,8 +131,8 @@ static int as_address(PyObject *obj, void **out) {
 
 static PyObject *native_init(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *ops, *dtypes, *empty;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyTuple_Type, &ops, &PyDict_Type, &dtypes, &empty))
+    PyObject *ops, *empty;
+    if (!PyArg_ParseTuple(args, "O!O", &PyTuple_Type, &ops, &empty))
         return NULL;
     Py_ssize_t n = PyTuple_Size(ops);
     if (n > MAX_OPS) {
@@ -206,14 +154,11 @@ static PyObject *native_init(PyObject *self, PyObject *args) {
     if (as_address(empty, &st.empty))
         return NULL;
     st.num_ops = n;
-    Py_INCREF(dtypes);
-    Py_XDECREF(st.torch_dtypes);
-    st.torch_dtypes = dtypes;
     Py_RETURN_NONE;
 }
 
 static int check_ready(void) {
-    if (!st.torch_dtypes) {
+    if (!st.empty) {
         PyErr_SetString(PyExc_RuntimeError, "attnops._native: init() has not been called");
         return -1;
     }
@@ -345,7 +290,7 @@ static PyObject *native_run(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef native_methods[] = {
-    {"init", native_init, METH_VARARGS, "init(ops, torch_dtypes, empty_address)"},
+    {"init", native_init, METH_VARARGS, "init(ops, empty_address)"},
     {"pack", native_pack, METH_VARARGS, "pack(view_address, item, name): write item's attnops_tensor"},
     {"bind", native_bind, METH_VARARGS,
      "bind(struct_address, views_address, slots, names, items): pack the items' views, store their addresses"},
@@ -354,15 +299,8 @@ static PyMethodDef native_methods[] = {
 };
 
 static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, "_native", "attnops' per-call marshalling in C (python/native/attnops_native.c)", -1,
+    PyModuleDef_HEAD_INIT, "_native", "the numpy binding's per-call marshalling in C (python/native/attnops_native.c)", -1,
     native_methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__native(void) {
-    PyObject **names[] = {&st.s_data_ptr, &st.s_dtype, &st.s_shape, &st.s_stride, &st.s_is_cpu, &st.s_device};
-    const char *texts[] = {"data_ptr", "dtype", "shape", "stride", "is_cpu", "device"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!*names[i] && !(*names[i] = PyUnicode_InternFromString(texts[i])))
-            return NULL;
-    return PyModule_Create(&native_module);
-}
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&native_module); }

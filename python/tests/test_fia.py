@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnops import _fia, _lib, golden
+from attnops import _fia, _lib, golden, ops
 
 from checks import assert_close
 from fia_oracle import fia as oracle
@@ -17,8 +17,20 @@ from fia_oracle import fia as oracle
 INT32_MAX = 2147483647
 
 
+def _call(q, k, v, num_threads=None, **kw):
+    """The torch op, lists of lengths given as its int64 tensors; num_threads: torch's thread count for it."""
+    for name in ("actual_seq_lengths", "actual_seq_lengths_kv"):
+        kw[name] = ops.lengths_tensor(kw.get(name))
+    saved = torch.get_num_threads()
+    torch.set_num_threads(num_threads or saved)
+    try:
+        return ops.fused_infer_attention_score(q, k, v, **kw)
+    finally:
+        torch.set_num_threads(saved)
+
+
 def _run(q, k, v, **kw):
-    return _fia.fused_infer_attention_score(q, k, v, impl="reference", **kw)
+    return _call(q, k, v, impl="reference", **kw)
 
 
 def _check(q, k, v, reduce_len, **kw):
@@ -27,7 +39,7 @@ def _check(q, k, v, reduce_len, **kw):
     inf = torch.isinf(e_lse)
     results = []
     for impl in ("reference", "cpu"):
-        out, lse = _fia.fused_infer_attention_score(q, k, v, impl=impl, softmax_lse_flag=True, **kw)
+        out, lse = _call(q, k, v, impl=impl, softmax_lse_flag=True, **kw)
         assert_close(f"{impl} attention_out", out, e_out, q.dtype, reduce_len)
         lse = lse.reshape(e_lse.shape).double()
         assert torch.equal(torch.isinf(lse), inf) and bool((lse[inf] > 0).all()), f"{impl} lse +inf rows"
@@ -199,7 +211,7 @@ def test_bnsd_bsnd_and_value_head_dim():
 
 def test_lse_flag_off_gives_a_zero():
     q, k, v = _qkv("BSH", 1, 2, 2, 1, 5, 8, torch.float32, seed=15)
-    out, lse = _fia.fused_infer_attention_score(q, k, v, num_heads=2, impl="reference")
+    out, lse = _call(q, k, v, num_heads=2, impl="reference")
     assert lse.shape == (1,) and float(lse[0]) == 0.0
     e_out, _ = oracle(q, k, v, num_heads=2)
     assert_close("attention_out", out, e_out, q.dtype, 5)
@@ -282,15 +294,18 @@ def test_alibi_distance_is_bottom_right():
 
 
 def _refused(words, status, q, k, v, **kw):
-    out = torch.full(_fia.output_shapes(q, k, v, kw.get("input_layout", "BSH"), kw.get("num_heads", 1),
-                                        kw.get("block_table") is not None)[0], math.nan, dtype=q.dtype)
-    lse = torch.full((1,), math.nan)
+    """The library's refusal, through the numpy binding into outputs given (NaN before, NaN after)."""
+    np_kw = {name: t.numpy() if isinstance(t, torch.Tensor) else t for name, t in kw.items()}
+    qn, kn, vn = (t.numpy() for t in (q, k, v))
+    out = np.full(_fia.output_shapes(qn, kn, vn, kw.get("input_layout", "BSH"), kw.get("num_heads", 1),
+                                     kw.get("block_table") is not None)[0], math.nan, dtype=qn.dtype)
+    lse = np.full((1,), math.nan, np.float32)
     with pytest.raises(_lib.AttnopsError) as exc:
-        _fia.fused_infer_attention_score(q, k, v, out=(out, lse), **kw)
+        _fia.fused_infer_attention_score(qn, kn, vn, out=(out, lse), **np_kw)
     msg = str(exc.value).rsplit(" [", 1)[0]  # the library's sentence, before " [STATUS number]"
     assert exc.value.status == status, msg
     assert msg.startswith("FusedInferAttentionScore: ") and msg.endswith(".") and all(w in msg for w in words), msg
-    assert bool(out.isnan().all()) and bool(lse.isnan().all()), "an output was written"
+    assert np.isnan(out).all() and np.isnan(lse).all(), "an output was written"
 
 
 def test_invalid_arguments_are_refused_and_nothing_written():
@@ -310,7 +325,7 @@ def test_invalid_arguments_are_refused_and_nothing_written():
              **base)
     _refused(["impl is 3", "no benchmark chain"], inv, q, k, v, impl="benchmark", **base)
     with pytest.raises(ValueError, match="input_layout is 'SBH'"):
-        _fia.fused_infer_attention_score(q, k, v, input_layout="SBH", num_heads=4)
+        _call(q, k, v, input_layout="SBH", num_heads=4)
     _refused(["inner_precise is 2", "decode"], inv, q, k, v, inner_precise=2, **base)
     for cap, shown in ((-1.0, "-1"), (math.nan, "nan"), (math.inf, "inf")):
         _refused([f"softcap is {shown}", "0 (off) or positive"], inv, q, k, v, softcap=cap, **base)
@@ -352,8 +367,8 @@ def test_fast_kernel_across_tile_and_split_boundaries(keys, paged):
 
 def test_fast_kernel_bits_do_not_depend_on_threads():
     q, k, v = _qkv("BSND", 1, 8, 1, 1, 3000, 64, torch.float16, seed=20)
-    runs = [_fia.fused_infer_attention_score(q, k, v, input_layout="BSND", num_heads=8, num_key_value_heads=1,
-                                             softmax_lse_flag=True, impl="cpu", num_threads=t) for t in (1, 2, 3)]
+    runs = [_call(q, k, v, input_layout="BSND", num_heads=8, num_key_value_heads=1, softmax_lse_flag=True, impl="cpu",
+                  num_threads=t) for t in (1, 2, 3)]
     for out, lse in runs[1:]:
         assert torch.equal(out, runs[0][0]) and torch.equal(lse, runs[0][1])
 
@@ -364,8 +379,8 @@ def test_torch_npu_entry_points_and_opcheck():
     precision) give the operator's results; the torch.library op passes opcheck (its fake included)."""
     from attnops import torch_npu
     q, k, v = _qkv("BSH", 2, 4, 2, 1, 30, 16, torch.float16, seed=21)
-    want, want_lse = _fia.fused_infer_attention_score(q, k, v, num_heads=4, num_key_value_heads=2, scale=0.25,
-                                                      actual_seq_lengths_kv=[30, 12], softmax_lse_flag=True)
+    want, want_lse = _call(q, k, v, num_heads=4, num_key_value_heads=2, scale=0.25, actual_seq_lengths_kv=[30, 12],
+                           softmax_lse_flag=True)
     out, lse = torch_npu.npu_fused_infer_attention_score(q, [k], [v], num_heads=4, num_key_value_heads=2, scale=0.25,
                                                          actual_seq_lengths_kv=[30, 12], softmax_lse_flag=True)
     assert torch.equal(out, want) and torch.equal(lse, want_lse)
@@ -450,7 +465,7 @@ def test_prompt_runs_on_the_flashattention_forward(layout):
         masks = dict(sparse_mode=mode, atten_mask=causal) if mode else {}
         kw = dict(input_layout=layout, num_heads=8, num_key_value_heads=2, scale=0.2, **masks)
         out, lse = _check(q, k, v, 64, **kw)
-        fast, fast_lse = _fia.fused_infer_attention_score(q, k, v, impl="cpu", softmax_lse_flag=True, **kw)
+        fast, fast_lse = _call(q, k, v, impl="cpu", softmax_lse_flag=True, **kw)
         fa_out, smax, ssum = ops.flash_attention_score(q, k, v, 8, layout, scale=0.2, **masks)
         assert torch.equal(fast, fa_out), f"mode {mode}: not the FlashAttention forward's output"
         want = (smax[..., 0].double() + ssum[..., 0].double().log()).float()
@@ -463,7 +478,7 @@ def test_prompt_runs_on_the_flashattention_forward(layout):
         masks = dict(sparse_mode=mode, atten_mask=causal) if mode else {}
         kw = dict(input_layout=layout, num_heads=8, num_key_value_heads=2, scale=0.2, softcap=2.0, **masks)
         _check(q, k, v, 64, alibi_slopes=slopes, **kw)
-        fast, _ = _fia.fused_infer_attention_score(q, k, v, impl="cpu", alibi_slopes=slopes, **kw)
+        fast, _ = _call(q, k, v, impl="cpu", alibi_slopes=slopes, **kw)
         fa_out, _, _ = ops.flash_attention_score(q, k, v, 8, layout, scale=0.2, softcap=2.0, pse=slopes,
                                                  pse_type=2, q_start_idx=[24], kv_start_idx=[0], **masks)
         assert torch.equal(fast, fa_out), f"mode {mode} with softcap and ALiBi: not the FlashAttention forward's"
