@@ -134,14 +134,9 @@ static fia_plan plan_of(const fia_problem *p)
     pl.bf16 = !pl.few_rows && bf16_tiles(p);
     pl.round_p = !pl.few_rows && !pl.bf16 && bf16_operands(p); /* FA's rule: the bf16 kind's products */
     pl.Dkp = pl.bf16 ? (pl.Dk + 1) / 2 * 2 : pl.Dk;
-    const tile_gemm_kind kind = pl.bf16 ? TILE_GEMM_BF16_NN_VNNI : TILE_GEMM_F32_NN;
-    const int Mq = (int)pl.Mq, Dkp = (int)pl.Dkp, Dv = (int)p->Dv;
-    pl.qk = tile_gemm_make(kind, FIA_KC, Mq, Dkp, Dkp, Mq, Mq, false); /* S^T = Kc . Qt */
-    pl.pv = tile_gemm_make(kind, Mq, Dv, FIA_KC, FIA_KC, Dv, Dv, true);  /* O += P . Vc */
     /* Key rows ss apart are the bf16 GEMM's A as they are where their row stride is an even lda and no rope
      * or pad column joins them: no copy (copying cost a chunked prefill ~8 %). */
     pl.keys_in_place = pl.bf16 && !p->Dr && p->D % 2 == 0 && p->k.ss % 2 == 0 && p->k.ss <= INT32_MAX;
-    if (pl.keys_in_place) pl.qk_cache = tile_gemm_make(kind, FIA_KC, Mq, Dkp, (int)p->k.ss, Mq, Mq, false);
     /* A tile-GEMM work item takes up to FIA_MAX_GROUP query blocks of one (b, n2, split), preparing each tile's
      * keys and values (copied, packed, widened) once for all of them, while leaving ~4 items a thread.  Every
      * block's products are the same whatever the grouping, so the thread count it depends on changes no bit. */
@@ -151,6 +146,17 @@ static fia_plan plan_of(const fia_problem *p)
     pl.qgroups = (pl.qblocks + pl.group - 1) / pl.group;
     pl.tasks = p->B * p->N2 * pl.qgroups * pl.splits;
     return pl;
+}
+
+/* The tile GEMMs of a plan, for the run alone (the workspace size and the few-row kernels need none: a
+ * GEMM library's dispatch, a lookup each, was a tenth of a tiny decode call). */
+static void plan_gemms(const fia_problem *p, fia_plan *pl)
+{
+    const tile_gemm_kind kind = pl->bf16 ? TILE_GEMM_BF16_NN_VNNI : TILE_GEMM_F32_NN;
+    const int Mq = (int)pl->Mq, Dkp = (int)pl->Dkp, Dv = (int)p->Dv;
+    pl->qk = tile_gemm_make(kind, FIA_KC, Mq, Dkp, Dkp, Mq, Mq, false); /* S^T = Kc . Qt */
+    pl->pv = tile_gemm_make(kind, Mq, Dv, FIA_KC, FIA_KC, Dv, Dv, true);  /* O += P . Vc */
+    if (pl->keys_in_place) pl->qk_cache = tile_gemm_make(kind, FIA_KC, Mq, Dkp, (int)p->k.ss, Mq, Mq, false);
 }
 
 /* Per-thread scratch (run_item's buffers, a query pack per block of the
@@ -815,30 +821,53 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
     if (p->row_stats) p->row_stats(p->row_stats_ctx, b, h, i, mx, l);
 }
 
+/* Kv head n2's per-channel int8 rows into the call's channel table. */
+static void channel_head(const fia_problem *p, float *channels, int64_t n2)
+{
+    float *k = channels + n2 * p->D, *v = channels + 2 * p->N2 * p->D + n2 * p->Dv;
+    if (p->kq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->kq, n2, p->D, k, k + p->N2 * p->D);
+    if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, n2, p->Dv, v, v + p->N2 * p->Dv);
+}
+
+/* Query head bh = (b, h): its rows merged from the splits, its padded rows emptied. */
+static void merge_head(const fia_problem *p, const fia_plan *pl, const float *partials, int64_t bh, float *acc,
+                       const cpu_kernel_set *ks)
+{
+    const int64_t b = bh / p->N1, h = bh % p->N1, L1 = fia_q_len(p, b);
+    const int64_t padded_rows = p->layout == ATTNOPS_LAYOUT_TND ? 0 : p->S1;
+    for (int64_t i = 0; i < L1; i++) merge_row(p, pl, partials, b, h, i, acc, ks);
+    for (int64_t i = L1; i < padded_rows; i++) fia_empty_row(p, b, h, i);
+}
+
 void fia_cpu_run(const fia_problem *p, void *workspace)
 {
     const cpu_kernel_set *ks = cpu_kernels();
-    const fia_plan pl = plan_of(p);
+    fia_plan pl = plan_of(p);
+    if (!pl.few_rows) plan_gemms(p, &pl);
     float *base = (float *)ao_align_up((size_t)workspace, 64);
     float *partials = base + (size_t)p->threads * scratch_floats(p, &pl);
     float *channels = partials + (size_t)pl.items * partial_floats(p, &pl);
-    const int64_t padded_rows = p->layout == ATTNOPS_LAYOUT_TND ? 0 : p->S1;
-#pragma omp parallel num_threads(p->team)
+    /* No more threads than the widest pass has pieces of work.  With one, the passes run here, in the same
+     * order: a parallel region of one thread still costs ~1.5 us (libgomp's barriers, one per pass, wake
+     * their futex with a system call each), a third of a tiny call.  The team size changes no bit. */
+    const int64_t quant_heads = p->kq.kind == FIA_QUANT_CHANNEL || p->vq.kind == FIA_QUANT_CHANNEL ? p->N2 : 0;
+    int64_t widest = pl.tasks > p->B * p->N1 ? pl.tasks : p->B * p->N1;
+    widest = quant_heads > widest ? quant_heads : widest;
+    const int team = widest < p->team ? (int)widest : p->team;
+    if (team <= 1) {
+        for (int64_t n2 = 0; n2 < quant_heads; n2++) channel_head(p, channels, n2);
+        for (int64_t task = 0; task < pl.tasks; task++) run_item(p, &pl, task, base, channels, partials, ks);
+        for (int64_t bh = 0; bh < p->B * p->N1; bh++) merge_head(p, &pl, partials, bh, base, ks);
+        return;
+    }
+#pragma omp parallel num_threads(team)
     {
         float *ws = base + (size_t)ao_thread_id() * scratch_floats(p, &pl);
 #pragma omp for schedule(static)
-        for (int64_t n2 = 0; n2 < p->N2; n2++) {
-            float *k = channels + n2 * p->D, *v = channels + 2 * p->N2 * p->D + n2 * p->Dv;
-            if (p->kq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->kq, n2, p->D, k, k + p->N2 * p->D);
-            if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, n2, p->Dv, v, v + p->N2 * p->Dv);
-        }
+        for (int64_t n2 = 0; n2 < quant_heads; n2++) channel_head(p, channels, n2);
 #pragma omp for schedule(dynamic)
         for (int64_t task = 0; task < pl.tasks; task++) run_item(p, &pl, task, ws, channels, partials, ks);
 #pragma omp for schedule(static)
-        for (int64_t bh = 0; bh < p->B * p->N1; bh++) {
-            const int64_t b = bh / p->N1, h = bh % p->N1, L1 = fia_q_len(p, b);
-            for (int64_t i = 0; i < L1; i++) merge_row(p, &pl, partials, b, h, i, ws, ks);
-            for (int64_t i = L1; i < padded_rows; i++) fia_empty_row(p, b, h, i);
-        }
+        for (int64_t bh = 0; bh < p->B * p->N1; bh++) merge_head(p, &pl, partials, bh, ws, ks);
     }
 }
