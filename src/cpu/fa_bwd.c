@@ -549,9 +549,10 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     size_t th_sz[TH_COUNT];
     thread_sizes(p, t, pl.bk, th_sz);
 
-    /* no more threads than the first (the widest) wave's widest pass has pieces */
-    const int64_t first = heads < pl.wave ? heads : pl.wave;
-    const int64_t widest = first * (pl.nsplit > G * nq ? pl.nsplit : G * nq);
+    /* no more threads than the first (the widest) wave's widest pass has pieces (the dq pass's query tiles
+     * past the longest batch's rows do nothing) */
+    const int64_t first = heads < pl.wave ? heads : pl.wave, live_nq = (p->S1 + pl.bq - 1) / pl.bq;
+    const int64_t widest = first * (pl.nsplit > G * live_nq ? pl.nsplit : G * live_nq);
     const int team = widest < p->team ? (int)widest : p->team;
     if (team <= 1) {
         char *th[TH_COUNT];
