@@ -46,13 +46,17 @@ static void zero_kv_grads(const fa_problem *p)
             }
 }
 
+/* The joined problem and the implementation are made once: where the
+ * joined views lie (the workspace, not yet checked) changes no size. */
 static attnops_status run(const fa_problem *p, bool backward, void *ws, size_t bytes)
 {
-    const size_t need = workspace_size(p, backward);
-    AO_TRY(ao_check_workspace(p->op, ws, bytes, need));
     const fa_problem j = fa_rope_join_problem(p, backward, ws);
+    const bool empty = fa_problem_is_empty(&j);
+    const fa_impl_ops impl = empty ? (fa_impl_ops){NULL, NULL} : pick(&j, backward);
+    const size_t join_bytes = fa_rope_join_bytes(p, backward);
+    AO_TRY(ao_check_workspace(p->op, ws, bytes, join_bytes + (empty ? 0 : impl.workspace(&j))));
     fa_rope_join_inputs(p, &j);
-    if (!fa_problem_is_empty(&j)) pick(&j, backward).run(&j, (char *)ws + fa_rope_join_bytes(p, backward));
+    if (!empty) impl.run(&j, (char *)ws + join_bytes);
     else if (backward) zero_kv_grads(&j);
     if (backward) fa_rope_split_grads(p, &j);
     return ATTNOPS_SUCCESS;

@@ -486,14 +486,54 @@ static void item(const bwd_ctx *c, const wave_store *w, int64_t i, int64_t b, in
     }
 }
 
+/* The three passes of wave w0 (nw kv heads), each over its x: pack the q
+ * sides, run the items, sum each query tile's dq partials in split order. */
+static void wave_qside_pass(const bwd_ctx *c, const wave_store *w, int64_t w0, int64_t x, char **th)
+{
+    const fa_problem *p = c->p;
+    const int64_t i = x / p->G, g = x % p->G, b = (w0 + i) / p->N2, h = ((w0 + i) % p->N2) * p->G + g;
+    const qside qs = wave_qside(c, w, i, g, b, h);
+    pack_qside(p, c->pl, &qs, b, h, (float *)th[TH_S], (float *)th[TH_DP]);
+}
+
+static void wave_item_pass(const bwd_ctx *c, const wave_store *w, int64_t w0, int64_t x, char **th)
+{
+    const int64_t i = x / c->pl->nsplit, s = x % c->pl->nsplit;
+    item(c, w, i, (w0 + i) / c->p->N2, (w0 + i) % c->p->N2, s, th);
+}
+
+/* dq = scale * (sum of the split partials, in split order). */
+static void wave_dq_pass(const bwd_ctx *c, const wave_store *w, int64_t w0, int64_t x)
+{
+    const fa_problem *p = c->p;
+    const int64_t bq = c->pl->bq, nq = c->pl->t.S1p / bq, G = p->G;
+    const int64_t i = x / (G * nq), g = (x / nq) % G, q0 = (x % nq) * bq;
+    const int64_t b = (w0 + i) / p->N2, h = ((w0 + i) % p->N2) * G + g;
+    if (q0 >= fa_q_len(p, b)) return; /* past a short TND batch */
+    float *acc = wave_part(c, w, i, g, 0) + q0 * p->D;
+    for (int64_t s = 1; s < c->pl->nsplit; s++) {
+        const float *add = wave_part(c, w, i, g, s) + q0 * p->D;
+        for (int64_t e = 0; e < bq * p->D; e++) acc[e] += add[e];
+    }
+    const int64_t qf = fa_q_first(p, b);
+    unpack_rows(acc, p->D, (float)p->scale, &p->dq, b, h, qf + q0, bq, qf + fa_q_len(p, b), p->D);
+}
+
 void fa_cpu_bwd(const fa_problem *p, void *ws)
 {
     bwd_plan pl = make_plan(p);
     const int64_t stride = pl.t.nk + 1;
     int64_t *work64 = (int64_t *)((char *)ws + pl.total - 2 * pl.work_bytes);
     int64_t *work128 = (int64_t *)((char *)work64 + pl.work_bytes);
+    /* A parallel region of one thread, or with one piece of work, runs here
+     * instead: each still costs ~0.4 us a barrier (libgomp wakes the barrier's
+     * futex with a system call), ~2 us of a tiny call.  The team size changes no bit. */
+    if (p->team > 1 && p->B > 1) {
 #pragma omp parallel for num_threads(p->team) schedule(dynamic)
-    for (int64_t b = 0; b < p->B; b++) count_tile_work(p, b, pl.bk, work64 + b * stride, work128 + b * stride);
+        for (int64_t b = 0; b < p->B; b++) count_tile_work(p, b, pl.bk, work64 + b * stride, work128 + b * stride);
+    } else {
+        for (int64_t b = 0; b < p->B; b++) count_tile_work(p, b, pl.bk, work64 + b * stride, work128 + b * stride);
+    }
     /* FP8 quantises dS per 128 x 128 tile; otherwise the ISA's choice, or 64
      * rows where a narrow band or short sequences make 128 waste work */
     const bool narrow = !p->fp8 && (cpu_tuning_selected()->fa_bwd_query_rows == FA_BWD_BQ_NARROW ||
@@ -503,44 +543,40 @@ void fa_cpu_bwd(const fa_problem *p, void *ws)
     bwd_ctx c = {p, &pl, &gm, &cpu_kernels()->fa, fa_dropout_for(p), narrow ? work64 : work128};
     c.drop.stream = c.kern->philox_bytes, c.drop.blocks = c.kern->philox_blocks;
     const fa_tiling *t = &pl.t;
-    const int64_t heads = p->B * p->N2, G = p->G, bq = pl.bq, nq = t->S1p / bq;
+    const int64_t heads = p->B * p->N2, G = p->G, nq = t->S1p / pl.bq;
     const wave_store w = {ws, (char *)ws + (size_t)pl.wave * (size_t)G * pl.qside_bytes};
     char *threads_base = w.parts + (size_t)pl.wave * (size_t)G * (size_t)pl.nsplit * pl.part_bytes;
+    size_t th_sz[TH_COUNT];
+    thread_sizes(p, t, pl.bk, th_sz);
 
-#pragma omp parallel num_threads(p->team)
-    {
-        size_t th_sz[TH_COUNT];
+    /* no more threads than the first (the widest) wave's widest pass has pieces (the dq pass's query tiles
+     * past the longest batch's rows do nothing) */
+    const int64_t first = heads < pl.wave ? heads : pl.wave, live_nq = (p->S1 + pl.bq - 1) / pl.bq;
+    const int64_t widest = first * (pl.nsplit > G * live_nq ? pl.nsplit : G * live_nq);
+    const int team = widest < p->team ? (int)widest : p->team;
+    if (team <= 1) {
         char *th[TH_COUNT];
-        thread_sizes(p, t, pl.bk, th_sz);
+        fa_pieces_carve(threads_base, th_sz, TH_COUNT, th);
+        for (int64_t w0 = 0; w0 < heads; w0 += pl.wave) {
+            const int64_t nw = heads - w0 < pl.wave ? heads - w0 : pl.wave;
+            for (int64_t x = 0; x < nw * G; x++) wave_qside_pass(&c, &w, w0, x, th);
+            for (int64_t x = 0; x < nw * pl.nsplit; x++) wave_item_pass(&c, &w, w0, x, th);
+            for (int64_t x = 0; x < nw * G * nq; x++) wave_dq_pass(&c, &w, w0, x);
+        }
+        return;
+    }
+#pragma omp parallel num_threads(team)
+    {
+        char *th[TH_COUNT];
         fa_pieces_carve(threads_base + (size_t)omp_get_thread_num() * pl.thread_bytes, th_sz, TH_COUNT, th);
-
         for (int64_t w0 = 0; w0 < heads; w0 += pl.wave) {
             const int64_t nw = heads - w0 < pl.wave ? heads - w0 : pl.wave;
 #pragma omp for schedule(dynamic)
-            for (int64_t x = 0; x < nw * G; x++) {
-                const int64_t i = x / G, g = x % G, b = (w0 + i) / p->N2, h = ((w0 + i) % p->N2) * G + g;
-                const qside qs = wave_qside(&c, &w, i, g, b, h);
-                pack_qside(p, &pl, &qs, b, h, (float *)th[TH_S], (float *)th[TH_DP]);
-            }
+            for (int64_t x = 0; x < nw * G; x++) wave_qside_pass(&c, &w, w0, x, th);
 #pragma omp for schedule(dynamic)
-            for (int64_t x = 0; x < nw * pl.nsplit; x++) {
-                const int64_t i = x / pl.nsplit, s = x % pl.nsplit;
-                item(&c, &w, i, (w0 + i) / p->N2, (w0 + i) % p->N2, s, th);
-            }
-            /* dq = scale * (sum of the split partials, in split order). */
+            for (int64_t x = 0; x < nw * pl.nsplit; x++) wave_item_pass(&c, &w, w0, x, th);
 #pragma omp for schedule(dynamic, 4)
-            for (int64_t x = 0; x < nw * G * nq; x++) {
-                const int64_t i = x / (G * nq), g = (x / nq) % G, q0 = (x % nq) * bq;
-                const int64_t b = (w0 + i) / p->N2, h = ((w0 + i) % p->N2) * G + g;
-                if (q0 >= fa_q_len(p, b)) continue; /* past a short TND batch */
-                float *acc = wave_part(&c, &w, i, g, 0) + q0 * p->D;
-                for (int64_t s = 1; s < pl.nsplit; s++) {
-                    const float *add = wave_part(&c, &w, i, g, s) + q0 * p->D;
-                    for (int64_t e = 0; e < bq * p->D; e++) acc[e] += add[e];
-                }
-                const int64_t qf = fa_q_first(p, b);
-                unpack_rows(acc, p->D, (float)p->scale, &p->dq, b, h, qf + q0, bq, qf + fa_q_len(p, b), p->D);
-            }
+            for (int64_t x = 0; x < nw * G * nq; x++) wave_dq_pass(&c, &w, w0, x);
         }
     }
 }

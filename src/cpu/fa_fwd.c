@@ -211,6 +211,25 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
     unpack_rows(sc->o, p->Dv, 1.0f, &p->o, b, h, first + q0, FA_FWD_BQ, first + S1, p->Dv);
 }
 
+/* Item `it` of wave w0: query tile q0 of query head h.  Last query tiles
+ * first: under causal masks they carry the most work. */
+static void wave_item(const fa_problem *p, const fwd_plan *pl, const fwd_gemms *gm, const fa_kernels *kern,
+                      const fa_dropout *drop, const fwd_scratch *sc, const char *packs, int64_t w0, int64_t it)
+{
+    const fa_tiling *t = &pl->t;
+    const int64_t items_per_head = p->G * t->nq, i = it / items_per_head, rest = it % items_per_head;
+    const int64_t b = (w0 + i) / p->N2, n2 = (w0 + i) % p->N2;
+    const int64_t h = n2 * p->G + rest / t->nq, q0 = (t->nq - 1 - rest % t->nq) * FA_FWD_BQ;
+    const char *kb = packs + (size_t)i * (pl->k_bytes + pl->v_bytes);
+    fwd_item(p, t, gm, kern, drop, sc, b, h, q0, kb, kb + pl->k_bytes);
+}
+
+static void wave_pack(const fa_problem *p, const fwd_plan *pl, char *packs, int64_t w0, int64_t i)
+{
+    char *kb = packs + (size_t)i * (pl->k_bytes + pl->v_bytes);
+    pack_kv_head(p, &pl->t, (w0 + i) / p->N2, (w0 + i) % p->N2, kb, kb + pl->k_bytes);
+}
+
 void fa_cpu_fwd(const fa_problem *p, void *ws)
 {
     const fwd_plan pl = make_plan(p);
@@ -221,27 +240,29 @@ void fa_cpu_fwd(const fa_problem *p, void *ws)
     drop.stream = kern->philox_bytes, drop.blocks = kern->philox_blocks;
     char *packs = ws, *threads_base = packs + (size_t)pl.wave * (pl.k_bytes + pl.v_bytes);
     const int64_t heads = p->B * p->N2, items_per_head = p->G * t->nq;
-
-#pragma omp parallel num_threads(p->team)
+    /* No more threads than the first (the widest) wave has items; with one, the passes run here: a parallel
+     * region of one thread still costs ~0.4 us a barrier (libgomp wakes its futex with a system call).  The
+     * team size changes no bit. */
+    const int64_t widest = (heads < pl.wave ? heads : pl.wave) * items_per_head;
+    const int team = widest < p->team ? (int)widest : p->team;
+    if (team <= 1) {
+        const fwd_scratch sc = thread_scratch(&pl, p, threads_base);
+        for (int64_t w0 = 0; w0 < heads; w0 += pl.wave) {
+            const int64_t nw = heads - w0 < pl.wave ? heads - w0 : pl.wave;
+            for (int64_t i = 0; i < nw; i++) wave_pack(p, &pl, packs, w0, i);
+            for (int64_t it = 0; it < nw * items_per_head; it++) wave_item(p, &pl, &gm, kern, &drop, &sc, packs, w0, it);
+        }
+        return;
+    }
+#pragma omp parallel num_threads(team)
     {
-        const int tid = omp_get_thread_num();
-        const fwd_scratch sc = thread_scratch(&pl, p, threads_base + (size_t)tid * pl.thread_bytes);
+        const fwd_scratch sc = thread_scratch(&pl, p, threads_base + (size_t)omp_get_thread_num() * pl.thread_bytes);
         for (int64_t w0 = 0; w0 < heads; w0 += pl.wave) {
             const int64_t nw = heads - w0 < pl.wave ? heads - w0 : pl.wave;
 #pragma omp for schedule(dynamic)
-            for (int64_t i = 0; i < nw; i++) {
-                char *kb = packs + (size_t)i * (pl.k_bytes + pl.v_bytes);
-                pack_kv_head(p, t, (w0 + i) / p->N2, (w0 + i) % p->N2, kb, kb + pl.k_bytes);
-            }
+            for (int64_t i = 0; i < nw; i++) wave_pack(p, &pl, packs, w0, i);
 #pragma omp for schedule(dynamic)
-            for (int64_t it = 0; it < nw * items_per_head; it++) {
-                const int64_t i = it / items_per_head, rest = it % items_per_head;
-                const int64_t b = (w0 + i) / p->N2, n2 = (w0 + i) % p->N2;
-                /* Last query tiles first: under causal masks they carry the most work. */
-                const int64_t h = n2 * p->G + rest / t->nq, q0 = (t->nq - 1 - rest % t->nq) * FA_FWD_BQ;
-                const char *kb = packs + (size_t)i * (pl.k_bytes + pl.v_bytes);
-                fwd_item(p, t, &gm, kern, &drop, &sc, b, h, q0, kb, kb + pl.k_bytes);
-            }
+            for (int64_t it = 0; it < nw * items_per_head; it++) wave_item(p, &pl, &gm, kern, &drop, &sc, packs, w0, it);
         }
     }
 }

@@ -134,14 +134,9 @@ static fia_plan plan_of(const fia_problem *p)
     pl.bf16 = !pl.few_rows && bf16_tiles(p);
     pl.round_p = !pl.few_rows && !pl.bf16 && bf16_operands(p); /* FA's rule: the bf16 kind's products */
     pl.Dkp = pl.bf16 ? (pl.Dk + 1) / 2 * 2 : pl.Dk;
-    const tile_gemm_kind kind = pl.bf16 ? TILE_GEMM_BF16_NN_VNNI : TILE_GEMM_F32_NN;
-    const int Mq = (int)pl.Mq, Dkp = (int)pl.Dkp, Dv = (int)p->Dv;
-    pl.qk = tile_gemm_make(kind, FIA_KC, Mq, Dkp, Dkp, Mq, Mq, false); /* S^T = Kc . Qt */
-    pl.pv = tile_gemm_make(kind, Mq, Dv, FIA_KC, FIA_KC, Dv, Dv, true);  /* O += P . Vc */
     /* Key rows ss apart are the bf16 GEMM's A as they are where their row stride is an even lda and no rope
      * or pad column joins them: no copy (copying cost a chunked prefill ~8 %). */
     pl.keys_in_place = pl.bf16 && !p->Dr && p->D % 2 == 0 && p->k.ss % 2 == 0 && p->k.ss <= INT32_MAX;
-    if (pl.keys_in_place) pl.qk_cache = tile_gemm_make(kind, FIA_KC, Mq, Dkp, (int)p->k.ss, Mq, Mq, false);
     /* A tile-GEMM work item takes up to FIA_MAX_GROUP query blocks of one (b, n2, split), preparing each tile's
      * keys and values (copied, packed, widened) once for all of them, while leaving ~4 items a thread.  Every
      * block's products are the same whatever the grouping, so the thread count it depends on changes no bit. */
@@ -151,6 +146,17 @@ static fia_plan plan_of(const fia_problem *p)
     pl.qgroups = (pl.qblocks + pl.group - 1) / pl.group;
     pl.tasks = p->B * p->N2 * pl.qgroups * pl.splits;
     return pl;
+}
+
+/* The tile GEMMs of a plan, for the run alone (the workspace size and the few-row kernels need none: a
+ * GEMM library's dispatch, a lookup each, was a tenth of a tiny decode call). */
+static void plan_gemms(const fia_problem *p, fia_plan *pl)
+{
+    const tile_gemm_kind kind = pl->bf16 ? TILE_GEMM_BF16_NN_VNNI : TILE_GEMM_F32_NN;
+    const int Mq = (int)pl->Mq, Dkp = (int)pl->Dkp, Dv = (int)p->Dv;
+    pl->qk = tile_gemm_make(kind, FIA_KC, Mq, Dkp, Dkp, Mq, Mq, false); /* S^T = Kc . Qt */
+    pl->pv = tile_gemm_make(kind, Mq, Dv, FIA_KC, FIA_KC, Dv, Dv, true);  /* O += P . Vc */
+    if (pl->keys_in_place) pl->qk_cache = tile_gemm_make(kind, FIA_KC, Mq, Dkp, (int)p->k.ss, Mq, Mq, false);
 }
 
 /* Per-thread scratch (run_item's buffers, a query pack per block of the
@@ -352,30 +358,31 @@ static void mask_row(const fia_problem *p, const fia_item *x, int64_t i, int64_t
     if (first < end) *any = 1.0f;
 }
 
-/* S [Mq][KC] from the raw scores (element (r, c) at raw[r raw_r + c raw_c];
+/* S [Mq][ld] from the raw scores (element (r, c) at raw[r raw_r + c raw_c];
  * raw may be s): scale (and the cap), pse, ALiBi, mask (-FLT_MAX); any[r]
  * set where a key is kept. */
 static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
-                   const float *raw, int64_t raw_r, int64_t raw_c, float *s, float *any, const fa_kernels *k)
+                   const float *raw, int64_t raw_r, int64_t raw_c, float *s, int64_t ld, float *any,
+                   const fa_kernels *k)
 {
     const bool all_kept = p->mask == FIA_MASK_NONE && (p->decode || p->sparse_mode <= 1);
     const float scale = p->softcap > 0.0 ? 1.0f : (float)p->scale; /* the cap's kernel scales */
-    if (raw_r == 1) k->transpose_scaled(raw, (int)raw_c, (int)pl->Mq, (int)kc, scale, s, FIA_KC);
+    if (raw_r == 1) k->transpose_scaled(raw, (int)raw_c, (int)pl->Mq, (int)kc, scale, s, (int)ld);
     else
         for (int64_t r = 0; r < pl->Mq; r++) {
-            float *row = s + r * FIA_KC;
+            float *row = s + r * ld;
             for (int64_t c = 0; c < kc; c++) row[c] = scale * raw[r * raw_r + c];
         }
     if (p->softcap > 0.0) /* before the biases (flash-attn's order) */
-        k->softcap(s, (int)x->rows, (int)kc, FIA_KC, (float)(p->scale / p->softcap), (float)p->softcap, NULL);
+        k->softcap(s, (int)x->rows, (int)kc, (int)ld, (float)(p->scale / p->softcap), (float)p->softcap, NULL);
     for (int64_t r = 0; r < x->rows; r++) {
-        float *row = s + r * FIA_KC;
+        float *row = s + r * ld;
         const int64_t rr = x->qb * pl->Mq + r, i = rr / p->G, h = x->n2 * p->G + rr % p->G;
         for (int64_t c = 0; p->pse && c < kc; c++)
             row[c] += ao_load_f32(p->pse + (x->b * p->pse_sb + h * p->pse_sh + i * p->pse_si + (j0 + c) * p->pse_sj) *
                                       (int64_t)attnops_dtype_size(p->pse_dtype), p->pse_dtype);
         if (p->alibi) /* -slope |j0 + c - (i + L2 - L1)|: the kernel's one-row form, its scale 1 */
-            k->add_alibi(row, 1, (int)kc, FIA_KC, 1.0f, p->alibi[x->b * p->alibi_sb + h * p->alibi_sh],
+            k->add_alibi(row, 1, (int)kc, (int)ld, 1.0f, p->alibi[x->b * p->alibi_sb + h * p->alibi_sh],
                          (float)(j0 - i - (x->L2 - x->L1)), false);
         if (all_kept) any[r] = 1.0f;
         else mask_row(p, x, i, j0, kc, row, any + r);
@@ -479,7 +486,7 @@ static float *tile_scores(const fia_problem *p, const fia_plan *pl, const fia_it
                           const fa_kernels *k)
 {
     tile_gemm_run(qk, keys, pl->bf16 ? (const void *)w->q16 : (const void *)w->q, w->st);
-    scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, any, k);
+    scores(p, pl, x, j0, kc, w->st, 1, pl->Mq, w->s, FIA_KC, any, k);
     return w->s;
 }
 
@@ -565,9 +572,9 @@ static void prefetch_rows(const void *const *rows, int64_t c0, int64_t n, int64_
 
 /* One tile through the few-row kernels on the cache in place: S = Q . K^T
  * (int8 keys dequantised through k_fix and the key's own pair), the rope
- * columns added, then scores(). */
+ * columns added, then scores(); S's rows ld apart (direct_ld). */
 static float *direct_scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
-                            const fia_scratch *w, float *any, const cpu_kernel_set *ks)
+                            int64_t ld, const fia_scratch *w, float *any, const cpu_kernel_set *ks)
 {
     const fia_kernels *fk = &ks->fia;
     const void *rows[FIA_KC], *values[FIA_KC];
@@ -580,25 +587,25 @@ static float *direct_scores(const fia_problem *p, const fia_plan *pl, const fia_
         /* the tile's next keys: the split's first tile had no earlier tile to fetch them (on later tiles
          * they are on their way already and these prefetches are redundant, but cheap) */
         if (c0 + n < kc) prefetch_rows(rows, c0 + n, kc - (c0 + n) < chunk ? kc - (c0 + n) : chunk, p->D * p->k.es);
-        fk->dot_rows(w->q, (int)pl->Mq, (int)pl->Dk, rows + c0, p->k.dtype, (int)p->D, (int)n, s + c0, FIA_KC, false,
+        fk->dot_rows(w->q, (int)pl->Mq, (int)pl->Dk, rows + c0, p->k.dtype, (int)p->D, (int)n, s + c0, (int)ld, false,
                      values + c0, (int)(p->Dv * p->v.es));
     }
     if (p->kq.kind == FIA_QUANT_CHANNEL) {
         for (int64_t r = 0; r < pl->Mq; r++)
-            for (int64_t c = 0; c < kc; c++) s[r * FIA_KC + c] += w->k_fix[r];
+            for (int64_t c = 0; c < kc; c++) s[r * ld + c] += w->k_fix[r];
     } else if (p->kq.kind) {
         float *scale = w->key_scale, *offset = w->key_offset;
         key_params(&p->kq, x, j0, kc, scale, offset);
         for (int64_t r = 0; r < pl->Mq; r++)
             for (int64_t c = 0; c < kc; c++)
-                s[r * FIA_KC + c] = scale[c] * (s[r * FIA_KC + c] + offset[c] * w->k_fix[r]);
+                s[r * ld + c] = scale[c] * (s[r * ld + c] + offset[c] * w->k_fix[r]);
     }
     if (p->Dr) {
         tile_rows(p, &p->kr, x, j0, kc, rows);
-        fk->dot_rows(w->q + p->D, (int)pl->Mq, (int)pl->Dk, rows, p->kr.dtype, (int)p->Dr, (int)kc, s, FIA_KC, true,
+        fk->dot_rows(w->q + p->D, (int)pl->Mq, (int)pl->Dk, rows, p->kr.dtype, (int)p->Dr, (int)kc, s, (int)ld, true,
                      NULL, 0);
     }
-    scores(p, pl, x, j0, kc, s, FIA_KC, 1, s, any, &ks->fa);
+    scores(p, pl, x, j0, kc, s, ld, 1, s, ld, any, &ks->fa);
     return s;
 }
 
@@ -606,14 +613,14 @@ static float *direct_scores(const fia_problem *p, const fia_plan *pl, const fia_
  * scale goes into P, its offset's share (sum_c p_c scale_c offset_c, scaled
  * by alpha as O is) into v_fix. */
 static void direct_pv(const fia_problem *p, const fia_plan *pl, const fia_item *x, int64_t j0, int64_t kc,
-                      const fia_scratch *w, float *o, const fia_kernels *fk)
+                      int64_t ld, const fia_scratch *w, float *o, const fia_kernels *fk)
 {
     const void *rows[FIA_KC];
     if (p->vq.kind && p->vq.kind != FIA_QUANT_CHANNEL) {
         float *scale = w->key_scale, *offset = w->key_offset;
         key_params(&p->vq, x, j0, kc, scale, offset);
         for (int64_t r = 0; r < pl->Mq; r++) {
-            float *pr = w->s + r * FIA_KC, fix = w->v_fix[r] * w->alpha[r];
+            float *pr = w->s + r * ld, fix = w->v_fix[r] * w->alpha[r];
             for (int64_t c = 0; c < kc; c++) pr[c] *= scale[c], fix += pr[c] * offset[c];
             w->v_fix[r] = fix;
         }
@@ -627,7 +634,7 @@ static void direct_pv(const fia_problem *p, const fia_plan *pl, const fia_item *
         const int64_t n = kc - c0 < chunk ? kc - c0 : chunk;
         const bool ahead = next - c0 >= n; /* a next key for each of the call's */
         if (!ahead && c0 < next) prefetch_rows(keys, c0, next - c0, p->D * p->k.es);
-        fk->axpy_rows(w->s + c0, (int)pl->Mq, FIA_KC, rows + c0, p->v.dtype, (int)p->Dv, (int)n, o, (int)p->Dv,
+        fk->axpy_rows(w->s + c0, (int)pl->Mq, (int)ld, rows + c0, p->v.dtype, (int)p->Dv, (int)n, o, (int)p->Dv,
                       p->q.dtype == ATTNOPS_DTYPE_BF16, ahead ? keys + c0 : NULL, (int)(p->D * p->k.es));
     }
 }
@@ -697,14 +704,22 @@ static void cut_to_kept(int64_t lo, int64_t hi, int64_t *begin, int64_t *end)
     if (hi + 1 < *end) *end = hi + 1;
 }
 
-/* One online-softmax step of a block on a tile's scores s: P, (m, l), O
- * rescaled. */
+/* One online-softmax step of a block on a tile's scores s (rows ld apart;
+ * the kernel zeroes each row's columns [kc, ld)): P, (m, l), O rescaled. */
 static void softmax_step(const fia_problem *p, const fia_plan *pl, const fia_partial *part, float *s, int64_t kc,
-                         float *alpha, const fa_kernels *k)
+                         int64_t ld, float *alpha, const fa_kernels *k)
 {
-    k->softmax_fwd(s, (int)pl->Mq, FIA_KC, (int)kc, 1.0f, part->m, part->l, alpha);
+    k->softmax_fwd(s, (int)pl->Mq, (int)ld, (int)kc, 1.0f, part->m, part->l, alpha);
     if (!all_ones(alpha, pl->Mq)) k->scale_rows(part->o, (int)pl->Mq, (int)p->Dv, alpha);
 }
+
+/* The row stride of a few-row tile's S: its keys rounded up to a cache
+ * line, not FIA_KC.  Nothing reads S past the tile's keys here (the GEMM
+ * path's P . V takes whole FIA_KC rows), and the softmax exponentiates and
+ * zeroes every column up to the stride: a short tile (a 16-key call) spent
+ * 7/8 of its softmax on the padding.  The zero columns add nothing to the
+ * row sums, so no bit changes. */
+static int64_t direct_ld(int64_t kc) { return (kc + 15) / 16 * 16; }
 
 /* A few-row block through the fia kernels on the cache in place. */
 static void run_direct(const fia_problem *p, const fia_plan *pl, const fia_item *x, fia_scratch *w,
@@ -720,9 +735,10 @@ static void run_direct(const fia_problem *p, const fia_plan *pl, const fia_item 
     memset(w->v_fix, 0, sizeof(float) * (size_t)pl->Mq);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += FIA_KC) {
         const int64_t kc = j_end - j0 < FIA_KC ? j_end - j0 : FIA_KC;
-        float *s = direct_scores(p, pl, x, j0, kc, w, part->any, ks);
-        softmax_step(p, pl, part, s, kc, w->alpha, &ks->fa);
-        direct_pv(p, pl, x, j0, kc, w, part->o, &ks->fia);
+        const int64_t ld = direct_ld(kc);
+        float *s = direct_scores(p, pl, x, j0, kc, ld, w, part->any, ks);
+        softmax_step(p, pl, part, s, kc, ld, w->alpha, &ks->fa);
+        direct_pv(p, pl, x, j0, kc, ld, w, part->o, &ks->fia);
     }
     finish_values(p, pl, w, part);
 }
@@ -773,7 +789,7 @@ static void run_item(const fia_problem *p, const fia_plan *pl, int64_t task, flo
             if (j0 > hi[g] || j0 + kc <= lo[g]) continue; /* every row of the block drops the tile */
             const fia_scratch wg = block_scratch(&w, pl, g);
             float *s = tile_scores(p, pl, &x[g], j0, kc, &wg, keys, qk, part[g].any, &ks->fa);
-            softmax_step(p, pl, &part[g], s, kc, w.alpha, &ks->fa);
+            softmax_step(p, pl, &part[g], s, kc, FIA_KC, w.alpha, &ks->fa);
             gemm_pv(pl, &w, s, part[g].o, &ks->fa);
         }
     }
@@ -815,30 +831,53 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
     if (p->row_stats) p->row_stats(p->row_stats_ctx, b, h, i, mx, l);
 }
 
+/* Kv head n2's per-channel int8 rows into the call's channel table. */
+static void channel_head(const fia_problem *p, float *channels, int64_t n2)
+{
+    float *k = channels + n2 * p->D, *v = channels + 2 * p->N2 * p->D + n2 * p->Dv;
+    if (p->kq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->kq, n2, p->D, k, k + p->N2 * p->D);
+    if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, n2, p->Dv, v, v + p->N2 * p->Dv);
+}
+
+/* Query head bh = (b, h): its rows merged from the splits, its padded rows emptied. */
+static void merge_head(const fia_problem *p, const fia_plan *pl, const float *partials, int64_t bh, float *acc,
+                       const cpu_kernel_set *ks)
+{
+    const int64_t b = bh / p->N1, h = bh % p->N1, L1 = fia_q_len(p, b);
+    const int64_t padded_rows = p->layout == ATTNOPS_LAYOUT_TND ? 0 : p->S1;
+    for (int64_t i = 0; i < L1; i++) merge_row(p, pl, partials, b, h, i, acc, ks);
+    for (int64_t i = L1; i < padded_rows; i++) fia_empty_row(p, b, h, i);
+}
+
 void fia_cpu_run(const fia_problem *p, void *workspace)
 {
     const cpu_kernel_set *ks = cpu_kernels();
-    const fia_plan pl = plan_of(p);
+    fia_plan pl = plan_of(p);
+    if (!pl.few_rows) plan_gemms(p, &pl);
     float *base = (float *)ao_align_up((size_t)workspace, 64);
     float *partials = base + (size_t)p->threads * scratch_floats(p, &pl);
     float *channels = partials + (size_t)pl.items * partial_floats(p, &pl);
-    const int64_t padded_rows = p->layout == ATTNOPS_LAYOUT_TND ? 0 : p->S1;
-#pragma omp parallel num_threads(p->team)
+    /* No more threads than the widest pass has pieces of work.  With one, the passes run here, in the same
+     * order: a parallel region of one thread still costs ~1.5 us (libgomp's barriers, one per pass, wake
+     * their futex with a system call each), a third of a tiny call.  The team size changes no bit. */
+    const int64_t quant_heads = p->kq.kind == FIA_QUANT_CHANNEL || p->vq.kind == FIA_QUANT_CHANNEL ? p->N2 : 0;
+    int64_t widest = pl.tasks > p->B * p->N1 ? pl.tasks : p->B * p->N1;
+    widest = quant_heads > widest ? quant_heads : widest;
+    const int team = widest < p->team ? (int)widest : p->team;
+    if (team <= 1) {
+        for (int64_t n2 = 0; n2 < quant_heads; n2++) channel_head(p, channels, n2);
+        for (int64_t task = 0; task < pl.tasks; task++) run_item(p, &pl, task, base, channels, partials, ks);
+        for (int64_t bh = 0; bh < p->B * p->N1; bh++) merge_head(p, &pl, partials, bh, base, ks);
+        return;
+    }
+#pragma omp parallel num_threads(team)
     {
         float *ws = base + (size_t)ao_thread_id() * scratch_floats(p, &pl);
 #pragma omp for schedule(static)
-        for (int64_t n2 = 0; n2 < p->N2; n2++) {
-            float *k = channels + n2 * p->D, *v = channels + 2 * p->N2 * p->D + n2 * p->Dv;
-            if (p->kq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->kq, n2, p->D, k, k + p->N2 * p->D);
-            if (p->vq.kind == FIA_QUANT_CHANNEL) channel_rows(&p->vq, n2, p->Dv, v, v + p->N2 * p->Dv);
-        }
+        for (int64_t n2 = 0; n2 < quant_heads; n2++) channel_head(p, channels, n2);
 #pragma omp for schedule(dynamic)
         for (int64_t task = 0; task < pl.tasks; task++) run_item(p, &pl, task, ws, channels, partials, ks);
 #pragma omp for schedule(static)
-        for (int64_t bh = 0; bh < p->B * p->N1; bh++) {
-            const int64_t b = bh / p->N1, h = bh % p->N1, L1 = fia_q_len(p, b);
-            for (int64_t i = 0; i < L1; i++) merge_row(p, &pl, partials, b, h, i, ws, ks);
-            for (int64_t i = L1; i < padded_rows; i++) fia_empty_row(p, b, h, i);
-        }
+        for (int64_t bh = 0; bh < p->B * p->N1; bh++) merge_head(p, &pl, partials, bh, ws, ks);
     }
 }

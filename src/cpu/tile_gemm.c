@@ -121,6 +121,36 @@ const char *tile_gemm_backend(tile_gemm_kind kind)
     return backend_text[kind];
 }
 
+#if ATTNOPS_HAVE_LIBXSMM
+/* Each thread's recent dispatches, direct-mapped by shape.  A libxsmm
+ * dispatch builds and hashes a descriptor (~100 ns), and the drivers ask
+ * for their GEMMs on every call: five a backward, half a microsecond of a
+ * tiny one.  A kernel libxsmm returned stays valid for the life of the
+ * process (nothing here finalises libxsmm, and the target is set once, in
+ * library_init), so a slot never goes stale, and being per thread it needs
+ * no lock.  A slot whose kind is 0 is empty (kinds are stored plus one). */
+enum { JIT_SLOTS = 64 };
+typedef struct jit_slot {
+    int key[8]; /* kind + 1, M, N, K, lda, ldb, ldc, accumulate */
+    void (*jit)(const void *, const void *, float *, ...);
+} jit_slot;
+static _Thread_local jit_slot jit_slots[JIT_SLOTS];
+
+static void (*cached_dispatch(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc,
+                              bool accumulate))(const void *, const void *, float *, ...)
+{
+    const int key[8] = {(int)kind + 1, M, N, K, lda, ldb, ldc, accumulate};
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < 8; i++) h = (h ^ (uint32_t)key[i]) * 16777619u;
+    jit_slot *slot = &jit_slots[(h ^ h >> 16) % JIT_SLOTS];
+    if (memcmp(slot->key, key, sizeof key) != 0) {
+        slot->jit = dispatch(kind, M, N, K, lda, ldb, ldc, accumulate);
+        memcpy(slot->key, key, sizeof key);
+    }
+    return slot->jit;
+}
+#endif
+
 tile_gemm tile_gemm_make(tile_gemm_kind kind, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate)
 {
     tile_gemm g = {kind, M, N, K, lda, ldb, ldc, accumulate, false, NULL};
@@ -130,7 +160,7 @@ tile_gemm tile_gemm_make(tile_gemm_kind kind, int M, int N, int K, int lda, int 
      * every row after the first wrong when lda is odd (tests/test_tile_gemm.c,
      * AVX-512 BF16); the drivers' lda is even, other callers get the loops */
     if (xsmm_kind[kind] && !(kind == TILE_GEMM_BF16_NN_VNNI && lda % 2))
-        g.jit = dispatch(kind, M, N, K, lda, ldb, ldc, accumulate);
+        g.jit = cached_dispatch(kind, M, N, K, lda, ldb, ldc, accumulate);
 #endif
     /* a shape libxsmm cannot do falls back to the ISA's GEMM or the loops */
     g.library = g.jit != NULL || (kind != TILE_GEMM_BF16_NN_VNNI && own_gemm);
