@@ -19,27 +19,8 @@ import numpy as np
 from . import _lib
 
 _RULES = ("dual", "triple", "isclose", "allclose", "thousandth", "ten-thousandth")
-_MAX_METRICS = 8
-
-
-class _Options(ctypes.Structure):
-    _fields_ = [("rule", ctypes.c_int), ("rtol", ctypes.c_double), ("atol", ctypes.c_double),
-                ("min_share", ctypes.c_double), ("dtype", ctypes.c_int), ("counted", ctypes.POINTER(ctypes.c_uint8))]
-
-
-class _Metric(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_double), ("limit", ctypes.c_double),
-                ("at_least", ctypes.c_bool)]
-
-
-class _Verdict(ctypes.Structure):
-    _fields_ = [("rule", ctypes.c_int), ("pass", ctypes.c_bool), ("n", ctypes.c_int64), ("counted", ctypes.c_int64),
-                ("n_fail", ctypes.c_int64), ("n_nan", ctypes.c_int64), ("max_abs", ctypes.c_double),
-                ("max_rel", ctypes.c_double), ("worst", ctypes.c_int64), ("n_metrics", ctypes.c_int),
-                ("metric", _Metric * _MAX_METRICS)]
-
-
-STRUCTS = {"cmp_options": _Options, "cmp_metric": _Metric, "cmp_verdict": _Verdict}
+# verify/compare.h's structs, laid out from the header (python/native/layouts.c).
+_Options, _Verdict = _lib.STRUCTS["cmp_options"], _lib.STRUCTS["cmp_verdict"]
 
 _path = os.environ.get("ATTNOPS_COMPARE_LIBRARY") or str(Path(__file__).resolve().parent / "_lib" /
                                                          "libattnops_compare.so")

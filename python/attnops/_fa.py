@@ -7,8 +7,6 @@ attention_out has q's shape with D -> Dv; softmax_max / softmax_sum are f32
 [B,N1,S1,8], in TND [T1,N1,8].  Used by the custom ops' real and fake
 implementations alike (python/attnops/ops.py), so both give the same shapes.
 """
-import ctypes
-import struct
 import typing
 
 from . import _lib
@@ -93,17 +91,6 @@ def _output(call, shape, like, fp8):
     return call.empty(shape, like) if fp8 is None else call.empty_float(shape, ("float16", "bfloat16")[fp8.out_dtype])
 
 
-# attnops_fa_params packed by struct: 23 tensor pointers, scale_value,
-# keep_prob, softcap, pre/next_tokens, head_num, input_layout (+4 padding),
-# inner_precise, sparse_mode, pse_type, seed, offset, dropout_head_num,
-# dropout_head_start, out_dtype,
-# softmax_in_layout, impl, deterministic, num_threads (test_abi.py checks it
-# against the ctypes struct, which is checked against the header).  One
-# pack_into per call instead of ~30 ctypes attribute writes; the pointers
-# are packed as 0 and then stored by Call.bind, one slot per pointer, the
-# output pointers following the params in the args structs.
-PARAMS = struct.Struct("<23Q3d3qi4x8q4i")
-_PTR = 8
 PARAM_TENSORS = ("query", "key", "value", "pse", "drop_mask", "padding_mask", "atten_mask", "prefix",
                  "actual_seq_qlen", "actual_seq_kvlen", "q_start_idx", "kv_start_idx", "query_rope", "key_rope",
                  "d_scale_q", "d_scale_k", "d_scale_v", "d_scale_dy", "d_scale_o", "dropout_seq_qlen",
@@ -114,20 +101,21 @@ BWD_TENSORS = ("dy", "attention_in", "softmax_max", "softmax_sum", "softmax_in",
 FWD_NAMES, BWD_NAMES = PARAM_TENSORS + FWD_OUTPUTS, PARAM_TENSORS + BWD_TENSORS
 
 
-def _slots(outputs):
-    """Byte offsets of the pointers: the params' fields, then the args struct's after the params."""
-    return tuple(range(0, _PTR * len(PARAM_TENSORS), _PTR)) + tuple(
-        range(PARAMS.size, PARAMS.size + _PTR * len(outputs), _PTR))
+def _slots(args_struct, names):
+    """Byte offsets in an args struct of its pointer fields `names` (the params' inside its .p), from the
+    layouts read off the header (_lib.STRUCTS): Call.bind stores the views' addresses there."""
+    params = args_struct.p.offset
+    return tuple(params + getattr(_lib.FaParams, name).offset if name in PARAM_TENSORS else
+                 getattr(args_struct, name).offset for name in names)
 
 
-FWD_SLOTS, BWD_SLOTS = _slots(FWD_OUTPUTS), _slots(BWD_TENSORS)
-_NO_POINTERS = (0,) * len(PARAM_TENSORS)
+FWD_SLOTS, BWD_SLOTS = _slots(_lib.FaFwdArgs, FWD_NAMES), _slots(_lib.FaBwdArgs, BWD_NAMES)
 _SOFTMAX_LAYOUTS = {"": 0, "same_as_input": 1}
 
 
-def _params(call, buf, query, kw):
-    """Pack the params' scalars of one call (kw: the keyword arguments of forward) into `buf` (offset 0);
-    -> the tensors of its pointer fields, in PARAM_TENSORS order (None for NULL)."""
+def _params(call, p, query, kw):
+    """Set the scalars of one call's params `p` (kw: the keyword arguments of forward); -> the arrays of its
+    pointer fields, in PARAM_TENSORS order (None for NULL)."""
     input_layout, impl, fp8 = kw["input_layout"], kw["impl"], kw.get("fp8")
     check_layout(input_layout)
     if fp8 is None and not call.arrays.is_float(query):
@@ -139,11 +127,13 @@ def _params(call, buf, query, kw):
     if softmax_layout not in _SOFTMAX_LAYOUTS:
         raise ValueError(f"attnops: softmax_in_layout is {softmax_layout!r}; it must be \"\" or \"same_as_input\"")
     block = kw.get("dropout_block") or _NO_BLOCK
-    PARAMS.pack_into(buf, 0, *_NO_POINTERS, kw["scale"], kw["keep_prob"], kw.get("softcap", 0.0), kw["pre_tokens"],
-                     kw["next_tokens"], kw["head_num"], _lib.LAYOUTS.index(input_layout) + 1, kw["inner_precise"],
-                     kw["sparse_mode"], kw["pse_type"], kw["seed"], kw["offset"], block.head_num, block.head_start,
-                     fp8.out_dtype if fp8 else 0, _SOFTMAX_LAYOUTS[softmax_layout], _lib.IMPL[impl],
-                     int(kw["deterministic"]), kw["num_threads"])
+    p.scale_value, p.keep_prob, p.softcap = kw["scale"], kw["keep_prob"], kw.get("softcap", 0.0)
+    p.pre_tokens, p.next_tokens, p.head_num = kw["pre_tokens"], kw["next_tokens"], kw["head_num"]
+    p.input_layout, p.inner_precise = _lib.LAYOUTS.index(input_layout) + 1, kw["inner_precise"]
+    p.sparse_mode, p.pse_type, p.seed, p.offset = kw["sparse_mode"], kw["pse_type"], kw["seed"], kw["offset"]
+    p.dropout_head_num, p.dropout_head_start = block.head_num, block.head_start
+    p.out_dtype, p.softmax_in_layout = fp8.out_dtype if fp8 else 0, _SOFTMAX_LAYOUTS[softmax_layout]
+    p.impl, p.deterministic, p.num_threads = _lib.IMPL[impl], int(kw["deterministic"]), kw["num_threads"]
     ints = call.arrays.int64
     lists = (kw["prefix"], kw["actual_seq_qlen"], kw["actual_seq_kvlen"], kw["q_start_idx"], kw["kv_start_idx"])
     return (kw["pse"], kw["drop_mask"], None, kw["atten_mask"], *(None if v is None else ints(v) for v in lists),
@@ -154,18 +144,17 @@ def _params(call, buf, query, kw):
 
 def forward(query, key, value, kw):
     """(attention_out, softmax_max, softmax_sum), new contiguous numpy arrays.
-    kw: every keyword of the C params (head_num, input_layout, pse, ..., num_threads; fp8 optional), one
-    dict handed down unexpanded (each ** of ~28 names costs a microsecond)."""
+    kw: every keyword of the C params (head_num, input_layout, pse, ..., num_threads; fp8 optional)."""
     call, args, outputs = forward_args(query, key, value, kw)
     _lib.run("flash_attention_score", args)
     return outputs
 
 
 def forward_args(query, key, value, kw):
-    """(call, packed args, outputs) of a forward, ready for _lib.run (bench/bench_python.py times the run)."""
+    """(call, args struct, outputs) of a forward, ready for _lib.run (bench/bench_python.py times the run)."""
     call = Call()
-    args = ctypes.create_string_buffer(PARAMS.size + _PTR * len(FWD_OUTPUTS))
-    tensors = _params(call, args, query, kw)
+    args = _lib.FaFwdArgs()
+    tensors = _params(call, args.p, query, kw)
     layout, n1, fp8 = kw["input_layout"], kw["head_num"], kw.get("fp8")
     out = _output(call, out_shape(query, key, value, n1, layout), query, fp8)
     smax = call.empty_f32(stat_shape(query, n1, layout))
@@ -182,10 +171,10 @@ def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw):
 
 
 def backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw):
-    """(call, packed args, outputs) of a backward, ready for _lib.run."""
+    """(call, args struct, outputs) of a backward, ready for _lib.run."""
     call = Call()
-    args = ctypes.create_string_buffer(PARAMS.size + _PTR * len(BWD_TENSORS))
-    tensors = _params(call, args, query, kw)
+    args = _lib.FaBwdArgs()
+    tensors = _params(call, args.p, query, kw)
     grads = [_output(call, t.shape, t, kw.get("fp8")) for t in (query, key, value)]
     ropes = (kw["query_rope"], kw["key_rope"])
     rope = [call.empty(t.shape, t) if t is not None else call.empty((0,), query) for t in ropes]

@@ -1,9 +1,8 @@
 """ctypes bindings of include/attnops.h: the library, its structs, its status codes.
 
-The structs mirror the C declarations field for field (ctypes applies the C
-alignment rules of the platform); python/tests/test_abi.py compiles a C
-program that prints every sizeof/offsetof and compares them with these, so a
-change to the header that is not made here fails the tests.
+The structs are built from the layouts attnops._native reads off the header
+with offsetof / sizeof (python/native/layouts.c), and checked against them
+at import: no struct is described here.
 
 A failed call raises an exception that carries the library's sentence and
 status (AttnopsError and its subclasses); nothing here aborts the process.
@@ -99,106 +98,47 @@ LAYOUTS = ("BNSD", "BSND", "BSH", "SBH", "TND")
 MAX_RANK = 8
 
 # ---- structs ----------------------------------------------------------------------
-_i64x8 = ctypes.c_int64 * MAX_RANK
-_enum = ctypes.c_int
+# ctypes kinds of attnops._native.layouts()'s fields (python/native/layouts.c).
+_KINDS = {"P": ctypes.c_void_p, "z": ctypes.c_char_p, "B*": ctypes.POINTER(ctypes.c_uint8), "d": ctypes.c_double,
+          "q": ctypes.c_int64, "i": ctypes.c_int32, "?": ctypes.c_bool, "Q": ctypes.c_size_t}
 
 
-class Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dtype", _enum), ("rank", ctypes.c_int32),
-                ("shape", _i64x8), ("strides", _i64x8)]
+def struct_class(name, size, fields, structs):
+    """The ctypes struct of one entry of attnops._native.layouts(): (name, sizeof, ((field, offset, size, kind),
+    ...)), kind a _KINDS key or an earlier struct's name (in `structs`).  ctypes lays the fields out by the
+    platform's C rules; every offset and size must then be the C compiler's, else the table misses a field of
+    the header (ImportError, naming it)."""
+    members = []
+    for field, _offset, fsize, kind in fields:
+        base = structs[kind] if kind in structs else _KINDS[kind]
+        count = fsize // ctypes.sizeof(base)
+        members.append((field, base * count if count > 1 else base))
+    cls = type(name, (ctypes.Structure,), {"_fields_": members})
+    for (field, offset, fsize, _kind), (_, ctype) in zip(fields, members):
+        if getattr(cls, field).offset != offset or ctypes.sizeof(ctype) != fsize:
+            raise ImportError(f"attnops: {name}.{field} is at byte {offset} ({fsize} bytes) in C but "
+                              f"{getattr(cls, field).offset} ({ctypes.sizeof(ctype)}) in the table's layout: "
+                              "python/native/layouts.c misses a field of the header before it")
+    if ctypes.sizeof(cls) != size:
+        raise ImportError(f"attnops: {name} has {size} bytes in C but {ctypes.sizeof(cls)} in the table's layout: "
+                          "python/native/layouts.c misses a field of the header at its end")
+    return cls
 
 
-# Tensor pointers are plain addresses (views are packed by _views.Call).
-_T = ctypes.c_void_p
+def _structs():
+    structs = {}
+    for name, size, fields in _native.layouts():
+        structs[name] = struct_class(name, size, fields, structs)
+    return structs
 
 
-class FaParams(ctypes.Structure):
-    _fields_ = [(name, _T) for name in (
-        "query", "key", "value", "pse", "drop_mask", "padding_mask", "atten_mask", "prefix", "actual_seq_qlen",
-        "actual_seq_kvlen", "q_start_idx", "kv_start_idx", "query_rope", "key_rope", "d_scale_q", "d_scale_k",
-        "d_scale_v", "d_scale_dy", "d_scale_o", "dropout_seq_qlen", "dropout_seq_kvlen", "dropout_q_start",
-        "dropout_kv_start")] + [
-        ("scale_value", ctypes.c_double), ("keep_prob", ctypes.c_double), ("softcap", ctypes.c_double),
-        ("pre_tokens", ctypes.c_int64),
-        ("next_tokens", ctypes.c_int64), ("head_num", ctypes.c_int64), ("input_layout", _enum),
-        ("inner_precise", ctypes.c_int64), ("sparse_mode", ctypes.c_int64), ("pse_type", ctypes.c_int64),
-        ("seed", ctypes.c_int64), ("offset", ctypes.c_int64), ("dropout_head_num", ctypes.c_int64),
-        ("dropout_head_start", ctypes.c_int64), ("out_dtype", ctypes.c_int64),
-        ("softmax_in_layout", _enum), ("impl", _enum), ("deterministic", ctypes.c_int32),
-        ("num_threads", ctypes.c_int32)]
-
-
-class FaFwdArgs(ctypes.Structure):
-    _fields_ = [("p", FaParams), ("softmax_max", _T), ("softmax_sum", _T), ("softmax_out", _T),
-                ("attention_out", _T)]
-
-
-class FaBwdArgs(ctypes.Structure):
-    _fields_ = [("p", FaParams)] + [(name, _T) for name in (
-        "dy", "attention_in", "softmax_max", "softmax_sum", "softmax_in", "dq", "dk", "dv", "dpse", "dq_rope",
-        "dk_rope")]
-
-
-class DropoutMaskArgs(ctypes.Structure):
-    _fields_ = [("seed", ctypes.c_int64), ("offset", ctypes.c_int64), ("keep_prob", ctypes.c_double),
-                ("batch", ctypes.c_int64), ("head_num", ctypes.c_int64), ("seq_q", ctypes.c_int64),
-                ("seq_kv", ctypes.c_int64), ("actual_seq_qlen", _T), ("actual_seq_kvlen", _T),
-                ("byte_mask", _T), ("bit_mask", _T)]
-
-
-class KeyPoolArgs(ctypes.Structure):
-    _fields_ = [(name, _T) for name in (
-        "hidden_states", "wk", "gate_weight", "ape", "state_cache", "cache_block_table", "start_pos",
-        "norm_weight", "norm_bias", "cos", "sin", "cu_seqlens", "seqused")] + [
-        ("cmp_ratio", ctypes.c_int64), ("norm_eps", ctypes.c_double), ("rotary_mode", ctypes.c_int64),
-        ("capacity", _enum), ("pooled_key", _T), ("impl", _enum), ("num_threads", ctypes.c_int32)]
-
-
-_TT = ctypes.c_void_p  # const attnops_tensor *const *
-
-
-class AttnResFwdArgs(ctypes.Structure):
-    _fields_ = [("blocks", _TT), ("num_blocks", ctypes.c_int64), ("partial_block", _T), ("proj_weight", _T),
-                ("rmsnorm_gamma", _T), ("scale", ctypes.c_double), ("rmsnorm_eps", ctypes.c_double),
-                ("enable_rmsnorm", ctypes.c_int32), ("h", _T), ("rms", _T), ("alpha", _T), ("impl", _enum),
-                ("num_threads", ctypes.c_int32)]
-
-
-class AttnResBwdArgs(ctypes.Structure):
-    _fields_ = [("grad_h", _T), ("blocks", _TT), ("num_blocks", ctypes.c_int64), ("partial_block", _T),
-                ("proj_weight", _T), ("rmsnorm_gamma", _T), ("alpha", _T), ("rms", _T),
-                ("scale", ctypes.c_double), ("enable_rmsnorm", ctypes.c_int32), ("grad_blocks", _TT),
-                ("grad_partial_block", _T), ("grad_proj_weight", _T), ("grad_rmsnorm_gamma", _T),
-                ("impl", _enum), ("num_threads", ctypes.c_int32)]
-
-
-class FiaArgs(ctypes.Structure):
-    _fields_ = [(name, _T) for name in (
-        "query", "key", "value", "pse_shift", "atten_mask", "actual_seq_lengths", "actual_seq_lengths_kv",
-        "block_table", "query_rope", "key_rope", "key_antiquant_scale", "key_antiquant_offset",
-        "value_antiquant_scale", "value_antiquant_offset", "antiquant_scale", "antiquant_offset", "dequant_scale1",
-        "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2", "query_padding_size", "kv_padding_size",
-        "key_shared_prefix", "value_shared_prefix", "actual_shared_prefix_len")] + [
-        ("num_heads", ctypes.c_int64), ("scale_value", ctypes.c_double), ("pre_tokens", ctypes.c_int64),
-        ("next_tokens", ctypes.c_int64), ("input_layout", _enum), ("output_layout", _enum),
-        ("num_key_value_heads", ctypes.c_int64), ("sparse_mode", ctypes.c_int64), ("inner_precise", ctypes.c_int64),
-        ("block_size", ctypes.c_int64), ("antiquant_mode", ctypes.c_int64), ("key_antiquant_mode", ctypes.c_int64),
-        ("value_antiquant_mode", ctypes.c_int64), ("softmax_lse_flag", ctypes.c_bool), ("softcap", ctypes.c_double),
-        ("alibi_slopes", _T), ("attention_out", _T),
-        ("softmax_lse", _T), ("impl", _enum), ("deterministic", ctypes.c_int32), ("num_threads", ctypes.c_int32)]
-
-
-class DtypeTraits(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("cann_name", ctypes.c_char_p), ("torch_name", ctypes.c_char_p),
-                ("size", ctypes.c_size_t), ("is_float", ctypes.c_bool), ("to_f64", ctypes.c_void_p),
-                ("from_f64", ctypes.c_void_p)]
-
-
-STRUCTS = {"attnops_dtype_traits": DtypeTraits, "attnops_tensor": Tensor, "attnops_fa_params": FaParams,
-           "attnops_fa_fwd_args": FaFwdArgs, "attnops_fa_bwd_args": FaBwdArgs,
-           "attnops_dropout_mask_args": DropoutMaskArgs, "attnops_key_pool_args": KeyPoolArgs,
-           "attnops_attn_res_fwd_args": AttnResFwdArgs, "attnops_attn_res_bwd_args": AttnResBwdArgs,
-           "attnops_fia_args": FiaArgs}
+# Every C struct the package fills or reads, by its C name, laid out from the header (attnops._native).
+STRUCTS = _structs()
+Tensor = STRUCTS["attnops_tensor"]
+FaParams, FaFwdArgs, FaBwdArgs = (STRUCTS[f"attnops_fa_{n}"] for n in ("params", "fwd_args", "bwd_args"))
+DropoutMaskArgs, KeyPoolArgs = STRUCTS["attnops_dropout_mask_args"], STRUCTS["attnops_key_pool_args"]
+AttnResFwdArgs, AttnResBwdArgs = STRUCTS["attnops_attn_res_fwd_args"], STRUCTS["attnops_attn_res_bwd_args"]
+FiaArgs, DtypeTraits = STRUCTS["attnops_fia_args"], STRUCTS["attnops_dtype_traits"]
 
 # ---- functions --------------------------------------------------------------------
 

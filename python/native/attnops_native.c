@@ -24,6 +24,8 @@
  *   run(op, args_address) -> status
  *       the op's workspace query, a workspace, the run; the library's status
  *       is returned (Python raises with its sentence).
+ *   layouts()
+ *       the byte layouts of the C structs (python/native/layouts.c).
  *
  * An item is the tuple (address, dtype code, shape, element strides)
  * python/attnops/_views.py makes of a numpy array.  Errors raise TypeError /
@@ -40,6 +42,7 @@
 #include <string.h>
 
 #include "attnops.h"
+#include "layouts.h"
 
 typedef int (*workspace_fn)(const void *args, size_t *size);
 typedef int (*run_fn)(const void *args, void *workspace, size_t size);
@@ -295,6 +298,7 @@ static PyMethodDef native_methods[] = {
     {"bind", native_bind, METH_VARARGS,
      "bind(struct_address, views_address, slots, names, items): pack the items' views, store their addresses"},
     {"run", native_run, METH_VARARGS, "run(op, args_address) -> status: the two-phase call, GIL released"},
+    {"layouts", native_layouts, METH_NOARGS, "layouts() -> the C structs' layouts (python/native/layouts.c)"},
     {NULL, NULL, 0, NULL},
 };
 

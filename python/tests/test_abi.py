@@ -1,43 +1,44 @@
-"""The ctypes structs of attnops._lib match include/attnops.h: a C program
-compiled against the installed header prints every sizeof / offsetof (a
-field added in C changes a sizeof, a renamed one fails to compile)."""
+"""The ctypes structs of attnops._lib are built from the layouts attnops._native reads off the headers
+(python/native/layouts.c: offsetof / sizeof), and the builder refuses a table that misses a field."""
 import ctypes
-import shutil
-import subprocess
 
 import pytest
 
-from attnops import _compare, _lib
+from attnops import _fa, _lib
+from attnops._native import layouts
 
 
-STRUCTS = {**_lib.STRUCTS, **_compare.STRUCTS}
+def _table(name):
+    return next(entry for entry in layouts() if entry[0] == name)
 
 
-def c_layout(tmp_path):
-    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "attnops.h"', '#include "verify/compare.h"',
-             "int main(void) {"]
-    for cname, struct in STRUCTS.items():
-        lines.append(f'    printf("{cname} %zu\\n", sizeof({cname}));')
-        for field, _ in struct._fields_:
-            lines.append(f'    printf("{cname}.{field} %zu\\n", offsetof({cname}, {field}));')
-    lines += ["    return 0;", "}"]
-    src = tmp_path / "abi.c"
-    src.write_text("\n".join(lines) + "\n")
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.fail("no C compiler on PATH (scripts/setup.sh installs gcc)")
-    exe = tmp_path / "abi"
-    subprocess.run([cc, "-std=c11", "-I", str(_lib.HEADER.parent), str(src), "-o", str(exe)], check=True)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
-    return dict(line.rsplit(" ", 1) for line in out.splitlines())
+def test_every_struct_is_built_from_the_header_layout():
+    for name, size, fields in layouts():
+        cls = _lib.STRUCTS[name]
+        assert ctypes.sizeof(cls) == size, name
+        assert [(f, getattr(cls, f).offset) for f, _, _, _ in fields] == [(f, off) for f, off, _, _ in fields]
 
 
-def test_structs_match_the_header(tmp_path):
-    c = c_layout(tmp_path)
-    for cname, struct in STRUCTS.items():
-        assert int(c[cname]) == ctypes.sizeof(struct), f"sizeof({cname})"
-        for field, _ in struct._fields_:
-            assert int(c[f"{cname}.{field}"]) == getattr(struct, field).offset, f"offsetof({cname}, {field})"
+@pytest.mark.parametrize("name, drop, words", [
+    ("attnops_fia_args", 13, "misses a field of the header before it"),
+    ("attnops_fa_fwd_args", -1, "misses a field of the header at its end")])
+def test_a_table_missing_a_field_is_refused(name, drop, words):
+    """The check at import: a field left out of layouts.c moves the next one's offset, or the size.  (A last
+    field that fits in the struct's tail padding changes neither; nothing but the header can tell.)"""
+    name, size, fields = _table(name)
+    fields = fields[:drop] + fields[drop + 1:] if drop != -1 else fields[:-1]
+    with pytest.raises(ImportError, match=words):
+        _lib.struct_class(name, size, fields, dict(_lib.STRUCTS))
+
+
+def test_fa_pointer_slots_are_the_fields():
+    """_fa stores the views' addresses by byte offset: each slot read back through the struct is its field."""
+    args = _lib.FaBwdArgs()
+    buf = (ctypes.c_char * ctypes.sizeof(args)).from_address(ctypes.addressof(args))
+    for i, (slot, name) in enumerate(zip(_fa.BWD_SLOTS, _fa.BWD_NAMES)):
+        ctypes.memmove(ctypes.addressof(buf) + slot, ctypes.byref(ctypes.c_void_p(0x1000 + i)), 8)
+        field = getattr(args.p, name) if name in _fa.PARAM_TENSORS else getattr(args, name)
+        assert field == 0x1000 + i, name
 
 
 def test_native_views_read_back_through_the_tensor_struct():
@@ -53,25 +54,6 @@ def test_native_views_read_back_through_the_tensor_struct():
     empty = np.zeros((0, 4), np.float32)
     v = _lib.Tensor.from_address(call.view(empty, "empty"))
     assert (v.dtype, v.rank, list(v.shape[:2])) == (_lib.DTYPES["float32"], 2, [0, 4]) and v.data
-
-
-def test_fa_args_slots_match_the_structs():
-    """_fa packs attnops_fa_params with struct and stores the tensor pointers by byte offset: a round trip
-    through the ctypes structs (checked against the header above) reads every scalar back, and every
-    pointer slot is the offset of the field of its name."""
-    from attnops import _fa
-    assert _fa.PARAMS.size == ctypes.sizeof(_lib.FaParams)
-    values = [0] * len(_fa.PARAM_TENSORS) + [0.5, 0.25, 0.125] + [3, 4, 5, 6] + list(range(7, 15)) + [15, 16, 17, 18]
-    buf = ctypes.create_string_buffer(ctypes.sizeof(_lib.FaBwdArgs))
-    _fa.PARAMS.pack_into(buf, 0, *values)
-    args = _lib.FaBwdArgs.from_buffer(buf)
-    assert [getattr(args.p, name) or 0 for name, _ in _lib.FaParams._fields_] == values
-    for struct, slots, names in ((_lib.FaFwdArgs, _fa.FWD_SLOTS, _fa.FWD_NAMES),
-                                 (_lib.FaBwdArgs, _fa.BWD_SLOTS, _fa.BWD_NAMES)):
-        assert _fa.PARAMS.size + 8 * (len(names) - len(_fa.PARAM_TENSORS)) == ctypes.sizeof(struct)
-        for slot, name in zip(slots, names):
-            field = getattr(_lib.FaParams, name) if name in _fa.PARAM_TENSORS else getattr(struct, name)
-            assert slot == field.offset, name
 
 
 def test_dtype_codes_come_from_the_traits_table():
