@@ -77,6 +77,17 @@ def _slopes(alibi_slopes):
     return alibi_slopes
 
 
+def _given(keep_prob, seed, offset, seed_offset, deterministic, softcap):
+    """The dropout, determinism and softcap keywords of a call, only where they are not the op's defaults
+    (each keyword costs torch's argument parser ~0.5 us)."""
+    kw = dict(keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset)) if keep_prob < 1.0 else {}
+    if deterministic:
+        kw["deterministic"] = True
+    if softcap:
+        kw["softcap"] = softcap
+    return kw
+
+
 def _alibi_args(alibi_slopes, sq, sk):
     if _slopes(alibi_slopes) is None:
         return dict()
@@ -157,9 +168,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
     seed, offset, seed_offset = ops.dropout_seed(keep_prob)
-    out, smax, ssum = ops.flash_attention_score(
-        q, k, v, heads, "BSND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
-        deterministic=deterministic, softcap=softcap, **_mask_args(causal, window_size),
+    out, smax, ssum = ops.flash_attention_score(q, k, v, heads, "BSND", scale=scale, **_given(
+        keep_prob, seed, offset, seed_offset, deterministic, softcap), **_mask_args(causal, window_size),
         **_alibi_args(alibi_slopes, sq, sk))
     if not return_attn_probs:
         return out
@@ -205,8 +215,7 @@ def _per_sequence(q, k, v, cq, ck, scale, softcap, keep_prob, causal, window_siz
         seed, offset, seed_offset = ops.dropout_seed(keep_prob)
         out, smax, ssum = ops.flash_attention_score(
             q[q0:q1].unsqueeze(0), k[k0:k1].unsqueeze(0), v[k0:k1].unsqueeze(0), q.shape[1], "BSND", scale=scale,
-            keep_prob=keep_prob, deterministic=deterministic, softcap=softcap,
-            **ops.seed_args(seed, offset, seed_offset), **_mask_args(causal, window_size),
+            **_given(keep_prob, seed, offset, seed_offset, deterministic, softcap), **_mask_args(causal, window_size),
             **_alibi_args(slopes, q1 - q0, k1 - k0))
         outs.append(out[0]), lses.append(_lse(smax[0, ..., 0], ssum[0, ..., 0])), seeds.append((seed, offset))
     return torch.cat(outs), torch.cat(lses, dim=1), seeds
@@ -245,10 +254,9 @@ def _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_sca
     scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
     seed, offset, seed_offset = ops.dropout_seed(keep_prob)
-    out, _, _ = ops.flash_attention_score(q, k, v, q.shape[1], "TND", scale=scale, keep_prob=keep_prob,
-                                          deterministic=deterministic, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
-                                          cu_seqlens_kv=cu_seqlens_k, **ops.seed_args(seed, offset, seed_offset),
-                                          **_tnd_mask_args(causal, window_size))
+    out, _, _ = ops.flash_attention_score(q, k, v, q.shape[1], "TND", scale=scale, cu_seqlens_q=cu_seqlens_q,
+                                          cu_seqlens_kv=cu_seqlens_k, **_tnd_mask_args(causal, window_size),
+                                          **_given(keep_prob, seed, offset, seed_offset, deterministic, softcap))
     return out
 
 
@@ -283,9 +291,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     else:
         seed, offset, seed_offset = ops.dropout_seed(keep_prob)
         out, smax, ssum = ops.flash_attention_score(
-            q, k, v, heads, "TND", scale=scale, keep_prob=keep_prob, **ops.seed_args(seed, offset, seed_offset),
-            deterministic=deterministic, softcap=softcap, **_varlen_args(cq, ck, causal, window_size, alibi_slopes,
-                                                                         op))
+            q, k, v, heads, "TND", scale=scale, **_given(keep_prob, seed, offset, seed_offset, deterministic, softcap),
+            **_varlen_args(cq, ck, causal, window_size, alibi_slopes, op))
         if not return_attn_probs:
             return out
         # TND statistics hold per-sequence [H, S_b, 8] blocks back to back.
