@@ -177,17 +177,11 @@ const c10::OperatorHandle &grad_op() {
     return op;
 }
 
-struct ForwardCall {
-    const c10::OperatorHandle *op;
-    c10::DispatchKeySet keys;
-    torch::jit::Stack *stack;
-};
-
 // Differentiable in the blocks, proj_weight, partial_block and rmsnorm_gamma; rms and alpha are not.
 struct AttnResFunction : torch::autograd::Function<AttnResFunction> {
     static variable_list forward(AutogradContext *ctx, at::TensorList blocks, const at::Tensor &proj_weight,
                                  const std::optional<at::Tensor> &partial, const std::optional<at::Tensor> &gamma,
-                                 ForwardCall call) {
+                                 RedispatchCall call) {
         torch::jit::Stack &stack = *call.stack;
         const IValue *args = &*(stack.end() - kFwdArgs);
         double scale = args[4].toDouble();
@@ -236,8 +230,6 @@ struct AttnResFunction : torch::autograd::Function<AttnResFunction> {
     }
 };
 
-bool requires_grad(const IValue &v) { return v.isTensor() && v.toTensor().requires_grad(); }
-
 void attn_res_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kFwdArgs);
     std::vector<at::Tensor> blocks = args[0].toTensorVector();
@@ -255,7 +247,7 @@ void attn_res_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, 
     at::Tensor proj = args[1].toTensor();
     std::optional<at::Tensor> partial = optional_of(args[2]), gamma = optional_of(args[3]);
     variable_list outs = AttnResFunction::apply(at::TensorList(blocks), proj, partial, gamma,
-                                                ForwardCall{&op, keys, stack});
+                                                RedispatchCall{&op, keys, stack});
     for (at::Tensor &t : outs)
         torch::jit::push(*stack, std::move(t));
 }

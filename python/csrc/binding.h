@@ -8,6 +8,8 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 
 #include <array>
 #include <deque>
@@ -47,6 +49,41 @@ class Views {
   private:
     std::deque<attnops_tensor> views_;
     std::deque<std::vector<int64_t>> lists_;
+};
+
+// One argument of an op's schema: its type, name and default (nullptr: none), and what it sets in
+// the library's args struct.  Each op's list of these is the one place its schema, its defaults and
+// its args come from.
+template <class Args> struct Arg {
+    const char *type;
+    const char *name;
+    const char *default_value;
+    void (*fill)(Args &args, Views &views, const c10::IValue &value);
+};
+
+// The schema's argument list of `args`, each "type name=default", comma-separated.
+template <class Args, size_t N> std::string schema_args(const Arg<Args> (&args)[N]) {
+    std::string s;
+    for (size_t i = 0; i < N; i++) {
+        s += std::string(i ? ", " : "") + args[i].type + " " + args[i].name;
+        if (args[i].default_value)
+            s += std::string("=") + args[i].default_value;
+    }
+    return s;
+}
+
+// For static_assert on an argument's position in a list.
+constexpr bool same_name(const char *a, const char *b) { return *a == *b && (!*a || same_name(a + 1, b + 1)); }
+
+// Whether an argument is a tensor that requires grad (an Autograd kernel's test).
+inline bool requires_grad(const c10::IValue &v) { return v.isTensor() && v.toTensor().requires_grad(); }
+
+// A call's Autograd kernel hands its torch::autograd::Function this, to redispatch the call below
+// autograd: the arguments are on top of the stack, which the redispatch leaves empty of them.
+struct RedispatchCall {
+    const c10::OperatorHandle *op;
+    c10::DispatchKeySet keys;
+    torch::jit::Stack *stack;
 };
 
 // The ids the ops' string arguments name.

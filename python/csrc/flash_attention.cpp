@@ -58,14 +58,6 @@ std::vector<int64_t> cumulative_without_zero(const at::Tensor &cu, const char *n
     return values;
 }
 
-// One attribute: its schema type, name and default, and what it sets in the params.
-struct FaAttr {
-    const char *type;
-    const char *name;
-    const char *default_value;
-    void (*fill)(attnops_fa_params &p, Views &views, const IValue &v);
-};
-
 #define FA_TENSOR(field)                                                                                         \
     [](attnops_fa_params &p, Views &views, const IValue &v) {                                                   \
         p.field = v.isNone() ? nullptr : views.of(v.toTensor(), #field);                                         \
@@ -77,7 +69,7 @@ struct FaAttr {
 // defaults, include/attnops.h; attnops' extensions after them).  A later entry may override an
 // earlier one's field: seed_offset and cu_seqlens_* are read at run time in place of seed / offset
 // and the length lists (the forms a compiled graph passes).
-constexpr FaAttr kFaAttrs[] = {
+constexpr Arg<attnops_fa_params> kFaAttrs[] = {
     {"Tensor?", "pse", "None", FA_TENSOR(pse)},
     {"Tensor?", "drop_mask", "None", FA_TENSOR(drop_mask)},
     {"Tensor?", "atten_mask", "None", FA_TENSOR(atten_mask)},
@@ -155,14 +147,11 @@ constexpr size_t kFwdTensors = 3, kBwdTensors = 7;
 constexpr size_t kFwdArgs = kFwdTensors + 2 + kNumAttrs, kBwdArgs = kBwdTensors + 2 + kNumAttrs;
 // Positions of query_rope / key_rope in kFaAttrs.
 constexpr size_t kQueryRope = 13, kKeyRope = 14;
-constexpr bool same_name(const char *a, const char *b) { return *a == *b && (!*a || same_name(a + 1, b + 1)); }
 static_assert(same_name(kFaAttrs[kQueryRope].name, "query_rope") && same_name(kFaAttrs[kKeyRope].name, "key_rope"));
 
 std::string schema(const char *name, const char *tensors, const char *returns) {
-    std::string s = std::string(name) + "(" + tensors + ", int head_num, str input_layout";
-    for (const FaAttr &a : kFaAttrs)
-        s += std::string(", ") + a.type + " " + a.name + "=" + a.default_value;
-    return s + ") -> " + returns;
+    return std::string(name) + "(" + tensors + ", int head_num, str input_layout, " + schema_args(kFaAttrs) +
+           ") -> " + returns;
 }
 
 attnops_layout layout_of(const std::string &name) {
@@ -322,20 +311,12 @@ const c10::OperatorHandle &grad_op() {
     return op;
 }
 
-// The forward's call, for FlashAttentionFunction::forward to redispatch: its arguments are on top of
-// the stack, which it leaves empty of them.
-struct ForwardCall {
-    const c10::OperatorHandle *op;
-    c10::DispatchKeySet keys;
-    torch::jit::Stack *stack;
-};
-
 // The differentiable inputs are query, key, value, query_rope and key_rope; the masks, the position
 // bias and the lengths get no gradient (CANN's dpse is reserved).
 struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction> {
     static variable_list forward(AutogradContext *ctx, const at::Tensor &, const at::Tensor &, const at::Tensor &,
                                  const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
-                                 ForwardCall call) {
+                                 RedispatchCall call) {
         torch::jit::Stack &stack = *call.stack;
         // The arguments for the backward: the tensors saved as such (version-checked), the rest kept.
         c10::impl::GenericList attrs(c10::AnyType::get());
@@ -390,8 +371,6 @@ struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction
     }
 };
 
-bool requires_grad(const IValue &v) { return v.isTensor() && v.toTensor().requires_grad(); }
-
 void forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kFwdArgs);
     const IValue &q_rope = args[kFwdTensors + 2 + kQueryRope], &k_rope = args[kFwdTensors + 2 + kKeyRope];
@@ -407,7 +386,7 @@ void forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, t
     auto opt = [](const IValue &v) { return v.isTensor() ? std::optional<at::Tensor>(v.toTensor()) : std::nullopt; };
     at::Tensor q = args[0].toTensor(), k = args[1].toTensor(), v = args[2].toTensor();
     std::optional<at::Tensor> qr = opt(q_rope), kr = opt(k_rope);
-    variable_list outs = FlashAttentionFunction::apply(q, k, v, qr, kr, ForwardCall{&op, keys, stack});
+    variable_list outs = FlashAttentionFunction::apply(q, k, v, qr, kr, RedispatchCall{&op, keys, stack});
     for (at::Tensor &t : outs)
         torch::jit::push(*stack, std::move(t));
 }

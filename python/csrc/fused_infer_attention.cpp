@@ -21,13 +21,6 @@ namespace {
 
 using c10::IValue;
 
-struct FiaAttr {
-    const char *type;
-    const char *name;
-    const char *default_value;
-    void (*fill)(attnops_fia_args &a, Views &views, const IValue &v);
-};
-
 #define FIA_TENSOR(field)                                                                                        \
     [](attnops_fia_args &a, Views &views, const IValue &v) {                                                    \
         a.field = v.isNone() ? nullptr : views.of(v.toTensor(), #field);                                         \
@@ -36,7 +29,7 @@ struct FiaAttr {
 
 // The arguments after query, key and value, in the schema's order (op-plugin's names and defaults,
 // docs/INFER_ATTENTION.md).  input_layout is read apart (it also names the output layout).
-constexpr FiaAttr kFiaAttrs[] = {
+constexpr Arg<attnops_fia_args> kFiaAttrs[] = {
     {"Tensor?", "pse_shift", "None", FIA_TENSOR(pse_shift)},
     {"Tensor?", "atten_mask", "None", FIA_TENSOR(atten_mask)},
     {"Tensor?", "actual_seq_lengths", "None", FIA_TENSOR(actual_seq_lengths)},
@@ -76,17 +69,14 @@ constexpr size_t kNumAttrs = sizeof kFiaAttrs / sizeof kFiaAttrs[0];
 constexpr size_t kArgs = 3 + kNumAttrs;
 // Positions in kFiaAttrs of what the output shapes read.
 constexpr size_t kBlockTable = 4, kNumHeads = 7, kInputLayout = 11, kSoftmaxLseFlag = 16;
-constexpr bool same_name(const char *a, const char *b) { return *a == *b && (!*a || same_name(a + 1, b + 1)); }
 static_assert(same_name(kFiaAttrs[kBlockTable].name, "block_table") &&
               same_name(kFiaAttrs[kNumHeads].name, "num_heads") &&
               same_name(kFiaAttrs[kInputLayout].name, "input_layout") &&
               same_name(kFiaAttrs[kSoftmaxLseFlag].name, "softmax_lse_flag"));
 
 std::string schema() {
-    std::string s = "fused_infer_attention_score(Tensor query, Tensor key, Tensor value";
-    for (const FiaAttr &a : kFiaAttrs)
-        s += std::string(", ") + a.type + " " + a.name + "=" + a.default_value;
-    return s + ") -> (Tensor, Tensor)";
+    return "fused_infer_attention_score(Tensor query, Tensor key, Tensor value, " + schema_args(kFiaAttrs) +
+           ") -> (Tensor, Tensor)";
 }
 
 // CANN's input_layout string -> (the input's layout, the output's).

@@ -21,20 +21,13 @@ namespace {
 
 using c10::IValue;
 
-struct KpArg {
-    const char *type;
-    const char *name;
-    const char *default_value; // nullptr: required
-    void (*fill)(attnops_key_pool_args &a, Views &views, const IValue &v);
-};
-
 #define KP_TENSOR(field)                                                                                         \
     [](attnops_key_pool_args &a, Views &views, const IValue &v) {                                               \
         a.field = v.isNone() ? nullptr : views.of(v.toTensor(), #field);                                         \
     }
 
 // Every argument in the schema's order (CANN's names and defaults; docs/KEYPOOL.md).
-constexpr KpArg kKpArgs[] = {
+constexpr Arg<attnops_key_pool_args> kKpArgs[] = {
     {"Tensor", "hidden_states", nullptr, KP_TENSOR(hidden_states)},
     {"Tensor", "wk", nullptr, KP_TENSOR(wk)},
     {"Tensor", "gate_weight", nullptr, KP_TENSOR(gate_weight)},
@@ -61,16 +54,11 @@ constexpr KpArg kKpArgs[] = {
 constexpr size_t kArgs = sizeof kKpArgs / sizeof kKpArgs[0];
 // Positions of what the Meta kernel's shape and the in-place kernel read.
 constexpr size_t kHidden = 0, kWk = 1, kStateCache = 4, kCuSeqlens = 11, kCmpRatio = 13;
+static_assert(same_name(kKpArgs[kHidden].name, "hidden_states") && same_name(kKpArgs[kWk].name, "wk") &&
+              same_name(kKpArgs[kStateCache].name, "state_cache") &&
+              same_name(kKpArgs[kCuSeqlens].name, "cu_seqlens") && same_name(kKpArgs[kCmpRatio].name, "cmp_ratio"));
 
-std::string schema() {
-    std::string s = "key_pool(";
-    for (size_t i = 0; i < kArgs; i++) {
-        s += std::string(i ? ", " : "") + kKpArgs[i].type + " " + kKpArgs[i].name;
-        if (kKpArgs[i].default_value)
-            s += std::string("=") + kKpArgs[i].default_value;
-    }
-    return s + ") -> Tensor";
-}
+std::string schema() { return "key_pool(" + schema_args(kKpArgs) + ") -> Tensor"; }
 
 void key_pool_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kArgs);
