@@ -15,11 +15,16 @@
  * The forward reduces only over keys and is as fast with 64 rows, which pad
  * short (varlen) sequences and narrow bands half as much; the backward drops
  * to 64 rows when narrow bands or short sequences make the padding cost
- * more than the GEMMs gain (fa_bwd.c, narrow_tiles_pay). */
+ * more than the GEMMs gain (fa_bwd.c, narrow_tiles_pay).
+ * A sequence shorter than the backward's tile gets one tile of its own
+ * length rounded up to FA_BWD_TILE_STEP (fa_bwd.c, tile_cover): a tiny
+ * problem ran its five GEMMs and its softmax gradient on 64 x 64 tiles of
+ * mostly padding (S1 = S2 = 16: 11.2 -> 3.0 us a call). */
 #define FA_BWD_BQ 128
 #define FA_BWD_BQ_NARROW 64 /* the backward's choice under narrow bands */
 #define FA_FWD_BQ 64
 #define FA_BK 64
+#define FA_BWD_TILE_STEP 16 /* an AVX-512 vector of fp32; even, as VNNI pairs need */
 
 /* Memory the drivers may spend on per-head packs shared across threads. */
 #define FA_PACK_BUDGET_BYTES ((size_t)64 << 20)
