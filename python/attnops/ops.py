@@ -64,7 +64,7 @@ def _translated(op):
                 raise
             raise error from None
     call.__name__ = call.__qualname__ = op.__name__.split(".")[0]
-    call.__doc__ = f"torch.ops.attnops.{call.__name__}, raising attnops.AttnopsError's subclasses.\n\n{op._schema}"
+    call.__doc__ = f"torch.ops.attnops.{call.__name__}, raising attnops.AttnopsError's subclasses (docs/PYTHON.md)."
     return call
 
 
