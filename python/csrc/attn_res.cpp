@@ -13,7 +13,6 @@
 #include "binding.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/autograd.h>
 #include <torch/library.h>
 
 #include <vector>
@@ -22,7 +21,6 @@ namespace attnops_torch {
 namespace {
 
 using c10::IValue;
-using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 constexpr const char *kFwdSchema =
@@ -177,56 +175,66 @@ const c10::OperatorHandle &grad_op() {
     return op;
 }
 
-// Differentiable in the blocks, proj_weight, partial_block and rmsnorm_gamma; rms and alpha are not.
-struct AttnResFunction : torch::autograd::Function<AttnResFunction> {
-    static variable_list forward(AutogradContext *ctx, at::TensorList blocks, const at::Tensor &proj_weight,
-                                 const std::optional<at::Tensor> &partial, const std::optional<at::Tensor> &gamma,
-                                 RedispatchCall call) {
-        torch::jit::Stack &stack = *call.stack;
-        const IValue *args = &*(stack.end() - kFwdArgs);
-        double scale = args[4].toDouble();
-        bool rmsnorm = args[6].toBool();
-        std::string impl = args[7].toStringRef();
-        {
-            at::AutoDispatchBelowADInplaceOrView below;
-            call.op->redispatchBoxed(call.keys & c10::after_autograd_keyset, call.stack);
-        }
-        at::Tensor h = stack[stack.size() - 3].toTensor(), rms = stack[stack.size() - 2].toTensor(),
-                   alpha = stack[stack.size() - 1].toTensor();
-        torch::jit::drop(stack, 3);
-        std::vector<at::Tensor> saved(blocks.begin(), blocks.end());
-        saved.insert(saved.end(), {proj_weight, partial.value_or(at::Tensor()), gamma.value_or(at::Tensor()), rms,
-                                   alpha});
-        ctx->save_for_backward(saved);
-        ctx->saved_data["num_blocks"] = static_cast<int64_t>(blocks.size());
-        ctx->saved_data["scale"] = scale;
-        ctx->saved_data["rmsnorm"] = rmsnorm;
-        ctx->saved_data["impl"] = impl;
-        ctx->mark_non_differentiable({rms, alpha});
-        return {h, rms, alpha};
+// attn_res's backward node (the pattern and the reason: FlashAttentionBackward in flash_attention.cpp).
+// Differentiable in the blocks, proj_weight, partial_block and rmsnorm_gamma (its edges, in that
+// order); rms and alpha are outputs without a gradient.
+struct AttnResBackward final : torch::autograd::Node {
+    std::vector<torch::autograd::SavedVariable> blocks;
+    torch::autograd::SavedVariable proj, partial, gamma, rms, alpha;
+    double scale = 1.0;
+    bool rmsnorm = false;
+    std::string impl;
+
+    std::string name() const override { return "AttnResBackward"; }
+
+    void release_variables() override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto &b : blocks)
+            b.reset_data();
+        for (auto *v : {&proj, &partial, &gamma, &rms, &alpha})
+            v->reset_data();
     }
 
-    static variable_list backward(AutogradContext *ctx, variable_list grads) {
-        variable_list saved = ctx->get_saved_variables();
-        size_t n = static_cast<size_t>(ctx->saved_data["num_blocks"].toInt());
-        std::vector<at::Tensor> blocks(saved.begin(), saved.begin() + n);
-        const at::Tensor &proj = saved[n], &partial = saved[n + 1], &gamma = saved[n + 2], &rms = saved[n + 3],
-                         &alpha = saved[n + 4];
-        bool rmsnorm = ctx->saved_data["rmsnorm"].toBool();
-        at::Tensor grad_h = grads[0].defined() ? grads[0] : at::zeros_like(blocks[0]);
+    variable_list apply(variable_list &&grads) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::vector<at::Tensor> block_values;
+        for (const auto &b : blocks)
+            block_values.push_back(b.unpack());
+        at::Tensor partial_value = partial.unpack(), gamma_value = gamma.unpack();
+        at::Tensor grad_h = grads[0].defined() ? grads[0] : at::zeros_like(block_values[0]);
         auto opt = [](const at::Tensor &t) { return t.defined() ? IValue(t) : IValue(); };
 
         torch::jit::Stack stack;
-        torch::jit::push(stack, grad_h, blocks, proj, alpha, opt(partial), opt(gamma), opt(rms),
-                         ctx->saved_data["scale"], rmsnorm, ctx->saved_data["impl"]);
+        torch::jit::push(stack, grad_h, block_values, proj.unpack(), alpha.unpack(), opt(partial_value),
+                         opt(gamma_value), opt(rms.unpack()), scale, rmsnorm, impl);
         grad_op().callBoxed(&stack);
 
         variable_list out = stack[0].toTensorVector();
         out.push_back(stack[2].toTensor());
-        out.push_back(partial.defined() ? stack[1].toTensor() : at::Tensor());
-        out.push_back(gamma.defined() && rmsnorm ? stack[3].toTensor() : at::Tensor());
-        out.push_back(at::Tensor()); // the call
+        out.push_back(partial_value.defined() ? stack[1].toTensor() : at::Tensor());
+        out.push_back(gamma_value.defined() && rmsnorm ? stack[3].toTensor() : at::Tensor());
         return out;
+    }
+
+    void compiled_args(torch::dynamo::autograd::CompiledNodeArgs &args) const override {
+        args.collect(blocks, false);
+        for (const auto *v : {&proj, &partial, &gamma, &rms, &alpha})
+            args.collect(*v, false);
+        args.collect(scale);
+        args.collect(rmsnorm);
+        args.collect(impl);
+    }
+
+    variable_list apply_with_saved(const variable_list &grads,
+                                   torch::dynamo::autograd::SwapSavedVariables &saved) override {
+        saved.before(blocks);
+        for (auto *v : {&proj, &partial, &gamma, &rms, &alpha})
+            saved.before(*v);
+        variable_list result = apply(variable_list(grads));
+        saved.after(blocks);
+        for (auto *v : {&proj, &partial, &gamma, &rms, &alpha})
+            saved.after(*v);
+        return result;
     }
 };
 
@@ -243,13 +251,25 @@ void attn_res_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, 
         op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
         return;
     }
-    // Copies: the redispatch inside consumes the stack these were read from.
-    at::Tensor proj = args[1].toTensor();
-    std::optional<at::Tensor> partial = optional_of(args[2]), gamma = optional_of(args[3]);
-    variable_list outs = AttnResFunction::apply(at::TensorList(blocks), proj, partial, gamma,
-                                                RedispatchCall{&op, keys, stack});
-    for (at::Tensor &t : outs)
-        torch::jit::push(*stack, std::move(t));
+    auto node = c10::make_intrusive<AttnResBackward>();
+    at::Tensor proj = args[1].toTensor(), partial = optional_of(args[2]).value_or(at::Tensor()),
+               gamma = optional_of(args[3]).value_or(at::Tensor());
+    node->set_next_edges(torch::autograd::collect_next_edges(blocks, proj, partial, gamma));
+    for (const at::Tensor &b : blocks)
+        node->blocks.emplace_back(b, false);
+    node->proj = torch::autograd::SavedVariable(proj, false);
+    node->partial = torch::autograd::SavedVariable(partial, false);
+    node->gamma = torch::autograd::SavedVariable(gamma, false);
+    node->scale = args[4].toDouble();
+    node->rmsnorm = args[6].toBool();
+    node->impl = args[7].toStringRef();
+    {
+        at::AutoDispatchBelowADInplaceOrView below;
+        op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+    }
+    torch::autograd::set_history(stack->at(stack->size() - 3).toTensor(), node);
+    node->rms = torch::autograd::SavedVariable(stack->at(stack->size() - 2).toTensor(), false);
+    node->alpha = torch::autograd::SavedVariable(stack->at(stack->size() - 1).toTensor(), false);
 }
 
 } // namespace
@@ -271,6 +291,7 @@ TORCH_LIBRARY_IMPL(attnops, Meta, m) {
 
 TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
     m.impl("attn_res", torch::CppFunction::makeFromBoxedFunction<&attn_res_autograd>());
+    m.impl("attn_res_grad", torch::autograd::autogradNotImplementedFallback());
 }
 
 } // namespace attnops_torch

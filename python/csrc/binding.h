@@ -10,6 +10,10 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/dynamo/compiled_autograd.h>
 
 #include <array>
 #include <deque>
@@ -75,16 +79,14 @@ template <class Args, size_t N> std::string schema_args(const Arg<Args> (&args)[
 // For static_assert on an argument's position in a list.
 constexpr bool same_name(const char *a, const char *b) { return *a == *b && (!*a || same_name(a + 1, b + 1)); }
 
+// The differentiable ops' Autograd kernels make their backward node themselves (a torch::autograd::Node
+// with SavedVariables, as torch's generated code does for its own ops; compiled_args and
+// apply_with_saved let compiled autograd trace it).  The ops without a gradient (the grad ops,
+// fused_infer_attention_score) register torch's autogradNotImplementedFallback, so that a backward
+// through them (a double backward included) raises instead of returning wrong gradients.
+
 // Whether an argument is a tensor that requires grad (an Autograd kernel's test).
 inline bool requires_grad(const c10::IValue &v) { return v.isTensor() && v.toTensor().requires_grad(); }
-
-// A call's Autograd kernel hands its torch::autograd::Function this, to redispatch the call below
-// autograd: the arguments are on top of the stack, which the redispatch leaves empty of them.
-struct RedispatchCall {
-    const c10::OperatorHandle *op;
-    c10::DispatchKeySet keys;
-    torch::jit::Stack *stack;
-};
 
 // The ids the ops' string arguments name.
 attnops_impl impl_of(const std::string &impl);

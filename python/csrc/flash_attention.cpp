@@ -15,9 +15,9 @@
 #include "binding.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/autograd.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -25,7 +25,6 @@ namespace attnops_torch {
 namespace {
 
 using c10::IValue;
-using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 std::optional<std::vector<int64_t>> int_list(const IValue &v) {
@@ -311,63 +310,68 @@ const c10::OperatorHandle &grad_op() {
     return op;
 }
 
-// The differentiable inputs are query, key, value, query_rope and key_rope; the masks, the position
-// bias and the lengths get no gradient (CANN's dpse is reserved).
-struct FlashAttentionFunction : torch::autograd::Function<FlashAttentionFunction> {
-    static variable_list forward(AutogradContext *ctx, const at::Tensor &, const at::Tensor &, const at::Tensor &,
-                                 const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
-                                 RedispatchCall call) {
-        torch::jit::Stack &stack = *call.stack;
-        // The arguments for the backward: the tensors saved as such (version-checked), the rest kept.
-        c10::impl::GenericList attrs(c10::AnyType::get());
-        std::vector<at::Tensor> saved;
-        std::vector<int64_t> tensor_at;
-        for (size_t i = 0; i < kFwdArgs; i++) {
-            const IValue &v = stack[stack.size() - kFwdArgs + i];
-            if (v.isTensor()) {
-                tensor_at.push_back(static_cast<int64_t>(i));
-                saved.push_back(v.toTensor());
-                attrs.push_back(IValue());
-            } else {
-                attrs.push_back(v);
-            }
-        }
-        {
-            at::AutoDispatchBelowADInplaceOrView below;
-            call.op->redispatchBoxed(call.keys & c10::after_autograd_keyset, call.stack);
-        }
-        at::Tensor out = stack[stack.size() - 3].toTensor(), smax = stack[stack.size() - 2].toTensor(),
-                   ssum = stack[stack.size() - 1].toTensor();
-        torch::jit::drop(stack, 3);
-        saved.insert(saved.end(), {out, smax, ssum});
-        ctx->save_for_backward(saved);
-        ctx->saved_data["attrs"] = std::move(attrs);
-        ctx->saved_data["tensor_at"] = std::move(tensor_at);
-        ctx->mark_non_differentiable({smax, ssum});
-        return {out, smax, ssum};
+// The backward node of flash_attention_score, written as torch's code generator writes its own ops'
+// nodes (torch/csrc/autograd/generated/Functions.h), not with torch::autograd::Function: that one's
+// context (a string-keyed map, sets of tensors, the node's name demangled on every backward) cost
+// more per call than the library's whole backward on a short sequence (docs/PERFORMANCE.md "The torch
+// binding's per-call cost").  The differentiable inputs are query, key, value, query_rope and
+// key_rope (the node's five edges); the masks, the position bias and the lengths get no gradient
+// (CANN's dpse is reserved).  softmax_max and softmax_sum are outputs without a gradient.
+struct FlashAttentionBackward final : torch::autograd::Node {
+    // The forward's arguments with each tensor replaced by None (a list: compiled autograd keys its
+    // cache on the list's values as constants); the tensors are saved_inputs, at positions input_at.
+    IValue attrs;
+    std::vector<int64_t> input_at;
+    std::vector<torch::autograd::SavedVariable> saved_inputs;
+    std::vector<torch::autograd::SavedVariable> saved_outputs; // attention_out, softmax_max, softmax_sum
+
+    std::string name() const override { return "FlashAttentionScoreBackward"; }
+
+    void release_variables() override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto &v : saved_inputs)
+            v.reset_data();
+        for (auto &v : saved_outputs)
+            v.reset_data();
     }
 
-    static variable_list backward(AutogradContext *ctx, variable_list grads) {
-        variable_list saved = ctx->get_saved_variables();
-        std::vector<IValue> args = ctx->saved_data["attrs"].toList().vec();
-        std::vector<int64_t> tensor_at = ctx->saved_data["tensor_at"].toIntVector();
-        for (size_t i = 0; i < tensor_at.size(); i++)
-            args[tensor_at[i]] = saved[i];
-        const at::Tensor &out = saved[saved.size() - 3];
-        at::Tensor dy = grads[0].defined() ? grads[0] : at::zeros_like(out);
-
+    variable_list apply(variable_list &&grads) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        c10::List<IValue> list = attrs.toList();
         torch::jit::Stack stack;
         stack.reserve(kBwdArgs);
-        stack.insert(stack.end(), args.begin(), args.begin() + kFwdTensors);
-        torch::jit::push(stack, dy, out, saved[saved.size() - 2], saved[saved.size() - 1]);
-        stack.insert(stack.end(), args.begin() + kFwdTensors, args.end());
+        for (size_t i = 0; i < kFwdArgs; i++)
+            stack.push_back(list.get(i));
+        for (size_t i = 0; i < input_at.size(); i++) // unpack checks the version: no in-place change since
+            stack[input_at[i]] = saved_inputs[i].unpack();
+        auto self = c10::intrusive_ptr<torch::autograd::Node>::unsafe_reclaim_from_nonowning(this);
+        at::Tensor out = saved_outputs[0].unpack(self);
+        at::Tensor dy = grads[0].defined() ? grads[0] : at::zeros_like(out);
+        std::array<IValue, 4> inserted = {dy, out, saved_outputs[1].unpack(self), saved_outputs[2].unpack(self)};
+        stack.insert(stack.begin() + kFwdTensors, inserted.begin(), inserted.end());
         grad_op().callBoxed(&stack);
 
-        bool q_rope = args[kFwdTensors + 2 + kQueryRope].isTensor();
-        bool k_rope = args[kFwdTensors + 2 + kKeyRope].isTensor();
+        auto given = [this](size_t at) { return std::find(input_at.begin(), input_at.end(), at) != input_at.end(); };
+        bool q_rope = given(kFwdTensors + 2 + kQueryRope), k_rope = given(kFwdTensors + 2 + kKeyRope);
         return {stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor(),
-                q_rope ? stack[3].toTensor() : at::Tensor(), k_rope ? stack[4].toTensor() : at::Tensor(),
-                at::Tensor()};
+                q_rope ? stack[3].toTensor() : at::Tensor(), k_rope ? stack[4].toTensor() : at::Tensor()};
+    }
+
+    void compiled_args(torch::dynamo::autograd::CompiledNodeArgs &args) const override {
+        args.collect(attrs);
+        args.collect(input_at);
+        args.collect(saved_inputs, false);
+        args.collect(saved_outputs, true);
+    }
+
+    variable_list apply_with_saved(const variable_list &grads,
+                                   torch::dynamo::autograd::SwapSavedVariables &saved) override {
+        saved.before(saved_inputs);
+        saved.before(saved_outputs);
+        variable_list result = apply(variable_list(grads));
+        saved.after(saved_inputs);
+        saved.after(saved_outputs);
+        return result;
     }
 };
 
@@ -382,13 +386,30 @@ void forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, t
         op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
         return;
     }
-    // Copies: the redispatch inside consumes the stack these were read from.
-    auto opt = [](const IValue &v) { return v.isTensor() ? std::optional<at::Tensor>(v.toTensor()) : std::nullopt; };
-    at::Tensor q = args[0].toTensor(), k = args[1].toTensor(), v = args[2].toTensor();
-    std::optional<at::Tensor> qr = opt(q_rope), kr = opt(k_rope);
-    variable_list outs = FlashAttentionFunction::apply(q, k, v, qr, kr, RedispatchCall{&op, keys, stack});
-    for (at::Tensor &t : outs)
-        torch::jit::push(*stack, std::move(t));
+    auto tensor = [](const IValue &v) { return v.isTensor() ? v.toTensor() : at::Tensor(); };
+    auto node = c10::make_intrusive<FlashAttentionBackward>();
+    node->set_next_edges(torch::autograd::collect_next_edges(tensor(args[0]), tensor(args[1]), tensor(args[2]),
+                                                             tensor(q_rope), tensor(k_rope)));
+    c10::impl::GenericList attrs(c10::AnyType::get());
+    attrs.reserve(kFwdArgs);
+    for (size_t i = 0; i < kFwdArgs; i++) {
+        if (args[i].isTensor()) {
+            node->input_at.push_back(static_cast<int64_t>(i));
+            node->saved_inputs.emplace_back(args[i].toTensor(), false);
+            attrs.push_back(IValue());
+        } else {
+            attrs.push_back(args[i]);
+        }
+    }
+    node->attrs = std::move(attrs);
+    {
+        at::AutoDispatchBelowADInplaceOrView below;
+        op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+    }
+    at::Tensor &out = stack->at(stack->size() - 3).toTensor();
+    torch::autograd::set_history(out, node);
+    for (size_t i = 3; i > 0; i--)
+        node->saved_outputs.emplace_back(stack->at(stack->size() - i).toTensor(), i == 3);
 }
 
 } // namespace
@@ -414,6 +435,7 @@ TORCH_LIBRARY_IMPL(attnops, Meta, m) {
 
 TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
     m.impl("flash_attention_score", torch::CppFunction::makeFromBoxedFunction<&forward_autograd>());
+    m.impl("flash_attention_score_grad", torch::autograd::autogradNotImplementedFallback());
 }
 
 } // namespace attnops_torch

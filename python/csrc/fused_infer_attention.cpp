@@ -180,6 +180,10 @@ TORCH_LIBRARY_IMPL(attnops, CPU, m) {
     m.impl("fused_infer_attention_score", torch::CppFunction::makeFromBoxedFunction<&fia_cpu>());
 }
 
+TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
+    m.impl("fused_infer_attention_score", torch::autograd::autogradNotImplementedFallback());
+}
+
 TORCH_LIBRARY_IMPL(attnops, Meta, m) {
     m.impl("fused_infer_attention_score", torch::CppFunction::makeFromBoxedFunction<&fia_meta>());
 }

@@ -131,6 +131,79 @@ def test_entry_points_are_the_op():
         assert out.shape == (2, 30, 4, 8)
 
 
+def test_backward_node():
+    """The forward's autograd node (C++, python/csrc/flash_attention.cpp): its gradients are the grad op's on the
+    saved tensors; a saved tensor changed in place, a second backward after the first freed them and a double
+    backward are refused, as torch refuses them for its own ops; retain_graph keeps them; compiled autograd
+    traces the node."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 8, 2, 16, generator=g, requires_grad=True) for _ in range(3))
+    mask = torch.zeros(8, 8, dtype=torch.bool)
+    dy = torch.randn(1, 8, 2, 16, generator=g)
+    kw = dict(scale=0.25, atten_mask=mask, sparse_mode=0)
+    op = torch.ops.attnops.flash_attention_score
+
+    out = op(q, k, v, 2, "BSND", **kw)[0]
+    assert out.grad_fn.name() == "FlashAttentionScoreBackward"
+    grads = torch.autograd.grad(out, (q, k, v), dy, retain_graph=True)
+    assert all(torch.equal(a, b) for a, b in zip(grads, torch.autograd.grad(out, (q, k, v), dy)))
+    with pytest.raises(RuntimeError, match="second time"):
+        torch.autograd.grad(out, (q, k, v), dy)
+    detached = [t.detach() for t in (q, k, v)]
+    fwd = op(*detached, 2, "BSND", **kw)
+    want = torch.ops.attnops.flash_attention_score_grad(*detached, dy, *fwd, 2, "BSND", **kw)
+    assert all(torch.equal(a, b) for a, b in zip(grads, want[:3]))
+
+    for changed in (k, mask):  # a differentiable input and a saved non-differentiable one
+        out = op(q, k, v, 2, "BSND", **kw)[0]
+        with torch.no_grad():
+            changed.copy_(changed)  # bumps the version, values unchanged
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.grad(out, (q, k, v), dy)
+
+    out = op(q, k, v, 2, "BSND", **kw)[0]
+    dq, = torch.autograd.grad(out, q, dy, create_graph=True)
+    with pytest.raises(RuntimeError):
+        torch.autograd.grad(dq.sum(), q)
+
+    torch._dynamo.reset()
+    torch._dynamo.config.compiled_autograd = True
+    try:
+        compiled = torch.compile(lambda q, k, v: op(q, k, v, 2, "BSND", **kw)[0])
+        torch.autograd.backward(compiled(q, k, v), dy)
+    finally:
+        torch._dynamo.config.compiled_autograd = False
+        torch._dynamo.reset()
+    assert all(torch.equal(t.grad, w) for t, w in zip((q, k, v), grads))
+
+
+def test_attn_res_backward_node():
+    """attn_res's node: a block changed in place is refused, the gradients under compiled autograd are eager's."""
+    g = torch.Generator().manual_seed(6)
+    blocks = [torch.randn(1, 3, 16, generator=g, requires_grad=True) for _ in range(3)]
+    w = torch.randn(16, generator=g, requires_grad=True)
+    dh = torch.randn(1, 3, 16, generator=g)
+    def op(b, w):
+        return torch.ops.attnops.attn_res(b, w, enable_rmsnorm=False)
+
+    h = op(blocks, w)[0]
+    assert h.grad_fn.name() == "AttnResBackward"
+    grads = torch.autograd.grad(h, blocks + [w], dh)
+    h = op(blocks, w)[0]
+    with torch.no_grad():
+        blocks[1].copy_(blocks[1])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.autograd.grad(h, blocks + [w], dh)
+    torch._dynamo.reset()
+    torch._dynamo.config.compiled_autograd = True
+    try:
+        torch.autograd.backward(torch.compile(lambda b, w: op(b, w)[0])(blocks, w), dh)
+    finally:
+        torch._dynamo.config.compiled_autograd = False
+        torch._dynamo.reset()
+    assert all(torch.equal(t.grad, want) for t, want in zip(blocks + [w], grads))
+
+
 def test_errors_carry_the_library_status():
     """torch.ops.attnops raises the builtin exception with the library's sentence and status; the package's
     functions raise attnops' exceptions carrying the status."""
