@@ -91,12 +91,15 @@ def overhead(rounds):
     bwd_args = fa.backward_args(qn, qn, qn, out.numpy(), out.numpy(), smax.numpy(), ssum.numpy(), kw)
     qg = q.clone().requires_grad_()
     dy = torch.randn_like(q)
+    # SDPA takes [B, N, S, D]: the same problem is the transposed view of the same tensors (q itself would
+    # be 16 heads of one query each).
+    qt, qgt, dyt = q.transpose(1, 2), qg.transpose(1, 2), dy.transpose(1, 2)
 
     def attnops_fwd_bwd():
         torch.autograd.grad(flash_attn.flash_attn_func(qg, qg, qg, softmax_scale=0.25), qg, dy)
 
     def sdpa_fwd_bwd():
-        torch.autograd.grad(torch.nn.functional.scaled_dot_product_attention(qg, qg, qg, scale=0.25), qg, dy)
+        torch.autograd.grad(torch.nn.functional.scaled_dot_product_attention(qgt, qgt, qgt, scale=0.25), qg, dyt)
 
     entries = {
         "c_fwd": c_call("flash_attention_score", fwd_args),
@@ -106,7 +109,7 @@ def overhead(rounds):
         "flash_attn_func": lambda: flash_attn.flash_attn_func(q, q, q, softmax_scale=0.25),
         "npu_fusion_attention_grad": lambda: torch_npu.npu_fusion_attention_grad(
             q, q, q, out, 1, "BSND", softmax_max=smax, softmax_sum=ssum, attention_in=out, scale_value=0.25),
-        "sdpa_fwd": lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, scale=0.25),
+        "sdpa_fwd": lambda: torch.nn.functional.scaled_dot_product_attention(qt, qt, qt, scale=0.25),
         "flash_attn_func_fwd_bwd": attnops_fwd_bwd,
         "sdpa_fwd_bwd": sdpa_fwd_bwd,
     }
@@ -118,8 +121,8 @@ def overhead(rounds):
 
 
 def decode_step(rounds, threads):
-    """One decode step (B1 N32 N2 8 D128, S_kv 512, bf16) through flash_attn_with_kvcache and as the
-    library call on prebuilt arguments, microseconds per call."""
+    """One decode step (B1 N32 N2 8 D128, S_kv 512, bf16) through flash_attn_with_kvcache, through the torch op
+    it calls and as the library call on prebuilt arguments, microseconds per call."""
     saved = torch.get_num_threads()
     torch.set_num_threads(threads)
     q = torch.randn(1, 1, 32, 128).bfloat16()
@@ -129,8 +132,12 @@ def decode_step(rounds, threads):
     call_args = fia.fia_args(numpy_view(q), numpy_view(k_cache), numpy_view(v_cache), actual_seq_lengths_kv=lens64,
                              num_heads=32, num_key_value_heads=8, scale=128 ** -0.5, input_layout="BSND",
                              num_threads=threads)
+    lens64_t = lens.long()
     entries = {
         "decode_c": c_call("fused_infer_attention_score", call_args),
+        "decode_op": lambda: torch.ops.attnops.fused_infer_attention_score(
+            q, k_cache, v_cache, actual_seq_lengths_kv=lens64_t, num_heads=32, num_key_value_heads=8,
+            scale=128 ** -0.5, input_layout="BSND"),
         "decode_flash_attn_with_kvcache": lambda: flash_attn.flash_attn_with_kvcache(
             q, k_cache, v_cache, cache_seqlens=lens),
     }

@@ -64,20 +64,43 @@ def _softmax_layout(op, softmax_layout, input_layout):
     return "same_as_input"
 
 
+def _attributes(scale, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type, **optional):
+    """The op's keyword arguments for the attributes that differ from its defaults and the optional inputs given:
+    torch's parser costs ~0.2-0.5 us a keyword and nothing for an argument left to its default."""
+    kw = {name: value for name, value in optional.items() if value is not None}
+    if scale != 1.0:
+        kw["scale"] = scale
+    if keep_prob != 1.0:
+        kw["keep_prob"] = keep_prob
+    if pre_tokens != _INT32_MAX:
+        kw["pre_tokens"] = pre_tokens
+    if next_tokens != _INT32_MAX:
+        kw["next_tokens"] = next_tokens
+    if inner_precise:
+        kw["inner_precise"] = inner_precise
+    if sparse_mode:
+        kw["sparse_mode"] = sparse_mode
+    if pse_type != 1:
+        kw["pse_type"] = pse_type
+    return kw
+
+
 def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, query_rope, key_rope, scale,
              keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode,
              pse_type, q_start_idx, kv_start_idx, softmax_layout):
     _check_reserved(padding_mask)
     input_layout = _layout(input_layout)
-    softmax_in_layout = _softmax_layout("npu_fusion_attention", softmax_layout, input_layout)
-    seed, offset, seed_offset = _npu_rng.draw() if 0.0 < keep_prob < 1.0 else (0, 0, None)
-    out, smax, ssum = ops.flash_attention_score(
-        query, key, value, head_num, input_layout, scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens,
-        next_tokens=next_tokens, inner_precise=inner_precise, sparse_mode=sparse_mode, pse_type=pse_type,
-        softmax_in_layout=softmax_in_layout, **ops.seed_args(seed, offset, seed_offset), **ops.present(
-            pse=pse, atten_mask=atten_mask, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
-            actual_seq_kvlen=actual_seq_kvlen, query_rope=query_rope, key_rope=key_rope, q_start_idx=q_start_idx,
-            kv_start_idx=kv_start_idx))
+    kw = _attributes(scale, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type, pse=pse,
+                     atten_mask=atten_mask, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
+                     actual_seq_kvlen=actual_seq_kvlen, query_rope=query_rope, key_rope=key_rope,
+                     q_start_idx=q_start_idx, kv_start_idx=kv_start_idx)
+    if softmax_layout:
+        kw["softmax_in_layout"] = _softmax_layout("npu_fusion_attention", softmax_layout, input_layout)
+    seed, offset = 0, 0
+    if 0.0 < keep_prob < 1.0:
+        seed, offset, seed_offset = _npu_rng.draw()
+        kw.update(ops.seed_args(seed, offset, seed_offset))
+    out, smax, ssum = ops.flash_attention_score(query, key, value, head_num, input_layout, **kw)
     numels = _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen)
     return out, smax, ssum, query.new_empty(0), seed, offset, numels
 
@@ -88,17 +111,19 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
               q_start_idx, kv_start_idx, softmax_layout):
     _check_reserved(padding_mask, softmax_in)
     input_layout = _layout(input_layout)
-    softmax_in_layout = _softmax_layout("npu_fusion_attention_grad", softmax_layout, input_layout)
     for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum), ("attention_in", attention_in)):
         if t is None:
             raise ValueError(f"npu_fusion_attention_grad: {name} is required (the forward's output); got None")
-    return ops.flash_attention_score_grad(
-        query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout, scale=scale_value,
-        keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens, inner_precise=inner_precise,
-        sparse_mode=sparse_mode, pse_type=pse_type, seed=seed, offset=offset, softmax_in_layout=softmax_in_layout,
-        **ops.present(pse=pse, atten_mask=atten_mask, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
-                      actual_seq_kvlen=actual_seq_kvlen, query_rope=query_rope, key_rope=key_rope,
-                      q_start_idx=q_start_idx, kv_start_idx=kv_start_idx))
+    kw = _attributes(scale_value, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type, pse=pse,
+                     atten_mask=atten_mask, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
+                     actual_seq_kvlen=actual_seq_kvlen, query_rope=query_rope, key_rope=key_rope,
+                     q_start_idx=q_start_idx, kv_start_idx=kv_start_idx)
+    if softmax_layout:
+        kw["softmax_in_layout"] = _softmax_layout("npu_fusion_attention_grad", softmax_layout, input_layout)
+    if keep_prob != 1.0:
+        kw.update(seed=seed, offset=offset)
+    return ops.flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num,
+                                          input_layout, **kw)
 
 
 def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,

@@ -160,17 +160,24 @@ def _dense_probs(q, k, scale, softcap, causal, window_size, alibi_slopes, lse, k
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                     alibi_slopes=None, deterministic=False, return_attn_probs=False):
     """out [B, Sq, H, Dv]; with return_attn_probs (out, softmax_lse f32 [B, H, Sq], S_dmask f32 [B, H, Sq, Sk])."""
-    _check(q)
-    softcap = _softcap(softcap)
     if q.dim() != 4:
         raise ValueError(f"attnops.flash_attn_func: q must be [batch, seqlen, nheads, headdim], got {tuple(q.shape)}")
-    sq, sk, heads = q.shape[1], k.shape[1], q.shape[2]
-    scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
+    softcap = _softcap(softcap) if softcap else 0.0
+    shape = q.shape
+    sq, heads = shape[1], shape[2]
+    scale = shape[3] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
-    seed, offset, seed_offset = ops.dropout_seed(keep_prob)
-    out, smax, ssum = ops.flash_attention_score(q, k, v, heads, "BSND", scale=scale, **_given(
-        keep_prob, seed, offset, seed_offset, deterministic, softcap), **_mask_args(causal, window_size),
-        **_alibi_args(alibi_slopes, sq, sk))
+    seed, offset = 0, 0
+    # Only what differs from the op's defaults: the parser costs ~0.2-0.5 us a keyword.
+    kw = {}
+    if dropout_p or deterministic or softcap:
+        seed, offset, seed_offset = ops.dropout_seed(keep_prob)
+        kw = _given(keep_prob, seed, offset, seed_offset, deterministic, softcap)
+    if causal or window_size[0] >= 0 or window_size[1] >= 0:
+        kw.update(_mask_args(causal, window_size))
+    if alibi_slopes is not None:
+        kw.update(_alibi_args(alibi_slopes, sq, k.shape[1]))
+    out, smax, ssum = ops.flash_attention_score(q, k, v, heads, "BSND", scale=scale, **kw)
     if not return_attn_probs:
         return out
     lse = _lse(smax[..., 0], ssum[..., 0])
@@ -358,6 +365,23 @@ def _kv_lengths(op, cache_seqlens, batch, capacity):
     return lens
 
 
+def _checked_append_rows(op, q, k_cache, v_cache, k, v, cache_seqlens, lens, capacity):
+    """The rows an append writes (S_new of k), after the checks that must pass before it writes: a refused
+    call leaves the caches as they were."""
+    if (k is None) != (v is None):
+        raise ValueError(f"attnops: {op}: k and v go together")
+    dtypes = {t.dtype for t in (q, k_cache, v_cache, k, v)}
+    if len(dtypes) > 1:
+        raise ValueError(f"attnops: {op}: q, k_cache, v_cache (and k, v) must share one dtype; got "
+                         f"{sorted(str(d) for d in dtypes)}")
+    if cache_seqlens is None:
+        raise ValueError(f"attnops: {op}: new k and v need cache_seqlens (where they are written)")
+    s_new = k.shape[1]
+    if not torch.compiler.is_compiling() and bool((lens + s_new > capacity).any()):
+        raise ValueError(f"attnops: {op}: cache_seqlens + {s_new} new rows exceed the cache's {capacity} rows")
+    return s_new
+
+
 def _append(k_cache, v_cache, k, v, lens, block_table, cache_batch_idx):
     """k, v (B, S_new, Hk, D) written in place at rows lens[b] + t of batch b's cache (through the block table,
     or row cache_batch_idx[b] of a contiguous cache): one index_put_ per cache, which torch.compile keeps as the
@@ -438,40 +462,37 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     slope (i + sk - sq); attnops returns the documented bias's lse, as flash_attn_func does.  Both are the
     operator's attnops extensions (docs/INFER_ATTENTION.md)."""
     op = "flash_attn_with_kvcache"
+    # A decode step's per-token cost: what a plain step (no append, contiguous or paged cache) runs here is
+    # kept to a few attribute reads; the rest is checked only where it is used.
     _check(q)
-    softcap, alibi_slopes = _softcap(softcap), _slopes(alibi_slopes)
+    if alibi_slopes is not None:
+        _slopes(alibi_slopes)
     paged = block_table is not None
     if paged and (cache_batch_idx is not None or cache_leftpad is not None):
         raise ValueError(f"attnops: {op}: a paged cache (block_table) takes neither cache_batch_idx nor "
                          "cache_leftpad (flash-attn's rule)")
-    if (k is None) != (v is None):
-        raise ValueError(f"attnops: {op}: k and v go together")
-    dtypes = {t.dtype for t in (q, k_cache, v_cache, k, v) if t is not None}
-    if len(dtypes) > 1:  # checked before the append, so a refused call leaves the caches as they were
-        raise ValueError(f"attnops: {op}: q, k_cache, v_cache (and k, v) must share one dtype; got "
-                         f"{sorted(str(d) for d in dtypes)}")
     batch, sq, heads, d = q.shape
-    hk = k_cache.shape[2]
-    capacity = block_table.shape[1] * k_cache.shape[1] if paged else k_cache.shape[1]
+    k_shape = k_cache.shape
+    capacity = block_table.shape[1] * k_shape[1] if paged else k_shape[1]
     lens = _kv_lengths(op, cache_seqlens, batch, capacity)
-    s_new = k.shape[1] if k is not None else 0
-    if k is not None and cache_seqlens is None:
-        raise ValueError(f"attnops: {op}: new k and v need cache_seqlens (where they are written)")
-    # Checked here only for an append, which writes before the operator checks the lengths.
-    if s_new and not torch.compiler.is_compiling() and bool((lens + s_new > capacity).any()):
-        raise ValueError(f"attnops: {op}: cache_seqlens + {s_new} new rows exceed the cache's {capacity} rows")
-    left, right = _band(causal, window_size)
-    local = left >= 0 or right >= 0
+    s_new = 0
+    if k is not None or v is not None:
+        s_new = _checked_append_rows(op, q, k_cache, v_cache, k, v, cache_seqlens, lens, capacity)
+    left, right = window_size
+    if causal:
+        right = 0
     if rotary_cos is not None:
         if k is None:
             raise ValueError(f"attnops: {op}: rotary_cos / rotary_sin rotate the new k; give k and v")
         start = lens.unsqueeze(1)
-        q_pos = start + (torch.arange(sq) if causal or local else torch.zeros(sq, dtype=torch.long))
+        q_pos = start + (torch.arange(sq) if causal or left >= 0 or right >= 0
+                         else torch.zeros(sq, dtype=torch.long))
         q = _rotary(q, rotary_cos, rotary_sin, q_pos, rotary_interleaved)
         k = _rotary(k, rotary_cos, rotary_sin, start + torch.arange(s_new), rotary_interleaved)
     if k is not None:
         _append(k_cache, v_cache, k, v, lens, block_table, cache_batch_idx)
     sk = lens + s_new if s_new else lens
+    hk = k_shape[2]
     if cache_leftpad is not None or cache_batch_idx is not None or (sq == 1 and left >= 0):
         # A left pad, a cache_batch_idx or a decode step's window pick rows no plain or paged view does: a table
         # of single rows over the cache viewed as [rows, 1, Hk D] (the operator's paged form, block_size 1),
@@ -486,23 +507,25 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             table[b, :counts[b]] = _cache_rows(k_cache, block_table, cache_batch_idx, b, rows).int()
         flat_k, flat_v = k_cache.view(-1, hk, d), v_cache.view(-1, hk, v_cache.shape[-1])
         key, value = flat_k.view(-1, 1, hk * d), flat_v.view(-1, 1, hk * v_cache.shape[-1])
-        paging = dict(block_table=table, block_size=1)
+        kw = dict(block_table=table, block_size=1)
         sk = ops.lengths_tensor(counts)
     elif paged:
-        key = k_cache.view(k_cache.shape[0], k_cache.shape[1], -1)
+        key = k_cache.view(k_shape[0], k_shape[1], -1)
         value = v_cache.view(v_cache.shape[0], v_cache.shape[1], -1)
-        paging = dict(block_table=block_table.int(), block_size=k_cache.shape[1])
+        kw = dict(block_table=block_table if block_table.dtype == torch.int32 else block_table.int(),
+                  block_size=k_shape[1])
     else:
-        key, value, paging = k_cache, v_cache, {}
-    masks = _mask_args(causal, window_size) if sq > 1 else {}
-    # Only what differs from the op's defaults (each keyword costs torch's parser ~0.5 us).
+        key, value, kw = k_cache, v_cache, {}
+    # Only what differs from the op's defaults (each keyword costs torch's parser ~0.2-0.5 us).
+    if sq > 1 and (left >= 0 or right >= 0):
+        kw.update(_mask_args(causal, window_size))
     if softcap:
-        masks["softcap"] = softcap
+        kw["softcap"] = _softcap(softcap)
     if return_softmax_lse:
-        masks["softmax_lse_flag"] = True
+        kw["softmax_lse_flag"] = True
     if alibi_slopes is not None:
-        masks["alibi_slopes"] = alibi_slopes
+        kw["alibi_slopes"] = alibi_slopes
     out, lse = ops.fused_infer_attention_score(
         q, key, value, actual_seq_lengths_kv=sk, num_heads=heads, num_key_value_heads=hk,
-        scale=softmax_scale if softmax_scale is not None else d ** -0.5, input_layout="BSND", **paging, **masks)
+        scale=softmax_scale if softmax_scale is not None else d ** -0.5, input_layout="BSND", **kw)
     return (out, lse.reshape(batch, heads, sq)) if return_softmax_lse else out
