@@ -183,6 +183,7 @@ def test_attn_res_backward_node():
     blocks = [torch.randn(1, 3, 16, generator=g, requires_grad=True) for _ in range(3)]
     w = torch.randn(16, generator=g, requires_grad=True)
     dh = torch.randn(1, 3, 16, generator=g)
+
     def op(b, w):
         return torch.ops.attnops.attn_res(b, w, enable_rmsnorm=False)
 
