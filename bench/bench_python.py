@@ -6,14 +6,16 @@
    prebuilt arguments, `_lib.run`) and torch's scaled_dot_product_attention,
    forward and forward + backward through autograd, the entries taking turns
    in short rounds; and a decode step through flash_attn_with_kvcache against
-   the library call of the same step;
+   the library call of the same step; and, as the floor under any binding,
+   do-nothing torch ops (bench/torch_floor.cpp) with the forward's 37-argument
+   schema, flash-attn's 11 and 5 arguments, called the same way;
 2. a training step (forward + backward through autograd) at B1 N8 S4096
    D128, f32, bf16 and f32 causal, against torch.nn.functional.
    scaled_dot_product_attention's step on the same threads, and against the
    library's direct calls (forward + grad without autograd) of the same run,
    so that the autograd wiring's cost shows as a ratio.
 
-    bench_python.py [--threads N] [--reps R] [--quick] [--json PATH] [--md PATH]
+    bench_python.py [--threads N] [--reps R] [--quick] [--floor-build-dir DIR] [--json PATH] [--md PATH]
 
 Medians: of max(R, 15) * 20 rounds of 100 calls (overhead), of R rounds
 (steps; in each round the attnops and torch steps alternate which goes
@@ -79,8 +81,24 @@ def c_call(op, call_args):
     return lambda: lib.run(op, args)
 
 
-def overhead(rounds):
-    """Microseconds per call of each entry point, of the bare library call and of SDPA, one thread."""
+def load_floor_ops(build_dir):
+    """torch.ops.attnops_floor (bench/torch_floor.cpp, built just in time): do-nothing ops with the schemas whose
+    dispatch cost bounds the binding's; None, with a line saying why, where it cannot be built."""
+    from pathlib import Path
+    from torch.utils import cpp_extension
+    if not cpp_extension.is_ninja_available():
+        print("bench_python: dispatch floor SKIPPED: torch.utils.cpp_extension needs ninja (apt ninja-build)")
+        return None
+    Path(build_dir).mkdir(parents=True, exist_ok=True)
+    cpp_extension.load(name="attnops_torch_floor", sources=[str(Path(__file__).with_name("torch_floor.cpp"))],
+                       build_directory=str(build_dir), is_python_module=False, extra_cflags=["-O2"])
+    return torch.ops.attnops_floor
+
+
+def overhead(rounds, floor=None):
+    """Microseconds per call of each entry point, of the bare library call and of SDPA, one thread; with
+    floor (load_floor_ops), also of the do-nothing ops with the forward's, flash-attn's and a 5-argument
+    schema, called as op_fwd and flash_attn_func call theirs."""
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     q = torch.randn(1, 16, 1, 16)
@@ -113,6 +131,12 @@ def overhead(rounds):
         "flash_attn_func_fwd_bwd": attnops_fwd_bwd,
         "sdpa_fwd_bwd": sdpa_fwd_bwd,
     }
+    if floor is not None:
+        entries.update({
+            "floor_37_args": lambda: floor.args37(q, q, q, 1, "BSND", scale=0.25),
+            "floor_11_args": lambda: floor.args11(q, q, q, softmax_scale=0.25),
+            "floor_5_args": lambda: floor.args5(q, q, q, 0.25, False),
+        })
     for fn in entries.values():
         fn()
     res = per_call_us(entries, 100, rounds)
@@ -192,6 +216,8 @@ def main():
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="S 4096 / 8")
+    ap.add_argument("--floor-build-dir", default="build/bench/torch_floor",
+                    help="where torch.utils.cpp_extension builds bench/torch_floor.cpp")
     ap.add_argument("--json")
     ap.add_argument("--md")
     args = ap.parse_args()
@@ -200,7 +226,8 @@ def main():
     res = {"python_attnops_version": attnops.version(), "python_isa": attnops.cpu_isa(),
            "python_cpu_model": attnops.cpu_model(), "python_torch_version": torch.__version__,
            "python_threads": args.threads}
-    over = overhead(max(args.reps, 15) * 20)
+    floor = load_floor_ops(args.floor_build_dir)
+    over = overhead(max(args.reps, 15) * 20, floor)
     for name, us in over.items():
         res[f"python_{name}_us"] = us
     md = [f"Python package (attnops {res['python_attnops_version']}, isa {res['python_isa']}, "
@@ -208,6 +235,10 @@ def main():
           "| entry point (B1 S16 N1 D16 f32, 1 thread) | µs per call | over the library call | × SDPA's |",
           "| --- | ---: | ---: | ---: |"]
     for name, us in over.items():
+        if name.startswith("floor_"):
+            md.append(f"| `{name}` (do-nothing op) | {us:.1f} | | {us / over['sdpa_fwd']:.2f} |")
+            res[f"python_{name}_vs_sdpa"] = us / over["sdpa_fwd"]
+            continue
         base = over["c_bwd"] if "grad" in name or name == "c_bwd" else over["c_fwd"]
         sdpa = over["sdpa_fwd_bwd"] if name.endswith("fwd_bwd") else over["sdpa_fwd"]
         extra = "" if name.startswith("c_") or name.startswith("sdpa") or name.endswith("fwd_bwd") else \

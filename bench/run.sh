@@ -179,7 +179,7 @@ if ! part python; then
 elif ((have_torch)) && "$PY" -c 'import attnops' 2>/dev/null; then
     echo "== Python package: per-call overhead, training step vs SDPA"
     "$PY" -u "$ROOT/bench/bench_python.py" --threads "$THREADS" --reps "$REPS" "${quick_flag[@]}" \
-        --json "$OUT/python.json" --md "$OUT/python.md"
+        --floor-build-dir "$OUT/torch_floor" --json "$OUT/python.json" --md "$OUT/python.md"
     echo "== transformers: a Llama training step, attn_implementation attnops vs sdpa"
     "$PY" -u "$ROOT/bench/bench_transformers.py" --threads "$THREADS" --reps "$REPS" \
         --seq "$([[ $QUICK == 1 ]] && echo 256 || echo 2048)" --json "$OUT/transformers.json" --md "$OUT/transformers.md"

@@ -50,7 +50,7 @@ fi
 # host (docs/ARM64.md) builds without libxsmm (its GEMMs are our NEON
 # kernels there) and is itself the aarch64 build.
 apt_packages=(cmake make gcc g++ libc6-dev python3-dev pkg-config libcjson-dev python3-venv chromium fonts-dejavu-core
-              clang libclang-rt-14-dev libomp-14-dev)
+              clang libclang-rt-14-dev libomp-14-dev ninja-build)
 if [ "$(dpkg --print-architecture 2>/dev/null || uname -m)" != arm64 ]; then
     apt_packages+=(libxsmm-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 fi
