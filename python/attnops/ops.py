@@ -5,6 +5,11 @@
     torch.ops.attnops.flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
                                                  softmax_sum, head_num, input_layout, ...)
         -> (dq, dk, dv, dq_rope, dk_rope)
+    torch.ops.attnops.flash_attn_forward(q, k, v, softmax_scale=None, causal=False, window_left=-1,
+                                         window_right=-1, softcap=0., deterministic=False)
+        -> (attention_out, softmax_max, softmax_sum)
+    torch.ops.attnops.flash_attn_backward(q, k, v, dy, attention_in, softmax_max, softmax_sum, <the same>)
+        -> (dq, dk, dv)
     torch.ops.attnops.fused_infer_attention_score(query, key, value, ...) -> (attention_out, softmax_lse)
 
     torch.ops.attnops.key_pool(hidden_states, wk, gate_weight, ape, state_cache!, ...) -> pooled_key
@@ -12,8 +17,11 @@
 
 They are registered from C++ (python/csrc, the package's libattnops_torch.so) with CPU, Meta
 and (FlashAttention, AttnRes) Autograd kernels; their schemas are there, one list of arguments
-each.  Argument names and defaults are CANN's (include/attnops.h), with
-torch_npu's int[] for the sequence-length lists.  `impl` picks the implementation ("auto",
+each.  Argument names and defaults are CANN's (include/attnops.h), with torch_npu's int[] for the
+sequence-length lists.  flash_attn_forward / flash_attn_backward are flash_attention_score(_grad)
+with flash-attn's arguments (BSND, bottom-right causal and window, softcap; no dropout or ALiBi): a
+schema a quarter of the size, which is most of a small call's cost, over the same params and
+kernels (the same bits).  `impl` picks the implementation ("auto",
 "cpu": the fast kernel; "reference": the golden; "benchmark").  Each call uses
 torch.get_num_threads() threads; `deterministic` (or torch.use_deterministic_algorithms(True))
 makes the backward bitwise independent of the thread count.  dpse is not computed (CANN reserves
@@ -70,6 +78,8 @@ def _translated(op):
 
 flash_attention_score = _translated(torch.ops.attnops.flash_attention_score.default)
 flash_attention_score_grad = _translated(torch.ops.attnops.flash_attention_score_grad.default)
+flash_attn_forward = _translated(torch.ops.attnops.flash_attn_forward.default)
+flash_attn_backward = _translated(torch.ops.attnops.flash_attn_backward.default)
 fused_infer_attention_score = _translated(torch.ops.attnops.fused_infer_attention_score.default)
 key_pool = _translated(torch.ops.attnops.key_pool.default)
 attn_res = _translated(torch.ops.attnops.attn_res.default)

@@ -18,6 +18,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -214,11 +215,71 @@ FaShapes<Int> fa_shapes(c10::ArrayRef<Int> q, c10::ArrayRef<Int> k, c10::ArrayRe
     return s;
 }
 
+// ---- flash-attn's arguments ---------------------------------------------------------------
+// flash_attn_forward / flash_attn_backward: flash_attn_func's common call (no dropout, no ALiBi) with
+// flash-attn's few arguments.  torch parses a call's schema argument by argument, and
+// FlashAttentionScore's 37 cost 0.85-0.88 of SDPA's whole call on a 16-token problem
+// (docs/PERFORMANCE.md "The torch binding's per-call cost").  They fill the same params as
+// flash_attention_score(_grad) with flash-attn's rules mapped onto CANN's, and share its kernels and
+// backward node.
+//
+//   flash_attn_forward(q, k, v, <attributes>) -> (attention_out, softmax_max, softmax_sum)
+//   flash_attn_backward(q, k, v, dy, attention_in, softmax_max, softmax_sum, <attributes>) -> (dq, dk, dv)
+//
+// q [B,Sq,H,D], k [B,Sk,Hk,D], v [B,Sk,Hk,Dv] (BSND); softmax_max / softmax_sum f32 [B,H,Sq,8].
+// causal is bottom-right (sparse mode 3); the window keeps keys i + Sk - Sq - left <= j <= i + Sk - Sq +
+// right, a negative side unbounded (mode 4; with causal, right = 0); softcap <= 0 is off.
+constexpr const char *kFlashAttnAttrs = "float? softmax_scale=None, bool causal=False, int window_left=-1, "
+                                        "int window_right=-1, float softcap=0., bool deterministic=False";
+constexpr size_t kFlashAttnFwdArgs = kFwdTensors + 6, kFlashAttnBwdArgs = kBwdTensors + 6;
+
+// One byte seen as the compressed 2048x2048 mask (zero strides): modes 3 and 4 read none of its
+// elements, and a C view needs no tensor (none is made inside a traced graph).
+const attnops_tensor *compressed_mask() {
+    static const bool masked = true;
+    static const attnops_tensor view = [] {
+        attnops_tensor v{};
+        v.dtype = ATTNOPS_DTYPE_BOOL;
+        v.rank = 2;
+        v.shape[0] = v.shape[1] = 2048;
+        v.data = const_cast<bool *>(&masked);
+        return v;
+    }();
+    return &view;
+}
+
+int64_t flash_attn_heads(const at::Tensor &q) {
+    if (q.dim() != 4)
+        raise_value_error("attnops: flash_attn: q must be [batch, seqlen, nheads, headdim]; it has rank " +
+                          std::to_string(q.dim()));
+    return q.sym_size(2).guard_int(__FILE__, __LINE__);
+}
+
+// q's shape and flash-attn's attributes (the stack from softmax_scale on) into the params.
+void fill_flash_attn_params(attnops_fa_params &p, const at::Tensor &q, const IValue *attrs) {
+    p.head_num = flash_attn_heads(q);
+    p.input_layout = ATTNOPS_LAYOUT_BSND;
+    p.scale_value = attrs[0].isNone() ? 1.0 / std::sqrt(static_cast<double>(q.size(3))) : attrs[0].toDouble();
+    int64_t left = attrs[2].toInt(), right = attrs[1].toBool() ? 0 : attrs[3].toInt();
+    if (left >= 0 || right >= 0) {
+        p.atten_mask = compressed_mask();
+        p.sparse_mode = left < 0 && right == 0 ? 3 : 4;
+        p.pre_tokens = left < 0 ? INT32_MAX : left;
+        p.next_tokens = right < 0 ? INT32_MAX : right;
+    }
+    p.softcap = std::max(attrs[4].toDouble(), 0.0);
+    p.deterministic = attrs[5].toBool() || at::globalContext().deterministicAlgorithms();
+    p.num_threads = num_threads();
+}
+
 // ---- the forward ---------------------------------------------------------------------------
-void forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kFwdArgs);
+// The forward of `nargs` arguments on top of the stack (query, key, value first); fill sets the
+// params from them.
+template <class Fill>
+void forward_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, const std::string &layout, Fill fill) {
+    const IValue *args = &*(stack->end() - nargs);
     const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
-    FaShapes<int64_t> shapes = fa_shapes(q.sizes(), k.sizes(), v.sizes(), args[3].toInt(), args[4].toStringRef());
+    FaShapes<int64_t> shapes = fa_shapes(q.sizes(), k.sizes(), v.sizes(), head_num, layout);
     at::Tensor out = at::empty(shapes.out, q.options());
     at::Tensor smax = at::empty(shapes.stat, q.options().dtype(at::kFloat));
     at::Tensor ssum = at::empty(shapes.stat, q.options().dtype(at::kFloat));
@@ -229,48 +290,78 @@ void forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     a.p.query = views.of(q, "query");
     a.p.key = views.of(k, "key");
     a.p.value = views.of(v, "value");
-    fill_params(a.p, views, args + kFwdTensors);
+    fill(a.p, views, args);
     a.attention_out = views.of(out, "attention_out");
     a.softmax_max = views.of(smax, "softmax_max");
     a.softmax_sum = views.of(ssum, "softmax_sum");
     run_two_phase(attnops_flash_attention_score_workspace_size, attnops_flash_attention_score, a);
 
-    torch::jit::drop(*stack, kFwdArgs);
+    torch::jit::drop(*stack, nargs);
     torch::jit::push(*stack, std::move(out), std::move(smax), std::move(ssum));
 }
 
-void forward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kFwdArgs);
+void forward_meta_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, const std::string &layout) {
+    const IValue *args = &*(stack->end() - nargs);
     const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
-    FaShapes<c10::SymInt> shapes =
-        fa_shapes(q.sym_sizes(), k.sym_sizes(), v.sym_sizes(), args[3].toInt(), args[4].toStringRef());
+    FaShapes<c10::SymInt> shapes = fa_shapes(q.sym_sizes(), k.sym_sizes(), v.sym_sizes(), head_num, layout);
     at::TensorOptions meta = q.options().device(at::kMeta);
     at::Tensor out = at::empty_symint(shapes.out, meta);
     at::Tensor smax = at::empty_symint(shapes.stat, meta.dtype(at::kFloat));
     at::Tensor ssum = at::empty_symint(shapes.stat, meta.dtype(at::kFloat));
-    torch::jit::drop(*stack, kFwdArgs);
+    torch::jit::drop(*stack, nargs);
     torch::jit::push(*stack, std::move(out), std::move(smax), std::move(ssum));
 }
 
+void forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kFwdArgs);
+    forward_run(stack, kFwdArgs, args[3].toInt(), args[4].toStringRef(),
+                [](attnops_fa_params &p, Views &views, const IValue *a) { fill_params(p, views, a + kFwdTensors); });
+}
+
+void forward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kFwdArgs);
+    forward_meta_run(stack, kFwdArgs, args[3].toInt(), args[4].toStringRef());
+}
+
+void flash_attn_forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kFlashAttnFwdArgs);
+    forward_run(stack, kFlashAttnFwdArgs, flash_attn_heads(args[0].toTensor()), "BSND",
+                [](attnops_fa_params &p, Views &, const IValue *a) {
+                    fill_flash_attn_params(p, a[0].toTensor(), a + kFwdTensors);
+                });
+}
+
+void flash_attn_forward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kFlashAttnFwdArgs);
+    forward_meta_run(stack, kFlashAttnFwdArgs, flash_attn_heads(args[0].toTensor()), "BSND");
+}
+
 // ---- the backward --------------------------------------------------------------------------
-// dq, dk, dv: contiguous, their inputs' shapes and dtypes; dq_rope / dk_rope likewise, or empty.
-// On `device`: the CPU kernel's, or meta for the Meta kernel (whatever device a mixed call's inputs have).
-std::array<at::Tensor, 5> grad_outputs(const IValue *args, at::Device device) {
+// dq, dk, dv: contiguous, their inputs' shapes and dtypes; dq_rope / dk_rope likewise for the rope
+// inputs given (q_rope / k_rope, nullptr for an op without them), else empty.  On `device`: the CPU
+// kernel's, or meta for the Meta kernel (whatever device a mixed call's inputs have).
+std::array<at::Tensor, 5> grad_outputs(const IValue *args, at::Device device, const IValue *q_rope,
+                                       const IValue *k_rope) {
     std::array<at::Tensor, 5> g;
     for (int i = 0; i < 3; i++)
         g[i] = at::empty_symint(args[i].toTensor().sym_sizes(), args[i].toTensor().options().device(device));
+    const IValue *ropes[2] = {q_rope, k_rope};
     for (int i = 0; i < 2; i++) {
-        const IValue &rope = args[kBwdTensors + 2 + (i ? kKeyRope : kQueryRope)];
-        g[3 + i] = rope.isTensor()
-                       ? at::empty_symint(rope.toTensor().sym_sizes(), rope.toTensor().options().device(device))
+        const IValue *rope = ropes[i];
+        g[3 + i] = rope && rope->isTensor()
+                       ? at::empty_symint(rope->toTensor().sym_sizes(), rope->toTensor().options().device(device))
                        : at::empty({0}, args[0].toTensor().options().device(device));
     }
     return g;
 }
 
-void backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kBwdArgs);
-    std::array<at::Tensor, 5> g = grad_outputs(args, at::kCPU);
+// The backward of `nargs` arguments on top of the stack (the seven tensors first), pushing `outputs`
+// of dq, dk, dv, dq_rope, dk_rope; fill sets the params from the arguments.
+template <class Fill>
+void backward_run(torch::jit::Stack *stack, size_t nargs, size_t outputs, const IValue *q_rope, const IValue *k_rope,
+                  Fill fill) {
+    const IValue *args = &*(stack->end() - nargs);
+    std::array<at::Tensor, 5> g = grad_outputs(args, at::kCPU, q_rope, k_rope);
 
     attnops_fa_bwd_args a;
     attnops_fa_bwd_args_init(&a);
@@ -282,7 +373,7 @@ void backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     a.attention_in = views.of(args[4].toTensor(), "attention_in");
     a.softmax_max = views.of(args[5].toTensor(), "softmax_max");
     a.softmax_sum = views.of(args[6].toTensor(), "softmax_sum");
-    fill_params(a.p, views, args + kBwdTensors);
+    fill(a.p, views, args);
     a.dq = views.of(g[0], "dq");
     a.dk = views.of(g[1], "dk");
     a.dv = views.of(g[2], "dv");
@@ -290,34 +381,72 @@ void backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     a.dk_rope = a.p.key_rope ? views.of(g[4], "dk_rope") : nullptr;
     run_two_phase(attnops_flash_attention_score_grad_workspace_size, attnops_flash_attention_score_grad, a);
 
-    torch::jit::drop(*stack, kBwdArgs);
-    for (at::Tensor &t : g)
-        torch::jit::push(*stack, std::move(t));
+    torch::jit::drop(*stack, nargs);
+    for (size_t i = 0; i < outputs; i++)
+        torch::jit::push(*stack, std::move(g[i]));
+}
+
+void backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *attrs = &*(stack->end() - kBwdArgs) + kBwdTensors + 2;
+    backward_run(stack, kBwdArgs, 5, attrs + kQueryRope, attrs + kKeyRope,
+                 [](attnops_fa_params &p, Views &views, const IValue *a) { fill_params(p, views, a + kBwdTensors); });
 }
 
 void backward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    std::array<at::Tensor, 5> g = grad_outputs(&*(stack->end() - kBwdArgs), at::kMeta);
+    const IValue *args = &*(stack->end() - kBwdArgs);
+    const IValue *attrs = args + kBwdTensors + 2;
+    std::array<at::Tensor, 5> g = grad_outputs(args, at::kMeta, attrs + kQueryRope, attrs + kKeyRope);
     torch::jit::drop(*stack, kBwdArgs);
     for (at::Tensor &t : g)
         torch::jit::push(*stack, std::move(t));
 }
 
-// ---- autograd: the backward is the grad op on the saved inputs and outputs -------------------
-
-const c10::OperatorHandle &grad_op() {
-    static const c10::OperatorHandle op =
-        c10::Dispatcher::singleton().findSchemaOrThrow("attnops::flash_attention_score_grad", "");
-    return op;
+void flash_attn_backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    backward_run(stack, kFlashAttnBwdArgs, 3, nullptr, nullptr, [](attnops_fa_params &p, Views &, const IValue *a) {
+        fill_flash_attn_params(p, a[0].toTensor(), a + kBwdTensors);
+    });
 }
 
-// The backward node of flash_attention_score, written as torch's code generator writes its own ops'
-// nodes (torch/csrc/autograd/generated/Functions.h), not with torch::autograd::Function: that one's
-// context (a string-keyed map, sets of tensors, the node's name demangled on every backward) cost
-// more per call than the library's whole backward on a short sequence (docs/PERFORMANCE.md "The torch
-// binding's per-call cost").  The differentiable inputs are query, key, value, query_rope and
-// key_rope (the node's five edges); the masks, the position bias and the lengths get no gradient
-// (CANN's dpse is reserved).  softmax_max and softmax_sum are outputs without a gradient.
+void flash_attn_backward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    std::array<at::Tensor, 5> g = grad_outputs(&*(stack->end() - kFlashAttnBwdArgs), at::kMeta, nullptr, nullptr);
+    torch::jit::drop(*stack, kFlashAttnBwdArgs);
+    for (size_t i = 0; i < 3; i++)
+        torch::jit::push(*stack, std::move(g[i]));
+}
+
+// ---- autograd: the backward is the grad op on the saved inputs and outputs -------------------
+template <const char *Name> const c10::OperatorHandle &op_named() {
+    static const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(Name, "");
+    return op;
+}
+constexpr char kFlashAttentionGradName[] = "attnops::flash_attention_score_grad";
+constexpr char kFlashAttnBackwardName[] = "attnops::flash_attn_backward";
+
+// What a forward's backward node needs of its op: the grad op, the forward's argument count, and
+// where query_rope / key_rope are among the arguments (at fwd_args or past it: none).
+struct GradOf {
+    const c10::OperatorHandle &(*grad)();
+    size_t fwd_args;
+    size_t q_rope_at, k_rope_at;
+};
+
+constexpr GradOf kFlashAttentionGrad = {&op_named<kFlashAttentionGradName>, kFwdArgs, kFwdTensors + 2 + kQueryRope,
+                                        kFwdTensors + 2 + kKeyRope};
+constexpr GradOf kFlashAttnGrad = {&op_named<kFlashAttnBackwardName>, kFlashAttnFwdArgs, kFlashAttnFwdArgs,
+                                   kFlashAttnFwdArgs};
+
+// The backward node of flash_attention_score and flash_attn_forward, written as torch's code
+// generator writes its own ops' nodes (torch/csrc/autograd/generated/Functions.h), not with
+// torch::autograd::Function: that one's context (a string-keyed map, sets of tensors, the node's
+// name demangled on every backward) cost more per call than the library's whole backward on a short
+// sequence (docs/PERFORMANCE.md "The torch binding's per-call cost").  The differentiable inputs are
+// query, key, value, query_rope and key_rope (the node's five edges); the masks, the position bias
+// and the lengths get no gradient (CANN's dpse is reserved).  softmax_max and softmax_sum are
+// outputs without a gradient.  The grad op takes the forward's arguments with dy, attention_in,
+// softmax_max and softmax_sum after the three tensors.
 struct FlashAttentionBackward final : torch::autograd::Node {
+    const c10::OperatorHandle *grad = nullptr;
+    bool q_rope = false, k_rope = false;
     // The forward's arguments with each tensor replaced by None (a list: compiled autograd keys its
     // cache on the list's values as constants); the tensors are saved_inputs, at positions input_at.
     IValue attrs;
@@ -338,10 +467,7 @@ struct FlashAttentionBackward final : torch::autograd::Node {
     variable_list apply(variable_list &&grads) override {
         std::lock_guard<std::mutex> lock(mutex_);
         c10::List<IValue> list = attrs.toList();
-        torch::jit::Stack stack;
-        stack.reserve(kBwdArgs);
-        for (size_t i = 0; i < kFwdArgs; i++)
-            stack.push_back(list.get(i));
+        torch::jit::Stack stack(list.begin(), list.end());
         for (size_t i = 0; i < input_at.size(); i++) // unpack checks the version: no in-place change since
             stack[input_at[i]] = saved_inputs[i].unpack();
         auto self = c10::intrusive_ptr<torch::autograd::Node>::unsafe_reclaim_from_nonowning(this);
@@ -349,10 +475,7 @@ struct FlashAttentionBackward final : torch::autograd::Node {
         at::Tensor dy = grads[0].defined() ? grads[0] : at::zeros_like(out);
         std::array<IValue, 4> inserted = {dy, out, saved_outputs[1].unpack(self), saved_outputs[2].unpack(self)};
         stack.insert(stack.begin() + kFwdTensors, inserted.begin(), inserted.end());
-        grad_op().callBoxed(&stack);
-
-        auto given = [this](size_t at) { return std::find(input_at.begin(), input_at.end(), at) != input_at.end(); };
-        bool q_rope = given(kFwdTensors + 2 + kQueryRope), k_rope = given(kFwdTensors + 2 + kKeyRope);
+        grad->callBoxed(&stack);
         return {stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor(),
                 q_rope ? stack[3].toTensor() : at::Tensor(), k_rope ? stack[4].toTensor() : at::Tensor()};
     }
@@ -360,6 +483,8 @@ struct FlashAttentionBackward final : torch::autograd::Node {
     void compiled_args(torch::dynamo::autograd::CompiledNodeArgs &args) const override {
         args.collect(attrs);
         args.collect(input_at);
+        args.collect(q_rope);
+        args.collect(k_rope);
         args.collect(saved_inputs, false);
         args.collect(saved_outputs, true);
     }
@@ -375,9 +500,12 @@ struct FlashAttentionBackward final : torch::autograd::Node {
     }
 };
 
-void forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kFwdArgs);
-    const IValue &q_rope = args[kFwdTensors + 2 + kQueryRope], &k_rope = args[kFwdTensors + 2 + kKeyRope];
+void forward_autograd_of(const GradOf &spec, const c10::OperatorHandle &op, c10::DispatchKeySet keys,
+                         torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - spec.fwd_args);
+    IValue none;
+    const IValue &q_rope = spec.q_rope_at < spec.fwd_args ? args[spec.q_rope_at] : none;
+    const IValue &k_rope = spec.k_rope_at < spec.fwd_args ? args[spec.k_rope_at] : none;
     bool needs_grad = at::GradMode::is_enabled() && (requires_grad(args[0]) || requires_grad(args[1]) ||
                                                      requires_grad(args[2]) || requires_grad(q_rope) ||
                                                      requires_grad(k_rope));
@@ -388,11 +516,14 @@ void forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, t
     }
     auto tensor = [](const IValue &v) { return v.isTensor() ? v.toTensor() : at::Tensor(); };
     auto node = c10::make_intrusive<FlashAttentionBackward>();
+    node->grad = &spec.grad();
+    node->q_rope = q_rope.isTensor();
+    node->k_rope = k_rope.isTensor();
     node->set_next_edges(torch::autograd::collect_next_edges(tensor(args[0]), tensor(args[1]), tensor(args[2]),
                                                              tensor(q_rope), tensor(k_rope)));
     c10::impl::GenericList attrs(c10::AnyType::get());
-    attrs.reserve(kFwdArgs);
-    for (size_t i = 0; i < kFwdArgs; i++) {
+    attrs.reserve(spec.fwd_args);
+    for (size_t i = 0; i < spec.fwd_args; i++) {
         if (args[i].isTensor()) {
             node->input_at.push_back(static_cast<int64_t>(i));
             node->saved_inputs.emplace_back(args[i].toTensor(), false);
@@ -412,6 +543,14 @@ void forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, t
         node->saved_outputs.emplace_back(stack->at(stack->size() - i).toTensor(), i == 3);
 }
 
+void forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
+    forward_autograd_of(kFlashAttentionGrad, op, keys, stack);
+}
+
+void flash_attn_forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
+    forward_autograd_of(kFlashAttnGrad, op, keys, stack);
+}
+
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(attnops, m) {
@@ -421,21 +560,34 @@ TORCH_LIBRARY_FRAGMENT(attnops, m) {
                  "Tensor softmax_sum",
                  "(Tensor, Tensor, Tensor, Tensor, Tensor)")
               .c_str());
+    m.def(("flash_attn_forward(Tensor q, Tensor k, Tensor v, " + std::string(kFlashAttnAttrs) +
+           ") -> (Tensor, Tensor, Tensor)")
+              .c_str());
+    m.def(("flash_attn_backward(Tensor q, Tensor k, Tensor v, Tensor dy, Tensor attention_in, Tensor softmax_max, "
+           "Tensor softmax_sum, " +
+           std::string(kFlashAttnAttrs) + ") -> (Tensor, Tensor, Tensor)")
+              .c_str());
 }
 
 TORCH_LIBRARY_IMPL(attnops, CPU, m) {
     m.impl("flash_attention_score", torch::CppFunction::makeFromBoxedFunction<&forward_cpu>());
     m.impl("flash_attention_score_grad", torch::CppFunction::makeFromBoxedFunction<&backward_cpu>());
+    m.impl("flash_attn_forward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_forward_cpu>());
+    m.impl("flash_attn_backward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_backward_cpu>());
 }
 
 TORCH_LIBRARY_IMPL(attnops, Meta, m) {
     m.impl("flash_attention_score", torch::CppFunction::makeFromBoxedFunction<&forward_meta>());
     m.impl("flash_attention_score_grad", torch::CppFunction::makeFromBoxedFunction<&backward_meta>());
+    m.impl("flash_attn_forward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_forward_meta>());
+    m.impl("flash_attn_backward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_backward_meta>());
 }
 
 TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
     m.impl("flash_attention_score", torch::CppFunction::makeFromBoxedFunction<&forward_autograd>());
     m.impl("flash_attention_score_grad", torch::autograd::autogradNotImplementedFallback());
+    m.impl("flash_attn_forward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_forward_autograd>());
+    m.impl("flash_attn_backward", torch::autograd::autogradNotImplementedFallback());
 }
 
 } // namespace attnops_torch

@@ -28,6 +28,42 @@ def test_opcheck_flash_attention_score():
                            "BSND"), dict(scale=0.3))
 
 
+def test_flash_attn_forward_is_flash_attention_score():
+    """flash_attn_forward / flash_attn_backward (flash-attn's arguments) are flash_attention_score(_grad) with
+    flash-attn's rules mapped onto CANN's: the same bits forward, backward through autograd and through the grad
+    op, for the default scale, causal (bottom-right: mode 3), windows (mode 4, a negative side unbounded),
+    softcap and determinism; opcheck (their fakes and autograd included); a q of another rank is refused with a
+    sentence."""
+    g = torch.Generator().manual_seed(8)
+    q, k, v = _req(torch.randn(2, 6, 4, 16, generator=g), torch.randn(2, 9, 2, 16, generator=g),
+                   torch.randn(2, 9, 2, 8, generator=g))
+    dy = torch.randn(2, 6, 4, 8, generator=g)
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    cases = [(dict(), dict(scale=0.25)),
+             (dict(softmax_scale=0.3, causal=True), dict(scale=0.3, atten_mask=mask, sparse_mode=3, next_tokens=0)),
+             (dict(window_left=2, window_right=1), dict(scale=0.25, atten_mask=mask, sparse_mode=4, pre_tokens=2,
+                                                        next_tokens=1)),
+             (dict(window_left=3, causal=True, window_right=5), dict(scale=0.25, atten_mask=mask, sparse_mode=4,
+                                                                     pre_tokens=3, next_tokens=0)),
+             (dict(window_right=0), dict(scale=0.25, atten_mask=mask, sparse_mode=3, next_tokens=0)),
+             (dict(softcap=2.0, deterministic=True), dict(scale=0.25, softcap=2.0, deterministic=True)),
+             (dict(softcap=-1.0), dict(scale=0.25))]
+    for compact, full in cases:
+        got = torch.ops.attnops.flash_attn_forward(q, k, v, **compact)
+        want = torch.ops.attnops.flash_attention_score(q, k, v, 4, "BSND", **full)
+        assert all(torch.equal(a, b) for a, b in zip(got, want)), compact
+        grads = [torch.autograd.grad(out[0], (q, k, v), dy) for out in (got, want)]
+        assert all(torch.equal(a, b) for a, b in zip(*grads)), compact
+        saved = [t.detach() for t in (q, k, v)] + [dy] + [t.detach() for t in got]
+        direct = torch.ops.attnops.flash_attn_backward(*saved, **compact)
+        assert all(torch.equal(a, b) for a, b in zip(direct, grads[0])), compact
+    for compact, _ in cases[:4]:
+        torch.library.opcheck(torch.ops.attnops.flash_attn_forward.default, (q, k, v), compact)
+        torch.library.opcheck(torch.ops.attnops.flash_attn_backward.default, tuple(saved), compact)
+    with pytest.raises(ValueError, match=r"flash_attn: q must be \[batch, seqlen, nheads, headdim\]; it has rank 3"):
+        torch.ops.attnops.flash_attn_forward(q[0], k[0], v[0])
+
+
 def test_opcheck_tnd_and_rope():
     q, k, v = torch.randn(20, 2, 16), torch.randn(25, 2, 16), torch.randn(25, 2, 16)
     qr, kr = torch.randn(20, 2, 8), torch.randn(25, 2, 8)

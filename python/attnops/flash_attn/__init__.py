@@ -163,18 +163,30 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     if q.dim() != 4:
         raise ValueError(f"attnops.flash_attn_func: q must be [batch, seqlen, nheads, headdim], got {tuple(q.shape)}")
     softcap = _softcap(softcap) if softcap else 0.0
+    if not dropout_p and alibi_slopes is None and not return_attn_probs:
+        # flash_attn_forward: flash-attn's arguments, a third of flash_attention_score's schema (most of a
+        # small call's cost); only what differs from its defaults (the parser costs ~0.2-0.5 us a keyword).
+        kw = {}
+        if softmax_scale is not None:
+            kw["softmax_scale"] = softmax_scale
+        if causal:
+            kw["causal"] = True
+        if window_size[0] >= 0:
+            kw["window_left"] = window_size[0]
+        if window_size[1] >= 0:
+            kw["window_right"] = window_size[1]
+        if softcap:
+            kw["softcap"] = softcap
+        if deterministic:
+            kw["deterministic"] = True
+        return ops.flash_attn_forward(q, k, v, **kw)[0]
     shape = q.shape
     sq, heads = shape[1], shape[2]
     scale = shape[3] ** -0.5 if softmax_scale is None else softmax_scale
     keep_prob = 1.0 - dropout_p
-    seed, offset = 0, 0
-    # Only what differs from the op's defaults: the parser costs ~0.2-0.5 us a keyword.
-    kw = {}
-    if dropout_p or deterministic or softcap:
-        seed, offset, seed_offset = ops.dropout_seed(keep_prob)
-        kw = _given(keep_prob, seed, offset, seed_offset, deterministic, softcap)
-    if causal or window_size[0] >= 0 or window_size[1] >= 0:
-        kw.update(_mask_args(causal, window_size))
+    seed, offset, seed_offset = ops.dropout_seed(keep_prob)
+    kw = _given(keep_prob, seed, offset, seed_offset, deterministic, softcap)
+    kw.update(_mask_args(causal, window_size))
     if alibi_slopes is not None:
         kw.update(_alibi_args(alibi_slopes, sq, k.shape[1]))
     out, smax, ssum = ops.flash_attention_score(q, k, v, heads, "BSND", scale=scale, **kw)
