@@ -11,6 +11,10 @@
     torch.ops.attnops.flash_attn_backward(q, k, v, dy, attention_in, softmax_max, softmax_sum, <the same>)
         -> (dq, dk, dv)
     torch.ops.attnops.fused_infer_attention_score(query, key, value, ...) -> (attention_out, softmax_lse)
+    torch.ops.attnops.flash_attn_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
+                                         softmax_scale=None, causal=False, window_left=-1, window_right=-1,
+                                         softcap=0., alibi_slopes=None, return_softmax_lse=False)
+        -> (out, softmax_lse)
 
     torch.ops.attnops.key_pool(hidden_states, wk, gate_weight, ape, state_cache!, ...) -> pooled_key
     torch.ops.attnops.attn_res(blocks, proj_weight, ...) -> (h, rms, alpha), and attn_res_grad
@@ -21,8 +25,10 @@ each.  Argument names and defaults are CANN's (include/attnops.h), with torch_np
 sequence-length lists.  flash_attn_forward / flash_attn_backward are flash_attention_score(_grad)
 with flash-attn's arguments (BSND, bottom-right causal and window, softcap; no dropout or ALiBi): a
 schema a quarter of the size, which is most of a small call's cost, over the same params and
-kernels (the same bits).  `impl` picks the implementation ("auto",
-"cpu": the fast kernel; "reference": the golden; "benchmark").  Each call uses
+kernels (the same bits); flash_attn_kvcache is, likewise, fused_infer_attention_score over a
+contiguous or paged KV cache with flash-attn's arguments (flash_attn_with_kvcache's attention).
+`impl` picks the implementation ("auto", "cpu": the fast kernel; "reference": the golden;
+"benchmark").  Each call uses
 torch.get_num_threads() threads; `deterministic` (or torch.use_deterministic_algorithms(True))
 makes the backward bitwise independent of the thread count.  dpse is not computed (CANN reserves
 it): a pse input gets no gradient.
@@ -81,6 +87,7 @@ flash_attention_score_grad = _translated(torch.ops.attnops.flash_attention_score
 flash_attn_forward = _translated(torch.ops.attnops.flash_attn_forward.default)
 flash_attn_backward = _translated(torch.ops.attnops.flash_attn_backward.default)
 fused_infer_attention_score = _translated(torch.ops.attnops.fused_infer_attention_score.default)
+flash_attn_kvcache = _translated(torch.ops.attnops.flash_attn_kvcache.default)
 key_pool = _translated(torch.ops.attnops.key_pool.default)
 attn_res = _translated(torch.ops.attnops.attn_res.default)
 attn_res_grad = _translated(torch.ops.attnops.attn_res_grad.default)

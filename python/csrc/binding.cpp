@@ -27,6 +27,9 @@ namespace attnops_torch {
 
 [[noreturn]] void raise_value_error(const std::string &sentence) { C10_THROW_ERROR(ValueError, sentence); }
 [[noreturn]] void raise_type_error(const std::string &sentence) { C10_THROW_ERROR(TypeError, sentence); }
+[[noreturn]] void raise_not_implemented(const std::string &sentence) {
+    C10_THROW_ERROR(NotImplementedError, sentence);
+}
 
 namespace {
 
@@ -51,7 +54,7 @@ alignas(64) char empty_storage[64];
 
 } // namespace
 
-const attnops_tensor *Views::of(const at::Tensor &t, const char *name) {
+attnops_tensor *Views::of(const at::Tensor &t, const char *name) {
     if (!t.defined())
         return nullptr;
     attnops_tensor &v = views_.emplace_back();
@@ -86,6 +89,19 @@ const attnops_tensor *Views::ints(std::vector<int64_t> values) {
 
 const attnops_tensor *Views::ints(const std::optional<std::vector<int64_t>> &values) {
     return values ? ints(*values) : nullptr;
+}
+
+const attnops_tensor *compressed_mask() {
+    static const bool masked = true;
+    static const attnops_tensor view = [] {
+        attnops_tensor v{};
+        v.dtype = ATTNOPS_DTYPE_BOOL;
+        v.rank = 2;
+        v.shape[0] = v.shape[1] = 2048;
+        v.data = const_cast<bool *>(&masked);
+        return v;
+    }();
+    return &view;
 }
 
 attnops_impl impl_of(const std::string &impl) {

@@ -34,6 +34,7 @@ namespace attnops_torch {
 // A ValueError / TypeError raised by the binding itself, with its sentence.
 [[noreturn]] void raise_value_error(const std::string &sentence);
 [[noreturn]] void raise_type_error(const std::string &sentence);
+[[noreturn]] void raise_not_implemented(const std::string &sentence);
 
 // The attnops_tensor views of one call and the integer lists behind list arguments, alive until
 // the call returns.  Pointers into them stay valid: both grow as deques.  The tensors are CPU
@@ -41,9 +42,10 @@ namespace attnops_torch {
 // device to that device's (missing) kernel.
 class Views {
   public:
-    // NULL for an absent (None or undefined) tensor.
-    const attnops_tensor *of(const at::Tensor &t, const char *name);
-    const attnops_tensor *of(const std::optional<at::Tensor> &t, const char *name) {
+    // NULL for an absent (None or undefined) tensor.  The view may be reshaped (merged or added
+    // dims) before the call.
+    attnops_tensor *of(const at::Tensor &t, const char *name);
+    attnops_tensor *of(const std::optional<at::Tensor> &t, const char *name) {
         return t ? of(*t, name) : nullptr;
     }
     // An i64 [n] view of the values (an int[] argument); NULL for None.
@@ -87,6 +89,11 @@ constexpr bool same_name(const char *a, const char *b) { return *a == *b && (!*a
 
 // Whether an argument is a tensor that requires grad (an Autograd kernel's test).
 inline bool requires_grad(const c10::IValue &v) { return v.isTensor() && v.toTensor().requires_grad(); }
+
+// The compressed 2048x2048 mask of sparse modes 2-4, for ops that take flash-attn's causal / window
+// arguments: one byte seen through zero strides (the library reads none of its elements), a C view
+// rather than a tensor, so that none is made inside a traced graph.
+const attnops_tensor *compressed_mask();
 
 // The ids the ops' string arguments name.
 attnops_impl impl_of(const std::string &impl);

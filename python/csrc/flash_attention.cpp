@@ -233,21 +233,6 @@ constexpr const char *kFlashAttnAttrs = "float? softmax_scale=None, bool causal=
                                         "int window_right=-1, float softcap=0., bool deterministic=False";
 constexpr size_t kFlashAttnFwdArgs = kFwdTensors + 6, kFlashAttnBwdArgs = kBwdTensors + 6;
 
-// One byte seen as the compressed 2048x2048 mask (zero strides): modes 3 and 4 read none of its
-// elements, and a C view needs no tensor (none is made inside a traced graph).
-const attnops_tensor *compressed_mask() {
-    static const bool masked = true;
-    static const attnops_tensor view = [] {
-        attnops_tensor v{};
-        v.dtype = ATTNOPS_DTYPE_BOOL;
-        v.rank = 2;
-        v.shape[0] = v.shape[1] = 2048;
-        v.data = const_cast<bool *>(&masked);
-        return v;
-    }();
-    return &view;
-}
-
 int64_t flash_attn_heads(const at::Tensor &q) {
     if (q.dim() != 4)
         raise_value_error("attnops: flash_attn: q must be [batch, seqlen, nheads, headdim]; it has rank " +

@@ -13,6 +13,8 @@
 
 #include <torch/library.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -172,20 +174,133 @@ void fia_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     torch::jit::push(*stack, std::move(out), std::move(lse));
 }
 
+// ---- flash_attn_kvcache: flash-attn's arguments over a KV cache -----------------------------
+// The attention of flash_attn_with_kvcache's common step (after its append and rotary, without a
+// left pad, cache_batch_idx or a one-row window) with flash-attn's few arguments: a decode step's
+// torch-side cost is mostly FusedInferAttentionScore's 32-argument schema (docs/PERFORMANCE.md "The
+// torch binding's per-call cost").  It fills the same args as fused_infer_attention_score.
+//
+//   flash_attn_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
+//                      window_left, window_right, softcap, alibi_slopes, return_softmax_lse)
+//       -> (out, softmax_lse)
+//
+// q [B,Sq,H,D]; caches [B,S,Hk,D] / [B,S,Hk,Dv], or pages [blocks, page, Hk, D] through block_table
+// (int32 [B, >= pages]); cache_seqlens int32/int64 [B] (required with pages; None: every row); out
+// [B,Sq,H,Dv]; softmax_lse f32 [B,H,Sq] with return_softmax_lse, else empty.  causal is bottom-right;
+// the window keeps keys i + Sk - Sq - left <= j <= i + Sk - Sq + right (negative: unbounded); a
+// one-row query has no window on the library's decode branch, so a left window there is refused.
+constexpr size_t kKvcacheArgs = 12;
+
+void check_rank4(const at::Tensor &t, const char *name) {
+    if (t.dim() != 4)
+        raise_value_error(std::string("attnops: flash_attn_kvcache: ") + name + " must have rank 4; it has rank " +
+                          std::to_string(t.dim()));
+}
+
+// A page cache [blocks, page, Hk, D] as the library's [blocks, page, Hk D].
+const attnops_tensor *pages_view(Views &views, const at::Tensor &cache, const char *name) {
+    if (cache.stride(2) != cache.size(3) * cache.stride(3))
+        raise_value_error(std::string("attnops: flash_attn_kvcache: ") + name +
+                          "'s heads and head dim must be contiguous in a paged cache");
+    attnops_tensor *v = views.of(cache, name);
+    v->rank = 3;
+    v->shape[2] = cache.size(2) * cache.size(3);
+    v->strides[2] = cache.stride(3);
+    return v;
+}
+
+void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kKvcacheArgs);
+    const at::Tensor &q = args[0].toTensor(), &kc = args[1].toTensor(), &vc = args[2].toTensor();
+    check_rank4(q, "q");
+    check_rank4(kc, "k_cache");
+    check_rank4(vc, "v_cache");
+    int64_t b = q.size(0), sq = q.size(1), heads = q.size(2), d = q.size(3), hk = kc.size(2), dv = vc.size(3);
+    bool paged = args[4].isTensor(), lse_wanted = args[11].toBool();
+    int64_t left = args[7].toInt(), right = args[6].toBool() ? 0 : args[8].toInt();
+    if (sq == 1 && left >= 0)
+        raise_not_implemented("attnops: flash_attn_kvcache: a one-row query with window_left >= 0 runs on the "
+                              "library's decode branch, which has no window; flash_attn_with_kvcache takes it");
+    at::Tensor out = at::empty({b, sq, heads, dv}, q.options());
+    at::Tensor lse = at::empty(lse_wanted ? std::vector<int64_t>{b, heads, sq} : std::vector<int64_t>{0},
+                               q.options().dtype(at::kFloat));
+
+    attnops_fia_args a;
+    attnops_fia_args_init(&a);
+    Views views;
+    a.query = views.of(q, "q");
+    a.key = paged ? pages_view(views, kc, "k_cache") : views.of(kc, "k_cache");
+    a.value = paged ? pages_view(views, vc, "v_cache") : views.of(vc, "v_cache");
+    a.actual_seq_lengths_kv = args[3].isTensor() ? views.of(args[3].toTensor(), "cache_seqlens") : nullptr;
+    if (paged) {
+        a.block_table = views.of(args[4].toTensor(), "block_table");
+        a.block_size = kc.size(1);
+    }
+    a.num_heads = heads;
+    a.num_key_value_heads = hk;
+    a.scale_value = args[5].isNone() ? 1.0 / std::sqrt(static_cast<double>(d)) : args[5].toDouble();
+    a.input_layout = a.output_layout = ATTNOPS_LAYOUT_BSND;
+    if (sq > 1 && (left >= 0 || right >= 0)) {
+        a.atten_mask = compressed_mask();
+        a.sparse_mode = left < 0 && right == 0 ? 3 : 4;
+        a.pre_tokens = left < 0 ? INT32_MAX : left;
+        a.next_tokens = right < 0 ? INT32_MAX : right;
+    }
+    a.softcap = std::max(args[9].toDouble(), 0.0);
+    a.alibi_slopes = args[10].isTensor() ? views.of(args[10].toTensor(), "alibi_slopes") : nullptr;
+    a.softmax_lse_flag = lse_wanted;
+    a.num_threads = num_threads();
+    a.attention_out = views.of(out, "out");
+    if (lse_wanted) { // the library's [B, N1, S1, 1]
+        attnops_tensor *v = views.of(lse, "softmax_lse");
+        v->rank = 4;
+        v->shape[3] = 1;
+        v->strides[3] = 1;
+        a.softmax_lse = v;
+    }
+    run_two_phase(attnops_fused_infer_attention_score_workspace_size, attnops_fused_infer_attention_score, a);
+
+    torch::jit::drop(*stack, kKvcacheArgs);
+    torch::jit::push(*stack, std::move(out), std::move(lse));
+}
+
+void kvcache_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kKvcacheArgs);
+    const at::Tensor &q = args[0].toTensor();
+    check_rank4(q, "q");
+    check_rank4(args[2].toTensor(), "v_cache");
+    c10::SymInt b = q.sym_size(0), sq = q.sym_size(1), heads = q.sym_size(2), dv = args[2].toTensor().sym_size(3);
+    at::TensorOptions meta = q.options().device(at::kMeta);
+    at::Tensor out = at::empty_symint({b, sq, heads, dv}, meta);
+    at::Tensor lse = args[11].toBool() ? at::empty_symint({b, heads, sq}, meta.dtype(at::kFloat))
+                                       : at::empty({0}, meta.dtype(at::kFloat));
+    torch::jit::drop(*stack, kKvcacheArgs);
+    torch::jit::push(*stack, std::move(out), std::move(lse));
+}
+
 } // namespace
 
-TORCH_LIBRARY_FRAGMENT(attnops, m) { m.def(schema().c_str()); }
+TORCH_LIBRARY_FRAGMENT(attnops, m) {
+    m.def(schema().c_str());
+    m.def("flash_attn_kvcache(Tensor q, Tensor k_cache, Tensor v_cache, Tensor? cache_seqlens=None, "
+          "Tensor? block_table=None, float? softmax_scale=None, bool causal=False, int window_left=-1, "
+          "int window_right=-1, float softcap=0., Tensor? alibi_slopes=None, bool return_softmax_lse=False) "
+          "-> (Tensor, Tensor)");
+}
 
 TORCH_LIBRARY_IMPL(attnops, CPU, m) {
     m.impl("fused_infer_attention_score", torch::CppFunction::makeFromBoxedFunction<&fia_cpu>());
+    m.impl("flash_attn_kvcache", torch::CppFunction::makeFromBoxedFunction<&kvcache_cpu>());
 }
 
 TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
     m.impl("fused_infer_attention_score", torch::autograd::autogradNotImplementedFallback());
+    m.impl("flash_attn_kvcache", torch::autograd::autogradNotImplementedFallback());
 }
 
 TORCH_LIBRARY_IMPL(attnops, Meta, m) {
     m.impl("fused_infer_attention_score", torch::CppFunction::makeFromBoxedFunction<&fia_meta>());
+    m.impl("flash_attn_kvcache", torch::CppFunction::makeFromBoxedFunction<&kvcache_meta>());
 }
 
 } // namespace attnops_torch

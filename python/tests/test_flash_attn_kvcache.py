@@ -260,3 +260,43 @@ def test_decode_steps_compile_fullgraph(paged):
         assert_close(f"step {i}", x, y, torch.float32, cap)
     assert_close("k_cache", ck, ek, torch.float32, d)
     assert torch.equal(cv, ev) and ek.abs().sum() > 0  # v is copied, not computed
+
+
+def test_flash_attn_kvcache_op_is_fused_infer_attention_score():
+    """torch.ops.attnops.flash_attn_kvcache (flash_attn_with_kvcache's attention with flash-attn's arguments)
+    gives fused_infer_attention_score's bits for a contiguous and a paged cache, masks, softcap, ALiBi and the
+    lse; opcheck (its fake); a one-row query with a left window and a 3-D q are refused with a sentence."""
+    g = torch.Generator().manual_seed(80)
+    b, h, hk, d, cap, sq = 2, 4, 2, 16, 24, 3
+    q = torch.randn(b, sq, h, d, generator=g)
+    kc, vc = torch.randn(b, cap, hk, d, generator=g), torch.randn(b, cap, hk, d, generator=g)
+    lens = torch.tensor([10, 24], dtype=torch.int32)
+    slopes = torch.rand(h, generator=g)
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    fia = torch.ops.attnops.fused_infer_attention_score
+    op = torch.ops.attnops.flash_attn_kvcache
+    pk, table = _paged(kc, 8, 81)
+    pv, _ = _paged(vc, 8, 81)
+    base = dict(actual_seq_lengths_kv=lens, num_heads=h, num_key_value_heads=hk, input_layout="BSND",
+                softmax_lse_flag=True)
+    cases = [(dict(), dict(scale=d ** -0.5)),
+             (dict(causal=True, softmax_scale=0.3), dict(scale=0.3, atten_mask=mask, sparse_mode=3, next_tokens=0)),
+             (dict(window_left=2, window_right=1, softcap=1.5, alibi_slopes=slopes),
+              dict(scale=d ** -0.5, atten_mask=mask, sparse_mode=4, pre_tokens=2, next_tokens=1, softcap=1.5,
+                   alibi_slopes=slopes))]
+    for compact, full in cases:
+        for paged in (False, True):
+            if paged:
+                got = op(q, pk, pv, lens, table, return_softmax_lse=True, **compact)
+                want = fia(q, pk.view(pk.shape[0], 8, -1), pv.view(pv.shape[0], 8, -1), block_table=table,
+                           block_size=8, **base, **full)
+            else:
+                got = op(q, kc, vc, lens, return_softmax_lse=True, **compact)
+                want = fia(q, kc, vc, **base, **full)
+            assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1].reshape(b, h, sq)), (compact, paged)
+        torch.library.opcheck(op.default, (q, kc, vc, lens), compact)
+    assert op(q, kc, vc, lens)[1].numel() == 0
+    with pytest.raises(NotImplementedError, match="one-row query with window_left >= 0"):
+        op(q[:, :1], kc, vc, lens, window_left=4)
+    with pytest.raises(ValueError, match="flash_attn_kvcache: q must have rank 4; it has rank 3"):
+        op(q[0], kc, vc, lens)
