@@ -64,10 +64,15 @@ def _softmax_layout(op, softmax_layout, input_layout):
     return "same_as_input"
 
 
-def _attributes(scale, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type, **optional):
-    """The op's keyword arguments for the attributes that differ from its defaults and the optional inputs given:
-    torch's parser costs ~0.2-0.5 us a keyword and nothing for an argument left to its default."""
-    kw = {name: value for name, value in optional.items() if value is not None}
+_OPTIONAL_INPUTS = ("pse", "atten_mask", "prefix", "actual_seq_qlen", "actual_seq_kvlen", "query_rope", "key_rope",
+                    "q_start_idx", "kv_start_idx")
+
+
+def _attributes(scale, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type, optional):
+    """The op's keyword arguments for the attributes that differ from its defaults and the optional inputs given
+    (`optional`: their values in _OPTIONAL_INPUTS' order): torch's parser costs ~0.2-0.5 us a keyword and
+    nothing for an argument left to its default."""
+    kw = {name: value for name, value in zip(_OPTIONAL_INPUTS, optional) if value is not None}
     if scale != 1.0:
         kw["scale"] = scale
     if keep_prob != 1.0:
@@ -90,10 +95,9 @@ def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten
              pse_type, q_start_idx, kv_start_idx, softmax_layout):
     _check_reserved(padding_mask)
     input_layout = _layout(input_layout)
-    kw = _attributes(scale, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type, pse=pse,
-                     atten_mask=atten_mask, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
-                     actual_seq_kvlen=actual_seq_kvlen, query_rope=query_rope, key_rope=key_rope,
-                     q_start_idx=q_start_idx, kv_start_idx=kv_start_idx)
+    kw = _attributes(scale, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type,
+                     (pse, atten_mask, prefix, actual_seq_qlen, actual_seq_kvlen, query_rope, key_rope, q_start_idx,
+                      kv_start_idx))
     if softmax_layout:
         kw["softmax_in_layout"] = _softmax_layout("npu_fusion_attention", softmax_layout, input_layout)
     seed, offset = 0, 0
@@ -114,10 +118,9 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
     for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum), ("attention_in", attention_in)):
         if t is None:
             raise ValueError(f"npu_fusion_attention_grad: {name} is required (the forward's output); got None")
-    kw = _attributes(scale_value, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type, pse=pse,
-                     atten_mask=atten_mask, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
-                     actual_seq_kvlen=actual_seq_kvlen, query_rope=query_rope, key_rope=key_rope,
-                     q_start_idx=q_start_idx, kv_start_idx=kv_start_idx)
+    kw = _attributes(scale_value, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type,
+                     (pse, atten_mask, prefix, actual_seq_qlen, actual_seq_kvlen, query_rope, key_rope, q_start_idx,
+                      kv_start_idx))
     if softmax_layout:
         kw["softmax_in_layout"] = _softmax_layout("npu_fusion_attention_grad", softmax_layout, input_layout)
     if keep_prob != 1.0:
