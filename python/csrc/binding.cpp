@@ -91,9 +91,9 @@ const attnops_tensor *Views::ints(const std::optional<std::vector<int64_t>> &val
     return values ? ints(*values) : nullptr;
 }
 
-const attnops_tensor *compressed_mask() {
+CannBand cann_band(int64_t left, int64_t right) {
     static const bool masked = true;
-    static const attnops_tensor view = [] {
+    static const attnops_tensor compressed = [] {
         attnops_tensor v{};
         v.dtype = ATTNOPS_DTYPE_BOOL;
         v.rank = 2;
@@ -101,7 +101,14 @@ const attnops_tensor *compressed_mask() {
         v.data = const_cast<bool *>(&masked);
         return v;
     }();
-    return &view;
+    CannBand band;
+    if (left < 0 && right < 0)
+        return band;
+    band.atten_mask = &compressed;
+    band.sparse_mode = left < 0 && right == 0 ? 3 : 4;
+    band.pre_tokens = left < 0 ? INT32_MAX : left;
+    band.next_tokens = right < 0 ? INT32_MAX : right;
+    return band;
 }
 
 attnops_impl impl_of(const std::string &impl) {

@@ -90,10 +90,16 @@ constexpr bool same_name(const char *a, const char *b) { return *a == *b && (!*a
 // Whether an argument is a tensor that requires grad (an Autograd kernel's test).
 inline bool requires_grad(const c10::IValue &v) { return v.isTensor() && v.toTensor().requires_grad(); }
 
-// The compressed 2048x2048 mask of sparse modes 2-4, for ops that take flash-attn's causal / window
-// arguments: one byte seen through zero strides (the library reads none of its elements), a C view
-// rather than a tensor, so that none is made inside a traced graph.
-const attnops_tensor *compressed_mask();
+// flash-attn's band as CANN's mask arguments, for the ops that take flash-attn's causal / window
+// arguments: keys i + Sk - Sq - left <= j <= i + Sk - Sq + right, a negative side unbounded (causal:
+// right = 0).  Unbounded: no mask.  Else sparse mode 3 (bottom-right causal) or 4 (the band) with the
+// compressed 2048x2048 mask, one byte seen through zero strides (the library reads none of its
+// elements), a C view rather than a tensor, so that none is made inside a traced graph.
+struct CannBand {
+    const attnops_tensor *atten_mask = nullptr;
+    int64_t sparse_mode = 0, pre_tokens = INT32_MAX, next_tokens = INT32_MAX;
+};
+CannBand cann_band(int64_t left, int64_t right);
 
 // The ids the ops' string arguments name.
 attnops_impl impl_of(const std::string &impl);

@@ -246,12 +246,11 @@ void fill_flash_attn_params(attnops_fa_params &p, const at::Tensor &q, const IVa
     p.input_layout = ATTNOPS_LAYOUT_BSND;
     p.scale_value = attrs[0].isNone() ? 1.0 / std::sqrt(static_cast<double>(q.size(3))) : attrs[0].toDouble();
     int64_t left = attrs[2].toInt(), right = attrs[1].toBool() ? 0 : attrs[3].toInt();
-    if (left >= 0 || right >= 0) {
-        p.atten_mask = compressed_mask();
-        p.sparse_mode = left < 0 && right == 0 ? 3 : 4;
-        p.pre_tokens = left < 0 ? INT32_MAX : left;
-        p.next_tokens = right < 0 ? INT32_MAX : right;
-    }
+    CannBand band = cann_band(left, right);
+    p.atten_mask = band.atten_mask;
+    p.sparse_mode = band.sparse_mode;
+    p.pre_tokens = band.pre_tokens;
+    p.next_tokens = band.next_tokens;
     p.softcap = std::max(attrs[4].toDouble(), 0.0);
     p.deterministic = attrs[5].toBool() || at::globalContext().deterministicAlgorithms();
     p.num_threads = num_threads();

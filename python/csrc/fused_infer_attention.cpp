@@ -240,11 +240,12 @@ void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     a.num_key_value_heads = hk;
     a.scale_value = args[5].isNone() ? 1.0 / std::sqrt(static_cast<double>(d)) : args[5].toDouble();
     a.input_layout = a.output_layout = ATTNOPS_LAYOUT_BSND;
-    if (sq > 1 && (left >= 0 || right >= 0)) {
-        a.atten_mask = compressed_mask();
-        a.sparse_mode = left < 0 && right == 0 ? 3 : 4;
-        a.pre_tokens = left < 0 ? INT32_MAX : left;
-        a.next_tokens = right < 0 ? INT32_MAX : right;
+    if (sq > 1) { // the decode branch (one row) takes no band
+        CannBand band = cann_band(left, right);
+        a.atten_mask = band.atten_mask;
+        a.sparse_mode = band.sparse_mode;
+        a.pre_tokens = band.pre_tokens;
+        a.next_tokens = band.next_tokens;
     }
     a.softcap = std::max(args[9].toDouble(), 0.0);
     a.alibi_slopes = args[10].isTensor() ? views.of(args[10].toTensor(), "alibi_slopes") : nullptr;

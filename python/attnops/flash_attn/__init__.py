@@ -490,9 +490,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     s_new = 0
     if k is not None or v is not None:
         s_new = _checked_append_rows(op, q, k_cache, v_cache, k, v, cache_seqlens, lens, capacity)
-    left, right = window_size
-    if causal:
-        right = 0
+    left, right = _band(causal, window_size)
     if rotary_cos is not None:
         if k is None:
             raise ValueError(f"attnops: {op}: rotary_cos / rotary_sin rotate the new k; give k and v")
