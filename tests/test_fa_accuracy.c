@@ -231,6 +231,8 @@ int main(int argc, char **argv)
          * MLA, TND, softcap, bottom-right ALiBi; then shapes just outside it (ALiBi on another diagonal, 17 rows,
          * a row with no key) that stay on the tiled forward */
         "B=2,N1=8,N2=2,S1=1,S2=1025,D=128,Dv=128,dtype=bf16,layout=BSND",
+        /* the few-row P.V's widths: a whole pass and a step (Dv 80); 3, 2, 4 steps below (48, 32, 59) */
+        "B=1,N1=2,N2=1,S1=4,S2=100,D=80,Dv=80,dtype=f16,layout=BSH,mode=3,mask=compressed",
         "B=1,N1=16,N2=1,S1=1,S2=513,D=64,Dv=48,dtype=f32,layout=BSH,pad=3",
         "B=2,N1=4,N2=1,S1=4,S2=700,D=64,Dv=64,dtype=f16,layout=BNSD,mode=3,mask=compressed",
         "B=1,N1=2,N2=2,S1=7,S2=129,D=59,Dv=59,dtype=f32,layout=SBH,mode=2,mask=compressed",

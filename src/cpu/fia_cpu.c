@@ -803,31 +803,39 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
     const size_t stride = partial_floats(p, pl);
     const float *first = partials + (size_t)(((b * p->N2 + n2) * pl->qblocks + qb) * pl->splits) * stride;
     float mx = -INFINITY;
-    bool kept = false;
+    int64_t kept = 0, last = 0;
     for (int64_t s = 0; s < pl->splits; s++) {
         const float *part = first + (size_t)s * stride;
         if (part[2 * pl->Mq + r] == 0.0f) continue; /* no key of the split kept */
-        kept = true;
+        kept++, last = s;
         mx = part[r] > mx ? part[r] : mx;
     }
-    for (int64_t d = 0; d < p->Dv; d++) acc[d] = 0.0f;
+    /* One split kept (every row of a short call): 0 + 1 o is o, so the row is divided in place (the one
+     * difference: an o of -0, an underflowed product, stays -0 where the sum made it +0). */
+    const float *sum = acc, *one = first + (size_t)last * stride;
     float l = 0.0f;
-    for (int64_t s = 0; kept && s < pl->splits; s++) {
-        const float *part = first + (size_t)s * stride;
-        if (part[2 * pl->Mq + r] == 0.0f) continue;
-        const float w = expf(part[r] - mx), *o = part + 3 * pl->Mq + r * p->Dv;
-        l += w * part[pl->Mq + r];
-        for (int64_t d = 0; d < p->Dv; d++) acc[d] += w * o[d];
+    if (kept == 1) {
+        sum = one + 3 * pl->Mq + r * p->Dv, l = one[pl->Mq + r];
+    } else {
+        for (int64_t d = 0; d < p->Dv; d++) acc[d] = 0.0f;
+        for (int64_t s = 0; kept && s < pl->splits; s++) {
+            const float *part = first + (size_t)s * stride;
+            if (part[2 * pl->Mq + r] == 0.0f) continue;
+            /* expf(0) is 1 exactly: the split holding the maximum needs no call */
+            const float w = part[r] == mx ? 1.0f : expf(part[r] - mx), *o = part + 3 * pl->Mq + r * p->Dv;
+            l += w * part[pl->Mq + r];
+            for (int64_t d = 0; d < p->Dv; d++) acc[d] += w * o[d];
+        }
     }
     const int64_t row = fia_q_row0(p, b) + i, oa = fia_q_at(&p->out, b, h, row);
     char *dst = (char *)p->out.data;
     if (kept && p->out.sd == 1) /* the row's division and rounding in vectors, the same bits (element by
                                  * element it cost 48 us a call on 1 thread, a third of a 128-key step) */
-        ks->ar.ar_store_div(dst + oa * p->out.es, p->out.dtype, acc, l, (int)p->Dv);
+        ks->ar.ar_store_div(dst + oa * p->out.es, p->out.dtype, sum, l, (int)p->Dv);
     else
         for (int64_t d = 0; d < p->Dv; d++)
-            ao_store_f32(dst + (oa + d * p->out.sd) * p->out.es, p->out.dtype, kept ? acc[d] / l : 0.0f);
-    fia_write_lse(p, b, h, row, kept ? mx + logf(l) : INFINITY);
+            ao_store_f32(dst + (oa + d * p->out.sd) * p->out.es, p->out.dtype, kept ? sum[d] / l : 0.0f);
+    if (p->lse && p->lse_flag) fia_write_lse(p, b, h, row, kept ? mx + logf(l) : INFINITY); /* logf if wanted */
     if (p->row_stats) p->row_stats(p->row_stats_ctx, b, h, i, mx, l);
 }
 

@@ -622,40 +622,52 @@ static void K(dot_rows)(const float *q, int rows, int ld_q, const void *const *k
     }
 }
 
-/* Every value row of the tile into R rows x AXPY_STEPS steps of the output
- * from column d0 (n: the columns left, constant where a whole pass fits, so
- * the widening's tail tests fold away), asking for the `ahead` rows. */
+/* Every value row of the tile into R rows x S (constant, <= AXPY_STEPS)
+ * steps of the output from column d0 (n: the columns left, constant where a
+ * whole pass fits, so the widening's tail tests fold away), asking for the
+ * `ahead` rows. */
 SIMD_INLINE void axpy_pass(const float *p, int R, int ld_p, const void *const *v, attnops_dtype dt, int cols, int d0,
-                           int n, vf acc[FIA_ROWS][AXPY_STEPS], const void *const *ahead, int ahead_bytes)
+                           int n, int S, vf acc[FIA_ROWS][AXPY_STEPS], const void *const *ahead, int ahead_bytes)
 {
     for (int c = 0; c < cols; c++) {
         if (ahead) fia_prefetch_row(ahead[c], ahead_bytes);
         vf x[AXPY_STEPS];
-        UNROLLED for (int t = 0; t < AXPY_STEPS; t++) x[t] = kv_load(v[c], dt, d0 + t * VW, n - t * VW);
+        UNROLLED for (int t = 0; t < S; t++) x[t] = kv_load(v[c], dt, d0 + t * VW, n - t * VW);
         UNROLLED for (int r = 0; r < R; r++) {
             const vf w = v_set1(p[(size_t)r * ld_p + c]);
-            UNROLLED for (int t = 0; t < AXPY_STEPS; t++) acc[r][t] = v_fma(w, x[t], acc[r][t]);
+            UNROLLED for (int t = 0; t < S; t++) acc[r][t] = v_fma(w, x[t], acc[r][t]);
         }
     }
 }
 
-/* R (constant) rows x AXPY_STEPS steps of the output in registers while
- * every value row of the tile goes by; the tile's rows stay in L1/L2 for the
- * next steps. */
+/* Columns d0 .. d0 + n of R rows: S (constant) steps in registers while
+ * every value row of the tile goes by. */
+SIMD_INLINE void axpy_steps(const float *p, int R, int ld_p, const void *const *v, attnops_dtype dt, int cols, int d0,
+                            int n, int S, float *o, int ld_o, const void *const *ahead, int ahead_bytes)
+{
+    vf acc[FIA_ROWS][AXPY_STEPS];
+    UNROLLED for (int r = 0; r < R; r++)
+        UNROLLED for (int t = 0; t < S; t++) acc[r][t] = v_loadn(o + (size_t)r * ld_o + d0 + t * VW, n - t * VW);
+    axpy_pass(p, R, ld_p, v, dt, cols, d0, n, S, acc, ahead, ahead_bytes);
+    UNROLLED for (int r = 0; r < R; r++)
+        UNROLLED for (int t = 0; t < S; t++) v_storen(o + (size_t)r * ld_o + d0 + t * VW, n - t * VW, acc[r][t]);
+}
+
+/* R (constant) rows, AXPY_STEPS steps of the output at a time; the tile's
+ * rows stay in L1/L2 for the next steps.  The last pass takes only the
+ * steps it has columns for (a D of 16 is one step, not AXPY_STEPS of which
+ * the rest are masked off); each element's sum is the same, in key order. */
 SIMD_INLINE void axpy_block(const float *p, int R, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
                             float *o, int ld_o, const void *const *ahead, int ahead_bytes)
 {
-    for (int d0 = 0; d0 < D; d0 += AXPY_STEPS * VW, ahead = NULL) { /* the first pass asks for them */
-        vf acc[FIA_ROWS][AXPY_STEPS];
-        UNROLLED for (int r = 0; r < R; r++)
-            UNROLLED for (int t = 0; t < AXPY_STEPS; t++) acc[r][t] = v_loadn(o + (size_t)r * ld_o + d0 + t * VW,
-                                                                               D - d0 - t * VW);
-        if (D - d0 >= AXPY_STEPS * VW) axpy_pass(p, R, ld_p, v, dt, cols, d0, AXPY_STEPS * VW, acc, ahead, ahead_bytes);
-        else axpy_pass(p, R, ld_p, v, dt, cols, d0, D - d0, acc, ahead, ahead_bytes);
-        UNROLLED for (int r = 0; r < R; r++)
-            UNROLLED for (int t = 0; t < AXPY_STEPS; t++) v_storen(o + (size_t)r * ld_o + d0 + t * VW,
-                                                                    D - d0 - t * VW, acc[r][t]);
-    }
+    int d0 = 0;
+    for (; d0 + AXPY_STEPS * VW <= D; d0 += AXPY_STEPS * VW, ahead = NULL) /* the first pass asks for them */
+        axpy_steps(p, R, ld_p, v, dt, cols, d0, AXPY_STEPS * VW, AXPY_STEPS, o, ld_o, ahead, ahead_bytes);
+    const int n = D - d0, steps = (n + VW - 1) / VW; /* 0 to AXPY_STEPS; 2 and 3 on AVX-512 only */
+    if (steps == AXPY_STEPS) axpy_steps(p, R, ld_p, v, dt, cols, d0, n, AXPY_STEPS, o, ld_o, ahead, ahead_bytes);
+    else if (steps == 1) axpy_steps(p, R, ld_p, v, dt, cols, d0, n, 1, o, ld_o, ahead, ahead_bytes);
+    else if (AXPY_STEPS == 4 && steps == 2) axpy_steps(p, R, ld_p, v, dt, cols, d0, n, 2, o, ld_o, ahead, ahead_bytes);
+    else if (AXPY_STEPS == 4 && steps == 3) axpy_steps(p, R, ld_p, v, dt, cols, d0, n, 3, o, ld_o, ahead, ahead_bytes);
 }
 
 SIMD_INLINE void axpy_rows_dt(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
