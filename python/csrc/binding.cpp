@@ -161,4 +161,6 @@ Workspace::Workspace(size_t bytes) {
 
 Workspace::~Workspace() { std::free(owned_); }
 
+CachedBuffer cached_workspace() { return {cached_buffer.get(), cached_bytes}; }
+
 } // namespace attnops_torch

@@ -124,10 +124,23 @@ class Workspace {
     void *data_ = nullptr;
 };
 
-// The two-phase call: workspace query, workspace, run.
+// This thread's cached buffer (data NULL, bytes 0 before the first call).
+struct CachedBuffer {
+    void *data;
+    size_t bytes;
+};
+CachedBuffer cached_workspace();
+
+// The two-phase call.  The run checks the workspace's size itself and refuses one too small before it
+// writes anything, so a call first runs on this thread's cached buffer: one validation instead of the
+// query's and the run's (~0.3 us of a 2.3 us tiny call).  Only a refused call (a bigger problem, or
+// bad arguments) makes the query, allocates and runs again, which raises the library's own error.
 template <class Args>
 void run_two_phase(attnops_status (*workspace_size)(const Args *, size_t *),
                    attnops_status (*run)(const Args *, void *, size_t), const Args &args) {
+    const CachedBuffer cached = cached_workspace();
+    if (cached.data && run(&args, cached.data, cached.bytes) == ATTNOPS_SUCCESS)
+        return;
     size_t bytes = 0;
     attnops_status status = workspace_size(&args, &bytes);
     if (status != ATTNOPS_SUCCESS)

@@ -256,6 +256,38 @@ def test_errors_carry_the_library_status():
         torch.ops.attnops.flash_attention_score(q.double(), q, q, 2, "BSND")
 
 
+def test_workspace_cache_first_run():
+    """A call first runs on its thread's cached workspace (one validation) and queries the size only when the
+    library refuses: a problem larger than the cache then gives the bits of a thread whose first call it is, and
+    a bad call still raises the library's sentence and status, whatever the cache holds."""
+    import threading
+    g = torch.Generator().manual_seed(3)
+    tiny = [torch.randn(1, 16, 1, 16, generator=g) for _ in range(3)]
+    big = [torch.randn(2, 3, 32, 128, generator=g), torch.randn(2, 2000, 8, 128, generator=g),
+           torch.randn(2, 2000, 8, 128, generator=g)]
+
+    def calls(order):
+        out = {}
+        for name in order:
+            out[name] = torch.ops.attnops.flash_attention_score(*(tiny if name == "tiny" else big),
+                                                                1 if name == "tiny" else 32, "BSND", scale=0.1)
+        with pytest.raises(ValueError, match=r"sparse_mode.*\[ATTNOPS_ERR_PARAM_INVALID 161002\]$"):
+            torch.ops.attnops.flash_attention_score(*big, 32, "BSND", sparse_mode=99)
+        out["after"] = torch.ops.attnops.flash_attention_score(*tiny, 1, "BSND", scale=0.1)
+        return out
+
+    results = []
+    for order in (("big",), ("tiny", "big"), ("tiny", "big", "tiny")):  # each on a thread of its own: no cache yet
+        t = threading.Thread(target=lambda o=order: results.append(calls(o)))
+        t.start()
+        t.join()
+    assert len(results) == 3
+    for got in results[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(got["big"], results[0]["big"]))
+        assert all(torch.equal(a, b) for a, b in zip(got["after"], results[0]["after"]))
+        assert all(torch.equal(a, b) for a, b in zip(got["tiny"], results[0]["after"]))
+
+
 def test_meta_tensors_take_the_fake_implementation():
     q, k, v = (torch.empty(2, 30, 4, 16, device="meta") for _ in range(3))
     out, smax, ssum, *_ = torch_npu.npu_fusion_attention(q, k, v, 4, "BSND")
