@@ -10,6 +10,11 @@
         -> (attention_out, softmax_max, softmax_sum)
     torch.ops.attnops.flash_attn_backward(q, k, v, dy, attention_in, softmax_max, softmax_sum, <the same>)
         -> (dq, dk, dv)
+    torch.ops.attnops.npu_fusion_attention(query, key, value, head_num, input_layout, <torch_npu's arguments>,
+                                           seed=0, offset=0)
+        -> (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels)
+    torch.ops.attnops.npu_fusion_attention_backward(query, key, value, dy, attention_in, softmax_max,
+                                                    softmax_sum, head_num, input_layout, <the same>) -> (dq, dk, dv)
     torch.ops.attnops.fused_infer_attention_score(query, key, value, ...) -> (attention_out, softmax_lse)
     torch.ops.attnops.flash_attn_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
                                          softmax_scale=None, causal=False, window_left=-1, window_right=-1,
@@ -25,7 +30,9 @@ each.  Argument names and defaults are CANN's (include/attnops.h), with torch_np
 sequence-length lists.  flash_attn_forward / flash_attn_backward are flash_attention_score(_grad)
 with flash-attn's arguments (BSND, bottom-right causal and window, softcap; no dropout or ALiBi): a
 schema a quarter of the size, which is most of a small call's cost, over the same params and
-kernels (the same bits); flash_attn_kvcache is, likewise, fused_infer_attention_score over a
+kernels (the same bits); npu_fusion_attention is flash_attention_score with torch_npu's schema and
+outputs (22 arguments: op-plugin's 20, then the dropout stream's seed and offset, which torch_npu
+draws from its generator and the op takes as given); flash_attn_kvcache is, likewise, fused_infer_attention_score over a
 contiguous or paged KV cache with flash-attn's arguments (flash_attn_with_kvcache's attention).
 `impl` picks the implementation ("auto", "cpu": the fast kernel; "reference": the golden;
 "benchmark").  Each call uses
@@ -88,6 +95,7 @@ flash_attn_forward = _translated(torch.ops.attnops.flash_attn_forward.default)
 flash_attn_backward = _translated(torch.ops.attnops.flash_attn_backward.default)
 fused_infer_attention_score = _translated(torch.ops.attnops.fused_infer_attention_score.default)
 flash_attn_kvcache = _translated(torch.ops.attnops.flash_attn_kvcache.default)
+npu_fusion_attention = _translated(torch.ops.attnops.npu_fusion_attention.default)
 key_pool = _translated(torch.ops.attnops.key_pool.default)
 attn_res = _translated(torch.ops.attnops.attn_res.default)
 attn_res_grad = _translated(torch.ops.attnops.attn_res_grad.default)

@@ -138,6 +138,30 @@ def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, pa
     softmax_out is reserved (an empty tensor).  Differentiable in query, key
     and value: the backward is npu_fusion_attention_grad on the saved
     outputs, with the dropout mask replayed from (seed, offset)."""
+    if keep_prob == 1.0:
+        # torch.ops.attnops.npu_fusion_attention: torch_npu's schema and outputs, 22 arguments against
+        # flash_attention_score's 37 (torch parses every one on each call); by position up to scale, then
+        # only the keywords that differ from their defaults (~0.35 us each).
+        if padding_mask is not None:
+            _check_reserved(padding_mask)
+        kw = {}
+        if pre_tockens != _INT32_MAX:
+            kw["pre_tockens"] = pre_tockens
+        if next_tockens != _INT32_MAX:
+            kw["next_tockens"] = next_tockens
+        if inner_precise:
+            kw["inner_precise"] = inner_precise
+        if prefix is not None:
+            kw["prefix"] = prefix
+        if actual_seq_qlen is not None:
+            kw["actual_seq_qlen"] = actual_seq_qlen
+        if actual_seq_kvlen is not None:
+            kw["actual_seq_kvlen"] = actual_seq_kvlen
+        if sparse_mode:
+            kw["sparse_mode"] = sparse_mode
+        if softmax_layout:
+            kw["softmax_layout"] = softmax_layout
+        return ops.npu_fusion_attention(query, key, value, head_num, input_layout, pse, None, atten_mask, scale, **kw)
     return _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, None, None, scale,
                     keep_prob, pre_tockens, next_tockens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen,
                     sparse_mode, 1, None, None, softmax_layout)

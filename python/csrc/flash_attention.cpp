@@ -137,6 +137,40 @@ constexpr Arg<attnops_fa_params> kFaAttrs[] = {
     {"int[]?", "dropout_q_start", "None", FA_INTS(dropout_q_start)},
     {"int[]?", "dropout_kv_start", "None", FA_INTS(dropout_kv_start)},
 };
+
+// torch_npu's npu_fusion_attention after head_num and input_layout: op-plugin's schema, its order and
+// spelling (pre_tockens), then attnops' seed and offset: the dropout stream's, which torch_npu draws
+// from its generator (attnops.torch_npu likewise) and the op takes as given.  gen_mask_parallel and sync
+// have no effect; softmax_layout "TND" is CANN's softmax_in_layout "same_as_input" (input_layout TND).
+constexpr Arg<attnops_fa_params> kNpuAttrs[] = {
+    {"Tensor?", "pse", "None", FA_TENSOR(pse)},
+    {"Tensor?", "padding_mask", "None", FA_TENSOR(padding_mask)}, // reserved: the library refuses one
+    {"Tensor?", "atten_mask", "None", FA_TENSOR(atten_mask)},
+    {"float", "scale", "1.0", [](attnops_fa_params &p, Views &, const IValue &v) { p.scale_value = v.toDouble(); }},
+    {"float", "keep_prob", "1.0", [](attnops_fa_params &p, Views &, const IValue &v) { p.keep_prob = v.toDouble(); }},
+    {"int", "pre_tockens", "2147483647",
+     [](attnops_fa_params &p, Views &, const IValue &v) { p.pre_tokens = v.toInt(); }},
+    {"int", "next_tockens", "2147483647",
+     [](attnops_fa_params &p, Views &, const IValue &v) { p.next_tokens = v.toInt(); }},
+    {"int", "inner_precise", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.inner_precise = v.toInt(); }},
+    {"int[]?", "prefix", "None", FA_INTS(prefix)},
+    {"int[]?", "actual_seq_qlen", "None", FA_INTS(actual_seq_qlen)},
+    {"int[]?", "actual_seq_kvlen", "None", FA_INTS(actual_seq_kvlen)},
+    {"int", "sparse_mode", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.sparse_mode = v.toInt(); }},
+    {"bool", "gen_mask_parallel", "True", [](attnops_fa_params &, Views &, const IValue &) {}},
+    {"bool", "sync", "False", [](attnops_fa_params &, Views &, const IValue &) {}},
+    {"str", "softmax_layout", "\"\"",
+     [](attnops_fa_params &p, Views &, const IValue &v) {
+         const std::string &s = v.toStringRef();
+         if (s != "" && s != "TND")
+             raise_value_error("attnops: npu_fusion_attention: softmax_layout is '" + s + "'; it must be \"\" or \"TND\"");
+         if (s == "TND" && p.input_layout != ATTNOPS_LAYOUT_TND)
+             raise_value_error("attnops: npu_fusion_attention: softmax_layout \"TND\" needs input_layout TND");
+         p.softmax_in_layout = s.empty() ? ATTNOPS_SOFTMAX_LAYOUT_DEFAULT : ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
+     }},
+    {"int", "seed", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.seed = v.toInt(); }},
+    {"int", "offset", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.offset = v.toInt(); }},
+};
 #undef FA_TENSOR
 #undef FA_INTS
 
@@ -149,10 +183,15 @@ constexpr size_t kFwdArgs = kFwdTensors + 2 + kNumAttrs, kBwdArgs = kBwdTensors 
 constexpr size_t kQueryRope = 13, kKeyRope = 14;
 static_assert(same_name(kFaAttrs[kQueryRope].name, "query_rope") && same_name(kFaAttrs[kKeyRope].name, "key_rope"));
 
-std::string schema(const char *name, const char *tensors, const char *returns) {
-    return std::string(name) + "(" + tensors + ", int head_num, str input_layout, " + schema_args(kFaAttrs) +
+template <size_t N>
+std::string schema(const char *name, const char *tensors, const Arg<attnops_fa_params> (&attrs)[N],
+                   const char *returns) {
+    return std::string(name) + "(" + tensors + ", int head_num, str input_layout, " + schema_args(attrs) +
            ") -> " + returns;
 }
+constexpr const char *kFwdTensorArgs = "Tensor query, Tensor key, Tensor value";
+constexpr const char *kBwdTensorArgs = "Tensor query, Tensor key, Tensor value, Tensor dy, Tensor attention_in, "
+                                       "Tensor softmax_max, Tensor softmax_sum";
 
 attnops_layout layout_of(const std::string &name) {
     attnops_layout layout = attnops_layout_from_string(name.c_str());
@@ -161,13 +200,28 @@ attnops_layout layout_of(const std::string &name) {
     return layout;
 }
 
-// head_num, input_layout and the attributes (the stack from head_num on) into the params.
-void fill_params(attnops_fa_params &p, Views &views, const IValue *attrs) {
+// head_num, input_layout and the attributes of a list (the stack from head_num on) into the params.
+template <size_t N>
+void fill_attrs(attnops_fa_params &p, Views &views, const IValue *attrs, const Arg<attnops_fa_params> (&list)[N],
+                const std::string &layout) {
     p.head_num = attrs[0].toInt();
-    p.input_layout = layout_of(attrs[1].toStringRef());
-    for (size_t i = 0; i < kNumAttrs; i++)
-        kFaAttrs[i].fill(p, views, attrs[2 + i]);
+    p.input_layout = layout_of(layout);
+    p.deterministic = at::globalContext().deterministicAlgorithms(); // a list's own attribute may set it too
+    for (size_t i = 0; i < N; i++)
+        list[i].fill(p, views, attrs[2 + i]);
     p.num_threads = num_threads();
+}
+
+void fill_params(attnops_fa_params &p, Views &views, const IValue *attrs) {
+    fill_attrs(p, views, attrs, kFaAttrs, attrs[1].toStringRef());
+}
+
+// torch_npu upper-cases input_layout before CANN sees it ("bsh" is BSH).
+std::string npu_layout(const IValue &v) {
+    std::string layout = v.toStringRef();
+    for (char &c : layout)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return layout;
 }
 
 // ---- shapes (the CPU kernels' and the Meta kernels', on ints or SymInts) ----------------------
@@ -257,10 +311,17 @@ void fill_flash_attn_params(attnops_fa_params &p, const at::Tensor &q, const IVa
 }
 
 // ---- the forward ---------------------------------------------------------------------------
-// The forward of `nargs` arguments on top of the stack (query, key, value first); fill sets the
-// params from them.
+// attention_out, softmax_max, softmax_sum: what every forward op returns first.
+using FaOutputs = std::array<at::Tensor, 3>;
+
+void push_outputs(torch::jit::Stack *stack, FaOutputs &&o) {
+    torch::jit::push(*stack, std::move(o[0]), std::move(o[1]), std::move(o[2]));
+}
+
+// The forward of `nargs` arguments on top of the stack (query, key, value first), dropped from it;
+// fill sets the params from them.
 template <class Fill>
-void forward_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, const std::string &layout, Fill fill) {
+FaOutputs forward_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, const std::string &layout, Fill fill) {
     const IValue *args = &*(stack->end() - nargs);
     const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
     FaShapes<int64_t> shapes = fa_shapes(q.sizes(), k.sizes(), v.sizes(), head_num, layout);
@@ -281,43 +342,134 @@ void forward_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, const
     run_two_phase(attnops_flash_attention_score_workspace_size, attnops_flash_attention_score, a);
 
     torch::jit::drop(*stack, nargs);
-    torch::jit::push(*stack, std::move(out), std::move(smax), std::move(ssum));
+    return {std::move(out), std::move(smax), std::move(ssum)};
 }
 
-void forward_meta_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, const std::string &layout) {
+FaOutputs forward_meta_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, const std::string &layout) {
     const IValue *args = &*(stack->end() - nargs);
     const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
     FaShapes<c10::SymInt> shapes = fa_shapes(q.sym_sizes(), k.sym_sizes(), v.sym_sizes(), head_num, layout);
     at::TensorOptions meta = q.options().device(at::kMeta);
-    at::Tensor out = at::empty_symint(shapes.out, meta);
-    at::Tensor smax = at::empty_symint(shapes.stat, meta.dtype(at::kFloat));
-    at::Tensor ssum = at::empty_symint(shapes.stat, meta.dtype(at::kFloat));
+    FaOutputs o = {at::empty_symint(shapes.out, meta), at::empty_symint(shapes.stat, meta.dtype(at::kFloat)),
+                   at::empty_symint(shapes.stat, meta.dtype(at::kFloat))};
     torch::jit::drop(*stack, nargs);
-    torch::jit::push(*stack, std::move(out), std::move(smax), std::move(ssum));
+    return o;
 }
 
 void forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kFwdArgs);
-    forward_run(stack, kFwdArgs, args[3].toInt(), args[4].toStringRef(),
-                [](attnops_fa_params &p, Views &views, const IValue *a) { fill_params(p, views, a + kFwdTensors); });
+    push_outputs(stack, forward_run(stack, kFwdArgs, args[3].toInt(), args[4].toStringRef(),
+                                    [](attnops_fa_params &p, Views &views, const IValue *a) {
+                                        fill_params(p, views, a + kFwdTensors);
+                                    }));
 }
 
 void forward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kFwdArgs);
-    forward_meta_run(stack, kFwdArgs, args[3].toInt(), args[4].toStringRef());
+    push_outputs(stack, forward_meta_run(stack, kFwdArgs, args[3].toInt(), args[4].toStringRef()));
 }
 
 void flash_attn_forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kFlashAttnFwdArgs);
-    forward_run(stack, kFlashAttnFwdArgs, flash_attn_heads(args[0].toTensor()), "BSND",
-                [](attnops_fa_params &p, Views &, const IValue *a) {
-                    fill_flash_attn_params(p, a[0].toTensor(), a + kFwdTensors);
-                });
+    push_outputs(stack, forward_run(stack, kFlashAttnFwdArgs, flash_attn_heads(args[0].toTensor()), "BSND",
+                                    [](attnops_fa_params &p, Views &, const IValue *a) {
+                                        fill_flash_attn_params(p, a[0].toTensor(), a + kFwdTensors);
+                                    }));
 }
 
 void flash_attn_forward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kFlashAttnFwdArgs);
-    forward_meta_run(stack, kFlashAttnFwdArgs, flash_attn_heads(args[0].toTensor()), "BSND");
+    push_outputs(stack, forward_meta_run(stack, kFlashAttnFwdArgs, flash_attn_heads(args[0].toTensor()), "BSND"));
+}
+
+// ---- torch_npu's arguments ------------------------------------------------------------------
+// npu_fusion_attention / npu_fusion_attention_backward: torch_npu's npu_fusion_attention with its own
+// schema (kNpuAttrs: 22 arguments against flash_attention_score's 37, which torch parses one by one on
+// every call), over the same params and kernels, and the grad op its backward node calls with the
+// forward's arguments.  attnops.torch_npu calls them for a call without dropout.
+//
+//   npu_fusion_attention(query, key, value, head_num, input_layout, <kNpuAttrs>)
+//       -> (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels)
+//   npu_fusion_attention_backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num,
+//                                 input_layout, <kNpuAttrs>) -> (dq, dk, dv)
+//
+// Shapes as flash_attention_score's; softmax_out is empty (CANN reserves it); seed and offset are
+// returned as given; numels is the dropout stream's length, B N1 S1 S2 (TND: N1 sum_b S1_b S2_b).
+constexpr size_t kNumNpuAttrs = sizeof kNpuAttrs / sizeof kNpuAttrs[0];
+constexpr size_t kNpuFwdArgs = kFwdTensors + 2 + kNumNpuAttrs, kNpuBwdArgs = kBwdTensors + 2 + kNumNpuAttrs;
+// Positions in kNpuAttrs.
+constexpr size_t kNpuSeqQlen = 9, kNpuSeqKvlen = 10, kNpuSeed = 15, kNpuOffset = 16;
+static_assert(same_name(kNpuAttrs[kNpuSeqQlen].name, "actual_seq_qlen") &&
+              same_name(kNpuAttrs[kNpuSeqKvlen].name, "actual_seq_kvlen") &&
+              same_name(kNpuAttrs[kNpuSeed].name, "seed") && same_name(kNpuAttrs[kNpuOffset].name, "offset"));
+
+void fill_npu_params(attnops_fa_params &p, Views &views, const IValue *attrs) {
+    fill_attrs(p, views, attrs, kNpuAttrs, npu_layout(attrs[1]));
+}
+
+// numels: the dropout stream's length, from query's and key's shapes (a layout of the wrong rank is
+// refused before) or TND's cumulative lengths.  On the Meta kernel's SymInts it guards on the shapes
+// (numels is an int output).
+struct NpuNumels {
+    int64_t head_num;
+    std::string layout;
+    IValue seq_qlen, seq_kvlen;
+
+    template <class Int> int64_t of(c10::ArrayRef<Int> q, c10::ArrayRef<Int> k) const {
+        auto value = [](const Int &x) -> int64_t {
+            if constexpr (std::is_same_v<Int, c10::SymInt>)
+                return x.guard_int(__FILE__, __LINE__);
+            else
+                return x;
+        };
+        if (layout == "TND") {
+            std::optional<std::vector<int64_t>> ql = int_list(seq_qlen), kl = int_list(seq_kvlen);
+            int64_t sum = 0, q0 = 0, k0 = 0;
+            for (size_t b = 0; ql && kl && b < ql->size() && b < kl->size(); b++)
+                sum += ((*ql)[b] - q0) * ((*kl)[b] - k0), q0 = (*ql)[b], k0 = (*kl)[b];
+            return head_num * sum;
+        }
+        const bool sbh = layout == "SBH", bnsd = layout == "BNSD";
+        const int64_t b = value(sbh ? q[1] : q[0]), s1 = value(sbh ? q[0] : bnsd ? q[2] : q[1]);
+        return b * head_num * s1 * value(sbh ? k[0] : bnsd ? k[2] : k[1]);
+    }
+};
+
+// What npu_fusion_attention returns after the forward's three outputs, read off its arguments (the
+// stack from query on) before the forward drops them.
+struct NpuTail {
+    at::Tensor q, k;
+    int64_t seed, offset;
+    NpuNumels numels;
+};
+
+NpuTail npu_tail(const IValue *args) {
+    const IValue *attrs = args + kFwdTensors + 2;
+    return {args[0].toTensor(), args[1].toTensor(), attrs[kNpuSeed].toInt(), attrs[kNpuOffset].toInt(),
+            {args[3].toInt(), npu_layout(args[4]), attrs[kNpuSeqQlen], attrs[kNpuSeqKvlen]}};
+}
+
+void push_npu_outputs(torch::jit::Stack *stack, FaOutputs &&o, const NpuTail &t, int64_t numels) {
+    at::Tensor softmax_out = at::empty({0}, o[0].options());
+    push_outputs(stack, std::move(o));
+    torch::jit::push(*stack, std::move(softmax_out), t.seed, t.offset, numels);
+}
+
+void npu_forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kNpuFwdArgs);
+    NpuTail t = npu_tail(args);
+    FaOutputs o = forward_run(stack, kNpuFwdArgs, t.numels.head_num, t.numels.layout,
+                              [](attnops_fa_params &p, Views &views, const IValue *a) {
+                                  fill_npu_params(p, views, a + kFwdTensors);
+                              });
+    push_npu_outputs(stack, std::move(o), t, t.numels.of(t.q.sizes(), t.k.sizes()));
+}
+
+void npu_forward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kNpuFwdArgs);
+    NpuTail t = npu_tail(args);
+    FaOutputs o = forward_meta_run(stack, kNpuFwdArgs, t.numels.head_num, t.numels.layout);
+    push_npu_outputs(stack, std::move(o), t, t.numels.of(t.q.sym_sizes(), t.k.sym_sizes()));
 }
 
 // ---- the backward --------------------------------------------------------------------------
@@ -391,12 +543,24 @@ void flash_attn_backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *sta
     });
 }
 
-void flash_attn_backward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    std::array<at::Tensor, 5> g = grad_outputs(&*(stack->end() - kFlashAttnBwdArgs), at::kMeta, nullptr, nullptr);
-    torch::jit::drop(*stack, kFlashAttnBwdArgs);
+// The Meta kernel of a grad op without rope inputs (dq, dk, dv).
+void three_grads_meta(torch::jit::Stack *stack, size_t nargs) {
+    std::array<at::Tensor, 5> g = grad_outputs(&*(stack->end() - nargs), at::kMeta, nullptr, nullptr);
+    torch::jit::drop(*stack, nargs);
     for (size_t i = 0; i < 3; i++)
         torch::jit::push(*stack, std::move(g[i]));
 }
+
+void flash_attn_backward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    three_grads_meta(stack, kFlashAttnBwdArgs);
+}
+
+void npu_backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    backward_run(stack, kNpuBwdArgs, 3, nullptr, nullptr,
+                 [](attnops_fa_params &p, Views &views, const IValue *a) { fill_npu_params(p, views, a + kBwdTensors); });
+}
+
+void npu_backward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) { three_grads_meta(stack, kNpuBwdArgs); }
 
 // ---- autograd: the backward is the grad op on the saved inputs and outputs -------------------
 template <const char *Name> const c10::OperatorHandle &op_named() {
@@ -405,19 +569,23 @@ template <const char *Name> const c10::OperatorHandle &op_named() {
 }
 constexpr char kFlashAttentionGradName[] = "attnops::flash_attention_score_grad";
 constexpr char kFlashAttnBackwardName[] = "attnops::flash_attn_backward";
+constexpr char kNpuBackwardName[] = "attnops::npu_fusion_attention_backward";
 
-// What a forward's backward node needs of its op: the grad op, the forward's argument count, and
-// where query_rope / key_rope are among the arguments (at fwd_args or past it: none).
+// What a forward's backward node needs of its op: the grad op, the forward's argument count, where
+// query_rope / key_rope are among the arguments (at fwd_args or past it: none), and how many outputs
+// the forward returns (attention_out, softmax_max, softmax_sum first).
 struct GradOf {
     const c10::OperatorHandle &(*grad)();
     size_t fwd_args;
     size_t q_rope_at, k_rope_at;
+    size_t outputs;
 };
 
 constexpr GradOf kFlashAttentionGrad = {&op_named<kFlashAttentionGradName>, kFwdArgs, kFwdTensors + 2 + kQueryRope,
-                                        kFwdTensors + 2 + kKeyRope};
+                                        kFwdTensors + 2 + kKeyRope, 3};
 constexpr GradOf kFlashAttnGrad = {&op_named<kFlashAttnBackwardName>, kFlashAttnFwdArgs, kFlashAttnFwdArgs,
-                                   kFlashAttnFwdArgs};
+                                   kFlashAttnFwdArgs, 3};
+constexpr GradOf kNpuGrad = {&op_named<kNpuBackwardName>, kNpuFwdArgs, kNpuFwdArgs, kNpuFwdArgs, 7};
 
 // The backward node of flash_attention_score and flash_attn_forward, written as torch's code
 // generator writes its own ops' nodes (torch/csrc/autograd/generated/Functions.h), not with
@@ -521,10 +689,11 @@ void forward_autograd_of(const GradOf &spec, const c10::OperatorHandle &op, c10:
         at::AutoDispatchBelowADInplaceOrView below;
         op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
     }
-    at::Tensor &out = stack->at(stack->size() - 3).toTensor();
+    const size_t first = stack->size() - spec.outputs;
+    at::Tensor &out = stack->at(first).toTensor();
     torch::autograd::set_history(out, node);
-    for (size_t i = 3; i > 0; i--)
-        node->saved_outputs.emplace_back(stack->at(stack->size() - i).toTensor(), i == 3);
+    for (size_t i = 0; i < 3; i++)
+        node->saved_outputs.emplace_back(stack->at(first + i).toTensor(), i == 0);
 }
 
 void forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
@@ -535,15 +704,19 @@ void flash_attn_forward_autograd(const c10::OperatorHandle &op, c10::DispatchKey
     forward_autograd_of(kFlashAttnGrad, op, keys, stack);
 }
 
+void npu_forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
+    forward_autograd_of(kNpuGrad, op, keys, stack);
+}
+
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(attnops, m) {
-    m.def(schema("flash_attention_score", "Tensor query, Tensor key, Tensor value", "(Tensor, Tensor, Tensor)").c_str());
-    m.def(schema("flash_attention_score_grad",
-                 "Tensor query, Tensor key, Tensor value, Tensor dy, Tensor attention_in, Tensor softmax_max, "
-                 "Tensor softmax_sum",
-                 "(Tensor, Tensor, Tensor, Tensor, Tensor)")
+    m.def(schema("flash_attention_score", kFwdTensorArgs, kFaAttrs, "(Tensor, Tensor, Tensor)").c_str());
+    m.def(schema("flash_attention_score_grad", kBwdTensorArgs, kFaAttrs, "(Tensor, Tensor, Tensor, Tensor, Tensor)")
               .c_str());
+    m.def(schema("npu_fusion_attention", kFwdTensorArgs, kNpuAttrs, "(Tensor, Tensor, Tensor, Tensor, int, int, int)")
+              .c_str());
+    m.def(schema("npu_fusion_attention_backward", kBwdTensorArgs, kNpuAttrs, "(Tensor, Tensor, Tensor)").c_str());
     m.def(("flash_attn_forward(Tensor q, Tensor k, Tensor v, " + std::string(kFlashAttnAttrs) +
            ") -> (Tensor, Tensor, Tensor)")
               .c_str());
@@ -558,6 +731,8 @@ TORCH_LIBRARY_IMPL(attnops, CPU, m) {
     m.impl("flash_attention_score_grad", torch::CppFunction::makeFromBoxedFunction<&backward_cpu>());
     m.impl("flash_attn_forward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_forward_cpu>());
     m.impl("flash_attn_backward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_backward_cpu>());
+    m.impl("npu_fusion_attention", torch::CppFunction::makeFromBoxedFunction<&npu_forward_cpu>());
+    m.impl("npu_fusion_attention_backward", torch::CppFunction::makeFromBoxedFunction<&npu_backward_cpu>());
 }
 
 TORCH_LIBRARY_IMPL(attnops, Meta, m) {
@@ -565,6 +740,8 @@ TORCH_LIBRARY_IMPL(attnops, Meta, m) {
     m.impl("flash_attention_score_grad", torch::CppFunction::makeFromBoxedFunction<&backward_meta>());
     m.impl("flash_attn_forward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_forward_meta>());
     m.impl("flash_attn_backward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_backward_meta>());
+    m.impl("npu_fusion_attention", torch::CppFunction::makeFromBoxedFunction<&npu_forward_meta>());
+    m.impl("npu_fusion_attention_backward", torch::CppFunction::makeFromBoxedFunction<&npu_backward_meta>());
 }
 
 TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
@@ -572,6 +749,8 @@ TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
     m.impl("flash_attention_score_grad", torch::autograd::autogradNotImplementedFallback());
     m.impl("flash_attn_forward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_forward_autograd>());
     m.impl("flash_attn_backward", torch::autograd::autogradNotImplementedFallback());
+    m.impl("npu_fusion_attention", torch::CppFunction::makeFromBoxedFunction<&npu_forward_autograd>());
+    m.impl("npu_fusion_attention_backward", torch::autograd::autogradNotImplementedFallback());
 }
 
 } // namespace attnops_torch

@@ -241,6 +241,57 @@ def test_attn_res_backward_node():
     assert all(torch.equal(t.grad, want) for t, want in zip(blocks + [w], grads))
 
 
+def test_npu_fusion_attention_op_is_flash_attention_score():
+    """npu_fusion_attention (torch_npu's schema and seven outputs) is flash_attention_score with torch_npu's
+    arguments: the same bits forward and backward (through autograd and through npu_fusion_attention_backward),
+    a lower-case layout upper-cased, softmax_layout "TND" as softmax_in_layout "same_as_input", the given
+    dropout seed and offset used and returned, numels the dropout stream's length; opcheck; refusals."""
+    g = torch.Generator().manual_seed(11)
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    bsnd = _req(torch.randn(2, 6, 4, 16, generator=g), torch.randn(2, 9, 2, 16, generator=g),
+                torch.randn(2, 9, 2, 8, generator=g))
+    sbh = _req(torch.randn(7, 2, 64, generator=g), torch.randn(5, 2, 32, generator=g),
+               torch.randn(5, 2, 32, generator=g))
+    tnd = _req(torch.randn(9, 2, 16, generator=g), torch.randn(12, 1, 16, generator=g),
+               torch.randn(12, 1, 16, generator=g))
+    pse = torch.randn(2, 4, 7, 5, generator=g)
+    cases = [  # (tensors, head_num, layout, npu keywords, flash_attention_score keywords, numels)
+        (bsnd, 4, "BSND", dict(scale=0.3), dict(scale=0.3), 2 * 4 * 6 * 9),
+        (bsnd, 4, "bsnd", dict(atten_mask=mask, sparse_mode=3, next_tockens=0, scale=0.2),
+         dict(atten_mask=mask, sparse_mode=3, next_tokens=0, scale=0.2), 2 * 4 * 6 * 9),
+        (sbh, 4, "SBH", dict(pse=pse, scale=0.25, inner_precise=2),
+         dict(pse=pse, scale=0.25, inner_precise=2), 2 * 4 * 7 * 5),
+        (tnd, 2, "TND", dict(actual_seq_qlen=[4, 9], actual_seq_kvlen=[5, 12], softmax_layout="TND"),
+         dict(actual_seq_qlen=[4, 9], actual_seq_kvlen=[5, 12], softmax_in_layout="same_as_input"),
+         2 * (4 * 5 + 5 * 7)),
+        (bsnd, 4, "BSND", dict(keep_prob=0.8, seed=7, offset=24, scale=0.3),
+         dict(keep_prob=0.8, seed=7, offset=24, scale=0.3), 2 * 4 * 6 * 9),
+    ]
+    for (q, k, v), n, layout, npu_kw, fa_kw, numels in cases:
+        got = torch.ops.attnops.npu_fusion_attention(q, k, v, n, layout, **npu_kw)
+        want = torch.ops.attnops.flash_attention_score(q, k, v, n, layout.upper(), **fa_kw)
+        assert all(torch.equal(a, b) for a, b in zip(got[:3], want)), npu_kw
+        assert got[3].numel() == 0 and got[4:] == (npu_kw.get("seed", 0), npu_kw.get("offset", 0), numels), npu_kw
+        dy = torch.randn(got[0].shape, generator=g)
+        grads = [torch.autograd.grad(out[0], (q, k, v), dy) for out in (got, want)]
+        assert all(torch.equal(a, b) for a, b in zip(*grads)), npu_kw
+        saved = [t.detach() for t in (q, k, v)] + [dy] + [t.detach() for t in got[:3]]
+        direct = torch.ops.attnops.npu_fusion_attention_backward(*saved, n, layout, **npu_kw)
+        assert all(torch.equal(a, b) for a, b in zip(direct, grads[0])), npu_kw
+    for (q, k, v), n, layout, npu_kw, _, _ in cases[:3]:
+        torch.library.opcheck(torch.ops.attnops.npu_fusion_attention.default, (q, k, v, n, layout), npu_kw)
+    (q, k, v), n, layout, npu_kw = cases[0][:4]
+    out = torch.ops.attnops.npu_fusion_attention(q, k, v, n, layout, **npu_kw)
+    torch.library.opcheck(torch.ops.attnops.npu_fusion_attention_backward.default,
+                          tuple(t.detach() for t in (q, k, v, out[0], out[0], out[1], out[2])) + (n, layout), npu_kw)
+    with pytest.raises(ValueError, match="softmax_layout is 'BSND'"):
+        torch.ops.attnops.npu_fusion_attention(q, k, v, n, layout, softmax_layout="BSND")
+    with pytest.raises(ValueError, match="softmax_layout \"TND\" needs input_layout TND"):
+        torch.ops.attnops.npu_fusion_attention(q, k, v, n, layout, softmax_layout="TND")
+    with pytest.raises(ValueError, match="padding_mask"):
+        torch.ops.attnops.npu_fusion_attention(q, k, v, n, layout, padding_mask=mask)
+
+
 def test_errors_carry_the_library_status():
     """torch.ops.attnops raises the builtin exception with the library's sentence and status; the package's
     functions raise attnops' exceptions carrying the status."""
