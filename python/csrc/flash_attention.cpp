@@ -65,32 +65,61 @@ std::vector<int64_t> cumulative_without_zero(const at::Tensor &cu, const char *n
 #define FA_INTS(field)                                                                                           \
     [](attnops_fa_params &p, Views &views, const IValue &v) { p.field = views.ints(int_list(v)); }
 
+// The attributes flash_attention_score and npu_fusion_attention share, name and rule; pre_tokens and
+// next_tokens share their rule (torch_npu spells them pre_tockens, next_tockens).
+using FaFill = void (*)(attnops_fa_params &, Views &, const IValue &);
+constexpr FaFill kFillPreTokens = [](attnops_fa_params &p, Views &, const IValue &v) { p.pre_tokens = v.toInt(); };
+constexpr FaFill kFillNextTokens = [](attnops_fa_params &p, Views &, const IValue &v) { p.next_tokens = v.toInt(); };
+constexpr Arg<attnops_fa_params> kPse = {"Tensor?", "pse", "None", FA_TENSOR(pse)},
+                                 kAttenMask = {"Tensor?", "atten_mask", "None", FA_TENSOR(atten_mask)},
+                                 kScale = {"float", "scale", "1.0",
+                                           [](attnops_fa_params &p, Views &, const IValue &v) {
+                                               p.scale_value = v.toDouble();
+                                           }},
+                                 kKeepProb = {"float", "keep_prob", "1.0",
+                                              [](attnops_fa_params &p, Views &, const IValue &v) {
+                                                  p.keep_prob = v.toDouble();
+                                              }},
+                                 kInnerPrecise = {"int", "inner_precise", "0",
+                                                  [](attnops_fa_params &p, Views &, const IValue &v) {
+                                                      p.inner_precise = v.toInt();
+                                                  }},
+                                 kPrefix = {"int[]?", "prefix", "None", FA_INTS(prefix)},
+                                 kSeqQlen = {"int[]?", "actual_seq_qlen", "None", FA_INTS(actual_seq_qlen)},
+                                 kSeqKvlen = {"int[]?", "actual_seq_kvlen", "None", FA_INTS(actual_seq_kvlen)},
+                                 kSparseMode = {"int", "sparse_mode", "0",
+                                                [](attnops_fa_params &p, Views &, const IValue &v) {
+                                                    p.sparse_mode = v.toInt();
+                                                }},
+                                 kOffset = {"int", "offset", "0",
+                                            [](attnops_fa_params &p, Views &, const IValue &v) {
+                                                p.offset = v.toInt();
+                                            }};
+
 // The attributes after head_num and input_layout, in the schemas' order (CANN's names and
 // defaults, include/attnops.h; attnops' extensions after them).  A later entry may override an
 // earlier one's field: seed_offset and cu_seqlens_* are read at run time in place of seed / offset
 // and the length lists (the forms a compiled graph passes).
 constexpr Arg<attnops_fa_params> kFaAttrs[] = {
-    {"Tensor?", "pse", "None", FA_TENSOR(pse)},
+    kPse,
     {"Tensor?", "drop_mask", "None", FA_TENSOR(drop_mask)},
-    {"Tensor?", "atten_mask", "None", FA_TENSOR(atten_mask)},
-    {"float", "scale", "1.0", [](attnops_fa_params &p, Views &, const IValue &v) { p.scale_value = v.toDouble(); }},
-    {"float", "keep_prob", "1.0", [](attnops_fa_params &p, Views &, const IValue &v) { p.keep_prob = v.toDouble(); }},
-    {"int", "pre_tokens", "2147483647",
-     [](attnops_fa_params &p, Views &, const IValue &v) { p.pre_tokens = v.toInt(); }},
-    {"int", "next_tokens", "2147483647",
-     [](attnops_fa_params &p, Views &, const IValue &v) { p.next_tokens = v.toInt(); }},
-    {"int", "inner_precise", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.inner_precise = v.toInt(); }},
-    {"int[]?", "prefix", "None", FA_INTS(prefix)},
-    {"int[]?", "actual_seq_qlen", "None", FA_INTS(actual_seq_qlen)},
-    {"int[]?", "actual_seq_kvlen", "None", FA_INTS(actual_seq_kvlen)},
-    {"int", "sparse_mode", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.sparse_mode = v.toInt(); }},
+    kAttenMask,
+    kScale,
+    kKeepProb,
+    {"int", "pre_tokens", "2147483647", kFillPreTokens},
+    {"int", "next_tokens", "2147483647", kFillNextTokens},
+    kInnerPrecise,
+    kPrefix,
+    kSeqQlen,
+    kSeqKvlen,
+    kSparseMode,
     {"int", "pse_type", "1", [](attnops_fa_params &p, Views &, const IValue &v) { p.pse_type = v.toInt(); }},
     {"Tensor?", "query_rope", "None", FA_TENSOR(query_rope)},
     {"Tensor?", "key_rope", "None", FA_TENSOR(key_rope)},
     {"int[]?", "q_start_idx", "None", FA_INTS(q_start_idx)},
     {"int[]?", "kv_start_idx", "None", FA_INTS(kv_start_idx)},
     {"int", "seed", "2", [](attnops_fa_params &p, Views &, const IValue &v) { p.seed = v.toInt(); }},
-    {"int", "offset", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.offset = v.toInt(); }},
+    kOffset,
     {"str", "impl", "\"auto\"",
      [](attnops_fa_params &p, Views &, const IValue &v) { p.impl = impl_of(v.toStringRef()); }},
     {"bool", "deterministic", "False",
@@ -143,20 +172,18 @@ constexpr Arg<attnops_fa_params> kFaAttrs[] = {
 // from its generator (attnops.torch_npu likewise) and the op takes as given.  gen_mask_parallel and sync
 // have no effect; softmax_layout "TND" is CANN's softmax_in_layout "same_as_input" (input_layout TND).
 constexpr Arg<attnops_fa_params> kNpuAttrs[] = {
-    {"Tensor?", "pse", "None", FA_TENSOR(pse)},
+    kPse,
     {"Tensor?", "padding_mask", "None", FA_TENSOR(padding_mask)}, // reserved: the library refuses one
-    {"Tensor?", "atten_mask", "None", FA_TENSOR(atten_mask)},
-    {"float", "scale", "1.0", [](attnops_fa_params &p, Views &, const IValue &v) { p.scale_value = v.toDouble(); }},
-    {"float", "keep_prob", "1.0", [](attnops_fa_params &p, Views &, const IValue &v) { p.keep_prob = v.toDouble(); }},
-    {"int", "pre_tockens", "2147483647",
-     [](attnops_fa_params &p, Views &, const IValue &v) { p.pre_tokens = v.toInt(); }},
-    {"int", "next_tockens", "2147483647",
-     [](attnops_fa_params &p, Views &, const IValue &v) { p.next_tokens = v.toInt(); }},
-    {"int", "inner_precise", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.inner_precise = v.toInt(); }},
-    {"int[]?", "prefix", "None", FA_INTS(prefix)},
-    {"int[]?", "actual_seq_qlen", "None", FA_INTS(actual_seq_qlen)},
-    {"int[]?", "actual_seq_kvlen", "None", FA_INTS(actual_seq_kvlen)},
-    {"int", "sparse_mode", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.sparse_mode = v.toInt(); }},
+    kAttenMask,
+    kScale,
+    kKeepProb,
+    {"int", "pre_tockens", "2147483647", kFillPreTokens},
+    {"int", "next_tockens", "2147483647", kFillNextTokens},
+    kInnerPrecise,
+    kPrefix,
+    kSeqQlen,
+    kSeqKvlen,
+    kSparseMode,
     {"bool", "gen_mask_parallel", "True", [](attnops_fa_params &, Views &, const IValue &) {}},
     {"bool", "sync", "False", [](attnops_fa_params &, Views &, const IValue &) {}},
     {"str", "softmax_layout", "\"\"",
@@ -169,7 +196,7 @@ constexpr Arg<attnops_fa_params> kNpuAttrs[] = {
          p.softmax_in_layout = s.empty() ? ATTNOPS_SOFTMAX_LAYOUT_DEFAULT : ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;
      }},
     {"int", "seed", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.seed = v.toInt(); }},
-    {"int", "offset", "0", [](attnops_fa_params &p, Views &, const IValue &v) { p.offset = v.toInt(); }},
+    kOffset,
 };
 #undef FA_TENSOR
 #undef FA_INTS
