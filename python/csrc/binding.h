@@ -101,6 +101,15 @@ struct CannBand {
 };
 CannBand cann_band(int64_t left, int64_t right);
 
+// The band into an args struct's mask fields (FlashAttention's params, FusedInferAttentionScore's args).
+template <class Args> void set_band(Args &a, int64_t left, int64_t right) {
+    const CannBand band = cann_band(left, right);
+    a.atten_mask = band.atten_mask;
+    a.sparse_mode = band.sparse_mode;
+    a.pre_tokens = band.pre_tokens;
+    a.next_tokens = band.next_tokens;
+}
+
 // The ids the ops' string arguments name.
 attnops_impl impl_of(const std::string &impl);
 

@@ -327,11 +327,7 @@ void fill_flash_attn_params(attnops_fa_params &p, const at::Tensor &q, const IVa
     p.input_layout = ATTNOPS_LAYOUT_BSND;
     p.scale_value = attrs[0].isNone() ? 1.0 / std::sqrt(static_cast<double>(q.size(3))) : attrs[0].toDouble();
     int64_t left = attrs[2].toInt(), right = attrs[1].toBool() ? 0 : attrs[3].toInt();
-    CannBand band = cann_band(left, right);
-    p.atten_mask = band.atten_mask;
-    p.sparse_mode = band.sparse_mode;
-    p.pre_tokens = band.pre_tokens;
-    p.next_tokens = band.next_tokens;
+    set_band(p, left, right);
     p.softcap = std::max(attrs[4].toDouble(), 0.0);
     p.deterministic = attrs[5].toBool() || at::globalContext().deterministicAlgorithms();
     p.num_threads = num_threads();
@@ -430,10 +426,6 @@ static_assert(same_name(kNpuAttrs[kNpuSeqQlen].name, "actual_seq_qlen") &&
               same_name(kNpuAttrs[kNpuSeqKvlen].name, "actual_seq_kvlen") &&
               same_name(kNpuAttrs[kNpuSeed].name, "seed") && same_name(kNpuAttrs[kNpuOffset].name, "offset"));
 
-void fill_npu_params(attnops_fa_params &p, Views &views, const IValue *attrs) {
-    fill_attrs(p, views, attrs, kNpuAttrs, npu_layout(attrs[1]));
-}
-
 // numels: the dropout stream's length, from query's and key's shapes (a layout of the wrong rank is
 // refused before) or TND's cumulative lengths.  On the Meta kernel's SymInts it guards on the shapes
 // (numels is an int output).
@@ -486,8 +478,8 @@ void npu_forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kNpuFwdArgs);
     NpuTail t = npu_tail(args);
     FaOutputs o = forward_run(stack, kNpuFwdArgs, t.numels.head_num, t.numels.layout,
-                              [](attnops_fa_params &p, Views &views, const IValue *a) {
-                                  fill_npu_params(p, views, a + kFwdTensors);
+                              [&t](attnops_fa_params &p, Views &views, const IValue *a) {
+                                  fill_attrs(p, views, a + kFwdTensors, kNpuAttrs, t.numels.layout);
                               });
     push_npu_outputs(stack, std::move(o), t, t.numels.of(t.q.sizes(), t.k.sizes()));
 }
@@ -584,7 +576,9 @@ void flash_attn_backward_meta(const c10::OperatorHandle &, torch::jit::Stack *st
 
 void npu_backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     backward_run(stack, kNpuBwdArgs, 3, nullptr, nullptr,
-                 [](attnops_fa_params &p, Views &views, const IValue *a) { fill_npu_params(p, views, a + kBwdTensors); });
+                 [](attnops_fa_params &p, Views &views, const IValue *a) {
+                     fill_attrs(p, views, a + kBwdTensors, kNpuAttrs, npu_layout(a[kBwdTensors + 1]));
+                 });
 }
 
 void npu_backward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) { three_grads_meta(stack, kNpuBwdArgs); }

@@ -240,13 +240,8 @@ void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     a.num_key_value_heads = hk;
     a.scale_value = args[5].isNone() ? 1.0 / std::sqrt(static_cast<double>(d)) : args[5].toDouble();
     a.input_layout = a.output_layout = ATTNOPS_LAYOUT_BSND;
-    if (sq > 1) { // the decode branch (one row) takes no band
-        CannBand band = cann_band(left, right);
-        a.atten_mask = band.atten_mask;
-        a.sparse_mode = band.sparse_mode;
-        a.pre_tokens = band.pre_tokens;
-        a.next_tokens = band.next_tokens;
-    }
+    if (sq > 1) // the decode branch (one row) takes no band
+        set_band(a, left, right);
     a.softcap = std::max(args[9].toDouble(), 0.0);
     a.alibi_slopes = args[10].isTensor() ? views.of(args[10].toTensor(), "alibi_slopes") : nullptr;
     a.softmax_lse_flag = lse_wanted;
