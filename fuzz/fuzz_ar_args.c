@@ -33,7 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const attnops_dtype dt = dtypes[fz_range(&f, 0, fz_one_in(&f, 10) ? 3 : 2)];
     const bool partial = fz_u8(&f) & 1, rmsnorm = fz_u8(&f) & 1;
     const int64_t L = N + partial, btd[3] = {B, T, D}, d1[1] = {D}, btl[3] = {B, T, L}, btl1[4] = {B, T, L, 1};
-    static const attnops_tensor *blocks[MAXN], *grads[MAXN];
+    /* Per input and NULL past N: a num_blocks larger than N (up to the 127
+     * the library accepts) must read NULLs the library refuses, never the
+     * pointers an earlier input freed (a static list did: CI found it). */
+    const attnops_tensor *blocks[MAXN] = {NULL}, *grads[MAXN] = {NULL};
     for (int64_t l = 0; l < N; l++) blocks[l] = fz_tensor_new(&f, &pool, dt, 3, btd, true);
     attnops_attn_res_fwd_args a;
     attnops_attn_res_fwd_args_init(&a);
@@ -110,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == ATTNOPS_SUCCESS && forward_ok && sane && fz_any_nonfinite(outputs, n)) {
         if (g.impl != ATTNOPS_IMPL_REFERENCE) {
             attnops_attn_res_bwd_args r = g;
-            static const attnops_tensor *reference_grads[MAXN];
+            const attnops_tensor *reference_grads[MAXN] = {NULL};
             for (int64_t i = 0; i < n; i++) answers[i] = fz_tensor_like(&golden, &pool, outputs[i]);
             for (int64_t l = 0; l < N; l++) reference_grads[l] = answers[l];
             r.impl = ATTNOPS_IMPL_REFERENCE, r.grad_blocks = reference_grads;
