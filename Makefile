@@ -99,7 +99,8 @@ test-arm64-native:
 # libFuzzer (docs/RELIABILITY.md, "Fuzzing"): the targets of fuzz/ in a clang
 # build with ASan + UBSan ($(FUZZ_DIR)), each run for FUZZ_SECONDS on a
 # scratch copy of its committed corpus (fuzz/corpus/<target>/); a crash
-# fails the run and leaves its input in $(FUZZ_DIR)/artifacts/.  Passive
+# fails the run, prints the sanitizer's report (its head: a plain tail showed
+# only ASan's shadow legend) and leaves its input in $(FUZZ_DIR)/artifacts/.  Passive
 # OpenMP waiting: the inputs that ask for 2 threads otherwise left a worker
 # spinning between calls, taking a core from the run beside it.
 FUZZ_DIR     ?= build-fuzz
@@ -118,7 +119,8 @@ fuzz:
 	    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 $(FUZZ_DIR)/fuzz/$$t \
 	        -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
 	        -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- $(FUZZ_DIR)/corpus/$$t >$(FUZZ_DIR)/$$t.log 2>&1 \
-	        || { tail -40 $(FUZZ_DIR)/$$t.log; echo "fuzz: $$t FAILED (input in $(FUZZ_DIR)/artifacts/)"; exit 1; }; \
+	        || { grep -m1 -A30 -E 'ERROR: |runtime error|deadly signal' $(FUZZ_DIR)/$$t.log; \
+	             tail -8 $(FUZZ_DIR)/$$t.log; echo "fuzz: $$t FAILED (input in $(FUZZ_DIR)/artifacts/)"; exit 1; }; \
 	    echo "fuzz: $$t $$(grep -m1 -o 'stat::number_of_executed_units: [0-9]*' $(FUZZ_DIR)/$$t.log | \
 	        grep -o '[0-9]*$$') executions in $(FUZZ_SECONDS) s, no crash"; \
 	done
