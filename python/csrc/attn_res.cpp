@@ -291,7 +291,7 @@ TORCH_LIBRARY_IMPL(attnops, Meta, m) {
 
 TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
     m.impl("attn_res", torch::CppFunction::makeFromBoxedFunction<&attn_res_autograd>());
-    m.impl("attn_res_grad", torch::autograd::autogradNotImplementedFallback());
+    m.impl("attn_res_grad", no_gradient());
 }
 
 } // namespace attnops_torch

@@ -3,6 +3,7 @@
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/functions/basic_ops.h>
 
 #include <cstdlib>
 #include <memory>
@@ -54,10 +55,16 @@ alignas(64) char empty_storage[64];
 
 } // namespace
 
+attnops_tensor &Views::next_view() {
+    if (used_ < kInline)
+        return inline_[used_++] = attnops_tensor{};
+    return *more_.emplace_back(std::make_unique<attnops_tensor>());
+}
+
 attnops_tensor *Views::of(const at::Tensor &t, const char *name) {
     if (!t.defined())
         return nullptr;
-    attnops_tensor &v = views_.emplace_back();
+    attnops_tensor &v = next_view();
     v.dtype = dtype_of(t.scalar_type());
     if (v.dtype == ATTNOPS_DTYPE_UNSET)
         raise_type_error(std::string("attnops: ") + name + " has dtype torch." +
@@ -78,7 +85,7 @@ attnops_tensor *Views::of(const at::Tensor &t, const char *name) {
 
 const attnops_tensor *Views::ints(std::vector<int64_t> values) {
     std::vector<int64_t> &list = lists_.emplace_back(std::move(values));
-    attnops_tensor &v = views_.emplace_back();
+    attnops_tensor &v = next_view();
     v.dtype = ATTNOPS_DTYPE_I64;
     v.rank = 1;
     v.shape[0] = static_cast<int64_t>(list.size());
@@ -89,6 +96,42 @@ const attnops_tensor *Views::ints(std::vector<int64_t> values) {
 
 const attnops_tensor *Views::ints(const std::optional<std::vector<int64_t>> &values) {
     return values ? ints(*values) : nullptr;
+}
+
+void no_gradient_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
+    const size_t inputs = op.schema().arguments().size();
+    std::vector<at::Tensor> needing_grad;
+    if (at::GradMode::is_enabled())
+        for (auto it = stack->end() - inputs; it != stack->end(); ++it) {
+            if (requires_grad(*it))
+                needing_grad.push_back(it->toTensor());
+            else if (it->isTensorList())
+                for (const at::Tensor &t : it->toTensorList().vec())
+                    if (t.requires_grad())
+                        needing_grad.push_back(t);
+        }
+    if (needing_grad.empty()) {
+        at::AutoDispatchBelowADInplaceOrView below;
+        op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+        return;
+    }
+    auto node = c10::make_intrusive<torch::autograd::NotImplemented>(op.schema().name(),
+                                                                     torch::autograd::collect_next_edges(needing_grad));
+    {
+        at::AutoDispatchBelowADInplaceOrView below;
+        op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+    }
+    auto floating = [](const at::Tensor &t) {
+        return t.defined() && torch::autograd::isDifferentiableType(t.scalar_type());
+    };
+    for (auto it = stack->end() - op.schema().returns().size(); it != stack->end(); ++it) {
+        if (it->isTensor() && floating(it->toTensor()))
+            torch::autograd::set_history(it->toTensor(), node);
+        else if (it->isTensorList())
+            for (const at::Tensor &t : it->toTensorList().vec())
+                if (floating(t))
+                    torch::autograd::set_history(t, node);
+    }
 }
 
 CannBand cann_band(int64_t left, int64_t right) {

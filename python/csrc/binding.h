@@ -10,13 +10,13 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
-#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/dynamo/compiled_autograd.h>
+#include <torch/library.h>
 
 #include <array>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,7 +37,9 @@ namespace attnops_torch {
 [[noreturn]] void raise_not_implemented(const std::string &sentence);
 
 // The attnops_tensor views of one call and the integer lists behind list arguments, alive until
-// the call returns.  Pointers into them stay valid: both grow as deques.  The tensors are CPU
+// the call returns.  Pointers into them stay valid: the views live in place (kInline of them, on the
+// stack: a call allocates nothing for them, where a deque made four allocations) and then one by one on
+// the heap; a list's values are its vector's buffer, which moves with it.  The tensors are CPU
 // tensors: the ops have CPU kernels only, and the dispatcher sends a call with a tensor of another
 // device to that device's (missing) kernel.
 class Views {
@@ -53,8 +55,12 @@ class Views {
     const attnops_tensor *ints(std::vector<int64_t> values);
 
   private:
-    std::deque<attnops_tensor> views_;
-    std::deque<std::vector<int64_t>> lists_;
+    static constexpr size_t kInline = 24;
+    attnops_tensor &next_view();
+    std::array<attnops_tensor, kInline> inline_;
+    size_t used_ = 0;
+    std::vector<std::unique_ptr<attnops_tensor>> more_;
+    std::vector<std::vector<int64_t>> lists_;
 };
 
 // One argument of an op's schema: its type, name and default (nullptr: none), and what it sets in
@@ -83,12 +89,20 @@ constexpr bool same_name(const char *a, const char *b) { return *a == *b && (!*a
 
 // The differentiable ops' Autograd kernels make their backward node themselves (a torch::autograd::Node
 // with SavedVariables, as torch's generated code does for its own ops; compiled_args and
-// apply_with_saved let compiled autograd trace it).  The ops without a gradient (the grad ops,
-// fused_infer_attention_score) register torch's autogradNotImplementedFallback, so that a backward
-// through them (a double backward included) raises instead of returning wrong gradients.
+// apply_with_saved let compiled autograd trace it).  The ops without a gradient (the grad ops, the
+// inference ops) register no_gradient_autograd, so that a backward through them (a double backward
+// included) raises instead of returning wrong gradients.
 
 // Whether an argument is a tensor that requires grad (an Autograd kernel's test).
 inline bool requires_grad(const c10::IValue &v) { return v.isTensor() && v.toTensor().requires_grad(); }
+
+// The Autograd kernel of an op without a gradient.  A call where nothing needs one (grad mode off, or
+// no input tensor requiring grad: every decode step) goes straight below autograd; otherwise its
+// floating outputs get torch's NotImplemented node, whose backward raises, as torch's
+// autogradNotImplementedFallback does -- which also walks the schema's aliasing and every argument on
+// every call (~0.4 us, and more of a decode step's cache-cold time).
+void no_gradient_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack);
+inline torch::CppFunction no_gradient() { return torch::CppFunction::makeFromBoxedFunction<&no_gradient_autograd>(); }
 
 // flash-attn's band as CANN's mask arguments, for the ops that take flash-attn's causal / window
 // arguments: keys i + Sk - Sq - left <= j <= i + Sk - Sq + right, a negative side unbounded (causal:

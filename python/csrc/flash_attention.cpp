@@ -767,11 +767,11 @@ TORCH_LIBRARY_IMPL(attnops, Meta, m) {
 
 TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
     m.impl("flash_attention_score", torch::CppFunction::makeFromBoxedFunction<&forward_autograd>());
-    m.impl("flash_attention_score_grad", torch::autograd::autogradNotImplementedFallback());
+    m.impl("flash_attention_score_grad", no_gradient());
     m.impl("flash_attn_forward", torch::CppFunction::makeFromBoxedFunction<&flash_attn_forward_autograd>());
-    m.impl("flash_attn_backward", torch::autograd::autogradNotImplementedFallback());
+    m.impl("flash_attn_backward", no_gradient());
     m.impl("npu_fusion_attention", torch::CppFunction::makeFromBoxedFunction<&npu_forward_autograd>());
-    m.impl("npu_fusion_attention_backward", torch::autograd::autogradNotImplementedFallback());
+    m.impl("npu_fusion_attention_backward", no_gradient());
 }
 
 } // namespace attnops_torch

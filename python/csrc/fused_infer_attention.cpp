@@ -186,7 +186,10 @@ void fia_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
 //
 // q [B,Sq,H,D]; caches [B,S,Hk,D] / [B,S,Hk,Dv], or pages [blocks, page, Hk, D] through block_table
 // (int32 [B, >= pages]); cache_seqlens int32/int64 [B] (required with pages; None: every row); out
-// [B,Sq,H,Dv]; softmax_lse f32 [B,H,Sq] with return_softmax_lse, else empty.  causal is bottom-right;
+// [B,Sq,H,Dv]; softmax_lse f32 [B,H,Sq] with return_softmax_lse, else empty.  cache_seqlens and
+// block_table come as flash_attn_with_kvcache gets them (any integer dtype, cache_seqlens of any shape
+// holding B values; None with pages: every page of the table), so a decode step goes from there to here
+// with no Python in between.  causal is bottom-right;
 // the window keeps keys i + Sk - Sq - left <= j <= i + Sk - Sq + right (negative: unbounded); a
 // one-row query has no window on the library's decode branch, so a left window there is refused.
 constexpr size_t kKvcacheArgs = 12;
@@ -221,9 +224,23 @@ void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     if (sq == 1 && left >= 0)
         raise_not_implemented("attnops: flash_attn_kvcache: a one-row query with window_left >= 0 runs on the "
                               "library's decode branch, which has no window; flash_attn_with_kvcache takes it");
+    // flash-attn's forms as the library's: int32 / int64 lengths [B], an int32 table.
+    at::Tensor lens = args[3].isTensor() ? args[3].toTensor() : at::Tensor();
+    if (lens.defined()) {
+        if (lens.scalar_type() != at::kInt && lens.scalar_type() != at::kLong)
+            lens = lens.to(at::kLong);
+        if (lens.dim() != 1)
+            lens = lens.reshape(-1);
+        if (lens.size(0) != b)
+            raise_value_error("attnops: flash_attn_kvcache: cache_seqlens has " + std::to_string(lens.size(0)) +
+                              " values; it must have batch = " + std::to_string(b));
+    }
+    at::Tensor table = paged ? args[4].toTensor() : at::Tensor();
+    if (paged && table.scalar_type() != at::kInt)
+        table = table.to(at::kInt);
     at::Tensor out = at::empty({b, sq, heads, dv}, q.options());
-    at::Tensor lse = at::empty(lse_wanted ? std::vector<int64_t>{b, heads, sq} : std::vector<int64_t>{0},
-                               q.options().dtype(at::kFloat));
+    at::Tensor lse = lse_wanted ? at::empty({b, heads, sq}, q.options().dtype(at::kFloat))
+                                : at::empty({0}, q.options().dtype(at::kFloat));
 
     attnops_fia_args a;
     attnops_fia_args_init(&a);
@@ -231,10 +248,12 @@ void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     a.query = views.of(q, "q");
     a.key = paged ? pages_view(views, kc, "k_cache") : views.of(kc, "k_cache");
     a.value = paged ? pages_view(views, vc, "v_cache") : views.of(vc, "v_cache");
-    a.actual_seq_lengths_kv = args[3].isTensor() ? views.of(args[3].toTensor(), "cache_seqlens") : nullptr;
+    a.actual_seq_lengths_kv = lens.defined() ? views.of(lens, "cache_seqlens") : nullptr;
     if (paged) {
-        a.block_table = views.of(args[4].toTensor(), "block_table");
+        a.block_table = views.of(table, "block_table");
         a.block_size = kc.size(1);
+        if (!lens.defined()) // every page of each row of the table
+            a.actual_seq_lengths_kv = views.ints(std::vector<int64_t>(b, table.dim() == 2 ? table.size(1) * kc.size(1) : 0));
     }
     a.num_heads = heads;
     a.num_key_value_heads = hk;
@@ -290,8 +309,8 @@ TORCH_LIBRARY_IMPL(attnops, CPU, m) {
 }
 
 TORCH_LIBRARY_IMPL(attnops, Autograd, m) {
-    m.impl("fused_infer_attention_score", torch::autograd::autogradNotImplementedFallback());
-    m.impl("flash_attn_kvcache", torch::autograd::autogradNotImplementedFallback());
+    m.impl("fused_infer_attention_score", no_gradient());
+    m.impl("flash_attn_kvcache", no_gradient());
 }
 
 TORCH_LIBRARY_IMPL(attnops, Meta, m) {

@@ -119,6 +119,37 @@ def test_append_rotary_and_attend(paged, interleaved, sq, causal, window, extens
         assert_close(f"lse[{bi}]", lse[bi][~inf], e_lse[~inf], torch.float32, n)
 
 
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("sq,causal", [(1, False), (3, True)])
+def test_decode_step_takes_flash_attn_forms(paged, sq, causal):
+    """A step without an append goes to the op as flash-attn's arguments are (python/csrc's flash_attn_kvcache
+    reads their forms): cache_seqlens int32, int64, int16 or (B, 1), or None (every row; paged: every page of
+    the table), an int64 block_table, the default scale; against the float64 statement; a wrong number of
+    lengths is refused with a sentence."""
+    g = torch.Generator().manual_seed(90)
+    b, h, hk, d, cap = 2, 4, 2, 16, 24
+    q = torch.randn(b, sq, h, d, generator=g)
+    k_cache, v_cache = torch.randn(b, cap, hk, d, generator=g), torch.randn(b, cap, hk, d, generator=g)
+    lens = torch.tensor([9, 24], dtype=torch.int32)
+    kw = dict(block_table=None)
+    if paged:
+        kc, table = _paged(k_cache, 8, 91)
+        vc, _ = _paged(v_cache, 8, 91)
+        kw = dict(block_table=table.long())
+    else:
+        kc, vc = k_cache, v_cache
+    for form in (lens, lens.long(), lens.short(), lens[:, None], None):
+        out, lse = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=form, causal=causal, return_softmax_lse=True,
+                                           **kw)
+        for bi in range(b):
+            n = cap if form is None else int(lens[bi])
+            e_out, e_lse = reference(q[bi], k_cache[bi, :n], v_cache[bi, :n], d ** -0.5, causal, (-1, -1))
+            assert_close(f"out[{bi}] {None if form is None else form.dtype}", out[bi], e_out, torch.float32, n)
+            assert_close(f"lse[{bi}]", lse[bi], e_lse, torch.float32, n)
+    with pytest.raises(ValueError, match="cache_seqlens has 3 values; it must have batch = 2"):
+        flash_attn_with_kvcache(q, kc, vc, cache_seqlens=torch.tensor([1, 2, 3]), **kw)
+
+
 def test_cache_batch_idx_and_leftpad():
     torch.manual_seed(1)
     b, h, hk, d, cap = 2, 4, 4, 16, 30

@@ -241,6 +241,40 @@ def test_attn_res_backward_node():
     assert all(torch.equal(t.grad, want) for t, want in zip(blocks + [w], grads))
 
 
+def test_ops_without_gradient_refuse_a_backward():
+    """The inference ops and the grad ops (python/csrc's no_gradient_autograd): with an input that requires grad
+    the outputs are those of a call without, and a backward through them raises torch's "not implemented"; with
+    grad mode off or nothing requiring grad they carry no node; a tensor list's grad counts (attn_res_grad)."""
+    g = torch.Generator().manual_seed(7)
+    q, kc, vc = torch.randn(1, 2, 4, 16, generator=g), torch.randn(1, 8, 2, 16, generator=g), \
+        torch.randn(1, 8, 2, 16, generator=g)
+    lens = torch.tensor([6], dtype=torch.int32)
+    kvcache = torch.ops.attnops.flash_attn_kvcache
+    fia = torch.ops.attnops.fused_infer_attention_score
+    calls = {"flash_attn_kvcache": lambda q: kvcache(q, kc, vc, lens, causal=True)[0],
+             "fused_infer_attention_score": lambda q: fia(q, kc, vc, actual_seq_lengths_kv=lens, num_heads=4,
+                                                          num_key_value_heads=2, input_layout="BSND")[0]}
+    for name, call in calls.items():
+        plain = call(q)
+        assert plain.grad_fn is None
+        qg = q.clone().requires_grad_()
+        with torch.no_grad():
+            assert call(qg).grad_fn is None
+        out = call(qg)
+        assert torch.equal(out, plain) and out.requires_grad
+        with pytest.raises(RuntimeError, match=f"derivative for attnops::{name} is not implemented"):
+            out.sum().backward()
+
+    blocks = [torch.randn(1, 3, 16, generator=g, requires_grad=True) for _ in range(2)]
+    w = torch.randn(16, generator=g)
+    alpha = torch.ops.attnops.attn_res(blocks, w, enable_rmsnorm=False)[2]
+    grads = torch.ops.attnops.attn_res_grad(torch.randn(1, 3, 16, generator=g), blocks, w, alpha.detach(),
+                                            enable_rmsnorm=False)
+    assert all(t.requires_grad for t in grads[0])
+    with pytest.raises(RuntimeError, match="derivative for attnops::attn_res_grad is not implemented"):
+        grads[0][0].sum().backward()
+
+
 def test_npu_fusion_attention_op_is_flash_attention_score():
     """npu_fusion_attention (torch_npu's schema and seven outputs) is flash_attention_score with torch_npu's
     arguments: the same bits forward and backward (through autograd and through npu_fusion_attention_backward),

@@ -465,9 +465,18 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     causal, flash-attn's CUDA kernel adds slope * j instead: the same softmax, its lse larger by
     slope (i + sk - sq); attnops returns the documented bias's lse, as flash_attn_func does.  Both are the
     operator's attnops extensions (docs/INFER_ATTENTION.md)."""
+    if (k is None and v is None and rotary_cos is None and cache_batch_idx is None and cache_leftpad is None
+            and window_size[0] < 0 and type(cache_seqlens) is not int):
+        # A decode step (no append; a contiguous or paged cache; no left window): flash-attn's arguments go to
+        # torch.ops.attnops.flash_attn_kvcache as they are, all by position (its C++ reads the lengths' and
+        # table's forms, the default scale and the causal band).  Python here is a decode step's largest
+        # fixed cost (docs/PERFORMANCE.md "The torch binding's per-call cost").
+        if alibi_slopes is not None:
+            _slopes(alibi_slopes)
+        out, lse = ops.flash_attn_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
+                                          -1, window_size[1], softcap, alibi_slopes, return_softmax_lse)
+        return (out, lse) if return_softmax_lse else out
     op = "flash_attn_with_kvcache"
-    # A decode step's per-token cost: what a plain step (no append, contiguous or paged cache) runs here is
-    # kept to a few attribute reads; the rest is checked only where it is used.
     _check(q)
     if alibi_slopes is not None:
         _slopes(alibi_slopes)
@@ -512,19 +521,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         kw = dict(block_table=table, block_size=1)
         sk = ops.lengths_tensor(counts)
     else:
-        # flash_attn_kvcache: the attention with flash-attn's arguments, a schema a third of
-        # fused_infer_attention_score's (most of a decode step's torch-side cost), given by position up to the
-        # last that differs from its default (as flash_attn_func gives flash_attn_forward's).  Causal and the
-        # window come as the window (left, right), which a one-row query does not need.
-        table = None
-        if paged:
-            table = block_table if block_table.dtype == torch.int32 else block_table.int()
-        windowed = sq > 1 and (left >= 0 or right >= 0)
-        given = (12 if return_softmax_lse else 11 if alibi_slopes is not None else 10 if softcap else 9 if windowed
-                 else 6 if softmax_scale is not None else 5 if paged else 4)
-        args = (q, k_cache, v_cache, sk, table, softmax_scale, False, left if windowed else -1,
-                right if windowed else -1, softcap, alibi_slopes, return_softmax_lse)
-        out, lse = ops.flash_attn_kvcache(*args[:given])
+        # After an append or a rotary: the attention over the lengths with the new rows, as a decode step's.
+        out, lse = ops.flash_attn_kvcache(q, k_cache, v_cache, sk, block_table, softmax_scale, causal, left,
+                                          window_size[1], softcap, alibi_slopes, return_softmax_lse)
         return (out, lse) if return_softmax_lse else out
     # Only what differs from the op's defaults (each keyword costs torch's parser ~0.2-0.5 us).
     if sq > 1 and (left >= 0 or right >= 0):
