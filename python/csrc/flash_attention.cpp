@@ -190,7 +190,8 @@ constexpr Arg<attnops_fa_params> kNpuAttrs[] = {
      [](attnops_fa_params &p, Views &, const IValue &v) {
          const std::string &s = v.toStringRef();
          if (s != "" && s != "TND")
-             raise_value_error("attnops: npu_fusion_attention: softmax_layout is '" + s + "'; it must be \"\" or \"TND\"");
+             raise_value_error("attnops: npu_fusion_attention: softmax_layout is '" + s +
+                               "'; it must be \"\" or \"TND\"");
          if (s == "TND" && p.input_layout != ATTNOPS_LAYOUT_TND)
              raise_value_error("attnops: npu_fusion_attention: softmax_layout \"TND\" needs input_layout TND");
          p.softmax_in_layout = s.empty() ? ATTNOPS_SOFTMAX_LAYOUT_DEFAULT : ATTNOPS_SOFTMAX_LAYOUT_SAME_AS_INPUT;

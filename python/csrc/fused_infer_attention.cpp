@@ -185,11 +185,10 @@ void fia_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
 //       -> (out, softmax_lse)
 //
 // q [B,Sq,H,D]; caches [B,S,Hk,D] / [B,S,Hk,Dv], or pages [blocks, page, Hk, D] through block_table
-// (int32 [B, >= pages]); cache_seqlens int32/int64 [B] (required with pages; None: every row); out
-// [B,Sq,H,Dv]; softmax_lse f32 [B,H,Sq] with return_softmax_lse, else empty.  cache_seqlens and
-// block_table come as flash_attn_with_kvcache gets them (any integer dtype, cache_seqlens of any shape
-// holding B values; None with pages: every page of the table), so a decode step goes from there to here
-// with no Python in between.  causal is bottom-right;
+// (integer [B, >= pages]); cache_seqlens integer, B values in any shape (None: every row; with pages,
+// every page of the table's row) -- the forms flash_attn_with_kvcache takes, so that a decode step
+// goes from there to here with no Python in between; out [B,Sq,H,Dv]; softmax_lse f32 [B,H,Sq] with
+// return_softmax_lse, else empty.  causal is bottom-right;
 // the window keeps keys i + Sk - Sq - left <= j <= i + Sk - Sq + right (negative: unbounded); a
 // one-row query has no window on the library's decode branch, so a left window there is refused.
 constexpr size_t kKvcacheArgs = 12;
@@ -252,8 +251,10 @@ void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     if (paged) {
         a.block_table = views.of(table, "block_table");
         a.block_size = kc.size(1);
-        if (!lens.defined()) // every page of each row of the table
-            a.actual_seq_lengths_kv = views.ints(std::vector<int64_t>(b, table.dim() == 2 ? table.size(1) * kc.size(1) : 0));
+        if (!lens.defined()) { // every page of the table's row (a table of another rank is refused below)
+            const int64_t rows = table.dim() == 2 ? table.size(1) * kc.size(1) : 0;
+            a.actual_seq_lengths_kv = views.ints(std::vector<int64_t>(b, rows));
+        }
     }
     a.num_heads = heads;
     a.num_key_value_heads = hk;
