@@ -349,9 +349,9 @@ FaOutputs forward_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, 
     const IValue *args = &*(stack->end() - nargs);
     const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
     FaShapes<int64_t> shapes = fa_shapes(q.sizes(), k.sizes(), v.sizes(), head_num, layout);
-    at::Tensor out = at::empty(shapes.out, q.options());
-    at::Tensor smax = at::empty(shapes.stat, q.options().dtype(at::kFloat));
-    at::Tensor ssum = at::empty(shapes.stat, q.options().dtype(at::kFloat));
+    at::Tensor out = new_output(shapes.out, q.scalar_type());
+    at::Tensor smax = new_output(shapes.stat, at::kFloat);
+    at::Tensor ssum = new_output(shapes.stat, at::kFloat);
 
     attnops_fa_fwd_args a;
     attnops_fa_fwd_args_init(&a);

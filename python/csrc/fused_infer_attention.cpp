@@ -140,8 +140,8 @@ void fia_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *attrs = args + 3;
     const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
     FiaShapes<int64_t> shapes = fia_shapes(q.sizes(), k.sizes(), v.sizes(), attrs);
-    at::Tensor out = at::empty(shapes.out, q.options());
-    at::Tensor lse = at::empty(shapes.lse, q.options().dtype(at::kFloat));
+    at::Tensor out = new_output(shapes.out, q.scalar_type());
+    at::Tensor lse = new_output(shapes.lse, at::kFloat);
 
     attnops_fia_args a;
     attnops_fia_args_init(&a);
@@ -237,9 +237,8 @@ void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     at::Tensor table = paged ? args[4].toTensor() : at::Tensor();
     if (paged && table.scalar_type() != at::kInt)
         table = table.to(at::kInt);
-    at::Tensor out = at::empty({b, sq, heads, dv}, q.options());
-    at::Tensor lse = lse_wanted ? at::empty({b, heads, sq}, q.options().dtype(at::kFloat))
-                                : at::empty({0}, q.options().dtype(at::kFloat));
+    at::Tensor out = new_output({b, sq, heads, dv}, q.scalar_type());
+    at::Tensor lse = lse_wanted ? new_output({b, heads, sq}, at::kFloat) : new_output({0}, at::kFloat);
 
     attnops_fia_args a;
     attnops_fia_args_init(&a);

@@ -74,7 +74,7 @@ void key_pool_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     attnops_status status = attnops_key_pool_output_shape(&a, &rank, shape);
     if (status != ATTNOPS_SUCCESS)
         raise_status(status);
-    at::Tensor out = at::empty(c10::IntArrayRef(shape, rank), args[kHidden].toTensor().options());
+    at::Tensor out = new_output(c10::IntArrayRef(shape, rank), args[kHidden].toTensor().scalar_type());
     a.pooled_key = views.of(out, "pooled_key");
     run_two_phase(attnops_key_pool_workspace_size, attnops_key_pool, a);
     torch::jit::drop(*stack, kArgs);
