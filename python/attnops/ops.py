@@ -73,6 +73,12 @@ def _load_binding():
 _load_binding()
 
 
+def library_error(exc):
+    """The exception to raise for an op's exc: attnops' own (with the library's status) for the library's
+    failures, else exc itself."""
+    return _lib.error_from_message(str(exc)) or exc
+
+
 def _translated(op):
     """op (an OpOverload) as a function raising attnops' exceptions (with the library's status) for the
     library's failures; a call that fails elsewhere raises what it raised."""
@@ -80,10 +86,7 @@ def _translated(op):
         try:
             return op(*args, **kwargs)
         except (ValueError, NotImplementedError, RuntimeError) as exc:
-            error = _lib.error_from_message(str(exc))
-            if error is None:
-                raise
-            raise error from None
+            raise library_error(exc) from None
     call.__name__ = call.__qualname__ = op.__name__.split(".")[0]
     call.__doc__ = f"torch.ops.attnops.{call.__name__}, raising attnops.AttnopsError's subclasses (docs/PYTHON.md)."
     return call

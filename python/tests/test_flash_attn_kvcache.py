@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from attnops._lib import AttnopsError
 from attnops.flash_attn import flash_attn_with_kvcache
 from checks import assert_close
 
@@ -125,7 +126,7 @@ def test_decode_step_takes_flash_attn_forms(paged, sq, causal):
     """A step without an append goes to the op as flash-attn's arguments are (python/csrc's flash_attn_kvcache
     reads their forms): cache_seqlens int32, int64, int16 or (B, 1), or None (every row; paged: every page of
     the table), an int64 block_table, the default scale; against the float64 statement; a wrong number of
-    lengths is refused with a sentence."""
+    lengths is refused with a sentence, a length beyond the cache with the library's AttnopsError."""
     g = torch.Generator().manual_seed(90)
     b, h, hk, d, cap = 2, 4, 2, 16, 24
     q = torch.randn(b, sq, h, d, generator=g)
@@ -148,6 +149,9 @@ def test_decode_step_takes_flash_attn_forms(paged, sq, causal):
             assert_close(f"lse[{bi}]", lse[bi], e_lse, torch.float32, n)
     with pytest.raises(ValueError, match="cache_seqlens has 3 values; it must have batch = 2"):
         flash_attn_with_kvcache(q, kc, vc, cache_seqlens=torch.tensor([1, 2, 3]), **kw)
+    with pytest.raises(AttnopsError) as exc:  # the library's refusal, with its status
+        flash_attn_with_kvcache(q, kc, vc, cache_seqlens=torch.tensor([1, cap + 1]), **kw)
+    assert exc.value.status == 161002 and isinstance(exc.value, ValueError)
 
 
 def test_cache_batch_idx_and_leftpad():

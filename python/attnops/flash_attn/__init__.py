@@ -32,6 +32,8 @@ import torch
 from .. import dropout_mask, ops
 from . import bert_padding  # noqa: F401  (flash_attn.bert_padding)
 
+_KVCACHE = torch.ops.attnops.flash_attn_kvcache.default
+
 __version__ = "2.8.3"  # the flash-attn release whose interface this follows
 
 _INT32_MAX = 2147483647
@@ -478,8 +480,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         given = (12 if return_softmax_lse else 11 if alibi_slopes is not None else 10 if softcap
                  else 9 if window_size[1] >= 0 else 7 if causal else 6 if softmax_scale is not None
                  else 5 if block_table is not None else 4)
-        out, lse = ops.flash_attn_kvcache(*(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
-                                            -1, window_size[1], softcap, alibi_slopes, return_softmax_lse)[:given])
+        try:  # the op itself, not ops' translating wrapper: one Python frame less (~0.3 us of a cache-cold step)
+            out, lse = _KVCACHE(*(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, -1,
+                                  window_size[1], softcap, alibi_slopes, return_softmax_lse)[:given])
+        except (ValueError, NotImplementedError, RuntimeError) as exc:
+            raise ops.library_error(exc) from None
         return (out, lse) if return_softmax_lse else out
     op = "flash_attn_with_kvcache"
     _check(q)
