@@ -8,7 +8,9 @@
    in short rounds; and a decode step through flash_attn_with_kvcache against
    the library call of the same step; and, as the floor under any binding,
    do-nothing torch ops (bench/torch_floor.cpp) with the forward's 37-argument
-   schema, flash-attn's 11 and 5 arguments, called the same way;
+   schema, its first 24 (CANN's attributes), flash-attn's 11 and 5 arguments,
+   called the same way; and torch's own SDPA op through torch.ops.aten, the
+   entry torch.ops.attnops' ops are called through;
 2. a training step (forward + backward through autograd) at B1 N8 S4096
    D128, f32, bf16 and f32 causal, against torch.nn.functional.
    scaled_dot_product_attention's step on the same threads, and against the
@@ -96,9 +98,9 @@ def load_floor_ops(build_dir):
 
 
 def overhead(rounds, floor=None):
-    """Microseconds per call of each entry point, of the bare library call and of SDPA, one thread; with
-    floor (load_floor_ops), also of the do-nothing ops with the forward's, flash-attn's and a 5-argument
-    schema, called as op_fwd and flash_attn_func call theirs."""
+    """Microseconds per call of each entry point, of the bare library call, of SDPA and of SDPA's op through
+    torch.ops.aten, one thread; with floor (load_floor_ops), also of the do-nothing ops with the forward's,
+    CANN's, flash-attn's and a 5-argument schema, called as op_fwd and flash_attn_func call theirs."""
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     q = torch.randn(1, 16, 1, 16)
@@ -128,12 +130,15 @@ def overhead(rounds, floor=None):
         "npu_fusion_attention_grad": lambda: torch_npu.npu_fusion_attention_grad(
             q, q, q, out, 1, "BSND", softmax_max=smax, softmax_sum=ssum, attention_in=out, scale_value=0.25),
         "sdpa_fwd": lambda: torch.nn.functional.scaled_dot_product_attention(qt, qt, qt, scale=0.25),
+        # the same SDPA call through the entry op_fwd takes: an op's schema parsed from Python arguments
+        "aten_sdpa_op": lambda: torch.ops.aten.scaled_dot_product_attention(qt, qt, qt, scale=0.25),
         "flash_attn_func_fwd_bwd": attnops_fwd_bwd,
         "sdpa_fwd_bwd": sdpa_fwd_bwd,
     }
     if floor is not None:
         entries.update({
             "floor_37_args": lambda: floor.args37(q, q, q, 1, "BSND", scale=0.25),
+            "floor_24_args": lambda: floor.args24(q, q, q, 1, "BSND", scale=0.25),
             "floor_11_args": lambda: floor.args11(q, q, q, softmax_scale=0.25),
             "floor_5_args": lambda: floor.args5(q, q, q, 0.25, False),
         })
@@ -235,8 +240,9 @@ def main():
           "| entry point (B1 S16 N1 D16 f32, 1 thread) | µs per call | over the library call | × SDPA's |",
           "| --- | ---: | ---: | ---: |"]
     for name, us in over.items():
-        if name.startswith("floor_"):
-            md.append(f"| `{name}` (do-nothing op) | {us:.1f} | | {us / over['sdpa_fwd']:.2f} |")
+        if name.startswith("floor_") or name.startswith("aten_"):  # references: torch's costs, not attnops'
+            what = "do-nothing op" if name.startswith("floor_") else "torch's SDPA through torch.ops.aten"
+            md.append(f"| `{name}` ({what}) | {us:.1f} | | {us / over['sdpa_fwd']:.2f} |")
             res[f"python_{name}_vs_sdpa"] = us / over["sdpa_fwd"]
             continue
         base = over["c_bwd"] if "grad" in name or name == "c_bwd" else over["c_fwd"]
