@@ -110,17 +110,14 @@ void no_gradient_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet key
                     if (t.requires_grad())
                         needing_grad.push_back(t);
         }
-    if (needing_grad.empty()) {
-        at::AutoDispatchBelowADInplaceOrView below;
-        op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
-        return;
-    }
-    auto node = c10::make_intrusive<torch::autograd::NotImplemented>(op.schema().name(),
-                                                                     torch::autograd::collect_next_edges(needing_grad));
     {
         at::AutoDispatchBelowADInplaceOrView below;
         op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
     }
+    if (needing_grad.empty())
+        return;
+    auto node = c10::make_intrusive<torch::autograd::NotImplemented>(op.schema().name(),
+                                                                     torch::autograd::collect_next_edges(needing_grad));
     auto floating = [](const at::Tensor &t) {
         return t.defined() && torch::autograd::isDifferentiableType(t.scalar_type());
     };

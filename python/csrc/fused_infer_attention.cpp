@@ -211,6 +211,14 @@ const attnops_tensor *pages_view(Views &views, const at::Tensor &cache, const ch
     return v;
 }
 
+// t itself where its dtype is an integer one; else the op's TypeError.
+const at::Tensor &integer_tensor(const at::Tensor &t, const char *name) {
+    if (!at::isIntegralType(t.scalar_type(), /*includeBool=*/false))
+        raise_type_error(std::string("attnops: flash_attn_kvcache: ") + name + " has dtype torch." +
+                         std::string(c10::getDtypeNames(t.scalar_type()).first) + "; it must be an integer dtype");
+    return t;
+}
+
 void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kKvcacheArgs);
     const at::Tensor &q = args[0].toTensor(), &kc = args[1].toTensor(), &vc = args[2].toTensor();
@@ -223,11 +231,13 @@ void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     if (sq == 1 && left >= 0)
         raise_not_implemented("attnops: flash_attn_kvcache: a one-row query with window_left >= 0 runs on the "
                               "library's decode branch, which has no window; flash_attn_with_kvcache takes it");
-    // flash-attn's forms as the library's: int32 / int64 lengths [B], an int32 table.
+    // flash-attn's forms as the library's: int32 / int64 lengths [B], an int32 table.  Only integers are
+    // converted (a float length would be truncated), and a table's ids only where int32 holds them all
+    // (a wrapped id would name another block, which the library's range check could not see).
     at::Tensor lens = args[3].isTensor() ? args[3].toTensor() : at::Tensor();
     if (lens.defined()) {
         if (lens.scalar_type() != at::kInt && lens.scalar_type() != at::kLong)
-            lens = lens.to(at::kLong);
+            lens = integer_tensor(lens, "cache_seqlens").to(at::kLong);
         if (lens.dim() != 1)
             lens = lens.reshape(-1);
         if (lens.size(0) != b)
@@ -235,8 +245,14 @@ void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
                               " values; it must have batch = " + std::to_string(b));
     }
     at::Tensor table = paged ? args[4].toTensor() : at::Tensor();
-    if (paged && table.scalar_type() != at::kInt)
-        table = table.to(at::kInt);
+    if (paged && table.scalar_type() != at::kInt) {
+        const at::Tensor given = integer_tensor(table, "block_table");
+        table = given.to(at::kInt);
+        if (!table.to(given.scalar_type()).equal(given))
+            raise_value_error("attnops: flash_attn_kvcache: block_table (torch." +
+                              std::string(c10::getDtypeNames(given.scalar_type()).first) +
+                              ") holds a block id outside int32; block ids are int32");
+    }
     at::Tensor out = new_output({b, sq, heads, dv}, q.scalar_type());
     at::Tensor lse = lse_wanted ? new_output({b, heads, sq}, at::kFloat) : new_output({0}, at::kFloat);
 

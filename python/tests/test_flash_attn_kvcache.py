@@ -126,7 +126,8 @@ def test_decode_step_takes_flash_attn_forms(paged, sq, causal):
     """A step without an append goes to the op as flash-attn's arguments are (python/csrc's flash_attn_kvcache
     reads their forms): cache_seqlens int32, int64, int16 or (B, 1), or None (every row; paged: every page of
     the table), an int64 block_table, the default scale; against the float64 statement; a wrong number of
-    lengths is refused with a sentence, a length beyond the cache with the library's AttnopsError."""
+    lengths, a float length and a table id int32 cannot hold are refused with a sentence, a length beyond the cache
+    with the library's AttnopsError."""
     g = torch.Generator().manual_seed(90)
     b, h, hk, d, cap = 2, 4, 2, 16, 24
     q = torch.randn(b, sq, h, d, generator=g)
@@ -149,6 +150,15 @@ def test_decode_step_takes_flash_attn_forms(paged, sq, causal):
             assert_close(f"lse[{bi}]", lse[bi], e_lse, torch.float32, n)
     with pytest.raises(ValueError, match="cache_seqlens has 3 values; it must have batch = 2"):
         flash_attn_with_kvcache(q, kc, vc, cache_seqlens=torch.tensor([1, 2, 3]), **kw)
+    with pytest.raises(TypeError, match="cache_seqlens has dtype torch.float32; it must be an integer dtype"):
+        flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens.float() + 0.5, **kw)
+    if paged:  # an id int32 cannot hold is refused, not wrapped onto another block (2**32 + 1 would be 1)
+        wrapped = kw["block_table"].clone()
+        wrapped[0, 0] += 2 ** 32
+        with pytest.raises(ValueError, match="block_table \\(torch.int64\\) holds a block id outside int32"):
+            flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, block_table=wrapped)
+        with pytest.raises(TypeError, match="block_table has dtype torch.float32"):
+            flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, block_table=kw["block_table"].float())
     with pytest.raises(AttnopsError) as exc:  # the library's refusal, with its status
         flash_attn_with_kvcache(q, kc, vc, cache_seqlens=torch.tensor([1, cap + 1]), **kw)
     assert exc.value.status == 161002 and isinstance(exc.value, ValueError)
