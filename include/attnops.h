@@ -67,6 +67,16 @@ ATTNOPS_API const char *attnops_status_string(attnops_status status);
 /* "0.1.0" */
 ATTNOPS_API const char *attnops_version(void);
 
+/* Where CANN's host tiling logs a warning and falls back instead of failing
+ * (docs/NUMERICS.md, "The device's fallbacks"), attnops falls back the same
+ * way and reports it once per process for each kind of fallback: one sentence
+ * naming the op, the argument and what is done instead, handed to the
+ * handler.  The default handler (also restored by NULL) prints
+ * "attnops: warning: <sentence>" on stderr.  The handler may be called from
+ * any thread that runs an op, during the op's validation. */
+typedef void (*attnops_warning_handler)(const char *sentence, void *user);
+ATTNOPS_API void attnops_set_warning_handler(attnops_warning_handler handler, void *user);
+
 /* ------------------------------------------------------------------------ */
 /* Element types                                                             */
 /* ------------------------------------------------------------------------ */

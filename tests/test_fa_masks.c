@@ -8,9 +8,12 @@
  *      gives bit-identical outputs (both implementations);
  *   3. fully masked rows: the sentinels (attention_out 0, softmax_max =
  *      -FLT_MAX, softmax_sum = FLT_MAX, zero dq) under the golden's
- *      conditions and inner_precise = 2, and uniform weights otherwise. */
+ *      conditions and inner_precise = 2, and uniform weights otherwise;
+ *   4. the device's fallback: sparse_mode 5 with a prefix out of range is
+ *      mode 1 over the same mask, with one warning per process. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +220,57 @@ static void equivalence_suite(void)
     }
 }
 
+static int fallback_warnings;
+static char fallback_sentence[512];
+
+static void count_warning(const char *sentence, void *user)
+{
+    (void)user;
+    fallback_warnings++;
+    snprintf(fallback_sentence, sizeof fallback_sentence, "%s", sentence);
+}
+
+/* The device's fallback (docs/NUMERICS.md): sparse_mode 5 whose prefix CANN's
+ * tiling cannot take runs as mode 1 over the same mask, bit for bit in both
+ * implementations, and says so once per process however many calls fall back. */
+static void prefix_fallback_suite(void)
+{
+    const char *spec = "B=2,N1=2,N2=1,S1=40,S2=70,D=16,Dv=16,dtype=f32,layout=BSND,mode=5,mask=b1ss";
+    const int64_t bad_prefix[][2] = {{71, 40}, {30, 29}}; /* above S2; below S2 - S1 = 30 */
+    attnops_set_warning_handler(count_warning, NULL);
+    const int before = tu_failures;
+    for (int impl = ATTNOPS_IMPL_REFERENCE; impl <= ATTNOPS_IMPL_CPU; impl++)
+        for (int k = 0; k < 2; k++) {
+            fa_case_shape s;
+            TU_CHECK(fa_case_parse(spec, &s), "bad spec %s", spec);
+            fa_case_shape dense_shape = s;
+            dense_shape.sparse_mode = 1;
+            fa_case a, e;
+            fa_case_init(&a, &s, 21);
+            fa_case_init(&e, &dense_shape, 21);
+            memcpy(e.mask.view.data, a.mask.view.data, a.mask.data_bytes);
+            int64_t *prefix = a.prefix.view.data;
+            prefix[0] = bad_prefix[k][0], prefix[1] = bad_prefix[k][1];
+            run(&a, (attnops_impl)impl);
+            run(&e, (attnops_impl)impl);
+            const struct { const char *name; tu_tensor *x, *y; } outs[] = {
+                {"attention_out", &a.out, &e.out}, {"softmax_max", &a.smax, &e.smax}, {"softmax_sum", &a.ssum, &e.ssum},
+                {"dq", &a.dq, &e.dq}, {"dk", &a.dk, &e.dk}, {"dv", &a.dv, &e.dv}};
+            for (size_t i = 0; i < 6; i++)
+                TU_CHECK(same_bits(outs[i].x, outs[i].y), "[impl %d, prefix %lld %lld] mode 5's fallback differs from "
+                         "mode 1 in %s", impl, (long long)prefix[0], (long long)prefix[1], outs[i].name);
+            fa_case_free(&a);
+            fa_case_free(&e);
+        }
+    TU_CHECK(fallback_warnings == 1, "the prefix fallback warned %d times in 8 falling-back calls; want once per "
+             "process", fallback_warnings);
+    TU_CHECK(strstr(fallback_sentence, "FlashAttentionScore") && strstr(fallback_sentence, "prefix") &&
+             strstr(fallback_sentence, "sparse_mode 1"), "the warning does not name the op, the argument and what "
+             "runs: \"%s\"", fallback_sentence);
+    attnops_set_warning_handler(NULL, NULL);
+    passed += tu_failures == before;
+}
+
 /* Row i of head (b, h) from a [B,N1,S1,8] stats tensor (BNSD layout helpers). */
 static float stat(const tu_tensor *t, int64_t b, int64_t h, int64_t i)
 {
@@ -327,6 +381,7 @@ int main(void)
     tnd_alibi_suite();
     equivalence_suite();
     invalid_rows_suite();
+    prefix_fallback_suite();
     /* The checks bite: a golden that disagrees by one diagonal is caught. */
     TU_CHECK(fa_case_golden_masked(2, 10, 10, 0, 0, 0, 3, 4) && !fa_case_golden_masked(2, 10, 10, 0, 0, 0, 4, 4),
              "the golden causal mask itself is wrong");

@@ -718,7 +718,6 @@ enum { BOTH, FWD_ONLY, BWD_ONLY };
     X(TOKENS_NEXT_BEYOND_S1, BOTH, INV, "pre_tokens", "next_tokens", CALL_BOTH)                                \
     X(TOKENS_NO_BAND, BOTH, INV, "pre_tokens", "next_tokens", CALL_BOTH)                                       \
     X(TOKENS_MODE4_CORRECTED, BOTH, INV, "pre_tokens", "-8", CALL_BOTH)                                        \
-    X(PREFIX_MISSING_MODE5, BOTH, NUL, "prefix", NULL, CALL_BOTH)                                              \
     X(PREFIX_MISSING_MODE6, BOTH, NUL, "prefix", NULL, CALL_BOTH)                                              \
     X(PREFIX_LENGTH, BOTH, INV, "prefix", NULL, CALL_BOTH)                                                     \
     X(PREFIX_DTYPE_F32, BOTH, INV, "prefix", NULL, CALL_BOTH)                                                  \
@@ -1160,17 +1159,19 @@ static const case_break BREAK[N_CASES] = {
      * corrects them to pre' = -8, next' = 8 and -pre' = 8 > S2 */
     [C_TOKENS_MODE4_CORRECTED] = ROW(ATTEN_MASK(U8, NUM(2048), NUM(2048)), PARAM(sparse_mode, 4),
                                      PARAM_SZ(pre_tokens, NEG(S2, -1)), PARAM_SZ(next_tokens, PLUS(S2, -1))),
-    /* prefix (modes 5/6): required with a mask, i64/i32 [B], each value in
-     * [max(0, S2 - S1), S2] = [2, 7] here; B = 2 */
-    [C_PREFIX_MISSING_MODE5] = ROW(ATTEN_MASK(BOOL, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5)),
+    /* prefix (mode 6): required with a mask, i64/i32 [B], each value in
+     * [max(0, S2 - S1), S2] = [2, 7] here; B = 2.  Mode 5 takes a missing or
+     * out-of-range prefix as the device does, falling back to the full mask
+     * (SUCCESS_VARIANTS' MODE5_PREFIX_FALLBACK_*); an f32 list is refused for
+     * every mode. */
     [C_PREFIX_MISSING_MODE6] = ROW(ATTEN_MASK(BOOL, NUM(3072), NUM(2048)), PARAM(sparse_mode, 6)),
-    [C_PREFIX_LENGTH] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
+    [C_PREFIX_LENGTH] = ROW(ATTEN_MASK(U8, NUM(3072), NUM(2048)), PARAM(sparse_mode, 6),
                             LIST(PREFIX, I64, SZ(PREFIX_MIN), SZ(S2), SZ(S2))),
     [C_PREFIX_DTYPE_F32] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
                                LIST(PREFIX, F32, SZ(PREFIX_MIN), SZ(S2))),
-    [C_PREFIX_BELOW_RANGE] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
+    [C_PREFIX_BELOW_RANGE] = ROW(ATTEN_MASK(U8, NUM(3072), NUM(2048)), PARAM(sparse_mode, 6),
                                  LIST(PREFIX, I64, SZ(PREFIX_MIN), PLUS(PREFIX_MIN, -1))),
-    [C_PREFIX_ABOVE_RANGE] = ROW(ATTEN_MASK(U8, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
+    [C_PREFIX_ABOVE_RANGE] = ROW(ATTEN_MASK(U8, NUM(3072), NUM(2048)), PARAM(sparse_mode, 6),
                                  LIST(PREFIX, I64, SZ(PREFIX_MIN), PLUS(S2, 1))),
     /* pse (spec 4.1): types 0/1 take query's dtype and [B,N1,S1,S2],
      * [1,N1,S1,S2], [B,N1,1,S2] (or the compressed ALiBi form, below);
@@ -1517,7 +1518,8 @@ static int run_checker_self_test(void)
     X(PSE_TYPE2_SLOPES_START_IDX) X(MASK_MODE5_BNSS_I32_PREFIX) X(MASK_MODE4_BAND) X(MASK_MODE0_SS_TOKENS)          \
     X(PSE_TYPE1_1NSS) X(PSE_TYPE1_BN1S_MODE3) X(PSE_TYPE3_BN_SLOPES_EMPTY_Q_START) X(NO_MASK_MODE0_PRE_BEYOND_S2)   \
     X(NO_MASK_MODE0_NO_BAND) X(NO_MASK_MODE4_CORRECTED) X(NO_MASK_MODE6_NO_PREFIX) X(DROPOUT_KEEP_HALF)           \
-    X(DROP_MASK_BITS)                                                                                              \
+    X(DROP_MASK_BITS) X(MODE5_PREFIX_FALLBACK_MISSING) X(MODE5_PREFIX_FALLBACK_RANGE_SS)                          \
+    X(MODE5_PREFIX_FALLBACK_LENGTH)                                                                                \
     X(ROPE) X(ROPE_MASK_PSE_DROPOUT) X(FP8_E4M3_F16_OUT) X(FP8_E5M2_BF16_OUT_MASK_PSE_DROPOUT)                       \
     /* from here on layout TND only (TND_FIRST_VALID) */                                                           \
     X(TND_PLAIN) X(TND_I32_LISTS) X(TND_TRAILING_EMPTY_BATCHES) X(TND_STATS_SAME_AS_INPUT) X(TND_MODE0_SS_TOKENS)  \
@@ -1559,6 +1561,13 @@ static const edit *const VALID[N_VALID] = {
     [V_NO_MASK_MODE6_NO_PREFIX] = EDITS(PARAM(sparse_mode, 6)),
     [V_DROPOUT_KEEP_HALF] = EDITS(PARAM(keep_prob, 0.5), PARAM(seed, 5), PARAM(offset, 16)),
     [V_DROP_MASK_BITS] = EDITS(TENSOR(DROP, U8, SZ(DROP_BYTES)), PARAM(keep_prob, 0.8)),
+    /* the device's fallback: sparse_mode 5 without a usable prefix runs over
+     * the full mask given, of any form mode 1 takes (docs/NUMERICS.md) */
+    [V_MODE5_PREFIX_FALLBACK_MISSING] = EDITS(ATTEN_MASK(BOOL, SZ(B), NUM(1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5)),
+    [V_MODE5_PREFIX_FALLBACK_RANGE_SS] = EDITS(ATTEN_MASK(U8, SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
+                                               LIST(PREFIX, I64, SZ(PREFIX_MIN), PLUS(S2, 1))),
+    [V_MODE5_PREFIX_FALLBACK_LENGTH] = EDITS(ATTEN_MASK(U8, SZ(B), SZ(N1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
+                                             LIST(PREFIX, I64, SZ(PREFIX_MIN), SZ(S2), SZ(S2))),
     [V_ROPE] = EDITS(ROPE(NUM(3))),
     /* rope combines with everything (the aclnn entry's limits are not ours) */
     [V_ROPE_MASK_PSE_DROPOUT] = EDITS(ROPE(SZ(D)), ATTEN_MASK(BOOL, NUM(2048), NUM(2048)), PARAM(sparse_mode, 3),

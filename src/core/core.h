@@ -3,6 +3,7 @@
 #ifndef ATTNOPS_CORE_H
 #define ATTNOPS_CORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +18,10 @@
  * return it, so validation reads `return ao_fail(ATTNOPS_ERR_..., "...")`. */
 attnops_status ao_fail(attnops_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ao_clear_error(void);
+/* The first call with a given `once` flag (a static of the warning's site)
+ * hands the sentence to the warning handler (attnops_set_warning_handler);
+ * later calls with it do nothing: one line per process and kind. */
+void ao_warn_once(atomic_bool *once, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Loads widen exactly.  Stores round once, to nearest even, from the given
  * precision (a double store never goes through float first). */

@@ -1,4 +1,6 @@
-/* Status codes and the thread-local "last error" sentence. */
+/* Status codes, the thread-local "last error" sentence and the once-per-process
+ * fallback warnings. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -16,6 +18,39 @@ attnops_status ao_fail(attnops_status status, const char *fmt, ...)
 }
 
 void ao_clear_error(void) { last_error[0] = '\0'; }
+
+static void warn_to_stderr(const char *sentence, void *user)
+{
+    (void)user;
+    fprintf(stderr, "attnops: warning: %s\n", sentence);
+}
+
+/* The handler and its argument change together under the lock; a warning
+ * is rare (once per kind), so the lock costs nothing on the hot path. */
+static pthread_mutex_t warning_lock = PTHREAD_MUTEX_INITIALIZER;
+static attnops_warning_handler warning_handler = warn_to_stderr;
+static void *warning_user;
+
+void attnops_set_warning_handler(attnops_warning_handler handler, void *user)
+{
+    pthread_mutex_lock(&warning_lock);
+    warning_handler = handler ? handler : warn_to_stderr;
+    warning_user = handler ? user : NULL;
+    pthread_mutex_unlock(&warning_lock);
+}
+
+void ao_warn_once(atomic_bool *once, const char *fmt, ...)
+{
+    if (atomic_exchange(once, true)) return;
+    char sentence[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sentence, sizeof sentence, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&warning_lock);
+    warning_handler(sentence, warning_user);
+    pthread_mutex_unlock(&warning_lock);
+}
 
 const char *attnops_last_error(void) { return last_error; }
 

@@ -214,6 +214,49 @@ static attnops_status check_tokens(const char *op, const attnops_fa_params *p, c
     return ATTNOPS_SUCCESS;
 }
 
+/* A prefix list must hold integers whatever happens to it next. */
+static attnops_status check_prefix_dtype(const char *op, const attnops_tensor *t)
+{
+    if (!t) return ATTNOPS_SUCCESS;
+    AO_TRY(ao_check_view(op, "prefix", t));
+    if (t->dtype != ATTNOPS_DTYPE_I64 && t->dtype != ATTNOPS_DTYPE_I32)
+        return ao_fail(INVALID, "%s: 'prefix' has dtype %s; it must be i64 (or i32).", op,
+                       attnops_dtype_name(t->dtype));
+    return ATTNOPS_SUCCESS;
+}
+
+/* The device's fallback for sparse_mode 5 with padded layouts (docs/NUMERICS.md,
+ * "The device's fallbacks"): where CANN's host tiling cannot take the prefix
+ * list (GetPrefixNList in arch22's FlashAttentionScoreTilingBase and arch35's
+ * FlashAttentionScoreTilingRegbase: missing, not 1-D, not B long, or a value
+ * outside [max(0, S2 - S1), S2]) it logs a warning and runs the dense path
+ * over the full mask the caller gave, i.e. sparse_mode 1.  TND and mode 6
+ * fail there instead, and so they do here. */
+static bool prefix_falls_back(const char *op, const attnops_tensor *t, const fa_problem *pr)
+{
+    static atomic_bool warned;
+    const char *why = NULL;
+    int64_t bad_b = -1, bad_v = 0;
+    if (!t) why = "is missing";
+    else if (t->rank != 1 || t->shape[0] != pr->B) why = "is not a list of B values";
+    else {
+        for (int64_t b = 0; b < pr->B && !why; b++) {
+            const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b), lo = s1 > s2 ? 0 : s2 - s1;
+            const int64_t v = list_at(t, b);
+            if (v < lo || v > s2) why = "has a value outside [max(0, S2 - S1), S2]", bad_b = b, bad_v = v;
+        }
+    }
+    if (!why) return false;
+    if (bad_b >= 0)
+        ao_warn_once(&warned, "%s: sparse_mode 5's 'prefix' %s (prefix[%lld] = %lld); as CANN's tiling does, the "
+                     "dense path runs over the full atten_mask given (sparse_mode 1).", op, why, (long long)bad_b,
+                     (long long)bad_v);
+    else
+        ao_warn_once(&warned, "%s: sparse_mode 5's 'prefix' %s; as CANN's tiling does, the dense path runs over the "
+                     "full atten_mask given (sparse_mode 1).", op, why);
+    return true;
+}
+
 /* atten_mask, sparse_mode, tokens and prefix (spec 3). */
 static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa_problem *pr)
 {
@@ -234,8 +277,13 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
     if (t->rank != 2 && t->rank != 4)
         return ao_fail(INVALID, "%s: atten_mask has shape %s; it must be 2-D or 4-D.", op, ao_shape_str(t, buf, sizeof buf));
     const int64_t rows = t->shape[t->rank - 2], cols = t->shape[t->rank - 1];
-    const int64_t mode = p->sparse_mode, S1 = pr->S1, S2 = pr->S2;
+    int64_t mode = p->sparse_mode;
+    const int64_t S1 = pr->S1, S2 = pr->S2;
     m->active = true;
+    if (mode == 5 && !pr->varlen) {
+        AO_TRY(check_prefix_dtype(op, p->prefix));
+        if (prefix_falls_back(op, p->prefix, pr)) mode = m->mode = 1;
+    }
     /* Modes 7/8: the band batch is the last (7) / first (8) with query rows. */
     m->band_batch = -1;
     for (int64_t b = 0; b < pr->B && (mode == 7 || mode == 8); b++)
