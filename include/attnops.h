@@ -422,12 +422,14 @@ ATTNOPS_API attnops_status attnops_fp8_quantize_blocks(const attnops_tensor *src
  * for every tensor, so the CANN attribute state_cache_stride_dim0 is simply
  * state_cache's strides[0]. */
 typedef enum attnops_key_pool_capacity {
-    /* CANN today: BSH [B, ceil(S/R), D], batch b's n[b] valid rows first;
-     * TH [min(T, floor(T/R) + B), D], valid rows of all batches packed back to
-     * back.  Rows past the valid ones are not written (left as they were). */
+    /* The seed's current-input capacity: BSH [B, ceil(S/R), D], batch b's n[b]
+     * valid rows first; TH [min(T, floor(T/R) + B), D], valid rows of all
+     * batches packed back to back.  Rows past the valid ones are not written
+     * (left as they were). */
     ATTNOPS_KEY_POOL_CAPACITY_CURRENT = 0,
-    /* The legacy fixed capacity of the stored golden: [B, ceil(L*block_size/R),
-     * D] for both layouts, batch b's valid rows first, every other row zero. */
+    /* CANN today (aclnnKeyPool's infershape and torch binding, the stored
+     * golden; the default): [B, ceil(L*block_size/R), D] for both layouts,
+     * batch b's valid rows first, every other row zero. */
     ATTNOPS_KEY_POOL_CAPACITY_FIXED = 1
 } attnops_key_pool_capacity;
 
@@ -450,7 +452,7 @@ typedef struct attnops_key_pool_args {
     int64_t cmp_ratio;                       /* 4; one of 2, 4, 8, ..., 128               */
     double norm_eps;                         /* 1e-6; > 0                                 */
     int64_t rotary_mode;                     /* 1; 0 or 1, no effect (RoPE is reserved)   */
-    attnops_key_pool_capacity capacity;      /* CURRENT                                   */
+    attnops_key_pool_capacity capacity;      /* FIXED (CANN today)                        */
     /* output */
     const attnops_tensor *pooled_key;        /* hidden's dtype; shape by `capacity`       */
     /* execution options */
@@ -458,7 +460,7 @@ typedef struct attnops_key_pool_args {
     int32_t num_threads;                     /* 0 = OpenMP's default                      */
 } attnops_key_pool_args;
 
-/* Zero the struct, then cmp_ratio 4, norm_eps 1e-6, rotary_mode 1. */
+/* Zero the struct, then cmp_ratio 4, norm_eps 1e-6, rotary_mode 1, capacity FIXED. */
 ATTNOPS_API void attnops_key_pool_args_init(attnops_key_pool_args *args);
 
 /* The shape pooled_key must have for these inputs and args->capacity

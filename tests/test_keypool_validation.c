@@ -219,6 +219,7 @@ static void fx_init(void *vfx, int th, uint64_t seed)
     fx->th = th;
     fx->rng = tu_rng_make(seed);
     attnops_key_pool_args_init(&fx->a);
+    fx->a.capacity = ATTNOPS_KEY_POOL_CAPACITY_CURRENT; /* the base; FIXED (the default) is a variant */
     fx->a.impl = ATTNOPS_IMPL_REFERENCE;
     fx->a.num_threads = 2;
     const attnops_dtype f32 = ATTNOPS_DTYPE_F32, i32 = ATTNOPS_DTYPE_I32;

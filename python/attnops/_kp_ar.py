@@ -3,8 +3,10 @@
 KeyPool (docs/KEYPOOL.md): hidden_states bf16/f16 BSH [B,S,H] or TH [T,H] (with
 cu_seqlens i32 [B+1]), wk / gate_weight [D,H], ape f32 [R,D], state_cache f32
 [blocks, block_size, 2D] (updated in place), cache_block_table i32 [B,L],
-start_pos i32 [B]; pooled_key [B, ceil(S/R), D] (BSH) or [min(T, T//R + B), D]
-(TH), CANN's current capacity.
+start_pos i32 [B]; pooled_key by `capacity`: "fixed" (CANN today, the default)
+[B, ceil(L*block_size/R), D] with zeros past each batch's valid rows, or
+"current" (the seed's current-input capacity) [B, ceil(S/R), D] (BSH) or
+[min(T, T//R + B), D] (TH) with the rows past the valid ones unspecified.
 
 AttnRes (docs/ATTNRES.md): N blocks [B,T,D] (+ partial_block), proj_weight and
 rmsnorm_gamma [D]; h [B,T,D], rms f32 [B,T,L,1], alpha f32 [B,T,L], L = N (+1).
@@ -15,19 +17,14 @@ from . import _lib
 from ._views import Call
 
 
-def key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens):
-    d = wk.shape[0]
-    if len(hidden_states.shape) == 3:
-        b, s = hidden_states.shape[:2]
-        return (b, -(-s // cmp_ratio), d)
-    t = hidden_states.shape[0]
-    b = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else 1
-    return (min(t, t // cmp_ratio + b), d)
+CAPACITIES = ("current", "fixed")  # attnops_key_pool_capacity's order
 
 
 def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, *, norm_weight,
-             norm_bias, cos, sin, cu_seqlens, seqused, cmp_ratio, norm_eps, rotary_mode, impl, num_threads):
-    """pooled_key (a new array); state_cache is updated in place."""
+             norm_bias, cos, sin, cu_seqlens, seqused, cmp_ratio, norm_eps, rotary_mode, capacity, impl, num_threads):
+    """pooled_key (a new array, of the library's shape for `capacity`); state_cache is updated in place."""
+    if capacity not in CAPACITIES:
+        raise ValueError(f"attnops: key_pool: capacity is {capacity!r}; it must be \"fixed\" or \"current\"")
     call = Call()
     args = _lib.KeyPoolArgs()
     _lib.lib.attnops_key_pool_args_init(ctypes.byref(args))
@@ -37,8 +34,11 @@ def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table
                     ("sin", sin), ("cu_seqlens", cu_seqlens), ("seqused", seqused)):
         setattr(args, name, call.view(t, name))
     args.cmp_ratio, args.norm_eps, args.rotary_mode = cmp_ratio, norm_eps, rotary_mode
+    args.capacity = CAPACITIES.index(capacity)
     args.impl, args.num_threads = _impl(impl), num_threads
-    out = call.empty(key_pool_shape(hidden_states, wk, cmp_ratio, cu_seqlens), hidden_states)
+    rank, shape = ctypes.c_int32(), (ctypes.c_int64 * 3)()
+    _lib.check(_lib.lib.attnops_key_pool_output_shape(ctypes.byref(args), ctypes.byref(rank), shape))
+    out = call.empty(tuple(shape[:rank.value]), hidden_states)
     args.pooled_key = call.view(out, "pooled_key")
     _lib.run("key_pool", args)
     return out

@@ -105,13 +105,14 @@ def fp8_quantize_blocks(src, input_layout, head_num, fp8_dtype=ml_dtypes.float8_
 
 
 def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, *, norm_weight=None,
-             norm_bias=None, cu_seqlens=None, cmp_ratio=4, norm_eps=1e-6, rotary_mode=0, impl="reference",
-             num_threads=0):
-    """-> pooled_key; state_cache (f32, writable) is updated in place."""
+             norm_bias=None, cu_seqlens=None, cmp_ratio=4, norm_eps=1e-6, rotary_mode=0, capacity="fixed",
+             impl="reference", num_threads=0):
+    """-> pooled_key ("fixed": CANN's [B, ceil(L*block_size/R), D], zero past the valid rows; "current": the
+    seed's current-input capacity); state_cache (f32, writable) is updated in place."""
     return _kp_ar.key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos,
                            norm_weight=norm_weight, norm_bias=norm_bias, cos=None, sin=None, cu_seqlens=cu_seqlens,
-                           seqused=None, cmp_ratio=cmp_ratio, norm_eps=norm_eps, rotary_mode=rotary_mode, impl=impl,
-                           num_threads=num_threads)
+                           seqused=None, cmp_ratio=cmp_ratio, norm_eps=norm_eps, rotary_mode=rotary_mode,
+                           capacity=capacity, impl=impl, num_threads=num_threads)
 
 
 def attn_res(blocks, proj_weight, *, partial_block=None, rmsnorm_gamma=None, scale=1.0, rmsnorm_eps=1e-6,

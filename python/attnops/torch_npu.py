@@ -206,13 +206,15 @@ def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, 
 
 def npu_key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, norm_weight=None,
                  norm_bias=None, cos=None, sin=None, cu_seqlens=None, seqused=None, cmp_ratio=4, norm_eps=1e-6,
-                 rotary_mode=0):
-    """-> pooled_key; state_cache is updated in place (docs/KEYPOOL.md).  Rows past each batch's valid
-    ones (npu_key_pool_valid_rows) are unspecified, as on the device."""
+                 rotary_mode=0, capacity="fixed"):
+    """-> pooled_key; state_cache is updated in place (docs/KEYPOOL.md).  As the device returns it today
+    (aclnnKeyPool's infershape): [B, ceil(L * block_size / cmp_ratio), D] for BSH and TH alike, each batch's
+    valid rows (npu_key_pool_valid_rows) first and zeros after them.  capacity="current" (an attnops
+    extension) gives the seed's current-input capacity instead, its rows past the valid ones unspecified."""
     return ops.key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos,
-                        cmp_ratio=cmp_ratio, norm_eps=norm_eps, rotary_mode=rotary_mode, **ops.present(
-                            norm_weight=norm_weight, norm_bias=norm_bias, cos=cos, sin=sin, cu_seqlens=cu_seqlens,
-                            seqused=seqused))
+                        cmp_ratio=cmp_ratio, norm_eps=norm_eps, rotary_mode=rotary_mode, capacity=capacity,
+                        **ops.present(norm_weight=norm_weight, norm_bias=norm_bias, cos=cos, sin=sin,
+                                      cu_seqlens=cu_seqlens, seqused=seqused))
 
 
 def npu_key_pool_valid_rows(hidden_states, start_pos, cu_seqlens=None, cmp_ratio=4):

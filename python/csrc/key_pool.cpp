@@ -3,12 +3,13 @@
 //
 //   key_pool(hidden_states, wk, gate_weight, ape, state_cache!, cache_block_table, start_pos,
 //            norm_weight, norm_bias, cos, sin, cu_seqlens, seqused, cmp_ratio, norm_eps,
-//            rotary_mode, impl) -> pooled_key
+//            rotary_mode, capacity, impl) -> pooled_key
 //
 // hidden_states bf16/f16 BSH [B,S,H] or TH [T,H] (with cu_seqlens i32 [B+1]); wk / gate_weight [D,H];
 // ape f32 [R,D]; state_cache f32 [blocks, block_size, 2D], written in place (the trailing incomplete
-// groups); cache_block_table i32 [B,L]; start_pos i32 [B].  pooled_key: BSH [B, ceil(S/R), D], TH
-// [min(T, T/R + B), D] (CANN's current capacity).
+// groups); cache_block_table i32 [B,L]; start_pos i32 [B].  pooled_key by capacity: "fixed" (CANN today,
+// the default) [B, ceil(L*block_size/R), D] with zeros past the valid rows; "current" (the seed's) BSH
+// [B, ceil(S/R), D], TH [min(T, T/R + B), D].
 #include "binding.h"
 
 #include <torch/autograd.h>
@@ -20,6 +21,14 @@ namespace attnops_torch {
 namespace {
 
 using c10::IValue;
+
+attnops_key_pool_capacity capacity_of(const std::string &name) {
+    if (name == "fixed")
+        return ATTNOPS_KEY_POOL_CAPACITY_FIXED;
+    if (name == "current")
+        return ATTNOPS_KEY_POOL_CAPACITY_CURRENT;
+    raise_value_error("attnops: key_pool: capacity is \"" + name + "\"; it must be \"fixed\" or \"current\"");
+}
 
 #define KP_TENSOR(field)                                                                                         \
     [](attnops_key_pool_args &a, Views &views, const IValue &v) {                                               \
@@ -46,6 +55,8 @@ constexpr Arg<attnops_key_pool_args> kKpArgs[] = {
      [](attnops_key_pool_args &a, Views &, const IValue &v) { a.norm_eps = v.toDouble(); }},
     {"int", "rotary_mode", "0",
      [](attnops_key_pool_args &a, Views &, const IValue &v) { a.rotary_mode = v.toInt(); }},
+    {"str", "capacity", "\"fixed\"",
+     [](attnops_key_pool_args &a, Views &, const IValue &v) { a.capacity = capacity_of(v.toStringRef()); }},
     {"str", "impl", "\"auto\"",
      [](attnops_key_pool_args &a, Views &, const IValue &v) { a.impl = impl_of(v.toStringRef()); }},
 };
@@ -53,10 +64,13 @@ constexpr Arg<attnops_key_pool_args> kKpArgs[] = {
 
 constexpr size_t kArgs = sizeof kKpArgs / sizeof kKpArgs[0];
 // Positions of what the Meta kernel's shape and the in-place kernel read.
-constexpr size_t kHidden = 0, kWk = 1, kStateCache = 4, kCuSeqlens = 11, kCmpRatio = 13;
+constexpr size_t kHidden = 0, kWk = 1, kStateCache = 4, kTable = 5, kCuSeqlens = 11, kCmpRatio = 13,
+                 kCapacity = 16;
 static_assert(same_name(kKpArgs[kHidden].name, "hidden_states") && same_name(kKpArgs[kWk].name, "wk") &&
               same_name(kKpArgs[kStateCache].name, "state_cache") &&
-              same_name(kKpArgs[kCuSeqlens].name, "cu_seqlens") && same_name(kKpArgs[kCmpRatio].name, "cmp_ratio"));
+              same_name(kKpArgs[kTable].name, "cache_block_table") &&
+              same_name(kKpArgs[kCuSeqlens].name, "cu_seqlens") && same_name(kKpArgs[kCmpRatio].name, "cmp_ratio") &&
+              same_name(kKpArgs[kCapacity].name, "capacity"));
 
 std::string schema() { return "key_pool(" + schema_args(kKpArgs) + ") -> Tensor"; }
 
@@ -81,7 +95,7 @@ void key_pool_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     torch::jit::push(*stack, std::move(out));
 }
 
-// CANN's current capacity from the shapes alone (attnops_key_pool_output_shape reads values too).
+// The capacity's shape from the shapes alone (attnops_key_pool_output_shape reads values too).
 void key_pool_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kArgs);
     const at::Tensor &hidden = args[kHidden].toTensor();
@@ -90,7 +104,11 @@ void key_pool_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     if (ratio <= 0)
         raise_value_error("attnops: cmp_ratio is " + std::to_string(ratio) + "; it must be positive");
     std::vector<c10::SymInt> shape;
-    if (hidden.dim() == 3) {
+    if (capacity_of(args[kCapacity].toStringRef()) == ATTNOPS_KEY_POOL_CAPACITY_FIXED) {
+        const at::Tensor &table = args[kTable].toTensor();
+        c10::SymInt positions = table.sym_size(1) * args[kStateCache].toTensor().sym_size(1);
+        shape = {table.sym_size(0), (positions + ratio - 1) / ratio, d};
+    } else if (hidden.dim() == 3) {
         shape = {hidden.sym_size(0), (hidden.sym_size(1) + ratio - 1) / ratio, d};
     } else {
         c10::SymInt t = hidden.sym_size(0);

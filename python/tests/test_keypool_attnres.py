@@ -74,7 +74,11 @@ def isclose_fraction(actual, expected, rtol=1 / 128, atol=1e-4):
 @pytest.mark.parametrize("layout", ["BSH", "TH"])
 @pytest.mark.parametrize("dtype", [BF16, F16])
 @pytest.mark.parametrize("norm", [False, True])
-def test_key_pool(layout, dtype, norm):
+@pytest.mark.parametrize("capacity", ["fixed", "current"])
+def test_key_pool(layout, dtype, norm, capacity):
+    """Both capacities (docs/KEYPOOL.md): "fixed", the default, is aclnnKeyPool's infershape today,
+    [B, ceil(L * block_size / R), D] for BSH and TH with zeros past each batch's valid rows; "current" is
+    the seed's current-input capacity, valid rows first (TH: packed), the rest unspecified."""
     ratio, d, h, block, nblocks = 4, 32, 96, 8, 12
     starts = [0, 6, 13]
     lens = [19, 19, 19] if layout == "BSH" else [19, 7, 30]
@@ -94,12 +98,20 @@ def test_key_pool(layout, dtype, norm):
         cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32)
     expected, expected_cache = key_pool_oracle(xs, starts, wk, gate, ape, cache, table.tolist(), ratio, nw)
     state = cache.clone()
+    kw = {} if capacity == "fixed" else {"capacity": capacity}  # the default is "fixed"
     out = torch_npu.npu_key_pool(hidden, wk, gate, ape, state, table, start_pos,
                                  norm_weight=nw[0] if nw else None, norm_bias=nw[1] if nw else None,
-                                 cu_seqlens=cu, cmp_ratio=ratio)
+                                 cu_seqlens=cu, cmp_ratio=ratio, **kw)
     valid = torch_npu.npu_key_pool_valid_rows(hidden, start_pos, cu, ratio)
     assert valid.tolist() == [e.shape[0] for e in expected]
-    if layout == "BSH":
+    if capacity == "fixed":
+        assert tuple(out.shape) == (3, -(-table.shape[1] * block // ratio), d)
+        for b, n in enumerate(valid.tolist()):
+            assert not out[b, n:].any(), "the fixed capacity is zero past the valid rows"
+    else:
+        assert tuple(out.shape) == ((3, -(-19 // ratio), d) if layout == "BSH"
+                                    else (min(sum(lens), sum(lens) // ratio + 3), d))
+    if layout == "BSH" or capacity == "fixed":
         actual = [out[b, :n] for b, n in enumerate(valid.tolist())]
     else:
         actual = list(out[:int(valid.sum())].split(valid.tolist()))

@@ -77,6 +77,11 @@ def test_opcheck_key_pool():
     args = (x, wk, gate, torch.randn(4, 16), torch.zeros(4, 4, 32), torch.tensor([[1, 2, 3]], dtype=torch.int32),
             torch.tensor([2], dtype=torch.int32))
     torch.library.opcheck(torch.ops.attnops.key_pool.default, args)
+    torch.library.opcheck(torch.ops.attnops.key_pool.default, args, dict(capacity="current"))
+    th = (x[0],) + args[1:6] + (torch.tensor([3], dtype=torch.int32),)  # TH: the Meta shape of both capacities
+    for capacity in ("fixed", "current"):
+        torch.library.opcheck(torch.ops.attnops.key_pool.default, th,
+                              dict(cu_seqlens=torch.tensor([0, 8], dtype=torch.int32), capacity=capacity))
 
 
 def test_opcheck_attn_res():

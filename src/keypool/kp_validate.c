@@ -290,4 +290,5 @@ void attnops_key_pool_args_init(attnops_key_pool_args *a)
     a->cmp_ratio = 4;
     a->norm_eps = 1e-6;
     a->rotary_mode = 1;
+    a->capacity = ATTNOPS_KEY_POOL_CAPACITY_FIXED; /* aclnnKeyPool's infershape today */
 }
