@@ -336,3 +336,92 @@ def npu_prompt_flash_attention(query, key, value, *, padding_mask=None, atten_ma
         actual_seq_lengths_kv=actual_seq_lengths_kv, num_heads=num_heads, scale=scale_value, pre_tokens=pre_tokens,
         next_tokens=next_tokens, input_layout=input_layout, num_key_value_heads=num_key_value_heads,
         sparse_mode=sparse_mode, inner_precise=inner_precise)[0]
+
+
+# op-plugin's FusedInferAttentionScoreV2 layouts (get_query_and_attention_out_layout): input_layout ->
+# (query's layout, attention_out's).  The library takes BSH, BSND, BNSD and TND queries; NTD and NSD
+# queries (and non-paged key / value) are views of them, and an output layout the library does not
+# write is a permutation of the query layout's output.
+_V2_LAYOUTS = {"BSH": ("BSH", "BSH"), "BSND": ("BSND", "BSND"), "BNSD": ("BNSD", "BNSD"), "TND": ("TND", "TND"),
+               "NTD": ("NTD", "NTD"), "BNSD_BSND": ("BNSD", "BSND"), "BSH_BNSD": ("BSH", "BNSD"),
+               "BSND_BNSD": ("BSND", "BNSD"), "NTD_TND": ("NTD", "TND"), "BSH_NBSD": ("BSH", "NBSD"),
+               "BSND_NBSD": ("BSND", "NBSD"), "BNSD_NBSD": ("BNSD", "NBSD"), "TND_NTD": ("TND", "NTD"),
+               "NSD": ("NSD", "NSD")}
+# the query layouts as the library takes them: (its layout, the view of a tensor in the query's layout)
+_V2_QUERY_VIEWS = {"NTD": ("TND", lambda t: t.permute(1, 0, 2)), "NSD": ("BNSD", lambda t: t.unsqueeze(0))}
+
+
+def _v2_output(out, lib_layout, want, num_heads):
+    """attention_out from the library's layout (BSH, BSND, BNSD, TND) to `want` (adds NBSD, NTD, NSD)."""
+    if want in (lib_layout, "TND") or (lib_layout, want) == ("BNSD", "NSD"):
+        return out[0] if want == "NSD" else out
+    if lib_layout == "TND":  # want NTD
+        return out.permute(1, 0, 2).contiguous()
+    if lib_layout == "BSH":
+        out = out.unflatten(2, (num_heads, -1))
+    bnsd = out if lib_layout == "BNSD" else out.permute(0, 2, 1, 3)
+    return {"BSND": lambda: bnsd.permute(0, 2, 1, 3), "BNSD": lambda: bnsd,
+            "NBSD": lambda: bnsd.permute(1, 0, 2, 3)}[want]().contiguous()
+
+
+def npu_fused_infer_attention_score_v2(query, key, value, *, query_rope=None, key_rope=None, pse_shift=None,
+                                       atten_mask=None, actual_seq_qlen=None, actual_seq_kvlen=None, block_table=None,
+                                       dequant_scale_query=None, dequant_scale_key=None, dequant_offset_key=None,
+                                       dequant_scale_value=None, dequant_offset_value=None,
+                                       dequant_scale_key_rope=None, quant_scale_out=None, quant_offset_out=None,
+                                       quant_scale_p=None, learnable_sink=None, num_query_heads=1,
+                                       num_key_value_heads=0, softmax_scale=1.0, pre_tokens=_INT32_MAX,
+                                       next_tokens=_INT32_MAX, input_layout="BSH", sparse_mode=0, block_size=0,
+                                       query_quant_mode=0, key_quant_mode=0, value_quant_mode=0, inner_precise=0,
+                                       return_softmax_lse=False, query_dtype=None, key_dtype=None, value_dtype=None,
+                                       query_rope_dtype=None, key_rope_dtype=None, key_shared_prefix_dtype=None,
+                                       value_shared_prefix_dtype=None, dequant_scale_query_dtype=None,
+                                       dequant_scale_key_dtype=None, dequant_scale_value_dtype=None,
+                                       dequant_scale_key_rope_dtype=None, out_dtype=None):
+    """-> (attention_out, softmax_lse): op-plugin's current schema (the v1 op's arguments renamed, as its
+    FusedInferAttentionScoreV2 kernel hands them to aclnnFusedInferAttentionScoreV4: dequant_scale_key /
+    dequant_offset_key / key_quant_mode are the int8 key's antiquant scale / offset / mode, likewise for
+    value).  softmax_lse is [B, N, S1, 1] ([T, N, 1] for the TND / NTD layouts) with return_softmax_lse,
+    else an empty f32 tensor, as op-plugin allocates it.  Arguments attnops does not implement raise
+    NotImplementedError naming them (docs/PYTHON.md)."""
+    op = "npu_fused_infer_attention_score_v2"
+    _left_out(op, dequant_scale_query=dequant_scale_query, dequant_scale_key_rope=dequant_scale_key_rope,
+              quant_scale_out=quant_scale_out, quant_offset_out=quant_offset_out, quant_scale_p=quant_scale_p,
+              learnable_sink=learnable_sink, query_dtype=query_dtype, key_dtype=key_dtype, value_dtype=value_dtype,
+              query_rope_dtype=query_rope_dtype, key_rope_dtype=key_rope_dtype,
+              key_shared_prefix_dtype=key_shared_prefix_dtype, value_shared_prefix_dtype=value_shared_prefix_dtype,
+              dequant_scale_query_dtype=dequant_scale_query_dtype, dequant_scale_key_dtype=dequant_scale_key_dtype,
+              dequant_scale_value_dtype=dequant_scale_value_dtype,
+              dequant_scale_key_rope_dtype=dequant_scale_key_rope_dtype, out_dtype=out_dtype)
+    if query_quant_mode != 0:
+        raise NotImplementedError(f"attnops: {op}: query_quant_mode {query_quant_mode} is not supported (a quantised "
+                                  "query; docs/INFER_ATTENTION.md, \"Left out\")")
+    layout = _layout(input_layout)
+    if layout not in _V2_LAYOUTS:
+        raise ValueError(f"attnops: {op}: input_layout is {input_layout!r}; it must be one of "
+                         f"{', '.join(_V2_LAYOUTS)}")
+    q_layout, out_layout = _V2_LAYOUTS[layout]
+    key, value = _one_tensor(op, "key", key), _one_tensor(op, "value", value)
+    lib_layout, view = _V2_QUERY_VIEWS.get(q_layout, (q_layout, None))
+    if view is not None:
+        query, query_rope = view(query), query_rope if query_rope is None else view(query_rope)
+        if block_table is None:  # key and value follow the query's layout; a paged cache has its own
+            key, value = view(key), view(value)
+            key_rope = key_rope if key_rope is None else view(key_rope)
+    if (lib_layout, out_layout) == ("BNSD", "BSND"):
+        lib_layout = out_layout = "BNSD_BSND"
+    out, lse = ops.fused_infer_attention_score(
+        query, key, value, pse_shift=pse_shift, atten_mask=atten_mask,
+        actual_seq_lengths=ops.lengths_tensor(actual_seq_qlen),
+        actual_seq_lengths_kv=ops.lengths_tensor(actual_seq_kvlen),
+        block_table=block_table, query_rope=query_rope, key_rope=key_rope, num_heads=num_query_heads,
+        scale=softmax_scale, pre_tokens=pre_tokens, next_tokens=next_tokens, input_layout=lib_layout,
+        num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode, inner_precise=inner_precise,
+        block_size=block_size, softmax_lse_flag=bool(return_softmax_lse), key_antiquant_scale=dequant_scale_key,
+        key_antiquant_offset=dequant_offset_key, value_antiquant_scale=dequant_scale_value,
+        value_antiquant_offset=dequant_offset_value, key_antiquant_mode=key_quant_mode,
+        value_antiquant_mode=value_quant_mode)
+    if lib_layout == "BNSD_BSND":
+        lib_layout, out_layout = "BSND", "BSND"
+    out = _v2_output(out, lib_layout, out_layout, num_query_heads)
+    return out, lse if return_softmax_lse else lse.new_empty(0)

@@ -18,6 +18,10 @@ if platform.machine() == "aarch64":
         inductor_config.cpp_cache_precompile_headers = False
 
 
+# NPU-style test code runs in its own process, through install() (test_npu_style.py).
+collect_ignore = ["npu_style"]
+
+
 @pytest.fixture(autouse=True)
 def _seeded():
     torch.manual_seed(0)
