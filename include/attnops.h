@@ -380,6 +380,31 @@ typedef struct attnops_dropout_mask_args {
 
 ATTNOPS_API attnops_status attnops_dropout_mask(const attnops_dropout_mask_args *args);
 
+/* The keep mask of Ascend A2/A3 (910B/910C), where FlashAttentionScore(Grad)
+ * take the mask as an input that op-plugin draws beforehand with
+ * aclnnDropoutGenMaskV2(shape [count], prob, seed, offset, prob_dtype) --
+ * one flat stream over the call's elements, read in the drop_mask order
+ * above ([B, N1, S1, S2], TND per-batch [N1, S1_b, S2_b] blocks back to back).
+ * Element e takes word e % 4 of Philox-4x32-10 block e / 4 (TensorFlow's
+ * stateless uniform: key = seed, counter = (0, offset) as two 64-bit words,
+ * the block index added to the lower), draws u = (word & (2^m - 1)) / 2^m
+ * with m = 23 (f32), 10 (f16) or 7 (bf16), and is kept iff u >= prob
+ * rounded to prob_dtype (docs/NUMERICS.md, "Dropout on A2/A3").  For the
+ * FlashAttention operators op-plugin passes prob = (float)1 - (float)keep_prob
+ * and the query's dtype.
+ *   bit_mask  u8 [>= ceil(count / 8)], element e in bit e % 8 of byte e / 8
+ *             (LSB first); bytes past the last element are zeroed.  CANN
+ *             allocates ceil(count / 128) * 16 bytes. */
+typedef struct attnops_dropout_gen_mask_args {
+    int64_t seed, offset;
+    double prob;              /* the drop probability, [0, 1] */
+    attnops_dtype prob_dtype; /* f32, f16 or bf16 */
+    int64_t count;            /* the elements (>= 0) */
+    const attnops_tensor *bit_mask;
+} attnops_dropout_gen_mask_args;
+
+ATTNOPS_API attnops_status attnops_dropout_gen_mask(const attnops_dropout_gen_mask_args *args);
+
 /* The standard ALiBi slopes for n heads (get_slopes of spec 4.2): with
  * p = 2^floor(log2 n), base = 2^(-8/p): base^1 .. base^p, then, if p < n,
  * (2^(-4/p))^k for k = 1, 3, 5, ...; in float, as the golden computes them.

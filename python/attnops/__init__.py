@@ -14,9 +14,10 @@ modules.  docs/PYTHON.md lists every function.
 from ._lib import (AttnopsError, AttnopsInternalError, AttnopsMemoryError, AttnopsNotImplementedError,
                    AttnopsValueError, cpu_isa, cpu_model, version)
 from ._compare import Verdict, compare
-from ._dropout import dropout_mask
+from ._dropout import dropout_gen_mask, dropout_mask
 
 __version__ = version()
 __all__ = ["AttnopsError", "AttnopsValueError", "AttnopsNotImplementedError", "AttnopsMemoryError",
-           "AttnopsInternalError", "cpu_isa", "cpu_model", "version", "dropout_mask", "compare", "Verdict",
+           "AttnopsInternalError", "cpu_isa", "cpu_model", "version", "dropout_mask", "dropout_gen_mask", "compare",
+           "Verdict",
            "__version__"]

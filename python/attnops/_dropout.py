@@ -42,3 +42,17 @@ def dropout_mask(seed, offset, keep_prob, head_num, *, batch=None, seq_q=None, s
         args.byte_mask = view
     _lib.check(_lib.lib.attnops_dropout_mask(ctypes.byref(args)))
     return out
+
+
+def dropout_gen_mask(count, prob, seed, offset, dtype="float32"):
+    """The packed keep mask aclnnDropoutGenMaskV2 draws on Ascend A2/A3 (attnops_dropout_gen_mask): u8
+    [ceil(count / 128) * 16] as CANN allocates it, element e in bit e % 8 of byte e / 8 (LSB first), kept iff
+    the element's uniform draw in `dtype` ("float32", "float16" or "bfloat16") is >= prob rounded to it."""
+    if dtype not in ("float32", "float16", "bfloat16"):
+        raise ValueError(f"attnops.dropout_gen_mask: dtype is {dtype!r}; it must be float32, float16 or bfloat16")
+    out = np.empty(-(-count // 128) * 16, np.uint8)
+    call = Call()
+    args = _lib.DropoutGenMaskArgs(seed=seed, offset=offset, prob=prob, prob_dtype=_lib.DTYPES[dtype], count=count,
+                                   bit_mask=call.view(out, "bit_mask"))
+    _lib.check(_lib.lib.attnops_dropout_gen_mask(ctypes.byref(args)))
+    return out

@@ -137,6 +137,7 @@ STRUCTS = _structs()
 Tensor = STRUCTS["attnops_tensor"]
 FaParams, FaFwdArgs, FaBwdArgs = (STRUCTS[f"attnops_fa_{n}"] for n in ("params", "fwd_args", "bwd_args"))
 DropoutMaskArgs, KeyPoolArgs = STRUCTS["attnops_dropout_mask_args"], STRUCTS["attnops_key_pool_args"]
+DropoutGenMaskArgs = STRUCTS["attnops_dropout_gen_mask_args"]
 AttnResFwdArgs, AttnResBwdArgs = STRUCTS["attnops_attn_res_fwd_args"], STRUCTS["attnops_attn_res_bwd_args"]
 FiaArgs, DtypeTraits = STRUCTS["attnops_fia_args"], STRUCTS["attnops_dtype_traits"]
 
@@ -179,6 +180,7 @@ _declare("attnops_attn_res_fwd_args_init", None, ctypes.POINTER(AttnResFwdArgs))
 _declare("attnops_attn_res_bwd_args_init", None, ctypes.POINTER(AttnResBwdArgs))
 _declare("attnops_fia_args_init", None, ctypes.POINTER(FiaArgs))
 _declare("attnops_dropout_mask", ctypes.c_int, ctypes.POINTER(DropoutMaskArgs))
+_declare("attnops_dropout_gen_mask", ctypes.c_int, ctypes.POINTER(DropoutGenMaskArgs))
 _declare("attnops_alibi_slopes", ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_float))
 _declare("attnops_fp8_quantize_blocks", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_void_p,
          ctypes.c_void_p)

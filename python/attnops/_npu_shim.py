@@ -177,7 +177,7 @@ def _host_memory():
     return info.get("MemAvailable", 0), info.get("MemTotal", 0)
 
 
-def _npu_namespace(soc):
+def _npu_namespace():
     ns = types.ModuleType("torch.npu")
     ns.set_device = lambda device=0: None
     ns.current_device = lambda: 0
@@ -190,8 +190,9 @@ def _npu_namespace(soc):
     ns.set_compile_mode = lambda jit_compile=True: None
     ns.set_option = lambda option=None: None
     ns.config = types.SimpleNamespace(allow_internal_format=False)
-    ns.get_device_name = lambda device=None: soc
-    ns.get_device_properties = lambda device=None: types.SimpleNamespace(name=soc, total_memory=_host_memory()[1])
+    ns.get_device_name = lambda device=None: _soc[0]
+    ns.get_device_properties = lambda device=None: types.SimpleNamespace(name=_soc[0],
+                                                                         total_memory=_host_memory()[1])
     ns.is_bf16_supported = lambda: True
     ns.Stream, ns.Event = _Stream, _Event
     ns.current_stream = ns.default_stream = lambda device=None: _DEFAULT_STREAM
@@ -209,15 +210,38 @@ def _npu_namespace(soc):
     return ns
 
 
-# The SoC install() emulates by default: attnops' dropout mask is the Ascend 950's in-kernel stream.
+# The SoC emulated by default: the Ascend 950, whose in-kernel dropout stream attnops reproduces.
 DEFAULT_SOC = "Ascend950PR"
+_soc = [DEFAULT_SOC]
 
 
-def install(soc=DEFAULT_SOC):
+def set_soc(soc):
+    """The SoC torch_npu code runs as: what torch.npu.get_device_name() reports, and the dropout stream
+    npu_fusion_attention(_v2) applies -- on the Ascend 950 the kernel's own Philox stream; on every earlier
+    SoC (Atlas A2 / A3: "Ascend910B1" .. "Ascend910B4", "Ascend910_93xx") the mask op-plugin draws beforehand
+    with aclnnDropoutGenMaskV2 (docs/PYTHON.md, "Dropout")."""
+    if not isinstance(soc, str) or not soc.startswith("Ascend"):
+        raise ValueError(f"attnops.torch_npu: soc is {soc!r}; it must be a SoC name such as \"Ascend950PR\" or "
+                         "\"Ascend910B4\"")
+    _soc[0] = soc
+
+
+def soc():
+    return _soc[0]
+
+
+def gen_mask_dropout():
+    """Whether the emulated SoC takes its dropout mask from DropOutGenMask (op-plugin: SoC < Ascend950)."""
+    return not _soc[0].startswith("Ascend950")
+
+
+def install(soc=None):
     """Make NPU test code run on the CPU (see the module docstring for exactly what changes).
-    `soc` is what torch.npu.get_device_name() reports (SupportedDevices decides on it)."""
+    `soc` (default: the one set_soc chose, else DEFAULT_SOC) is the SoC emulated (set_soc)."""
     if _saved:
         return
+    if soc is not None:
+        set_soc(soc)
     from . import _npu_testing, torch_npu
     impl = types.ModuleType("block_attn_res_impl")
     impl.ai_infra_block_attn_res = torch_npu.ai_infra_block_attn_res
@@ -228,7 +252,7 @@ def install(soc=DEFAULT_SOC):
                    "torch": {f: getattr(torch, f) for f in _TORCH_FACTORIES},
                    "Tensor": {f: getattr(torch.Tensor, f) for f in _TENSOR_METHODS},
                    "modules": {m: sys.modules.get(m) for m in _MODULES}})
-    torch.npu = torch_npu.npu = _npu_namespace(soc)
+    torch.npu = torch_npu.npu = _npu_namespace()
     sys.modules.update({"torch_npu": torch_npu, "torch_npu.npu": torch.npu, "block_attn_res_impl": impl,
                         "torch_npu.testing": _npu_testing, "torch_npu.testing.testcase": _npu_testing,
                         "torch_npu.testing.common_utils": _npu_testing})

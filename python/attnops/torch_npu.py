@@ -19,11 +19,38 @@ reserves it).
 """
 import torch
 
-from . import _fa, _kp_ar, _npu_rng
+import numpy as np
+
+from . import _dropout, _fa, _kp_ar, _npu_rng, _npu_shim
 from . import ops
-from ._npu_shim import install, uninstall  # noqa: F401
+from ._npu_shim import install, set_soc, soc, uninstall  # noqa: F401
 
 _INT32_MAX = _fa.INT32_MAX
+
+
+_GEN_MASK_DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
+@torch.compiler.disable
+def _gen_mask(query, keep_prob, seed_offset, numels):
+    """The drop mask op-plugin draws on SoCs before the 950 (dropout_gen_mask_impl: aclnnDropoutGenMaskV2 over
+    [numels] with prob = float(1) - float(keep_prob) in the query's dtype).  Outside torch.compile's graph: the
+    draw needs the seed and offset as numbers."""
+    seed, offset = (int(v) for v in (seed_offset.tolist() if isinstance(seed_offset, torch.Tensor) else seed_offset))
+    prob = float(np.float32(1.0) - np.float32(keep_prob))
+    return torch.from_numpy(_dropout.dropout_gen_mask(int(numels), prob, seed, offset,
+                                                      _GEN_MASK_DTYPES.get(query.dtype, "float32")))
+
+
+def _npu_dropout_gen_mask(self, size, p, seed, offset, parallel=True, sync=False):
+    """torch_npu's _npu_dropout_gen_mask: the packed keep mask aclnnDropoutGenMaskV2 draws for prod(size) elements
+    with drop probability p in self's dtype (the A2/A3 stream; docs/NUMERICS.md).  parallel and sync have no
+    effect."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"_npu_dropout_gen_mask: dropout probability has to be between 0 and 1, but got {p}")
+    numels = int(np.prod(list(size), dtype=np.int64))
+    return torch.from_numpy(_dropout.dropout_gen_mask(numels, float(p), int(seed), int(offset),
+                                                      _GEN_MASK_DTYPES.get(self.dtype, "float32")))
 
 
 def _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen):
@@ -101,11 +128,15 @@ def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten
     if softmax_layout:
         kw["softmax_in_layout"] = _softmax_layout("npu_fusion_attention", softmax_layout, input_layout)
     seed, offset = 0, 0
+    numels = _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen)
     if 0.0 < keep_prob < 1.0:
         seed, offset, seed_offset = _npu_rng.draw()
-        kw.update(ops.seed_args(seed, offset, seed_offset))
+        if _npu_shim.gen_mask_dropout():
+            kw["drop_mask"] = _gen_mask(query, keep_prob, seed_offset if seed_offset is not None else (seed, offset),
+                                        numels)
+        else:
+            kw.update(ops.seed_args(seed, offset, seed_offset))
     out, smax, ssum = ops.flash_attention_score(query, key, value, head_num, input_layout, **kw)
-    numels = _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen)
     return out, smax, ssum, query.new_empty(0), seed, offset, numels
 
 
@@ -124,7 +155,11 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
     if softmax_layout:
         kw["softmax_in_layout"] = _softmax_layout("npu_fusion_attention_grad", softmax_layout, input_layout)
     if keep_prob != 1.0:
-        kw.update(seed=seed, offset=offset)
+        if _npu_shim.gen_mask_dropout():
+            kw["drop_mask"] = _gen_mask(query, keep_prob, (seed, offset), _numels(
+                query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen))
+        else:
+            kw.update(seed=seed, offset=offset)
     return ops.flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num,
                                           input_layout, **kw)
 

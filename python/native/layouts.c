@@ -100,6 +100,12 @@ static const field dropout_mask_args_fields[] = {
 };
 #undef FD
 
+#define FG(f, kind) F(attnops_dropout_gen_mask_args, f, kind)
+static const field dropout_gen_mask_args_fields[] = {
+    FG(seed, "q"), FG(offset, "q"), FG(prob, "d"), FG(prob_dtype, "i"), FG(count, "q"), FG(bit_mask, "P"),
+};
+#undef FG
+
 #define FK(f, kind) F(attnops_key_pool_args, f, kind)
 static const field key_pool_args_fields[] = {
     FK(hidden_states, "P"), FK(wk, "P"),        FK(gate_weight, "P"), FK(ape, "P"),
@@ -172,6 +178,7 @@ static const layout layouts[] = {
     LAYOUT(attnops_fa_fwd_args, fa_fwd_args_fields),
     LAYOUT(attnops_fa_bwd_args, fa_bwd_args_fields),
     LAYOUT(attnops_dropout_mask_args, dropout_mask_args_fields),
+    LAYOUT(attnops_dropout_gen_mask_args, dropout_gen_mask_args_fields),
     LAYOUT(attnops_key_pool_args, key_pool_args_fields),
     LAYOUT(attnops_attn_res_fwd_args, attn_res_fwd_args_fields),
     LAYOUT(attnops_attn_res_bwd_args, attn_res_bwd_args_fields),

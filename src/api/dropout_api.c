@@ -1,5 +1,6 @@
 /* attnops_dropout_mask: the keep mask the FlashAttention operators apply,
- * written out for comparison with a device's (spec 5). */
+ * written out for comparison with a device's (spec 5); attnops_dropout_gen_mask:
+ * the mask A2/A3 programs draw with aclnnDropoutGenMaskV2 and pass in. */
 #include <string.h>
 
 #include "fa/fa_dropout.h"
@@ -75,6 +76,49 @@ attnops_status attnops_dropout_mask(const attnops_dropout_mask_args *a)
                         if (bits && keep[c]) bits[(e / 8) * ts] |= (uint8_t)(1u << (e % 8));
                     }
                 }
+    }
+    return ATTNOPS_SUCCESS;
+}
+
+static const char GEN_OP[] = "DropoutGenMask";
+
+/* The drop probability as the generator compares it: rounded to the draws' dtype. */
+static float rounded_prob(double prob, attnops_dtype dtype)
+{
+    if (dtype == ATTNOPS_DTYPE_F16) return attnops_f16_to_f32(attnops_f32_to_f16((float)prob));
+    if (dtype == ATTNOPS_DTYPE_BF16) return attnops_bf16_to_f32(attnops_f32_to_bf16((float)prob));
+    return (float)prob;
+}
+
+attnops_status attnops_dropout_gen_mask(const attnops_dropout_gen_mask_args *a)
+{
+    ao_clear_error();
+    if (!a) return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: args is NULL.", GEN_OP);
+    if (!a->bit_mask) return ao_fail(ATTNOPS_ERR_NULLPTR, "%s: bit_mask is NULL.", GEN_OP);
+    if (!(a->prob >= 0.0 && a->prob <= 1.0))
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: prob is %g; it must lie in [0, 1].", GEN_OP, a->prob);
+    if (a->prob_dtype != ATTNOPS_DTYPE_F32 && a->prob_dtype != ATTNOPS_DTYPE_F16 && a->prob_dtype != ATTNOPS_DTYPE_BF16)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: prob_dtype is %s; it must be f32, f16 or bf16.", GEN_OP,
+                       attnops_dtype_name(a->prob_dtype));
+    if (a->count < 0)
+        return ao_fail(ATTNOPS_ERR_PARAM_INVALID, "%s: count is %lld; it must not be negative.", GEN_OP,
+                       (long long)a->count);
+    attnops_status st = check_output("bit_mask", a->bit_mask, a->count / 8 + (a->count % 8 != 0), false);
+    if (st != ATTNOPS_SUCCESS) return st;
+
+    const int m = a->prob_dtype == ATTNOPS_DTYPE_F32 ? 23 : a->prob_dtype == ATTNOPS_DTYPE_F16 ? 10 : 7;
+    const uint32_t low = (UINT32_C(1) << m) - 1;
+    const float prob = rounded_prob(a->prob, a->prob_dtype), unit = 1.0f / (float)(UINT32_C(1) << m);
+    const uint32_t key[2] = {(uint32_t)a->seed, (uint32_t)((uint64_t)a->seed >> 32)};
+    const uint32_t counter[4] = {0, 0, (uint32_t)a->offset, (uint32_t)((uint64_t)a->offset >> 32)};
+    uint8_t *bits = a->bit_mask->data;
+    const int64_t ts = a->bit_mask->strides[0];
+    for (int64_t i = 0; i < a->bit_mask->shape[0]; i++) bits[i * ts] = 0;
+    for (int64_t e = 0; e < a->count; e += 4) {
+        uint32_t w[4];
+        ao_philox10_block(key, counter, (uint64_t)(e / 4), w);
+        for (int k = 0; k < 4 && e + k < a->count; k++) /* u is exact: m bits over 2^m */
+            if ((float)(w[k] & low) * unit >= prob) bits[((e + k) / 8) * ts] |= (uint8_t)(1u << ((e + k) % 8));
     }
     return ATTNOPS_SUCCESS;
 }
