@@ -159,6 +159,44 @@ def test_paged(rank, s1, block_size):
     assert torch.equal(out, out_c) and torch.equal(lse, lse_c.reshape(lse.shape).double())
 
 
+def _as_layout(x, layout):
+    """BNSD [B, N, S, D] -> the layout's tensor (TND: the batches' full rows back to back)."""
+    return {"BNSD": lambda: x, "BSND": lambda: x.transpose(1, 2).contiguous(),
+            "BSH": lambda: x.transpose(1, 2).flatten(2).contiguous(),
+            "TND": lambda: x.transpose(1, 2).flatten(0, 1).contiguous()}[layout]()
+
+
+@pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD", "TND"])
+@pytest.mark.parametrize("rank", [3, 4])
+@pytest.mark.parametrize("s1", [1, 4])
+def test_every_cache_layout_with_every_query_layout(layout, rank, s1):
+    """aclnnFusedInferAttentionScoreV4: each paged cache layout (BnBsH rank 3, BnNBsD rank 4) crosses with each
+    query layout, decode and prompt, GQA; the golden and the fast kernel against the oracle."""
+    b, n1, n2, d, s2, bs = 2, 8, 2, 16, 30, 8
+    q, k, v = _qkv("BNSD", b, n1, n2, s1, s2, d, torch.bfloat16, seed=60 + rank)
+    lens = [30, 11]
+    kc, vc, table = _paged(k, v, bs, lens, rank, seed=61)
+    kw = dict(input_layout=layout, num_heads=n1, num_key_value_heads=n2, scale=0.25, block_table=table,
+              block_size=bs, actual_seq_lengths_kv=lens)
+    if layout == "TND":
+        kw["actual_seq_lengths"] = [s1, 2 * s1]
+    if s1 > 1:
+        kw.update(sparse_mode=3, atten_mask=torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1))
+    _check(_as_layout(q, layout), kc, vc, s2, **kw)
+
+
+def test_int8_bnnbsd_cache_with_bsh_queries():
+    b, n1, n2, d, bs = 2, 8, 2, 32, 16
+    q, k, v = _qkv("BNSD", b, n1, n2, 1, 40, d, torch.float16, seed=70)
+    g = torch.Generator().manual_seed(71)
+    k8, v8 = (torch.randint(-100, 100, t.shape, generator=g, dtype=torch.int8) for t in (k, v))
+    kc, vc, table = _paged(k8, v8, bs, [40, 23], 4, seed=72)
+    scale = (torch.rand(n2 * d, generator=g) * 0.02).to(torch.float16)
+    _check(_as_layout(q, "BSH"), kc, vc, 40, input_layout="BSH", num_heads=n1, num_key_value_heads=n2, scale=0.125,
+           block_table=table, block_size=bs, actual_seq_lengths_kv=[40, 23], key_antiquant_scale=scale,
+           value_antiquant_scale=scale)
+
+
 def test_tnd_contiguous_and_paged():
     n1, n2, d = 4, 2, 16
     lens_q, lens_kv = [3, 1, 5], [6, 0, 9]

@@ -117,8 +117,10 @@ static attnops_status view_of(const char *op, const char *name, const attnops_te
     return ATTNOPS_SUCCESS;
 }
 
-/* A paged key-like cache: [block_num, block_size, N d] (rank 3) or
- * [block_num, N, block_size, d] (rank 4, BNSD and TND queries). */
+/* A paged key-like cache: [block_num, block_size, N d] (rank 3, BnBsH) or
+ * [block_num, N, block_size, d] (rank 4, BnNBsD), with any query layout
+ * (aclnnFusedInferAttentionScoreV4: every cache layout with every query
+ * layout); the accessor (fia_kv_at) reads both through the same strides. */
 static attnops_status paged_view_of(const char *op, const char *name, const attnops_tensor *t, const fia_problem *p,
                                     int64_t d, int64_t *n, int64_t *blocks, fia_view *v)
 {
@@ -130,15 +132,14 @@ static attnops_status paged_view_of(const char *op, const char *name, const attn
             return ao_fail(INVALID, "%s: paged %s has shape %s; it must be [block_num, block_size = %lld, N2 * %lld].",
                            op, name, ao_shape_str(t, buf, sizeof buf), (long long)bs, (long long)d);
         *n = sh[2] / d, v->ss = st[1], v->sn = d * st[2], v->sd = st[2];
-    } else if (t->rank == 4 && (p->layout == ATTNOPS_LAYOUT_BNSD || p->layout == ATTNOPS_LAYOUT_TND)) {
+    } else if (t->rank == 4) {
         if (sh[2] != bs || sh[3] != d)
             return ao_fail(INVALID, "%s: paged %s has shape %s; it must be [block_num, N2, block_size = %lld, %lld].",
                            op, name, ao_shape_str(t, buf, sizeof buf), (long long)bs, (long long)d);
         *n = sh[1], v->sn = st[1], v->ss = st[2], v->sd = st[3];
     } else {
-        return ao_fail(INVALID, "%s: paged %s has shape %s; the cache is [block_num, block_size, N2 * D] or, with "
-                       "BNSD or TND queries, [block_num, N2, block_size, D].", op, name,
-                       ao_shape_str(t, buf, sizeof buf));
+        return ao_fail(INVALID, "%s: paged %s has shape %s; the cache is [block_num, block_size, N2 * D] or "
+                       "[block_num, N2, block_size, D].", op, name, ao_shape_str(t, buf, sizeof buf));
     }
     *blocks = sh[0];
     return ATTNOPS_SUCCESS;
