@@ -249,6 +249,12 @@ typedef struct attnops_fa_params {
     const attnops_tensor *dropout_seq_kvlen;
     const attnops_tensor *dropout_q_start;
     const attnops_tensor *dropout_kv_start;
+    /* Attention sinks (torch_npu's `sink`, GPT-OSS's learnable sinks): f32
+     * [N1], one extra logit per head in every row's softmax that attends to
+     * nothing: m = max(max_j s_j, sink[h]), l = sum_j e^(s_j - m) + e^(sink[h] - m);
+     * softmax_max / softmax_sum hold that m and l (docs/NUMERICS.md, "Attention
+     * sinks").  Not with FP8 inputs (161003). */
+    const attnops_tensor *sink;
 
     /* attributes (CANN defaults set by attnops_fa_params_init) */
     double scale_value;    /* 1.0                                       */
@@ -317,6 +323,9 @@ typedef struct attnops_fa_bwd_args {
     const attnops_tensor *dpse;
     const attnops_tensor *dq_rope;
     const attnops_tensor *dk_rope;
+    /* f32 [N1] with p.sink (may be NULL: not wanted):
+     * dsink[h] = -sum_{b, i} e^(sink[h] - m_i) / l_i * (dy_i . attention_in_i) */
+    const attnops_tensor *dsink;
 } attnops_fa_bwd_args;
 
 /* Zero the struct and apply attnops_fa_params_init to .p. */
@@ -665,6 +674,11 @@ typedef struct attnops_fia_args {
     /* f32 [N1] or [B, N1] (NULL = none): S[i][j] -= slope[b|.][h] * |i + L2 - L1 - j|, L1 / L2 the
      * batch's query / key lengths (bottom-right, flash-attn's rule); with pse_shift both are added */
     const attnops_tensor *alibi_slopes;
+    /* Attention sinks (CANN's learnable_sink, FusedInferAttentionScoreV4/V5):
+     * f32, f16 or bf16 [N1], one extra logit per query head in every row's
+     * softmax (docs/NUMERICS.md, "Attention sinks"); a row with no kept key
+     * then gives out 0 and lse = sink[h]. */
+    const attnops_tensor *learnable_sink;
 
     /* outputs */
     const attnops_tensor *attention_out; /* query's dtype */

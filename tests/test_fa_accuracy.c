@@ -258,6 +258,16 @@ int main(int argc, char **argv)
         "B=1,N1=2,N2=1,S1=150,S2=260,D=64,Dv=64,dtype=f16,layout=BNSD,mode=4,mask=compressed,pre=120,next=-20,softcap=1",
         "N1=4,N2=2,D=32,Dv=32,dtype=bf16,layout=TND,seqs=114:132:14:287,mode=3,mask=compressed,softcap=1",
         "B=1,N1=4,N2=2,S1=129,S2=65,D=64,Dv=48,dtype=f32,layout=BSND,keep=0.5,seed=1234,offset=32,softcap=1",
+        /* attention sinks (one logit per head in every softmax): the tiled forward and the few-row one, GQA,
+         * causal with fully masked rows both ways (uniform -40000 rows and the sentinels), TND, dropout, ALiBi */
+        "B=2,N1=4,N2=2,S1=129,S2=65,D=64,Dv=48,dtype=f32,layout=BSND,sink=1",
+        "B=1,N1=4,N2=1,S1=97,S2=130,D=32,Dv=32,dtype=bf16,layout=BNSD,mode=3,mask=compressed,sink=1",
+        "B=1,N1=2,N2=2,S1=100,S2=90,D=32,Dv=16,dtype=f16,layout=BSH,mode=1,mask=bnss,sink=1",
+        "B=1,N1=2,N2=2,S1=100,S2=90,D=32,Dv=16,dtype=f32,layout=BSND,mode=1,mask=b1ss,inner_precise=2,sink=1",
+        "N1=4,N2=2,D=32,Dv=32,dtype=bf16,layout=TND,seqs=114:0:14:287,mode=3,mask=compressed,sink=1",
+        "B=1,N1=4,N2=2,S1=70,S2=65,D=64,Dv=48,dtype=f32,layout=BSND,keep=0.5,seed=12,offset=32,sink=1",
+        "B=2,N1=8,N2=2,S1=1,S2=1025,D=128,Dv=128,dtype=bf16,layout=BSND,sink=1",
+        "B=2,N1=4,N2=2,S1=2,S2=700,D=32,Dv=32,dtype=f32,layout=BNSD,pse=slopes_bn,pse_type=2,q_start=698,kv_start=0,sink=1",
         /* FP8 (spec 6): both formats and output dtypes, ragged 128-blocks, GQA, masks, pse, dropout */
         "B=1,N1=4,N2=2,S1=200,S2=150,D=64,Dv=64,dtype=f8_e4m3fn,out=f16,layout=BNSD",
         "B=2,N1=2,N2=1,S1=129,S2=257,D=128,Dv=96,dtype=f8_e5m2,out=bf16,layout=BSND,pad=3",

@@ -74,13 +74,14 @@ typedef enum op_kind { FWD, BWD } op_kind;
 /* Tensors of one call; the ones after T_ROPE_OUT_END are optional extras. */
 enum {
     Q, K, V, O, SMAX, SSUM, DY, AIN, DQ, DK, DV, /* main */
-    MASK, PSE, DROP, PREFIX, SEQQ, SEQKV, QSTART, KVSTART, QROPE, KROPE, DQROPE, DKROPE, DSQ, DSK, DSV, DSDY, DSO, NT
+    MASK, PSE, DROP, PREFIX, SEQQ, SEQKV, QSTART, KVSTART, QROPE, KROPE, DQROPE, DKROPE, DSQ, DSK, DSV, DSDY, DSO,
+    SINK, DSINK, NT
 };
 static const char *const TNAME[NT] = {"query", "key", "value", "attention_out", "softmax_max", "softmax_sum", "dy",
                                       "attention_in", "dq", "dk", "dv", "atten_mask", "pse", "drop_mask", "prefix",
                                       "actual_seq_qlen", "actual_seq_kvlen", "q_start_idx", "kv_start_idx",
                                       "query_rope", "key_rope", "dq_rope", "dk_rope", "d_scale_q", "d_scale_k",
-                                      "d_scale_v", "d_scale_dy", "d_scale_o"};
+                                      "d_scale_v", "d_scale_dy", "d_scale_o", "sink", "dsink"};
 
 typedef struct fixture {
     op_kind op;
@@ -101,7 +102,7 @@ typedef struct fixture {
 static bool is_output(const fixture *fx, int i)
 {
     if (fx->op == FWD) return i == O || i == SMAX || i == SSUM;
-    return i == DQ || i == DK || i == DV || i == DQROPE || i == DKROPE;
+    return i == DQ || i == DK || i == DV || i == DQROPE || i == DKROPE || i == DSINK;
 }
 
 static bool used_by(op_kind op, int i)
@@ -217,6 +218,8 @@ static const attnops_tensor **slot(fixture *fx, int i)
     case DSK: return &p->d_scale_k;
     case DSV: return &p->d_scale_v;
     case DSDY: return &p->d_scale_dy;
+    case SINK: return &p->sink;
+    case DSINK: return &fx->ba.dsink;
     default: return &p->d_scale_o; /* DSO */
     }
 }
@@ -751,6 +754,11 @@ enum { BOTH, FWD_ONLY, BWD_ONLY };
     X(FP8_ROPE, BOTH, UNS, "query_rope", NULL, CALL_BOTH)                                                      \
     X(FP8_SOFTCAP, BOTH, UNS, "softcap", "FP8", CALL_BOTH)                                                     \
     X(D_SCALE_WITHOUT_FP8, BOTH, INV, "d_scale_q", "f32", CALL_BOTH)                                           \
+    X(SINK_DTYPE, BOTH, INV, "sink", "f32", CALL_BOTH)                                                         \
+    X(SINK_SHAPE, BOTH, INV, "sink", "N1", CALL_BOTH)                                                          \
+    X(SINK_FP8, BOTH, UNS, "sink", "FP8", CALL_BOTH)                                                           \
+    X(DSINK_WITHOUT_SINK, BWD_ONLY, INV, "dsink", NULL, CALL_BOTH)                                             \
+    X(DSINK_SHAPE, BWD_ONLY, INV, "dsink", NULL, CALL_BOTH)                                                    \
     X(ROPE_QUERY_ONLY, BOTH, NUL, "key_rope", NULL, CALL_BOTH)                                                 \
     X(ROPE_KEY_ONLY, BOTH, NUL, "query_rope", NULL, CALL_BOTH)                                                 \
     X(ROPE_DTYPE, BOTH, INV, "query_rope", "f16", CALL_BOTH)                                                   \
@@ -1202,6 +1210,12 @@ static const case_break BREAK[N_CASES] = {
     /* FP8 (spec 6): FP8 makes a complete valid FP8 call; each case breaks one
      * rule.  Requests this version refuses expect 161003. */
     [C_FP8_NO_D_SCALE_Q] = ROW(FP8(F8_E4M3FN, F16), UNBIND(DSQ)),
+    /* attention sinks: f32 [N1], no FP8; dsink f32 [N1], only with a sink */
+    [C_SINK_DTYPE] = ROW(TENSOR(SINK, F16, SZ(N1))),
+    [C_SINK_SHAPE] = ROW(TENSOR(SINK, F32, PLUS(N1, 1))),
+    [C_SINK_FP8] = ROW(FP8(F8_E4M3FN, F16), TENSOR(SINK, F32, SZ(N1))),
+    [C_DSINK_WITHOUT_SINK] = ROW(TENSOR(DSINK, F32, SZ(N1))),
+    [C_DSINK_SHAPE] = ROW(TENSOR(SINK, F32, SZ(N1)), TENSOR(DSINK, F32, SZ(N1), NUM(1))),
     /* S2 = 7 has one 128-row block */
     [C_FP8_D_SCALE_K_SHAPE] = ROW(FP8(F8_E4M3FN, F16), TENSOR(DSK, F32, SZ(B), SZ(N2), NUM(2), NUM(1))),
     [C_FP8_D_SCALE_V_DTYPE] = ROW(FP8(F8_E5M2, BF16), TENSOR(DSV, F16, SZ(B), SZ(N2), NUM(1), NUM(1))),
@@ -1334,6 +1348,11 @@ static const struct {
     {C_NEGATIVE_STRIDE_OUTPUT, "negative stride"},
     {C_SOFTMAX_IN, "softmaxInOptional"},
     {C_PREFIX_DTYPE_F32, "int list"},
+    {C_SINK_DTYPE, "attention sinks"},
+    {C_SINK_SHAPE, "attention sinks"},
+    {C_SINK_FP8, "FP8 de-scales"},
+    {C_DSINK_WITHOUT_SINK, "attention sinks"},
+    {C_DSINK_SHAPE, "attention sinks"},
     {C_Q_START_IDX_F32, "int list"},
     {C_TND_SEQ_DTYPE_F32, "int list"},
     {C_ACTUAL_SEQ_QLEN_NOT_TND, "actual_seq_qlen"},
@@ -1518,7 +1537,7 @@ static int run_checker_self_test(void)
     X(PSE_TYPE2_SLOPES_START_IDX) X(MASK_MODE5_BNSS_I32_PREFIX) X(MASK_MODE4_BAND) X(MASK_MODE0_SS_TOKENS)          \
     X(PSE_TYPE1_1NSS) X(PSE_TYPE1_BN1S_MODE3) X(PSE_TYPE3_BN_SLOPES_EMPTY_Q_START) X(NO_MASK_MODE0_PRE_BEYOND_S2)   \
     X(NO_MASK_MODE0_NO_BAND) X(NO_MASK_MODE4_CORRECTED) X(NO_MASK_MODE6_NO_PREFIX) X(DROPOUT_KEEP_HALF)           \
-    X(DROP_MASK_BITS) X(MODE5_PREFIX_FALLBACK_MISSING) X(MODE5_PREFIX_FALLBACK_RANGE_SS)                          \
+    X(DROP_MASK_BITS) X(MODE5_PREFIX_FALLBACK_MISSING) X(MODE5_PREFIX_FALLBACK_RANGE_SS) X(SINK_AND_DSINK)        \
     X(MODE5_PREFIX_FALLBACK_LENGTH)                                                                                \
     X(ROPE) X(ROPE_MASK_PSE_DROPOUT) X(FP8_E4M3_F16_OUT) X(FP8_E5M2_BF16_OUT_MASK_PSE_DROPOUT)                       \
     /* from here on layout TND only (TND_FIRST_VALID) */                                                           \
@@ -1568,6 +1587,7 @@ static const edit *const VALID[N_VALID] = {
                                                LIST(PREFIX, I64, SZ(PREFIX_MIN), PLUS(S2, 1))),
     [V_MODE5_PREFIX_FALLBACK_LENGTH] = EDITS(ATTEN_MASK(U8, SZ(B), SZ(N1), SZ(S1), SZ(S2)), PARAM(sparse_mode, 5),
                                              LIST(PREFIX, I64, SZ(PREFIX_MIN), SZ(S2), SZ(S2))),
+    [V_SINK_AND_DSINK] = EDITS(TENSOR(SINK, F32, SZ(N1)), TENSOR(DSINK, F32, SZ(N1)), PARAM(sparse_mode, 0)),
     [V_ROPE] = EDITS(ROPE(NUM(3))),
     /* rope combines with everything (the aclnn entry's limits are not ours) */
     [V_ROPE_MASK_PSE_DROPOUT] = EDITS(ROPE(SZ(D)), ATTEN_MASK(BOOL, NUM(2048), NUM(2048)), PARAM(sparse_mode, 3),

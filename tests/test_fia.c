@@ -112,6 +112,20 @@ static const fia_test CASES[] = {
     {"decode bf16 GQA 2, splits of 640, paged 64",
      {.B = 2, .N1 = 8, .N2 = 4, .S1 = 1, .S2 = 4500, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_BF16,
       .block_size = 64, .nkv = 2, .kv_len = {4500, 1300}, BNSD}},
+    /* attention sinks (CANN's learnable_sink): decode contiguous and paged (split-KV merges), a batch with no
+     * keys (the row is the sink's alone), prompt causal with GQA, TND, int8 */
+    {"decode bf16 GQA 4, contiguous, bf16 sinks, a batch without keys",
+     {.B = 3, .N1 = 8, .N2 = 2, .S1 = 1, .S2 = 600, .D = 64, .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16, .nkv = 3,
+      .kv_len = {600, 0, 129}, .sink = ATTNOPS_DTYPE_BF16, BNSD}},
+    {"decode f16 GQA 8, paged 16, f32 sinks",
+     {.B = 2, .N1 = 8, .N2 = 1, .S1 = 1, .S2 = 1030, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16,
+      .block_size = 16, .nkv = 2, .kv_len = {1030, 17}, .sink = ATTNOPS_DTYPE_F32, BNSD}},
+    {"prompt bf16 causal 3, paged 32, f16 sinks",
+     {.B = 2, .N1 = 4, .N2 = 2, .S1 = 7, .S2 = 200, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 32, .nkv = 2, .kv_len = {200, 9}, .sparse_mode = 3, .sink = ATTNOPS_DTYPE_F16, BNSD}},
+    {"decode bf16 int8 per channel, paged 64, sinks",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 1, .S2 = 300, .D = 64, .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 64, .nkv = 2, .kv_len = {300, 141}, .int8_kv = true, .sink = ATTNOPS_DTYPE_BF16, BNSD}},
 };
 
 static double *values(const tu_tensor *t)

@@ -218,6 +218,12 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
     p->inner_precise = s->inner_precise;
     if (s->keep_prob > 0.0) p->keep_prob = s->keep_prob, p->seed = s->seed, p->offset = s->offset;
     p->softcap = s->softcap;
+    if (s->sink) { /* drawn after the others, so a case's other inputs do not depend on it */
+        const int64_t n1 = s->N1;
+        c->sink = tu_tensor_new(ATTNOPS_DTYPE_F32, 1, &n1, 0);
+        c->dsink = tu_tensor_new(ATTNOPS_DTYPE_F32, 1, &n1, 0);
+        p->sink = &c->sink.view;
+    }
     if (s->mask != FA_CASE_MASK_NONE) {
         p->pre_tokens = s->pre, p->next_tokens = s->next;
         int64_t prefix[64] = {0};
@@ -257,13 +263,18 @@ void fa_case_init(fa_case *c, const fa_case_shape *shape, uint64_t seed)
     c->bwd.softmax_sum = &c->ssum.view;
     c->bwd.dq = &c->dq.view, c->bwd.dk = &c->dk.view, c->bwd.dv = &c->dv.view;
     if (s->Dr > 0) c->bwd.dq_rope = &c->dqr.view, c->bwd.dk_rope = &c->dkr.view;
+    if (s->sink) {
+        tu_tensor_randn(&c->sink, &r, 2.0); /* about as large as the scores: the sink takes a real share */
+        tu_tensor_poison(&c->dsink, 0);
+        c->bwd.dsink = &c->dsink.view;
+    }
 }
 
 void fa_case_free(fa_case *c)
 {
     tu_tensor *all[] = {&c->q,  &c->k,  &c->v,  &c->dy,   &c->out,    &c->smax,   &c->ssum, &c->dq,
                         &c->dk, &c->dv, &c->mask, &c->pse, &c->prefix, &c->q_start, &c->kv_start,
-                        &c->cu_q, &c->cu_kv, &c->qr, &c->kr, &c->dqr, &c->dkr,
+                        &c->cu_q, &c->cu_kv, &c->qr, &c->kr, &c->dqr, &c->dkr, &c->sink, &c->dsink,
                         &c->dsq, &c->dsk, &c->dsv, &c->dsdy, &c->dso};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_tensor_free(all[i]);
 }

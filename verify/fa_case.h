@@ -22,6 +22,7 @@ typedef struct fa_case {
     tu_tensor dsq, dsk, dsv, dsdy, dso; /* FP8 de-quantisation scales        */
     tu_tensor mask, pse, prefix, q_start, kv_start; /* optional inputs      */
     tu_tensor cu_q, cu_kv;            /* TND cumulative lengths               */
+    tu_tensor sink, dsink;            /* attention sinks f32 [N1], gradient  */
     int64_t T1, T2;                   /* TND total rows                       */
     attnops_fa_fwd_args fwd;
     attnops_fa_bwd_args bwd;

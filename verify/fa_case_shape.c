@@ -43,6 +43,7 @@ void fa_case_describe(const fa_case_shape *s, char *buf, size_t n)
                          (long long)s->seed, (long long)s->offset);
     if (s->softcap > 0 && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ",softcap=%.17g", s->softcap);
+    if (s->sink && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, ",sink=1");
     if (s->inner_precise && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ",inner_precise=%lld", (long long)s->inner_precise);
     if (s->pse != FA_CASE_PSE_NONE && used > 0 && (size_t)used < n)
@@ -134,6 +135,7 @@ bool fa_case_parse(const char *spec, fa_case_shape *s)
         else if (!strcmp(k, "scale")) ok = parse_f64(v, &s->scale);
         else if (!strcmp(k, "keep")) ok = parse_f64(v, &s->keep_prob);
         else if (!strcmp(k, "softcap")) ok = parse_f64(v, &s->softcap);
+        else if (!strcmp(k, "sink")) ok = (!strcmp(v, "0") || !strcmp(v, "1")) && ((s->sink = v[0] == '1'), true);
         else if (!strcmp(k, "seqs")) ok = parse_lengths(v, s->seq_q, &s->nseq);
         else if (!strcmp(k, "kvseqs")) ok = parse_lengths(v, s->seq_kv, &kv_count);
         else if (!strcmp(k, "layout")) ok = (s->layout = attnops_layout_from_string(v)) != ATTNOPS_LAYOUT_UNSET;

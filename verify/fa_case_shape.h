@@ -55,6 +55,7 @@ typedef struct fa_case_shape {
     int64_t pse_type;      /* ignored without pse */
     int64_t q_start, kv_start;
     double softcap;        /* > 0: the scores' soft-capping (include/attnops.h); 0: none */
+    bool sink;             /* attention sinks: f32 [N1] logits drawn ~ 2 N(0, 1), and dsink */
     /* dropout (spec 5): keep_prob 0 means 1 (none) */
     double keep_prob;
     int64_t seed, offset;

@@ -181,6 +181,10 @@ void fia_case_init(fia_case *c, const fia_case_spec *spec, uint64_t seed)
         for (int64_t e = s->N1; e < tu_numel(&c->slopes.view); e++)
             x[e] = x[e % s->N1] * (1.0f + 0.5f * (float)(e / s->N1));
     }
+    if (s->sink) {
+        c->sink = tu_tensor_new(s->sink, 1, &s->N1, 0);
+        tu_tensor_randn(&c->sink, &r, 2.0);
+    }
     const attnops_layout out_layout = s->out_layout ? s->out_layout : s->layout;
     c->out = qlike(s, out_layout, s->N1, T1, s->Dv, s->dtype);
     const int64_t lb[4] = {s->B, s->N1, s->S1, 1}, lt[3] = {T1, s->N1, 1}, one = 1;
@@ -198,6 +202,7 @@ void fia_case_init(fia_case *c, const fia_case_spec *spec, uint64_t seed)
     if (c->mask.block) a->atten_mask = &c->mask.view;
     if (c->pse.block) a->pse_shift = &c->pse.view;
     if (c->slopes.block) a->alibi_slopes = &c->slopes.view;
+    if (c->sink.block) a->learnable_sink = &c->sink.view;
     a->softcap = s->softcap;
     if (s->int8_kv) {
         a->key_antiquant_scale = &c->k_scale.view, a->key_antiquant_offset = &c->k_offset.view;
@@ -216,7 +221,7 @@ void fia_case_free(fia_case *c)
 {
     tu_tensor *all[] = {&c->q,    &c->k,        &c->v,   &c->qr,      &c->kr,       &c->table,
                         &c->q_len, &c->kv_len,  &c->mask, &c->pse,    &c->out,      &c->lse,
-                        &c->k_scale, &c->k_offset, &c->v_scale, &c->v_offset, &c->slopes};
+                        &c->k_scale, &c->k_offset, &c->v_scale, &c->v_offset, &c->slopes, &c->sink};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tu_tensor_free(all[i]);
 }
 

@@ -26,13 +26,14 @@ typedef struct fia_case_spec {
     int64_t key_mode, value_mode; /* 0 per channel, 1 per token, 2 per head, 3 per token and head */
     double softcap;              /* 0: off (an attnops extension, as alibi) */
     int alibi;                   /* ALiBi slopes: 0 none, 1 [N1] (attnops_alibi_slopes), 2 [B, N1] */
+    attnops_dtype sink;          /* attention sinks: 0 none, else learnable_sink [N1] of this dtype ~ 2 N(0, 1) */
                                  /* (batch b's those times 1 + b / 2) */
 } fia_case_spec;
 
 typedef struct fia_case {
     fia_case_spec spec;
     tu_tensor q, k, v, qr, kr, table, q_len, kv_len, mask, pse, out, lse; /* absent: block NULL */
-    tu_tensor slopes;
+    tu_tensor slopes, sink;
     tu_tensor k_scale, k_offset, v_scale, v_offset;                       /* int8 key/value */
     attnops_fia_args args;
 } fia_case;

@@ -94,10 +94,10 @@ def _output(call, shape, like, fp8):
 PARAM_TENSORS = ("query", "key", "value", "pse", "drop_mask", "padding_mask", "atten_mask", "prefix",
                  "actual_seq_qlen", "actual_seq_kvlen", "q_start_idx", "kv_start_idx", "query_rope", "key_rope",
                  "d_scale_q", "d_scale_k", "d_scale_v", "d_scale_dy", "d_scale_o", "dropout_seq_qlen",
-                 "dropout_seq_kvlen", "dropout_q_start", "dropout_kv_start")
+                 "dropout_seq_kvlen", "dropout_q_start", "dropout_kv_start", "sink")
 FWD_OUTPUTS = ("softmax_max", "softmax_sum", "softmax_out", "attention_out")
 BWD_TENSORS = ("dy", "attention_in", "softmax_max", "softmax_sum", "softmax_in", "dq", "dk", "dv", "dpse", "dq_rope",
-               "dk_rope")
+               "dk_rope", "dsink")
 FWD_NAMES, BWD_NAMES = PARAM_TENSORS + FWD_OUTPUTS, PARAM_TENSORS + BWD_TENSORS
 
 
@@ -139,7 +139,7 @@ def _params(call, p, query, kw):
     return (kw["pse"], kw["drop_mask"], None, kw["atten_mask"], *(None if v is None else ints(v) for v in lists),
             kw["query_rope"], kw["key_rope"],
             *((fp8.d_scale_q, fp8.d_scale_k, fp8.d_scale_v, fp8.d_scale_dy, fp8.d_scale_o) if fp8 else (None,) * 5),
-            *(None if v is None else ints(v) for v in block[2:]))
+            *(None if v is None else ints(v) for v in block[2:]), kw.get("sink"))
 
 
 def forward(query, key, value, kw):
@@ -164,7 +164,8 @@ def forward_args(query, key, value, kw):
 
 
 def backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw):
-    """(dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty without rope inputs.  kw: as forward's."""
+    """(dq, dk, dv, dq_rope, dk_rope, dsink); the rope gradients are empty without rope inputs, dsink (f32
+    [N1]) without a sink.  kw: as forward's."""
     call, args, outputs = backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum, kw)
     _lib.run("flash_attention_score_grad", args)
     return outputs
@@ -178,7 +179,10 @@ def backward_args(query, key, value, dy, attention_in, softmax_max, softmax_sum,
     grads = [_output(call, t.shape, t, kw.get("fp8")) for t in (query, key, value)]
     ropes = (kw["query_rope"], kw["key_rope"])
     rope = [call.empty(t.shape, t) if t is not None else call.empty((0,), query) for t in ropes]
+    sink = kw.get("sink")
+    dsink = call.empty_f32((sink.shape[0] if sink is not None else 0,))
     call.bind(args, BWD_SLOTS, BWD_NAMES, (query, key, value, *tensors, dy, attention_in, softmax_max, softmax_sum,
                                            None, *grads, None,
-                                           *(r if t is not None else None for r, t in zip(rope, ropes))))
-    return call, args, (*grads, *rope)
+                                           *(r if t is not None else None for r, t in zip(rope, ropes)),
+                                           dsink if sink is not None else None))
+    return call, args, (*grads, *rope, dsink)

@@ -48,7 +48,8 @@ def output_shapes(query, key, value, input_layout, num_heads, paged):
 
 def fused_infer_attention_score(query, key, value, **kw):
     """(attention_out, softmax_lse): new arrays, or the pair `out` given (op-plugin's .out form).
-    softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/INFER_ATTENTION.md)."""
+    softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/INFER_ATTENTION.md);
+    learnable_sink ([N1]) CANN's attention sinks."""
     _call, args, outputs = fia_args(query, key, value, **kw)
     _lib.run("fused_infer_attention_score", args)
     return outputs
@@ -60,7 +61,7 @@ def fia_args(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_l
              inner_precise=0, block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
              key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None, antiquant_scale=None,
              antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0, value_antiquant_mode=0, softcap=0.0,
-             alibi_slopes=None, impl="auto", num_threads=0, out=None):
+             alibi_slopes=None, learnable_sink=None, impl="auto", num_threads=0, out=None):
     """(call, args struct, (attention_out, softmax_lse)) of a call, ready for _lib.run."""
     lay_in, lay_out = _layouts(input_layout)
     call = Call()
@@ -75,7 +76,8 @@ def fia_args(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_l
                     ("key_rope", key_rope), ("key_antiquant_scale", key_antiquant_scale),
                     ("key_antiquant_offset", key_antiquant_offset), ("value_antiquant_scale", value_antiquant_scale),
                     ("value_antiquant_offset", value_antiquant_offset), ("antiquant_scale", antiquant_scale),
-                    ("antiquant_offset", antiquant_offset), ("alibi_slopes", alibi_slopes), *lengths.items()):
+                    ("antiquant_offset", antiquant_offset), ("alibi_slopes", alibi_slopes),
+                    ("learnable_sink", learnable_sink), *lengths.items()):
         setattr(args, name, call.view(t, name))
     args.num_heads, args.scale_value = num_heads, scale
     args.pre_tokens, args.next_tokens = pre_tokens, next_tokens

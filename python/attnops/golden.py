@@ -27,8 +27,8 @@ _INT32_MAX = _fa.INT32_MAX
 
 def _fa_kw(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
            inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope,
-           q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap):
-    return dict(fp8=fp8, head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask,
+           q_start_idx, kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap, sink):
+    return dict(fp8=fp8, head_num=head_num, input_layout=input_layout, pse=pse, drop_mask=drop_mask, sink=sink,
                 atten_mask=atten_mask,
                 scale=scale, keep_prob=keep_prob, pre_tokens=pre_tokens, next_tokens=next_tokens,
                 inner_precise=inner_precise, prefix=prefix, actual_seq_qlen=actual_seq_qlen,
@@ -43,14 +43,14 @@ def flash_attention_score(query, key, value, head_num, input_layout, *, pse=None
                           prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
                           query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
                           impl="reference", deterministic=False, num_threads=0, d_scale_q=None, d_scale_k=None,
-                          d_scale_v=None, d_scale_o=None, out_dtype=1, softcap=0.0):
+                          d_scale_v=None, d_scale_o=None, out_dtype=1, softcap=0.0, sink=None):
     """-> (attention_out, softmax_max, softmax_sum) as numpy arrays.  softcap > 0: flash-attn's soft-capping
-    of the q.k term (include/attnops.h)."""
+    of the q.k term; sink: f32 [N1] attention-sink logits (include/attnops.h)."""
     fp8 = _fp8(query, d_scale_q, d_scale_k, d_scale_v, None, d_scale_o, out_dtype)
     return _fa.forward(query, key, value, _fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap))
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap, sink))
 
 
 def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout,
@@ -59,13 +59,14 @@ def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max,
                                actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
                                query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
                                impl="reference", deterministic=False, num_threads=0, d_scale_q=None, d_scale_k=None,
-                               d_scale_v=None, d_scale_dy=None, d_scale_o=None, out_dtype=1, softcap=0.0):
-    """-> (dq, dk, dv, dq_rope, dk_rope); the rope gradients are empty arrays without rope inputs."""
+                               d_scale_v=None, d_scale_dy=None, d_scale_o=None, out_dtype=1, softcap=0.0, sink=None):
+    """-> (dq, dk, dv, dq_rope, dk_rope, dsink); the rope gradients are empty arrays without rope inputs, dsink
+    (f32 [N1]) without a sink."""
     fp8 = _fp8(query, d_scale_q, d_scale_k, d_scale_v, d_scale_dy, d_scale_o, out_dtype)
     return _fa.backward(query, key, value, dy, attention_in, softmax_max, softmax_sum, _fa_kw(
         head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens, inner_precise,
         prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, query_rope, key_rope, q_start_idx,
-        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap))
+        kv_start_idx, seed, offset, impl, deterministic, num_threads, fp8, softcap, sink))
 
 
 _FP8 = (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))
@@ -139,11 +140,12 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
                                 block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
                                 key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,
                                 antiquant_scale=None, antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0,
-                                value_antiquant_mode=0, softcap=0.0, alibi_slopes=None, impl="reference",
-                                num_threads=0):
+                                value_antiquant_mode=0, softcap=0.0, alibi_slopes=None, learnable_sink=None,
+                                impl="reference", num_threads=0):
     """-> (attention_out, softmax_lse f32): CANN's FusedInferAttentionScore (docs/INFER_ATTENTION.md),
     decode (S1 = 1) or prompt, contiguous or paged (block_table, block_size) key/value, int8 key/value with
-    their antiquant scales; softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions."""
+    their antiquant scales, attention sinks (learnable_sink [N1]); softcap and alibi_slopes (f32 [N1] or [B, N1])
+    are attnops extensions."""
     return _fia.fused_infer_attention_score(
         query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths=actual_seq_lengths,
         actual_seq_lengths_kv=actual_seq_lengths_kv, block_table=block_table, query_rope=query_rope,
@@ -154,4 +156,4 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
         value_antiquant_scale=value_antiquant_scale, value_antiquant_offset=value_antiquant_offset,
         antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, antiquant_mode=antiquant_mode,
         key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, softcap=softcap,
-        alibi_slopes=alibi_slopes, impl=impl, num_threads=num_threads)
+        alibi_slopes=alibi_slopes, learnable_sink=learnable_sink, impl=impl, num_threads=num_threads)

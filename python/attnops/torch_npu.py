@@ -6,7 +6,7 @@ torch_npu 7.1+ form; docs/PYTHON.md names the commit read), so code written
 for Ascend NPUs calls these unchanged:
 
     out, smax, ssum, _, seed, offset, numels = npu_fusion_attention(q, k, v, n, "BSND", scale=0.125)
-    dq, dk, dv, _ = npu_fusion_attention_grad(q, k, v, dy, n, "BSND", softmax_max=smax, softmax_sum=ssum,
+    dq, dk, dv, _, _ = npu_fusion_attention_grad(q, k, v, dy, n, "BSND", softmax_max=smax, softmax_sum=ssum,
                                               attention_in=out, scale_value=0.125)
 
 Differences from the NPU (docs/PYTHON.md): the tensors are CPU tensors.
@@ -15,7 +15,8 @@ out (_npu_rng: after torch.manual_seed(s) the k-th dropout call gets seed s,
 offset 12 k) and the keep mask is the Ascend 950 in-kernel Philox stream of
 that (seed, offset), bit-exact with the device;
 gen_mask_parallel and sync have no effect; dpse is an empty tensor (CANN
-reserves it).
+reserves it); sink (attention sinks, f32 [head_num]) as op-plugin master takes it, the grad functions
+returning its gradient dsink last (an empty tensor without a sink).
 """
 import torch
 
@@ -119,7 +120,7 @@ def _attributes(scale, keep_prob, pre_tokens, next_tokens, inner_precise, sparse
 
 def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, query_rope, key_rope, scale,
              keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode,
-             pse_type, q_start_idx, kv_start_idx, softmax_layout):
+             pse_type, q_start_idx, kv_start_idx, softmax_layout, sink=None):
     _check_reserved(padding_mask)
     input_layout = _layout(input_layout)
     kw = _attributes(scale, keep_prob, pre_tokens, next_tokens, inner_precise, sparse_mode, pse_type,
@@ -127,6 +128,8 @@ def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten
                       kv_start_idx))
     if softmax_layout:
         kw["softmax_in_layout"] = _softmax_layout("npu_fusion_attention", softmax_layout, input_layout)
+    if sink is not None:
+        kw["sink"] = sink
     seed, offset = 0, 0
     numels = _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen)
     if 0.0 < keep_prob < 1.0:
@@ -143,7 +146,8 @@ def _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten
 def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max, softmax_sum,
               softmax_in, attention_in, query_rope, key_rope, scale_value, keep_prob, pre_tokens, next_tokens,
               inner_precise, seed, offset, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type,
-              q_start_idx, kv_start_idx, softmax_layout):
+              q_start_idx, kv_start_idx, softmax_layout, sink=None):
+    """-> (dq, dk, dv, dq_rope, dk_rope, dsink) of the grad op."""
     _check_reserved(padding_mask, softmax_in)
     input_layout = _layout(input_layout)
     for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum), ("attention_in", attention_in)):
@@ -154,6 +158,8 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
                       kv_start_idx))
     if softmax_layout:
         kw["softmax_in_layout"] = _softmax_layout("npu_fusion_attention_grad", softmax_layout, input_layout)
+    if sink is not None:
+        kw["sink"] = sink
     if keep_prob != 1.0:
         if _npu_shim.gen_mask_dropout():
             kw["drop_mask"] = _gen_mask(query, keep_prob, (seed, offset), _numels(
@@ -167,13 +173,13 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
 def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
                          scale=1., keep_prob=1., pre_tockens=_INT32_MAX, next_tockens=_INT32_MAX, inner_precise=0,
                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
-                         gen_mask_parallel=True, sync=False, softmax_layout=""):
+                         gen_mask_parallel=True, sync=False, softmax_layout="", sink=None):
     """-> (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels).
 
-    softmax_out is reserved (an empty tensor).  Differentiable in query, key
-    and value: the backward is npu_fusion_attention_grad on the saved
+    softmax_out is reserved (an empty tensor).  Differentiable in query, key,
+    value and sink: the backward is npu_fusion_attention_grad on the saved
     outputs, with the dropout mask replayed from (seed, offset)."""
-    if keep_prob == 1.0:
+    if keep_prob == 1.0 and sink is None:
         # torch.ops.attnops.npu_fusion_attention: torch_npu's schema and outputs, 22 arguments against
         # flash_attention_score's 37 (torch parses every one on each call); by position up to the last that
         # differs from its default, as flash_attn_func and flash_attn_with_kvcache call theirs (a positional
@@ -189,7 +195,7 @@ def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, pa
         return ops.npu_fusion_attention(*args[:given])
     return _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, None, None, scale,
                     keep_prob, pre_tockens, next_tockens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen,
-                    sparse_mode, 1, None, None, softmax_layout)
+                    sparse_mode, 1, None, None, softmax_layout, sink)
 
 
 def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
@@ -197,29 +203,31 @@ def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, 
                               attention_in=None, scale_value=1., keep_prob=1., pre_tockens=_INT32_MAX,
                               next_tockens=_INT32_MAX, inner_precise=0, seed=0, offset=0, numels=0, prefix=None,
                               actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
-                              sync=False, softmax_layout=""):
-    """-> (dq, dk, dv, dpse); dpse is an empty tensor (reserved by CANN).
+                              sync=False, softmax_layout="", sink=None):
+    """-> (dq, dk, dv, dpse, dsink): op-plugin master's five outputs; dpse is an empty tensor (reserved by
+    CANN), dsink f32 [head_num] with a sink, else empty.
 
     softmax_max, softmax_sum and attention_in (the forward's outputs) are
     required; numels is accepted and not needed (the mask follows from the
     shapes and (seed, offset))."""
-    dq, dk, dv, _, _ = _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask,
-                                 softmax_max, softmax_sum, softmax_in, attention_in, None, None, scale_value,
-                                 keep_prob, pre_tockens, next_tockens, inner_precise, seed, offset, prefix,
-                                 actual_seq_qlen, actual_seq_kvlen, sparse_mode, 1, None, None, softmax_layout)
-    return dq, dk, dv, query.new_empty(0)
+    dq, dk, dv, _, _, dsink = _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask,
+                                        softmax_max, softmax_sum, softmax_in, attention_in, None, None, scale_value,
+                                        keep_prob, pre_tockens, next_tockens, inner_precise, seed, offset, prefix,
+                                        actual_seq_qlen, actual_seq_kvlen, sparse_mode, 1, None, None, softmax_layout,
+                                        sink)
+    return dq, dk, dv, query.new_empty(0), dsink
 
 
 def npu_fusion_attention_v2(query, key, value, head_num, input_layout, *, pse=None, padding_mask=None,
                             atten_mask=None, query_rope=None, key_rope=None, scale=1., keep_prob=1.,
                             pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, prefix=None,
                             actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
-                            sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None, softmax_layout=""):
+                            sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None, softmax_layout="", sink=None):
     """npu_fusion_attention with MLA rope inputs, pse_type 0-3 and q/kv start indices (v2 spells
-    pre_tokens / next_tokens); differentiable in query, key, value, query_rope and key_rope."""
+    pre_tokens / next_tokens); differentiable in query, key, value, query_rope, key_rope and sink."""
     return _forward(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, query_rope, key_rope,
                     scale, keep_prob, pre_tokens, next_tokens, inner_precise, prefix, actual_seq_qlen,
-                    actual_seq_kvlen, sparse_mode, pse_type, q_start_idx, kv_start_idx, softmax_layout)
+                    actual_seq_kvlen, sparse_mode, pse_type, q_start_idx, kv_start_idx, softmax_layout, sink)
 
 
 def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
@@ -228,15 +236,15 @@ def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, 
                                  pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, seed=0, offset=0,
                                  numels=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
                                  gen_mask_parallel=True, sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None,
-                                 softmax_layout=""):
-    """-> (dq, dk, dv, dpse, dq_rope, dk_rope); dpse is empty, and so are dq_rope / dk_rope without rope
-    inputs."""
-    dq, dk, dv, dq_rope, dk_rope = _backward(
+                                 softmax_layout="", sink=None):
+    """-> (dq, dk, dv, dpse, dq_rope, dk_rope, dsink): op-plugin master's seven outputs; dpse is empty, and so
+    are dq_rope / dk_rope without rope inputs and dsink without a sink."""
+    dq, dk, dv, dq_rope, dk_rope, dsink = _backward(
         query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max, softmax_sum,
         softmax_in, attention_in, query_rope, key_rope, scale_value, keep_prob, pre_tokens, next_tokens,
         inner_precise, seed, offset, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, pse_type, q_start_idx,
-        kv_start_idx, softmax_layout)
-    return dq, dk, dv, query.new_empty(0), dq_rope, dk_rope
+        kv_start_idx, softmax_layout, sink)
+    return dq, dk, dv, query.new_empty(0), dq_rope, dk_rope, dsink
 
 
 def npu_key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, norm_weight=None,
@@ -245,7 +253,7 @@ def npu_key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_t
     """-> pooled_key; state_cache is updated in place (docs/KEYPOOL.md).  As the device returns it today
     (aclnnKeyPool's infershape): [B, ceil(L * block_size / cmp_ratio), D] for BSH and TH alike, each batch's
     valid rows (npu_key_pool_valid_rows) first and zeros after them.  capacity="current" (an attnops
-    extension) gives the seed's current-input capacity instead, its rows past the valid ones unspecified."""
+    extension) gives the seed's current-input capacity instead (its rows past the valid ones zero here too)."""
     return ops.key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos,
                         cmp_ratio=cmp_ratio, norm_eps=norm_eps, rotary_mode=rotary_mode, capacity=capacity,
                         **ops.present(norm_weight=norm_weight, norm_bias=norm_bias, cos=cos, sin=sin,
@@ -422,7 +430,7 @@ def npu_fused_infer_attention_score_v2(query, key, value, *, query_rope=None, ke
     op = "npu_fused_infer_attention_score_v2"
     _left_out(op, dequant_scale_query=dequant_scale_query, dequant_scale_key_rope=dequant_scale_key_rope,
               quant_scale_out=quant_scale_out, quant_offset_out=quant_offset_out, quant_scale_p=quant_scale_p,
-              learnable_sink=learnable_sink, query_dtype=query_dtype, key_dtype=key_dtype, value_dtype=value_dtype,
+              query_dtype=query_dtype, key_dtype=key_dtype, value_dtype=value_dtype,
               query_rope_dtype=query_rope_dtype, key_rope_dtype=key_rope_dtype,
               key_shared_prefix_dtype=key_shared_prefix_dtype, value_shared_prefix_dtype=value_shared_prefix_dtype,
               dequant_scale_query_dtype=dequant_scale_query_dtype, dequant_scale_key_dtype=dequant_scale_key_dtype,
@@ -455,7 +463,7 @@ def npu_fused_infer_attention_score_v2(query, key, value, *, query_rope=None, ke
         block_size=block_size, softmax_lse_flag=bool(return_softmax_lse), key_antiquant_scale=dequant_scale_key,
         key_antiquant_offset=dequant_offset_key, value_antiquant_scale=dequant_scale_value,
         value_antiquant_offset=dequant_offset_value, key_antiquant_mode=key_quant_mode,
-        value_antiquant_mode=value_quant_mode)
+        value_antiquant_mode=value_quant_mode, **ops.present(learnable_sink=learnable_sink))
     if lib_layout == "BNSD_BSND":
         lib_layout, out_layout = "BSND", "BSND"
     out = _v2_output(out, lib_layout, out_layout, num_query_heads)

@@ -5,12 +5,12 @@
 //       -> (attention_out, softmax_max, softmax_sum)
 //   flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum,
 //                              head_num, input_layout, <attributes>)
-//       -> (dq, dk, dv, dq_rope, dk_rope)
+//       -> (dq, dk, dv, dq_rope, dk_rope, dsink)
 //
 // Shapes (N1 query heads, N2 kv heads): BNSD q [B,N1,S1,D], BSND [B,S1,N1,D], BSH [B,S1,N1*D],
 // SBH [S1,B,N1*D], TND [T1,N1,D]; attention_out is q's shape with D -> Dv; softmax_max / softmax_sum
 // f32 [B,N1,S1,8] (TND [T1,N1,8]); the gradients have their inputs' shapes (dq_rope / dk_rope empty
-// without rope inputs).  The attributes are kFaAttrs below: the one list the two schemas, their
+// without rope inputs; dsink f32 [N1] with a sink, else empty).  The attributes are kFaAttrs below: the one list the two schemas, their
 // defaults and the params come from.  Kernels are boxed, reading the stack by the list's positions.
 #include "binding.h"
 
@@ -165,6 +165,8 @@ constexpr Arg<attnops_fa_params> kFaAttrs[] = {
     {"int[]?", "dropout_seq_kvlen", "None", FA_INTS(dropout_seq_kvlen)},
     {"int[]?", "dropout_q_start", "None", FA_INTS(dropout_q_start)},
     {"int[]?", "dropout_kv_start", "None", FA_INTS(dropout_kv_start)},
+    // Attention sinks (torch_npu's sink): f32 [N1], differentiable (the grad op's dsink).
+    {"Tensor?", "sink", "None", FA_TENSOR(sink)},
 };
 
 // torch_npu's npu_fusion_attention after head_num and input_layout: op-plugin's schema, its order and
@@ -207,9 +209,10 @@ constexpr size_t kNumAttrs = sizeof kFaAttrs / sizeof kFaAttrs[0];
 // before head_num, input_layout and the attributes.
 constexpr size_t kFwdTensors = 3, kBwdTensors = 7;
 constexpr size_t kFwdArgs = kFwdTensors + 2 + kNumAttrs, kBwdArgs = kBwdTensors + 2 + kNumAttrs;
-// Positions of query_rope / key_rope in kFaAttrs.
-constexpr size_t kQueryRope = 13, kKeyRope = 14;
-static_assert(same_name(kFaAttrs[kQueryRope].name, "query_rope") && same_name(kFaAttrs[kKeyRope].name, "key_rope"));
+// Positions of query_rope / key_rope / sink in kFaAttrs.
+constexpr size_t kQueryRope = 13, kKeyRope = 14, kSink = kNumAttrs - 1;
+static_assert(same_name(kFaAttrs[kQueryRope].name, "query_rope") && same_name(kFaAttrs[kKeyRope].name, "key_rope") &&
+              same_name(kFaAttrs[kSink].name, "sink"));
 
 template <size_t N>
 std::string schema(const char *name, const char *tensors, const Arg<attnops_fa_params> (&attrs)[N],
@@ -494,11 +497,12 @@ void npu_forward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
 
 // ---- the backward --------------------------------------------------------------------------
 // dq, dk, dv: contiguous, their inputs' shapes and dtypes; dq_rope / dk_rope likewise for the rope
-// inputs given (q_rope / k_rope, nullptr for an op without them), else empty.  On `device`: the CPU
-// kernel's, or meta for the Meta kernel (whatever device a mixed call's inputs have).
-std::array<at::Tensor, 5> grad_outputs(const IValue *args, at::Device device, const IValue *q_rope,
-                                       const IValue *k_rope) {
-    std::array<at::Tensor, 5> g;
+// inputs given (q_rope / k_rope, nullptr for an op without them), else empty; dsink likewise for the
+// sink.  On `device`: the CPU kernel's, or meta for the Meta kernel (whatever device a mixed call's
+// inputs have).
+std::array<at::Tensor, 6> grad_outputs(const IValue *args, at::Device device, const IValue *q_rope,
+                                       const IValue *k_rope, const IValue *sink) {
+    std::array<at::Tensor, 6> g;
     for (int i = 0; i < 3; i++)
         g[i] = at::empty_symint(args[i].toTensor().sym_sizes(), args[i].toTensor().options().device(device));
     const IValue *ropes[2] = {q_rope, k_rope};
@@ -508,16 +512,18 @@ std::array<at::Tensor, 5> grad_outputs(const IValue *args, at::Device device, co
                        ? at::empty_symint(rope->toTensor().sym_sizes(), rope->toTensor().options().device(device))
                        : at::empty({0}, args[0].toTensor().options().device(device));
     }
+    const at::TensorOptions f32 = args[0].toTensor().options().dtype(at::kFloat).device(device);
+    g[5] = sink && sink->isTensor() ? at::empty_symint(sink->toTensor().sym_sizes(), f32) : at::empty({0}, f32);
     return g;
 }
 
 // The backward of `nargs` arguments on top of the stack (the seven tensors first), pushing `outputs`
-// of dq, dk, dv, dq_rope, dk_rope; fill sets the params from the arguments.
+// of dq, dk, dv, dq_rope, dk_rope, dsink; fill sets the params from the arguments.
 template <class Fill>
 void backward_run(torch::jit::Stack *stack, size_t nargs, size_t outputs, const IValue *q_rope, const IValue *k_rope,
-                  Fill fill) {
+                  const IValue *sink, Fill fill) {
     const IValue *args = &*(stack->end() - nargs);
-    std::array<at::Tensor, 5> g = grad_outputs(args, at::kCPU, q_rope, k_rope);
+    std::array<at::Tensor, 6> g = grad_outputs(args, at::kCPU, q_rope, k_rope, sink);
 
     attnops_fa_bwd_args a;
     attnops_fa_bwd_args_init(&a);
@@ -535,6 +541,7 @@ void backward_run(torch::jit::Stack *stack, size_t nargs, size_t outputs, const 
     a.dv = views.of(g[2], "dv");
     a.dq_rope = a.p.query_rope ? views.of(g[3], "dq_rope") : nullptr;
     a.dk_rope = a.p.key_rope ? views.of(g[4], "dk_rope") : nullptr;
+    a.dsink = a.p.sink ? views.of(g[5], "dsink") : nullptr;
     run_two_phase(attnops_flash_attention_score_grad_workspace_size, attnops_flash_attention_score_grad, a);
 
     torch::jit::drop(*stack, nargs);
@@ -544,28 +551,29 @@ void backward_run(torch::jit::Stack *stack, size_t nargs, size_t outputs, const 
 
 void backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *attrs = &*(stack->end() - kBwdArgs) + kBwdTensors + 2;
-    backward_run(stack, kBwdArgs, 5, attrs + kQueryRope, attrs + kKeyRope,
+    backward_run(stack, kBwdArgs, 6, attrs + kQueryRope, attrs + kKeyRope, attrs + kSink,
                  [](attnops_fa_params &p, Views &views, const IValue *a) { fill_params(p, views, a + kBwdTensors); });
 }
 
 void backward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kBwdArgs);
     const IValue *attrs = args + kBwdTensors + 2;
-    std::array<at::Tensor, 5> g = grad_outputs(args, at::kMeta, attrs + kQueryRope, attrs + kKeyRope);
+    std::array<at::Tensor, 6> g = grad_outputs(args, at::kMeta, attrs + kQueryRope, attrs + kKeyRope, attrs + kSink);
     torch::jit::drop(*stack, kBwdArgs);
     for (at::Tensor &t : g)
         torch::jit::push(*stack, std::move(t));
 }
 
 void flash_attn_backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    backward_run(stack, kFlashAttnBwdArgs, 3, nullptr, nullptr, [](attnops_fa_params &p, Views &, const IValue *a) {
+    backward_run(stack, kFlashAttnBwdArgs, 3, nullptr, nullptr, nullptr,
+                 [](attnops_fa_params &p, Views &, const IValue *a) {
         fill_flash_attn_params(p, a[0].toTensor(), a + kBwdTensors);
     });
 }
 
 // The Meta kernel of a grad op without rope inputs (dq, dk, dv).
 void three_grads_meta(torch::jit::Stack *stack, size_t nargs) {
-    std::array<at::Tensor, 5> g = grad_outputs(&*(stack->end() - nargs), at::kMeta, nullptr, nullptr);
+    std::array<at::Tensor, 6> g = grad_outputs(&*(stack->end() - nargs), at::kMeta, nullptr, nullptr, nullptr);
     torch::jit::drop(*stack, nargs);
     for (size_t i = 0; i < 3; i++)
         torch::jit::push(*stack, std::move(g[i]));
@@ -576,7 +584,7 @@ void flash_attn_backward_meta(const c10::OperatorHandle &, torch::jit::Stack *st
 }
 
 void npu_backward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    backward_run(stack, kNpuBwdArgs, 3, nullptr, nullptr,
+    backward_run(stack, kNpuBwdArgs, 3, nullptr, nullptr, nullptr,
                  [](attnops_fa_params &p, Views &views, const IValue *a) {
                      fill_attrs(p, views, a + kBwdTensors, kNpuAttrs, npu_layout(a[kBwdTensors + 1]));
                  });
@@ -594,33 +602,33 @@ constexpr char kFlashAttnBackwardName[] = "attnops::flash_attn_backward";
 constexpr char kNpuBackwardName[] = "attnops::npu_fusion_attention_backward";
 
 // What a forward's backward node needs of its op: the grad op, the forward's argument count, where
-// query_rope / key_rope are among the arguments (at fwd_args or past it: none), and how many outputs
-// the forward returns (attention_out, softmax_max, softmax_sum first).
+// query_rope / key_rope / sink are among the arguments (at fwd_args or past it: none), and how many
+// outputs the forward returns (attention_out, softmax_max, softmax_sum first).
 struct GradOf {
     const c10::OperatorHandle &(*grad)();
     size_t fwd_args;
-    size_t q_rope_at, k_rope_at;
+    size_t q_rope_at, k_rope_at, sink_at;
     size_t outputs;
 };
 
 constexpr GradOf kFlashAttentionGrad = {&op_named<kFlashAttentionGradName>, kFwdArgs, kFwdTensors + 2 + kQueryRope,
-                                        kFwdTensors + 2 + kKeyRope, 3};
+                                        kFwdTensors + 2 + kKeyRope, kFwdTensors + 2 + kSink, 3};
 constexpr GradOf kFlashAttnGrad = {&op_named<kFlashAttnBackwardName>, kFlashAttnFwdArgs, kFlashAttnFwdArgs,
-                                   kFlashAttnFwdArgs, 3};
-constexpr GradOf kNpuGrad = {&op_named<kNpuBackwardName>, kNpuFwdArgs, kNpuFwdArgs, kNpuFwdArgs, 7};
+                                   kFlashAttnFwdArgs, kFlashAttnFwdArgs, 3};
+constexpr GradOf kNpuGrad = {&op_named<kNpuBackwardName>, kNpuFwdArgs, kNpuFwdArgs, kNpuFwdArgs, kNpuFwdArgs, 7};
 
 // The backward node of flash_attention_score and flash_attn_forward, written as torch's code
 // generator writes its own ops' nodes (torch/csrc/autograd/generated/Functions.h), not with
 // torch::autograd::Function: that one's context (a string-keyed map, sets of tensors, the node's
 // name demangled on every backward) cost more per call than the library's whole backward on a short
 // sequence (docs/PERFORMANCE.md "The torch binding's per-call cost").  The differentiable inputs are
-// query, key, value, query_rope and key_rope (the node's five edges); the masks, the position bias
+// query, key, value, query_rope, key_rope and sink (the node's six edges); the masks, the position bias
 // and the lengths get no gradient (CANN's dpse is reserved).  softmax_max and softmax_sum are
 // outputs without a gradient.  The grad op takes the forward's arguments with dy, attention_in,
 // softmax_max and softmax_sum after the three tensors.
 struct FlashAttentionBackward final : torch::autograd::Node {
     const c10::OperatorHandle *grad = nullptr;
-    bool q_rope = false, k_rope = false;
+    bool q_rope = false, k_rope = false, sink = false;
     // The forward's arguments with each tensor replaced by None (a list: compiled autograd keys its
     // cache on the list's values as constants); the tensors are saved_inputs, at positions input_at.
     IValue attrs;
@@ -650,8 +658,12 @@ struct FlashAttentionBackward final : torch::autograd::Node {
         std::array<IValue, 4> inserted = {dy, out, saved_outputs[1].unpack(self), saved_outputs[2].unpack(self)};
         stack.insert(stack.begin() + kFwdTensors, inserted.begin(), inserted.end());
         grad->callBoxed(&stack);
-        return {stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor(),
-                q_rope ? stack[3].toTensor() : at::Tensor(), k_rope ? stack[4].toTensor() : at::Tensor()};
+        return {stack[0].toTensor(),
+                stack[1].toTensor(),
+                stack[2].toTensor(),
+                q_rope ? stack[3].toTensor() : at::Tensor(),
+                k_rope ? stack[4].toTensor() : at::Tensor(),
+                sink ? stack[5].toTensor() : at::Tensor()};
     }
 
     void compiled_args(torch::dynamo::autograd::CompiledNodeArgs &args) const override {
@@ -659,6 +671,7 @@ struct FlashAttentionBackward final : torch::autograd::Node {
         args.collect(input_at);
         args.collect(q_rope);
         args.collect(k_rope);
+        args.collect(sink);
         args.collect(saved_inputs, false);
         args.collect(saved_outputs, true);
     }
@@ -680,9 +693,10 @@ void forward_autograd_of(const GradOf &spec, const c10::OperatorHandle &op, c10:
     IValue none;
     const IValue &q_rope = spec.q_rope_at < spec.fwd_args ? args[spec.q_rope_at] : none;
     const IValue &k_rope = spec.k_rope_at < spec.fwd_args ? args[spec.k_rope_at] : none;
+    const IValue &sink = spec.sink_at < spec.fwd_args ? args[spec.sink_at] : none;
     bool needs_grad = at::GradMode::is_enabled() && (requires_grad(args[0]) || requires_grad(args[1]) ||
                                                      requires_grad(args[2]) || requires_grad(q_rope) ||
-                                                     requires_grad(k_rope));
+                                                     requires_grad(k_rope) || requires_grad(sink));
     if (!needs_grad) {
         at::AutoDispatchBelowADInplaceOrView below;
         op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
@@ -693,8 +707,9 @@ void forward_autograd_of(const GradOf &spec, const c10::OperatorHandle &op, c10:
     node->grad = &spec.grad();
     node->q_rope = q_rope.isTensor();
     node->k_rope = k_rope.isTensor();
+    node->sink = sink.isTensor();
     node->set_next_edges(torch::autograd::collect_next_edges(tensor(args[0]), tensor(args[1]), tensor(args[2]),
-                                                             tensor(q_rope), tensor(k_rope)));
+                                                             tensor(q_rope), tensor(k_rope), tensor(sink)));
     c10::impl::GenericList attrs(c10::AnyType::get());
     attrs.reserve(spec.fwd_args);
     for (size_t i = 0; i < spec.fwd_args; i++) {
@@ -734,7 +749,8 @@ void npu_forward_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet key
 
 TORCH_LIBRARY_FRAGMENT(attnops, m) {
     m.def(schema("flash_attention_score", kFwdTensorArgs, kFaAttrs, "(Tensor, Tensor, Tensor)").c_str());
-    m.def(schema("flash_attention_score_grad", kBwdTensorArgs, kFaAttrs, "(Tensor, Tensor, Tensor, Tensor, Tensor)")
+    m.def(schema("flash_attention_score_grad", kBwdTensorArgs, kFaAttrs,
+                 "(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)")
               .c_str());
     m.def(schema("npu_fusion_attention", kFwdTensorArgs, kNpuAttrs, "(Tensor, Tensor, Tensor, Tensor, int, int, int)")
               .c_str());

@@ -63,6 +63,7 @@ constexpr Arg<attnops_fia_args> kFiaAttrs[] = {
      [](attnops_fia_args &a, Views &, const IValue &v) { a.impl = impl_of(v.toStringRef()); }},
     {"float", "softcap", "0.0", [](attnops_fia_args &a, Views &, const IValue &v) { a.softcap = v.toDouble(); }},
     {"Tensor?", "alibi_slopes", "None", FIA_TENSOR(alibi_slopes)},
+    {"Tensor?", "learnable_sink", "None", FIA_TENSOR(learnable_sink)},
 };
 #undef FIA_TENSOR
 #undef FIA_INT

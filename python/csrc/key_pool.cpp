@@ -9,7 +9,8 @@
 // ape f32 [R,D]; state_cache f32 [blocks, block_size, 2D], written in place (the trailing incomplete
 // groups); cache_block_table i32 [B,L]; start_pos i32 [B].  pooled_key by capacity: "fixed" (CANN today,
 // the default) [B, ceil(L*block_size/R), D] with zeros past the valid rows; "current" (the seed's) BSH
-// [B, ceil(S/R), D], TH [min(T, T/R + B), D].
+// [B, ceil(S/R), D], TH [min(T, T/R + B), D] (zero past the valid rows here too: a new tensor's rows the
+// library leaves alone would be uninitialised).
 #include "binding.h"
 
 #include <torch/autograd.h>
@@ -89,6 +90,8 @@ void key_pool_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     if (status != ATTNOPS_SUCCESS)
         raise_status(status);
     at::Tensor out = new_output(c10::IntArrayRef(shape, rank), args[kHidden].toTensor().scalar_type());
+    if (a.capacity == ATTNOPS_KEY_POOL_CAPACITY_CURRENT)
+        out.zero_(); // the library leaves the rows past the valid ones as they were: a new tensor's are garbage
     a.pooled_key = views.of(out, "pooled_key");
     run_two_phase(attnops_key_pool_workspace_size, attnops_key_pool, a);
     torch::jit::drop(*stack, kArgs);

@@ -65,7 +65,8 @@ static const field fa_params_fields[] = {
     FP(d_scale_v, "P"),       FP(d_scale_dy, "P"),
     FP(d_scale_o, "P"),       FP(dropout_seq_qlen, "P"),
     FP(dropout_seq_kvlen, "P"), FP(dropout_q_start, "P"),
-    FP(dropout_kv_start, "P"), FP(scale_value, "d"),
+    FP(dropout_kv_start, "P"), FP(sink, "P"),
+    FP(scale_value, "d"),
     FP(keep_prob, "d"),       FP(softcap, "d"),
     FP(pre_tokens, "q"),      FP(next_tokens, "q"),
     FP(head_num, "q"),        FP(input_layout, "i"),
@@ -88,7 +89,7 @@ static const field fa_fwd_args_fields[] = {
 static const field fa_bwd_args_fields[] = {
     F(attnops_fa_bwd_args, p, "attnops_fa_params"),
     FB(dy), FB(attention_in), FB(softmax_max), FB(softmax_sum), FB(softmax_in), FB(dq), FB(dk), FB(dv), FB(dpse),
-    FB(dq_rope), FB(dk_rope),
+    FB(dq_rope), FB(dk_rope), FB(dsink),
 };
 #undef FB
 
@@ -149,7 +150,7 @@ static const field fia_args_fields[] = {
     FI(input_layout, "i"),        FI(output_layout, "i"),          FI(num_key_value_heads, "q"),
     FI(sparse_mode, "q"),         FI(inner_precise, "q"),          FI(block_size, "q"),
     FI(antiquant_mode, "q"),      FI(key_antiquant_mode, "q"),     FI(value_antiquant_mode, "q"),
-    FI(softmax_lse_flag, "?"),    FI(softcap, "d"),                FI(alibi_slopes, "P"),
+    FI(softmax_lse_flag, "?"),    FI(softcap, "d"),                FI(alibi_slopes, "P"), FI(learnable_sink, "P"),
     FI(attention_out, "P"),       FI(softmax_lse, "P"),            FI(impl, "i"),
     FI(deterministic, "i"),       FI(num_threads, "i"),
 };

@@ -418,7 +418,7 @@ def test_v2_rope_alibi_equals_grad_v2():
         q, k, v, dy, n1, "BNSD", pse=slopes, softmax_max=smax, softmax_sum=ssum, attention_in=out.detach(),
         query_rope=qr, key_rope=kr, scale_value=0.12, pse_type=3, q_start_idx=[5], kv_start_idx=[2], seed=seed,
         offset=offset, numels=numels)
-    assert len(explicit) == 6 and explicit[3].numel() == 0
+    assert len(explicit) == 7 and explicit[3].numel() == 0 and explicit[6].numel() == 0
     for a, e in zip(auto, explicit[:3] + explicit[4:]):
         assert torch.equal(a, e)
     ref_in = [t.double().requires_grad_() for t in (q, k, v, qr, kr)]

@@ -31,8 +31,8 @@ def test_numpy_golden_matches_the_oracle_and_the_torch_op():
                  torch.bfloat16, s2)
 
     dy = rng.standard_normal(out.shape).astype(ml_dtypes.bfloat16)
-    dq, dk, dv, dqr, dkr = golden.flash_attention_score_grad(q, k, v, dy, out, smax, ssum, n1, "BSND", scale=0.2,
-                                                             atten_mask=mask, sparse_mode=3)
+    dq, dk, dv, dqr, dkr, _ = golden.flash_attention_score_grad(q, k, v, dy, out, smax, ssum, n1, "BSND", scale=0.2,
+                                                                atten_mask=mask, sparse_mode=3)
     assert dqr.size == 0 and dkr.size == 0 and dq.shape == q.shape
     ins = [x.double().requires_grad_() for x in (tq, tk, tv)]
     r = fa_oracle.attention(*ins, n1, "BSND", scale=0.2, sparse_mode=3, atten_mask=torch.from_numpy(mask))

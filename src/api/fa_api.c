@@ -5,6 +5,7 @@
 #include "cpu/fa_cpu.h"
 #include "fa/fa_problem.h"
 #include "fa/fa_rope_join.h"
+#include "fa/fa_sink.h"
 #include "ref/fa_ref.h"
 
 typedef struct fa_impl_ops {
@@ -59,6 +60,7 @@ static attnops_status run(const fa_problem *p, bool backward, void *ws, size_t b
     if (!empty) impl.run(&j, (char *)ws + join_bytes);
     else if (backward) zero_kv_grads(&j);
     if (backward) fa_rope_split_grads(p, &j);
+    if (backward) fa_sink_grad(p);
     return ATTNOPS_SUCCESS;
 }
 

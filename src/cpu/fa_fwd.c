@@ -192,6 +192,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         }
     }
 
+    const float sink = (float)fa_sink_of(p, h);
     for (int64_t r = 0; r < rows; r++) {
         float *o = sc->o + r * p->Dv;
         float mx = sc->m[r], sum = sc->l[r];
@@ -201,8 +202,14 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         if (S2 == 0 || (p->mask.skip_invalid_rows && (mx == (float)FA_MASK_FILL || mx == -INFINITY))) {
             mx = (float)FA_INVALID_ROW_MAX, sum = (float)FA_INVALID_ROW_SUM;
             memset(o, 0, (size_t)p->Dv * sizeof *o), sc->alpha[r] = 0.0f;
-        } else if (p->varlen && mx == (float)FA_MASK_FILL) {
-            sc->alpha[r] = 0.0f; /* TND: masked P forced to 0, stats kept */
+        } else {
+            const bool dropped_row = p->varlen && mx == (float)FA_MASK_FILL; /* TND: masked P forced to 0 */
+            if (p->sink) { /* the sink's logit joins the row's max and sum; o's terms rescale with the max */
+                const float mx2 = sink > mx ? sink : mx, rescale = expf(mx - mx2);
+                sum = sum * rescale + expf(sink - mx2), mx = mx2;
+                sc->alpha[r] = rescale / sum;
+            }
+            if (dropped_row) sc->alpha[r] = 0.0f;
         }
         float *m_out = fa_stat(p, &p->smax, b, h, q0 + r), *l_out = fa_stat(p, &p->ssum, b, h, q0 + r);
         for (int k = 0; k < 8; k++) m_out[k * p->smax.sd] = mx, l_out[k * p->ssum.sd] = sum;

@@ -14,7 +14,7 @@
  * Taken only where the two operators agree on every element: no dropout or
  * FP8; no position bias but ALiBi after the scale (pse_type 2) whose start
  * indices put every batch's diagonal at the bottom-right corner, FIA's
- * alibi_slopes rule (flash_attn_func's); softcap (the same rule in both); no
+ * alibi_slopes rule (flash_attn_func's); softcap and sinks (the same rules in both); no
  * mask, or the compressed modes 2-4; every row keeps a key (FlashAttention's
  * empty-row sentinels and uniform -40000 rows stay with its own kernel); key
  * and value rows contiguous in the head dim.
@@ -90,6 +90,7 @@ static fia_problem restate(const fa_problem *p)
         f.kv_len = p->cu_kv.data, f.kv_len_dtype = p->cu_kv.dtype, f.kv_len_stride = p->cu_kv.stride;
         f.q_cumulative = f.kv_cumulative = true;
     }
+    if (p->sink) f.sink = (const char *)p->sink, f.sink_dtype = ATTNOPS_DTYPE_F32, f.sink_stride = p->sink_stride;
     f.row_stats = write_stats, f.row_stats_ctx = p;
     f.impl = p->impl, f.threads = p->threads, f.team = p->team, f.deterministic = p->deterministic;
     return f;

@@ -827,15 +827,25 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
             for (int64_t d = 0; d < p->Dv; d++) acc[d] += w * o[d];
         }
     }
+    /* The sink's logit joins the row's softmax: the keys' terms are divided by l + e^(sink - mx) (= l' /
+     * e^(mx - mx'), mx' = max(mx, sink), l' the sum over mx'); without keys the row is the sink's alone. */
+    float div = l;
+    if (p->sink) {
+        const float sink = (float)fia_sink_of(p, h), mx2 = sink > mx ? sink : mx;
+        if (kept) div = l + expf(sink - mx), l = l * expf(mx - mx2) + expf(sink - mx2);
+        else l = 1.0f;
+        mx = mx2;
+    }
     const int64_t row = fia_q_row0(p, b) + i, oa = fia_q_at(&p->out, b, h, row);
     char *dst = (char *)p->out.data;
     if (kept && p->out.sd == 1) /* the row's division and rounding in vectors, the same bits (element by
                                  * element it cost 48 us a call on 1 thread, a third of a 128-key step) */
-        ks->ar.ar_store_div(dst + oa * p->out.es, p->out.dtype, sum, l, (int)p->Dv);
+        ks->ar.ar_store_div(dst + oa * p->out.es, p->out.dtype, sum, div, (int)p->Dv);
     else
         for (int64_t d = 0; d < p->Dv; d++)
-            ao_store_f32(dst + (oa + d * p->out.sd) * p->out.es, p->out.dtype, kept ? sum[d] / l : 0.0f);
-    if (p->lse && p->lse_flag) fia_write_lse(p, b, h, row, kept ? mx + logf(l) : INFINITY); /* logf if wanted */
+            ao_store_f32(dst + (oa + d * p->out.sd) * p->out.es, p->out.dtype, kept ? sum[d] / div : 0.0f);
+    if (p->lse && p->lse_flag) /* logf if wanted */
+        fia_write_lse(p, b, h, row, kept || p->sink ? mx + logf(l) : INFINITY);
     if (p->row_stats) p->row_stats(p->row_stats_ctx, b, h, i, mx, l);
 }
 

@@ -7,6 +7,7 @@
 #ifndef ATTNOPS_FA_PROBLEM_H
 #define ATTNOPS_FA_PROBLEM_H
 
+#include <math.h>
 #include <stdbool.h>
 
 #include "core/core.h"
@@ -116,6 +117,13 @@ typedef struct fa_problem {
     const uint8_t *drop_bits;        /* explicit drop_mask (spec 5.6), or NULL */
     int64_t drop_bits_stride;
     fa_drop_block drop_block;        /* the call is a block of a larger one (fa_dropout.h) */
+    /* Attention sinks: f32 [N1] (NULL: none), one extra logit per head in
+     * every row's softmax, m and l included (fa_sink_of); dsink [N1] (backward,
+     * may be NULL). */
+    const float *sink;
+    int64_t sink_stride;
+    float *dsink;
+    int64_t dsink_stride;
     attnops_impl impl;
     attnops_dtype chain_round;       /* impl BENCHMARK: every intermediate rounded to this dtype; 0: the golden */
     bool deterministic;
@@ -182,6 +190,12 @@ attnops_status fa_layout_view(const char *op, const char *name, const attnops_te
  * lists); T1/T2 < 0: the lists' last values define them. */
 attnops_status fa_derive_varlen(const char *op, const attnops_tensor *qlen, const attnops_tensor *kvlen, int64_t T1,
                                 int64_t T2, fa_problem *pr);
+
+/* Head h's sink logit, or -inf without sinks (exp(-inf - m) = 0 leaves m and l as they are). */
+static inline double fa_sink_of(const fa_problem *p, int64_t h)
+{
+    return p->sink ? (double)p->sink[h * p->sink_stride] : -INFINITY;
+}
 
 /* Sentinels CANN writes for a row that attends to nothing (spec 1.1). */
 #define FA_INVALID_ROW_MAX (-3.4028234663852886e38)

@@ -736,6 +736,28 @@ static attnops_status derive_fp8(const char *op, const attnops_fa_params *p, fa_
     return ATTNOPS_SUCCESS;
 }
 
+/* A per-head f32 [N1] vector (sink, dsink). */
+static attnops_status check_head_vector(const char *op, const char *name, const attnops_tensor *t,
+                                        const fa_problem *pr)
+{
+    AO_TRY(ao_check_view(op, name, t));
+    AO_TRY(ao_check_dtype(op, name, t, ATTNOPS_DTYPE_F32, "sinks are f32, one per query head"));
+    const int64_t shape[1] = {pr->N1};
+    return ao_check_shape(op, name, t, shape, 1, "[N1 = head_num]");
+}
+
+/* Attention sinks (docs/NUMERICS.md "Attention sinks"): f32 [N1]. */
+static attnops_status derive_sink(const char *op, const attnops_fa_params *p, fa_problem *pr)
+{
+    if (!p->sink) return ATTNOPS_SUCCESS;
+    AO_TRY(check_head_vector(op, "sink", p->sink, pr));
+    if (pr->fp8)
+        return ao_fail(UNSUPPORTED, "%s: sink with FP8 inputs is not supported (the FP8 golden has no sink term).",
+                       op);
+    pr->sink = p->sink->data, pr->sink_stride = p->sink->strides[0];
+    return ATTNOPS_SUCCESS;
+}
+
 static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_problem *pr)
 {
     AO_TRY(ao_check_present(op, "query", p->query));
@@ -815,6 +837,7 @@ static attnops_status derive_qkv(const char *op, const attnops_fa_params *p, fa_
     AO_TRY(derive_mask(op, p, pr));
     AO_TRY(derive_pse(op, p, pr));
     AO_TRY(derive_drop_mask(op, p, pr));
+    AO_TRY(derive_sink(op, p, pr));
     return derive_dropout_block(op, p, pr);
 }
 
@@ -937,9 +960,15 @@ attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, const char *op, fa_
         pr->dkr = view_of(a->dk_rope, a->p.input_layout, pr->Dr);
     }
 
-    const attnops_tensor *outs[] = {a->dq, a->dk, a->dv, a->dq_rope, a->dk_rope};
-    const char *names[] = {"dq", "dk", "dv", "dq_rope", "dk_rope"};
-    return ao_check_disjoint(op, outs, names, 5);
+    if (a->dsink) {
+        if (!pr->sink) return ao_fail(INVALID, "%s: dsink is given but sink is not.", op);
+        AO_TRY(check_head_vector(op, "dsink", a->dsink, pr));
+        pr->dsink = a->dsink->data, pr->dsink_stride = a->dsink->strides[0];
+    }
+
+    const attnops_tensor *outs[] = {a->dq, a->dk, a->dv, a->dq_rope, a->dk_rope, a->dsink};
+    const char *names[] = {"dq", "dk", "dv", "dq_rope", "dk_rope", "dsink"};
+    return ao_check_disjoint(op, outs, names, 6);
 }
 
 attnops_status fa_layout_view(const char *op, const char *name, const attnops_tensor *t, attnops_layout layout,

@@ -10,6 +10,8 @@
 #ifndef ATTNOPS_FIA_PROBLEM_H
 #define ATTNOPS_FIA_PROBLEM_H
 
+#include <math.h>
+
 #include "core/core.h"
 
 /* Element (b, n, s, d) of a contiguous q-like tensor: data + ((b sb + n sn
@@ -84,6 +86,12 @@ typedef struct fia_problem {
 
     fia_quant kq, vq; /* int8 key/value */
 
+    /* Attention sinks (NULL: none): [N1] of sink_dtype, one extra logit per
+     * query head in every row's softmax (fia_sink_of) */
+    const char *sink;
+    attnops_dtype sink_dtype;
+    int64_t sink_stride;
+
     /* A FlashAttention forward run here (cpu/fa_short_query.c): every row's
      * (max, sum) of the scaled scores also go to its statistics. */
     void (*row_stats)(const void *ctx, int64_t b, int64_t h, int64_t i, float max, float sum);
@@ -98,6 +106,13 @@ static inline int64_t fia_int_at(const char *data, attnops_dtype dt, int64_t i)
 {
     if (dt == ATTNOPS_DTYPE_I32) return ((const int32_t *)(const void *)data)[i];
     return ((const int64_t *)(const void *)data)[i];
+}
+
+/* Head h's sink logit, or -inf without sinks (its term e^(-inf - m) is then 0). */
+static inline double fia_sink_of(const fia_problem *p, int64_t h)
+{
+    if (!p->sink) return -INFINITY;
+    return ao_load_f64(p->sink + h * p->sink_stride * (int64_t)attnops_dtype_size(p->sink_dtype), p->sink_dtype);
 }
 
 /* Validates everything (docs/INFER_ATTENTION.md "Validation"); fills p.

@@ -462,6 +462,20 @@ static attnops_status check_alibi(const char *op, const attnops_fia_args *a, fia
     return ATTNOPS_SUCCESS;
 }
 
+/* Attention sinks (CANN's learnable_sink): one logit per query head, [N1] of f32, f16 or bf16. */
+static attnops_status check_sink(const char *op, const attnops_fia_args *a, fia_problem *p)
+{
+    const attnops_tensor *t = a->learnable_sink;
+    if (!t) return ATTNOPS_SUCCESS;
+    if (t->dtype != ATTNOPS_DTYPE_F32 && t->dtype != ATTNOPS_DTYPE_F16 && t->dtype != ATTNOPS_DTYPE_BF16)
+        return ao_fail(INVALID, "%s: learnable_sink has dtype %s; it must be f32, f16 or bf16.", op,
+                       attnops_dtype_name(t->dtype));
+    const int64_t shape[1] = {p->N1};
+    AO_TRY(ao_check_shape(op, "learnable_sink", t, shape, 1, "[N1 = num_heads]: one logit per query head"));
+    p->sink = t->data, p->sink_dtype = t->dtype, p->sink_stride = t->strides[0];
+    return ATTNOPS_SUCCESS;
+}
+
 static attnops_status check_outputs(const char *op, const attnops_fia_args *a, fia_problem *p)
 {
     const attnops_tensor *o = a->attention_out;
@@ -516,7 +530,8 @@ attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_probl
         {a->query_rope, "query_rope"}, {a->key_rope, "key_rope"}, {a->key_antiquant_scale, "key_antiquant_scale"},
         {a->key_antiquant_offset, "key_antiquant_offset"}, {a->value_antiquant_scale, "value_antiquant_scale"},
         {a->value_antiquant_offset, "value_antiquant_offset"}, {a->antiquant_scale, "antiquant_scale"},
-        {a->antiquant_offset, "antiquant_offset"}, {a->alibi_slopes, "alibi_slopes"}};
+        {a->antiquant_offset, "antiquant_offset"}, {a->alibi_slopes, "alibi_slopes"},
+        {a->learnable_sink, "learnable_sink"}};
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (optional[i].t) AO_TRY(ao_check_view(op, optional[i].name, optional[i].t));
     AO_TRY(check_left_out(op, a));
@@ -532,6 +547,7 @@ attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_probl
     AO_TRY(check_mask(op, a, p));
     AO_TRY(check_pse(op, a, p));
     AO_TRY(check_alibi(op, a, p));
+    AO_TRY(check_sink(op, a, p));
     AO_TRY(check_outputs(op, a, p));
     p->scale = a->scale_value, p->softcap = a->softcap, p->inner_precise = a->inner_precise, p->impl = a->impl;
     p->deterministic = a->deterministic;

@@ -6,8 +6,10 @@
  *   s[j]  = c tanh(q[i].k[j] scale / c) + bias   (softcap c > 0: bias = pse scale for
  *                                            pse_type 1, pse or the ALiBi term otherwise)
  *   s[j]  = -40000                          where masked(i, j)  (the golden's masked_fill)
- *   m     = max_j s[j];   l = sum_j exp(s[j] - m)
+ *   m     = max(max_j s[j], sink[h]);   l = sum_j exp(s[j] - m) + exp(sink[h] - m)
  *   P[j]  = exp(s[j] - m) / l;   o[i] = sum_j P[j] keep[j]/kp v[j]
+ *   (sink: the attention sink's logit, -inf without one, so that its term
+ *   is an added +0 and m the keys' maximum)
  *   (keep = the dropout mask of spec 5, all ones when keep_prob = 1)
  *
  * A fully masked row therefore gets uniform weights, unless the call uses
@@ -189,6 +191,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                         }
                     }
                 }
+                const double sink = fa_sink_of(p, h);
                 for (int64_t r = 0; r < rows; r++) { /* each row's exponentials and sum */
                     const int64_t row = qrow + i0 + r;
                     double *sr = s + r * S2;
@@ -198,11 +201,12 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                         m[row] = FA_INVALID_ROW_MAX, l[row] = FA_INVALID_ROW_SUM;
                         continue;
                     }
+                    live[r] = !(p->varlen && mx[r] == FA_MASK_FILL); /* TND: masked P forced to 0 */
+                    mx[r] = sink > mx[r] ? sink : mx[r];
                     sum[r] = 0.0;
                     for (int64_t j = 0; j < S2; j++) sr[j] = R(p, exp(R(p, sr[j] - mx[r]))), sum[r] += sr[j];
-                    sum[r] = R(p, sum[r]);
+                    sum[r] = R(p, sum[r] + R(p, exp(R(p, sink - mx[r])))); /* the sink's term last */
                     m[row] = mx[r], l[row] = sum[r];
-                    live[r] = !(p->varlen && mx[r] == FA_MASK_FILL); /* TND: masked P forced to 0 */
                 }
                 for (int64_t j0 = 0; j0 < S2; j0 += REF_KC) { /* P (dropped), then O += P V, a key chunk at a time */
                     const int64_t kc = S2 - j0 < REF_KC ? S2 - j0 : REF_KC;

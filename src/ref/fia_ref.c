@@ -72,6 +72,8 @@ static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, in
         if (p->alibi) s[j] -= (double)p->alibi[b * p->alibi_sb + h * p->alibi_sh] * fabs((double)(i + L2 - L1 - j));
         m = s[j] > m ? s[j] : m;
     }
+    const double sink = fia_sink_of(p, h); /* -inf without one: its term is 0 */
+    m = sink > m ? sink : m;
     for (int64_t d = 0; d < p->Dv; d++) acc[d] = 0.0;
     double sum = 0.0;
     for (int64_t j = 0; j < L2 && m > -INFINITY; j++) {
@@ -81,6 +83,7 @@ static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, in
         sum += w;
         for (int64_t d = 0; d < p->Dv; d++) acc[d] += w * kv_elem(&p->v, &p->vq, va, b, n2, j, d);
     }
+    if (m > -INFINITY) sum += exp(sink - m); /* the sink's term last */
     const int64_t oa = fia_q_at(&p->out, b, h, q_row);
     for (int64_t d = 0; d < p->Dv; d++) store_out(p, oa, d, sum > 0.0 ? acc[d] / sum : 0.0);
     fia_write_lse(p, b, h, q_row, sum > 0.0 ? m + log(sum) : INFINITY);

@@ -224,6 +224,7 @@ static const char *params_gap(const attnops_fa_params *p, bool varlen, char *buf
     else if (p->seed != d.seed || p->offset != d.offset) what = "a dropout seed or offset";
     else if (p->softmax_in_layout != d.softmax_in_layout) what = "softmax_in_layout";
     else if (p->softcap != d.softcap) what = "softcap (an attnops extension)";
+    else if (p->sink) what = "attention sinks";
     else if (!varlen && (p->actual_seq_qlen || p->actual_seq_kvlen))
         what = "actual_seq_qlen / actual_seq_kvlen (only the VarLen / Unpadding entry points take them)";
     else {
@@ -297,6 +298,7 @@ const char *aclb_from_bwd(aclb_call *c, const attnops_fa_bwd_args *a, bool varle
     if (!a) return "the aclnn entry points have no argument struct to pass as NULL";
     const char *gap = params_gap(&a->p, varlen, why, sizeof why);
     if (!gap && (a->dq_rope || a->dk_rope)) gap = "the aclnn entry points cannot carry MLA rope gradients";
+    if (!gap && a->dsink) gap = "the aclnn entry points cannot carry attention sinks' gradients";
     /* CANN ignores softmaxInOptional, and so does libattnops_acl: a native call with one is refused, an aclnn
      * call with one is not -- a documented difference (docs/ACL.md), not a rule to check through aclnn. */
     if (!gap && a->softmax_in) gap = "softmax_in (the aclnn entry points ignore softmaxInOptional)";
