@@ -23,7 +23,8 @@ flash_attention_2 path does with the flash_attn package, on attnops.flash_attn:
   - causal is bottom-right aligned; sliding_window w keeps the w most recent
     keys (window_size (w - 1, 0), transformers' convention); the module's
     scaling and dropout; softcap (Gemma 2's attn_logit_softcapping) as flash-attn's softcap, computed by
-    the C library forward and backward.
+    the C library forward and backward; s_aux (GPT-OSS's learnable attention sinks, [H]) as the library's
+    sinks on every path, forward and backward (docs/NUMERICS.md "Attention sinks").
 Shapes: query [B, H, S_q, D], key / value [B, H_kv, S_kv, D] in, the output
 [B, S_q, H, D] (the flash convention the models reshape) and no weights.
 """
@@ -58,13 +59,12 @@ def _packed_starts(position_ids, batch, q_len, kv_len):
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, sliding_window=None,
                       softcap=None, is_causal=None, position_ids=None, **kwargs):
     """transformers' attention function signature (AttentionInterface) -> (output [B, S_q, H, D], None)."""
-    if kwargs.get("s_aux") is not None:
-        raise NotImplementedError("attnops.transformers: attention sinks (s_aux) are not supported")
+    s_aux = kwargs.get("s_aux")
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))  # [B, S, H, D] views
     batch, q_len, kv_len = q.shape[0], q.shape[1], k.shape[1]
     causal = module.is_causal if is_causal is None else is_causal
     args = dict(dropout_p=dropout, softmax_scale=scaling, causal=causal, window_size=_window(sliding_window, kv_len),
-                softcap=0.0 if softcap is None else softcap)
+                softcap=0.0 if softcap is None else softcap, s_aux=s_aux)
     if attention_mask is not None:
         if attention_mask.dim() != 2:
             raise ValueError("attnops.transformers: expected the 2-D padding mask of the flash mask function, got "
@@ -79,10 +79,12 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
             q_rows, q_index, cu_q, max_q, _ = unpad_input(q, mask[:, -q_len:])
         out = flash_attn.flash_attn_varlen_func(q_rows, k_rows, v_rows, cu_q, cu_k, max_q, max_k, **args)
         return pad_input(out, q_index, batch, q_len), None
-    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+    grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (query, key, value, s_aux))
     if (q_len <= 16 and q_len < kv_len and not dropout and not args["softcap"] and args["window_size"] == (-1, -1)
             and not grad):
         masks = dict(sparse_mode=3, atten_mask=flash_attn._compressed_mask()) if causal and q_len > 1 else {}
+        if s_aux is not None:
+            masks["learnable_sink"] = s_aux
         out, _ = ops.fused_infer_attention_score(query, key, value, num_heads=query.shape[1],
                                                  num_key_value_heads=key.shape[1],
                                                  scale=scaling if scaling is not None else query.shape[-1] ** -0.5,

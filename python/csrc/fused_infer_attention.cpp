@@ -182,7 +182,8 @@ void fia_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
 // torch binding's per-call cost").  It fills the same args as fused_infer_attention_score.
 //
 //   flash_attn_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
-//                      window_left, window_right, softcap, alibi_slopes, return_softmax_lse)
+//                      window_left, window_right, softcap, alibi_slopes, return_softmax_lse, s_aux)
+// (s_aux: vLLM's flash_attn_with_kvcache name for the attention sinks, [H], the library's learnable_sink)
 //       -> (out, softmax_lse)
 //
 // q [B,Sq,H,D]; caches [B,S,Hk,D] / [B,S,Hk,Dv], or pages [blocks, page, Hk, D] through block_table
@@ -192,7 +193,7 @@ void fia_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
 // return_softmax_lse, else empty.  causal is bottom-right;
 // the window keeps keys i + Sk - Sq - left <= j <= i + Sk - Sq + right (negative: unbounded); a
 // one-row query has no window on the library's decode branch, so a left window there is refused.
-constexpr size_t kKvcacheArgs = 12;
+constexpr size_t kKvcacheArgs = 13;
 
 void check_rank4(const at::Tensor &t, const char *name) {
     if (t.dim() != 4)
@@ -280,6 +281,7 @@ void kvcache_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
         set_band(a, left, right);
     a.softcap = std::max(args[9].toDouble(), 0.0);
     a.alibi_slopes = args[10].isTensor() ? views.of(args[10].toTensor(), "alibi_slopes") : nullptr;
+    a.learnable_sink = args[12].isTensor() ? views.of(args[12].toTensor(), "s_aux") : nullptr;
     a.softmax_lse_flag = lse_wanted;
     a.num_threads = num_threads();
     a.attention_out = views.of(out, "out");
@@ -316,8 +318,8 @@ TORCH_LIBRARY_FRAGMENT(attnops, m) {
     m.def(schema().c_str());
     m.def("flash_attn_kvcache(Tensor q, Tensor k_cache, Tensor v_cache, Tensor? cache_seqlens=None, "
           "Tensor? block_table=None, float? softmax_scale=None, bool causal=False, int window_left=-1, "
-          "int window_right=-1, float softcap=0., Tensor? alibi_slopes=None, bool return_softmax_lse=False) "
-          "-> (Tensor, Tensor)");
+          "int window_right=-1, float softcap=0., Tensor? alibi_slopes=None, bool return_softmax_lse=False, "
+          "Tensor? s_aux=None) -> (Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(attnops, CPU, m) {

@@ -248,3 +248,40 @@ def test_sink_kernels_on_every_isa(isa):
         pytest.skip(f"SKIPPED: this CPU has no {isa} ({probe.stderr.strip() or probe.stdout.strip()})")
     run = subprocess.run([sys.executable, "-c", _ISA_SCRIPT, isa], env=env, capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+
+
+def test_flash_attn_s_aux():
+    """vLLM's s_aux on flash_attn_func (differentiable, bf16 sinks), flash_attn_varlen_func and
+    flash_attn_with_kvcache (decode, contiguous and paged)."""
+    from attnops.flash_attn import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
+    b, n1, n2, s1, s2, d = 2, 4, 2, 6, 30, 16
+    q, k, v, sink = _inputs(b, n1, n2, s1, s2, d, F32, seed=21)
+    s_aux = sink.to(BF16).requires_grad_()
+    qq = q.clone().requires_grad_()
+    out = flash_attn_func(qq, k, v, softmax_scale=0.25, causal=True, s_aux=s_aux)
+    ref_sink = s_aux.detach().double().requires_grad_()
+    ref, _ = oracle(qq.detach().double().transpose(1, 2), k.double().transpose(1, 2), v.double().transpose(1, 2),
+                    ref_sink, 0.25, causal=True)
+    assert_close("flash_attn_func", out.transpose(1, 2), ref, F32, s2)
+    dy = torch.randn(out.shape, generator=torch.Generator().manual_seed(2))
+    out.backward(dy)
+    ref.backward(dy.double().transpose(1, 2))
+    assert s_aux.grad is not None and s_aux.grad.dtype == BF16
+    assert_close("ds_aux", s_aux.grad, ref_sink.grad, BF16, b * s1 * d)
+    sink = s_aux.detach().float()  # the bf16 values the oracle saw
+    cu = torch.tensor([0, s1, 2 * s1], dtype=torch.int32)
+    cuk = torch.tensor([0, s2, 2 * s2], dtype=torch.int32)
+    var = flash_attn_varlen_func(q.reshape(-1, n1, d), k.reshape(-1, n2, d), v.reshape(-1, n2, d), cu, cuk, s1, s2,
+                                 softmax_scale=0.25, causal=True, s_aux=sink)
+    assert_close("flash_attn_varlen_func", var.view(b, s1, n1, d).transpose(1, 2), ref.detach(), F32, s2)
+    step = flash_attn_with_kvcache(q[:, :1], k, v, cache_seqlens=torch.tensor([s2, 11], dtype=torch.int32),
+                                   softmax_scale=0.25, s_aux=sink)
+    for i, length in enumerate((s2, 11)):
+        e, _ = oracle(q[i:i + 1, :1].double().transpose(1, 2), k[i:i + 1, :length].double().transpose(1, 2),
+                      v[i:i + 1, :length].double().transpose(1, 2), sink.double(), 0.25)
+        assert_close("flash_attn_with_kvcache", step[i:i + 1].transpose(1, 2), e, F32, length)
+    pages = k.reshape(b * s2 // 10, 10, n2, d), v.reshape(b * s2 // 10, 10, n2, d)
+    paged = flash_attn_with_kvcache(q[:, :1], *pages, cache_seqlens=torch.tensor([s2, 11], dtype=torch.int32),
+                                    block_table=torch.arange(b * s2 // 10, dtype=torch.int32).view(b, -1),
+                                    softmax_scale=0.25, s_aux=sink)
+    assert torch.equal(paged, step)

@@ -13,7 +13,7 @@ import copy
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, Gemma2Config, LlamaConfig, MistralConfig
+from transformers import AutoModelForCausalLM, Gemma2Config, GptOssConfig, LlamaConfig, MistralConfig
 
 import attnops.transformers
 
@@ -209,3 +209,39 @@ def test_gemma2_generate_and_compile():
         got = ours.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
         assert torch.equal(got, eager.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False))
         assert_rel("compiled dense logits", torch.compile(ours)(ids).logits, ours(ids).logits)
+
+
+def gpt_oss_pair():
+    """GPT-OSS: learnable attention sinks (s_aux, one logit per head) on every layer, sliding-window layers
+    between full ones, a mixture of experts; the sinks drawn ~ 2 N(0, 1) so that they take a real share.
+    (attnops model, eager model): eager computes the sinks, sdpa has none."""
+    cfg = GptOssConfig(vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4,
+                       num_experts_per_tok=2, sliding_window=8, max_position_embeddings=128)
+    eager = AutoModelForCausalLM.from_config(copy.deepcopy(cfg), attn_implementation="eager").float()
+    with torch.no_grad():
+        for layer in eager.model.layers:
+            layer.self_attn.sinks.normal_(0.0, 2.0)
+    ours = AutoModelForCausalLM.from_config(copy.deepcopy(cfg), attn_implementation="attnops").float()
+    ours.load_state_dict(eager.state_dict())
+    return ours, eager
+
+
+def test_gpt_oss_sinks_match_eager():
+    """Dense and left-padded logits, every gradient (the sinks' included) and greedy tokens equal eager's;
+    with the sinks zeroed the logits would differ."""
+    ours, eager = gpt_oss_pair()
+    ids, mask = left_padded(length=24)
+    real = mask.bool()
+    with torch.no_grad():
+        want = eager(ids).logits
+        assert_rel("dense logits", ours(ids).logits, want)
+        assert_rel("padded logits", ours(ids, attention_mask=mask).logits[real],
+                   eager(ids, attention_mask=mask).logits[real])
+        got = ours.generate(ids[:1], max_new_tokens=6, do_sample=False)
+        assert torch.equal(got, eager.generate(ids[:1], max_new_tokens=6, do_sample=False))
+        sinkless = copy.deepcopy(ours)
+        for layer in sinkless.model.layers:
+            layer.self_attn.sinks.zero_().sub_(1e4)
+        assert (sinkless(ids).logits - want).abs().max() > 0.01 * want.abs().max(), "the sinks made no difference"
+    assert_padded_gradients_match(ours, eager, ids, mask)

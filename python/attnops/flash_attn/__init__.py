@@ -159,13 +159,24 @@ def _dense_probs(q, k, scale, softcap, causal, window_size, alibi_slopes, lse, k
                                         None if keep is None else keep[i]) for i in range(b)])
 
 
+def _sink(s_aux, op):
+    """vLLM's s_aux (attention sinks, one logit per query head [H], any float dtype) as the op's f32 sink;
+    differentiable (the cast passes the gradient back)."""
+    if s_aux is None:
+        return {}
+    if not isinstance(s_aux, torch.Tensor) or not s_aux.is_floating_point() or s_aux.dim() != 1:
+        raise ValueError(f"attnops: {op}: s_aux must be a float tensor [nheads] (one sink logit per query head)")
+    return dict(sink=s_aux.float())
+
+
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                    alibi_slopes=None, deterministic=False, return_attn_probs=False):
-    """out [B, Sq, H, Dv]; with return_attn_probs (out, softmax_lse f32 [B, H, Sq], S_dmask f32 [B, H, Sq, Sk])."""
+                    alibi_slopes=None, deterministic=False, return_attn_probs=False, s_aux=None):
+    """out [B, Sq, H, Dv]; with return_attn_probs (out, softmax_lse f32 [B, H, Sq], S_dmask f32 [B, H, Sq, Sk]).
+    s_aux: attention sinks [H] (vLLM's name; docs/NUMERICS.md "Attention sinks"), differentiable."""
     if q.dim() != 4:
         raise ValueError(f"attnops.flash_attn_func: q must be [batch, seqlen, nheads, headdim], got {tuple(q.shape)}")
     softcap = _softcap(softcap) if softcap else 0.0
-    if not dropout_p and alibi_slopes is None and not return_attn_probs:
+    if not dropout_p and alibi_slopes is None and not return_attn_probs and s_aux is None:
         # flash_attn_forward: flash-attn's arguments, a third of flash_attention_score's schema (most of a
         # small call's cost), given by position up to the last that differs from its default (torch's parser
         # takes ~0.05 us a positional argument and ~0.35 us a keyword).
@@ -183,7 +194,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     kw.update(_mask_args(causal, window_size))
     if alibi_slopes is not None:
         kw.update(_alibi_args(alibi_slopes, sq, k.shape[1]))
-    out, smax, ssum = ops.flash_attention_score(q, k, v, heads, "BSND", scale=scale, **kw)
+    if s_aux is not None and return_attn_probs:
+        raise NotImplementedError("attnops.flash_attn_func: return_attn_probs with s_aux (the probabilities would "
+                                  "leave out the sink's share)")
+    out, smax, ssum = ops.flash_attention_score(q, k, v, heads, "BSND", scale=scale, **kw,
+                                                **_sink(s_aux, "flash_attn_func"))
     if not return_attn_probs:
         return out
     lse = _lse(smax[..., 0], ssum[..., 0])
@@ -215,7 +230,8 @@ def _cu_list(cu_seqlens, name, op):
     return cu
 
 
-def _per_sequence(q, k, v, cq, ck, scale, softcap, keep_prob, causal, window_size, alibi_slopes, deterministic):
+def _per_sequence(q, k, v, cq, ck, scale, softcap, keep_prob, causal, window_size, alibi_slopes, deterministic,
+                  sink=None):
     """A varlen call made one BSND call per sequence: (out [total_q, H, Dv], lse [H, total_q], per-sequence
     (seed, offset)).  For the bands CANN's TND rule refuses (pre + next > 0) and the padded one accepts."""
     outs, lses, seeds = [], [], []
@@ -229,7 +245,7 @@ def _per_sequence(q, k, v, cq, ck, scale, softcap, keep_prob, causal, window_siz
         out, smax, ssum = ops.flash_attention_score(
             q[q0:q1].unsqueeze(0), k[k0:k1].unsqueeze(0), v[k0:k1].unsqueeze(0), q.shape[1], "BSND", scale=scale,
             **_given(keep_prob, seed, offset, seed_offset, deterministic, softcap), **_mask_args(causal, window_size),
-            **_alibi_args(slopes, q1 - q0, k1 - k0))
+            **_alibi_args(slopes, q1 - q0, k1 - k0), **(sink or {}))
         outs.append(out[0]), lses.append(_lse(smax[0, ..., 0], ssum[0, ..., 0])), seeds.append((seed, offset))
     return torch.cat(outs), torch.cat(lses, dim=1), seeds
 
@@ -260,7 +276,7 @@ def _varlen_probs(q, k, cq, ck, max_q, max_k, scale, softcap, band, alibi_slopes
 
 
 def _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, softcap, causal, window_size,
-                     deterministic):
+                     deterministic, sink):
     """flash_attn_varlen_func inside torch.compile: the cu_seqlens tensors go to the op, which reads them at
     run time (no output shape depends on them), so the graph does not break; the library checks the lengths
     (a bad one raises when the graph runs).  The mask and scale are the eager call's."""
@@ -269,20 +285,26 @@ def _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_sca
     seed, offset, seed_offset = ops.dropout_seed(keep_prob)
     out, _, _ = ops.flash_attention_score(q, k, v, q.shape[1], "TND", scale=scale, cu_seqlens_q=cu_seqlens_q,
                                           cu_seqlens_kv=cu_seqlens_k, **_tnd_mask_args(causal, window_size),
-                                          **_given(keep_prob, seed, offset, seed_offset, deterministic, softcap))
+                                          **_given(keep_prob, seed, offset, seed_offset, deterministic, softcap),
+                                          **sink)
     return out
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-                           deterministic=False, return_attn_probs=False, block_table=None):
+                           deterministic=False, return_attn_probs=False, block_table=None, s_aux=None):
     """q [total_q, H, D], k/v [total_k, Hk, D], cu_seqlens int32 [B + 1] starting at 0; out [total_q, H, Dv];
     with return_attn_probs (out, softmax_lse f32 [H, total_q], S_dmask).  Causal and windows are bottom-right
     aligned per sequence (sparse_mode 4 in TND).  With block_table, k/v are paged caches [num_blocks,
-    page_block_size, Hk, D] holding sequence b's keys in the blocks of row b (_varlen_paged)."""
+    page_block_size, Hk, D] holding sequence b's keys in the blocks of row b (_varlen_paged).  s_aux: attention
+    sinks [H] (vLLM's name), differentiable."""
     op = "attnops.flash_attn_varlen_func"
     _check(q)
     softcap = _softcap(softcap)
+    sink = _sink(s_aux, op)
+    if sink and (block_table is not None or return_attn_probs):
+        which = "block_table" if block_table is not None else "return_attn_probs"
+        raise NotImplementedError(f"{op}: s_aux with {which} is not supported")
     if block_table is not None:
         return _varlen_paged(op, q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, causal, window_size,
                              softcap, alibi_slopes, return_attn_probs, block_table)
@@ -291,7 +313,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     band = _band(causal, window_size)
     if torch.compiler.is_compiling() and band != (0, 0) and alibi_slopes is None and not return_attn_probs:
         return _varlen_in_graph(q, k, v, cu_seqlens_q, cu_seqlens_k, dropout_p, softmax_scale, softcap, causal,
-                                window_size, deterministic)
+                                window_size, deterministic, sink)
     cq, ck = _cu_list(cu_seqlens_q, "cu_seqlens_q", op), _cu_list(cu_seqlens_k, "cu_seqlens_k", op)
     if len(cq) != len(ck):
         raise ValueError(f"{op}: cu_seqlens_q and cu_seqlens_k must have the same length; got {cq} and {ck}")
@@ -300,12 +322,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     keep_prob = 1.0 - dropout_p
     if band == (0, 0):  # each query sees one key: pre + next = 0, which TND refuses
         out, lse, seeds = _per_sequence(q, k, v, cq, ck, scale, softcap, keep_prob, causal, window_size,
-                                        alibi_slopes, deterministic)
+                                        alibi_slopes, deterministic, sink)
     else:
         seed, offset, seed_offset = ops.dropout_seed(keep_prob)
         out, smax, ssum = ops.flash_attention_score(
             q, k, v, heads, "TND", scale=scale, **_given(keep_prob, seed, offset, seed_offset, deterministic, softcap),
-            **_varlen_args(cq, ck, causal, window_size, alibi_slopes, op))
+            **_varlen_args(cq, ck, causal, window_size, alibi_slopes, op), **sink)
         if not return_attn_probs:
             return out
         # TND statistics hold per-sequence [H, S_b, 8] blocks back to back.
@@ -455,7 +477,8 @@ def _cache_rows(k_cache, block_table, cache_batch_idx, b, rows):
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                             cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False,
+                            s_aux=None):
     """flash-attn 2.x's decoding entry point (docs/INFER_ATTENTION_SPEC.md section 4): k and v, when given, are
     written into the caches in place at rows cache_seqlens[b] + t (k after rotary); q attends to the cache rows
     [cache_leftpad[b], cache_seqlens[b] + S_new), causal bottom-right.  Caches are (B_c, S_c, Hk, D), or paged
@@ -466,7 +489,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     or a decode window drops keys from the front, which leaves these bottom-right distances as they are).  With
     causal, flash-attn's CUDA kernel adds slope * j instead: the same softmax, its lse larger by
     slope (i + sk - sq); attnops returns the documented bias's lse, as flash_attn_func does.  Both are the
-    operator's attnops extensions (docs/INFER_ATTENTION.md)."""
+    operator's attnops extensions (docs/INFER_ATTENTION.md).  s_aux (vLLM's name): attention sinks [H], the
+    operator's learnable_sink."""
     if (k is None and v is None and rotary_cos is None and cache_batch_idx is None and cache_leftpad is None
             and window_size[0] < 0 and type(cache_seqlens) is not int):
         # A decode step (no append; a contiguous or paged cache; no left window): flash-attn's arguments go to
@@ -477,12 +501,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         # cost").
         if alibi_slopes is not None:
             _slopes(alibi_slopes)
-        given = (12 if return_softmax_lse else 11 if alibi_slopes is not None else 10 if softcap
+        given = (13 if s_aux is not None else 12 if return_softmax_lse else 11 if alibi_slopes is not None
+                 else 10 if softcap
                  else 9 if window_size[1] >= 0 else 7 if causal else 6 if softmax_scale is not None
                  else 5 if block_table is not None else 4)
         try:  # the op itself, not ops' translating wrapper: one Python frame less (~0.3 us of a cache-cold step)
             out, lse = _KVCACHE(*(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, -1,
-                                  window_size[1], softcap, alibi_slopes, return_softmax_lse)[:given])
+                                  window_size[1], softcap, alibi_slopes, return_softmax_lse, s_aux)[:given])
         except (ValueError, NotImplementedError, RuntimeError) as exc:
             raise ops.library_error(exc) from None
         return (out, lse) if return_softmax_lse else out
@@ -533,7 +558,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     else:
         # After an append or a rotary: the attention over the lengths with the new rows, as a decode step's.
         out, lse = ops.flash_attn_kvcache(q, k_cache, v_cache, sk, block_table, softmax_scale, causal, left,
-                                          window_size[1], softcap, alibi_slopes, return_softmax_lse)
+                                          window_size[1], softcap, alibi_slopes, return_softmax_lse, s_aux)
         return (out, lse) if return_softmax_lse else out
     # Only what differs from the op's defaults (each keyword costs torch's parser ~0.2-0.5 us).
     if sq > 1 and (left >= 0 or right >= 0):
@@ -544,6 +569,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         kw["softmax_lse_flag"] = True
     if alibi_slopes is not None:
         kw["alibi_slopes"] = alibi_slopes
+    if s_aux is not None:
+        kw["learnable_sink"] = s_aux
     out, lse = ops.fused_infer_attention_score(
         q, key, value, actual_seq_lengths_kv=sk, num_heads=heads, num_key_value_heads=hk,
         scale=softmax_scale if softmax_scale is not None else d ** -0.5, input_layout="BSND", **kw)
