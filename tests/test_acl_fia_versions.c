@@ -8,7 +8,7 @@
  * where the entry's pseShift is reserved (IncreFlashAttention and
  * PromptFlashAttention V1, V2: CANN passes NULL on).  Every entry runs at
  * least one case.  Then the refusals: a key list of two tensors, a quantised
- * output, V4's dequantScaleQuery / learnableSink / queryQuantMode,
+ * output, V4's dequantScaleQuery / queryQuantMode, a learnableSink of the wrong shape,
  * IncreFlashAttentionV4's kvPaddingSize, a longer query or a TND layout
  * through IncreFlashAttention, a one-row query with a mask or a batch of
  * no rows through PromptFlashAttention: each gives 161002 and a sentence that starts with
@@ -46,6 +46,7 @@ enum {
     DECODE = 512,      /* one query row per batch, padded layouts, no output layout */
     PROMPT = 1024,     /* more than one query row */
     TENSOR_KV = 2048,  /* key and value are tensors, not lists */
+    HAS_SINK = 4096,   /* learnableSink */
 };
 
 #define FIA_ALL (HAS_LSE | HAS_PSE | HAS_Q_LENS | HAS_KV_LENS | HAS_PAGED | HAS_SPARSE | HAS_QUANT | DECODE | PROMPT)
@@ -56,7 +57,8 @@ static const struct {
 } ENTRY[ENTRIES] = {
     [FIA1] = {"aclnnFusedInferAttentionScore", aclnnFusedInferAttentionScore, FIA_ALL},
     [FIA2] = {"aclnnFusedInferAttentionScoreV2", aclnnFusedInferAttentionScoreV2, FIA_ALL | HAS_INT8},
-    [FIA4] = {"aclnnFusedInferAttentionScoreV4", aclnnFusedInferAttentionScoreV4, FIA_ALL | HAS_INT8 | HAS_ROPE},
+    [FIA4] = {"aclnnFusedInferAttentionScoreV4", aclnnFusedInferAttentionScoreV4,
+              FIA_ALL | HAS_INT8 | HAS_ROPE | HAS_SINK},
     [IFA1] = {"aclnnIncreFlashAttention", aclnnIncreFlashAttention, HAS_KV_LENS | DECODE},
     [IFA2] = {"aclnnIncreFlashAttentionV2", aclnnIncreFlashAttentionV2, HAS_KV_LENS | HAS_QUANT | DECODE},
     [IFA3] = {"aclnnIncreFlashAttentionV3", aclnnIncreFlashAttentionV3,
@@ -101,7 +103,7 @@ static aclnnStatus prepare(entry e, const acl_fia_args *c, const attnops_fia_arg
         return aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
             c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, NULL, NULL,
             c->table, NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, c->qr, c->kr, NULL,
-            x->dequant_scale_query, x->learnable_sink, a->num_heads, a->scale_value, a->pre_tokens, a->next_tokens,
+            x->dequant_scale_query, x->learnable_sink ? x->learnable_sink : c->sink, a->num_heads, a->scale_value, a->pre_tokens, a->next_tokens,
             layout, a->num_key_value_heads, a->sparse_mode, a->inner_precise, a->block_size, 0, a->softmax_lse_flag,
             a->key_antiquant_mode, a->value_antiquant_mode, x->query_quant_mode, c->out, c->lse, ws, ex);
     case IFA1:
@@ -165,6 +167,10 @@ static const named_spec CASES[] = {
     {"TND f32 paged 8, causal", {.B = 2, .N1 = 4, .N2 = 1, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32,
                                  .layout = ATTNOPS_LAYOUT_TND, .block_size = 8, .nq = 2, .q_len = {3, 5}, .nkv = 2,
                                  .kv_len = {30, 5}, .S1 = 5, .S2 = 30, .sparse_mode = 3, TOKENS}},
+    {"decode bf16 GQA 4, paged 16, learnable sinks", {.B = 2, .N1 = 8, .N2 = 2, .S1 = 1, .S2 = 300, .D = 64,
+                                                      .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16,
+                                                      .layout = ATTNOPS_LAYOUT_BNSD, .block_size = 16, .nkv = 2,
+                                                      .kv_len = {300, 17}, .sink = ATTNOPS_DTYPE_BF16, TOKENS}},
     {"TND f32 contiguous, causal", {.B = 2, .N1 = 4, .N2 = 2, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32,
                                     .layout = ATTNOPS_LAYOUT_TND, .nq = 2, .q_len = {7, 4}, .nkv = 2,
                                     .kv_len = {9, 20}, .S1 = 7, .S2 = 20, .sparse_mode = 3, TOKENS}},
@@ -183,6 +189,7 @@ static unsigned needs(const fia_case_spec *s)
     if (s->int8_kv) n |= HAS_INT8;
     if (s->Dr) n |= HAS_ROPE;
     if (s->sparse_mode) n |= HAS_SPARSE;
+    if (s->sink) n |= HAS_SINK;
     return n;
 }
 
@@ -278,7 +285,8 @@ static int run_refusals(void)
         if (ENTRY[e].has & HAS_QUANT) passed += refused((entry)e, s, &quant, false, NULL, "quant_scale2 is given");
     }
     passed += refused(FIA4, decode, &(extra){.dequant_scale_query = t}, false, NULL, "dequantScaleQueryOptional");
-    passed += refused(FIA4, decode, &(extra){.learnable_sink = t}, false, NULL, "learnableSinkOptional");
+    /* a sink of one value for 8 heads: the library's refusal, through the entry (the sink itself is run above) */
+    passed += refused(FIA4, decode, &(extra){.learnable_sink = t}, false, NULL, "'learnable_sink' has shape [1]");
     passed += refused(FIA4, decode, &(extra){.query_quant_mode = 3}, false, NULL, "queryQuantMode is 3");
     passed += refused(IFA4, decode, &(extra){.kv_padding_size = t}, false, NULL, "kv_padding_size is given");
     for (entry e = IFA1; e <= IFA4; e++) passed += refused(e, prompt, &none, false, NULL, "query's S is 12");

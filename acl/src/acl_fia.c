@@ -53,6 +53,7 @@ static const attnops_tensor **field_of(attnops_fia_args *a, fia_tensor id)
     case FIA_VALUE_SHARED_PREFIX: return &a->value_shared_prefix;
     case FIA_QUERY_ROPE: return &a->query_rope;
     case FIA_KEY_ROPE: return &a->key_rope;
+    case FIA_LEARNABLE_SINK: return &a->learnable_sink;
     default: return NULL;
     }
 }
@@ -64,7 +65,6 @@ static const struct {
 } LEFT_OUT[] = {
     {FIA_KEY_ROPE_ANTIQUANT_SCALE, "keyRopeAntiquantScaleOptional", "int8 rope keys"},
     {FIA_DEQUANT_SCALE_QUERY, "dequantScaleQueryOptional", "a quantised query"},
-    {FIA_LEARNABLE_SINK, "learnableSinkOptional", "learnable sinks"},
 };
 
 /* The one tensor of a key or value list (or the tensor itself, kv_tensors). */

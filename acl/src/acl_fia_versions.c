@@ -1,7 +1,7 @@
 /* The aclnn FusedInferAttentionScore (V1), ...V2 and ...V4 entry points:
  * each maps its parameter list onto the family's fia_call (acl_fia.h); the
- * rules are V3's (acl_fia.c).  V4's dequantScaleQuery, learnableSink and a
- * queryQuantMode other than 0 are refused by name.  Tensor indices for
+ * rules are V3's (acl_fia.c).  V4's dequantScaleQuery and a queryQuantMode
+ * other than 0 are refused by name; its learnableSink is the library's.  Tensor indices for
  * aclSetInputTensorAddr count each signature's tensor inputs in order, NULL
  * ones included (the *_ORDER tables below); for aclSetOutputTensorAddr
  * attentionOut 0, softmaxLse 1. */

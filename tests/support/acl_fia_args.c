@@ -30,6 +30,7 @@ void acl_fia_args_make(acl_fia_args *c, const attnops_fia_args *a, bool extra_ke
     memset(c, 0, sizeof *c);
     c->q = acl_fia_wrap(a->query), c->pse = acl_fia_wrap(a->pse_shift), c->mask = acl_fia_wrap(a->atten_mask);
     c->table = acl_fia_wrap(a->block_table), c->qr = acl_fia_wrap(a->query_rope), c->kr = acl_fia_wrap(a->key_rope);
+    c->sink = acl_fia_wrap(a->learnable_sink);
     c->ks = acl_fia_wrap(a->key_antiquant_scale), c->ko = acl_fia_wrap(a->key_antiquant_offset);
     c->vs = acl_fia_wrap(a->value_antiquant_scale), c->vo = acl_fia_wrap(a->value_antiquant_offset);
     c->out = acl_fia_wrap(a->attention_out), c->lse = acl_fia_wrap(a->softmax_lse);
@@ -45,7 +46,8 @@ void acl_fia_args_make(acl_fia_args *c, const attnops_fia_args *a, bool extra_ke
 
 void acl_fia_args_free(acl_fia_args *c)
 {
-    aclTensor *all[] = {c->q, c->pse, c->mask, c->table, c->ks, c->ko, c->vs, c->vo, c->qr, c->kr, c->out, c->lse};
+    aclTensor *all[] = {c->q,  c->pse, c->mask, c->table, c->ks,  c->ko,
+                        c->vs, c->vo,  c->qr,   c->kr,    c->sink, c->out, c->lse};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) aclDestroyTensor(all[i]);
     aclDestroyTensorList(c->key), aclDestroyTensorList(c->value); /* and their tensors */
     aclDestroyIntArray(c->qlen), aclDestroyIntArray(c->kvlen);

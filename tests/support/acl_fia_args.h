@@ -13,7 +13,7 @@
 #include "fia_case.h"
 
 typedef struct acl_fia_args {
-    aclTensor *q, *pse, *mask, *table, *ks, *ko, *vs, *vo, *qr, *kr, *out, *lse;
+    aclTensor *q, *pse, *mask, *table, *ks, *ko, *vs, *vo, *qr, *kr, *sink, *out, *lse;
     aclTensorList *key, *value;          /* own their tensors */
     aclTensor *key_tensor, *value_tensor; /* the lists' first tensors */
     aclIntArray *qlen, *kvlen;

@@ -4,8 +4,9 @@
  * attention/fused_infer_attention_score/op_host/op_api/aclnn_fused_infer_attention_score_v4.h at commit
  * c29bc1069d3252c641e2aa059ec88f392d3f05ac (docs/ACL.md).  Two-phase: ...GetWorkspaceSize validates and returns a
  * single-use executor, the second call runs it.  key and value are lists of one tensor each; V3's refusals, and
- * dequantScaleQueryOptional, learnableSinkOptional or a queryQuantMode other than 0 (161002, the sentence naming
- * the argument).  learnableSinkOptional is in CANN's header and implementation, not in the V4 page's prototype. */
+ * dequantScaleQueryOptional or a queryQuantMode other than 0 (161002, the sentence naming the argument).
+ * learnableSinkOptional ([N1], attention sinks) is the library's learnable_sink; it is in CANN's header and
+ * implementation, not in the V4 page's prototype. */
 #ifndef ATTNOPS_ACL_ACLNN_FUSED_INFER_ATTENTION_SCORE_V4_H
 #define ATTNOPS_ACL_ACLNN_FUSED_INFER_ATTENTION_SCORE_V4_H
 
