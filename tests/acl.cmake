@@ -18,6 +18,9 @@ target_link_libraries(test_acl_fia PRIVATE attnops_acl_fia_args)
 # native call's bytes, each entry's refusals.
 add_attnops_test(test_acl_fia_versions test_acl_fia_versions.c)
 target_link_libraries(test_acl_fia_versions PRIVATE attnops_acl_fia_args)
+# KeyPool through aclnn: the native call's pooled_key and cache bytes, the refusals.
+add_attnops_test(test_acl_key_pool test_acl_key_pool.c)
+target_link_libraries(test_acl_key_pool PRIVATE attnops_acl_fia_args)
 
 # CANN's documented sample programs, compiled unchanged (C++), run against
 # libattnops_acl; each output must be the text its native-API twin prints.

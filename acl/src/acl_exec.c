@@ -97,6 +97,7 @@ aclOpExecutor *acl_exec_new(const char *op, exec_kind kind)
     attnops_fa_fwd_args_init(&e->fwd);
     attnops_fa_bwd_args_init(&e->bwd);
     attnops_fia_args_init(&e->fia);
+    attnops_key_pool_args_init(&e->kp);
     return e;
 }
 

@@ -89,7 +89,7 @@ typedef struct exec_slot {
     bool given;           /* a tensor was passed */
 } exec_slot;
 
-typedef enum { EXEC_SCORE, EXEC_VARLEN_SCORE, EXEC_GRAD, EXEC_UNPADDING_GRAD, EXEC_FIA } exec_kind;
+typedef enum { EXEC_SCORE, EXEC_VARLEN_SCORE, EXEC_GRAD, EXEC_UNPADDING_GRAD, EXEC_FIA, EXEC_KEY_POOL } exec_kind;
 #define EXEC_ANY (-1)
 
 struct aclOpExecutor {
@@ -100,6 +100,7 @@ struct aclOpExecutor {
     attnops_fa_fwd_args fwd;
     attnops_fa_bwd_args bwd;
     attnops_fia_args fia;
+    attnops_key_pool_args kp;
     attnops_tensor views[EXEC_VIEWS];
     int n_views;
     int64_t *arrays[EXEC_ARRAYS];
