@@ -35,7 +35,9 @@ def output_shapes(query, key, value, input_layout, num_heads, paged):
     else:
         b, s1, d = None, q[0], q[2]
     k, v = tuple(key.shape), tuple(value.shape)
-    if len(v) == 4 or (lay_in == "TND" and not paged):
+    if paged and len(v) == 5:  # the NZ cache [blocks, N2, Dv / c0, block_size, c0]
+        dv = v[2] * v[4]
+    elif len(v) == 4 or (lay_in == "TND" and not paged):
         dv = v[-1]
     else:  # [.., N2 * Dv] beside key's [.., N2 * D]
         n2 = max(k[-1] // d, 1) if d else 1

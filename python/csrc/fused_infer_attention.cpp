@@ -111,7 +111,9 @@ FiaShapes<Int> fia_shapes(c10::ArrayRef<Int> q, c10::ArrayRef<Int> k, c10::Array
     Int b = q[0], s1 = in == ATTNOPS_LAYOUT_BNSD ? q[2] : q[1];
     Int d = in == ATTNOPS_LAYOUT_BSH ? q[2] / std::max<int64_t>(n1, 1) : q.back();
     Int dv = v.back();
-    if (!(v.size() == 4 || (in == ATTNOPS_LAYOUT_TND && !paged))) { // value [.., N2 * Dv] beside key's [.., N2 * D]
+    if (paged && v.size() == 5) { // the NZ cache [blocks, N2, Dv / c0, block_size, c0]
+        dv = v[2] * v[4];
+    } else if (!(v.size() == 4 || (in == ATTNOPS_LAYOUT_TND && !paged))) { // value [.., N2 * Dv] beside key's
         Int n2 = d != 0 ? k.back() / d : Int(1);
         if (n2 == 0)
             n2 = 1;

@@ -16,7 +16,8 @@ A row with no kept key, and a padded query row past act_q[b], gives out 0 and ls
 int8 key/value: k_hat[n, s, d] = (k + offset) * scale, indexed by mode: 0 [n, d] (or one value), 1 [b, s],
 2 [n], 3 [b, n, s]; the combined antiquant_scale / _offset lead with 2 (key, value), antiquant_mode 0 or 1.
 Paged key/value: position s of batch b is row s % block_size of block block_table[b][s // block_size]
-of a cache [blocks, block_size, N2 * D] or [blocks, N2, block_size, D].
+of a cache [blocks, block_size, N2 * D], [blocks, N2, block_size, D] or Ascend's NZ (fractal)
+[blocks, N2, D / c0, block_size, c0]: element d of a row in chunk d // c0, at d % c0.
 """
 import math
 
@@ -45,6 +46,8 @@ def _per_batch_kv(x, layout, n2, lens_kv, block_table, block_size, d):
     if block_table is None:
         return [t[:, :length] for t, length in zip(_per_batch_q(x, layout, n2, lens_kv), lens_kv)]
     x = x.double()
+    if x.dim() == 5:  # NZ: the chunks of c0 back into one head dim
+        x = x.permute(0, 1, 3, 2, 4).reshape(x.shape[0], x.shape[1], x.shape[3], x.shape[2] * x.shape[4])
     cache = x.reshape(x.shape[0], x.shape[1], n2, d).transpose(1, 2) if x.dim() == 3 else x  # [blocks, N2, bs, D]
     out = []
     for b, length in enumerate(lens_kv):
@@ -124,12 +127,15 @@ def fia(q, k, v, *, input_layout="BSH", num_heads=1, num_key_value_heads=0, scal
     decode = max(lens_q) == 1 if tnd else s1 == 1
     paged = block_table is not None
     if paged:
-        n2 = k.shape[1] if k.dim() == 4 else k.shape[-1] // d
+        n2 = k.shape[1] if k.dim() >= 4 else k.shape[-1] // d
         cap = block_table.shape[1] * block_size
     else:
         n2 = k.shape[2] if lay_in == "BSND" else k.shape[1] if lay_in in ("BNSD", "TND") else k.shape[-1] // d
         cap = k.shape[0] if tnd else (k.shape[1] if lay_in in ("BSH", "BSND") else k.shape[2])
-    dv = v.shape[-1] if (v.dim() == 4 or (tnd and not paged)) else v.shape[-1] // n2
+    if v.dim() == 5:  # NZ: [blocks, N2, Dv / c0, block_size, c0]
+        dv = v.shape[2] * v.shape[4]
+    else:
+        dv = v.shape[-1] if (v.dim() == 4 or (tnd and not paged)) else v.shape[-1] // n2
     if actual_seq_lengths_kv is None:
         lens_kv = [cap] * b_count
     else:

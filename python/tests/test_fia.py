@@ -166,16 +166,26 @@ def _as_layout(x, layout):
             "TND": lambda: x.transpose(1, 2).flatten(0, 1).contiguous()}[layout]()
 
 
+def _nz(cache):
+    """A BnNBsD cache [blocks, N2, block_size, D] as Ascend's NZ [blocks, N2, D / c0, block_size, c0], c0 = 32
+    bytes of the dtype."""
+    c0 = 32 // cache.element_size()
+    blocks, n2, bs, d = cache.shape
+    return cache.reshape(blocks, n2, bs, d // c0, c0).permute(0, 1, 3, 2, 4).contiguous()
+
+
 @pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD", "TND"])
-@pytest.mark.parametrize("rank", [3, 4])
+@pytest.mark.parametrize("rank", [3, 4, 5])
 @pytest.mark.parametrize("s1", [1, 4])
 def test_every_cache_layout_with_every_query_layout(layout, rank, s1):
-    """aclnnFusedInferAttentionScoreV4: each paged cache layout (BnBsH rank 3, BnNBsD rank 4) crosses with each
-    query layout, decode and prompt, GQA; the golden and the fast kernel against the oracle."""
-    b, n1, n2, d, s2, bs = 2, 8, 2, 16, 30, 8
+    """aclnnFusedInferAttentionScoreV4: each paged cache layout (BnBsH rank 3, BnNBsD rank 4, NZ rank 5) crosses
+    with each query layout, decode and prompt, GQA; the golden and the fast kernel against the oracle."""
+    b, n1, n2, d, s2, bs = 2, 8, 2, 32, 30, 8
     q, k, v = _qkv("BNSD", b, n1, n2, s1, s2, d, torch.bfloat16, seed=60 + rank)
     lens = [30, 11]
-    kc, vc, table = _paged(k, v, bs, lens, rank, seed=61)
+    kc, vc, table = _paged(k, v, bs, lens, min(rank, 4), seed=61)
+    if rank == 5:
+        kc, vc = _nz(kc), _nz(vc)
     kw = dict(input_layout=layout, num_heads=n1, num_key_value_heads=n2, scale=0.25, block_table=table,
               block_size=bs, actual_seq_lengths_kv=lens)
     if layout == "TND":
@@ -185,12 +195,15 @@ def test_every_cache_layout_with_every_query_layout(layout, rank, s1):
     _check(_as_layout(q, layout), kc, vc, s2, **kw)
 
 
-def test_int8_bnnbsd_cache_with_bsh_queries():
-    b, n1, n2, d, bs = 2, 8, 2, 32, 16
+@pytest.mark.parametrize("nz", [False, True])
+def test_int8_bnnbsd_cache_with_bsh_queries(nz):
+    b, n1, n2, d, bs = 2, 8, 2, 64, 16
     q, k, v = _qkv("BNSD", b, n1, n2, 1, 40, d, torch.float16, seed=70)
     g = torch.Generator().manual_seed(71)
     k8, v8 = (torch.randint(-100, 100, t.shape, generator=g, dtype=torch.int8) for t in (k, v))
     kc, vc, table = _paged(k8, v8, bs, [40, 23], 4, seed=72)
+    if nz:
+        kc, vc = _nz(kc), _nz(vc)
     scale = (torch.rand(n2 * d, generator=g) * 0.02).to(torch.float16)
     _check(_as_layout(q, "BSH"), kc, vc, 40, input_layout="BSH", num_heads=n1, num_key_value_heads=n2, scale=0.125,
            block_table=table, block_size=bs, actual_seq_lengths_kv=[40, 23], key_antiquant_scale=scale,

@@ -69,7 +69,7 @@ static void write_stats(const void *ctx, int64_t b, int64_t h, int64_t i, float 
  * global row, which the FIA view gets from the cumulative lengths. */
 static fia_view view_of(const fa_problem *p, const fa_view *v)
 {
-    return (fia_view){v->data, v->dtype, v->esize, p->varlen ? 0 : v->sb, v->sn, v->ss, v->sd, 0};
+    return (fia_view){v->data, v->dtype, v->esize, p->varlen ? 0 : v->sb, v->sn, v->ss, v->sd, 0, 0, 0};
 }
 
 static fia_problem restate(const fa_problem *p)

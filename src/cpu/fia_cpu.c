@@ -105,7 +105,8 @@ static bool bf16_operands(const fia_problem *p)
 
 static bool bf16_tiles(const fia_problem *p)
 {
-    return bf16_operands(p) && p->k.sd == 1 && (!p->Dr || p->kr.sd == 1) && (!p->paged || p->block_size % 2 == 0) &&
+    return bf16_operands(p) && fia_row_contiguous(&p->k) && fia_row_contiguous(&p->v) &&
+           (!p->Dr || fia_row_contiguous(&p->kr)) && (!p->paged || p->block_size % 2 == 0) &&
            tile_gemm_library_available(TILE_GEMM_BF16_NN_VNNI);
 }
 
@@ -130,7 +131,8 @@ static fia_plan plan_of(const fia_problem *p)
     pl.split_keys = keys <= 0 ? FIA_KC : even > FIA_MIN_SPLIT ? even : FIA_MIN_SPLIT;
     pl.splits = keys > 0 ? (keys + pl.split_keys - 1) / pl.split_keys : 0;
     pl.items = p->B * p->N2 * pl.qblocks * pl.splits;
-    pl.few_rows = pl.Mq <= FIA_DIRECT_ROWS && p->k.sd == 1 && p->v.sd == 1 && (!p->Dr || p->kr.sd == 1);
+    pl.few_rows = pl.Mq <= FIA_DIRECT_ROWS && fia_row_contiguous(&p->k) && fia_row_contiguous(&p->v) &&
+                  (!p->Dr || fia_row_contiguous(&p->kr));
     pl.bf16 = !pl.few_rows && bf16_tiles(p);
     pl.round_p = !pl.few_rows && !pl.bf16 && bf16_operands(p); /* FA's rule: the bf16 kind's products */
     pl.Dkp = pl.bf16 ? (pl.Dk + 1) / 2 * 2 : pl.Dk;
@@ -263,21 +265,21 @@ static void dequant_row(const fia_quant *q, int64_t b, int64_t n2, int64_t s, in
 static void widen(const fia_view *v, int64_t at, int64_t count, float *dst, const fa_kernels *k)
 {
     const char *src = v->data + at * v->es;
-    if (v->sd == 1 && v->dtype == ATTNOPS_DTYPE_F32) {
+    if (fia_row_contiguous(v) && v->dtype == ATTNOPS_DTYPE_F32) {
         memcpy(dst, src, (size_t)count * sizeof(float));
-    } else if (v->sd == 1 && v->dtype == ATTNOPS_DTYPE_F16) {
+    } else if (fia_row_contiguous(v) && v->dtype == ATTNOPS_DTYPE_F16) {
         k->f16_to_f32((const uint16_t *)(const void *)src, (int)count, dst);
-    } else if (v->sd == 1 && v->dtype == ATTNOPS_DTYPE_I8) {
+    } else if (fia_row_contiguous(v) && v->dtype == ATTNOPS_DTYPE_I8) {
         const int8_t *s = (const int8_t *)(const void *)src;
         for (int64_t d = 0; d < count; d++) dst[d] = (float)s[d];
-    } else if (v->sd == 1 && v->dtype == ATTNOPS_DTYPE_BF16) {
+    } else if (fia_row_contiguous(v) && v->dtype == ATTNOPS_DTYPE_BF16) {
         const uint16_t *s = (const uint16_t *)(const void *)src;
         for (int64_t d = 0; d < count; d++) { /* the shift and copy form vectorises; the union form did not */
             const uint32_t bits = (uint32_t)s[d] << 16;
             memcpy(dst + d, &bits, sizeof bits);
         }
     } else {
-        for (int64_t d = 0; d < count; d++) dst[d] = ao_load_f32(src + d * v->sd * v->es, v->dtype);
+        for (int64_t d = 0; d < count; d++) dst[d] = ao_load_f32(src + fia_d_at(v, d) * v->es, v->dtype);
     }
 }
 

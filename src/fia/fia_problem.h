@@ -24,7 +24,19 @@ typedef struct fia_view {
     int64_t sb, sn, ss, sd; /* element strides of batch, head, position, head dim */
     /* paged: the cache [block_num, block_size, N D] or [block_num, N, block_size, D] */
     int64_t s_block;        /* element stride of one physical block (ss: of one row in it) */
+    /* the NZ (fractal) cache [block_num, N, D / c0, block_size, c0]: the head dim in chunks of c0, chunk k at
+     * k sc0 (c0 = 0: a row's head dim is one run, sd apart) */
+    int64_t c0, sc0;
 } fia_view;
+
+/* The element offset of head-dim element d within a row (fractal or not). */
+static inline int64_t fia_d_at(const fia_view *v, int64_t d)
+{
+    return v->c0 ? (d / v->c0) * v->sc0 + (d % v->c0) * v->sd : d * v->sd;
+}
+
+/* The row's head dim is one contiguous run: the fast kernels' direct loads take it. */
+static inline bool fia_row_contiguous(const fia_view *v) { return v->sd == 1 && !v->c0; }
 
 /* The mask a prompt row or a decode step reads. */
 typedef enum fia_mask_kind {

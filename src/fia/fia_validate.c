@@ -92,7 +92,7 @@ static attnops_status view_of(const char *op, const char *name, const attnops_te
         return ao_fail(INVALID, "%s: %s has shape %s; layout %s takes rank %d.", op, name,
                        ao_shape_str(t, buf, sizeof buf), attnops_layout_name(layout), want);
     const int64_t *sh = t->shape, *st = t->strides;
-    *v = (fia_view){t->data, t->dtype, (int64_t)attnops_dtype_size(t->dtype), 0, 0, 0, 0, 0};
+    *v = (fia_view){t->data, t->dtype, (int64_t)attnops_dtype_size(t->dtype), 0, 0, 0, 0, 0, 0, 0};
     switch (layout) {
     case ATTNOPS_LAYOUT_BSH:
         if (hidden_d < 1 || sh[2] % hidden_d)
@@ -117,16 +117,18 @@ static attnops_status view_of(const char *op, const char *name, const attnops_te
     return ATTNOPS_SUCCESS;
 }
 
-/* A paged key-like cache: [block_num, block_size, N d] (rank 3, BnBsH) or
- * [block_num, N, block_size, d] (rank 4, BnNBsD), with any query layout
+/* A paged key-like cache: [block_num, block_size, N d] (rank 3, BnBsH),
+ * [block_num, N, block_size, d] (rank 4, BnNBsD) or Ascend's NZ (fractal)
+ * [block_num, N, d / c0, block_size, c0] (rank 5; c0 = 32 bytes of the
+ * dtype: 16 for f16/bf16, 32 for int8, 8 for f32), with any query layout
  * (aclnnFusedInferAttentionScoreV4: every cache layout with every query
- * layout); the accessor (fia_kv_at) reads both through the same strides. */
+ * layout); the accessor (fia_kv_at, fia_d_at) reads them all. */
 static attnops_status paged_view_of(const char *op, const char *name, const attnops_tensor *t, const fia_problem *p,
                                     int64_t d, int64_t *n, int64_t *blocks, fia_view *v)
 {
     char buf[96];
     const int64_t *sh = t->shape, *st = t->strides, bs = p->block_size;
-    *v = (fia_view){t->data, t->dtype, (int64_t)attnops_dtype_size(t->dtype), 0, 0, 0, 0, st[0]};
+    *v = (fia_view){t->data, t->dtype, (int64_t)attnops_dtype_size(t->dtype), 0, 0, 0, 0, st[0], 0, 0};
     if (t->rank == 3) {
         if (sh[1] != bs || d < 1 || sh[2] % d)
             return ao_fail(INVALID, "%s: paged %s has shape %s; it must be [block_num, block_size = %lld, N2 * %lld].",
@@ -137,9 +139,18 @@ static attnops_status paged_view_of(const char *op, const char *name, const attn
             return ao_fail(INVALID, "%s: paged %s has shape %s; it must be [block_num, N2, block_size = %lld, %lld].",
                            op, name, ao_shape_str(t, buf, sizeof buf), (long long)bs, (long long)d);
         *n = sh[1], v->sn = st[1], v->ss = st[2], v->sd = st[3];
+    } else if (t->rank == 5) {
+        const int64_t c0 = 32 / v->es;
+        if (sh[3] != bs || sh[4] != c0 || sh[2] * c0 != d)
+            return ao_fail(INVALID, "%s: paged %s has shape %s; the NZ cache of %s is [block_num, N2, D / %lld = "
+                           "%lld, block_size = %lld, %lld].", op, name, ao_shape_str(t, buf, sizeof buf),
+                           attnops_dtype_name(t->dtype), (long long)c0, (long long)(d / c0), (long long)bs,
+                           (long long)c0);
+        *n = sh[1], v->sn = st[1], v->ss = st[3], v->sd = st[4], v->c0 = c0, v->sc0 = st[2];
     } else {
-        return ao_fail(INVALID, "%s: paged %s has shape %s; the cache is [block_num, block_size, N2 * D] or "
-                       "[block_num, N2, block_size, D].", op, name, ao_shape_str(t, buf, sizeof buf));
+        return ao_fail(INVALID, "%s: paged %s has shape %s; the cache is [block_num, block_size, N2 * D], "
+                       "[block_num, N2, block_size, D] or NZ [block_num, N2, D / c0, block_size, c0].", op, name,
+                       ao_shape_str(t, buf, sizeof buf));
     }
     *blocks = sh[0];
     return ATTNOPS_SUCCESS;
@@ -234,11 +245,11 @@ static attnops_status check_kv(const char *op, const attnops_fia_args *a, fia_pr
     const attnops_tensor *k = a->key, *v = a->value;
     int64_t n2k, n2v, blocks_k = 0, blocks_v = 0;
     if (p->paged) {
-        const int64_t dv = v->rank == 4 ? v->shape[3] : 0;
+        const int64_t dv = v->rank == 4 ? v->shape[3] : v->rank == 5 ? v->shape[2] * v->shape[4] : 0;
         AO_TRY(paged_view_of(op, "key", k, p, p->D, &n2k, &blocks_k, &p->k));
         /* value's head dim: rank 4 names it; rank 3 [.., .., N2 Dv] with key's N2 */
         const bool hidden = v->rank == 3 && n2k > 0 && v->shape[2] % n2k == 0;
-        const int64_t vd = v->rank == 4 ? dv : hidden ? v->shape[2] / n2k : 0;
+        const int64_t vd = v->rank >= 4 ? dv : hidden ? v->shape[2] / n2k : 0;
         AO_TRY(paged_view_of(op, "value", v, p, vd, &n2v, &blocks_v, &p->v));
         if (v->rank != k->rank || blocks_v != blocks_k || n2v != n2k)
             return ao_fail(INVALID, "%s: paged value has shape %s; it must be key's but for the head dim.", op,

@@ -28,7 +28,7 @@ size_t fia_ref_workspace(const fia_problem *p)
  * head n2), dequantised when the cache is int8. */
 static double kv_elem(const fia_view *v, const fia_quant *q, int64_t at, int64_t b, int64_t n2, int64_t s, int64_t d)
 {
-    const double x = ao_load_f64(v->data + (at + d * v->sd) * v->es, v->dtype);
+    const double x = ao_load_f64(v->data + (at + fia_d_at(v, d)) * v->es, v->dtype);
     if (q->kind == FIA_QUANT_NONE) return x;
     double scale, offset;
     fia_dequant(q, b, n2, s, d, &scale, &offset);
