@@ -89,7 +89,7 @@ class TestFusedInferAttentionV2(TestCase):
 
     def test_unimplemented_arguments_are_refused_by_name(self):
         q, k, v = self._qkv()
-        for name, value in (("learnable_sink", torch.zeros(8)), ("quant_scale_out", torch.ones(1)),
+        for name, value in (("quant_scale_out", torch.ones(1)),
                             ("dequant_scale_query", torch.ones(1)), ("out_dtype", 1)):
             with self.assertRaisesRegex(NotImplementedError, name):
                 torch_npu.npu_fused_infer_attention_score_v2(q, k, v, num_query_heads=8, input_layout="BNSD",
