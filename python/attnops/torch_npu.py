@@ -247,6 +247,45 @@ def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, 
     return dq, dk, dv, query.new_empty(0), dq_rope, dk_rope, dsink
 
 
+def _int_list(lengths):
+    """v3's lengths: an int64 cpu tensor (or a list) as a list of ints."""
+    return None if lengths is None else [int(x) for x in (lengths.tolist() if isinstance(lengths, torch.Tensor)
+                                                          else lengths)]
+
+
+def npu_fusion_attention_v3(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
+                            scale=1., keep_prob=1., pre_tockens=_INT32_MAX, next_tockens=_INT32_MAX, inner_precise=0,
+                            prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
+                            gen_mask_parallel=True, sync=False, softmax_layout="", sink=None):
+    """-> (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset): torch_npu's graph-mode form of
+    npu_fusion_attention (op-plugin master): the lengths are int64 cpu tensors, seed and offset are returned as
+    int64 tensors (for npu_fusion_attention_grad_v3), numels is not."""
+    out, smax, ssum, soft, seed, offset, _ = _forward(
+        query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, None, None, scale, keep_prob,
+        pre_tockens, next_tockens, inner_precise, prefix, _int_list(actual_seq_qlen), _int_list(actual_seq_kvlen),
+        sparse_mode, 1, None, None, softmax_layout, sink)
+    as_tensor = (lambda x: x.reshape(1) if isinstance(x, torch.Tensor) else torch.tensor([x], dtype=torch.int64))
+    return out, smax, ssum, soft, as_tensor(seed), as_tensor(offset)
+
+
+def npu_fusion_attention_grad_v3(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
+                                 atten_mask=None, softmax_max=None, softmax_sum=None, softmax_in=None,
+                                 attention_in=None, scale_value=1., keep_prob=1., pre_tockens=_INT32_MAX,
+                                 next_tockens=_INT32_MAX, inner_precise=0, seed=None, offset=None, prefix=None,
+                                 actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
+                                 sync=False, softmax_layout="", sink=None):
+    """-> (dq, dk, dv, dpse, dsink): npu_fusion_attention_grad with v3's forms (seed / offset and the lengths as
+    tensors)."""
+    seed = 0 if seed is None else int(seed.reshape(-1)[0]) if isinstance(seed, torch.Tensor) else int(seed)
+    offset = 0 if offset is None else int(offset.reshape(-1)[0]) if isinstance(offset, torch.Tensor) else int(offset)
+    dq, dk, dv, _, _, dsink = _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask,
+                                        softmax_max, softmax_sum, softmax_in, attention_in, None, None, scale_value,
+                                        keep_prob, pre_tockens, next_tockens, inner_precise, seed, offset, prefix,
+                                        _int_list(actual_seq_qlen), _int_list(actual_seq_kvlen), sparse_mode, 1,
+                                        None, None, softmax_layout, sink)
+    return dq, dk, dv, query.new_empty(0), dsink
+
+
 def npu_key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table, start_pos, norm_weight=None,
                  norm_bias=None, cos=None, sin=None, cu_seqlens=None, seqused=None, cmp_ratio=4, norm_eps=1e-6,
                  rotary_mode=0, capacity="fixed"):

@@ -118,6 +118,35 @@ class TestFlashAttentionScoreFallback(TestCase):
         self.assertTrue(all(torch.isfinite(t.grad).all() for t in (q, k, v)))
 
 
+class TestFusionAttentionV3(TestCase):
+    """npu_fusion_attention_v3 / _grad_v3 (op-plugin's graph-mode forms): tensor lengths, seed and offset as
+    tensors, dropout replayed from them, sinks with dsink; the same bits as v1."""
+
+    def test_v3_equals_v1(self):
+        q = torch.randn(24, 2, 16).npu()
+        k, v = torch.randn(40, 2, 16).npu(), torch.randn(40, 2, 16).npu()
+        sink = torch.randn(2)
+        qlen, kvlen = torch.tensor([10, 24]), torch.tensor([15, 40])
+        torch.npu.manual_seed(5)
+        out, smax, ssum, _, seed, offset = torch_npu.npu_fusion_attention_v3(
+            q, k, v, 2, "TND", scale=0.25, keep_prob=0.9, actual_seq_qlen=qlen, actual_seq_kvlen=kvlen, sink=sink)
+        torch.npu.manual_seed(5)
+        v1 = torch_npu.npu_fusion_attention(q, k, v, 2, "TND", scale=0.25, keep_prob=0.9,
+                                            actual_seq_qlen=qlen.tolist(), actual_seq_kvlen=kvlen.tolist(), sink=sink)
+        self.assertTrue(torch.equal(out, v1[0]) and int(seed) == v1[4] and int(offset) == v1[5])
+        dy = torch.randn(out.shape)
+        grads = torch_npu.npu_fusion_attention_grad_v3(
+            q, k, v, dy, 2, "TND", softmax_max=smax, softmax_sum=ssum, attention_in=out, scale_value=0.25,
+            keep_prob=0.9, seed=seed, offset=offset, actual_seq_qlen=qlen, actual_seq_kvlen=kvlen, sink=sink)
+        want = torch_npu.npu_fusion_attention_grad(
+            q, k, v, dy, 2, "TND", softmax_max=smax, softmax_sum=ssum, attention_in=out, scale_value=0.25,
+            keep_prob=0.9, seed=int(seed), offset=int(offset), actual_seq_qlen=qlen.tolist(),
+            actual_seq_kvlen=kvlen.tolist(), sink=sink)
+        self.assertEqual(len(grads), 5)
+        for a, e in zip(grads, want):
+            self.assertTrue(torch.equal(a, e))
+
+
 class TestDeviceEmulation(TestCase):
     def test_device_calls(self):
         torch.npu.set_compile_mode(jit_compile=False)
