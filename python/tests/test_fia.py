@@ -533,3 +533,35 @@ def test_prompt_runs_on_the_flashattention_forward(layout):
         fa_out, _, _ = ops.flash_attention_score(q, k, v, 8, layout, scale=0.2, softcap=2.0, pse=slopes,
                                                  pse_type=2, q_start_idx=[24], kv_start_idx=[0], **masks)
         assert torch.equal(fast, fa_out), f"mode {mode} with softcap and ALiBi: not the FlashAttention forward's"
+
+
+def test_empty_mask_and_pse_are_absent_as_on_the_device():
+    """The device's fallback (docs/NUMERICS.md): an atten_mask or pse_shift with no elements is no mask / no
+    bias (IncreFlashAttention warns and drops it, PromptFlashAttention skips it); a sparse mode that needs a mask
+    still refuses an empty one.  The warning comes once per process (a fresh one here)."""
+    import subprocess
+    import sys
+    script = (
+        "import torch\n"
+        "from attnops import ops\n"
+        "q, k, v = torch.randn(2, 4, 1, 16), torch.randn(2, 4, 30, 16), torch.randn(2, 4, 30, 16)\n"
+        "kw = dict(num_heads=4, input_layout='BNSD', scale=0.25)\n"
+        "plain = ops.fused_infer_attention_score(q, k, v, **kw)[0]\n"
+        "for _ in range(3):\n"
+        "    got = ops.fused_infer_attention_score(q, k, v, atten_mask=torch.zeros(2, 0, dtype=torch.bool),\n"
+        "                                          pse_shift=torch.zeros(2, 4, 1, 0), **kw)[0]\n"
+        "    assert torch.equal(got, plain)\n"
+        "qp = torch.randn(2, 4, 5, 16)\n"
+        "try:\n"
+        "    ops.fused_infer_attention_score(qp, k, v, atten_mask=torch.zeros(0, 0, dtype=torch.bool), sparse_mode=3,\n"
+        "                                    **kw)\n"
+        "except ValueError as e:\n"
+        "    assert 'atten_mask' in str(e), e\n"
+        "else:\n"
+        "    raise AssertionError('sparse_mode 3 with an empty mask must be refused')\n"
+        "print('ok')\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("attnops: warning:")]
+    assert len(warnings) == 2 and "atten_mask has no elements" in warnings[0] and "pse_shift" in warnings[1], \
+        run.stderr

@@ -393,9 +393,25 @@ static bool fits(const attnops_tensor *t, int min_rank, int max_rank, int64_t B,
     return t->shape[r - 2] >= rows && t->shape[r - 1] >= cols;
 }
 
+/* The device's fallback (docs/NUMERICS.md "The device's fallbacks"): an empty atten_mask or pse_shift
+ * tensor (no elements) is no mask / no bias, as CANN's tilings take it (IncreFlashAttention's
+ * CheckAttenMaskShape warns "atten_mask tensor exist, but atten_mask shape size is 0", PromptFlashAttention
+ * skips the mask's and the bias's checks and use); one warning per process and argument. */
+static const attnops_tensor *unless_empty(const char *op, const char *name, const attnops_tensor *t,
+                                          atomic_bool *warned)
+{
+    if (!t || ao_tensor_numel(t) != 0) return t;
+    ao_warn_once(warned, "%s: %s has no elements (shape with a 0); as CANN's tiling does, the call runs without it.",
+                 op, name);
+    return NULL;
+}
+
 static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_problem *p)
 {
+    static atomic_bool warned;
     const attnops_tensor *m = a->atten_mask;
+    /* an empty mask stands for none only where none is allowed: a sparse mode that needs one still does */
+    if (p->decode || a->sparse_mode == 0) m = unless_empty(op, "atten_mask", m, &warned);
     p->sparse_mode = a->sparse_mode;
     p->pre_tokens = ao_clamp_tokens(a->pre_tokens), p->next_tokens = ao_clamp_tokens(a->next_tokens);
     if (!p->decode && a->sparse_mode >= 1 && !m)
@@ -440,7 +456,8 @@ static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_
 
 static attnops_status check_pse(const char *op, const attnops_fia_args *a, fia_problem *p)
 {
-    const attnops_tensor *t = a->pse_shift;
+    static atomic_bool warned;
+    const attnops_tensor *t = unless_empty(op, "pse_shift", a->pse_shift, &warned);
     if (!t) return ATTNOPS_SUCCESS;
     char buf[96];
     AO_TRY(ao_check_dtype(op, "pse_shift", t, a->query->dtype, "pse_shift takes query's dtype"));
