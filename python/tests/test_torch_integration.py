@@ -26,6 +26,13 @@ def test_opcheck_flash_attention_score():
     torch.library.opcheck(torch.ops.attnops.flash_attention_score_grad.default,
                           (q.detach(), k.detach(), v.detach(), torch.randn(out.shape), out.detach(), smax, ssum, 4,
                            "BSND"), dict(scale=0.3))
+    sink = torch.randn(4, requires_grad=True)  # attention sinks: a differentiable input, dsink the grad's 6th
+    torch.library.opcheck(torch.ops.attnops.flash_attention_score.default, (q, k, v, 4, "BSND"),
+                          dict(scale=0.3, sink=sink))
+    out, smax, ssum = torch.ops.attnops.flash_attention_score(q, k, v, 4, "BSND", scale=0.3, sink=sink)
+    torch.library.opcheck(torch.ops.attnops.flash_attention_score_grad.default,
+                          (q.detach(), k.detach(), v.detach(), torch.randn(out.shape), out.detach(), smax.detach(),
+                           ssum.detach(), 4, "BSND"), dict(scale=0.3, sink=sink.detach()))
 
 
 def test_flash_attn_forward_is_flash_attention_score():
