@@ -86,6 +86,10 @@ static void draw_params(fz *f, fz_pool *pool, const problem *pr, attnops_fa_para
     p->seed = fz_range(f, 0, 5), p->offset = fz_range(f, 0, 3) * 16;
     static const double caps[] = {1.0, 50.0, 0.01, -1.0, NAN, INFINITY, 1e-300, 1e300};
     p->softcap = fz_one_in(f, 4) ? fz_pick_f64(f, caps, 8) : 0.0;
+    if (fz_one_in(f, 6)) { /* attention sinks: f32 [N1] (sometimes another dtype or length) */
+        const int64_t n1 = fz_one_in(f, 20) ? fz_range(f, 0, 9) : pr->N1;
+        p->sink = fz_tensor_new(f, pool, fz_one_in(f, 20) ? ATTNOPS_DTYPE_F16 : ATTNOPS_DTYPE_F32, 1, &n1, true);
+    }
     static const int64_t small[] = {0, 1, 2};
     p->inner_precise = fz_pick_i64(f, small, 3);
     p->impl = (attnops_impl)fz_range(f, 0, fz_one_in(f, 20) ? 6 : 3);
@@ -308,6 +312,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (p.query_rope) a.dq_rope = fz_tensor_new(&f, &pool, pr.out, p.query_rope->rank, p.query_rope->shape, true);
         if (p.key_rope) a.dk_rope = fz_tensor_new(&f, &pool, pr.out, p.key_rope->rank, p.key_rope->shape, true);
+        if ((p.sink && fz_one_in(&f, 2)) || fz_one_in(&f, 40)) { /* dsink: with the sink, or (refused) without */
+            const int64_t n1 = pr.N1;
+            a.dsink = fz_tensor_new(&f, &pool, ATTNOPS_DTYPE_F32, 1, &n1, true);
+        }
         if (pool.too_big) goto done;
         attnops_fa_fwd_args fw = {.p = p, .softmax_max = a.softmax_max, .softmax_sum = a.softmax_sum,
                                   .attention_out = a.attention_in};

@@ -53,10 +53,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t blocks = 1;
     if (paged) {
         blocks = B * cols + 1;
-        const bool rank4 = fz_one_in(&f, 2);
-        const int64_t s3[3] = {blocks, bs, N2 * D}, s4[4] = {blocks, N2, bs, D};
-        a.key = fz_tensor_new(&f, &pool, kvdt, rank4 ? 4 : 3, rank4 ? s4 : s3, true);
-        a.value = fz_tensor_new(&f, &pool, kvdt, rank4 ? 4 : 3, rank4 ? s4 : s3, true);
+        const int rank = (int)fz_range(&f, 3, 5); /* BnBsH, BnNBsD, NZ (c0 = 32 bytes, sometimes not) */
+        const int64_t c0 = fz_one_in(&f, 10) ? fz_range(&f, 1, 33) : 32 / (int64_t)attnops_dtype_size(kvdt);
+        const int64_t s3[3] = {blocks, bs, N2 * D}, s4[4] = {blocks, N2, bs, D},
+                      s5[5] = {blocks, N2, c0 > 0 ? (D + c0 - 1) / c0 : 1, bs, c0};
+        const int64_t *shape = rank == 3 ? s3 : rank == 4 ? s4 : s5;
+        a.key = fz_tensor_new(&f, &pool, kvdt, rank, shape, true);
+        a.value = fz_tensor_new(&f, &pool, kvdt, rank, shape, true);
         const int64_t ts[2] = {B, cols};
         const attnops_tensor *t = fz_tensor_new(&f, &pool, ATTNOPS_DTYPE_I32, 2, ts, true);
         if (t && t->dtype == ATTNOPS_DTYPE_I32 && t->rank == 2 && t->strides[0] >= 0 && t->strides[1] >= 0)
@@ -126,6 +129,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         a.softcap = fz_pick_f64(&f, caps, 3);
         const int64_t bn[2] = {B, N2 * G}, rank = fz_range(&f, 0, 2);
         if (rank) a.alibi_slopes = fz_tensor_new(&f, &pool, ATTNOPS_DTYPE_F32, (int)rank, bn + 2 - rank, true);
+    }
+    if (fz_one_in(&f, 4)) { /* attention sinks: [N1] of f32 / f16 / bf16 (or another dtype, shape) */
+        static const attnops_dtype sink_dt[] = {ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16};
+        const int64_t n1 = fz_one_in(&f, 20) ? fz_range(&f, 0, 9) : N2 * G;
+        a.learnable_sink = fz_tensor_new(&f, &pool, sink_dt[fz_range(&f, 0, 2)], 1, &n1, true);
     }
     const int first_output = pool.n;
     const attnops_layout out_layout = a.output_layout ? a.output_layout : layout;
