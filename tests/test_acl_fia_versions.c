@@ -1,5 +1,5 @@
 /* The FusedInferAttentionScore family's other aclnn entry points
- * (libattnops_acl): aclnnFusedInferAttentionScore, ...V2, ...V4,
+ * (libattnops_acl): aclnnFusedInferAttentionScore, ...V2, ...V4, ...V5,
  * aclnnIncreFlashAttention V1..V4 and aclnnPromptFlashAttention V1..V3.
  * Each case (verify/fia_case.h) runs through every entry whose parameter
  * list can carry it and must give the bytes of the native
@@ -9,6 +9,7 @@
  * PromptFlashAttention V1, V2: CANN passes NULL on).  Every entry runs at
  * least one case.  Then the refusals: a key list of two tensors, a quantised
  * output, V4's dequantScaleQuery / queryQuantMode, a learnableSink of the wrong shape,
+ * V5's pseType 2 (inner ALiBi) and 1,
  * IncreFlashAttentionV4's kvPaddingSize, a longer query or a TND layout
  * through IncreFlashAttention, a one-row query with a mask or a batch of
  * no rows through PromptFlashAttention: each gives 161002 and a sentence that starts with
@@ -21,6 +22,7 @@
 #include "aclnnop/aclnn_fused_infer_attention_score.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v5.h"
 #include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
@@ -30,7 +32,7 @@
 #include "aclnnop/aclnn_prompt_flash_attention_v3.h"
 #include "suite.h"
 
-typedef enum { FIA1, FIA2, FIA4, IFA1, IFA2, IFA3, IFA4, PFA1, PFA2, PFA3, ENTRIES } entry;
+typedef enum { FIA1, FIA2, FIA4, FIA5, IFA1, IFA2, IFA3, IFA4, PFA1, PFA2, PFA3, ENTRIES } entry;
 
 /* What an entry's parameter list carries. */
 enum {
@@ -59,6 +61,8 @@ static const struct {
     [FIA2] = {"aclnnFusedInferAttentionScoreV2", aclnnFusedInferAttentionScoreV2, FIA_ALL | HAS_INT8},
     [FIA4] = {"aclnnFusedInferAttentionScoreV4", aclnnFusedInferAttentionScoreV4,
               FIA_ALL | HAS_INT8 | HAS_ROPE | HAS_SINK},
+    [FIA5] = {"aclnnFusedInferAttentionScoreV5", aclnnFusedInferAttentionScoreV5,
+              FIA_ALL | HAS_INT8 | HAS_ROPE | HAS_SINK},
     [IFA1] = {"aclnnIncreFlashAttention", aclnnIncreFlashAttention, HAS_KV_LENS | DECODE},
     [IFA2] = {"aclnnIncreFlashAttentionV2", aclnnIncreFlashAttentionV2, HAS_KV_LENS | HAS_QUANT | DECODE},
     [IFA3] = {"aclnnIncreFlashAttentionV3", aclnnIncreFlashAttentionV3,
@@ -75,7 +79,8 @@ static const struct {
 /* Arguments a refusal case passes beyond the case's own. */
 typedef struct extra {
     const aclTensor *quant_scale2, *kv_padding_size, *dequant_scale_query, *learnable_sink;
-    int64_t query_quant_mode;
+    int64_t query_quant_mode, pse_type;
+    const aclIntArray *q_start_idx; /* V5's, unread at pseType 0 */
 } extra;
 
 /* Phase one of entry e on the case's arguments, in e's parameter order. */
@@ -106,6 +111,14 @@ static aclnnStatus prepare(entry e, const acl_fia_args *c, const attnops_fia_arg
             x->dequant_scale_query, x->learnable_sink ? x->learnable_sink : c->sink, a->num_heads, a->scale_value, a->pre_tokens, a->next_tokens,
             layout, a->num_key_value_heads, a->sparse_mode, a->inner_precise, a->block_size, 0, a->softmax_lse_flag,
             a->key_antiquant_mode, a->value_antiquant_mode, x->query_quant_mode, c->out, c->lse, ws, ex);
+    case FIA5:
+        return aclnnFusedInferAttentionScoreV5GetWorkspaceSize(
+            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, NULL, NULL,
+            c->table, NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, c->qr, c->kr, NULL,
+            x->dequant_scale_query, x->learnable_sink ? x->learnable_sink : c->sink, x->q_start_idx, NULL,
+            a->num_heads, a->scale_value, a->pre_tokens, a->next_tokens, layout, a->num_key_value_heads,
+            a->sparse_mode, a->inner_precise, a->block_size, 0, a->softmax_lse_flag, a->key_antiquant_mode,
+            a->value_antiquant_mode, x->query_quant_mode, x->pse_type, c->out, c->lse, ws, ex);
     case IFA1:
         return aclnnIncreFlashAttentionGetWorkspaceSize(c->q, c->key, c->value, c->pse, c->mask, c->kvlen,
                                                         a->num_heads, a->scale_value, layout, a->num_key_value_heads,
@@ -210,7 +223,10 @@ static bool run_one(entry e, const named_spec *ns, uint64_t seed, aclrtStream st
     tu_tensor_poison(&c.out, 0xC3), tu_tensor_poison(&c.lse, 0xC3);
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
-    aclnnStatus st = prepare(e, &a, &full, &(extra){0}, &ws, &ex);
+    /* V5 with a qStartIdx at pseType 0: not read, the bytes stay the native call's */
+    const int64_t start = 5;
+    aclIntArray *q_start = e == FIA5 ? aclCreateIntArray(&start, 1) : NULL;
+    aclnnStatus st = prepare(e, &a, &full, &(extra){.q_start_idx = q_start}, &ws, &ex);
     TU_CHECK(st == ACLNN_SUCCESS, "%s through %s: GetWorkspaceSize %d: %s", ns->name, ENTRY[e].name, st,
              aclGetRecentErrMsg());
     if (st == ACLNN_SUCCESS) {
@@ -219,6 +235,7 @@ static bool run_one(entry e, const named_spec *ns, uint64_t seed, aclrtStream st
         TU_CHECK(acl_fia_outputs_equal(&c, want), "%s through %s: the outputs are not the native call's bytes",
                  ns->name, ENTRY[e].name);
     }
+    if (q_start) aclDestroyIntArray(q_start);
     acl_fia_args_free(&a);
     free(want);
     fia_case_free(&c);
@@ -288,6 +305,9 @@ static int run_refusals(void)
     /* a sink of one value for 8 heads: the library's refusal, through the entry (the sink itself is run above) */
     passed += refused(FIA4, decode, &(extra){.learnable_sink = t}, false, NULL, "'learnable_sink' has shape [1]");
     passed += refused(FIA4, decode, &(extra){.query_quant_mode = 3}, false, NULL, "queryQuantMode is 3");
+    passed += refused(FIA5, decode, &(extra){.pse_type = 2}, false, NULL, "pseType is 2");
+    passed += refused(FIA5, decode, &(extra){.pse_type = 1}, false, NULL, "pseType is 1");
+    passed += refused(FIA5, decode, &(extra){.query_quant_mode = 3}, false, NULL, "queryQuantMode is 3");
     passed += refused(IFA4, decode, &(extra){.kv_padding_size = t}, false, NULL, "kv_padding_size is given");
     for (entry e = IFA1; e <= IFA4; e++) passed += refused(e, prompt, &none, false, NULL, "query's S is 12");
     passed += refused(IFA1, decode, &none, false, "TND", "inputLayout is \"TND\"");

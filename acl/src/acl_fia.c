@@ -104,6 +104,16 @@ static aclnnStatus check_left_out(const fia_call *c)
                       (long long)c->query_quant_mode);
         return ACLNN_ERR_PARAM_INVALID;
     }
+    if (c->pse_type == 2 || c->pse_type == 3) {
+        acl_set_error("%s: pseType is %lld; attnops does not implement the inference family's inner ALiBi "
+                      "(pseType 2, 3), only 0 (pseShift added after the scale).", c->op, (long long)c->pse_type);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (c->pse_type != 0) {
+        acl_set_error("%s: pseType is %lld; it must be 0, 2 or 3 (1 is not an inference mode).", c->op,
+                      (long long)c->pse_type);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
     return ACLNN_SUCCESS;
 }
 

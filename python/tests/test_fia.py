@@ -195,6 +195,29 @@ def test_every_cache_layout_with_every_query_layout(layout, rank, s1):
     _check(_as_layout(q, layout), kc, vc, s2, **kw)
 
 
+@pytest.mark.parametrize("rank", [3, 4, 5])
+def test_ntd_queries_with_every_cache_layout(rank):
+    """NTD queries exist only in torch_npu's v2 entry (the op has TND): NTD, NTD_TND and TND_NTD over each paged
+    cache layout give the TND call's bytes, transposed; the TND call is checked against the oracle above."""
+    from attnops import torch_npu
+    b, n1, n2, d, s2, bs = 2, 8, 2, 32, 30, 8
+    q, k, v = _qkv("BNSD", b, n1, n2, 4, s2, d, torch.bfloat16, seed=80 + rank)
+    lens = [30, 11]
+    kc, vc, table = _paged(k, v, bs, lens, min(rank, 4), seed=81)
+    if rank == 5:
+        kc, vc = _nz(kc), _nz(vc)
+    tnd = _as_layout(q, "TND")[:7]  # batches of 3 and 4 rows
+    kw = dict(num_query_heads=n1, num_key_value_heads=n2, softmax_scale=0.25, block_table=table, block_size=bs,
+              actual_seq_qlen=[3, 7], actual_seq_kvlen=lens, sparse_mode=3, return_softmax_lse=True,
+              atten_mask=torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1))
+    want, want_lse = torch_npu.npu_fused_infer_attention_score_v2(tnd, kc, vc, input_layout="TND", **kw)
+    ntd = tnd.transpose(0, 1).contiguous()
+    for layout, query, flip in (("NTD", ntd, True), ("NTD_TND", ntd, False), ("TND_NTD", tnd, True)):
+        out, lse = torch_npu.npu_fused_infer_attention_score_v2(query, kc, vc, input_layout=layout, **kw)
+        assert torch.equal(out, want.transpose(0, 1) if flip else want), layout
+        assert torch.equal(lse, want_lse), layout
+
+
 @pytest.mark.parametrize("nz", [False, True])
 def test_int8_bnnbsd_cache_with_bsh_queries(nz):
     b, n1, n2, d, bs = 2, 8, 2, 64, 16
