@@ -102,27 +102,29 @@ aclnnStatus aclnnFusedInferAttentionScoreV2(void *workspace, uint64_t workspaceS
     return acl_exec_run(FIA_V2, EXEC_FIA, workspace, workspaceSize, executor, stream);
 }
 
+/* V5's parameter list, as its header declares it (the compiler holds the two to one list) */
+#define V5_PARAMS \
+    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pseShiftOptional, \
+    const aclTensor *attenMaskOptional, const aclIntArray *actualSeqLengthsOptional, \
+    const aclIntArray *actualSeqLengthsKvOptional, const aclTensor *deqScale1Optional, \
+    const aclTensor *quantScale1Optional, const aclTensor *deqScale2Optional, const aclTensor *quantScale2Optional, \
+    const aclTensor *quantOffset2Optional, const aclTensor *antiquantScaleOptional, \
+    const aclTensor *antiquantOffsetOptional, const aclTensor *blockTableOptional, \
+    const aclTensor *queryPaddingSizeOptional, const aclTensor *kvPaddingSizeOptional, \
+    const aclTensor *keyAntiquantScaleOptional, const aclTensor *keyAntiquantOffsetOptional, \
+    const aclTensor *valueAntiquantScaleOptional, const aclTensor *valueAntiquantOffsetOptional, \
+    const aclTensor *keySharedPrefixOptional, const aclTensor *valueSharedPrefixOptional, \
+    const aclIntArray *actualSharedPrefixLenOptional, const aclTensor *queryRopeOptional, \
+    const aclTensor *keyRopeOptional, const aclTensor *keyRopeAntiquantScaleOptional, \
+    const aclTensor *dequantScaleQueryOptional, const aclTensor *learnableSinkOptional, \
+    const aclIntArray *qStartIdxOptional, const aclIntArray *kvStartIdxOptional, int64_t numHeads, double scaleValue, \
+    int64_t preTokens, int64_t nextTokens, char *inputLayout, int64_t numKeyValueHeads, int64_t sparseMode, \
+    int64_t innerPrecise, int64_t blockSize, int64_t antiquantMode, bool softmaxLseFlag, int64_t keyAntiquantMode, \
+    int64_t valueAntiquantMode, int64_t queryQuantMode, int64_t pseType, const aclTensor *attentionOut, \
+    const aclTensor *softmaxLse, uint64_t *workspaceSize, aclOpExecutor **executor
+
 /* V4 and V5: V4 is V5 without the start indices, with pseType 0. */
-static aclnnStatus prepare_v4_v5(
-    const char *op,
-    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pseShiftOptional,
-    const aclTensor *attenMaskOptional, const aclIntArray *actualSeqLengthsOptional,
-    const aclIntArray *actualSeqLengthsKvOptional, const aclTensor *deqScale1Optional,
-    const aclTensor *quantScale1Optional, const aclTensor *deqScale2Optional, const aclTensor *quantScale2Optional,
-    const aclTensor *quantOffset2Optional, const aclTensor *antiquantScaleOptional,
-    const aclTensor *antiquantOffsetOptional, const aclTensor *blockTableOptional,
-    const aclTensor *queryPaddingSizeOptional, const aclTensor *kvPaddingSizeOptional,
-    const aclTensor *keyAntiquantScaleOptional, const aclTensor *keyAntiquantOffsetOptional,
-    const aclTensor *valueAntiquantScaleOptional, const aclTensor *valueAntiquantOffsetOptional,
-    const aclTensor *keySharedPrefixOptional, const aclTensor *valueSharedPrefixOptional,
-    const aclIntArray *actualSharedPrefixLenOptional, const aclTensor *queryRopeOptional,
-    const aclTensor *keyRopeOptional, const aclTensor *keyRopeAntiquantScaleOptional,
-    const aclTensor *dequantScaleQueryOptional, const aclTensor *learnableSinkOptional,
-    const aclIntArray *qStartIdxOptional, const aclIntArray *kvStartIdxOptional, int64_t numHeads, double scaleValue,
-    int64_t preTokens, int64_t nextTokens, char *inputLayout, int64_t numKeyValueHeads, int64_t sparseMode,
-    int64_t innerPrecise, int64_t blockSize, int64_t antiquantMode, bool softmaxLseFlag, int64_t keyAntiquantMode,
-    int64_t valueAntiquantMode, int64_t queryQuantMode, int64_t pseType, const aclTensor *attentionOut,
-    const aclTensor *softmaxLse, uint64_t *workspaceSize, aclOpExecutor **executor)
+static aclnnStatus prepare_v4_v5(const char *op, V5_PARAMS)
 {
     (void)qStartIdxOptional, (void)kvStartIdxOptional; /* read by pseType 2 and 3 only, which are refused */
     const fia_call c = {
@@ -189,25 +191,7 @@ aclnnStatus aclnnFusedInferAttentionScoreV4(void *workspace, uint64_t workspaceS
     return acl_exec_run(FIA_V4, EXEC_FIA, workspace, workspaceSize, executor, stream);
 }
 
-aclnnStatus aclnnFusedInferAttentionScoreV5GetWorkspaceSize(
-    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pseShiftOptional,
-    const aclTensor *attenMaskOptional, const aclIntArray *actualSeqLengthsOptional,
-    const aclIntArray *actualSeqLengthsKvOptional, const aclTensor *deqScale1Optional,
-    const aclTensor *quantScale1Optional, const aclTensor *deqScale2Optional, const aclTensor *quantScale2Optional,
-    const aclTensor *quantOffset2Optional, const aclTensor *antiquantScaleOptional,
-    const aclTensor *antiquantOffsetOptional, const aclTensor *blockTableOptional,
-    const aclTensor *queryPaddingSizeOptional, const aclTensor *kvPaddingSizeOptional,
-    const aclTensor *keyAntiquantScaleOptional, const aclTensor *keyAntiquantOffsetOptional,
-    const aclTensor *valueAntiquantScaleOptional, const aclTensor *valueAntiquantOffsetOptional,
-    const aclTensor *keySharedPrefixOptional, const aclTensor *valueSharedPrefixOptional,
-    const aclIntArray *actualSharedPrefixLenOptional, const aclTensor *queryRopeOptional,
-    const aclTensor *keyRopeOptional, const aclTensor *keyRopeAntiquantScaleOptional,
-    const aclTensor *dequantScaleQueryOptional, const aclTensor *learnableSinkOptional,
-    const aclIntArray *qStartIdxOptional, const aclIntArray *kvStartIdxOptional, int64_t numHeads, double scaleValue,
-    int64_t preTokens, int64_t nextTokens, char *inputLayout, int64_t numKeyValueHeads, int64_t sparseMode,
-    int64_t innerPrecise, int64_t blockSize, int64_t antiquantMode, bool softmaxLseFlag, int64_t keyAntiquantMode,
-    int64_t valueAntiquantMode, int64_t queryQuantMode, int64_t pseType, const aclTensor *attentionOut,
-    const aclTensor *softmaxLse, uint64_t *workspaceSize, aclOpExecutor **executor)
+aclnnStatus aclnnFusedInferAttentionScoreV5GetWorkspaceSize(V5_PARAMS)
 {
     return prepare_v4_v5(FIA_V5, query, key, value, pseShiftOptional, attenMaskOptional, actualSeqLengthsOptional,
                          actualSeqLengthsKvOptional, deqScale1Optional, quantScale1Optional, deqScale2Optional,
