@@ -603,9 +603,11 @@ ATTNOPS_API attnops_status attnops_attn_res_grad(const attnops_attn_res_bwd_args
  * scale.  Shapes (H = N D, T = the sum of the batches' lengths):
  *   query  BSH [B,S1,N1*D]  BSND [B,S1,N1,D]  BNSD [B,N1,S1,D]  TND [T1,N1,D]
  *   key, value (contiguous): like query with S2 / N2 (TND [T2,N2,D]), value's D = Dv
- *   key, value (paged, block_table given): [block_num, block_size, N2*D]
- *     (any layout) or [block_num, N2, block_size, D] (BNSD, TND); position s
- *     of batch b is row s % block_size of block block_table[b][s / block_size]
+ *   key, value (paged, block_table given), with any query layout:
+ *     [block_num, block_size, N2*D], [block_num, N2, block_size, D] or NZ
+ *     [block_num, N2, D/c0, block_size, c0] (c0 = 32 bytes of the dtype);
+ *     position s of batch b is row s % block_size of block
+ *     block_table[b][s / block_size]
  *   attention_out: query's layout (output_layout BSND for BNSD in: CANN's
  *     "BNSD_BSND") with head dim Dv;  softmax_lse f32 [B,N1,S1,1] (TND [T1,N1,1]) */
 typedef struct attnops_fia_args {
