@@ -129,6 +129,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         a.softcap = fz_pick_f64(&f, caps, 3);
         const int64_t bn[2] = {B, N2 * G}, rank = fz_range(&f, 0, 2);
         if (rank) a.alibi_slopes = fz_tensor_new(&f, &pool, ATTNOPS_DTYPE_F32, (int)rank, bn + 2 - rank, true);
+        if (fz_one_in(&f, 2)) { /* CANN's rule (pseType 2 / 3; 1 refused), starts past the 2^20 bound at times */
+            a.alibi_rule = (int32_t)fz_range(&f, 1, 3);
+            a.alibi_q_start_idx = fz_range(&f, -5, 40);
+            a.alibi_kv_start_idx = fz_one_in(&f, 20) ? (1 << 20) + 64 : fz_range(&f, -5, 40);
+        }
     }
     if (fz_one_in(&f, 4)) { /* attention sinks: [N1] of f32 / f16 / bf16 (or another dtype, shape) */
         static const attnops_dtype sink_dt[] = {ATTNOPS_DTYPE_F32, ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16};

@@ -586,6 +586,14 @@ ATTNOPS_API attnops_status attnops_attn_res_grad_workspace_size(const attnops_at
 ATTNOPS_API attnops_status attnops_attn_res_grad(const attnops_attn_res_bwd_args *args, void *workspace,
                                                  size_t workspace_bytes);
 
+/* The distance FusedInferAttentionScore's alibi_slopes scale (attnops_fia_args.alibi_rule); the values are
+ * CANN's pseType where CANN has the rule. */
+typedef enum attnops_alibi_rule {
+    ATTNOPS_ALIBI_BOTTOM_RIGHT = 0,   /* |i + L2 - L1 - j|: flash-attn's alibi_slopes */
+    ATTNOPS_ALIBI_START_IDX = 2,      /* |j - i + kv_start - q_start|: CANN's pseType 2 */
+    ATTNOPS_ALIBI_START_IDX_SQRT = 3, /* its square root: CANN's pseType 3 */
+} attnops_alibi_rule;
+
 /* ------------------------------------------------------------------------ */
 /* FusedInferAttentionScore: inference attention (decode and prompt)          */
 /* ------------------------------------------------------------------------ */
@@ -676,6 +684,13 @@ typedef struct attnops_fia_args {
     /* f32 [N1] or [B, N1] (NULL = none): S[i][j] -= slope[b|.][h] * |i + L2 - L1 - j|, L1 / L2 the
      * batch's query / key lengths (bottom-right, flash-attn's rule); with pse_shift both are added */
     const attnops_tensor *alibi_slopes;
+    /* Which distance alibi_slopes scales: ATTNOPS_ALIBI_BOTTOM_RIGHT (0, the rule above) or CANN's inner
+     * ALiBi (aclnnFusedInferAttentionScoreV5's pseType 2 and 3, whose pseShift is the slopes):
+     * S[i][j] -= slope[b|.][h] * g(|j - i + alibi_kv_start_idx - alibi_q_start_idx|), one shift for every
+     * batch, g the distance (ATTNOPS_ALIBI_START_IDX) or its square root (ATTNOPS_ALIBI_START_IDX_SQRT);
+     * the start indices fit int32 and differ by at most 2^20, as CANN's tiling checks. */
+    int32_t alibi_rule;
+    int64_t alibi_q_start_idx, alibi_kv_start_idx;
     /* Attention sinks (CANN's learnable_sink, FusedInferAttentionScoreV4/V5):
      * f32, f16 or bf16 [N1], one extra logit per query head in every row's
      * softmax (docs/NUMERICS.md, "Attention sinks"); a row with no kept key

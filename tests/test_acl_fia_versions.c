@@ -9,7 +9,7 @@
  * PromptFlashAttention V1, V2: CANN passes NULL on).  Every entry runs at
  * least one case.  Then the refusals: a key list of two tensors, a quantised
  * output, V4's dequantScaleQuery / queryQuantMode, a learnableSink of the wrong shape,
- * V5's pseType 2 (inner ALiBi) and 1,
+ * V5's pseType 2 without the slopes and pseType 1,
  * IncreFlashAttentionV4's kvPaddingSize, a longer query or a TND layout
  * through IncreFlashAttention, a one-row query with a mask or a batch of
  * no rows through PromptFlashAttention: each gives 161002 and a sentence that starts with
@@ -49,6 +49,7 @@ enum {
     PROMPT = 1024,     /* more than one query row */
     TENSOR_KV = 2048,  /* key and value are tensors, not lists */
     HAS_SINK = 4096,   /* learnableSink */
+    HAS_ALIBI = 8192,  /* pseType 2 / 3: the slopes in pseShift, qStartIdx, kvStartIdx */
 };
 
 #define FIA_ALL (HAS_LSE | HAS_PSE | HAS_Q_LENS | HAS_KV_LENS | HAS_PAGED | HAS_SPARSE | HAS_QUANT | DECODE | PROMPT)
@@ -62,7 +63,7 @@ static const struct {
     [FIA4] = {"aclnnFusedInferAttentionScoreV4", aclnnFusedInferAttentionScoreV4,
               FIA_ALL | HAS_INT8 | HAS_ROPE | HAS_SINK},
     [FIA5] = {"aclnnFusedInferAttentionScoreV5", aclnnFusedInferAttentionScoreV5,
-              FIA_ALL | HAS_INT8 | HAS_ROPE | HAS_SINK},
+              FIA_ALL | HAS_INT8 | HAS_ROPE | HAS_SINK | HAS_ALIBI},
     [IFA1] = {"aclnnIncreFlashAttention", aclnnIncreFlashAttention, HAS_KV_LENS | DECODE},
     [IFA2] = {"aclnnIncreFlashAttentionV2", aclnnIncreFlashAttentionV2, HAS_KV_LENS | HAS_QUANT | DECODE},
     [IFA3] = {"aclnnIncreFlashAttentionV3", aclnnIncreFlashAttentionV3,
@@ -80,7 +81,7 @@ static const struct {
 typedef struct extra {
     const aclTensor *quant_scale2, *kv_padding_size, *dequant_scale_query, *learnable_sink;
     int64_t query_quant_mode, pse_type;
-    const aclIntArray *q_start_idx; /* V5's, unread at pseType 0 */
+    const aclIntArray *q_start_idx; /* V5's, in place of the case's (unread at pseType 0) */
 } extra;
 
 /* Phase one of entry e on the case's arguments, in e's parameter order. */
@@ -115,10 +116,11 @@ static aclnnStatus prepare(entry e, const acl_fia_args *c, const attnops_fia_arg
         return aclnnFusedInferAttentionScoreV5GetWorkspaceSize(
             c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, NULL, NULL,
             c->table, NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, c->qr, c->kr, NULL,
-            x->dequant_scale_query, x->learnable_sink ? x->learnable_sink : c->sink, x->q_start_idx, NULL,
-            a->num_heads, a->scale_value, a->pre_tokens, a->next_tokens, layout, a->num_key_value_heads,
-            a->sparse_mode, a->inner_precise, a->block_size, 0, a->softmax_lse_flag, a->key_antiquant_mode,
-            a->value_antiquant_mode, x->query_quant_mode, x->pse_type, c->out, c->lse, ws, ex);
+            x->dequant_scale_query, x->learnable_sink ? x->learnable_sink : c->sink,
+            x->q_start_idx ? x->q_start_idx : c->q_start, c->kv_start, a->num_heads, a->scale_value, a->pre_tokens,
+            a->next_tokens, layout, a->num_key_value_heads, a->sparse_mode, a->inner_precise, a->block_size, 0,
+            a->softmax_lse_flag, a->key_antiquant_mode, a->value_antiquant_mode, x->query_quant_mode,
+            x->pse_type ? x->pse_type : a->alibi_rule, c->out, c->lse, ws, ex);
     case IFA1:
         return aclnnIncreFlashAttentionGetWorkspaceSize(c->q, c->key, c->value, c->pse, c->mask, c->kvlen,
                                                         a->num_heads, a->scale_value, layout, a->num_key_value_heads,
@@ -184,6 +186,14 @@ static const named_spec CASES[] = {
                                                       .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16,
                                                       .layout = ATTNOPS_LAYOUT_BNSD, .block_size = 16, .nkv = 2,
                                                       .kv_len = {300, 17}, .sink = ATTNOPS_DTYPE_BF16, TOKENS}},
+    {"decode bf16 GQA 4, paged 16, inner ALiBi (pseType 2)",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 1, .S2 = 300, .D = 64, .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16,
+      .layout = ATTNOPS_LAYOUT_BNSD, .block_size = 16, .nkv = 2, .kv_len = {300, 17}, .alibi = 1, .alibi_rule = 2,
+      .alibi_q_start = 299, TOKENS}},
+    {"prompt f16 causal BSND, inner ALiBi sqrt (pseType 3), shifted starts",
+     {.B = 2, .N1 = 4, .N2 = 2, .S1 = 9, .S2 = 40, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16,
+      .layout = ATTNOPS_LAYOUT_BSND, .nq = 2, .q_len = {9, 4}, .nkv = 2, .kv_len = {40, 20}, .sparse_mode = 3,
+      .alibi = 1, .alibi_rule = 3, .alibi_q_start = 31, .alibi_kv_start = -2, TOKENS}},
     {"TND f32 contiguous, causal", {.B = 2, .N1 = 4, .N2 = 2, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32,
                                     .layout = ATTNOPS_LAYOUT_TND, .nq = 2, .q_len = {7, 4}, .nkv = 2,
                                     .kv_len = {9, 20}, .S1 = 7, .S2 = 20, .sparse_mode = 3, TOKENS}},
@@ -203,6 +213,7 @@ static unsigned needs(const fia_case_spec *s)
     if (s->Dr) n |= HAS_ROPE;
     if (s->sparse_mode) n |= HAS_SPARSE;
     if (s->sink) n |= HAS_SINK;
+    if (s->alibi_rule) n |= HAS_ALIBI;
     return n;
 }
 
@@ -225,7 +236,7 @@ static bool run_one(entry e, const named_spec *ns, uint64_t seed, aclrtStream st
     aclOpExecutor *ex = NULL;
     /* V5 with a qStartIdx at pseType 0: not read, the bytes stay the native call's */
     const int64_t start = 5;
-    aclIntArray *q_start = e == FIA5 ? aclCreateIntArray(&start, 1) : NULL;
+    aclIntArray *q_start = e == FIA5 && !ns->spec.alibi_rule ? aclCreateIntArray(&start, 1) : NULL;
     aclnnStatus st = prepare(e, &a, &full, &(extra){.q_start_idx = q_start}, &ws, &ex);
     TU_CHECK(st == ACLNN_SUCCESS, "%s through %s: GetWorkspaceSize %d: %s", ns->name, ENTRY[e].name, st,
              aclGetRecentErrMsg());
@@ -305,7 +316,8 @@ static int run_refusals(void)
     /* a sink of one value for 8 heads: the library's refusal, through the entry (the sink itself is run above) */
     passed += refused(FIA4, decode, &(extra){.learnable_sink = t}, false, NULL, "'learnable_sink' has shape [1]");
     passed += refused(FIA4, decode, &(extra){.query_quant_mode = 3}, false, NULL, "queryQuantMode is 3");
-    passed += refused(FIA5, decode, &(extra){.pse_type = 2}, false, NULL, "pseType is 2");
+    passed += refused(FIA5, &CASES[0].spec, &(extra){.pse_type = 2}, false, NULL,
+                      "pseType is 2 but pseShiftOptional is NULL");
     passed += refused(FIA5, decode, &(extra){.pse_type = 1}, false, NULL, "pseType is 1");
     passed += refused(FIA5, decode, &(extra){.query_quant_mode = 3}, false, NULL, "queryQuantMode is 3");
     passed += refused(IFA4, decode, &(extra){.kv_padding_size = t}, false, NULL, "kv_padding_size is given");

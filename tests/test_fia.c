@@ -63,6 +63,17 @@ static const fia_test CASES[] = {
      {.B = 3, .N1 = 4, .N2 = 2, .S1 = 13, .S2 = 36, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_F32, .nq = 3,
       .q_len = {5, 1, 7}, .nkv = 3, .kv_len = {9, 20, 7}, .sparse_mode = 3, .softcap = 0.8, .alibi = 2,
       .layout = ATTNOPS_LAYOUT_TND, .pre_tokens = 2147483647, .next_tokens = 2147483647, .lse = true}},
+    /* CANN's inner ALiBi (alibi_rule: V5's pseType 2 / 3), the start indices shifting the distance */
+    {"decode bf16 GQA 4, paged 16, CANN's alibi sqrt (pseType 3)",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 1, .S2 = 500, .D = 64, .Dv = 64, .dtype = ATTNOPS_DTYPE_BF16,
+      .block_size = 16, .nkv = 2, .kv_len = {500, 33}, .alibi = 1, .alibi_rule = 3, .alibi_q_start = 499, BNSD}},
+    {"prompt f16 GQA 4 causal, lengths (tile GEMMs), CANN's alibi (pseType 2), shifted starts",
+     {.B = 2, .N1 = 8, .N2 = 2, .S1 = 9, .S2 = 150, .D = 32, .Dv = 32, .dtype = ATTNOPS_DTYPE_F16, .nq = 2,
+      .q_len = {9, 4}, .nkv = 2, .kv_len = {150, 40}, .sparse_mode = 3, .alibi = 2, .alibi_rule = 2,
+      .alibi_q_start = 20, .alibi_kv_start = 60, BNSD}},
+    {"prompt bf16 dense (the FlashAttention route), CANN's alibi sqrt (pseType 3)",
+     {.B = 1, .N1 = 2, .N2 = 1, .S1 = 70, .S2 = 130, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_BF16, .alibi = 1,
+      .alibi_rule = 3, .alibi_q_start = 5, .alibi_kv_start = 40, BNSD}},
     {"prompt bf16 dense (the FlashAttention forward), softcap, alibi [N1]",
      {.B = 1, .N1 = 2, .N2 = 1, .S1 = 70, .S2 = 130, .D = 16, .Dv = 16, .dtype = ATTNOPS_DTYPE_BF16,
       .softcap = 1.2, .alibi = 1, BNSD}},
@@ -218,6 +229,13 @@ static bool check_extension_refusals(void)
         bad = good, bad.rank = 1, bad.shape[0] = 5, bad.strides[0] = 1;
         refused(&c, "slopes [5]", "alibi_slopes has shape [5]", "[N1 = 4] or [B = 2, N1]");
         c.args.alibi_slopes = &good;
+        c.args.alibi_rule = 1;
+        refused(&c, "alibi_rule 1", "alibi_rule is 1", "0 (bottom-right), 2 or 3");
+        c.args.alibi_rule = ATTNOPS_ALIBI_START_IDX, c.args.alibi_kv_start_idx = (1 << 20) + 1;
+        refused(&c, "start indices 2^20 + 1 apart", "alibi_kv_start_idx 1048577", "at most 2^20");
+        c.args.alibi_kv_start_idx = 0, c.args.alibi_slopes = NULL;
+        refused(&c, "CANN's rule, no slopes", "alibi_rule is 2 but alibi_slopes is NULL", "needs the slopes");
+        c.args.alibi_slopes = &good, c.args.alibi_rule = ATTNOPS_ALIBI_BOTTOM_RIGHT;
         TU_CHECK(fia_case_run(&c, ATTNOPS_IMPL_CPU, 1) == ATTNOPS_SUCCESS, "the same case, valid: %s",
                  attnops_last_error());
         fia_case_free(&c);

@@ -202,6 +202,7 @@ void fia_case_init(fia_case *c, const fia_case_spec *spec, uint64_t seed)
     if (c->mask.block) a->atten_mask = &c->mask.view;
     if (c->pse.block) a->pse_shift = &c->pse.view;
     if (c->slopes.block) a->alibi_slopes = &c->slopes.view;
+    a->alibi_rule = s->alibi_rule, a->alibi_q_start_idx = s->alibi_q_start, a->alibi_kv_start_idx = s->alibi_kv_start;
     if (c->sink.block) a->learnable_sink = &c->sink.view;
     a->softcap = s->softcap;
     if (s->int8_kv) {

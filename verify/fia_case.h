@@ -26,6 +26,8 @@ typedef struct fia_case_spec {
     int64_t key_mode, value_mode; /* 0 per channel, 1 per token, 2 per head, 3 per token and head */
     double softcap;              /* 0: off (an attnops extension, as alibi) */
     int alibi;                   /* ALiBi slopes: 0 none, 1 [N1] (attnops_alibi_slopes), 2 [B, N1] */
+    int alibi_rule;              /* their distance: 0 flash-attn's, 2 / 3 CANN's pseType (attnops_alibi_rule) */
+    int64_t alibi_q_start, alibi_kv_start; /* CANN's rule: qStartIdx, kvStartIdx */
     attnops_dtype sink;          /* attention sinks: 0 none, else learnable_sink [N1] of this dtype ~ 2 N(0, 1) */
                                  /* (batch b's those times 1 + b / 2) */
 } fia_case_spec;

@@ -104,14 +104,14 @@ static aclnnStatus check_left_out(const fia_call *c)
                       (long long)c->query_quant_mode);
         return ACLNN_ERR_PARAM_INVALID;
     }
-    if (c->pse_type == 2 || c->pse_type == 3) {
-        acl_set_error("%s: pseType is %lld; attnops does not implement the inference family's inner ALiBi "
-                      "(pseType 2, 3), only 0 (pseShift added after the scale).", c->op, (long long)c->pse_type);
-        return ACLNN_ERR_PARAM_INVALID;
-    }
-    if (c->pse_type != 0) {
+    if (c->pse_type != 0 && c->pse_type != 2 && c->pse_type != 3) {
         acl_set_error("%s: pseType is %lld; it must be 0, 2 or 3 (1 is not an inference mode).", c->op,
                       (long long)c->pse_type);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    if (c->pse_type != 0 && !c->t[FIA_PSE_SHIFT]) {
+        acl_set_error("%s: pseType is %lld but pseShiftOptional is NULL; pseType 2 and 3 take the ALiBi slopes "
+                      "there (f32 [numHeads]).", c->op, (long long)c->pse_type);
         return ACLNN_ERR_PARAM_INVALID;
     }
     return ACLNN_SUCCESS;
@@ -189,6 +189,12 @@ static aclnnStatus check_prompt(const fia_call *c, attnops_layout layout)
     return ACLNN_ERR_PARAM_INVALID;
 }
 
+/* A start index as CANN's tiling reads it: the array's first value, 0 when absent or empty. */
+static int64_t first_or_zero(const aclIntArray *a)
+{
+    return a && a->size ? a->values[0] : 0;
+}
+
 /* The executor's copies of the call's tensors and arrays, in the entry's signature order. */
 static aclnnStatus fill_tensors(aclOpExecutor *e, const fia_call *c, const aclTensor *key, const aclTensor *value)
 {
@@ -197,7 +203,8 @@ static aclnnStatus fill_tensors(aclOpExecutor *e, const fia_call *c, const aclTe
     for (int i = 0; i < c->n_order; i++) {
         const fia_tensor id = c->order[i];
         const aclTensor *t = id == FIA_KEY ? key : id == FIA_VALUE ? value : c->t[id];
-        const attnops_tensor **field = field_of(a, id);
+        /* pseType 2 / 3: pseShift holds the ALiBi slopes */
+        const attnops_tensor **field = id == FIA_PSE_SHIFT && c->pse_type != 0 ? &a->alibi_slopes : field_of(a, id);
         if (id == FIA_PSE_SHIFT && c->pse_reserved)
             e->inputs[i] = (exec_slot){NULL, 0, 0, t != NULL}; /* reserved: not read */
         else if (field)
@@ -238,6 +245,8 @@ aclnnStatus acl_fia_prepare(const fia_call *c, uint64_t *workspace_size, aclOpEx
         a->sparse_mode = c->sparse_mode, a->inner_precise = c->inner_precise, a->block_size = c->block_size;
         a->antiquant_mode = c->antiquant_mode, a->softmax_lse_flag = c->softmax_lse_flag;
         a->key_antiquant_mode = c->key_antiquant_mode, a->value_antiquant_mode = c->value_antiquant_mode;
+        a->alibi_rule = (int32_t)c->pse_type; /* CANN's pseType values are the library's rules */
+        a->alibi_q_start_idx = first_or_zero(c->q_start), a->alibi_kv_start_idx = first_or_zero(c->kv_start);
         a->deterministic = acl_deterministic() != 0;
         st = acl_status_from(attnops_fused_infer_attention_score_workspace_size(a, &bytes));
         if (st != ACLNN_SUCCESS) acl_set_error("%s: %s", c->op, attnops_last_error());

@@ -55,7 +55,10 @@ typedef struct fia_call {
     int64_t num_key_value_heads, sparse_mode, inner_precise, block_size, antiquant_mode;
     bool softmax_lse_flag;
     int64_t key_antiquant_mode, value_antiquant_mode, query_quant_mode;
-    int64_t pse_type; /* V5's: 0 (pseShift added after the scale) is the only one implemented */
+    /* V5's: 0, pseShift added after the scale; 2 / 3, pseShift is the ALiBi slopes and the start indices' first
+     * values shift the distance (the library's alibi_rule) */
+    int64_t pse_type;
+    const aclIntArray *q_start, *kv_start;
     const aclTensor *attention_out, *softmax_lse;
     bool no_lse; /* the entry has no softmaxLse output (IncreFlashAttention, PromptFlashAttention) */
 } fia_call;

@@ -3,8 +3,8 @@
  * rules are V3's (acl_fia.c).  V4's dequantScaleQuery and a queryQuantMode
  * other than 0 are refused by name; its learnableSink is the library's.
  * V5 (the Ascend 950 entry) is V4 with qStartIdx / kvStartIdx and pseType:
- * pseType 0 is V4's pseShift; 2 and 3 (an ALiBi made inside) are refused by
- * name, and the start indices, which only those read, are not read.  Tensor indices for
+ * pseType 0 is V4's pseShift; 2 and 3 make the ALiBi inside from the slopes
+ * in pseShift and the start indices (the library's alibi_rule).  Tensor indices for
  * aclSetInputTensorAddr count each signature's tensor inputs in order, NULL
  * ones included (the *_ORDER tables below); for aclSetOutputTensorAddr
  * attentionOut 0, softmaxLse 1. */
@@ -126,7 +126,6 @@ aclnnStatus aclnnFusedInferAttentionScoreV2(void *workspace, uint64_t workspaceS
 /* V4 and V5: V4 is V5 without the start indices, with pseType 0. */
 static aclnnStatus prepare_v4_v5(const char *op, V5_PARAMS)
 {
-    (void)qStartIdxOptional, (void)kvStartIdxOptional; /* read by pseType 2 and 3 only, which are refused */
     const fia_call c = {
         .op = op, .order = V4_ORDER, .n_order = FIA_COUNT(V4_ORDER), .key = key, .value = value,
         .t = {[FIA_QUERY] = query, [FIA_PSE_SHIFT] = pseShiftOptional, [FIA_ATTEN_MASK] = attenMaskOptional,
@@ -149,7 +148,8 @@ static aclnnStatus prepare_v4_v5(const char *op, V5_PARAMS)
         .num_key_value_heads = numKeyValueHeads, .sparse_mode = sparseMode, .inner_precise = innerPrecise,
         .block_size = blockSize, .antiquant_mode = antiquantMode, .softmax_lse_flag = softmaxLseFlag,
         .key_antiquant_mode = keyAntiquantMode, .value_antiquant_mode = valueAntiquantMode,
-        .query_quant_mode = queryQuantMode, .pse_type = pseType, .attention_out = attentionOut, .softmax_lse = softmaxLse};
+        .query_quant_mode = queryQuantMode, .pse_type = pseType, .q_start = qStartIdxOptional,
+        .kv_start = kvStartIdxOptional, .attention_out = attentionOut, .softmax_lse = softmaxLse};
     return acl_fia_prepare(&c, workspaceSize, executor);
 }
 

@@ -50,7 +50,8 @@ def output_shapes(query, key, value, input_layout, num_heads, paged):
 
 def fused_infer_attention_score(query, key, value, **kw):
     """(attention_out, softmax_lse): new arrays, or the pair `out` given (op-plugin's .out form).
-    softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/INFER_ATTENTION.md);
+    softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/INFER_ATTENTION.md), and
+    alibi_rule 2 / 3 with alibi_q_start_idx / alibi_kv_start_idx CANN's inner ALiBi (V5's pseType);
     learnable_sink ([N1]) CANN's attention sinks."""
     _call, args, outputs = fia_args(query, key, value, **kw)
     _lib.run("fused_infer_attention_score", args)
@@ -63,7 +64,8 @@ def fia_args(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_l
              inner_precise=0, block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
              key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None, antiquant_scale=None,
              antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0, value_antiquant_mode=0, softcap=0.0,
-             alibi_slopes=None, learnable_sink=None, impl="auto", num_threads=0, out=None):
+             alibi_slopes=None, alibi_rule=0, alibi_q_start_idx=0, alibi_kv_start_idx=0, learnable_sink=None,
+             impl="auto", num_threads=0, out=None):
     """(call, args struct, (attention_out, softmax_lse)) of a call, ready for _lib.run."""
     lay_in, lay_out = _layouts(input_layout)
     call = Call()
@@ -89,6 +91,7 @@ def fia_args(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_l
     args.inner_precise, args.block_size, args.softmax_lse_flag = inner_precise, block_size, bool(softmax_lse_flag)
     args.antiquant_mode, args.key_antiquant_mode = antiquant_mode, key_antiquant_mode
     args.value_antiquant_mode, args.softcap = value_antiquant_mode, softcap
+    args.alibi_rule, args.alibi_q_start_idx, args.alibi_kv_start_idx = alibi_rule, alibi_q_start_idx, alibi_kv_start_idx
     if impl not in _lib.IMPL:
         raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
     args.impl, args.num_threads = _lib.IMPL[impl], num_threads

@@ -140,12 +140,14 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
                                 block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
                                 key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,
                                 antiquant_scale=None, antiquant_offset=None, antiquant_mode=0, key_antiquant_mode=0,
-                                value_antiquant_mode=0, softcap=0.0, alibi_slopes=None, learnable_sink=None,
-                                impl="reference", num_threads=0):
+                                value_antiquant_mode=0, softcap=0.0, alibi_slopes=None, alibi_rule=0,
+                                alibi_q_start_idx=0, alibi_kv_start_idx=0, learnable_sink=None, impl="reference",
+                                num_threads=0):
     """-> (attention_out, softmax_lse f32): CANN's FusedInferAttentionScore (docs/INFER_ATTENTION.md),
     decode (S1 = 1) or prompt, contiguous or paged (block_table, block_size) key/value, int8 key/value with
     their antiquant scales, attention sinks (learnable_sink [N1]); softcap and alibi_slopes (f32 [N1] or [B, N1])
-    are attnops extensions."""
+    are attnops extensions, with flash-attn's bottom-right distance or (alibi_rule 2 / 3 and the start indices)
+    CANN's inner ALiBi, aclnnFusedInferAttentionScoreV5's pseType."""
     return _fia.fused_infer_attention_score(
         query, key, value, pse_shift=pse_shift, atten_mask=atten_mask, actual_seq_lengths=actual_seq_lengths,
         actual_seq_lengths_kv=actual_seq_lengths_kv, block_table=block_table, query_rope=query_rope,
@@ -156,4 +158,5 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
         value_antiquant_scale=value_antiquant_scale, value_antiquant_offset=value_antiquant_offset,
         antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset, antiquant_mode=antiquant_mode,
         key_antiquant_mode=key_antiquant_mode, value_antiquant_mode=value_antiquant_mode, softcap=softcap,
-        alibi_slopes=alibi_slopes, learnable_sink=learnable_sink, impl=impl, num_threads=num_threads)
+        alibi_slopes=alibi_slopes, alibi_rule=alibi_rule, alibi_q_start_idx=alibi_q_start_idx,
+        alibi_kv_start_idx=alibi_kv_start_idx, learnable_sink=learnable_sink, impl=impl, num_threads=num_threads)

@@ -150,7 +150,8 @@ static const field fia_args_fields[] = {
     FI(input_layout, "i"),        FI(output_layout, "i"),          FI(num_key_value_heads, "q"),
     FI(sparse_mode, "q"),         FI(inner_precise, "q"),          FI(block_size, "q"),
     FI(antiquant_mode, "q"),      FI(key_antiquant_mode, "q"),     FI(value_antiquant_mode, "q"),
-    FI(softmax_lse_flag, "?"),    FI(softcap, "d"),                FI(alibi_slopes, "P"), FI(learnable_sink, "P"),
+    FI(softmax_lse_flag, "?"),    FI(softcap, "d"),                FI(alibi_slopes, "P"), FI(alibi_rule, "i"),
+    FI(alibi_q_start_idx, "q"),   FI(alibi_kv_start_idx, "q"),     FI(learnable_sink, "P"),
     FI(attention_out, "P"),       FI(softmax_lse, "P"),            FI(impl, "i"),
     FI(deterministic, "i"),       FI(num_threads, "i"),
 };

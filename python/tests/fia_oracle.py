@@ -5,7 +5,9 @@ attnops.
 Per batch b, query head h (kv head h // (N1 // N2)), query row i < act_q[b], key j < act_kv[b]:
     s[i, j] = scale * (q_i . k_j + q_rope_i . k_rope_j) + pse[b|0, h, i, j]
     (the attnops extensions: softcap c > 0 makes the scaled term c tanh(term / c) before pse; alibi_slopes
-    [N1] or [B, N1] add -slope[b|.][h] |i + L2 - L1 - j|, flash-attn's bottom-right ALiBi)
+    [N1] or [B, N1] add -slope[b|.][h] |i + L2 - L1 - j|, flash-attn's bottom-right ALiBi; with alibi_rule 2
+    CANN's inner ALiBi, aclnnFusedInferAttentionScoreV5's pseType 2, -slope |(kv_start + j) - (q_start + i)|, and
+    with 3 the square root of that distance, "-alibi_slope * sqrt(abs(i - j))" on the V5 page)
     kept(i, j): decode (one query row): not mask[b, j];
                 prompt: mode 0 with a mask: not mask[i, j] and -pre <= j - i <= next
                         mode 0 without one: always;  mode 1: not mask[i, j]
@@ -107,7 +109,7 @@ def fia(q, k, v, *, input_layout="BSH", num_heads=1, num_key_value_heads=0, scal
         pre_tokens=2147483647, next_tokens=2147483647, pse_shift=None, query_rope=None, key_rope=None,
         key_antiquant_scale=None, key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,
         key_antiquant_mode=0, value_antiquant_mode=0, antiquant_scale=None, antiquant_offset=None, antiquant_mode=0,
-        softcap=0.0, alibi_slopes=None):
+        softcap=0.0, alibi_slopes=None, alibi_rule=0, alibi_q_start_idx=0, alibi_kv_start_idx=0):
     """(out float64 in the output layout's shape, lse float64 [B, N1, S1] or [T1, N1])."""
     lay_in, lay_out = {"BNSD_BSND": ("BNSD", "BSND")}.get(input_layout, (input_layout, input_layout))
     n1 = num_heads
@@ -190,7 +192,12 @@ def fia(q, k, v, *, input_layout="BSH", num_heads=1, num_key_value_heads=0, scal
                 s = s + pse_shift[b if pse_shift.shape[0] > 1 else 0, h, :l1, :l2].double()
             if alibi_slopes is not None:
                 slope = (alibi_slopes[b] if alibi_slopes.dim() == 2 else alibi_slopes)[h].double()
-                s = s - slope * (i[:, None] + l2 - l1 - j[None, :]).abs().double()
+                if alibi_rule == 0:  # flash-attn's: the diagonal at the bottom-right corner
+                    dist = (i[:, None] + l2 - l1 - j[None, :]).abs().double()
+                else:  # CANN's pseType 2 / 3: -slope * g(|(kv_start + j) - (q_start + i)|)
+                    dist = ((alibi_kv_start_idx + j[None, :]) - (alibi_q_start_idx + i[:, None])).abs().double()
+                    dist = dist.sqrt() if alibi_rule == 3 else dist
+                s = s - slope * dist
             s = s.masked_fill(~kept, -math.inf)
             m = s.max(dim=1, keepdim=True).values if l2 else torch.full((l1, 1), -math.inf, dtype=torch.float64)
             valid = torch.isfinite(m[:, 0])

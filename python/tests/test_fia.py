@@ -367,6 +367,50 @@ def test_alibi_distance_is_bottom_right():
         assert_close("attention_out", out, top_left, q.dtype, 11)
 
 
+def _check_numpy(q, k, v, reduce_len, **kw):
+    """_check through the numpy binding (the arguments the torch op does not carry): golden and fast kernel
+    against the oracle."""
+    e_out, e_lse = oracle(q, k, v, **kw)
+    np_kw = {name: t.numpy() if isinstance(t, torch.Tensor) else t for name, t in kw.items()}
+    for impl in ("reference", "cpu"):
+        out, lse = _fia.fused_infer_attention_score(q.numpy(), k.numpy(), v.numpy(), impl=impl,
+                                                    softmax_lse_flag=True, **np_kw)
+        assert_close(f"{impl} attention_out", torch.from_numpy(out), e_out, q.dtype, reduce_len)
+        assert_close(f"{impl} softmax_lse", torch.from_numpy(lse).reshape(e_lse.shape), e_lse, torch.float32,
+                     reduce_len)
+
+
+@pytest.mark.parametrize("rule", [2, 3])
+def test_cann_inner_alibi(rule):
+    """aclnnFusedInferAttentionScoreV5's pseType 2 / 3 (alibi_rule): the distance from the start indices, the
+    same for every batch, on decode (contiguous and paged, GQA) and prompt (causal, per-batch lengths); a check
+    that the start indices are read (the bottom-right rule's output differs)."""
+    b, n1, n2, d = 2, 8, 2, 16
+    slopes = _slopes(b, n1, 90, False)
+    cann = dict(alibi_slopes=slopes, alibi_rule=rule, alibi_q_start_idx=36, alibi_kv_start_idx=0)
+    q, k, v = _qkv("BSND", b, n1, n2, 1, 37, d, torch.float32, seed=91)
+    base = dict(input_layout="BSND", num_heads=n1, num_key_value_heads=n2, scale=0.5, actual_seq_lengths_kv=[37, 12])
+    _check_numpy(q, k, v, 37, **base, **cann)
+    kc, vc, table = _paged(*_qkv("BNSD", b, n1, n2, 1, 40, d, torch.float16, seed=92)[1:], 8, [40, 17], 3, seed=93)
+    qd = _qkv("BNSD", b, n1, n2, 1, 40, d, torch.float16, seed=94)[0]
+    _check_numpy(qd, kc, vc, 40, input_layout="BNSD", num_heads=n1, num_key_value_heads=n2, scale=0.5,
+                 block_table=table, block_size=8, actual_seq_lengths_kv=[40, 17], **cann)
+    q, k, v = _qkv("BNSD", b, n1, n2, 9, 30, d, torch.float32, seed=95)  # 9 rows of G = 4: the tile GEMMs
+    causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    prompt = dict(input_layout="BNSD", num_heads=n1, num_key_value_heads=n2, scale=0.5, sparse_mode=3,
+                  atten_mask=causal, actual_seq_lengths=[9, 4], actual_seq_lengths_kv=[30, 11])
+    shifted = dict(cann, alibi_q_start_idx=10, alibi_kv_start_idx=25)  # the distance changes sign in the rows
+    _check_numpy(q, k, v, 30, **prompt, **shifted)
+    # a longer prompt without per-batch lengths: the FlashAttention route, FA's pse_type 2 / 3
+    qb, kb, vb = _qkv("BSND", b, n1, n2, 24, 40, d, torch.float32, seed=96)
+    _check_numpy(qb, kb, vb, 40, input_layout="BSND", num_heads=n1, num_key_value_heads=n2, scale=0.5, sparse_mode=3,
+                 atten_mask=causal, **shifted)
+    bottom_right, _ = oracle(q, k, v, **prompt, alibi_slopes=slopes)
+    out, _ = _fia.fused_infer_attention_score(q.numpy(), k.numpy(), v.numpy(), **prompt, **shifted)
+    with pytest.raises(AssertionError):
+        assert_close("attention_out", torch.from_numpy(out), bottom_right, q.dtype, 30)
+
+
 def _refused(words, status, q, k, v, **kw):
     """The library's refusal, through the numpy binding into outputs given (NaN before, NaN after)."""
     np_kw = {name: t.numpy() if isinstance(t, torch.Tensor) else t for name, t in kw.items()}
@@ -409,6 +453,11 @@ def test_invalid_arguments_are_refused_and_nothing_written():
     qp, kp, vp = _qkv("BNSD", 2, 4, 2, 5, 8, 16, torch.float16, seed=17)  # the prompt branch
     _refused(["alibi_slopes has shape [8]", "[N1 = 4]"], inv, qp, kp, vp, alibi_slopes=torch.ones(8), **base)
     _refused(["softcap is -0.5"], inv, qp, kp, vp, softcap=-0.5, **base)
+    _refused(["alibi_rule is 1", "0 (bottom-right), 2 or 3"], inv, q, k, v, alibi_slopes=torch.ones(4), alibi_rule=1,
+             **base)
+    _refused(["alibi_rule is 2 but alibi_slopes is NULL"], inv, q, k, v, alibi_rule=2, **base)
+    _refused(["alibi_kv_start_idx 1048577", "2^20"], inv, q, k, v, alibi_slopes=torch.ones(4), alibi_rule=3,
+             alibi_kv_start_idx=1 << 20 | 1, **base)
 
 
 def test_check_fails_on_a_wrong_rule():

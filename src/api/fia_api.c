@@ -40,8 +40,9 @@ void attnops_fia_args_init(attnops_fia_args *a)
  * softcap and alibi_slopes go with it: FA's softcap is the same cap before
  * the bias, and its pse_type 2 with q_start_idx = max(S2 - S1, 0),
  * kv_start_idx = max(S1 - S2, 0) is -slope |j - i - (S2 - S1)|, FIA's
- * bottom-right distance when every batch has the tensors' lengths.  A cap FA
- * refuses keeps the prompt on the split-KV kernel.
+ * bottom-right distance when every batch has the tensors' lengths; CANN's
+ * rule (alibi_rule 2 / 3) is FA's pse_type 2 / 3 with the caller's start
+ * indices.  A cap FA refuses keeps the prompt on the split-KV kernel.
  * The workspace is FA's statistics ([B, N1, S1, 8] f32, max then sum), then
  * FA's own. */
 typedef struct fa_route {
@@ -70,12 +71,14 @@ static void route_prompt(const attnops_fia_args *a, const fia_problem *p, fa_rou
     f->scale_value = p->scale, f->head_num = p->N1, f->input_layout = p->layout;
     f->impl = p->impl, f->num_threads = p->threads, f->deterministic = p->deterministic;
     f->softcap = p->softcap;
-    if (p->alibi) {
+    if (p->alibi) { /* CANN's rule is FA's pse_type 2 / 3 with the same start indices */
         const int64_t one = 1;
         r->starts[0] = p->S2 > p->S1 ? p->S2 - p->S1 : 0, r->starts[1] = p->S1 > p->S2 ? p->S1 - p->S2 : 0;
+        if (p->alibi_from_starts) r->starts[0] = a->alibi_q_start_idx, r->starts[1] = a->alibi_kv_start_idx;
         r->q_start = attnops_tensor_contiguous(&r->starts[0], ATTNOPS_DTYPE_I64, 1, &one);
         r->kv_start = attnops_tensor_contiguous(&r->starts[1], ATTNOPS_DTYPE_I64, 1, &one);
-        f->pse = a->alibi_slopes, f->pse_type = 2, f->q_start_idx = &r->q_start, f->kv_start_idx = &r->kv_start;
+        f->pse = a->alibi_slopes, f->pse_type = p->alibi_sqrt ? 3 : 2;
+        f->q_start_idx = &r->q_start, f->kv_start_idx = &r->kv_start;
     }
     const int64_t shape[4] = {p->B, p->N1, p->S1, 8};
     r->stats_bytes = ao_align_up((size_t)(p->B * p->N1 * p->S1 * 8) * sizeof(float), 64);

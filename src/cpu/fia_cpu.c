@@ -383,9 +383,9 @@ static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
         for (int64_t c = 0; p->pse && c < kc; c++)
             row[c] += ao_load_f32(p->pse + (x->b * p->pse_sb + h * p->pse_sh + i * p->pse_si + (j0 + c) * p->pse_sj) *
                                       (int64_t)attnops_dtype_size(p->pse_dtype), p->pse_dtype);
-        if (p->alibi) /* -slope |j0 + c - (i + L2 - L1)|: the kernel's one-row form, its scale 1 */
+        if (p->alibi) /* -slope g(|j0 + c - (i + shift)|): the kernel's one-row form, its scale 1 */
             k->add_alibi(row, 1, (int)kc, (int)ld, 1.0f, p->alibi[x->b * p->alibi_sb + h * p->alibi_sh],
-                         (float)(j0 - i - (x->L2 - x->L1)), false);
+                         (float)(j0 - i - fia_alibi_shift(p, x->L1, x->L2)), p->alibi_sqrt);
         if (all_kept) any[r] = 1.0f;
         else mask_row(p, x, i, j0, kc, row, any + r);
     }

@@ -95,6 +95,8 @@ typedef struct fia_problem {
     double softcap;
     const float *alibi;
     int64_t alibi_sb, alibi_sh;
+    bool alibi_from_starts, alibi_sqrt; /* CANN's rule (pseType 2 / 3); else flash-attn's bottom-right */
+    int64_t alibi_shift;                /* q_start - kv_start under CANN's rule */
 
     fia_quant kq, vq; /* int8 key/value */
 
@@ -174,5 +176,12 @@ bool fia_kept_band(const fia_problem *p, int64_t i, int64_t L1, int64_t L2, int6
 /* The dequantisation of an int8 key or value element (b, n2, s, d): its
  * scale and offset (1 and 0 for a float cache). */
 void fia_dequant(const fia_quant *q, int64_t b, int64_t n2, int64_t s, int64_t d, double *scale, double *offset);
+
+/* The shift of the ALiBi distance |i - j + shift| (before any square root) in a batch of L1 query and L2 key
+ * rows: the start indices' under CANN's rule, the bottom-right corner's under flash-attn's. */
+static inline int64_t fia_alibi_shift(const fia_problem *p, int64_t L1, int64_t L2)
+{
+    return p->alibi_from_starts ? p->alibi_shift : L2 - L1;
+}
 
 #endif

@@ -476,6 +476,18 @@ static attnops_status check_pse(const char *op, const attnops_fia_args *a, fia_p
 static attnops_status check_alibi(const char *op, const attnops_fia_args *a, fia_problem *p)
 {
     const attnops_tensor *t = a->alibi_slopes;
+    const int32_t rule = a->alibi_rule;
+    if (rule != ATTNOPS_ALIBI_BOTTOM_RIGHT && rule != ATTNOPS_ALIBI_START_IDX && rule != ATTNOPS_ALIBI_START_IDX_SQRT)
+        return ao_fail(INVALID, "%s: alibi_rule is %d; it must be 0 (bottom-right), 2 or 3 (CANN's pseType).", op,
+                       (int)rule);
+    if (rule != ATTNOPS_ALIBI_BOTTOM_RIGHT && !t)
+        return ao_fail(INVALID, "%s: alibi_rule is %d but alibi_slopes is NULL; CANN's inner ALiBi needs the "
+                       "slopes.", op, (int)rule);
+    const int64_t qs = a->alibi_q_start_idx, ks = a->alibi_kv_start_idx;
+    if (qs < INT32_MIN || qs > INT32_MAX || ks < INT32_MIN || ks > INT32_MAX || ks - qs > (1 << 20) ||
+        ks - qs < -(1 << 20))
+        return ao_fail(INVALID, "%s: alibi_q_start_idx is %lld and alibi_kv_start_idx %lld; each must fit int32 "
+                       "and they may differ by at most 2^20 (CANN's tiling).", op, (long long)qs, (long long)ks);
     if (!t) return ATTNOPS_SUCCESS;
     char buf[96];
     AO_TRY(ao_check_dtype(op, "alibi_slopes", t, ATTNOPS_DTYPE_F32, "ALiBi slopes are f32"));
@@ -487,6 +499,9 @@ static attnops_status check_alibi(const char *op, const attnops_fia_args *a, fia
     p->alibi = t->data;
     p->alibi_sb = per_batch ? t->strides[0] : 0;
     p->alibi_sh = t->strides[t->rank - 1];
+    p->alibi_from_starts = rule != ATTNOPS_ALIBI_BOTTOM_RIGHT;
+    p->alibi_sqrt = rule == ATTNOPS_ALIBI_START_IDX_SQRT;
+    p->alibi_shift = qs - ks;
     return ATTNOPS_SUCCESS;
 }
 

@@ -69,7 +69,10 @@ static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, in
         if (p->pse)
             s[j] += ao_load_f64(p->pse + (b * p->pse_sb + h * p->pse_sh + i * p->pse_si + j * p->pse_sj) *
                                     (int64_t)attnops_dtype_size(p->pse_dtype), p->pse_dtype);
-        if (p->alibi) s[j] -= (double)p->alibi[b * p->alibi_sb + h * p->alibi_sh] * fabs((double)(i + L2 - L1 - j));
+        if (p->alibi) {
+            const double dist = fabs((double)(i - j + fia_alibi_shift(p, L1, L2)));
+            s[j] -= (double)p->alibi[b * p->alibi_sb + h * p->alibi_sh] * (p->alibi_sqrt ? sqrt(dist) : dist);
+        }
         m = s[j] > m ? s[j] : m;
     }
     const double sink = fia_sink_of(p, h); /* -inf without one: its term is 0 */

@@ -39,6 +39,12 @@ void acl_fia_args_make(acl_fia_args *c, const attnops_fia_args *a, bool extra_ke
     const aclTensor *v[1] = {c->value_tensor};
     c->key = aclCreateTensorList(k, extra_key ? 2 : 1), c->value = aclCreateTensorList(v, 1);
     c->qlen = ints(a->actual_seq_lengths), c->kvlen = ints(a->actual_seq_lengths_kv);
+    if (a->alibi_rule) { /* V5's pseType 2 / 3: pseShift carries the slopes */
+        aclDestroyTensor(c->pse);
+        c->pse = acl_fia_wrap(a->alibi_slopes);
+        c->q_start = aclCreateIntArray(&a->alibi_q_start_idx, 1);
+        c->kv_start = aclCreateIntArray(&a->alibi_kv_start_idx, 1);
+    }
     const bool split = a->output_layout && a->output_layout != a->input_layout;
     snprintf(c->layout, sizeof c->layout, "%s%s%s", attnops_layout_name(a->input_layout), split ? "_" : "",
              split ? attnops_layout_name(a->output_layout) : "");
@@ -51,6 +57,7 @@ void acl_fia_args_free(acl_fia_args *c)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) aclDestroyTensor(all[i]);
     aclDestroyTensorList(c->key), aclDestroyTensorList(c->value); /* and their tensors */
     aclDestroyIntArray(c->qlen), aclDestroyIntArray(c->kvlen);
+    aclDestroyIntArray(c->q_start), aclDestroyIntArray(c->kv_start);
 }
 
 unsigned char *acl_fia_outputs_copy(const fia_case *c)

@@ -17,6 +17,7 @@ typedef struct acl_fia_args {
     aclTensorList *key, *value;          /* own their tensors */
     aclTensor *key_tensor, *value_tensor; /* the lists' first tensors */
     aclIntArray *qlen, *kvlen;
+    aclIntArray *q_start, *kv_start; /* CANN's inner ALiBi (pseType 2 / 3): pse is then the slopes */
     char layout[16];
 } acl_fia_args;
 

@@ -3,9 +3,12 @@
  * hicann/ops-transformer attention/fused_infer_attention_score/op_api/aclnn_fused_infer_attention_score_v5.cpp at
  * commit 315e687b6bba99894b5ee35d2afb12431245d25a and the page docs/aclnnFusedInferAttentionScoreV5.md
  * (docs/ACL.md).  V4's list with qStartIdxOptional / kvStartIdxOptional after learnableSinkOptional and pseType
- * after queryQuantMode.  V4's refusals; pseType 0 is V4's pseShift (added after the scale); pseType 2 or 3 (an
- * ALiBi made inside, the only readers of the start indices) and any other value are refused (161002, the sentence
- * naming pseType); the start indices are not read. */
+ * after queryQuantMode.  V4's refusals; pseType 0 is V4's pseShift (added after the scale); pseType 2 and 3 make
+ * the ALiBi inside from the slopes in pseShiftOptional (f32 [numHeads]) and the first values of qStartIdxOptional /
+ * kvStartIdxOptional (0 when NULL): -slope * g(|(kvStart + j) - (qStart + i)|), g the distance (2) or its square
+ * root (3), the library's alibi_rule; any other pseType, or 2 / 3 without pseShiftOptional, is refused (161002, the
+ * sentence naming it). The start indices are not read at pseType 0.
+ */
 #ifndef ATTNOPS_ACL_ACLNN_FUSED_INFER_ATTENTION_SCORE_V5_H
 #define ATTNOPS_ACL_ACLNN_FUSED_INFER_ATTENTION_SCORE_V5_H
 
