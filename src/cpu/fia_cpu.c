@@ -265,14 +265,15 @@ static void dequant_row(const fia_quant *q, int64_t b, int64_t n2, int64_t s, in
 static void widen(const fia_view *v, int64_t at, int64_t count, float *dst, const fa_kernels *k)
 {
     const char *src = v->data + at * v->es;
-    if (fia_row_contiguous(v) && v->dtype == ATTNOPS_DTYPE_F32) {
+    const bool run = fia_row_contiguous(v);
+    if (run && v->dtype == ATTNOPS_DTYPE_F32) {
         memcpy(dst, src, (size_t)count * sizeof(float));
-    } else if (fia_row_contiguous(v) && v->dtype == ATTNOPS_DTYPE_F16) {
+    } else if (run && v->dtype == ATTNOPS_DTYPE_F16) {
         k->f16_to_f32((const uint16_t *)(const void *)src, (int)count, dst);
-    } else if (fia_row_contiguous(v) && v->dtype == ATTNOPS_DTYPE_I8) {
+    } else if (run && v->dtype == ATTNOPS_DTYPE_I8) {
         const int8_t *s = (const int8_t *)(const void *)src;
         for (int64_t d = 0; d < count; d++) dst[d] = (float)s[d];
-    } else if (fia_row_contiguous(v) && v->dtype == ATTNOPS_DTYPE_BF16) {
+    } else if (run && v->dtype == ATTNOPS_DTYPE_BF16) {
         const uint16_t *s = (const uint16_t *)(const void *)src;
         for (int64_t d = 0; d < count; d++) { /* the shift and copy form vectorises; the union form did not */
             const uint32_t bits = (uint32_t)s[d] << 16;
