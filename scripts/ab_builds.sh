@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/ab_builds.sh — the benchmark speed of two builds side by side ("A/B"):
 # BASE_REV (a git revision) against the current work tree, committed or not.
-# docs/PERFORMANCE.md's "A/B against the per-ISA kernels" table is its output.
+# docs/PERFORMANCE_LOG.md's "A/B against the per-ISA kernels" table (2026-12-04) is its output.
 #
 #   scripts/ab_builds.sh BASE_REV [--rounds N] [--threads N] [--isa LIST]
 #                        [--quick] [--case SPEC]... [--out DIR]
