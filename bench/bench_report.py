@@ -257,7 +257,7 @@ def fa_case_rows(cases, A, T, res):
 
 
 def fa_ratio_rows(cases, A, res):
-    """The ratios between cases, one table row each; their numbers into res."""
+    """The ratios between cases, one table row each (merge_dtypes); their numbers into res."""
     rows = []
     for c in cases:
         n, lab, b = c["name"], label(c, cases), base_of(c, cases)
@@ -270,16 +270,16 @@ def fa_ratio_rows(cases, A, res):
                            and a.get(f"{n}_gflop") and a.get(f"{dn}_gflop")])
             if v is not None:
                 res[f"{lab}_ratio_vs_dense_rate"] = v
-            rows.append(f"| `{lab}_ratio_vs_dense_rate` | {fmt(v, '.3f')} | GFLOP/s / GFLOP/s of `{dn}` "
-                        f"(one sequence of the same Σ L², {c['varlen']} sequences in T = {c['S1']}) "
-                        f"| {ratio_target(c, 'ratio_vs_dense_rate')} |")
+            rows.append((c["dtype"], f"{lab}_ratio_vs_dense_rate", fmt(v, '.3f'),
+                         f"GFLOP/s / GFLOP/s of `{dn}` (one sequence of the same Σ L², {c['varlen']} sequences "
+                         f"in T = {c['S1']})", ratio_target(c, 'ratio_vs_dense_rate')))
         vb, vkind = variant_base(c, cases)
         if vb is not None:
             v = median_of(per_round(A, lambda a: a.get(f"{n}_ms_median"), lambda a: a.get(f"{vb['name']}_ms_median")))
             if v is not None:
                 res[f"{lab}_{vkind}"] = v
-            rows.append(f"| `{lab}_{vkind}` | {fmt(v, '.3f')} | time / time of `{vb['name']}` "
-                        f"| {ratio_target(c, vkind)} |")
+            rows.append((c["dtype"], f"{lab}_{vkind}", fmt(v, '.3f'), f"time / time of `{vb['name']}`",
+                         ratio_target(c, vkind)))
         fracs = numbers(A, f"{n}_unmasked_fraction")
         frac = fracs[0] if fracs else 1.0
         if c["mask"] != "none":
@@ -300,13 +300,38 @@ def fa_ratio_rows(cases, A, res):
                     "ratio_vs_plain": f"time / time of `{b['name']}`",
                     "ratio_vs_proportional": f"time / (time of `{b['name']}` × {frac:.4f} unmasked)"}[kind]
             if kind != "ratio_vs_dense" or not c["mask"].startswith("band"):  # bands: the proportional row
-                rows.append(f"| `{lab}_{kind}` | {fmt(v, '.3f')} | {what} | {ratio_target(c, kind)} |")
+                rows.append((c["dtype"], f"{lab}_{kind}", fmt(v, '.3f'), what, ratio_target(c, kind)))
         sp = res.get(f"{n}_speedup_vs_torch")
         if c["tags"] and sp is not None:
             res[f"{lab}_speedup_vs_torch"] = sp
-            rows.append(f"| `{lab}_speedup_vs_torch` | {sp:.2f}× | torch ms / attnops ms, {torch_call(c)} "
-                        f"| {ratio_target(c, 'speedup_vs_torch')} |")
-    return rows
+            rows.append((c["dtype"], f"{lab}_speedup_vs_torch", f"{sp:.2f}×", f"torch ms / attnops ms, {torch_call(c)}",
+                         ratio_target(c, "speedup_vs_torch")))
+    return merge_dtypes(rows)
+
+
+DTYPE_SLOT = "<dtype>"
+
+
+def dtype_slot(text, dtype):
+    """text with the dtype of every case name or label in it (`bwd_bf16_...`) replaced by DTYPE_SLOT."""
+    return re.sub(rf"\b(fwd|bwd)_{re.escape(dtype)}_", rf"\g<1>_{DTYPE_SLOT}_", text)
+
+
+def merge_dtypes(rows):
+    """The ratio rows (dtype, label, median, definition, target) as table lines, where rows that differ only in
+    their dtype become one: `bwd_{f32,bf16}_causal2_ratio_vs_dense` with the medians in that order."""
+    groups = {}
+    for dtype, lab, value, what, goal in rows:
+        groups.setdefault((dtype_slot(lab, dtype), dtype_slot(what, dtype), goal), []).append((dtype, lab, value, what))
+    lines = []
+    for (lab, what, goal), members in groups.items():
+        if len(members) == 1:
+            lab, what = members[0][1], members[0][3]
+        else:
+            dtypes = "{" + ",".join(m[0] for m in members) + "}"
+            lab, what = lab.replace(DTYPE_SLOT, dtypes), what.replace(DTYPE_SLOT, dtypes)
+        lines.append(f"| `{lab}` | {', '.join(m[2] for m in members)} | {what} | {goal} |")
+    return lines
 
 
 # ---- KeyPool, AttnRes, peak RSS, the Python programs ------------------------------------------------
@@ -534,7 +559,8 @@ def markdown(res, peak, have_torch, sections, tables):
           "| case | attnops ms | GFLOP/s | % of peak | torch ms | torch GFLOP/s | speedup vs torch | target |",
           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     md += sections["cases"]
-    md += table("| ratio | median | definition | target |", "| --- | ---: | --- | --- |", sections["ratios"])
+    md += table("| ratio (`{f32,bf16}`: one per dtype) | median (in that order) | definition | target |",
+                "| --- | ---: | --- | --- |", sections["ratios"])
     md += table("| KeyPool | case | attnops ms | measure | target | torch ms | speedup vs torch | target |",
                 "| --- | --- | ---: | --- | --- | ---: | ---: | --- |", sections["keypool"])
     if sections["attnres"]:
