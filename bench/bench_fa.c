@@ -726,95 +726,91 @@ static size_t make_mask_pse(case_data *d)
     return bytes;
 }
 
-/* Allocate and fill a case.  synthetic_stats: the backward's attention_in and
- * softmax statistics are made up (no forward run, used by --rss); otherwise
- * they come from a forward run of impl CPU. */
-static void case_setup(case_data *d, const bench_case *c, int threads, int synthetic_stats)
-{
-    memset(d, 0, sizeof *d);
-    d->c = *c;
-    const fa_case_shape *s = &c->s;
-    d->es = attnops_dtype_size(s->dtype);
-    d->oes = attnops_dtype_size(out_dtype_of(c));
-    d->flop = case_flop(c);
-    const attnops_dtype dt = s->dtype, odt = out_dtype_of(c);
-    if (is_fp8(dt)) synthetic_stats = 1; /* no fast FP8 forward to produce them */
-    const int64_t B = s->B, N1 = s->N1, N2 = s->N2, S1 = s->S1, S2 = s->S2, D = s->D, Dv = s->Dv;
-    const size_t nq = (size_t)(B * N1 * S1 * D), nk = (size_t)(B * N2 * S2 * D), nv = (size_t)(B * N2 * S2 * Dv);
-    const size_t no = (size_t)(B * N1 * S1 * Dv), ns = (size_t)(B * N1 * S1 * 8);
-    size_t extra_len = 0;
-    if (varlen_of(c)) {
-        const int64_t K = varlen_of(c), kshape[1] = {K};
-        int64_t *cum = xmalloc((size_t)K * sizeof *cum), acc = 0;
-        for (int64_t i = 0; i < K; i++) cum[i] = acc += s->seq_q[i];
-        d->cumlen = attnops_tensor_contiguous(cum, ATTNOPS_DTYPE_I64, 1, kshape);
-        extra_len = (size_t)K * sizeof *cum;
-    }
+/* Element counts of one case's tensors: q, k, v, the output (and dy), and
+ * each softmax statistic (8 floats a row). */
+typedef struct case_sizes {
+    size_t nq, nk, nv, no, ns;
+} case_sizes;
 
-    d->q = make_tensor(xmalloc(nq * d->es), dt, s->layout, B, S1, N1, D);
-    d->k = make_tensor(xmalloc(nk * d->es), dt, s->layout, B, S2, N2, D);
-    d->v = make_tensor(xmalloc(nv * d->es), dt, s->layout, B, S2, N2, Dv);
-    d->o = make_tensor(xmalloc(no * d->oes), odt, s->layout, B, S1, N1, Dv);
-    if (is_fp8(dt)) {
-        const int64_t qs[4] = {B, N1, (S1 + 127) / 128, 1}, ks[4] = {B, N2, (S2 + 127) / 128, 1};
-        const size_t nqs = (size_t)(qs[0] * qs[1] * qs[2]), nks = (size_t)(ks[0] * ks[1] * ks[2]);
-        float *a = xmalloc(nqs * 4), *b = xmalloc(nks * 4), *e = xmalloc(nks * 4), *g = xmalloc(nqs * 4);
-        for (size_t i = 0; i < nqs; i++) a[i] = g[i] = 1.0f;
-        for (size_t i = 0; i < nks; i++) b[i] = e[i] = 1.0f;
-        d->dsq = attnops_tensor_contiguous(a, ATTNOPS_DTYPE_F32, 4, qs);
-        d->dsk = attnops_tensor_contiguous(b, ATTNOPS_DTYPE_F32, 4, ks);
-        d->dsv = attnops_tensor_contiguous(e, ATTNOPS_DTYPE_F32, 4, ks);
-        d->dsdy = attnops_tensor_contiguous(g, ATTNOPS_DTYPE_F32, 4, qs);
-    }
-    const int64_t sshape[4] = {B, N1, S1, 8}, tshape[3] = {S1, N1, 8}; /* TND: declared [T, N1, 8] */
-    const int srank = varlen_of(c) ? 3 : 4;
-    const int64_t *sdims = varlen_of(c) ? tshape : sshape;
+static case_sizes sizes_of(const fa_case_shape *s)
+{
+    const int64_t B = s->B, N1 = s->N1, N2 = s->N2, S1 = s->S1, S2 = s->S2, D = s->D, Dv = s->Dv;
+    return (case_sizes){.nq = (size_t)(B * N1 * S1 * D), .nk = (size_t)(B * N2 * S2 * D),
+                        .nv = (size_t)(B * N2 * S2 * Dv), .no = (size_t)(B * N1 * S1 * Dv),
+                        .ns = (size_t)(B * N1 * S1 * 8)};
+}
+
+/* varlen: the i64 [K] cumulative lengths (q and kv alike).  Returns their bytes. */
+static size_t make_cumlen(case_data *d)
+{
+    const int64_t K = varlen_of(&d->c), kshape[1] = {K};
+    if (!K) return 0;
+    int64_t *cum = xmalloc((size_t)K * sizeof *cum), acc = 0;
+    for (int64_t i = 0; i < K; i++) cum[i] = acc += d->c.s.seq_q[i];
+    d->cumlen = attnops_tensor_contiguous(cum, ATTNOPS_DTYPE_I64, 1, kshape);
+    return (size_t)K * sizeof *cum;
+}
+
+/* FP8: the f32 de-quantisation scales of q, k, v and dy, one per 128-row block, all 1. */
+static void make_fp8_scales(case_data *d)
+{
+    const fa_case_shape *s = &d->c.s;
+    const int64_t qs[4] = {s->B, s->N1, (s->S1 + 127) / 128, 1}, ks[4] = {s->B, s->N2, (s->S2 + 127) / 128, 1};
+    const size_t nqs = (size_t)(qs[0] * qs[1] * qs[2]), nks = (size_t)(ks[0] * ks[1] * ks[2]);
+    float *a = xmalloc(nqs * 4), *b = xmalloc(nks * 4), *e = xmalloc(nks * 4), *g = xmalloc(nqs * 4);
+    for (size_t i = 0; i < nqs; i++) a[i] = g[i] = 1.0f;
+    for (size_t i = 0; i < nks; i++) b[i] = e[i] = 1.0f;
+    d->dsq = attnops_tensor_contiguous(a, ATTNOPS_DTYPE_F32, 4, qs);
+    d->dsk = attnops_tensor_contiguous(b, ATTNOPS_DTYPE_F32, 4, ks);
+    d->dsv = attnops_tensor_contiguous(e, ATTNOPS_DTYPE_F32, 4, ks);
+    d->dsdy = attnops_tensor_contiguous(g, ATTNOPS_DTYPE_F32, 4, qs);
+}
+
+/* softmax_max and softmax_sum: [B, N1, S1, 8], or in TND declared [T, N1, 8]. */
+static void make_stats(case_data *d, size_t ns)
+{
+    const fa_case_shape *s = &d->c.s;
+    const int64_t sshape[4] = {s->B, s->N1, s->S1, 8}, tshape[3] = {s->S1, s->N1, 8};
+    const int srank = varlen_of(&d->c) ? 3 : 4;
+    const int64_t *sdims = varlen_of(&d->c) ? tshape : sshape;
     d->smax = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, srank, sdims);
     d->ssum = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, srank, sdims);
-    /* Small values keep scores ~N(0, 1/9): a realistic softmax. */
-    fill_random(d->q.data, dt, (int64_t)nq);
-    fill_random(d->k.data, dt, (int64_t)nk);
-    fill_random(d->v.data, dt, (int64_t)nv);
-    const size_t extra_in = make_mask_pse(d) + extra_len;
+}
 
-    attnops_fa_fwd_args_init(&d->fa);
-    fill_params(&d->fa.p, d, ATTNOPS_IMPL_CPU, threads);
-    d->fa.softmax_max = &d->smax;
-    d->fa.softmax_sum = &d->ssum;
-    d->fa.attention_out = &d->o;
-
-    size_t fws = 0;
-    if (!c->bwd || !synthetic_stats)
-        check_status(fwd_ws(d, &fws), "forward workspace query", c);
-
-    if (!c->bwd) {
-        d->ws_bytes = fws;
-        d->ws = xmalloc(fws);
-        d->in_bytes = (nq + nk + nv) * d->es + extra_in;
-        d->out_bytes = no * d->oes + 2 * ns * 4;
-        return;
+/* The backward's forward outputs made up instead of computed (--rss, FP8):
+ * |q.k| * scale <= sqrt(D) for entries in [-1,1], so max = sqrt(D) keeps
+ * every exp(s - max) in (0, 1]; sum = S2 (varlen: L_i in each sequence's
+ * [N1, L_i, 8] block) keeps P a valid-looking distribution; attention_in
+ * random. */
+static void fill_synthetic_stats(case_data *d, const case_sizes *n)
+{
+    const fa_case_shape *s = &d->c.s;
+    fill_random(d->o.data, out_dtype_of(&d->c), (int64_t)n->no);
+    float mx = (float)sqrt((double)s->D), sm = (float)s->S2;
+    for (size_t i = 0; i < n->ns; i++) {
+        ((float *)d->smax.data)[i] = mx;
+        ((float *)d->ssum.data)[i] = sm;
     }
+    for (int64_t b = 0, off = 0; b < varlen_of(&d->c); off += s->seq_q[b] * s->N1 * 8, b++)
+        for (int64_t i = 0; i < s->seq_q[b] * s->N1 * 8; i++) ((float *)d->ssum.data)[off + i] = (float)s->seq_q[b];
+}
 
-    d->dy = make_tensor(xmalloc(no * d->es), dt, s->layout, B, S1, N1, Dv);
-    d->dq = make_tensor(xmalloc(nq * d->oes), odt, s->layout, B, S1, N1, D);
-    d->dk = make_tensor(xmalloc(nk * d->oes), odt, s->layout, B, S2, N2, D);
-    d->dv = make_tensor(xmalloc(nv * d->oes), odt, s->layout, B, S2, N2, Dv);
-    fill_random(d->dy.data, dt, (int64_t)no);
+/* The backward's tensors and arguments; its attention_in and statistics from
+ * a forward run of impl CPU (workspace fws) unless synthetic_stats. */
+static void setup_backward(case_data *d, const case_sizes *n, int threads, int synthetic_stats, size_t fws,
+                           size_t extra_in)
+{
+    const bench_case *c = &d->c;
+    const fa_case_shape *s = &c->s;
+    const attnops_dtype dt = s->dtype, odt = out_dtype_of(c);
+    d->dy = make_tensor(xmalloc(n->no * d->es), dt, s->layout, s->B, s->S1, s->N1, s->Dv);
+    d->dq = make_tensor(xmalloc(n->nq * d->oes), odt, s->layout, s->B, s->S1, s->N1, s->D);
+    d->dk = make_tensor(xmalloc(n->nk * d->oes), odt, s->layout, s->B, s->S2, s->N2, s->D);
+    d->dv = make_tensor(xmalloc(n->nv * d->oes), odt, s->layout, s->B, s->S2, s->N2, s->Dv);
+    fill_random(d->dy.data, dt, (int64_t)n->no);
 
-    if (synthetic_stats) {
-        /* |q.k| * scale <= sqrt(D) for entries in [-1,1]: max = sqrt(D) keeps
-         * every exp(s - max) in (0, 1]; sum = S2 keeps P a valid-looking
-         * distribution.  attention_in: random. */
-        fill_random(d->o.data, odt, (int64_t)no);
-        float mx = (float)sqrt((double)D), sm = (float)S2;
-        for (size_t i = 0; i < ns; i++) {
-            ((float *)d->smax.data)[i] = mx;
-            ((float *)d->ssum.data)[i] = sm;
-        }
-        /* varlen: per-sequence [N1, L_i, 8] blocks, sum = L_i */
-        for (int64_t b = 0, off = 0; b < varlen_of(c); off += s->seq_q[b] * N1 * 8, b++)
-            for (int64_t i = 0; i < s->seq_q[b] * N1 * 8; i++) ((float *)d->ssum.data)[off + i] = (float)s->seq_q[b];
-    } else {
+    if (synthetic_stats) fill_synthetic_stats(d, n);
+    else {
         void *fw = xmalloc(fws);
         check_status(fwd_call(d, fw, fws), "forward (for the backward's inputs)", c);
         free(fw);
@@ -831,8 +827,55 @@ static void case_setup(case_data *d, const bench_case *c, int threads, int synth
     d->ba.dv = &d->dv;
     check_status(bwd_ws(d, &d->ws_bytes), "backward workspace query", c);
     d->ws = xmalloc(d->ws_bytes);
-    d->in_bytes = (nq + nk + nv + no) * d->es + no * d->oes + 2 * ns * 4 + extra_in;
-    d->out_bytes = (nq + nk + nv) * d->oes;
+    d->in_bytes = (n->nq + n->nk + n->nv + n->no) * d->es + n->no * d->oes + 2 * n->ns * 4 + extra_in;
+    d->out_bytes = (n->nq + n->nk + n->nv) * d->oes;
+}
+
+/* Allocate and fill a case.  synthetic_stats: the backward's attention_in and
+ * softmax statistics are made up (no forward run, used by --rss); otherwise
+ * they come from a forward run of impl CPU. */
+static void case_setup(case_data *d, const bench_case *c, int threads, int synthetic_stats)
+{
+    memset(d, 0, sizeof *d);
+    d->c = *c;
+    const fa_case_shape *s = &c->s;
+    d->es = attnops_dtype_size(s->dtype);
+    d->oes = attnops_dtype_size(out_dtype_of(c));
+    d->flop = case_flop(c);
+    const attnops_dtype dt = s->dtype, odt = out_dtype_of(c);
+    if (is_fp8(dt)) synthetic_stats = 1; /* no fast FP8 forward to produce them */
+    const case_sizes n = sizes_of(s);
+    const size_t extra_len = make_cumlen(d);
+
+    d->q = make_tensor(xmalloc(n.nq * d->es), dt, s->layout, s->B, s->S1, s->N1, s->D);
+    d->k = make_tensor(xmalloc(n.nk * d->es), dt, s->layout, s->B, s->S2, s->N2, s->D);
+    d->v = make_tensor(xmalloc(n.nv * d->es), dt, s->layout, s->B, s->S2, s->N2, s->Dv);
+    d->o = make_tensor(xmalloc(n.no * d->oes), odt, s->layout, s->B, s->S1, s->N1, s->Dv);
+    if (is_fp8(dt)) make_fp8_scales(d);
+    make_stats(d, n.ns);
+    /* Small values keep scores ~N(0, 1/9): a realistic softmax. */
+    fill_random(d->q.data, dt, (int64_t)n.nq);
+    fill_random(d->k.data, dt, (int64_t)n.nk);
+    fill_random(d->v.data, dt, (int64_t)n.nv);
+    const size_t extra_in = make_mask_pse(d) + extra_len;
+
+    attnops_fa_fwd_args_init(&d->fa);
+    fill_params(&d->fa.p, d, ATTNOPS_IMPL_CPU, threads);
+    d->fa.softmax_max = &d->smax;
+    d->fa.softmax_sum = &d->ssum;
+    d->fa.attention_out = &d->o;
+
+    size_t fws = 0;
+    if (!c->bwd || !synthetic_stats)
+        check_status(fwd_ws(d, &fws), "forward workspace query", c);
+    if (c->bwd) {
+        setup_backward(d, &n, threads, synthetic_stats, fws, extra_in);
+        return;
+    }
+    d->ws_bytes = fws;
+    d->ws = xmalloc(fws);
+    d->in_bytes = (n.nq + n.nk + n.nv) * d->es + extra_in;
+    d->out_bytes = n.no * d->oes + 2 * n.ns * 4;
 }
 
 static void case_free(case_data *d)
