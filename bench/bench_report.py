@@ -567,20 +567,16 @@ def markdown(res, peak, have_torch, sections, tables):
         md += table("| AttnRes | attnops ms | measure | target | torch ms | speedup vs torch | target "
                     "| attnops peak MiB | torch peak MiB |",
                     "| --- | ---: | --- | --- | ---: | ---: | --- | ---: | ---: |", sections["attnres"])
-        md += ["", f"AttnRes: B=1, T={res.get('attnres_T', '?')}, N=25 blocks + partial (L=26), D=4096, bf16, "
-               "RMSNorm, scale 1; bytes a call must move (fwd (L+1)·BTD·2 + 2·BTL·4 + 2·D·2, bwd (2L+1)·BTD·2 + "
-               "2·BTL·4 + 4·D·2) per second vs the copy bandwidth of the same round; torch = the seed's reference "
-               "composed in bf16 (autograd for bwd); peak = inputs + outputs + workspace (attnops) and inputs + "
-               "the process's peak-RSS rise over the call (torch; bwd includes its graph-building forward)."]
+        md += ["", f"AttnRes: B=1, T={res.get('attnres_T', '?')}, L=26, D=4096, bf16 (bytes as under Targets); "
+               "peak = inputs + outputs + workspace (attnops), inputs + the peak-RSS rise over the call (torch, "
+               "whose bwd includes its graph-building forward)."]
     if sections["fia"]:
         md += table("| FusedInferAttentionScore | case | attnops ms | bytes vs copy | bytes vs read | GFLOP/s "
                     "| torch ms | speedup vs torch | target |",
                     "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |", sections["fia"])
-        md += ["", f"FusedInferAttentionScore: the bytes a call must read and write (query, the cached keys and "
-               f"values each batch's length reaches, outputs) per second vs the copy bandwidth of the same round "
-               f"({fmt(res.get('fia_copy_gbps'), '.1f')} GB/s, read + written) and its read-only bandwidth "
-               f"({fmt(res.get('fia_read_gbps'), '.1f')} GB/s, a parallel sum); torch = "
-               "`scaled_dot_product_attention(enable_gqa=True)` on contiguous caches of the same dtype."]
+        md += ["", f"FusedInferAttentionScore: copy bandwidth {fmt(res.get('fia_copy_gbps'), '.1f')} GB/s "
+               f"(read + written), read-only bandwidth {fmt(res.get('fia_read_gbps'), '.1f')} GB/s, same rounds; "
+               "torch = `scaled_dot_product_attention(enable_gqa=True)` on contiguous caches of the same dtype."]
     if sections.get("fia_avx2"):
         md += table("| FusedInferAttentionScore, AVX2 path | case | attnops ms | bytes vs copy | bytes vs read "
                     "| GFLOP/s | torch ms | speedup vs torch | target |",
@@ -592,10 +588,8 @@ def markdown(res, peak, have_torch, sections, tables):
                 "| budget MiB |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |", sections["rss"])
     for t in tables:
         md += ["", t]
-    md += ["", "GFLOP/s are dense-equivalent (forward 2·B·N1·S1·S2·(D+Dv), backward 2.5×) at the median time, "
-           "also for masked cases (whose % of peak can pass 100); varlen cases count their real work "
-           "(Σ_i 2·N1·L_i²·(D+Dv)); % of peak, speedup (torch ms / attnops ms) and the ratios between cases are "
-           "medians of the per-round ratios; targets are quoted, not judged."]
+    md += ["", "GFLOP/s, % of peak, speedups and ratios as defined under Method (dense-equivalent FLOPs, so a masked "
+           "case can pass 100 % of peak; medians of per-round ratios); targets are quoted, not judged."]
     return "\n".join(md) + "\n"
 
 
