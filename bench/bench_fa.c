@@ -357,6 +357,52 @@ static void check_supported(const bench_case *c, const char *spec)
         die("FP8 cases are backward cases in a padded layout (no fast FP8 forward, no FP8 TND) in '%s'", spec);
 }
 
+/* A TND case's lengths (drawn for varlen=K, or the seqs= given) with
+ * B = 1, S1 = S2 = T; a varlen_dense=K case's L_eq drawn the same way, with
+ * T kept.  Dies on what the bench cannot run. */
+static void resolve_lengths(bench_case *c, int64_t varlen, const char *spec)
+{
+    fa_case_shape *s = &c->s;
+    const int tnd = s->layout == ATTNOPS_LAYOUT_TND;
+    if (tnd != (varlen || s->nseq) || (varlen && s->nseq))
+        die("layout TND takes varlen=K (drawn lengths) or seqs= (given ones), and only TND does, in case '%s'", spec);
+    if (tnd || c->vl_dense) {
+        if (c->vl_dense && tnd) die("varlen_dense= is a padded-layout case in '%s'", spec);
+        if (pse_kind(c)) die("TND and varlen_dense= cases take no pse in '%s'", spec);
+        if (c->vl_dense && mask_kind(c)) die("a varlen_dense= case takes no mask in '%s'", spec);
+        if (!s->nseq && (s->B != 1 || s->S1 != s->S2))
+            die("varlen= and varlen_dense= cases take B = 1 and S1 = S2 = T (the total length) in '%s'", spec);
+        const int64_t K = varlen ? varlen : c->vl_dense;
+        int64_t drawn[32];
+        if (!s->nseq) {
+            if (K > 32) die("at most 32 sequences (varlen= / varlen_dense=) in case '%s'", spec);
+            if (K > s->S1 || varlen_lengths(K, s->S1, drawn) != 0)
+                die("varlen: T = S1 is too small for K sequences of length >= 1 in case '%s'", spec);
+        }
+        if (tnd) {
+            if (!s->nseq) memcpy(s->seq_q, drawn, (size_t)K * sizeof *drawn), s->nseq = (int)K;
+            c->T = 0;
+            for (int i = 0; i < s->nseq; i++) {
+                if (s->seq_q[i] < 1) die("seqs= lengths must be positive in case '%s'", spec);
+                c->T += s->seq_q[i];
+            }
+            s->B = 1, s->S1 = s->S2 = c->T;
+        } else {
+            c->T = s->S1;
+            s->S1 = s->S2 = (int64_t)llround(sqrt(sum_sq(drawn, K, NULL, NULL))); /* L_eq */
+        }
+    }
+}
+
+/* A given NAME: letters, digits and '_' only. */
+static void set_name(bench_case *c, const char *name)
+{
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            die("case names may hold only letters, digits and '_': '%s'", name);
+    strcpy(c->name, name);
+}
+
 /* Parses a spec; --quick then divides S1, S2 (T for varlen=K) and a band's
  * pre/next by 8 (explicit seqs= are taken as given); the TND lengths and a
  * varlen_dense case's L_eq are resolved; an unnamed case gets its
@@ -405,41 +451,9 @@ static void parse_case(const char *spec, int quick, bench_case *c)
         s->S2 = s->S2 / 8 > 0 ? s->S2 / 8 : 1;
         s->pre /= 8, s->next /= 8;
     }
-    const int tnd = s->layout == ATTNOPS_LAYOUT_TND;
-    if (tnd != (varlen || s->nseq) || (varlen && s->nseq))
-        die("layout TND takes varlen=K (drawn lengths) or seqs= (given ones), and only TND does, in case '%s'", spec);
-    if (tnd || c->vl_dense) {
-        if (c->vl_dense && tnd) die("varlen_dense= is a padded-layout case in '%s'", spec);
-        if (pse_kind(c)) die("TND and varlen_dense= cases take no pse in '%s'", spec);
-        if (c->vl_dense && mask_kind(c)) die("a varlen_dense= case takes no mask in '%s'", spec);
-        if (!s->nseq && (s->B != 1 || s->S1 != s->S2))
-            die("varlen= and varlen_dense= cases take B = 1 and S1 = S2 = T (the total length) in '%s'", spec);
-        const int64_t K = varlen ? varlen : c->vl_dense;
-        int64_t drawn[32];
-        if (!s->nseq) {
-            if (K > 32) die("at most 32 sequences (varlen= / varlen_dense=) in case '%s'", spec);
-            if (K > s->S1 || varlen_lengths(K, s->S1, drawn) != 0)
-                die("varlen: T = S1 is too small for K sequences of length >= 1 in case '%s'", spec);
-        }
-        if (tnd) {
-            if (!s->nseq) memcpy(s->seq_q, drawn, (size_t)K * sizeof *drawn), s->nseq = (int)K;
-            c->T = 0;
-            for (int i = 0; i < s->nseq; i++) {
-                if (s->seq_q[i] < 1) die("seqs= lengths must be positive in case '%s'", spec);
-                c->T += s->seq_q[i];
-            }
-            s->B = 1, s->S1 = s->S2 = c->T;
-        } else {
-            c->T = s->S1;
-            s->S1 = s->S2 = (int64_t)llround(sqrt(sum_sq(drawn, K, NULL, NULL))); /* L_eq */
-        }
-    }
-    if (name[0]) {
-        for (const char *p = name; *p; p++)
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-                die("case names may hold only letters, digits and '_': '%s'", name);
-        strcpy(c->name, name);
-    } else canonical_name(c, c->name, sizeof c->name);
+    resolve_lengths(c, varlen, spec);
+    if (name[0]) set_name(c, name);
+    else canonical_name(c, c->name, sizeof c->name);
 }
 
 /* The spec that re-parses (without --quick) to this case: the descriptor's
