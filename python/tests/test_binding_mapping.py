@@ -11,6 +11,8 @@ kernel with a wrong shape for one flag combination) passes every test that leave
    flash_attn_with_kvcache's arguments through each of its three paths (the positional fast path, whose ladder
    picks how many arguments it passes, the append path and the single-row table path).  Every case first checks
    that the oracle without the argument gives another answer, so a wrapper that dropped it would fail.
+3. The same for FlashAttentionScore's fast paths: npu_fusion_attention's and flash_attn_func's position ladders
+   and their general paths (npu_fusion_attention_v2 / _v3 too), against fa_oracle.py.
 """
 import itertools
 
@@ -22,6 +24,7 @@ import attnops.flash_attn as fa
 from attnops import golden, ops, torch_npu
 
 from checks import assert_close, compare
+from fa_oracle import attention as fa_oracle
 from fia_oracle import fia as oracle
 
 INT32_MAX = 2147483647
@@ -515,3 +518,115 @@ def test_flash_attn_with_kvcache_argument_reaches_the_operator(arg, path):
     got = fa.flash_attn_with_kvcache(q, kc, vc, **call)
     out, lse = got if call.get("return_softmax_lse") else (got, None)
     _check(f"flash_attn_with_kvcache {path}", out, lse, *ref)
+
+
+# ---- FlashAttentionScore's fast paths: npu_fusion_attention (v2, v3) and flash_attn_func ---------------------------
+# Each argument alone through the fast path (npu_fusion_attention's and flash_attn_func's position ladders: the
+# argument picks the rung) and through the general path, reached with a sink of -1e4 per head: e^(-1e4 - m) is 0
+# in f32, so the sink takes no weight and the oracle (fa_oracle.py, no sinks) still states the output.
+FA_S1, FA_S2 = 6, 10
+_NO_WEIGHT_SINK = torch.full((N1,), -1e4)
+
+
+def _fa_qkv(seed):
+    """q [B, FA_S1, N1, D], k and v [B, FA_S2, N2, D] (BSND)."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(B, FA_S1, N1, D, generator=g), torch.randn(B, FA_S2, N2, D, generator=g),
+            torch.randn(B, FA_S2, N2, D, generator=g))
+
+
+def _fa_problem(arg, seed=9):
+    """(q, k, v, the wrapper's keyword arguments in npu_fusion_attention's spelling, the oracle's keyword
+    arguments, the oracle's keyword arguments without `arg`)."""
+    q, k, v = _fa_qkv(seed)
+    g = torch.Generator().manual_seed(seed + 100)
+    call, ref = dict(scale=BASE_SCALE), dict(scale=BASE_SCALE)
+    band_mask = torch.zeros(FA_S1, FA_S2, dtype=torch.bool)  # mode 0 reads only pre / next (fa_oracle)
+    if arg == "pse":
+        call["pse"] = ref["pse"] = torch.randn(B, N1, FA_S1, FA_S2, generator=g)
+    elif arg == "atten_mask":  # mode 1 reads the mask itself
+        mask = torch.rand(B, 1, FA_S1, FA_S2, generator=g) < 0.35
+        mask[..., 0] = False
+        call.update(atten_mask=mask, sparse_mode=1)
+        ref.update(atten_mask=mask, sparse_mode=1)
+    elif arg == "pre_tockens":
+        call.update(atten_mask=band_mask, pre_tockens=1)
+        ref.update(atten_mask=band_mask, pre=1)
+    elif arg == "next_tockens":
+        call.update(atten_mask=band_mask, next_tockens=1)
+        ref.update(atten_mask=band_mask, nxt=1)
+    elif arg == "sparse_mode":
+        call.update(atten_mask=_CAUSAL, sparse_mode=3)
+        ref.update(atten_mask=_CAUSAL, sparse_mode=3)
+    elif arg == "actual_seq_qlen":  # TND: the batches' cumulative lengths
+        q, k, v = q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1)
+        call.update(actual_seq_qlen=[2, 2 * FA_S1], actual_seq_kvlen=[7, 2 * FA_S2])
+        ref.update(qlens=[2, 2 * FA_S1 - 2], kvlens=[7, 2 * FA_S2 - 7])
+        return q, k, v, "TND", call, ref, dict(ref, qlens=[FA_S1, FA_S1], kvlens=[FA_S2, FA_S2])
+    dropped = {"pse": dict(pse=None), "atten_mask": dict(sparse_mode=0), "pre_tockens": dict(pre=INT32_MAX),
+               "next_tockens": dict(nxt=INT32_MAX), "sparse_mode": dict(sparse_mode=0), "scale": dict(scale=1.0)}
+    if arg == "scale":
+        call["scale"] = ref["scale"] = 0.37
+    return q, k, v, "BSND", call, ref, dict(ref, **dropped[arg])
+
+
+def _fa_expected(q, k, v, layout, ref):
+    return fa_oracle(q, k, v, N1, layout, **ref)
+
+
+def _fa_matters(q, k, v, layout, ref, dropped):
+    ok, _ = compare("without", _fa_expected(q, k, v, layout, dropped), _fa_expected(q, k, v, layout, ref),
+                    torch.float32, FA_S2)
+    assert not ok, "the oracle gives the same output without the argument: the case could not see it dropped"
+
+
+def _npu_fa(q, k, v, layout, call, path):
+    return torch_npu.npu_fusion_attention(q, k, v, N1, layout, **call, **(
+        dict(sink=_NO_WEIGHT_SINK) if path == "general" else {}))[0]
+
+
+def _npu_fa_v2(q, k, v, layout, call, path):
+    call = {{"pre_tockens": "pre_tokens", "next_tockens": "next_tokens"}.get(n, n): x for n, x in call.items()}
+    return torch_npu.npu_fusion_attention_v2(q, k, v, N1, layout, **call, sink=_NO_WEIGHT_SINK)[0]
+
+
+def _npu_fa_v3(q, k, v, layout, call, path):
+    call = {n: (torch.tensor(x) if n.startswith("actual_seq") else x) for n, x in call.items()}
+    return torch_npu.npu_fusion_attention_v3(q, k, v, N1, layout, **call, sink=_NO_WEIGHT_SINK)[0]
+
+
+FA_ARGS = ["scale", "pse", "atten_mask", "pre_tockens", "next_tockens", "sparse_mode", "actual_seq_qlen"]
+FA_CASES = ([("npu_fusion_attention", a, p) for a in FA_ARGS for p in ("fast", "general")]
+            + [(w, a, "general") for w in ("npu_fusion_attention_v2", "npu_fusion_attention_v3") for a in FA_ARGS])
+FA_WRAPPERS = dict(npu_fusion_attention=_npu_fa, npu_fusion_attention_v2=_npu_fa_v2,
+                   npu_fusion_attention_v3=_npu_fa_v3)
+
+
+@pytest.mark.parametrize("wrapper,arg,path", FA_CASES)
+def test_npu_fusion_attention_argument_reaches_the_operator(wrapper, arg, path):
+    q, k, v, layout, call, ref, dropped = _fa_problem(arg)
+    _fa_matters(q, k, v, layout, ref, dropped)
+    out = FA_WRAPPERS[wrapper](q, k, v, layout, call, path)
+    assert_close(f"{wrapper} {path} attention_out", out, _fa_expected(q, k, v, layout, ref), torch.float32, FA_S2)
+
+
+# flash_attn_func: (its keyword arguments, the oracle's, the oracle's without them)
+_FLASH_ARGS = {
+    "softmax_scale": (dict(softmax_scale=0.37), dict(scale=0.37), dict(scale=BASE_SCALE)),
+    "causal": (dict(causal=True), dict(atten_mask=_CAUSAL, sparse_mode=3), {}),
+    "window_left": (dict(window_size=(2, -1)), dict(atten_mask=_CAUSAL, sparse_mode=4, pre=2), {}),
+    "window_right": (dict(window_size=(-1, 1)), dict(atten_mask=_CAUSAL, sparse_mode=4, nxt=1), {}),
+    "softcap": (dict(softcap=0.8), dict(softcap=0.8), {}),
+}
+FLASH_CASES = [(a, p) for a in _FLASH_ARGS for p in ("fast", "general")]
+
+
+@pytest.mark.parametrize("arg,path", FLASH_CASES)
+def test_flash_attn_func_argument_reaches_the_operator(arg, path):
+    q, k, v = _fa_qkv(9)
+    base = dict(scale=BASE_SCALE)  # flash-attn's default D^-0.5
+    given, ref, dropped = _FLASH_ARGS[arg]
+    ref = dict(base, **ref)
+    _fa_matters(q, k, v, "BSND", ref, dict(base, **dropped))
+    out = fa.flash_attn_func(q, k, v, **given, **(dict(s_aux=_NO_WEIGHT_SINK) if path == "general" else {}))
+    assert_close(f"flash_attn_func {path} out", out, _fa_expected(q, k, v, "BSND", ref), torch.float32, FA_S2)
