@@ -9,8 +9,10 @@ kernel with a wrong shape for one flag combination) passes every test that leave
    every wrapper that takes it (the torch op, attnops.golden on numpy, torch_npu's npu_fused_infer_attention_score,
    _v2, npu_incre_flash_attention, npu_prompt_flash_attention) against the float64 oracle (fia_oracle.py); and
    flash_attn_with_kvcache's arguments through each of its three paths (the positional fast path, whose ladder
-   picks how many arguments it passes, the append path and the single-row table path).  Every case first checks
-   that the oracle without the argument gives another answer, so a wrapper that dropped it would fail.
+   picks how many arguments it passes, the append path with its rotary embedding, and the single-row table path);
+   npu_fused_infer_attention_score_v2's fourteen layouts (its query views and output permutations).  Every case
+   first checks that the oracle without the argument gives another answer, so a wrapper that dropped it would
+   fail.
 3. The same for FlashAttentionScore's fast paths: npu_fusion_attention's and flash_attn_func's position ladders
    and their general paths (npu_fusion_attention_v2 / _v3 too), against fa_oracle.py.
 """
@@ -630,3 +632,84 @@ def test_flash_attn_func_argument_reaches_the_operator(arg, path):
     _fa_matters(q, k, v, "BSND", ref, dict(base, **dropped))
     out = fa.flash_attn_func(q, k, v, **given, **(dict(s_aux=_NO_WEIGHT_SINK) if path == "general" else {}))
     assert_close(f"flash_attn_func {path} out", out, _fa_expected(q, k, v, "BSND", ref), torch.float32, FA_S2)
+
+
+# ---- npu_fused_infer_attention_score_v2's layouts: the query views and the output permutations ----------------
+def _as_layout(x, layout):
+    """A BSND tensor [B, S, N, D] (every batch full) in `layout`."""
+    return {"BSH": lambda: x.flatten(2), "BSND": lambda: x, "BNSD": lambda: x.transpose(1, 2),
+            "NBSD": lambda: x.permute(2, 0, 1, 3), "TND": lambda: x.flatten(0, 1),
+            "NTD": lambda: x.flatten(0, 1).transpose(0, 1), "NSD": lambda: x[0].transpose(0, 1)}[layout]()
+
+
+V2_LAYOUTS = ["BSH", "BSND", "BNSD", "TND", "NTD", "NSD", "BNSD_BSND", "BSH_BNSD", "BSND_BNSD", "NTD_TND",
+              "BSH_NBSD", "BSND_NBSD", "BNSD_NBSD", "TND_NTD"]
+
+
+@pytest.mark.parametrize("layout", V2_LAYOUTS)
+def test_fia_v2_layout_reaches_the_operator(layout):
+    """input_layout "IN_OUT" (or "IN"): query, key and value in IN, attention_out in OUT, softmax_lse [B, N1, S1, 1]
+    ([T, N1, 1] for a TND or NTD query)."""
+    lay_in, lay_out = (layout.split("_") + [layout])[:2]
+    q, k, v, kw = _base(False, 11)
+    if lay_in == "NSD":  # one batch
+        q, k, v = q[:1], k[:1], v[:1]
+    want, want_lse = _expected(q, k, v, kw)
+    call = dict(num_query_heads=N1, num_key_value_heads=N2, softmax_scale=BASE_SCALE, input_layout=layout,
+                return_softmax_lse=True)
+    tokens = lay_in in ("TND", "NTD")
+    if tokens:
+        call.update(actual_seq_qlen=[q.shape[1] * (b + 1) for b in range(B)],
+                    actual_seq_kvlen=[S2 * (b + 1) for b in range(B)])
+    out, lse = torch_npu.npu_fused_infer_attention_score_v2(_as_layout(q, lay_in), _as_layout(k, lay_in),
+                                                            _as_layout(v, lay_in), **call)
+    assert_close(f"{layout} attention_out", out, _as_layout(want, lay_out), torch.float32, S2)
+    want_lse = want_lse.transpose(1, 2).flatten(0, 1) if tokens else want_lse
+    assert_close(f"{layout} softmax_lse", lse, want_lse[..., None], torch.float32, S2)
+
+
+def _rotated(x, cos, sin, pos, interleaved):
+    """flash-attn's rotary embedding of x [S, H, D] at positions pos [S] (the first 2 cos.shape[1] dims rotated):
+    pairs (2i, 2i + 1) when interleaved, else (i, i + half)."""
+    half = cos.shape[1]
+    c, s = cos[pos][:, None, :].double(), sin[pos][:, None, :].double()
+    x = x.double()
+    if interleaved:
+        a, b = x[..., 0:2 * half:2], x[..., 1:2 * half:2]
+        rot = torch.stack([a * c - b * s, a * s + b * c], -1).flatten(-2)
+    else:
+        a, b = x[..., :half], x[..., half:2 * half]
+        rot = torch.cat([a * c - b * s, a * s + b * c], -1)
+    return torch.cat([rot, x[..., 2 * half:]], -1).float()
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attn_with_kvcache_rotary_reaches_the_operator(interleaved, causal):
+    """rotary_cos / rotary_sin / rotary_interleaved on the append path: k's new rows rotated at their positions
+    cache_seqlens[b] + t, q at cache_seqlens[b] (+ its row with causal), then the attention over the cache; the
+    output without the rotary, and with the other pairing, differ from it."""
+    q, kc, vc, call, (_, ref_k, ref_v, kw), _, _ = _kv_problem("causal" if causal else "cache_seqlens")
+    g = torch.Generator().manual_seed(21)
+    angles = torch.rand(S2 + q.shape[1], 4, generator=g) * 6.28  # every position q and k take
+    cos, sin = angles.cos(), angles.sin()
+    start = [n - 2 for n in KV_LENS]
+    k_new = torch.stack([kc[b, n:n + 2] for b, n in enumerate(start)])
+    v_new = torch.stack([vc[b, n:n + 2] for b, n in enumerate(start)])
+
+    def expected(pairing):
+        rq, rk = q.clone(), ref_k.clone()
+        for b, n in enumerate(start):
+            rk[b, n:n + 2] = _rotated(k_new[b], cos, sin, torch.arange(n, n + 2), pairing)
+            q_pos = n + (torch.arange(q.shape[1]) if causal else torch.zeros(q.shape[1], dtype=torch.long))
+            rq[b] = _rotated(q[b], cos, sin, q_pos, pairing)
+        return _expected(rq, rk, ref_v, kw)[0]
+    want = expected(interleaved)
+    others = (("without the rotary", _expected(q, kc, vc, kw)[0]), ("the other pairing", expected(not interleaved)))
+    for name, other in others:
+        ok, _ = compare(name, other, want, torch.float32, S2)
+        assert not ok, f"{name} gives the same output: the case could not see the argument dropped"
+    out = fa.flash_attn_with_kvcache(q, kc.clone(), vc.clone(), k=k_new, v=v_new, rotary_cos=cos, rotary_sin=sin,
+                                     rotary_interleaved=interleaved,
+                                     **dict(call, cache_seqlens=call["cache_seqlens"] - 2))
+    assert_close("flash_attn_with_kvcache rotary out", out, want, torch.float32, S2 + 8)
