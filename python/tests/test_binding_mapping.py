@@ -713,3 +713,21 @@ def test_flash_attn_with_kvcache_rotary_reaches_the_operator(interleaved, causal
                                      rotary_interleaved=interleaved,
                                      **dict(call, cache_seqlens=call["cache_seqlens"] - 2))
     assert_close("flash_attn_with_kvcache rotary out", out, want, torch.float32, S2 + 8)
+
+
+@pytest.mark.parametrize("layout", ["NTD", "NSD", "NTD_TND", "BSH_NBSD"])
+def test_fia_v2_layout_with_a_paged_cache(layout):
+    """A paged cache keeps its own form whatever the query's layout (only the query is viewed)."""
+    lay_in, lay_out = (layout.split("_") + [layout])[:2]
+    q, k, v, kw, _ = _problem("block_table", False, seed=13)
+    if lay_in == "NSD":  # one batch: the table's first row
+        q = q[:1]
+        kw.update(block_table=kw["block_table"][:1], actual_seq_lengths_kv=kw["actual_seq_lengths_kv"][:1])
+    want, _ = _expected(q, k, v, kw)
+    call = dict(num_query_heads=N1, num_key_value_heads=N2, softmax_scale=BASE_SCALE, input_layout=layout,
+                block_table=kw["block_table"], block_size=kw["block_size"],
+                actual_seq_kvlen=kw["actual_seq_lengths_kv"])
+    if lay_in == "NTD":
+        call["actual_seq_qlen"] = [q.shape[1] * (b + 1) for b in range(B)]
+    out, _ = torch_npu.npu_fused_infer_attention_score_v2(_as_layout(q, lay_in), k, v, **call)
+    assert_close(f"{layout} paged attention_out", out, _as_layout(want, lay_out), torch.float32, S2)
