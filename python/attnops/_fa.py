@@ -12,8 +12,6 @@ import typing
 from . import _lib
 from ._views import Call
 
-INT32_MAX = 2147483647
-
 
 def _hidden(layout):
     return layout in ("BSH", "SBH")

@@ -9,9 +9,9 @@ with softmax_lse_flag, else a one-element zero, as op-plugin returns it.
 import ctypes
 
 from . import _lib
+from ._lib import INT32_MAX
 from ._views import Call
 
-INT32_MAX = 2147483647
 _IN_LAYOUTS = {"BSH": ("BSH", "BSH"), "BSND": ("BSND", "BSND"), "BNSD": ("BNSD", "BNSD"), "TND": ("TND", "TND"),
                "BNSD_BSND": ("BNSD", "BSND")}
 

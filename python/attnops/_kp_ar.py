@@ -13,6 +13,8 @@ rmsnorm_gamma [D]; h [B,T,D], rms f32 [B,T,L,1], alpha f32 [B,T,L], L = N (+1).
 """
 import ctypes
 
+import numpy as np
+
 from . import _lib
 from ._views import Call
 
@@ -45,15 +47,31 @@ def key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_table
 
 
 def key_pool_valid_rows(hidden_states, start_pos, cu_seqlens=None, cmp_ratio=4):
-    """n[b] = floor((start_pos[b] + len[b]) / R) - floor(start_pos[b] / R): the valid rows of each batch."""
-    import torch
-    starts = start_pos.to(torch.int64)
-    if hidden_states.dim() == 3:
-        lens = torch.full_like(starts, hidden_states.shape[1])
-    else:
-        lens = cu_seqlens.to(torch.int64).diff()
-    first = torch.div(starts, cmp_ratio, rounding_mode="floor")
-    return torch.div(starts + lens, cmp_ratio, rounding_mode="floor") - first
+    """int64 [B]: the valid rows of each batch, by the library's rule (attnops_key_pool_valid_rows).  The rule
+    reads hidden_states' shape, start_pos, cu_seqlens and cmp_ratio only; the inputs the library also checks
+    are stand-ins that fit them, zero-stride views of one element: an f16 hidden_states of the caller's shape, one
+    [1, H] weight pair, and a single cache block as long as any batch can reach."""
+    shape = tuple(hidden_states.shape)
+    starts = np.asarray(start_pos, np.int32)
+    cu = None if cu_seqlens is None else np.asarray(cu_seqlens, np.int32)
+    batch = shape[0] if len(shape) == 3 else len(starts) if cu is None else cu.shape[0] - 1
+    tokens = shape[1] if len(shape) == 3 else shape[0]
+    block_size = max(1, int(starts.max(initial=0)) + tokens)
+    weight = np.broadcast_to(np.float16(0), (1, shape[-1]))
+    stand_ins = (("hidden_states", np.broadcast_to(np.float16(0), shape)), ("wk", weight), ("gate_weight", weight),
+                 ("ape", np.broadcast_to(np.float32(0), (max(cmp_ratio, 1), 1))),
+                 ("state_cache", np.broadcast_to(np.float32(0), (2, block_size, 2))),
+                 ("cache_block_table", np.broadcast_to(np.int32(1), (batch, 1))))
+    call = Call()
+    args = _lib.KeyPoolArgs()
+    _lib.lib.attnops_key_pool_args_init(ctypes.byref(args))
+    for name, t in stand_ins + (("start_pos", starts), ("cu_seqlens", cu)):
+        setattr(args, name, call.view(t, name))
+    args.cmp_ratio = cmp_ratio
+    rows = np.empty(batch, np.int64)
+    out = rows.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+    _lib.check(_lib.lib.attnops_key_pool_valid_rows(ctypes.byref(args), out))
+    return rows
 
 
 def _impl(impl):

@@ -37,6 +37,9 @@ ERR_UNSUPPORTED = 161003
 ERR_OUT_OF_MEMORY = 361001
 ERR_INTERNAL = 561001
 
+# CANN's "unbounded" for pre_tokens / next_tokens (the attributes' defaults), the one definition in the package.
+INT32_MAX = 2 ** 31 - 1
+
 
 class AttnopsError(Exception):
     """A failed library call: `status` is the C status code, str() the sentence."""
@@ -152,7 +155,6 @@ def _declare(name, restype, *argtypes):
 for _name in ("attnops_last_error", "attnops_version", "attnops_cpu_isa", "attnops_cpu_model"):
     _declare(_name, ctypes.c_char_p)
 _declare("attnops_status_string", ctypes.c_char_p, ctypes.c_int)
-_declare("attnops_gemm_backend", ctypes.c_char_p, ctypes.c_int)
 _declare("attnops_dtype_traits_of", ctypes.POINTER(DtypeTraits), ctypes.c_int)
 
 
@@ -207,11 +209,6 @@ def cpu_isa():
 
 def cpu_model():
     return lib.attnops_cpu_model().decode()
-
-
-def gemm_backend(dtype_code):
-    name = lib.attnops_gemm_backend(dtype_code)
-    return name.decode() if name else None
 
 
 def run(op, args):

@@ -20,9 +20,8 @@ import ml_dtypes
 import numpy as np
 
 from . import _fa, _fia, _kp_ar, _lib
+from ._lib import INT32_MAX
 from ._views import Call
-
-_INT32_MAX = _fa.INT32_MAX
 
 
 def _fa_kw(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob, pre_tokens, next_tokens,
@@ -39,7 +38,7 @@ def _fa_kw(head_num, input_layout, pse, drop_mask, atten_mask, scale, keep_prob,
 
 
 def flash_attention_score(query, key, value, head_num, input_layout, *, pse=None, drop_mask=None, atten_mask=None,
-                          scale=1.0, keep_prob=1.0, pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0,
+                          scale=1.0, keep_prob=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0,
                           prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
                           query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
                           impl="reference", deterministic=False, num_threads=0, d_scale_q=None, d_scale_k=None,
@@ -55,7 +54,7 @@ def flash_attention_score(query, key, value, head_num, input_layout, *, pse=None
 
 def flash_attention_score_grad(query, key, value, dy, attention_in, softmax_max, softmax_sum, head_num, input_layout,
                                *, pse=None, drop_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0,
-                               pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, prefix=None,
+                               pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None,
                                actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, pse_type=1,
                                query_rope=None, key_rope=None, q_start_idx=None, kv_start_idx=None, seed=2, offset=0,
                                impl="reference", deterministic=False, num_threads=0, d_scale_q=None, d_scale_k=None,
@@ -135,7 +134,7 @@ def attn_res_grad(grad_h, blocks, proj_weight, alpha, *, partial_block=None, rms
 
 def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
                                 actual_seq_lengths_kv=None, block_table=None, query_rope=None, key_rope=None,
-                                num_heads=1, scale=1.0, pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX,
+                                num_heads=1, scale=1.0, pre_tokens=INT32_MAX, next_tokens=INT32_MAX,
                                 input_layout="BSH", num_key_value_heads=0, sparse_mode=0, inner_precise=0,
                                 block_size=0, softmax_lse_flag=False, key_antiquant_scale=None,
                                 key_antiquant_offset=None, value_antiquant_scale=None, value_antiquant_offset=None,

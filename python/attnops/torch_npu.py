@@ -22,11 +22,10 @@ import torch
 
 import numpy as np
 
-from . import _dropout, _fa, _kp_ar, _npu_rng, _npu_shim
+from . import _dropout, _fa, _kp_ar, _npu_rng, _npu_shim, _schema
 from . import ops
+from ._lib import INT32_MAX
 from ._npu_shim import install, set_soc, soc, uninstall  # noqa: F401
-
-_INT32_MAX = _fa.INT32_MAX
 
 
 _GEN_MASK_DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
@@ -105,9 +104,9 @@ def _attributes(scale, keep_prob, pre_tokens, next_tokens, inner_precise, sparse
         kw["scale"] = scale
     if keep_prob != 1.0:
         kw["keep_prob"] = keep_prob
-    if pre_tokens != _INT32_MAX:
+    if pre_tokens != INT32_MAX:
         kw["pre_tokens"] = pre_tokens
-    if next_tokens != _INT32_MAX:
+    if next_tokens != INT32_MAX:
         kw["next_tokens"] = next_tokens
     if inner_precise:
         kw["inner_precise"] = inner_precise
@@ -170,8 +169,16 @@ def _backward(query, key, value, dy, head_num, input_layout, pse, padding_mask, 
                                           input_layout, **kw)
 
 
+# npu_fusion_attention's fast path (the arguments it passes, in the schema's order, checked at import): how many
+# positional arguments pass each, read from the schema.
+_FUSION = _schema.positional_counts(torch.ops.attnops.npu_fusion_attention.default, (
+    "query", "key", "value", "head_num", "input_layout", "pse", "padding_mask", "atten_mask", "scale", "keep_prob",
+    "pre_tockens", "next_tockens", "inner_precise", "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode",
+    "gen_mask_parallel", "sync", "softmax_layout"))
+
+
 def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
-                         scale=1., keep_prob=1., pre_tockens=_INT32_MAX, next_tockens=_INT32_MAX, inner_precise=0,
+                         scale=1., keep_prob=1., pre_tockens=INT32_MAX, next_tockens=INT32_MAX, inner_precise=0,
                          prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
                          gen_mask_parallel=True, sync=False, softmax_layout="", sink=None):
     """-> (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels).
@@ -186,9 +193,12 @@ def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, pa
         # argument costs torch's parser ~0.06 us, a keyword ~0.35, a default less than either).
         if padding_mask is not None:
             _check_reserved(padding_mask)
-        given = (20 if softmax_layout else 17 if sparse_mode else 16 if actual_seq_kvlen is not None
-                 else 15 if actual_seq_qlen is not None else 14 if prefix is not None else 13 if inner_precise
-                 else 12 if next_tockens != _INT32_MAX else 11 if pre_tockens != _INT32_MAX else 9)
+        given = (_FUSION["softmax_layout"] if softmax_layout else _FUSION["sparse_mode"] if sparse_mode
+                 else _FUSION["actual_seq_kvlen"] if actual_seq_kvlen is not None
+                 else _FUSION["actual_seq_qlen"] if actual_seq_qlen is not None
+                 else _FUSION["prefix"] if prefix is not None else _FUSION["inner_precise"] if inner_precise
+                 else _FUSION["next_tockens"] if next_tockens != INT32_MAX
+                 else _FUSION["pre_tockens"] if pre_tockens != INT32_MAX else _FUSION["scale"])
         args = (query, key, value, head_num, input_layout, pse, None, atten_mask, scale, 1.0, pre_tockens,
                 next_tockens, inner_precise, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, True, False,
                 softmax_layout)
@@ -200,8 +210,8 @@ def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, pa
 
 def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
                               atten_mask=None, softmax_max=None, softmax_sum=None, softmax_in=None,
-                              attention_in=None, scale_value=1., keep_prob=1., pre_tockens=_INT32_MAX,
-                              next_tockens=_INT32_MAX, inner_precise=0, seed=0, offset=0, numels=0, prefix=None,
+                              attention_in=None, scale_value=1., keep_prob=1., pre_tockens=INT32_MAX,
+                              next_tockens=INT32_MAX, inner_precise=0, seed=0, offset=0, numels=0, prefix=None,
                               actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
                               sync=False, softmax_layout="", sink=None):
     """-> (dq, dk, dv, dpse, dsink): op-plugin master's five outputs; dpse is an empty tensor (reserved by
@@ -220,7 +230,7 @@ def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, 
 
 def npu_fusion_attention_v2(query, key, value, head_num, input_layout, *, pse=None, padding_mask=None,
                             atten_mask=None, query_rope=None, key_rope=None, scale=1., keep_prob=1.,
-                            pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, prefix=None,
+                            pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, prefix=None,
                             actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
                             sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None, softmax_layout="", sink=None):
     """npu_fusion_attention with MLA rope inputs, pse_type 0-3 and q/kv start indices (v2 spells
@@ -233,7 +243,7 @@ def npu_fusion_attention_v2(query, key, value, head_num, input_layout, *, pse=No
 def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
                                  atten_mask=None, softmax_max=None, softmax_sum=None, softmax_in=None,
                                  attention_in=None, query_rope=None, key_rope=None, scale_value=1., keep_prob=1.,
-                                 pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, inner_precise=0, seed=0, offset=0,
+                                 pre_tokens=INT32_MAX, next_tokens=INT32_MAX, inner_precise=0, seed=0, offset=0,
                                  numels=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
                                  gen_mask_parallel=True, sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None,
                                  softmax_layout="", sink=None):
@@ -254,7 +264,7 @@ def _int_list(lengths):
 
 
 def npu_fusion_attention_v3(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
-                            scale=1., keep_prob=1., pre_tockens=_INT32_MAX, next_tockens=_INT32_MAX, inner_precise=0,
+                            scale=1., keep_prob=1., pre_tockens=INT32_MAX, next_tockens=INT32_MAX, inner_precise=0,
                             prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
                             gen_mask_parallel=True, sync=False, softmax_layout="", sink=None):
     """-> (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset): torch_npu's graph-mode form of
@@ -270,8 +280,8 @@ def npu_fusion_attention_v3(query, key, value, head_num, input_layout, pse=None,
 
 def npu_fusion_attention_grad_v3(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
                                  atten_mask=None, softmax_max=None, softmax_sum=None, softmax_in=None,
-                                 attention_in=None, scale_value=1., keep_prob=1., pre_tockens=_INT32_MAX,
-                                 next_tockens=_INT32_MAX, inner_precise=0, seed=None, offset=None, prefix=None,
+                                 attention_in=None, scale_value=1., keep_prob=1., pre_tockens=INT32_MAX,
+                                 next_tockens=INT32_MAX, inner_precise=0, seed=None, offset=None, prefix=None,
                                  actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
                                  sync=False, softmax_layout="", sink=None):
     """-> (dq, dk, dv, dpse, dsink): npu_fusion_attention_grad with v3's forms (seed / offset and the lengths as
@@ -301,7 +311,7 @@ def npu_key_pool(hidden_states, wk, gate_weight, ape, state_cache, cache_block_t
 
 def npu_key_pool_valid_rows(hidden_states, start_pos, cu_seqlens=None, cmp_ratio=4):
     """int64 [B]: how many rows of npu_key_pool's output each batch fills."""
-    return _kp_ar.key_pool_valid_rows(hidden_states, start_pos, cu_seqlens, cmp_ratio)
+    return torch.from_numpy(_kp_ar.key_pool_valid_rows(hidden_states, start_pos, cu_seqlens, cmp_ratio))
 
 
 def _gamma(rmsnorm_gamma, enable_rmsnorm, like):
@@ -359,7 +369,7 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
                                     kv_padding_size=None, key_shared_prefix=None, value_shared_prefix=None,
                                     actual_shared_prefix_len=None, query_rope=None, key_rope=None,
                                     key_rope_antiquant_scale=None, num_heads=1, scale=1.0,
-                                    pre_tokens=_INT32_MAX, next_tokens=_INT32_MAX, input_layout="BSH",
+                                    pre_tokens=INT32_MAX, next_tokens=INT32_MAX, input_layout="BSH",
                                     num_key_value_heads=0, sparse_mode=0, inner_precise=0, block_size=0,
                                     antiquant_mode=0, key_antiquant_mode=0, value_antiquant_mode=0,
                                     softmax_lse_flag=False):
@@ -452,8 +462,8 @@ def npu_fused_infer_attention_score_v2(query, key, value, *, query_rope=None, ke
                                        dequant_scale_value=None, dequant_offset_value=None,
                                        dequant_scale_key_rope=None, quant_scale_out=None, quant_offset_out=None,
                                        quant_scale_p=None, learnable_sink=None, num_query_heads=1,
-                                       num_key_value_heads=0, softmax_scale=1.0, pre_tokens=_INT32_MAX,
-                                       next_tokens=_INT32_MAX, input_layout="BSH", sparse_mode=0, block_size=0,
+                                       num_key_value_heads=0, softmax_scale=1.0, pre_tokens=INT32_MAX,
+                                       next_tokens=INT32_MAX, input_layout="BSH", sparse_mode=0, block_size=0,
                                        query_quant_mode=0, key_quant_mode=0, value_quant_mode=0, inner_precise=0,
                                        return_softmax_lse=False, query_dtype=None, key_dtype=None, value_dtype=None,
                                        query_rope_dtype=None, key_rope_dtype=None, key_shared_prefix_dtype=None,

@@ -9,12 +9,12 @@ from itertools import accumulate
 import torch
 
 from .. import _fa, flash_attn, ops
+from .._lib import INT32_MAX
 from ._common import (DTYPE_CODES, SEQ_DIM, Ring, check_inputs, check_same_everywhere, dropout_seed, keep_code,
                       window as _window)
 from ._shards import chunks_of, seqlens_list
 
 _FLT_MAX = 3.4028234663852886e38
-_INT32_MAX = 2147483647
 _KV_TAG, _DKV_TAG = 0, 2
 
 
@@ -208,8 +208,8 @@ def _band_args(band, q_start, kv_start, len_q, len_kv, align):
         return None
     if (lo is None or lo <= 1 - len_q) and (hi is None or hi >= len_kv - 1):
         return {}
-    pre = _INT32_MAX if lo is None else -lo - len_q + len_kv
-    nxt = _INT32_MAX if hi is None else hi + len_q - len_kv
+    pre = INT32_MAX if lo is None else -lo - len_q + len_kv
+    nxt = INT32_MAX if hi is None else hi + len_q - len_kv
     return dict(atten_mask=flash_attn._compressed_mask(), sparse_mode=4, pre_tokens=pre, next_tokens=nxt)
 
 

@@ -29,14 +29,21 @@ import math
 
 import torch
 
-from .. import dropout_mask, ops
+from .. import _schema, dropout_mask, ops
+from .._lib import INT32_MAX
 from . import bert_padding  # noqa: F401  (flash_attn.bert_padding)
 
 _KVCACHE = torch.ops.attnops.flash_attn_kvcache.default
+# The fast paths' positional calls (the arguments they pass, in the schema's order, checked at import): how many
+# positional arguments pass each, read from the schema.
+_FORWARD = _schema.positional_counts(torch.ops.attnops.flash_attn_forward.default, (
+    "q", "k", "v", "softmax_scale", "causal", "window_left", "window_right", "softcap", "deterministic"))
+_DECODE = _schema.positional_counts(_KVCACHE, (
+    "q", "k_cache", "v_cache", "cache_seqlens", "block_table", "softmax_scale", "causal", "window_left",
+    "window_right", "softcap", "alibi_slopes", "return_softmax_lse", "s_aux"))
 
 __version__ = "2.8.3"  # the flash-attn release whose interface this follows
 
-_INT32_MAX = 2147483647
 _FLT_MAX = 3.4028234663852886e38
 # The 2048 x 2048 upper-triangular mask sparse modes 3 and 4 read (by diagonal offset).  Made at import:
 # created lazily, the first compiled call saw a None global and the second recompiled.
@@ -58,9 +65,9 @@ def _mask_args(causal, window_size):
     if left < 0 and right < 0:
         return dict()
     if left < 0 and right == 0:
-        return dict(atten_mask=_CAUSAL_MASK, sparse_mode=3, pre_tokens=_INT32_MAX, next_tokens=0)
-    return dict(atten_mask=_CAUSAL_MASK, sparse_mode=4, pre_tokens=_INT32_MAX if left < 0 else left,
-                next_tokens=_INT32_MAX if right < 0 else right)
+        return dict(atten_mask=_CAUSAL_MASK, sparse_mode=3, pre_tokens=INT32_MAX, next_tokens=0)
+    return dict(atten_mask=_CAUSAL_MASK, sparse_mode=4, pre_tokens=INT32_MAX if left < 0 else left,
+                next_tokens=INT32_MAX if right < 0 else right)
 
 
 def _check(q):
@@ -181,8 +188,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
         # small call's cost), given by position up to the last that differs from its default (torch's parser
         # takes ~0.05 us a positional argument and ~0.35 us a keyword).
         left, right = window_size
-        given = (9 if deterministic else 8 if softcap else 7 if right >= 0 else 6 if left >= 0 else 5 if causal
-                 else 4)
+        given = (_FORWARD["deterministic"] if deterministic else _FORWARD["softcap"] if softcap
+                 else _FORWARD["window_right"] if right >= 0 else _FORWARD["window_left"] if left >= 0
+                 else _FORWARD["causal"] if causal else _FORWARD["softmax_scale"])
         args = (q, k, v, softmax_scale, causal, left, right, softcap, deterministic)
         return ops.flash_attn_forward(*args[:given])[0]
     shape = q.shape
@@ -501,13 +509,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         # cost").
         if alibi_slopes is not None:
             _slopes(alibi_slopes)
-        given = (13 if s_aux is not None else 12 if return_softmax_lse else 11 if alibi_slopes is not None
-                 else 10 if softcap
-                 else 9 if window_size[1] >= 0 else 7 if causal else 6 if softmax_scale is not None
-                 else 5 if block_table is not None else 4)
+        given = (_DECODE["s_aux"] if s_aux is not None else _DECODE["return_softmax_lse"] if return_softmax_lse
+                 else _DECODE["alibi_slopes"] if alibi_slopes is not None else _DECODE["softcap"] if softcap
+                 else _DECODE["window_right"] if window_size[1] >= 0 else _DECODE["causal"] if causal
+                 else _DECODE["softmax_scale"] if softmax_scale is not None
+                 else _DECODE["block_table"] if block_table is not None else _DECODE["cache_seqlens"])
+        args = (q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, -1, window_size[1], softcap,
+                alibi_slopes, return_softmax_lse, s_aux)
         try:  # the op itself, not ops' translating wrapper: one Python frame less (~0.3 us of a cache-cold step)
-            out, lse = _KVCACHE(*(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, -1,
-                                  window_size[1], softcap, alibi_slopes, return_softmax_lse, s_aux)[:given])
+            out, lse = _KVCACHE(*args[:given])
         except (ValueError, NotImplementedError, RuntimeError) as exc:
             raise ops.library_error(exc) from None
         return (out, lse) if return_softmax_lse else out
@@ -556,7 +566,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         kw = dict(block_table=table, block_size=1)
         sk = ops.lengths_tensor(counts)
     else:
-        # After an append or a rotary: the attention over the lengths with the new rows, as a decode step's.
+        # After an append or a rotary: the attention over the lengths with the new rows, as a decode step's (every
+        # argument by position, in the order _DECODE checked).
         out, lse = ops.flash_attn_kvcache(q, k_cache, v_cache, sk, block_table, softmax_scale, causal, left,
                                           window_size[1], softcap, alibi_slopes, return_softmax_lse, s_aux)
         return (out, lse) if return_softmax_lse else out
