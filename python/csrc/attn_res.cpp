@@ -10,6 +10,7 @@
 // N blocks [B,T,D] (+ partial_block [B,T,D]), proj_weight and rmsnorm_gamma [D]; h [B,T,D], rms f32
 // [B,T,L,1] (empty without RMSNorm), alpha f32 [B,T,L], L = N (+1).  The gradients have their
 // inputs' shapes; grad_partial_block / grad_rmsnorm_gamma are empty without a partial block / RMSNorm.
+// The schemas, their defaults and the args structs come from one list per op (kFwdArgs, kBwdArgs; binding.h Arg).
 #include "binding.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -22,16 +23,6 @@ namespace {
 
 using c10::IValue;
 using torch::autograd::variable_list;
-
-constexpr const char *kFwdSchema =
-    "attn_res(Tensor[] blocks, Tensor proj_weight, Tensor? partial_block=None, Tensor? rmsnorm_gamma=None, "
-    "float scale=1.0, float rmsnorm_eps=1e-06, bool enable_rmsnorm=True, str impl=\"auto\") "
-    "-> (Tensor, Tensor, Tensor)";
-constexpr const char *kBwdSchema =
-    "attn_res_grad(Tensor grad_h, Tensor[] blocks, Tensor proj_weight, Tensor alpha, Tensor? partial_block=None, "
-    "Tensor? rmsnorm_gamma=None, Tensor? rms=None, float scale=1.0, bool enable_rmsnorm=True, "
-    "str impl=\"auto\") -> (Tensor[], Tensor, Tensor, Tensor)";
-constexpr size_t kFwdArgs = 8, kBwdArgs = 10;
 
 std::vector<at::Tensor> blocks_of(const IValue &v) {
     std::vector<at::Tensor> blocks = v.toTensorVector();
@@ -52,6 +43,86 @@ std::optional<at::Tensor> optional_of(const IValue &v) {
     return v.isTensor() ? std::optional<at::Tensor>(v.toTensor()) : std::nullopt;
 }
 
+// A call's args struct and the array of block views it points to, alive until the call returns.
+template <class Args> struct Call {
+    Args a;
+    std::vector<const attnops_tensor *> blocks;
+};
+using FwdCall = Call<attnops_attn_res_fwd_args>;
+using BwdCall = Call<attnops_attn_res_bwd_args>;
+
+#define AR_TENSOR(CallType, field)                                                                               \
+    [](CallType &c, Views &views, const IValue &v) { c.a.field = views.of(optional_of(v), #field); }
+#define AR_BLOCKS(CallType)                                                                                      \
+    [](CallType &c, Views &views, const IValue &v) {                                                             \
+        c.blocks = views_of(views, blocks_of(v), "blocks");                                                      \
+        c.a.blocks = c.blocks.data();                                                                            \
+        c.a.num_blocks = static_cast<int64_t>(c.blocks.size());                                                  \
+    }
+#define AR_SCALE(CallType) [](CallType &c, Views &, const IValue &v) { c.a.scale = v.toDouble(); }
+#define AR_RMSNORM(CallType) [](CallType &c, Views &, const IValue &v) { c.a.enable_rmsnorm = v.toBool(); }
+#define AR_IMPL(CallType) [](CallType &c, Views &, const IValue &v) { c.a.impl = impl_of(v.toStringRef()); }
+
+// Every argument of the two schemas in their order (the PyPTO names and defaults; docs/ATTNRES.md).
+constexpr Arg<FwdCall> kFwdArgs[] = {
+    {"Tensor[]", "blocks", nullptr, AR_BLOCKS(FwdCall)},
+    {"Tensor", "proj_weight", nullptr, AR_TENSOR(FwdCall, proj_weight)},
+    {"Tensor?", "partial_block", "None", AR_TENSOR(FwdCall, partial_block)},
+    {"Tensor?", "rmsnorm_gamma", "None", AR_TENSOR(FwdCall, rmsnorm_gamma)},
+    {"float", "scale", "1.0", AR_SCALE(FwdCall)},
+    {"float", "rmsnorm_eps", "1e-06", [](FwdCall &c, Views &, const IValue &v) { c.a.rmsnorm_eps = v.toDouble(); }},
+    {"bool", "enable_rmsnorm", "True", AR_RMSNORM(FwdCall)},
+    {"str", "impl", "\"auto\"", AR_IMPL(FwdCall)},
+};
+constexpr Arg<BwdCall> kBwdArgs[] = {
+    {"Tensor", "grad_h", nullptr, AR_TENSOR(BwdCall, grad_h)},
+    {"Tensor[]", "blocks", nullptr, AR_BLOCKS(BwdCall)},
+    {"Tensor", "proj_weight", nullptr, AR_TENSOR(BwdCall, proj_weight)},
+    {"Tensor", "alpha", nullptr, AR_TENSOR(BwdCall, alpha)},
+    {"Tensor?", "partial_block", "None", AR_TENSOR(BwdCall, partial_block)},
+    {"Tensor?", "rmsnorm_gamma", "None", AR_TENSOR(BwdCall, rmsnorm_gamma)},
+    // Read after the list, and only with RMSNorm: enable_rmsnorm comes after it.
+    {"Tensor?", "rms", "None", [](BwdCall &, Views &, const IValue &) {}},
+    {"float", "scale", "1.0", AR_SCALE(BwdCall)},
+    {"bool", "enable_rmsnorm", "True", AR_RMSNORM(BwdCall)},
+    {"str", "impl", "\"auto\"", AR_IMPL(BwdCall)},
+};
+#undef AR_TENSOR
+#undef AR_BLOCKS
+#undef AR_SCALE
+#undef AR_RMSNORM
+#undef AR_IMPL
+
+constexpr size_t kFwdCount = sizeof kFwdArgs / sizeof kFwdArgs[0], kBwdCount = sizeof kBwdArgs / sizeof kBwdArgs[0];
+// Positions of what the kernels read besides the args struct (the outputs' shapes, autograd's saved values).
+constexpr size_t kFwdBlocks = 0, kFwdProj = 1, kFwdPartial = 2, kFwdGamma = 3, kFwdScale = 4, kFwdRmsnorm = 6,
+                 kFwdImpl = 7;
+static_assert(same_name(kFwdArgs[kFwdBlocks].name, "blocks") && same_name(kFwdArgs[kFwdProj].name, "proj_weight") &&
+              same_name(kFwdArgs[kFwdPartial].name, "partial_block") &&
+              same_name(kFwdArgs[kFwdGamma].name, "rmsnorm_gamma") && same_name(kFwdArgs[kFwdScale].name, "scale") &&
+              same_name(kFwdArgs[kFwdRmsnorm].name, "enable_rmsnorm") && same_name(kFwdArgs[kFwdImpl].name, "impl"));
+constexpr size_t kBwdGradH = 0, kBwdBlocks = 1, kBwdProj = 2, kBwdAlpha = 3, kBwdPartial = 4, kBwdGamma = 5,
+                 kBwdRms = 6, kBwdScale = 7, kBwdRmsnorm = 8, kBwdImpl = 9;
+static_assert(same_name(kBwdArgs[kBwdGradH].name, "grad_h") && same_name(kBwdArgs[kBwdBlocks].name, "blocks") &&
+              same_name(kBwdArgs[kBwdProj].name, "proj_weight") && same_name(kBwdArgs[kBwdAlpha].name, "alpha") &&
+              same_name(kBwdArgs[kBwdPartial].name, "partial_block") &&
+              same_name(kBwdArgs[kBwdGamma].name, "rmsnorm_gamma") && same_name(kBwdArgs[kBwdRms].name, "rms") &&
+              same_name(kBwdArgs[kBwdScale].name, "scale") && same_name(kBwdArgs[kBwdRmsnorm].name, "enable_rmsnorm") &&
+              same_name(kBwdArgs[kBwdImpl].name, "impl"));
+
+std::string fwd_schema() { return "attn_res(" + schema_args(kFwdArgs) + ") -> (Tensor, Tensor, Tensor)"; }
+std::string bwd_schema() {
+    return "attn_res_grad(" + schema_args(kBwdArgs) + ") -> (Tensor[], Tensor, Tensor, Tensor)";
+}
+
+// The args struct of a call from the stack's arguments, every field its list sets.
+template <class Args, size_t N>
+void fill(Call<Args> &c, Views &views, const IValue *args, const Arg<Call<Args>> (&list)[N]) {
+    for (size_t i = 0; i < N; i++)
+        list[i].fill(c, views, args[i]);
+    c.a.num_threads = num_threads();
+}
+
 // ---- the forward ---------------------------------------------------------------------------
 struct FwdOutputs {
     at::Tensor h, rms, alpha;
@@ -69,41 +140,31 @@ FwdOutputs fwd_outputs(const std::vector<at::Tensor> &blocks, bool partial, bool
             at::empty_symint({b0.sym_size(0), b0.sym_size(1), levels}, f32)};
 }
 
-void push_outputs(torch::jit::Stack *stack, size_t num_args, FwdOutputs o) {
-    torch::jit::drop(*stack, num_args);
+FwdOutputs fwd_outputs(const IValue *args, at::Device device) {
+    return fwd_outputs(blocks_of(args[kFwdBlocks]), args[kFwdPartial].isTensor(), args[kFwdRmsnorm].toBool(), device);
+}
+
+void push_outputs(torch::jit::Stack *stack, FwdOutputs o) {
+    torch::jit::drop(*stack, kFwdCount);
     torch::jit::push(*stack, std::move(o.h), std::move(o.rms), std::move(o.alpha));
 }
 
 void attn_res_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kFwdArgs);
-    std::vector<at::Tensor> blocks = blocks_of(args[0]);
-    bool rmsnorm = args[6].toBool();
-    FwdOutputs o = fwd_outputs(blocks, args[2].isTensor(), rmsnorm, at::kCPU);
-
-    attnops_attn_res_fwd_args a;
-    attnops_attn_res_fwd_args_init(&a);
+    const IValue *args = &*(stack->end() - kFwdCount);
+    FwdOutputs o = fwd_outputs(args, at::kCPU);
+    FwdCall c;
+    attnops_attn_res_fwd_args_init(&c.a);
     Views views;
-    std::vector<const attnops_tensor *> block_views = views_of(views, blocks, "blocks");
-    a.blocks = block_views.data();
-    a.num_blocks = static_cast<int64_t>(blocks.size());
-    a.proj_weight = views.of(args[1].toTensor(), "proj_weight");
-    a.partial_block = views.of(optional_of(args[2]), "partial_block");
-    a.rmsnorm_gamma = views.of(optional_of(args[3]), "rmsnorm_gamma");
-    a.scale = args[4].toDouble();
-    a.rmsnorm_eps = args[5].toDouble();
-    a.enable_rmsnorm = rmsnorm;
-    a.impl = impl_of(args[7].toStringRef());
-    a.num_threads = num_threads();
-    a.h = views.of(o.h, "h");
-    a.rms = rmsnorm ? views.of(o.rms, "rms") : nullptr;
-    a.alpha = views.of(o.alpha, "alpha");
-    run_two_phase(attnops_attn_res_workspace_size, attnops_attn_res, a);
-    push_outputs(stack, kFwdArgs, std::move(o));
+    fill(c, views, args, kFwdArgs);
+    c.a.h = views.of(o.h, "h");
+    c.a.rms = c.a.enable_rmsnorm ? views.of(o.rms, "rms") : nullptr;
+    c.a.alpha = views.of(o.alpha, "alpha");
+    run_two_phase(attnops_attn_res_workspace_size, attnops_attn_res, c.a);
+    push_outputs(stack, std::move(o));
 }
 
 void attn_res_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kFwdArgs);
-    push_outputs(stack, kFwdArgs, fwd_outputs(blocks_of(args[0]), args[2].isTensor(), args[6].toBool(), at::kMeta));
+    push_outputs(stack, fwd_outputs(&*(stack->end() - kFwdCount), at::kMeta));
 }
 
 // ---- the backward --------------------------------------------------------------------------
@@ -113,60 +174,48 @@ struct BwdOutputs {
 };
 
 BwdOutputs bwd_outputs(const IValue *args, at::Device device) {
-    std::vector<at::Tensor> blocks = blocks_of(args[1]);
+    std::vector<at::Tensor> blocks = blocks_of(args[kBwdBlocks]);
     auto like = [device](const at::Tensor &t) { return at::empty_symint(t.sym_sizes(), t.options().device(device)); };
     at::TensorOptions empty = blocks[0].options().device(device);
     BwdOutputs o;
     for (const at::Tensor &t : blocks)
         o.grad_blocks.push_back(like(t));
-    o.grad_partial = args[4].isTensor() ? like(args[4].toTensor()) : at::empty({0}, empty);
-    o.grad_proj = like(args[2].toTensor());
-    bool rmsnorm = args[8].toBool();
-    if (rmsnorm && !args[5].isTensor())
+    const IValue &partial = args[kBwdPartial], &gamma = args[kBwdGamma];
+    o.grad_partial = partial.isTensor() ? like(partial.toTensor()) : at::empty({0}, empty);
+    o.grad_proj = like(args[kBwdProj].toTensor());
+    bool rmsnorm = args[kBwdRmsnorm].toBool();
+    if (rmsnorm && !gamma.isTensor())
         raise_value_error("attnops: enable_rmsnorm needs rmsnorm_gamma; got None");
-    o.grad_gamma = rmsnorm ? like(args[5].toTensor()) : at::empty({0}, empty);
+    o.grad_gamma = rmsnorm ? like(gamma.toTensor()) : at::empty({0}, empty);
     return o;
 }
 
 void push_outputs(torch::jit::Stack *stack, BwdOutputs o) {
-    torch::jit::drop(*stack, kBwdArgs);
+    torch::jit::drop(*stack, kBwdCount);
     torch::jit::push(*stack, std::move(o.grad_blocks), std::move(o.grad_partial), std::move(o.grad_proj),
                      std::move(o.grad_gamma));
 }
 
 void attn_res_grad_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kBwdArgs);
+    const IValue *args = &*(stack->end() - kBwdCount);
     BwdOutputs o = bwd_outputs(args, at::kCPU);
-    std::vector<at::Tensor> blocks = blocks_of(args[1]);
-    bool rmsnorm = args[8].toBool();
-
-    attnops_attn_res_bwd_args a;
-    attnops_attn_res_bwd_args_init(&a);
+    BwdCall c;
+    attnops_attn_res_bwd_args_init(&c.a);
     Views views;
-    std::vector<const attnops_tensor *> block_views = views_of(views, blocks, "blocks");
+    fill(c, views, args, kBwdArgs);
+    const bool rmsnorm = c.a.enable_rmsnorm;
+    c.a.rms = rmsnorm ? views.of(optional_of(args[kBwdRms]), "rms") : nullptr;
     std::vector<const attnops_tensor *> grad_views = views_of(views, o.grad_blocks, "grad_blocks");
-    a.grad_h = views.of(args[0].toTensor(), "grad_h");
-    a.blocks = block_views.data();
-    a.num_blocks = static_cast<int64_t>(blocks.size());
-    a.proj_weight = views.of(args[2].toTensor(), "proj_weight");
-    a.alpha = views.of(args[3].toTensor(), "alpha");
-    a.partial_block = views.of(optional_of(args[4]), "partial_block");
-    a.rmsnorm_gamma = views.of(optional_of(args[5]), "rmsnorm_gamma");
-    a.rms = rmsnorm ? views.of(optional_of(args[6]), "rms") : nullptr;
-    a.scale = args[7].toDouble();
-    a.enable_rmsnorm = rmsnorm;
-    a.impl = impl_of(args[9].toStringRef());
-    a.num_threads = num_threads();
-    a.grad_blocks = grad_views.data();
-    a.grad_partial_block = args[4].isTensor() ? views.of(o.grad_partial, "grad_partial_block") : nullptr;
-    a.grad_proj_weight = views.of(o.grad_proj, "grad_proj_weight");
-    a.grad_rmsnorm_gamma = rmsnorm ? views.of(o.grad_gamma, "grad_rmsnorm_gamma") : nullptr;
-    run_two_phase(attnops_attn_res_grad_workspace_size, attnops_attn_res_grad, a);
+    c.a.grad_blocks = grad_views.data();
+    c.a.grad_partial_block = c.a.partial_block ? views.of(o.grad_partial, "grad_partial_block") : nullptr;
+    c.a.grad_proj_weight = views.of(o.grad_proj, "grad_proj_weight");
+    c.a.grad_rmsnorm_gamma = rmsnorm ? views.of(o.grad_gamma, "grad_rmsnorm_gamma") : nullptr;
+    run_two_phase(attnops_attn_res_grad_workspace_size, attnops_attn_res_grad, c.a);
     push_outputs(stack, std::move(o));
 }
 
 void attn_res_grad_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    push_outputs(stack, bwd_outputs(&*(stack->end() - kBwdArgs), at::kMeta));
+    push_outputs(stack, bwd_outputs(&*(stack->end() - kBwdCount), at::kMeta));
 }
 
 // ---- autograd: the backward is attn_res_grad on the saved inputs and outputs ----------------
@@ -204,9 +253,17 @@ struct AttnResBackward final : torch::autograd::Node {
         at::Tensor grad_h = grads[0].defined() ? grads[0] : at::zeros_like(block_values[0]);
         auto opt = [](const at::Tensor &t) { return t.defined() ? IValue(t) : IValue(); };
 
-        torch::jit::Stack stack;
-        torch::jit::push(stack, grad_h, block_values, proj.unpack(), alpha.unpack(), opt(partial_value),
-                         opt(gamma_value), opt(rms.unpack()), scale, rmsnorm, impl);
+        torch::jit::Stack stack(kBwdCount);
+        stack[kBwdGradH] = grad_h;
+        stack[kBwdBlocks] = block_values;
+        stack[kBwdProj] = proj.unpack();
+        stack[kBwdAlpha] = alpha.unpack();
+        stack[kBwdPartial] = opt(partial_value);
+        stack[kBwdGamma] = opt(gamma_value);
+        stack[kBwdRms] = opt(rms.unpack());
+        stack[kBwdScale] = scale;
+        stack[kBwdRmsnorm] = rmsnorm;
+        stack[kBwdImpl] = impl;
         grad_op().callBoxed(&stack);
 
         variable_list out = stack[0].toTensorVector();
@@ -239,30 +296,31 @@ struct AttnResBackward final : torch::autograd::Node {
 };
 
 void attn_res_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kFwdArgs);
-    std::vector<at::Tensor> blocks = args[0].toTensorVector();
+    const IValue *args = &*(stack->end() - kFwdCount);
+    std::vector<at::Tensor> blocks = args[kFwdBlocks].toTensorVector();
+    const IValue &proj_arg = args[kFwdProj], &partial_arg = args[kFwdPartial], &gamma_arg = args[kFwdGamma];
     bool needs_grad = false;
     for (const at::Tensor &t : blocks)
         needs_grad = needs_grad || t.requires_grad();
     needs_grad = at::GradMode::is_enabled() &&
-                 (needs_grad || requires_grad(args[1]) || requires_grad(args[2]) || requires_grad(args[3]));
+                 (needs_grad || requires_grad(proj_arg) || requires_grad(partial_arg) || requires_grad(gamma_arg));
     if (!needs_grad) {
         at::AutoDispatchBelowADInplaceOrView below;
         op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
         return;
     }
     auto node = c10::make_intrusive<AttnResBackward>();
-    at::Tensor proj = args[1].toTensor(), partial = optional_of(args[2]).value_or(at::Tensor()),
-               gamma = optional_of(args[3]).value_or(at::Tensor());
+    at::Tensor proj = proj_arg.toTensor(), partial = optional_of(partial_arg).value_or(at::Tensor()),
+               gamma = optional_of(gamma_arg).value_or(at::Tensor());
     node->set_next_edges(torch::autograd::collect_next_edges(blocks, proj, partial, gamma));
     for (const at::Tensor &b : blocks)
         node->blocks.emplace_back(b, false);
     node->proj = torch::autograd::SavedVariable(proj, false);
     node->partial = torch::autograd::SavedVariable(partial, false);
     node->gamma = torch::autograd::SavedVariable(gamma, false);
-    node->scale = args[4].toDouble();
-    node->rmsnorm = args[6].toBool();
-    node->impl = args[7].toStringRef();
+    node->scale = args[kFwdScale].toDouble();
+    node->rmsnorm = args[kFwdRmsnorm].toBool();
+    node->impl = args[kFwdImpl].toStringRef();
     {
         at::AutoDispatchBelowADInplaceOrView below;
         op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
@@ -275,8 +333,8 @@ void attn_res_autograd(const c10::OperatorHandle &op, c10::DispatchKeySet keys, 
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(attnops, m) {
-    m.def(kFwdSchema);
-    m.def(kBwdSchema);
+    m.def(fwd_schema().c_str());
+    m.def(bwd_schema().c_str());
 }
 
 TORCH_LIBRARY_IMPL(attnops, CPU, m) {
