@@ -409,8 +409,8 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
             }
             float vx, vy, vv, vy2;
             double ex = 0, ey = 0, ev = 0, sx = 0, sy = 0, sv = 0;
-            k->ar_dots(v, dt, D, x, y, &vx, &vy, NULL);
-            k->ar_dots(v, dt, D, NULL, y, &vv, &vy2, out); /* a prefetch hint changes nothing */
+            k->dots(v, dt, D, x, y, &vx, &vy, NULL);
+            k->dots(v, dt, D, NULL, y, &vv, &vy2, out); /* a prefetch hint changes nothing */
             for (int i = 0; i < D; i++) {
                 ex += vd[i] * x[i], ey += vd[i] * y[i], ev += vd[i] * vd[i];
                 sx += fabs(vd[i] * x[i]), sy += fabs(vd[i] * y[i]), sv += vd[i] * vd[i];
@@ -420,8 +420,8 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
                    (vy2 != vy);
             if (dt == ATTNOPS_DTYPE_F32) { /* double sums: one f32 rounding, whatever D (an f32 sum fails this) */
                 float fx, fy, fv, fy2;
-                k->ar_dots_f64((const float *)v, D, x, y, &fx, &fy, NULL);
-                k->ar_dots_f64((const float *)v, D, NULL, y, &fv, &fy2, out);
+                k->dots_f64((const float *)v, D, x, y, &fx, &fy, NULL);
+                k->dots_f64((const float *)v, D, NULL, y, &fv, &fy2, out);
                 const double gf = 0x1p-52 * D;
                 bad += !(fabs(fx - ex) <= 0x1p-24 * fabs(ex) + gf * sx) + !(fabs(fy - ey) <= 0x1p-24 * fabs(ey) + gf * sy) +
                        !(fabs(fv - ev) <= 0x1p-24 * ev + gf * sv) + (fy2 != fy);
@@ -434,12 +434,12 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
                 for (int i = 0; i < D; i++)
                     ys[AR_SPLIT(i)] = y[i], accs0[AR_SPLIT(i)] = acc0[i], vs[AR_SPLIT(i)] = (float)vd[i];
                 float sv2, sy2, sv3, sy3;
-                k->ar_dots_split((const uint16_t *)v, D, NULL, ys, &sv2, &sy2, v);
-                k->ar_dots(vs, ATTNOPS_DTYPE_F32, len, NULL, ys, &sv3, &sy3, NULL);
+                k->dots_split((const uint16_t *)v, D, NULL, ys, &sv2, &sy2, v);
+                k->dots(vs, ATTNOPS_DTYPE_F32, len, NULL, ys, &sv3, &sy3, NULL);
                 bad += !(fabs(sv2 - ev) <= gd * sv) + !(fabs(sy2 - ey) <= gd * sy) + (sv2 != sv3) + (sy2 != sy3);
                 const float c = 0.75f, e = -1.25f, div = 3.0f;
                 memcpy(accs, accs0, sizeof accs);
-                k->ar_accumulate_split(accs, c, e, (const uint16_t *)v, D);
+                k->accumulate_split(accs, c, e, (const uint16_t *)v, D);
                 for (int i = 0; i < D; i++) {
                     const double want = (double)c * acc0[i] + (double)e * vd[i], got = accs[AR_SPLIT(i)];
                     bad += !(fabs(got - want) <= 0x1p-23 * (fabs((double)c * acc0[i]) + fabs((double)e * vd[i])));
@@ -448,7 +448,7 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
                 for (int f32 = 0; f32 < 2; f32++) {
                     const attnops_dtype odt = f32 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16;
                     memset(outs, 0x5A, sizeof outs);
-                    k->ar_store_div_split(outs, odt, accs0, div, D);
+                    k->store_div_split(outs, odt, accs0, div, D);
                     const size_t oes = attnops_dtype_size(odt);
                     for (int i = 0; i < D; i++) {
                         const double q = (double)acc0[i] / div, got = ao_load_f64(outs + i * oes, odt);
@@ -462,8 +462,8 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
                 memset(xs, 0, sizeof xs), memset(gs, 0, sizeof gs), memset(us0, 0, sizeof us0);
                 for (int i = 0; i < D; i++) xs[AR_SPLIT(i)] = x[i], gs[AR_SPLIT(i)] = g[i], us0[AR_SPLIT(i)] = u0[i];
                 float sx2, sx3;
-                k->ar_dots_split((const uint16_t *)v, D, xs, ys, &sx2, &sy2, NULL);
-                k->ar_dots(vs, ATTNOPS_DTYPE_F32, len, xs, ys, &sx3, &sy3, NULL);
+                k->dots_split((const uint16_t *)v, D, xs, ys, &sx2, &sy2, NULL);
+                k->dots(vs, ATTNOPS_DTYPE_F32, len, xs, ys, &sx3, &sy3, NULL);
                 bad += !(fabs(sx2 - ex) <= gd * sx) + (sx2 != sx3) + (sy2 != sy3);
                 const float a = 0.5f, bb = 2.0f;
                 for (int form = 0; form < 3; form++) { /* bf16 in -> bf16 out (streamed), f32 in -> bf16, bf16 -> f32 */
@@ -473,9 +473,9 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
                     memcpy(us, us0, sizeof us);
                     memset(outg, 0x5A, sizeof outg);
                     const attnops_dtype odt = form == 2 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16;
-                    k->ar_grad_row_split(form == 1 ? (const void *)vnat : (const void *)v,
-                                         form == 1 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16, D, gs, ys, a, bb, e, outg,
-                                         odt, us, form == 0);
+                    k->grad_row_split(form == 1 ? (const void *)vnat : (const void *)v,
+                                      form == 1 ? ATTNOPS_DTYPE_F32 : ATTNOPS_DTYPE_BF16, D, gs, ys, a, bb, e, outg,
+                                      odt, us, form == 0);
                     const size_t oes = attnops_dtype_size(odt);
                     for (int i = 0; i < D; i++) {
                         const double terms[3] = {(double)a * g[i], (double)bb * y[i], (double)e * vd[i]};
@@ -492,8 +492,8 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
             const float c = 0.75f, e = -1.25f, a = 0.5f, b = 2.0f, div = 3.0f;
             memcpy(acc, acc0, sizeof(float) * (size_t)D);
             memcpy(u, u0, sizeof(float) * (size_t)D);
-            k->ar_accumulate(acc, c, e, v, dt, D);
-            k->ar_store_div(out, dt, acc0, div, D);
+            k->accumulate(acc, c, e, v, dt, D);
+            k->store_div(out, dt, acc0, div, D);
             for (int i = 0; i < D; i++) {
                 const double want = (double)c * acc0[i] + (double)e * vd[i];
                 bad += !(fabs(acc[i] - want) <= 0x1p-23 * (fabs((double)c * acc0[i]) + fabs((double)e * vd[i])));
@@ -504,8 +504,8 @@ static void check_ar_rows(const ar_kernels *k, const char *isa)
             static _Alignas(64) unsigned char out_stream[MAXD * 4];
             static float u_stream[MAXD];
             memcpy(u_stream, u0, sizeof(float) * (size_t)D);
-            k->ar_grad_row(v, dt, D, g, y, a, b, e, out, dt, u, false);
-            k->ar_grad_row(v, dt, D, g, y, a, b, e, out_stream, dt, u_stream, true);
+            k->grad_row(v, dt, D, g, y, a, b, e, out, dt, u, false);
+            k->grad_row(v, dt, D, g, y, a, b, e, out_stream, dt, u_stream, true);
             bad += memcmp(out, out_stream, (size_t)D * es) != 0;
             bad += memcmp(u, u_stream, sizeof(float) * (size_t)D) != 0;
             for (int i = 0; i < D; i++) {
@@ -883,7 +883,7 @@ static void check_gemm(const gemm_kernels *k, const char *isa)
             const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
             const bool trans_a = form & 1, acc = form & 2;
             memcpy(c, c0, sizeof c);
-            k->gemm_f32(trans_a, M, N, K, a, LDA, b, LDB, c, LDC, acc);
+            k->f32(trans_a, M, N, K, a, LDA, b, LDB, c, LDC, acc);
             const double n = 2.0 * K + 2, u = 0x1p-24, gamma = n * u / (1 - n * u);
             int bad = 0;
             for (int i = 0; i < M; i++)
@@ -959,11 +959,11 @@ static const struct {
     {"fa.transpose_scaled", run_transpose},
     {"fa.softcap fa.softcap_grad", run_softcap},
     {"kp.group_pool", run_pool},
-    {"ar.ar_dots ar.ar_dots_f64 ar.ar_accumulate ar.ar_store_div ar.ar_dots_split ar.ar_accumulate_split "
-     "ar.ar_store_div_split ar.ar_grad_row_split ar.ar_grad_row",
+    {"ar.dots ar.dots_f64 ar.accumulate ar.store_div ar.dots_split ar.accumulate_split "
+     "ar.store_div_split ar.grad_row_split ar.grad_row",
      run_ar},
     {"fia.dot_rows fia.axpy_rows", run_fia},
-    {"gemm.gemm_f32", run_gemm},
+    {"gemm.f32", run_gemm},
     {"peak.fma_chains", run_peak},
     {"golden.ref_dot golden.ref_dot_block golden.ref_gemm_acc", run_golden},
 };
@@ -1083,51 +1083,51 @@ static void bad_group_pool(const float *const *key, const float *const *gate, co
 static void bad_ar_dots(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
                         const void *next)
 {
-    P->ar.ar_dots(v, dt, D, x, y, vx, vy, next);
+    P->ar.dots(v, dt, D, x, y, vx, vy, next);
     *vy += 1e-2f * (fabsf(*vy) + 1.0f);
 }
 static void bad_ar_dots_f64(const float *v, int D, const float *x, const float *y, float *vx, float *vy,
                             const void *next)
 {
-    P->ar.ar_dots_f64(v, D, x, y, vx, vy, next);
+    P->ar.dots_f64(v, D, x, y, vx, vy, next);
     *vy *= 1.0f + 0x1p-20f;
 }
 static void bad_ar_accumulate(float *acc, float c, float e, const void *v, attnops_dtype dt, int D)
 {
-    P->ar.ar_accumulate(acc, c, e, v, dt, D);
+    P->ar.accumulate(acc, c, e, v, dt, D);
     acc[0] += 1e-2f * (fabsf(acc[0]) + 1.0f);
 }
 static void bad_ar_store_div(void *out, attnops_dtype dt, const float *src, float div, int D)
 {
-    P->ar.ar_store_div(out, dt, src, div, D);
+    P->ar.store_div(out, dt, src, div, D);
     flip(out);
 }
 static void bad_ar_dots_split(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
                               const void *next)
 {
-    P->ar.ar_dots_split(v, D, xs, ys, vx, vy, next);
+    P->ar.dots_split(v, D, xs, ys, vx, vy, next);
     *vy += 1e-2f * (fabsf(*vy) + 1.0f);
 }
 static void bad_ar_accumulate_split(float *accs, float c, float e, const uint16_t *v, int D)
 {
-    P->ar.ar_accumulate_split(accs, c, e, v, D);
+    P->ar.accumulate_split(accs, c, e, v, D);
     accs[0] += 1e-2f * (fabsf(accs[0]) + 1.0f);
 }
 static void bad_ar_store_div_split(void *out, attnops_dtype dt, const float *srcs, float div, int D)
 {
-    P->ar.ar_store_div_split(out, dt, srcs, div, D);
+    P->ar.store_div_split(out, dt, srcs, div, D);
     flip(out);
 }
 static void bad_ar_grad_row_split(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
                                   float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream)
 {
-    P->ar.ar_grad_row_split(v, dt, D, gs, ys, a, b, e, out, out_dt, us, stream);
+    P->ar.grad_row_split(v, dt, D, gs, ys, a, b, e, out, out_dt, us, stream);
     flip(out);
 }
 static void bad_ar_grad_row(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
                             float e, void *out, attnops_dtype out_dt, float *u, bool stream)
 {
-    P->ar.ar_grad_row(v, dt, D, g, y, a, b, e, out, out_dt, u, stream);
+    P->ar.grad_row(v, dt, D, g, y, a, b, e, out, out_dt, u, stream);
     flip(out);
 }
 
@@ -1147,7 +1147,7 @@ static void bad_axpy_rows(const float *p, int rows, int ld_p, const void *const 
 static void bad_gemm_f32(bool trans_a, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                          float *C, int ldc, bool accumulate)
 {
-    P->gemm.gemm_f32(trans_a, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    P->gemm.f32(trans_a, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
     C[0] += 1e-4f * (fabsf(C[0]) + 1.0f);
 }
 
@@ -1180,12 +1180,12 @@ static const cpu_kernel_set BROKEN = {
            .fp8_round = bad_fp8_round, .abs_max = bad_abs_max, .scale2 = bad_scale2, .apply_keep = bad_apply_keep,
            .softcap = bad_softcap, .softcap_grad = bad_softcap_grad},
     .kp = {.group_pool = bad_group_pool},
-    .ar = {.ar_dots = bad_ar_dots, .ar_dots_f64 = bad_ar_dots_f64, .ar_accumulate = bad_ar_accumulate,
-           .ar_store_div = bad_ar_store_div, .ar_dots_split = bad_ar_dots_split,
-           .ar_accumulate_split = bad_ar_accumulate_split, .ar_store_div_split = bad_ar_store_div_split,
-           .ar_grad_row_split = bad_ar_grad_row_split, .ar_grad_row = bad_ar_grad_row},
+    .ar = {.dots = bad_ar_dots, .dots_f64 = bad_ar_dots_f64, .accumulate = bad_ar_accumulate,
+           .store_div = bad_ar_store_div, .dots_split = bad_ar_dots_split,
+           .accumulate_split = bad_ar_accumulate_split, .store_div_split = bad_ar_store_div_split,
+           .grad_row_split = bad_ar_grad_row_split, .grad_row = bad_ar_grad_row},
     .fia = {.dot_rows = bad_dot_rows, .axpy_rows = bad_axpy_rows},
-    .gemm = {.gemm_f32 = bad_gemm_f32},
+    .gemm = {.f32 = bad_gemm_f32},
     .peak = {.fma_chains = bad_fma_chains},
     .golden = {.ref_dot = bad_ref_dot, .ref_dot_block = bad_ref_dot_block, .ref_gemm_acc = bad_ref_gemm_acc},
 };

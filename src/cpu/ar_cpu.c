@@ -148,7 +148,7 @@ static void row_dots(const ar_problem *p, const ar_kernels *k, const row_layout 
 {
     if (f->split && p->v[l].sd == 1) {
         *v = ar_row(p, &p->v[l], b, t), *dt = ATTNOPS_DTYPE_BF16;
-        k->ar_dots_split(*v, f->D, x, f->wg, vx, vy, next);
+        k->dots_split(*v, f->D, x, f->wg, vx, vy, next);
         return;
     }
     *v = input_row(p, &p->v[l], b, t, buf, dt);
@@ -156,15 +156,15 @@ static void row_dots(const ar_problem *p, const ar_kernels *k, const row_layout 
         to_split(buf, f->D, sbuf);
         *v = sbuf;
     }
-    if (p->dtype == ATTNOPS_DTYPE_F32) k->ar_dots_f64(*v, f->len, x, f->wg, vx, vy, next); /* kernels.h: why double */
-    else k->ar_dots(*v, *dt, f->len, x, f->wg, vx, vy, next);
+    if (p->dtype == ATTNOPS_DTYPE_F32) k->dots_f64(*v, f->len, x, f->wg, vx, vy, next); /* kernels.h: why double */
+    else k->dots(*v, *dt, f->len, x, f->wg, vx, vy, next);
 }
 
 static void fwd_accumulate(const ar_kernels *k, const row_layout *f, float *acc, float c, float e, const void *v,
                            attnops_dtype dt)
 {
-    if (f->split && dt == ATTNOPS_DTYPE_BF16) k->ar_accumulate_split(acc, c, e, v, f->D);
-    else k->ar_accumulate(acc, c, e, v, dt, f->len);
+    if (f->split && dt == ATTNOPS_DTYPE_BF16) k->accumulate_split(acc, c, e, v, f->D);
+    else k->accumulate(acc, c, e, v, dt, f->len);
 }
 
 /* Forward of tokens [tok0, tok0 + n): row l of every token before row l + 1,
@@ -209,8 +209,8 @@ static void forward_tile(const ar_problem *p, const ar_kernels *k, const row_lay
         const int64_t b = (tok0 + j) / p->T, t = (tok0 + j) % p->T;
         attnops_dtype odt;
         void *h = output_row(p, &p->h, b, t, obuf, &odt);
-        if (f->split) k->ar_store_div_split(h, odt, acc + j * ld, sum[j], D);
-        else k->ar_store_div(h, odt, acc + j * ld, sum[j], D);
+        if (f->split) k->store_div_split(h, odt, acc + j * ld, sum[j], D);
+        else k->store_div(h, odt, acc + j * ld, sum[j], D);
         flush_row(p, &p->h, b, t, obuf);
         for (int64_t l = 0; l < p->L; l++) {
             if (p->rms.data) *ar_cache_at(&p->rms, b, t, l) = r[j][l];
@@ -262,8 +262,8 @@ static void backward_tile(const ar_problem *p, const ar_kernels *k, const row_la
             attnops_dtype dt, odt;
             const void *v = input_row(p, &p->v[l], b, t, buf, &dt);
             void *dv = output_row(p, &p->dv[l], b, t, obuf, &odt);
-            (f->split ? k->ar_grad_row_split : k->ar_grad_row)(v, dt, D, g + j * ld, f->wg, alpha[j][l], s / r, e, dv,
-                                                                odt, u + j * ld, stream);
+            (f->split ? k->grad_row_split : k->grad_row)(v, dt, D, g + j * ld, f->wg, alpha[j][l], s / r, e, dv,
+                                                          odt, u + j * ld, stream);
             flush_row(p, &p->dv[l], b, t, obuf);
         }
 }

@@ -843,7 +843,7 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
     char *dst = (char *)p->out.data;
     if (kept && p->out.sd == 1) /* the row's division and rounding in vectors, the same bits (element by
                                  * element it cost 48 us a call on 1 thread, a third of a 128-key step) */
-        ks->ar.ar_store_div(dst + oa * p->out.es, p->out.dtype, sum, div, (int)p->Dv);
+        ks->ar.store_div(dst + oa * p->out.es, p->out.dtype, sum, div, (int)p->Dv);
     else
         for (int64_t d = 0; d < p->Dv; d++)
             ao_store_f32(dst + (oa + d * p->out.sd) * p->out.es, p->out.dtype, kept ? sum[d] / div : 0.0f);

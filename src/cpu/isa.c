@@ -91,7 +91,7 @@ static const isa_info isas[] = {
     {"avx512bf16", x86_avx512bf16, {&cpu_kernels_fia__avx512bf16}, "", {128}},
 #elif defined(__aarch64__)
     /* ASIMD is mandatory in AArch64.  No libxsmm there: the tile GEMMs
-     * are the set's gemm_f32 (src/cpu/neon/gemm_neon.c). */
+     * are the set's gemm.f32 (src/cpu/neon/gemm_neon.c). */
     {"neon", always, {&cpu_kernels_simd__neon, &cpu_kernels_philox__neon, &cpu_kernels_gemm__neon}, "", {128}},
 #endif
 };

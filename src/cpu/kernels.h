@@ -3,7 +3,7 @@
  * only way the drivers reach ISA-specific code.
  *
  * The kernels are written once on a vector vocabulary (src/cpu/simd/:
- * kernels_simd.c compiled per ISA with its header, symbols name__isa) where
+ * kernels_simd.c compiled per ISA with its header, symbols op_name__isa) where
  * the ISA has one; what an ISA does its own way (Philox lanes: src/cpu/avx2,
  * src/cpu/avx512) and src/cpu/portable, src/cpu/neon define cpu_kernel_sets
  * with designated initializers, one per file, naming only the kernels they
@@ -114,50 +114,50 @@ typedef struct kp_kernels {
 /* ---- Block Attention Residuals (src/cpu/ar_cpu.c) ----
  * Rows of D elements with unit stride, of dtype f32, f16 or bf16 where a
  * dtype is given; f32 arithmetic.  Reductions: every ISA sums in f32 in its
- * own order, except ar_dots_f64. */
+ * own order, except dots_f64. */
 typedef struct ar_kernels {
     /* *vx = sum_d v[d] x[d] (x NULL: sum_d v[d]^2), *vy = sum_d v[d] y[d];
      * next (may be NULL): the row of the same size the caller reads next,
      * prefetched into L2 while v is summed. */
-    void (*ar_dots)(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
-                    const void *next);
-    /* ar_dots of f32 activations: the exact products summed in double, each
+    void (*dots)(const void *v, attnops_dtype dt, int D, const float *x, const float *y, float *vx, float *vy,
+                 const void *next);
+    /* dots of f32 activations: the exact products summed in double, each
      * result rounded to f32 once.  z = scale V.w feeds exp, so an f32 sum's
      * error, which grows with D, becomes a relative error of every alpha and,
      * where h = sum alpha V cancels, a large one of h (docs/ATTNRES.md). */
-    void (*ar_dots_f64)(const float *v, int D, const float *x, const float *y, float *vx, float *vy,
-                        const void *next);
+    void (*dots_f64)(const float *v, int D, const float *x, const float *y, float *vx, float *vy,
+                     const void *next);
     /* acc[d] = c acc[d] + e v[d]: the forward's online-softmax accumulation
      * (c = 1, the common case, costs no multiplication by c). */
-    void (*ar_accumulate)(float *acc, float c, float e, const void *v, attnops_dtype dt, int D);
+    void (*accumulate)(float *acc, float c, float e, const void *v, attnops_dtype dt, int D);
     /* out[d] = src[d] / div, rounded to out_dt (nearest even). */
-    void (*ar_store_div)(void *out, attnops_dtype out_dt, const float *src, float div, int D);
+    void (*store_div)(void *out, attnops_dtype out_dt, const float *src, float div, int D);
     /* The bf16 forms, with the f32 rows (xs, ys, accs, srcs, gs, us) in the
      * pair-split layout (AR_SPLIT below), which widens bf16 pairs with one
      * shift and one and; sums in layout order, padding included:
-     * ar_dots_split: *vx = sum v xs (xs NULL: sum v^2), *vy = sum v ys;
-     * ar_accumulate_split: accs = c accs + e split(v);
-     * ar_store_div_split: out[d] = srcs[AR_SPLIT(d)] / div, out_dt bf16 or f32;
-     * ar_grad_row_split: ar_grad_row on v of dtype bf16 or f32 (both in natural
+     * dots_split: *vx = sum v xs (xs NULL: sum v^2), *vy = sum v ys;
+     * accumulate_split: accs = c accs + e split(v);
+     * store_div_split: out[d] = srcs[AR_SPLIT(d)] / div, out_dt bf16 or f32;
+     * grad_row_split: grad_row on v of dtype bf16 or f32 (both in natural
      * order), gs, ys and us split, out natural (bf16 or f32). */
-    void (*ar_dots_split)(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
-                          const void *next);
-    void (*ar_accumulate_split)(float *accs, float c, float e, const uint16_t *v, int D);
-    void (*ar_store_div_split)(void *out, attnops_dtype out_dt, const float *srcs, float div, int D);
-    void (*ar_grad_row_split)(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
-                              float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream);
+    void (*dots_split)(const uint16_t *v, int D, const float *xs, const float *ys, float *vx, float *vy,
+                       const void *next);
+    void (*accumulate_split)(float *accs, float c, float e, const uint16_t *v, int D);
+    void (*store_div_split)(void *out, attnops_dtype out_dt, const float *srcs, float div, int D);
+    void (*grad_row_split)(const void *v, attnops_dtype dt, int D, const float *gs, const float *ys, float a,
+                           float b, float e, void *out, attnops_dtype out_dt, float *us, bool stream);
     /* The backward's row update: out[d] = a g[d] + b y[d] + e v[d], rounded
      * to out_dt; u[d] += b v[d].  stream: out will not be read soon (a call
      * whose outputs exceed the caches), so an ISA that has non-temporal
      * stores writes it without first reading its lines (fenced before
      * returning). */
-    void (*ar_grad_row)(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
-                        float e, void *out, attnops_dtype out_dt, float *u, bool stream);
+    void (*grad_row)(const void *v, attnops_dtype dt, int D, const float *g, const float *y, float a, float b,
+                     float e, void *out, attnops_dtype out_dt, float *u, bool stream);
 } ar_kernels;
 
 #define AR_KERNEL_NAMES(X)                                                                                       \
-    X(ar_dots) X(ar_dots_f64) X(ar_accumulate) X(ar_store_div) X(ar_dots_split) X(ar_accumulate_split)          \
-    X(ar_store_div_split) X(ar_grad_row_split) X(ar_grad_row)
+    X(dots) X(dots_f64) X(accumulate) X(store_div) X(dots_split) X(accumulate_split) X(store_div_split)          \
+    X(grad_row_split) X(grad_row)
 
 /* The pair-split layout of a row of D elements, AR_SPLIT_LEN(D) floats:
  * each chunk of 32 holds its even elements, then its odd ones (a bf16 pair
@@ -210,11 +210,11 @@ typedef struct gemm_kernels {
      * Each element sums over k in order (tile_gemm.c runs it where the GEMM
      * library does not serve the tile; an ISA that defines it is that ISA's
      * GEMM, the portable one the C loops). */
-    void (*gemm_f32)(bool trans_a, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
-                     int ldc, bool accumulate);
+    void (*f32)(bool trans_a, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
+                int ldc, bool accumulate);
 } gemm_kernels;
 
-#define GEMM_KERNEL_NAMES(X) X(gemm_f32)
+#define GEMM_KERNEL_NAMES(X) X(f32)
 
 /* ---- The FLOP ceiling (bench/fma_ceiling.c) ---- */
 typedef struct peak_kernels {
@@ -246,9 +246,9 @@ typedef struct golden_kernels {
 } golden_kernels;
 
 #define GOLDEN_KERNEL_NAMES(X) X(ref_dot) X(ref_dot_block) X(ref_gemm_acc)
-/* src/ref/ref_block.c defines them once per ISA, named <kernel>__<isa>
- * (ref_dot__avx2, ...); this declares one ISA's three. */
-#define GOLDEN_KERNEL_NAME_(name, isa) name##__##isa
+/* src/ref/ref_block.c defines them once per ISA, named golden_<kernel>__<isa>
+ * (golden_ref_dot__avx2, ...); this declares one ISA's three. */
+#define GOLDEN_KERNEL_NAME_(name, isa) golden_##name##__##isa
 #define GOLDEN_KERNEL_NAME(name, isa) GOLDEN_KERNEL_NAME_(name, isa)
 #define GOLDEN_KERNELS_DECLARE(isa)                                                                            \
     double GOLDEN_KERNEL_NAME(ref_dot, isa)(const double *a, const double *b, int64_t n);                       \

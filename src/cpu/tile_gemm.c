@@ -16,7 +16,7 @@ static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static bool library_allowed;
 static bool library_kind[TILE_GEMM_KIND_COUNT]; /* the GEMM library's kernels or the ISA's own serve the kind */
 static bool xsmm_kind[TILE_GEMM_KIND_COUNT];    /* libxsmm serves the kind */
-static bool own_gemm;                           /* the ISA has its own gemm_f32 for the fp32 kinds */
+static bool own_gemm;                           /* the ISA has its own gemm.f32 for the fp32 kinds */
 static char backend_text[TILE_GEMM_KIND_COUNT][48], widened_text[80];
 
 #if ATTNOPS_HAVE_LIBXSMM
@@ -66,11 +66,11 @@ static void xsmm_init_keeping_environment(void)
 #endif
 
 /* Whether the ISA in use has a GEMM kernel of its own (the kernel set's
- * gemm_f32 not inherited from the portable C loops). */
+ * gemm.f32 not inherited from the portable C loops). */
 static bool isa_has_own_gemm(int isa)
 {
     for (int e = 0; e < cpu_kernel_entry_count; e++)
-        if (cpu_kernel_entries[e].offset == offsetof(cpu_kernel_set, gemm.gemm_f32))
+        if (cpu_kernel_entries[e].offset == offsetof(cpu_kernel_set, gemm.f32))
             return cpu_kernel_provider(isa, &cpu_kernel_entries[e]) > 0;
     return false;
 }
@@ -78,7 +78,7 @@ static bool isa_has_own_gemm(int isa)
 /* The ISA in use decides whether the library may run the GEMMs, and for
  * libxsmm for which target (a forced ATTNOPS_ISA=avx2 on an AVX-512 CPU gets
  * AVX2 code); libxsmm then decides per kind by returning a kernel or not.
- * The fp32 kinds it does not take run the kernel set's gemm_f32: an ISA's
+ * The fp32 kinds it does not take run the kernel set's gemm.f32: an ISA's
  * own GEMM (NEON's) or the C loops. */
 static void library_init(void)
 {
@@ -167,7 +167,7 @@ tile_gemm tile_gemm_make(tile_gemm_kind kind, int M, int N, int K, int lda, int 
     return g;
 }
 
-/* The bf16 kind's C loops (the fp32 kinds' are the portable gemm_f32). */
+/* The bf16 kind's C loops (the fp32 kinds' are the portable gemm.f32). */
 static void bf16_loops(const tile_gemm *g, const void *A, const void *B, float *C)
 {
     for (int i = 0; i < g->M; i++) {
@@ -194,8 +194,8 @@ void tile_gemm_run(const tile_gemm *g, const void *A, const void *B, float *C)
         return;
     }
     /* the ISA's own GEMM, or the portable set's C loops where it has none */
-    cpu_kernels()->gemm.gemm_f32(g->kind == TILE_GEMM_F32_TN, g->M, g->N, g->K, (const float *)A, g->lda,
-                                 (const float *)B, g->ldb, C, g->ldc, g->accumulate);
+    cpu_kernels()->gemm.f32(g->kind == TILE_GEMM_F32_TN, g->M, g->N, g->K, (const float *)A, g->lda,
+                            (const float *)B, g->ldb, C, g->ldc, g->accumulate);
 }
 
 const char *attnops_gemm_backend(attnops_dtype dtype)

@@ -4,10 +4,10 @@
  *   x86-64   libxsmm's JIT for the running CPU, dispatched once per shape,
  *            wherever libxsmm returns a kernel for the kind and shape (fp32
  *            on AVX2 and AVX-512; bf16 where libxsmm 1.17 has it, AVX-512);
- *   AArch64  the neon kernel set's gemm_f32 (src/cpu/neon/gemm_neon.c) for
+ *   AArch64  the neon kernel set's gemm.f32 (src/cpu/neon/gemm_neon.c) for
  *            the two fp32 kinds; bf16 operands are widened (below).
  *            docs/ARM64.md says why not OpenBLAS.
- * The fp32 kinds libxsmm does not take run the kernel set's gemm_f32
+ * The fp32 kinds libxsmm does not take run the kernel set's gemm.f32
  * (kernels.h): the ISA's own where it has one, the C loops otherwise; no
  * file here names an ISA.
  *
@@ -53,7 +53,7 @@ void tile_gemm_run(const tile_gemm *g, const void *A, const void *B, float *C);
  * and dS to bf16 values instead: the same products, fp32 GEMMs. */
 bool tile_gemm_library_available(tile_gemm_kind kind);
 
-/* "libxsmm JIT (<arch>)", "neon kernels" (an ISA's own gemm_f32) or "C loops":
+/* "libxsmm JIT (<arch>)", "neon kernels" (an ISA's own gemm.f32) or "C loops":
  * what runs a kind, for reports. */
 const char *tile_gemm_backend(tile_gemm_kind kind);
 

@@ -146,9 +146,9 @@ static inline __attribute__((always_inline)) void dot_blocks(const float *q, int
     }
 }
 
-static void dot_rows__avx512bf16(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
-                                 int cols, float *s, int ld_s, bool accumulate, const void *const *ahead,
-                                 int ahead_bytes)
+static void fia_dot_rows__avx512bf16(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt,
+                                     int D, int cols, float *s, int ld_s, bool accumulate, const void *const *ahead,
+                                     int ahead_bytes)
 {
     if (D > FIA_BF16_MAX_D || (dt != ATTNOPS_DTYPE_BF16 && (dt != ATTNOPS_DTYPE_I8 || !bf16_values(q, rows, ld_q, D))))
         cpu_kernels_simd__avx512.fia.dot_rows(q, rows, ld_q, k, dt, D, cols, s, ld_s, accumulate, ahead, ahead_bytes);
@@ -221,9 +221,9 @@ static inline __attribute__((always_inline)) void axpy_blocks(const uint32_t *pp
     }
 }
 
-static void axpy_rows__avx512bf16(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
-                                  int cols, float *o, int ld_o, bool p_bf16, const void *const *ahead,
-                                  int ahead_bytes)
+static void fia_axpy_rows__avx512bf16(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt,
+                                      int D, int cols, float *o, int ld_o, bool p_bf16, const void *const *ahead,
+                                      int ahead_bytes)
 {
     if (!p_bf16 || (dt != ATTNOPS_DTYPE_BF16 && dt != ATTNOPS_DTYPE_I8) || cols > KEYS_MAX) {
         cpu_kernels_simd__avx512.fia.axpy_rows(p, rows, ld_p, v, dt, D, cols, o, ld_o, p_bf16, ahead, ahead_bytes);
@@ -248,5 +248,5 @@ static void axpy_rows__avx512bf16(const float *p, int rows, int ld_p, const void
 }
 
 const cpu_kernel_set cpu_kernels_fia__avx512bf16 = {
-    .fia = {.dot_rows = dot_rows__avx512bf16, .axpy_rows = axpy_rows__avx512bf16},
+    .fia = {.dot_rows = fia_dot_rows__avx512bf16, .axpy_rows = fia_axpy_rows__avx512bf16},
 };

@@ -1,4 +1,4 @@
-/* The fp32 tile GEMMs on NEON, the neon set's gemm_f32 (kernels.h; tile_gemm.h's
+/* The fp32 tile GEMMs on NEON, the neon set's gemm.f32 (kernels.h; tile_gemm.h's
  * TILE_GEMM_F32_NN and _TN):
  *
  *   C[M][N] (+)= op(A)[M][K] . B[K][N],  row-major, op(A) = A stored
@@ -161,4 +161,4 @@ static void gemm_f32__neon(bool trans_a, int M, int N, int K, const float *A, in
     }
 }
 
-const cpu_kernel_set cpu_kernels_gemm__neon = {.gemm = {.gemm_f32 = gemm_f32__neon}};
+const cpu_kernel_set cpu_kernels_gemm__neon = {.gemm = {.f32 = gemm_f32__neon}};

@@ -298,7 +298,7 @@ static void gemm_f32__portable(bool trans_a, int M, int N, int K, const float *A
     }
 }
 
-static float fma_chains__portable(long iters, double *flops)
+static float peak_fma_chains__portable(long iters, double *flops)
 {
     float a[PEAK_CHAINS];
     for (int j = 0; j < PEAK_CHAINS; j++) a[j] = PEAK_START(j);
@@ -318,9 +318,9 @@ static float kv_element(const void *row, attnops_dtype dt, int d)
     return ao_load_f32((const char *)row + (size_t)d * attnops_dtype_size(dt), dt);
 }
 
-static void dot_rows__portable(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
-                               int cols, float *s, int ld_s, bool accumulate, const void *const *ahead,
-                               int ahead_bytes)
+static void fia_dot_rows__portable(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt,
+                                   int D, int cols, float *s, int ld_s, bool accumulate, const void *const *ahead,
+                                   int ahead_bytes)
 {
     for (int c = 0; ahead && c < cols; c++) fia_prefetch_row(ahead[c], ahead_bytes);
     for (int r = 0; r < rows; r++)
@@ -331,8 +331,9 @@ static void dot_rows__portable(const float *q, int rows, int ld_q, const void *c
         }
 }
 
-static void axpy_rows__portable(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
-                                int cols, float *o, int ld_o, bool p_bf16, const void *const *ahead, int ahead_bytes)
+static void fia_axpy_rows__portable(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt,
+                                    int D, int cols, float *o, int ld_o, bool p_bf16, const void *const *ahead,
+                                    int ahead_bytes)
 {
     (void)p_bf16; /* p as it is */
     for (int c = 0; ahead && c < cols; c++) fia_prefetch_row(ahead[c], ahead_bytes);
@@ -346,11 +347,11 @@ static void axpy_rows__portable(const float *p, int rows, int ld_p, const void *
 /* Every kernel, each named as the vector kernels are (src/cpu/simd/simd.h). */
 #define FA_(name) .name = fa_##name##__portable,
 #define KP_(name) .name = kp_##name##__portable,
-#define AR_(name) .name = name##__portable,
-#define FIA_(name) .name = name##__portable,
-#define GEMM_(name) .name = name##__portable,
-#define PEAK_(name) .name = name##__portable,
-#define GOLDEN_(name) .name = name##__portable,
+#define AR_(name) .name = ar_##name##__portable,
+#define FIA_(name) .name = fia_##name##__portable,
+#define GEMM_(name) .name = gemm_##name##__portable,
+#define PEAK_(name) .name = peak_##name##__portable,
+#define GOLDEN_(name) .name = golden_##name##__portable,
 GOLDEN_KERNELS_DECLARE(portable)
 const cpu_kernel_set cpu_kernels_portable = {.fa = {FA_KERNEL_NAMES(FA_)},
                                              .kp = {KP_KERNEL_NAMES(KP_)},

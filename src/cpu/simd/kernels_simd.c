@@ -605,8 +605,8 @@ SIMD_INLINE void dot_rows_dt(const float *q, int rows, int ld_q, const void *con
     }
 }
 
-static void K(dot_rows)(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D, int cols,
-                        float *s, int ld_s, bool accumulate, const void *const *ahead, int ahead_bytes)
+static void K(fia_dot_rows)(const float *q, int rows, int ld_q, const void *const *k, attnops_dtype dt, int D,
+                            int cols, float *s, int ld_s, bool accumulate, const void *const *ahead, int ahead_bytes)
 {
     switch (dt) { /* one copy of the loops per dtype: the widening is chosen outside them */
     case ATTNOPS_DTYPE_F32:
@@ -685,8 +685,8 @@ SIMD_INLINE void axpy_rows_dt(const float *p, int rows, int ld_p, const void *co
     }
 }
 
-static void K(axpy_rows)(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D, int cols,
-                         float *o, int ld_o, bool p_bf16, const void *const *ahead, int ahead_bytes)
+static void K(fia_axpy_rows)(const float *p, int rows, int ld_p, const void *const *v, attnops_dtype dt, int D,
+                             int cols, float *o, int ld_o, bool p_bf16, const void *const *ahead, int ahead_bytes)
 {
     (void)p_bf16; /* p as it is: f32 FMAs */
     switch (dt) {
@@ -705,7 +705,7 @@ static void K(axpy_rows)(const float *p, int rows, int ld_p, const void *const *
 
 /* ---- The FLOP ceiling ---- */
 
-static float K(fma_chains)(long iters, double *flops)
+static float K(peak_fma_chains)(long iters, double *flops)
 {
     const vf b = v_set1(PEAK_B), c = v_set1(PEAK_C);
     vf a[PEAK_CHAINS];
@@ -732,11 +732,12 @@ const cpu_kernel_set K(cpu_kernels_simd) = {
            .fp8_round = K(fa_fp8_round), .abs_max = K(fa_abs_max), .scale2 = K(fa_scale2),
            .apply_keep = K(fa_apply_keep), .softcap = K(fa_softcap), .softcap_grad = K(fa_softcap_grad)},
     .kp = {.group_pool = K(kp_group_pool)},
-    .ar = {.ar_dots = K(ar_dots), .ar_dots_f64 = K(ar_dots_f64), .ar_accumulate = K(ar_accumulate),
-           .ar_store_div = K(ar_store_div), .ar_dots_split = K(ar_dots_split),
-           .ar_accumulate_split = K(ar_accumulate_split), .ar_store_div_split = K(ar_store_div_split),
-           .ar_grad_row_split = K(ar_grad_row_split), .ar_grad_row = K(ar_grad_row)},
-    .fia = {.dot_rows = K(dot_rows), .axpy_rows = K(axpy_rows)},
-    .peak = {.fma_chains = K(fma_chains)},
-    .golden = {.ref_dot = K(ref_dot), .ref_dot_block = K(ref_dot_block), .ref_gemm_acc = K(ref_gemm_acc)},
+    .ar = {.dots = K(ar_dots), .dots_f64 = K(ar_dots_f64), .accumulate = K(ar_accumulate),
+           .store_div = K(ar_store_div), .dots_split = K(ar_dots_split),
+           .accumulate_split = K(ar_accumulate_split), .store_div_split = K(ar_store_div_split),
+           .grad_row_split = K(ar_grad_row_split), .grad_row = K(ar_grad_row)},
+    .fia = {.dot_rows = K(fia_dot_rows), .axpy_rows = K(fia_axpy_rows)},
+    .peak = {.fma_chains = K(peak_fma_chains)},
+    .golden = {.ref_dot = K(golden_ref_dot), .ref_dot_block = K(golden_ref_dot_block),
+               .ref_gemm_acc = K(golden_ref_gemm_acc)},
 };

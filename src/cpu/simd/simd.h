@@ -45,8 +45,8 @@
 
 #define SIMD_CAT_(a, b) a##__##b
 #define SIMD_CAT(a, b) SIMD_CAT_(a, b)
-/* A kernel's symbol: its name, "__", the ISA (XNNPACK's convention), e.g.
- * fa_softmax_fwd__avx2; ATTNOPS_KERNEL_ISA is the ISA's name in CMake's
+/* A kernel's symbol: its table's operator stem, "_", its name, "__", the
+ * ISA (XNNPACK's convention), e.g. fa_softmax_fwd__avx2, ar_dots__avx2; ATTNOPS_KERNEL_ISA is the ISA's name in CMake's
  * attnops_simd_kernels, which also names the header. */
 #define SIMD_KERNEL(name) SIMD_CAT(name, ATTNOPS_KERNEL_ISA)
 
