@@ -66,17 +66,17 @@
     "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"
 #define AR "\"op\": \"attnres\", \"B\": 1, \"N\": 25, \"D\": 4096, \"dtype\": \"bf16\", "
 /* A decode step of a GQA model (Llama-3-8B's heads): B=4, N1=32, N2=8, D=128, 4096 cached keys. */
-#define FIA_GQA "\"op\": \"infer_attention\", \"N1\": 32, \"N2\": 8, \"D\": 128, \"input_layout\": \"BNSD\", "
+#define FIA_GQA "\"op\": \"fia\", \"N1\": 32, \"N2\": 8, \"D\": 128, \"input_layout\": \"BNSD\", "
 #define FIA_DECODE FIA_GQA "\"B\": 4, \"S1\": 1, "
 #define FIA_PAGED "\"block_size\": 128"
 #define FIA_INT8 "\"kv_dtype\": \"int8\""
 #define FIA_LONG FIA_GQA "\"B\": 1, \"S1\": 1, \"dtype\": \"bf16\", "
 #define FIA_SPEC FIA_GQA "\"B\": 4, \"dtype\": \"bf16\", \"sparse_mode\": 3, "
-#define FIA_PROMPT "\"op\": \"infer_attention\", \"B\": 1, \"N1\": 8, \"N2\": 8, \"D\": 128, " \
+#define FIA_PROMPT "\"op\": \"fia\", \"B\": 1, \"N1\": 8, \"N2\": 8, \"D\": 128, " \
                    "\"input_layout\": \"BNSD\", \"dtype\": \"bf16\", "
 #define FIA_CHUNK FIA_PROMPT "\"S1\": 512, \"sparse_mode\": 3, " FIA_PAGED ", "
 /* MLA decode, DeepSeek-V3's absorbed form: 128 heads on one latent kv head of 512 + rope 64. */
-#define FIA_MLA "\"op\": \"infer_attention\", \"B\": 1, \"N1\": 128, \"N2\": 1, \"S1\": 1, \"D\": 512, " \
+#define FIA_MLA "\"op\": \"fia\", \"B\": 1, \"N1\": 128, \"N2\": 1, \"S1\": 1, \"D\": 512, " \
                 "\"rope_dim\": 64, \"input_layout\": \"BNSD\", \"dtype\": \"bf16\", "
 
 static const struct builtin {

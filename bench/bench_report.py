@@ -438,7 +438,7 @@ FIA_AVX2_RATIOS = (FIA_RATIOS[0],)
 
 
 def fia_rows(FA, FT, res, A=(), label="fia"):
-    """FusedInferAttentionScore (bench_ops --op infer_attention, peer_fia.py): case rows, then ratio rows; with
+    """FusedInferAttentionScore (bench_ops --op fia, peer_fia.py): case rows, then ratio rows; with
     bench_fa's rounds A, the prompt against the FlashAttention forward of its shape.  label "fia_avx2": the
     AVX2 path's decode rounds (their cases and ratio only), reported under that name."""
     rows = []

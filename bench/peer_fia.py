@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch peer of bench_ops --op infer_attention: the same FusedInferAttentionScore
+"""The PyTorch peer of bench_ops --op fia: the same FusedInferAttentionScore
 cases as a PyTorch user runs them on the CPU, with scaled_dot_product_attention
 (enable_gqa=True, the cache's own dtype) on contiguous [B, N, S, D] caches.
 

@@ -16,7 +16,7 @@
 #   3c. each round also runs bench_ops --op attnres and peer_attnres.py (Block
 #      Attention Residuals forward and backward), in the same alternating
 #      order; the peer measures torch's peak memory in round 1 only (--mem);
-#   3d. each round also runs bench_ops --op infer_attention and peer_fia.py
+#   3d. each round also runs bench_ops --op fia and peer_fia.py
 #      (FusedInferAttentionScore decode, paged, int8, speculative and MLA
 #      steps against torch SDPA), in the same alternating order; on a CPU
 #      with AVX-512, the decode cases again on the AVX2 path (ATTNOPS_ISA=avx2,
@@ -121,7 +121,7 @@ run_ar_torch() {
         "${quick_flag[@]}" "${mem[@]}"
 }
 run_fia_attnops() {
-    "$BUILD_DIR/bench/bench_ops" --op infer_attention --threads "$THREADS" \
+    "$BUILD_DIR/bench/bench_ops" --op fia --threads "$THREADS" \
         --json "$OUT/rounds/fia_attnops.$1.json" "${quick_flag[@]}"
 }
 run_fia_torch() {
@@ -133,7 +133,7 @@ grep -qw avx512f /proc/cpuinfo 2>/dev/null || PARTS=${PARTS/ fia_avx2 / }
 run_fia_avx2_attnops() {
     local only=() c
     for c in "${FIA_AVX2_CASES[@]}"; do only+=(--case "fia_$c"); done
-    ATTNOPS_ISA=avx2 "$BUILD_DIR/bench/bench_ops" --op infer_attention --threads "$THREADS" "${only[@]}" \
+    ATTNOPS_ISA=avx2 "$BUILD_DIR/bench/bench_ops" --op fia --threads "$THREADS" "${only[@]}" \
         --json "$OUT/rounds/fia_avx2_attnops.$1.json" "${quick_flag[@]}"
 }
 run_fia_avx2_torch() {

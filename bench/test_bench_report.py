@@ -134,7 +134,7 @@ def test_softcap_against_the_uncapped_case(tmp_path):
     assert bench_report.ratio_target(cases[0], "ratio_vs_no_softcap") == "≤ 1.15"
 
 
-def test_infer_attention_rows(tmp_path):
+def test_fia_rows(tmp_path):
     """FusedInferAttentionScore's rounds: speed-ups and the ratios between its cases taken within each round,
     then their median; its table in the markdown."""
     args = write_run(tmp_path, [attnops_round(100, 60, 110)])
@@ -164,7 +164,7 @@ def test_infer_attention_rows(tmp_path):
     assert rate_row in text
 
 
-def test_infer_attention_avx2_rows(tmp_path):
+def test_fia_avx2_rows(tmp_path):
     """The AVX2 path's decode rounds (part fia_avx2): their own table, results under fia_avx2_*, their speed-ups
     against torch's AVX2 rounds and the paged ratio; no row for a case they do not run, none in the AVX-512
     table."""

@@ -18,4 +18,4 @@ add_test(NAME suite_fag_matrix_generated COMMAND ${ATTNOPS_VENV_PYTHON}
 add_test(NAME cli_usage_doc COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_usage_doc.sh ${ATTNOPS_CLI}
          ${PROJECT_SOURCE_DIR}/docs/HARNESS.md)
 # The built-in FusedInferAttentionScore suite: the fast kernel against the golden.
-add_test(NAME suite_infer_attention COMMAND attnops_cli run infer-attention --log -)
+add_test(NAME suite_fia COMMAND attnops_cli run fia --log -)

@@ -11,7 +11,7 @@ add_test(NAME cli_golden_compare_keypool COMMAND ${ATTNOPS_VENV_PYTHON}
 add_test(NAME cli_golden_compare_attnres COMMAND ${ATTNOPS_VENV_PYTHON}
          ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_attnres_golden.py ${ATTNOPS_CLI})
 set_tests_properties(cli_golden_compare_attnres PROPERTIES PROCESSORS 2)
-# And for FusedInferAttentionScore: the infer-attention suite's export against
+# And for FusedInferAttentionScore: the fia suite's export against
 # the tests' float64 oracle (python/tests/fia_oracle.py), compare's verdicts.
-add_test(NAME cli_golden_compare_infer_attention COMMAND ${ATTNOPS_VENV_PYTHON}
+add_test(NAME cli_golden_compare_fia COMMAND ${ATTNOPS_VENV_PYTHON}
          ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_fia_golden.py ${ATTNOPS_CLI})

@@ -123,7 +123,7 @@ static const bad_case BAD_AR[] = {
 };
 #undef AR
 
-#define FIA "\"op\": \"infer_attention\", \"N1\": 4, \"D\": 16, \"dtype\": \"fp16\""
+#define FIA "\"op\": \"fia\", \"N1\": 4, \"D\": 16, \"dtype\": \"fp16\""
 static const bad_case BAD_FIA[] = {
     {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S1\": 1, \"S2\": 8, \"colour\": 1}",
      "'colour' is not a known FusedInferAttentionScore case field"},
@@ -135,7 +135,7 @@ static const bad_case BAD_FIA[] = {
     {"{" FIA ", \"input_layout\": \"TND\", \"actual_seq_lengths\": [3]}", "'actual_seq_lengths'"},
     {"{" FIA ", \"input_layout\": \"TND\", \"actual_seq_lengths\": [3, 2], \"actual_seq_lengths_kv\": [4]}",
      "'actual_seq_lengths_kv'"},
-    {"{\"op\": \"infer_attention\", \"N1\": 4, \"D\": 16, \"dtype\": \"int8\", \"input_layout\": \"BSH\", "
+    {"{\"op\": \"fia\", \"N1\": 4, \"D\": 16, \"dtype\": \"int8\", \"input_layout\": \"BSH\", "
      "\"B\": 1, \"S1\": 1, \"S2\": 8}",
      "'dtype'"},
     {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S1\": 1, \"S2\": 8, \"kv_dtype\": \"fp32\"}", "'kv_dtype'"},

@@ -1,5 +1,5 @@
 /* The FusedInferAttentionScore driver (harness_driver.h): a case ("op":
- * "infer_attention") has torch_npu's argument names where they exist:
+ * "fia") has torch_npu's argument names where they exist:
  * B, N1 (num_heads), N2 (num_key_value_heads, default N1), S1, S2, D, D_V
  * (default D), rope_dim (MLA, default 0), dtype (fp16 | bf16 | fp32),
  * input_layout (BSH | BSND | BNSD | TND | BNSD_BSND), block_size (0, the
@@ -299,13 +299,13 @@ static const attnops_dtype FIA_DTYPES[] = {ATTNOPS_DTYPE_F16, ATTNOPS_DTYPE_BF16
 
 static void fia_example(attnops_dtype dtype, char *json, size_t n)
 {
-    snprintf(json, n, "{\"op\": \"infer_attention\", \"B\": 2, \"N1\": 4, \"N2\": 2, \"S1\": 1, \"S2\": 40, \"D\": 16, "
+    snprintf(json, n, "{\"op\": \"fia\", \"B\": 2, \"N1\": 4, \"N2\": 2, \"S1\": 1, \"S2\": 40, \"D\": 16, "
              "\"dtype\": \"%s\", \"input_layout\": \"BNSD\", \"block_size\": 16, \"actual_seq_lengths_kv\": [40, 7]}",
              attnops_dtype_traits_of(dtype)->cann_name);
 }
 
-const harness_driver driver_infer_attention = {
-    .name = "infer_attention",
+const harness_driver driver_fia = {
+    .name = "fia",
     .title = "FusedInferAttentionScore (decode and prompt, contiguous or paged KV)",
     .dtypes = {[ATTNOPS_IMPL_REFERENCE] = FIA_DTYPES, [ATTNOPS_IMPL_CPU] = FIA_DTYPES},
     .example = fia_example,

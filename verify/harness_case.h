@@ -25,7 +25,7 @@ typedef enum harness_op {
     HARNESS_OP_FA_GRAD,
     HARNESS_OP_KEYPOOL,
     HARNESS_OP_ATTNRES,
-    HARNESS_OP_INFER_ATTENTION,
+    HARNESS_OP_FIA,
     HARNESS_OP_COUNT
 } harness_op;
 
@@ -45,7 +45,7 @@ typedef struct harness_case {
         fa_case_shape shape; /* HARNESS_OP_FA_GRAD */
         kp_case_spec kp;     /* HARNESS_OP_KEYPOOL */
         ar_case_spec ar;     /* HARNESS_OP_ATTNRES */
-        fia_case_spec fia;   /* HARNESS_OP_INFER_ATTENTION */
+        fia_case_spec fia;   /* HARNESS_OP_FIA */
     };
     uint64_t data_seed;
     cmp_rule rule;

@@ -9,7 +9,7 @@ const harness_driver *const harness_drivers[HARNESS_OP_COUNT] = {
     [HARNESS_OP_FA_GRAD] = &driver_flash_attention_grad,
     [HARNESS_OP_KEYPOOL] = &driver_keypool,
     [HARNESS_OP_ATTNRES] = &driver_attnres,
-    [HARNESS_OP_INFER_ATTENTION] = &driver_infer_attention,
+    [HARNESS_OP_FIA] = &driver_fia,
 };
 
 attnops_status harness_run_case(const harness_case *hc, const harness_run_options *o, harness_run *r)

@@ -123,7 +123,7 @@ typedef struct harness_driver {
     uint8_t *(*counted)(const double *mask_values, int64_t n, int rank, const int64_t *shape);
 } harness_driver;
 
-extern const harness_driver driver_flash_attention_grad, driver_keypool, driver_attnres, driver_infer_attention;
+extern const harness_driver driver_flash_attention_grad, driver_keypool, driver_attnres, driver_fia;
 
 /* Indexed by harness_op. */
 extern const harness_driver *const harness_drivers[HARNESS_OP_COUNT];

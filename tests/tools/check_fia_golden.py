@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`attnops golden infer-attention` and `attnops compare` as an inference-attention device developer
+"""`attnops golden fia` and `attnops compare` as an inference-attention device developer
 uses them: every exported case loads in numpy + ml_dtypes; its attention_out and softmax_lse agree
 with the tests' float64 FusedInferAttentionScore (python/tests/fia_oracle.py, which never calls
 attnops) run here on the exported inputs and attributes; a device that returns the oracle's values
@@ -57,12 +57,12 @@ def main():
     root = tempfile.mkdtemp()
     try:
         golden, device = os.path.join(root, "golden"), os.path.join(root, "device")
-        out = subprocess.run([binary, "golden", "infer-attention", "--out", golden], capture_output=True, text=True)
-        check(out.returncode == 0, f"golden infer-attention exits 0 ({out.stderr.strip()[:200]})")
+        out = subprocess.run([binary, "golden", "fia", "--out", golden], capture_output=True, text=True)
+        check(out.returncode == 0, f"golden fia exits 0 ({out.stderr.strip()[:200]})")
         with open(os.path.join(golden, "manifest.json")) as f:
             manifest = json.load(f)
-        check(len(manifest["cases"]) == 14 and all(c["op"] == "infer_attention" for c in manifest["cases"]),
-              "the manifest lists the suite's fourteen infer_attention cases")
+        check(len(manifest["cases"]) == 14 and all(c["op"] == "fia" for c in manifest["cases"]),
+              "the manifest lists the suite's fourteen fia cases")
         for case in manifest["cases"]:
             e_out, e_lse = oracle_outputs(golden, case)
             outs = {n: t for n, t in case["tensors"].items() if t["role"] == "output"}

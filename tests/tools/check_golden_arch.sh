@@ -11,7 +11,7 @@ set -u
 native=$1 other=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-suites=(fag-seed keypool-seed attnres-seed infer-attention)
+suites=(fag-seed keypool-seed attnres-seed fia)
 for side in native other; do
     cli=${!side}
     if ! "$cli" golden "${suites[@]}" --out "$tmp/$side" >"$tmp/$side.log" 2>&1; then
