@@ -599,8 +599,8 @@ typedef enum attnops_alibi_rule {
 /* ------------------------------------------------------------------------ */
 
 /* CANN's FusedInferAttentionScore (aclnnFusedInferAttentionScoreV3,
- * torch_npu.npu_fused_infer_attention_score; docs/INFER_ATTENTION.md has the
- * contract and docs/INFER_ATTENTION_SPEC.md the sources).  S1 = 1 is the
+ * torch_npu.npu_fused_infer_attention_score; docs/FIA.md has the
+ * contract and docs/FIA_SPEC.md the sources).  S1 = 1 is the
  * incremental (decode) branch, S1 > 1 the prompt branch; per batch b, query
  * head h (kv head n2 = h / (N1 / N2)), kept keys j < act_kv[b]:
  *   S[i][j] = scale_value * (q_i . k_j [+ query_rope_i . key_rope_j]) + pse_shift[b|0][h][i][j]

@@ -1,4 +1,4 @@
-/* Argument validation of FusedInferAttentionScore (docs/INFER_ATTENTION.md
+/* Argument validation of FusedInferAttentionScore (docs/FIA.md
  * "Validation" and the contract in attnops.h): one failure case per refusal
  * site of the library, so that deleting any rule fails this test.
  *

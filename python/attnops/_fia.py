@@ -1,5 +1,5 @@
 """FusedInferAttentionScore on numpy arrays (attnops.golden): the output shapes and the C call
-(include/attnops.h, docs/INFER_ATTENTION.md).
+(include/attnops.h, docs/FIA.md).
 
 input_layout is CANN's string: BSH, BSND, BNSD, TND, or BNSD_BSND (BNSD in, BSND out).  The
 length lists are Python sequences (per batch; TND cumulative, the kv lengths per batch when
@@ -50,7 +50,7 @@ def output_shapes(query, key, value, input_layout, num_heads, paged):
 
 def fused_infer_attention_score(query, key, value, **kw):
     """(attention_out, softmax_lse): new arrays, or the pair `out` given (op-plugin's .out form).
-    softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/INFER_ATTENTION.md), and
+    softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/FIA.md), and
     alibi_rule 2 / 3 with alibi_q_start_idx / alibi_kv_start_idx CANN's inner ALiBi (V5's pseType);
     learnable_sink ([N1]) CANN's attention sinks."""
     _call, args, outputs = fia_args(query, key, value, **kw)

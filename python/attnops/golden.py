@@ -142,7 +142,7 @@ def fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask
                                 value_antiquant_mode=0, softcap=0.0, alibi_slopes=None, alibi_rule=0,
                                 alibi_q_start_idx=0, alibi_kv_start_idx=0, learnable_sink=None, impl="reference",
                                 num_threads=0):
-    """-> (attention_out, softmax_lse f32): CANN's FusedInferAttentionScore (docs/INFER_ATTENTION.md),
+    """-> (attention_out, softmax_lse f32): CANN's FusedInferAttentionScore (docs/FIA.md),
     decode (S1 = 1) or prompt, contiguous or paged (block_table, block_size) key/value, int8 key/value with
     their antiquant scales, attention sinks (learnable_sink [N1]); softcap and alibi_slopes (f32 [N1] or [B, N1])
     are attnops extensions, with flash-attn's bottom-right distance or (alibi_rule 2 / 3 and the start indices)

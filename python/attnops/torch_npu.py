@@ -343,12 +343,12 @@ def ai_infra_block_attn_res_backward(grad_h, blocks, proj_weight, alpha_cache, p
             grad_gamma if enable_rmsnorm else None)
 
 
-# ---- FusedInferAttentionScore and its older siblings (docs/INFER_ATTENTION.md) ------------------
+# ---- FusedInferAttentionScore and its older siblings (docs/FIA.md) ------------------------------
 def _left_out(op, **given):
-    """NotImplementedError naming the first given argument attnops leaves out (docs/INFER_ATTENTION.md)."""
+    """NotImplementedError naming the first given argument attnops leaves out (docs/FIA.md)."""
     for name, value in given.items():
         if value is not None:
-            raise NotImplementedError(f"attnops: {op}: {name} is not supported (docs/INFER_ATTENTION.md, \"Left out\")")
+            raise NotImplementedError(f"attnops: {op}: {name} is not supported (docs/FIA.md, \"Left out\")")
 
 
 def _one_tensor(op, name, t):
@@ -487,7 +487,7 @@ def npu_fused_infer_attention_score_v2(query, key, value, *, query_rope=None, ke
               dequant_scale_key_rope_dtype=dequant_scale_key_rope_dtype, out_dtype=out_dtype)
     if query_quant_mode != 0:
         raise NotImplementedError(f"attnops: {op}: query_quant_mode {query_quant_mode} is not supported (a quantised "
-                                  "query; docs/INFER_ATTENTION.md, \"Left out\")")
+                                  "query; docs/FIA.md, \"Left out\")")
     layout = _layout(input_layout)
     if layout not in _V2_LAYOUTS:
         raise ValueError(f"attnops: {op}: input_layout is {input_layout!r}; it must be one of "

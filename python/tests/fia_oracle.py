@@ -1,5 +1,5 @@
 """An independent float64 FusedInferAttentionScore, written from the specification
-(docs/INFER_ATTENTION_SPEC.md sections 3.2-3.11, CANN's documented rules), never calling
+(docs/FIA_SPEC.md sections 3.2-3.11, CANN's documented rules), never calling
 attnops.
 
 Per batch b, query head h (kv head h // (N1 // N2)), query row i < act_q[b], key j < act_kv[b]:

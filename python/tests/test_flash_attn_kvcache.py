@@ -1,5 +1,5 @@
 """attnops.flash_attn.flash_attn_with_kvcache against the tests' own float64 statement of flash-attn 2.x's
-semantics (docs/INFER_ATTENTION_SPEC.md section 4; written here, never calling attnops): the in-place append,
+semantics (docs/FIA_SPEC.md section 4; written here, never calling attnops): the in-place append,
 rotary on q and the new k, contiguous and paged caches (shuffled pages), cache_batch_idx, cache_leftpad,
 causal and local windows (bottom-right), GQA, softmax_lse, softcap and ALiBi; and a decode loop that appends one
 token per step, compared at every step with full causal attention over the same history."""

@@ -149,7 +149,7 @@ def _fia_oracle_bnsd(q, k, v, sink, scale, lens_kv, causal=False):
 @pytest.mark.parametrize("impl", ["reference", "cpu"])
 @pytest.mark.parametrize("s1", [1, 5])
 @pytest.mark.parametrize("sink_dtype", [F32, BF16])
-def test_fused_infer_attention_sink(impl, s1, sink_dtype):
+def test_fia_sink(impl, s1, sink_dtype):
     b, n1, n2, s2, d = 3, 8, 2, 300, 32
     g = torch.Generator().manual_seed(11)
     q = torch.randn(b, n1, s1, d, generator=g).to(BF16)

@@ -122,7 +122,7 @@ def test_generate_gives_sdpas_tokens():
     assert torch.equal(got, want)
 
 
-def test_unpadded_generate_decodes_through_fused_infer_attention(monkeypatch):
+def test_unpadded_generate_decodes_through_fia(monkeypatch):
     """Without padding every decode step reads the cache in place through FusedInferAttentionScore (counted
     here) and greedy generate() gives sdpa's tokens."""
     from attnops import ops

@@ -1,5 +1,5 @@
 /* FusedInferAttentionScore's int8 key/value dequantisation parameters
- * (docs/INFER_ATTENTION.md "int8 key/value"; spec section 3.15):
+ * (docs/FIA.md "int8 key/value"; spec section 3.15):
  * x_hat = (x + offset) * scale, offset absent = 0.  Separate key/value
  * tensors (which win over the combined pair) by mode: 0 per channel [N2 D],
  * [N2, D], [1, N2, D], [1, N2, 1, D] or per tensor [1]; 1 per token [1, B,

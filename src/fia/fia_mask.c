@@ -1,6 +1,6 @@
 /* FusedInferAttentionScore's per-batch lengths, the kept-key predicate,
  * the dequantisation lookup and where a row's results go
- * (docs/INFER_ATTENTION.md "Masks"; spec section 3.8).  Shared by the
+ * (docs/FIA.md "Masks"; spec section 3.8).  Shared by the
  * golden and the fast kernel, and checked against the tests' own float64
  * statement of the rules (python/tests/fia_oracle.py). */
 #include <math.h>

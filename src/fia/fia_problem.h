@@ -2,7 +2,7 @@
  * validated problem (fia_validate.c), how a (batch, head, position) finds
  * its element in a contiguous or paged tensor, the per-batch lengths, and
  * which keys a query row keeps (fia_mask.c).  The rules and their sources
- * are docs/INFER_ATTENTION.md and docs/INFER_ATTENTION_SPEC.md.
+ * are docs/FIA.md and docs/FIA_SPEC.md.
  *
  * Indices: b batch, h query head (n2 = h / G its kv head, G = N1 / N2),
  * i query row within the batch (0 .. act_q[b] - 1), j key position
@@ -129,7 +129,7 @@ static inline double fia_sink_of(const fia_problem *p, int64_t h)
     return ao_load_f64(p->sink + h * p->sink_stride * (int64_t)attnops_dtype_size(p->sink_dtype), p->sink_dtype);
 }
 
-/* Validates everything (docs/INFER_ATTENTION.md "Validation"); fills p.
+/* Validates everything (docs/FIA.md "Validation"); fills p.
  * Nothing is read from outputs or written. */
 attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_problem *p);
 

@@ -1,4 +1,4 @@
-/* FusedInferAttentionScore argument validation (docs/INFER_ATTENTION.md,
+/* FusedInferAttentionScore argument validation (docs/FIA.md,
  * "Validation"): every rule one sentence behind "FusedInferAttentionScore: ",
  * NULL required tensors -> 161001, malformed values -> 161002, what attnops
  * leaves out of CANN's contract -> 161003.  The lengths and the block table
@@ -34,7 +34,7 @@ static attnops_status check_left_out(const char *op, const attnops_fia_args *a)
         {a->actual_shared_prefix_len, "actual_shared_prefix_len", "a shared prefix"}};
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
         if (out[i].t)
-            return ao_fail(UNSUPPORTED, "%s: %s is given; attnops does not support %s (docs/INFER_ATTENTION.md, "
+            return ao_fail(UNSUPPORTED, "%s: %s is given; attnops does not support %s (docs/FIA.md, "
                            "\"Left out\").", op, out[i].name, out[i].what);
     return ATTNOPS_SUCCESS;
 }

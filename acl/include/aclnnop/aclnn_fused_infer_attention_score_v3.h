@@ -4,7 +4,7 @@
  * hicann/ops-transformer
  * attention/fused_infer_attention_score/op_host/op_api/aclnn_fused_infer_attention_score_v3.h
  * at commit c29bc1069d3252c641e2aa059ec88f392d3f05ac (docs/ACL.md,
- * docs/INFER_ATTENTION_SPEC.md section 2).  Two-phase:
+ * docs/FIA_SPEC.md section 2).  Two-phase:
  * ...GetWorkspaceSize validates and returns a single-use executor, the
  * second call runs it (docs/ACL.md).  key and value are lists of one tensor
  * each; the quantised query/output, padding-size, shared-prefix and

@@ -487,7 +487,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                             rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False,
                             s_aux=None):
-    """flash-attn 2.x's decoding entry point (docs/INFER_ATTENTION_SPEC.md section 4): k and v, when given, are
+    """flash-attn 2.x's decoding entry point (docs/FIA_SPEC.md section 4): k and v, when given, are
     written into the caches in place at rows cache_seqlens[b] + t (k after rotary); q attends to the cache rows
     [cache_leftpad[b], cache_seqlens[b] + S_new), causal bottom-right.  Caches are (B_c, S_c, Hk, D), or paged
     (num_blocks, page_block_size, Hk, D) through block_table (any page size).  Returns out (B, Sq, H, D), with
@@ -497,7 +497,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     or a decode window drops keys from the front, which leaves these bottom-right distances as they are).  With
     causal, flash-attn's CUDA kernel adds slope * j instead: the same softmax, its lse larger by
     slope (i + sk - sq); attnops returns the documented bias's lse, as flash_attn_func does.  Both are the
-    operator's attnops extensions (docs/INFER_ATTENTION.md).  s_aux (vLLM's name): attention sinks [H], the
+    operator's attnops extensions (docs/FIA.md).  s_aux (vLLM's name): attention sinks [H], the
     operator's learnable_sink."""
     if (k is None and v is None and rotary_cos is None and cache_batch_idx is None and cache_leftpad is None
             and window_size[0] < 0 and type(cache_seqlens) is not int):

@@ -1,5 +1,5 @@
 // torch.ops.attnops.fused_infer_attention_score: CPU and Meta kernels over the library's two-phase
-// call (include/attnops.h, docs/INFER_ATTENTION.md).  Inference only: no gradient.
+// call (include/attnops.h, docs/FIA.md).  Inference only: no gradient.
 //
 //   fused_infer_attention_score(query, key, value, <attributes>) -> (attention_out, softmax_lse)
 //
@@ -30,7 +30,7 @@ using c10::IValue;
 #define FIA_INT(field) [](attnops_fia_args &a, Views &, const IValue &v) { a.field = v.toInt(); }
 
 // The arguments after query, key and value, in the schema's order (op-plugin's names and defaults,
-// docs/INFER_ATTENTION.md).  input_layout is read apart (it also names the output layout).
+// docs/FIA.md).  input_layout is read apart (it also names the output layout).
 constexpr Arg<attnops_fia_args> kFiaAttrs[] = {
     {"Tensor?", "pse_shift", "None", FIA_TENSOR(pse_shift)},
     {"Tensor?", "atten_mask", "None", FIA_TENSOR(atten_mask)},
