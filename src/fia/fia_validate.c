@@ -412,8 +412,7 @@ static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_
     const attnops_tensor *m = a->atten_mask;
     /* an empty mask stands for none only where none is allowed: a sparse mode that needs one still does */
     if (p->decode || a->sparse_mode == 0) m = unless_empty(op, "atten_mask", m, &warned);
-    p->sparse_mode = a->sparse_mode;
-    p->pre_tokens = ao_clamp_tokens(a->pre_tokens), p->next_tokens = ao_clamp_tokens(a->next_tokens);
+    p->rule = (attn_rule){.mode = a->sparse_mode, .pre = a->pre_tokens, .next = a->next_tokens};
     if (!p->decode && a->sparse_mode >= 1 && !m)
         return ao_fail(NULLPTR, "%s: sparse_mode %lld needs atten_mask.", op, (long long)a->sparse_mode);
     if (!p->decode && a->sparse_mode == 4 && a->pre_tokens < 0 && a->next_tokens < 0)
@@ -430,7 +429,7 @@ static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_
         if (!compressed)
             return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode %lld takes the compressed [2048, 2048] "
                            "lower-triangle tile.", op, ao_shape_str(m, buf, sizeof buf), (long long)a->sparse_mode);
-        p->mask = FIA_MASK_COMPRESSED;
+        p->mask = FIA_MASK_COMPRESSED, p->rule.active = true;
         return ATTNOPS_SUCCESS;
     }
     const int r = m->rank;
@@ -451,6 +450,7 @@ static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_
         p->mask_si = m->strides[r - 2], p->mask_sj = m->strides[r - 1];
     }
     p->mask = FIA_MASK_USER, p->mask_data = m->data;
+    p->rule.active = !p->decode; /* the tokens and modes are a prompt's */
     return ATTNOPS_SUCCESS;
 }
 
@@ -515,7 +515,7 @@ static attnops_status check_sink(const char *op, const attnops_fia_args *a, fia_
                        attnops_dtype_name(t->dtype));
     const int64_t shape[1] = {p->N1};
     AO_TRY(ao_check_shape(op, "learnable_sink", t, shape, 1, "[N1 = num_heads]: one logit per query head"));
-    p->sink = t->data, p->sink_dtype = t->dtype, p->sink_stride = t->strides[0];
+    p->sink = (attn_sinks){t->data, t->dtype, t->strides[0]};
     return ATTNOPS_SUCCESS;
 }
 
