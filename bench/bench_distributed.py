@@ -172,7 +172,9 @@ def main():
            "cp_fwd_bytes_per_step": kv_bytes, "cp_bwd_bytes_per_step": kv_bytes + kv_bytes}
     md = [f"Context parallelism (attnops {res['cp_attnops_version']}, isa {res['cp_isa']}, {res['cp_cpu_model']}, "
           f"torch {res['cp_torch_version']}, gloo over loopback), B1 N{n} S{s} D{d} f32, one training step, "
-          f"medians of {args.reps} (ring) and {2 * args.reps} (single) steps.", "",
+          f"medians of {args.reps} (ring) and {2 * args.reps} (single) steps. Bytes sent per rank per ring step: "
+          f"forward {kv_bytes / 2**20:.1f} MiB (K+V), backward {2 * kv_bytes / 2**20:.1f} MiB (K+V and the fp32 dK/dV "
+          "accumulators).", "",
           f"| case | 1 rank x {w} threads s | {w} ranks x 1 thread s | ring / single | t_wait s "
           "| t_comm s | share hidden by overlap |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for case, r in ring.items():
@@ -183,8 +185,6 @@ def main():
                     f"cp_{case}_hidden_share": hidden})
         md.append(f"| {case} | {t_single:.2f} | {r['step_s']:.2f} | {r['step_s'] / t_single:.2f} | {r['wait_s']:.3f} "
                   f"| {r['comm_s']:.3f} | {hidden * 100:.0f} % |")
-    md += ["", f"Bytes sent per rank per ring step: forward {kv_bytes / 2**20:.1f} MiB (K+V), backward "
-               f"{2 * kv_bytes / 2**20:.1f} MiB (K+V and the fp32 dK/dV accumulators)."]
     peer_common.report("\n".join(md) + "\n", res, args.json, args.md)
 
 

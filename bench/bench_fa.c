@@ -357,6 +357,52 @@ static void check_supported(const bench_case *c, const char *spec)
         die("FP8 cases are backward cases in a padded layout (no fast FP8 forward, no FP8 TND) in '%s'", spec);
 }
 
+/* A TND case's lengths (drawn for varlen=K, or the seqs= given) with
+ * B = 1, S1 = S2 = T; a varlen_dense=K case's L_eq drawn the same way, with
+ * T kept.  Dies on what the bench cannot run. */
+static void resolve_lengths(bench_case *c, int64_t varlen, const char *spec)
+{
+    fa_case_shape *s = &c->s;
+    const int tnd = s->layout == ATTNOPS_LAYOUT_TND;
+    if (tnd != (varlen || s->nseq) || (varlen && s->nseq))
+        die("layout TND takes varlen=K (drawn lengths) or seqs= (given ones), and only TND does, in case '%s'", spec);
+    if (tnd || c->vl_dense) {
+        if (c->vl_dense && tnd) die("varlen_dense= is a padded-layout case in '%s'", spec);
+        if (pse_kind(c)) die("TND and varlen_dense= cases take no pse in '%s'", spec);
+        if (c->vl_dense && mask_kind(c)) die("a varlen_dense= case takes no mask in '%s'", spec);
+        if (!s->nseq && (s->B != 1 || s->S1 != s->S2))
+            die("varlen= and varlen_dense= cases take B = 1 and S1 = S2 = T (the total length) in '%s'", spec);
+        const int64_t K = varlen ? varlen : c->vl_dense;
+        int64_t drawn[32];
+        if (!s->nseq) {
+            if (K > 32) die("at most 32 sequences (varlen= / varlen_dense=) in case '%s'", spec);
+            if (K > s->S1 || varlen_lengths(K, s->S1, drawn) != 0)
+                die("varlen: T = S1 is too small for K sequences of length >= 1 in case '%s'", spec);
+        }
+        if (tnd) {
+            if (!s->nseq) memcpy(s->seq_q, drawn, (size_t)K * sizeof *drawn), s->nseq = (int)K;
+            c->T = 0;
+            for (int i = 0; i < s->nseq; i++) {
+                if (s->seq_q[i] < 1) die("seqs= lengths must be positive in case '%s'", spec);
+                c->T += s->seq_q[i];
+            }
+            s->B = 1, s->S1 = s->S2 = c->T;
+        } else {
+            c->T = s->S1;
+            s->S1 = s->S2 = (int64_t)llround(sqrt(sum_sq(drawn, K, NULL, NULL))); /* L_eq */
+        }
+    }
+}
+
+/* A given NAME: letters, digits and '_' only. */
+static void set_name(bench_case *c, const char *name)
+{
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            die("case names may hold only letters, digits and '_': '%s'", name);
+    strcpy(c->name, name);
+}
+
 /* Parses a spec; --quick then divides S1, S2 (T for varlen=K) and a band's
  * pre/next by 8 (explicit seqs= are taken as given); the TND lengths and a
  * varlen_dense case's L_eq are resolved; an unnamed case gets its
@@ -405,41 +451,9 @@ static void parse_case(const char *spec, int quick, bench_case *c)
         s->S2 = s->S2 / 8 > 0 ? s->S2 / 8 : 1;
         s->pre /= 8, s->next /= 8;
     }
-    const int tnd = s->layout == ATTNOPS_LAYOUT_TND;
-    if (tnd != (varlen || s->nseq) || (varlen && s->nseq))
-        die("layout TND takes varlen=K (drawn lengths) or seqs= (given ones), and only TND does, in case '%s'", spec);
-    if (tnd || c->vl_dense) {
-        if (c->vl_dense && tnd) die("varlen_dense= is a padded-layout case in '%s'", spec);
-        if (pse_kind(c)) die("TND and varlen_dense= cases take no pse in '%s'", spec);
-        if (c->vl_dense && mask_kind(c)) die("a varlen_dense= case takes no mask in '%s'", spec);
-        if (!s->nseq && (s->B != 1 || s->S1 != s->S2))
-            die("varlen= and varlen_dense= cases take B = 1 and S1 = S2 = T (the total length) in '%s'", spec);
-        const int64_t K = varlen ? varlen : c->vl_dense;
-        int64_t drawn[32];
-        if (!s->nseq) {
-            if (K > 32) die("at most 32 sequences (varlen= / varlen_dense=) in case '%s'", spec);
-            if (K > s->S1 || varlen_lengths(K, s->S1, drawn) != 0)
-                die("varlen: T = S1 is too small for K sequences of length >= 1 in case '%s'", spec);
-        }
-        if (tnd) {
-            if (!s->nseq) memcpy(s->seq_q, drawn, (size_t)K * sizeof *drawn), s->nseq = (int)K;
-            c->T = 0;
-            for (int i = 0; i < s->nseq; i++) {
-                if (s->seq_q[i] < 1) die("seqs= lengths must be positive in case '%s'", spec);
-                c->T += s->seq_q[i];
-            }
-            s->B = 1, s->S1 = s->S2 = c->T;
-        } else {
-            c->T = s->S1;
-            s->S1 = s->S2 = (int64_t)llround(sqrt(sum_sq(drawn, K, NULL, NULL))); /* L_eq */
-        }
-    }
-    if (name[0]) {
-        for (const char *p = name; *p; p++)
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-                die("case names may hold only letters, digits and '_': '%s'", name);
-        strcpy(c->name, name);
-    } else canonical_name(c, c->name, sizeof c->name);
+    resolve_lengths(c, varlen, spec);
+    if (name[0]) set_name(c, name);
+    else canonical_name(c, c->name, sizeof c->name);
 }
 
 /* The spec that re-parses (without --quick) to this case: the descriptor's
@@ -726,95 +740,91 @@ static size_t make_mask_pse(case_data *d)
     return bytes;
 }
 
-/* Allocate and fill a case.  synthetic_stats: the backward's attention_in and
- * softmax statistics are made up (no forward run, used by --rss); otherwise
- * they come from a forward run of impl CPU. */
-static void case_setup(case_data *d, const bench_case *c, int threads, int synthetic_stats)
-{
-    memset(d, 0, sizeof *d);
-    d->c = *c;
-    const fa_case_shape *s = &c->s;
-    d->es = attnops_dtype_size(s->dtype);
-    d->oes = attnops_dtype_size(out_dtype_of(c));
-    d->flop = case_flop(c);
-    const attnops_dtype dt = s->dtype, odt = out_dtype_of(c);
-    if (is_fp8(dt)) synthetic_stats = 1; /* no fast FP8 forward to produce them */
-    const int64_t B = s->B, N1 = s->N1, N2 = s->N2, S1 = s->S1, S2 = s->S2, D = s->D, Dv = s->Dv;
-    const size_t nq = (size_t)(B * N1 * S1 * D), nk = (size_t)(B * N2 * S2 * D), nv = (size_t)(B * N2 * S2 * Dv);
-    const size_t no = (size_t)(B * N1 * S1 * Dv), ns = (size_t)(B * N1 * S1 * 8);
-    size_t extra_len = 0;
-    if (varlen_of(c)) {
-        const int64_t K = varlen_of(c), kshape[1] = {K};
-        int64_t *cum = xmalloc((size_t)K * sizeof *cum), acc = 0;
-        for (int64_t i = 0; i < K; i++) cum[i] = acc += s->seq_q[i];
-        d->cumlen = attnops_tensor_contiguous(cum, ATTNOPS_DTYPE_I64, 1, kshape);
-        extra_len = (size_t)K * sizeof *cum;
-    }
+/* Element counts of one case's tensors: q, k, v, the output (and dy), and
+ * each softmax statistic (8 floats a row). */
+typedef struct case_sizes {
+    size_t nq, nk, nv, no, ns;
+} case_sizes;
 
-    d->q = make_tensor(xmalloc(nq * d->es), dt, s->layout, B, S1, N1, D);
-    d->k = make_tensor(xmalloc(nk * d->es), dt, s->layout, B, S2, N2, D);
-    d->v = make_tensor(xmalloc(nv * d->es), dt, s->layout, B, S2, N2, Dv);
-    d->o = make_tensor(xmalloc(no * d->oes), odt, s->layout, B, S1, N1, Dv);
-    if (is_fp8(dt)) {
-        const int64_t qs[4] = {B, N1, (S1 + 127) / 128, 1}, ks[4] = {B, N2, (S2 + 127) / 128, 1};
-        const size_t nqs = (size_t)(qs[0] * qs[1] * qs[2]), nks = (size_t)(ks[0] * ks[1] * ks[2]);
-        float *a = xmalloc(nqs * 4), *b = xmalloc(nks * 4), *e = xmalloc(nks * 4), *g = xmalloc(nqs * 4);
-        for (size_t i = 0; i < nqs; i++) a[i] = g[i] = 1.0f;
-        for (size_t i = 0; i < nks; i++) b[i] = e[i] = 1.0f;
-        d->dsq = attnops_tensor_contiguous(a, ATTNOPS_DTYPE_F32, 4, qs);
-        d->dsk = attnops_tensor_contiguous(b, ATTNOPS_DTYPE_F32, 4, ks);
-        d->dsv = attnops_tensor_contiguous(e, ATTNOPS_DTYPE_F32, 4, ks);
-        d->dsdy = attnops_tensor_contiguous(g, ATTNOPS_DTYPE_F32, 4, qs);
-    }
-    const int64_t sshape[4] = {B, N1, S1, 8}, tshape[3] = {S1, N1, 8}; /* TND: declared [T, N1, 8] */
-    const int srank = varlen_of(c) ? 3 : 4;
-    const int64_t *sdims = varlen_of(c) ? tshape : sshape;
+static case_sizes sizes_of(const fa_case_shape *s)
+{
+    const int64_t B = s->B, N1 = s->N1, N2 = s->N2, S1 = s->S1, S2 = s->S2, D = s->D, Dv = s->Dv;
+    return (case_sizes){.nq = (size_t)(B * N1 * S1 * D), .nk = (size_t)(B * N2 * S2 * D),
+                        .nv = (size_t)(B * N2 * S2 * Dv), .no = (size_t)(B * N1 * S1 * Dv),
+                        .ns = (size_t)(B * N1 * S1 * 8)};
+}
+
+/* varlen: the i64 [K] cumulative lengths (q and kv alike).  Returns their bytes. */
+static size_t make_cumlen(case_data *d)
+{
+    const int64_t K = varlen_of(&d->c), kshape[1] = {K};
+    if (!K) return 0;
+    int64_t *cum = xmalloc((size_t)K * sizeof *cum), acc = 0;
+    for (int64_t i = 0; i < K; i++) cum[i] = acc += d->c.s.seq_q[i];
+    d->cumlen = attnops_tensor_contiguous(cum, ATTNOPS_DTYPE_I64, 1, kshape);
+    return (size_t)K * sizeof *cum;
+}
+
+/* FP8: the f32 de-quantisation scales of q, k, v and dy, one per 128-row block, all 1. */
+static void make_fp8_scales(case_data *d)
+{
+    const fa_case_shape *s = &d->c.s;
+    const int64_t qs[4] = {s->B, s->N1, (s->S1 + 127) / 128, 1}, ks[4] = {s->B, s->N2, (s->S2 + 127) / 128, 1};
+    const size_t nqs = (size_t)(qs[0] * qs[1] * qs[2]), nks = (size_t)(ks[0] * ks[1] * ks[2]);
+    float *a = xmalloc(nqs * 4), *b = xmalloc(nks * 4), *e = xmalloc(nks * 4), *g = xmalloc(nqs * 4);
+    for (size_t i = 0; i < nqs; i++) a[i] = g[i] = 1.0f;
+    for (size_t i = 0; i < nks; i++) b[i] = e[i] = 1.0f;
+    d->dsq = attnops_tensor_contiguous(a, ATTNOPS_DTYPE_F32, 4, qs);
+    d->dsk = attnops_tensor_contiguous(b, ATTNOPS_DTYPE_F32, 4, ks);
+    d->dsv = attnops_tensor_contiguous(e, ATTNOPS_DTYPE_F32, 4, ks);
+    d->dsdy = attnops_tensor_contiguous(g, ATTNOPS_DTYPE_F32, 4, qs);
+}
+
+/* softmax_max and softmax_sum: [B, N1, S1, 8], or in TND declared [T, N1, 8]. */
+static void make_stats(case_data *d, size_t ns)
+{
+    const fa_case_shape *s = &d->c.s;
+    const int64_t sshape[4] = {s->B, s->N1, s->S1, 8}, tshape[3] = {s->S1, s->N1, 8};
+    const int srank = varlen_of(&d->c) ? 3 : 4;
+    const int64_t *sdims = varlen_of(&d->c) ? tshape : sshape;
     d->smax = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, srank, sdims);
     d->ssum = attnops_tensor_contiguous(xmalloc(ns * 4), ATTNOPS_DTYPE_F32, srank, sdims);
-    /* Small values keep scores ~N(0, 1/9): a realistic softmax. */
-    fill_random(d->q.data, dt, (int64_t)nq);
-    fill_random(d->k.data, dt, (int64_t)nk);
-    fill_random(d->v.data, dt, (int64_t)nv);
-    const size_t extra_in = make_mask_pse(d) + extra_len;
+}
 
-    attnops_fa_fwd_args_init(&d->fa);
-    fill_params(&d->fa.p, d, ATTNOPS_IMPL_CPU, threads);
-    d->fa.softmax_max = &d->smax;
-    d->fa.softmax_sum = &d->ssum;
-    d->fa.attention_out = &d->o;
-
-    size_t fws = 0;
-    if (!c->bwd || !synthetic_stats)
-        check_status(fwd_ws(d, &fws), "forward workspace query", c);
-
-    if (!c->bwd) {
-        d->ws_bytes = fws;
-        d->ws = xmalloc(fws);
-        d->in_bytes = (nq + nk + nv) * d->es + extra_in;
-        d->out_bytes = no * d->oes + 2 * ns * 4;
-        return;
+/* The backward's forward outputs made up instead of computed (--rss, FP8):
+ * |q.k| * scale <= sqrt(D) for entries in [-1,1], so max = sqrt(D) keeps
+ * every exp(s - max) in (0, 1]; sum = S2 (varlen: L_i in each sequence's
+ * [N1, L_i, 8] block) keeps P a valid-looking distribution; attention_in
+ * random. */
+static void fill_synthetic_stats(case_data *d, const case_sizes *n)
+{
+    const fa_case_shape *s = &d->c.s;
+    fill_random(d->o.data, out_dtype_of(&d->c), (int64_t)n->no);
+    float mx = (float)sqrt((double)s->D), sm = (float)s->S2;
+    for (size_t i = 0; i < n->ns; i++) {
+        ((float *)d->smax.data)[i] = mx;
+        ((float *)d->ssum.data)[i] = sm;
     }
+    for (int64_t b = 0, off = 0; b < varlen_of(&d->c); off += s->seq_q[b] * s->N1 * 8, b++)
+        for (int64_t i = 0; i < s->seq_q[b] * s->N1 * 8; i++) ((float *)d->ssum.data)[off + i] = (float)s->seq_q[b];
+}
 
-    d->dy = make_tensor(xmalloc(no * d->es), dt, s->layout, B, S1, N1, Dv);
-    d->dq = make_tensor(xmalloc(nq * d->oes), odt, s->layout, B, S1, N1, D);
-    d->dk = make_tensor(xmalloc(nk * d->oes), odt, s->layout, B, S2, N2, D);
-    d->dv = make_tensor(xmalloc(nv * d->oes), odt, s->layout, B, S2, N2, Dv);
-    fill_random(d->dy.data, dt, (int64_t)no);
+/* The backward's tensors and arguments; its attention_in and statistics from
+ * a forward run of impl CPU (workspace fws) unless synthetic_stats. */
+static void setup_backward(case_data *d, const case_sizes *n, int threads, int synthetic_stats, size_t fws,
+                           size_t extra_in)
+{
+    const bench_case *c = &d->c;
+    const fa_case_shape *s = &c->s;
+    const attnops_dtype dt = s->dtype, odt = out_dtype_of(c);
+    d->dy = make_tensor(xmalloc(n->no * d->es), dt, s->layout, s->B, s->S1, s->N1, s->Dv);
+    d->dq = make_tensor(xmalloc(n->nq * d->oes), odt, s->layout, s->B, s->S1, s->N1, s->D);
+    d->dk = make_tensor(xmalloc(n->nk * d->oes), odt, s->layout, s->B, s->S2, s->N2, s->D);
+    d->dv = make_tensor(xmalloc(n->nv * d->oes), odt, s->layout, s->B, s->S2, s->N2, s->Dv);
+    fill_random(d->dy.data, dt, (int64_t)n->no);
 
-    if (synthetic_stats) {
-        /* |q.k| * scale <= sqrt(D) for entries in [-1,1]: max = sqrt(D) keeps
-         * every exp(s - max) in (0, 1]; sum = S2 keeps P a valid-looking
-         * distribution.  attention_in: random. */
-        fill_random(d->o.data, odt, (int64_t)no);
-        float mx = (float)sqrt((double)D), sm = (float)S2;
-        for (size_t i = 0; i < ns; i++) {
-            ((float *)d->smax.data)[i] = mx;
-            ((float *)d->ssum.data)[i] = sm;
-        }
-        /* varlen: per-sequence [N1, L_i, 8] blocks, sum = L_i */
-        for (int64_t b = 0, off = 0; b < varlen_of(c); off += s->seq_q[b] * N1 * 8, b++)
-            for (int64_t i = 0; i < s->seq_q[b] * N1 * 8; i++) ((float *)d->ssum.data)[off + i] = (float)s->seq_q[b];
-    } else {
+    if (synthetic_stats) fill_synthetic_stats(d, n);
+    else {
         void *fw = xmalloc(fws);
         check_status(fwd_call(d, fw, fws), "forward (for the backward's inputs)", c);
         free(fw);
@@ -831,8 +841,55 @@ static void case_setup(case_data *d, const bench_case *c, int threads, int synth
     d->ba.dv = &d->dv;
     check_status(bwd_ws(d, &d->ws_bytes), "backward workspace query", c);
     d->ws = xmalloc(d->ws_bytes);
-    d->in_bytes = (nq + nk + nv + no) * d->es + no * d->oes + 2 * ns * 4 + extra_in;
-    d->out_bytes = (nq + nk + nv) * d->oes;
+    d->in_bytes = (n->nq + n->nk + n->nv + n->no) * d->es + n->no * d->oes + 2 * n->ns * 4 + extra_in;
+    d->out_bytes = (n->nq + n->nk + n->nv) * d->oes;
+}
+
+/* Allocate and fill a case.  synthetic_stats: the backward's attention_in and
+ * softmax statistics are made up (no forward run, used by --rss); otherwise
+ * they come from a forward run of impl CPU. */
+static void case_setup(case_data *d, const bench_case *c, int threads, int synthetic_stats)
+{
+    memset(d, 0, sizeof *d);
+    d->c = *c;
+    const fa_case_shape *s = &c->s;
+    d->es = attnops_dtype_size(s->dtype);
+    d->oes = attnops_dtype_size(out_dtype_of(c));
+    d->flop = case_flop(c);
+    const attnops_dtype dt = s->dtype, odt = out_dtype_of(c);
+    if (is_fp8(dt)) synthetic_stats = 1; /* no fast FP8 forward to produce them */
+    const case_sizes n = sizes_of(s);
+    const size_t extra_len = make_cumlen(d);
+
+    d->q = make_tensor(xmalloc(n.nq * d->es), dt, s->layout, s->B, s->S1, s->N1, s->D);
+    d->k = make_tensor(xmalloc(n.nk * d->es), dt, s->layout, s->B, s->S2, s->N2, s->D);
+    d->v = make_tensor(xmalloc(n.nv * d->es), dt, s->layout, s->B, s->S2, s->N2, s->Dv);
+    d->o = make_tensor(xmalloc(n.no * d->oes), odt, s->layout, s->B, s->S1, s->N1, s->Dv);
+    if (is_fp8(dt)) make_fp8_scales(d);
+    make_stats(d, n.ns);
+    /* Small values keep scores ~N(0, 1/9): a realistic softmax. */
+    fill_random(d->q.data, dt, (int64_t)n.nq);
+    fill_random(d->k.data, dt, (int64_t)n.nk);
+    fill_random(d->v.data, dt, (int64_t)n.nv);
+    const size_t extra_in = make_mask_pse(d) + extra_len;
+
+    attnops_fa_fwd_args_init(&d->fa);
+    fill_params(&d->fa.p, d, ATTNOPS_IMPL_CPU, threads);
+    d->fa.softmax_max = &d->smax;
+    d->fa.softmax_sum = &d->ssum;
+    d->fa.attention_out = &d->o;
+
+    size_t fws = 0;
+    if (!c->bwd || !synthetic_stats)
+        check_status(fwd_ws(d, &fws), "forward workspace query", c);
+    if (c->bwd) {
+        setup_backward(d, &n, threads, synthetic_stats, fws, extra_in);
+        return;
+    }
+    d->ws_bytes = fws;
+    d->ws = xmalloc(fws);
+    d->in_bytes = (n.nq + n.nk + n.nv) * d->es + extra_in;
+    d->out_bytes = n.no * d->oes + 2 * n.ns * 4;
 }
 
 static void case_free(case_data *d)
@@ -1069,93 +1126,125 @@ static void rss_mode(const char *spec, int quick, int threads, const char *json_
     case_free(&d);
 }
 
-int main(int argc, char **argv)
-{
-    int threads = omp_get_max_threads();
-    int reps = 5, quick = 0, with_ref = 0, list = 0, no_peak = 0;
-    double gemm_seconds = 0.2;
-    const char *json_path = NULL, *rss_spec = NULL;
+/* ------------------------------------------------------------------------ */
+/* the timed run: options, peaks, rounds, report                             */
+/* ------------------------------------------------------------------------ */
+typedef struct options {
+    int threads, reps, quick, with_ref, list, no_peak;
+    double gemm_seconds;
+    const char *json_path, *rss_spec;
     const char *specs[MAX_CASES];
-    int nspecs = 0;
+    int nspecs;
+} options;
 
+/* The command line into o.  --help prints the usage and exits 0; anything
+ * unknown or out of range exits 2. */
+static void parse_options(int argc, char **argv, options *o)
+{
+    *o = (options){.threads = omp_get_max_threads(), .reps = 5, .gemm_seconds = 0.2};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--threads") && val) threads = atoi(val), i++;
-        else if (!strcmp(a, "--reps") && val) reps = atoi(val), i++;
-        else if (!strcmp(a, "--json") && val) json_path = val, i++;
+        if (!strcmp(a, "--threads") && val) o->threads = atoi(val), i++;
+        else if (!strcmp(a, "--reps") && val) o->reps = atoi(val), i++;
+        else if (!strcmp(a, "--json") && val) o->json_path = val, i++;
         else if (!strcmp(a, "--case") && val) {
-            if (nspecs == MAX_CASES) die("at most %s cases", "64");
-            specs[nspecs++] = val, i++;
-        } else if (!strcmp(a, "--rss") && val) rss_spec = val, i++;
-        else if (!strcmp(a, "--gemm-seconds") && val) gemm_seconds = atof(val), i++;
-        else if (!strcmp(a, "--quick")) quick = 1;
-        else if (!strcmp(a, "--ref")) with_ref = 1;
-        else if (!strcmp(a, "--no-peak")) no_peak = 1;
-        else if (!strcmp(a, "--list-cases")) list = 1;
+            if (o->nspecs == MAX_CASES) die("at most %s cases", "64");
+            o->specs[o->nspecs++] = val, i++;
+        } else if (!strcmp(a, "--rss") && val) o->rss_spec = val, i++;
+        else if (!strcmp(a, "--gemm-seconds") && val) o->gemm_seconds = atof(val), i++;
+        else if (!strcmp(a, "--quick")) o->quick = 1;
+        else if (!strcmp(a, "--ref")) o->with_ref = 1;
+        else if (!strcmp(a, "--no-peak")) o->no_peak = 1;
+        else if (!strcmp(a, "--list-cases")) o->list = 1;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            return 0;
+            exit(0);
         } else {
             usage(stderr);
             die("unknown or incomplete argument '%s'", a);
         }
     }
-    if (threads < 1) die("--threads must be >= 1 (got %s)", "< 1");
-    if (reps < 1 || reps > 256) die("--reps must be 1..256%s", "");
-    if (!(gemm_seconds > 0)) die("--gemm-seconds must be positive%s", "");
-    omp_set_num_threads(threads);
+    if (o->threads < 1) die("--threads must be >= 1 (got %s)", "< 1");
+    if (o->reps < 1 || o->reps > 256) die("--reps must be 1..256%s", "");
+    if (!(o->gemm_seconds > 0)) die("--gemm-seconds must be positive%s", "");
+}
 
-    if (rss_spec) {
-        rss_mode(rss_spec, quick, threads, json_path);
-        return 0;
-    }
-
-    /* the case list: given or built in; --quick divides S by 8 */
-    int ncases = nspecs ? nspecs : (int)(sizeof default_cases / sizeof default_cases[0]);
-    bench_case cases[MAX_CASES];
-    for (int i = 0; i < ncases; i++) parse_case(nspecs ? specs[i] : default_cases[i], quick, &cases[i]);
-    for (int i = 0; i < ncases; i++)
+/* The case list: the --case specs, else the built-in one; --quick divides S
+ * by 8.  Two cases of one name are refused. */
+static int load_cases(const options *o, bench_case *cases)
+{
+    const int n = o->nspecs ? o->nspecs : (int)(sizeof default_cases / sizeof default_cases[0]);
+    for (int i = 0; i < n; i++) parse_case(o->nspecs ? o->specs[i] : default_cases[i], o->quick, &cases[i]);
+    for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++)
             if (!strcmp(cases[i].name, cases[j].name)) die("two cases are named %s", cases[i].name);
-    if (list) {
-        for (int i = 0; i < ncases; i++) {
-            char spec[1024];
-            case_spec(&cases[i], spec, sizeof spec);
-            puts(spec);
-        }
-        if (json_path) write_case_list_json(json_path, cases, ncases);
-        return 0;
+    return n;
+}
+
+/* --list-cases: the resolved specs, one a line, and with --json the descriptors. */
+static void list_cases(const bench_case *cases, int n, const char *json_path)
+{
+    for (int i = 0; i < n; i++) {
+        char spec[1024];
+        case_spec(&cases[i], spec, sizeof spec);
+        puts(spec);
     }
+    if (json_path) write_case_list_json(json_path, cases, n);
+}
 
-    print_machine("bench_fa");
-    printf("bench_fa: libxsmm %s, %d threads, %d rounds%s\n", LIBXSMM_VERSION, threads, reps,
-           quick ? ", quick (S/8)" : "");
-    fflush(stdout);
-
-    /* the FLOP/s ceiling of the ISA in use, then the tile-GEMM peaks (libxsmm
-     * set up by the library first, so a forced ATTNOPS_ISA targets the probe too) */
-    const double ceiling = no_peak ? NAN : fma_ceiling_gflops(threads, 5);
-    (void)attnops_gemm_backend(ATTNOPS_DTYPE_F32);
+/* The machine's limits, measured in the same run: the FMA ceiling of the ISA
+ * in use, and the two tile-GEMM peaks (0: fp32, 1: bf16) sampled once a round. */
+typedef struct peaks {
+    double ceiling; /* GFLOP/s; NaN with --no-peak */
     gemm_bench gb[2];
-    int have_peak[2] = {0, 0};
-    double peak_s[2][256];
-    if (!no_peak) {
-        libxsmm_init();
-        for (int b = 0; b < 2; b++) {
-            if (gemm_setup(&gb[b], b, threads) != 0) {
-                fprintf(stderr, "bench_fa: libxsmm could not JIT the %s 64x64x128 GEMM on this CPU; no %s peak\n",
-                        b ? "bf16" : "fp32", b ? "bf16" : "fp32");
-                continue;
-            }
-            if (gemm_check(&gb[b]) != 0)
-                fprintf(stderr, "bench_fa: WARNING: the %s tile GEMM computed a wrong product\n", b ? "bf16" : "fp32");
-            gemm_calibrate(&gb[b], gemm_seconds);
-            have_peak[b] = 1;
-        }
-    }
+    int have[2];
+    double gflops[2][256]; /* [peak][round] */
+} peaks;
 
-    for (int i = 0; i < ncases; i++)
+static const char *const peak_name[2] = {"f32", "bf16"};
+
+/* The ceiling, then the GEMMs JIT-ed, checked and calibrated (libxsmm set up
+ * by the library first, so a forced ATTNOPS_ISA targets the probe too). */
+static void peaks_setup(peaks *p, const options *o)
+{
+    p->ceiling = o->no_peak ? NAN : fma_ceiling_gflops(o->threads, 5);
+    (void)attnops_gemm_backend(ATTNOPS_DTYPE_F32);
+    p->have[0] = p->have[1] = 0;
+    if (o->no_peak) return;
+    libxsmm_init();
+    for (int b = 0; b < 2; b++) {
+        if (gemm_setup(&p->gb[b], b, o->threads) != 0) {
+            fprintf(stderr, "bench_fa: libxsmm could not JIT the %s 64x64x128 GEMM on this CPU; no %s peak\n",
+                    b ? "bf16" : "fp32", b ? "bf16" : "fp32");
+            continue;
+        }
+        if (gemm_check(&p->gb[b]) != 0)
+            fprintf(stderr, "bench_fa: WARNING: the %s tile GEMM computed a wrong product\n", b ? "bf16" : "fp32");
+        gemm_calibrate(&p->gb[b], o->gemm_seconds);
+        p->have[b] = 1;
+    }
+}
+
+static void peaks_sample(peaks *p, int round, int threads)
+{
+    for (int b = 0; b < 2; b++)
+        if (p->have[b]) {
+            double t = gemm_run(&p->gb[b], p->gb[b].iters);
+            p->gflops[b][round] = GEMM_FLOP * (double)p->gb[b].iters * threads / t * 1e-9;
+        }
+}
+
+static void peaks_free(peaks *p)
+{
+    for (int b = 0; b < 2; b++)
+        if (p->have[b]) gemm_free(&p->gb[b]);
+}
+
+/* One line per varlen case: the drawn lengths' spread and L_eq. */
+static void print_varlen_draws(const bench_case *cases, int n)
+{
+    for (int i = 0; i < n; i++)
         if (varlen_of(&cases[i])) {
             const int64_t K = varlen_of(&cases[i]);
             int64_t lo, hi;
@@ -1165,155 +1254,214 @@ int main(int argc, char **argv)
                    (long long)llround(sqrt(ss)));
         }
     fflush(stdout);
+}
 
-    /* cases: allocate, fill, warm up once */
-    case_data *cd = calloc((size_t)ncases, sizeof *cd);
+/* Every case allocated, filled and warmed up once (its outputs checked). */
+static case_data *setup_cases(const bench_case *cases, int n, int threads)
+{
+    case_data *cd = calloc((size_t)n, sizeof *cd);
     if (!cd) die("out of memory%s", "");
-    for (int i = 0; i < ncases; i++) {
+    for (int i = 0; i < n; i++) {
         case_setup(&cd[i], &cases[i], threads, 0);
         case_run(&cd[i], ATTNOPS_IMPL_CPU);
         case_sanity(&cd[i]);
     }
+    return cd;
+}
 
-    /* rounds: peaks and cases alternate */
-    for (int r = 0; r < reps; r++) {
-        for (int b = 0; b < 2; b++)
-            if (have_peak[b]) {
-                double t = gemm_run(&gb[b], gb[b].iters);
-                peak_s[b][r] = GEMM_FLOP * (double)gb[b].iters * threads / t * 1e-9;
-            }
-        for (int i = 0; i < ncases; i++) {
+/* R rounds, each the two peaks and then every case once: peaks and kernels alternate. */
+static void run_rounds(peaks *p, case_data *cd, int n, const options *o)
+{
+    for (int r = 0; r < o->reps; r++) {
+        peaks_sample(p, r, o->threads);
+        for (int i = 0; i < n; i++) {
             cd[i].ms[cd[i].nrep++] = case_run(&cd[i], ATTNOPS_IMPL_CPU);
-            if (with_ref) cd[i].ref_ms[cd[i].nref++] = case_run(&cd[i], ATTNOPS_IMPL_REFERENCE);
+            if (o->with_ref) cd[i].ref_ms[cd[i].nref++] = case_run(&cd[i], ATTNOPS_IMPL_REFERENCE);
         }
-        fprintf(stderr, "bench_fa: round %d/%d done\n", r + 1, reps);
+        fprintf(stderr, "bench_fa: round %d/%d done\n", r + 1, o->reps);
     }
+}
 
-    /* report */
-    json_out j;
-    json_open(&j, json_path);
-    json_num(&j, "threads", threads);
-    json_num(&j, "reps", reps);
-    json_num(&j, "quick", quick);
-    json_machine(&j);
-    json_str(&j, "attnops_version", attnops_version());
-    double peak[2] = {NAN, NAN};
-    static const char *const pname[2] = {"f32", "bf16"};
+/* The peaks' medians into peak[] (NaN where not measured) and their lines. */
+static void report_peaks(json_out *j, const peaks *p, int threads, int reps, double peak[2])
+{
     printf("\n%-34s %12s %12s\n", "tile GEMM 64x64x128 (libxsmm)", "GFLOP/s", "min..max");
     for (int b = 0; b < 2; b++) {
-        if (!have_peak[b]) continue;
-        peak[b] = median(peak_s[b], reps);
-        double lo = vmin(peak_s[b], reps), hi = vmax(peak_s[b], reps);
+        peak[b] = NAN;
+        if (!p->have[b]) continue;
+        peak[b] = median(p->gflops[b], reps);
+        double lo = vmin(p->gflops[b], reps), hi = vmax(p->gflops[b], reps);
         char label[64];
         snprintf(label, sizeof label, "peak %s (%d threads)", b ? "bf16 VNNI-A -> f32" : "f32", threads);
         printf("%-34s %12.1f %6.0f..%.0f\n", label, peak[b], lo, hi);
-        json_numf(&j, peak[b], "gemm_peak_%s_gflops", pname[b], "");
-        json_numf(&j, peak[b] / threads, "gemm_peak_%s_gflops_per_thread", pname[b], "");
+        json_numf(j, peak[b], "gemm_peak_%s_gflops", peak_name[b], "");
+        json_numf(j, peak[b] / threads, "gemm_peak_%s_gflops_per_thread", peak_name[b], "");
     }
-
-    if (isfinite(ceiling)) {
+    if (isfinite(p->ceiling)) {
         char label[64];
         snprintf(label, sizeof label, "FMA ceiling %s (%d threads)", attnops_cpu_isa(), threads);
-        printf("%-34s %12.1f   register-only loop, median of 5\n", label, ceiling);
-        json_num(&j, "fma_ceiling_gflops", ceiling);
+        printf("%-34s %12.1f   register-only loop, median of 5\n", label, p->ceiling);
+        json_num(j, "fma_ceiling_gflops", p->ceiling);
     }
-    printf("\n%-44s %10s %10s %10s %9s %10s %9s\n", "case (dense-equivalent FLOPs)", "ms median", "ms min", "GFLOP/s",
-           "% peak", "peak", "% ceiling");
-    for (int i = 0; i < ncases; i++) {
-        case_data *d = &cd[i];
-        double ms = median(d->ms, d->nrep);
-        double gf = d->flop / (ms * 1e-3) * 1e-9;
-        int pk = d->c.s.dtype == ATTNOPS_DTYPE_BF16 || is_fp8(d->c.s.dtype); /* FP8 runs bf16 GEMMs */
-        double pct = 100.0 * gf / peak[pk];
-        printf("%-44s %10.2f %10.2f %10.1f %9.1f %10s %9.1f\n", d->c.name, ms, vmin(d->ms, d->nrep), gf, pct, pname[pk],
-               100.0 * gf / ceiling);
-        if (isfinite(ceiling)) json_numf(&j, 100.0 * gf / ceiling, "%s_pct_ceiling", d->c.name, "");
-        json_numf(&j, ms, "%s_ms_median", d->c.name, "");
-        json_numf(&j, vmin(d->ms, d->nrep), "%s_ms_min", d->c.name, "");
-        json_numf(&j, gf, "%s_gflops", d->c.name, "");
-        json_numf(&j, d->flop * 1e-9, "%s_gflop", d->c.name, "");
-        if (isfinite(pct)) json_numf(&j, pct, "%s_pct_peak", d->c.name, "");
-        json_numf(&j, (double)d->ws_bytes, "%s_workspace_bytes", d->c.name, "");
-        if (mask_kind(&d->c)) json_numf(&j, unmasked_fraction(&d->c), "%s_unmasked_fraction", d->c.name, "");
-        if (varlen_of(&d->c)) {
-            int64_t lo, hi;
-            double ss = sum_sq(d->c.s.seq_q, varlen_of(&d->c), &lo, &hi);
-            json_numf(&j, (double)varlen_of(&d->c), "%s_varlen_sequences", d->c.name, "");
-            json_numf(&j, (double)lo, "%s_varlen_len_min", d->c.name, "");
-            json_numf(&j, (double)hi, "%s_varlen_len_max", d->c.name, "");
-            json_numf(&j, ss, "%s_varlen_sum_len_sq", d->c.name, "");
-        }
-        if (with_ref) {
-            double rms = median(d->ref_ms, d->nref);
-            char label[NAME_LEN + 8];
-            snprintf(label, sizeof label, "%s (ref)", d->c.name);
-            printf("%-44s %10.2f %10.2f %10.1f %9s %10s\n", label, rms, vmin(d->ref_ms, d->nref),
-                   d->flop / (rms * 1e-3) * 1e-9, "", "");
-            json_numf(&j, rms, "%s_ref_ms_median", d->c.name, "");
-            json_numf(&j, d->flop / (rms * 1e-3) * 1e-9, "%s_ref_gflops", d->c.name, "");
-        }
-    }
+}
 
-    /* ratios between cases, within each round, then the median */
+/* The varlen draws of a case, as JSON. */
+static void json_varlen(json_out *j, const bench_case *c)
+{
+    int64_t lo, hi;
+    double ss = sum_sq(c->s.seq_q, varlen_of(c), &lo, &hi);
+    json_numf(j, (double)varlen_of(c), "%s_varlen_sequences", c->name, "");
+    json_numf(j, (double)lo, "%s_varlen_len_min", c->name, "");
+    json_numf(j, (double)hi, "%s_varlen_len_max", c->name, "");
+    json_numf(j, ss, "%s_varlen_sum_len_sq", c->name, "");
+}
+
+/* One case's line (and its reference's with --ref), and its JSON keys. */
+static void report_case(json_out *j, const case_data *d, const double peak[2], double ceiling, int with_ref)
+{
+    const char *name = d->c.name;
+    double ms = median(d->ms, d->nrep);
+    double gf = d->flop / (ms * 1e-3) * 1e-9;
+    int pk = d->c.s.dtype == ATTNOPS_DTYPE_BF16 || is_fp8(d->c.s.dtype); /* FP8 runs bf16 GEMMs */
+    double pct = 100.0 * gf / peak[pk];
+    printf("%-44s %10.2f %10.2f %10.1f %9.1f %10s %9.1f\n", name, ms, vmin(d->ms, d->nrep), gf, pct, peak_name[pk],
+           100.0 * gf / ceiling);
+    if (isfinite(ceiling)) json_numf(j, 100.0 * gf / ceiling, "%s_pct_ceiling", name, "");
+    json_numf(j, ms, "%s_ms_median", name, "");
+    json_numf(j, vmin(d->ms, d->nrep), "%s_ms_min", name, "");
+    json_numf(j, gf, "%s_gflops", name, "");
+    json_numf(j, d->flop * 1e-9, "%s_gflop", name, "");
+    if (isfinite(pct)) json_numf(j, pct, "%s_pct_peak", name, "");
+    json_numf(j, (double)d->ws_bytes, "%s_workspace_bytes", name, "");
+    if (mask_kind(&d->c)) json_numf(j, unmasked_fraction(&d->c), "%s_unmasked_fraction", name, "");
+    if (varlen_of(&d->c)) json_varlen(j, &d->c);
+    if (with_ref) {
+        double rms = median(d->ref_ms, d->nref);
+        char label[NAME_LEN + 8];
+        snprintf(label, sizeof label, "%s (ref)", name);
+        printf("%-44s %10.2f %10.2f %10.1f %9s %10s\n", label, rms, vmin(d->ref_ms, d->nref),
+               d->flop / (rms * 1e-3) * 1e-9, "", "");
+        json_numf(j, rms, "%s_ref_ms_median", name, "");
+        json_numf(j, d->flop / (rms * 1e-3) * 1e-9, "%s_ref_gflops", name, "");
+    }
+}
+
+/* One ratio: its JSON key <label>_<kind> and its line. */
+static void ratio_line(json_out *j, const char *label, const char *kind, double value, double frac, const char *base)
+{
+    char key[NAME_LEN + 96];
+    snprintf(key, sizeof key, "%s_%s", label, kind);
+    json_num(j, key, value);
+    printf("%-30s %-24s %10.3f %10.4f %s\n", label, kind, value, frac, base);
+}
+
+/* The rounds both cases ran. */
+static int rounds_of(const case_data *d, const case_data *e) { return d->nrep < e->nrep ? d->nrep : e->nrep; }
+
+/* varlen GFLOP/s / dense GFLOP/s of the same total work, per round. */
+static void ratio_dense_rate(json_out *j, const char *label, const case_data *d, const case_data *e)
+{
+    double rr[256];
+    int n = rounds_of(d, e);
+    for (int r = 0; r < n; r++) rr[r] = (d->flop / d->ms[r]) / (e->flop / e->ms[r]);
+    ratio_line(j, label, "ratio_vs_dense_rate", median(rr, n), 1.0, e->c.name);
+}
+
+/* time / time of the same case without the variant's feature, per round. */
+static void ratio_variant(json_out *j, const char *label, const char *kind, const case_data *d, const case_data *e)
+{
+    double rr[256];
+    int n = rounds_of(d, e);
+    for (int r = 0; r < n; r++) rr[r] = d->ms[r] / e->ms[r];
+    ratio_line(j, label, kind, median(rr, n), 1.0, e->c.name);
+}
+
+/* A masked case against its dense base (a band also against the base scaled
+ * by the unmasked fraction), a pse case against the plain one, per round. */
+static void ratio_mask_pse(json_out *j, const char *label, const case_data *d, const case_data *e)
+{
+    const double frac = unmasked_fraction(&d->c);
+    double r_base[256], r_prop[256];
+    int n = rounds_of(d, e);
+    for (int r = 0; r < n; r++) {
+        r_base[r] = d->ms[r] / e->ms[r];
+        r_prop[r] = r_base[r] / frac;
+    }
+    ratio_line(j, label, pse_kind(&d->c) ? "ratio_vs_plain" : "ratio_vs_dense", median(r_base, n), frac, e->c.name);
+    if (mask_kind(&d->c) == MASK_BAND && !pse_kind(&d->c))
+        ratio_line(j, label, "ratio_vs_proportional", median(r_prop, n), frac, e->c.name);
+}
+
+/* The ratios between cases (dense_of, variant_base, base_of), each taken
+ * within a round, then the median. */
+static void report_ratios(json_out *j, const bench_case *cases, const case_data *cd, int n)
+{
     int header = 0;
-    for (int i = 0; i < ncases; i++) {
+    for (int i = 0; i < n; i++) {
         const char *vkind = NULL;
-        int b = base_of(cases, ncases, i), vd = dense_of(cases, ncases, i), vb = variant_base(cases, ncases, i, &vkind);
+        int b = base_of(cases, n, i), vd = dense_of(cases, n, i), vb = variant_base(cases, n, i, &vkind);
         if (b < 0 && vd < 0 && vb < 0) continue;
         if (!header) {
             printf("\n%-30s %-24s %10s %10s %s\n", "ratio", "kind", "median", "unmasked", "base case");
             header = 1;
         }
-        char label[NAME_LEN + 48], key[NAME_LEN + 96];
-        ratio_label(cases, ncases, i, label, sizeof label);
-        if (vd >= 0) {
-            /* varlen GFLOP/s / dense GFLOP/s of the same total work */
-            const case_data *d = &cd[i], *e = &cd[vd];
-            double rr[256];
-            int n = d->nrep < e->nrep ? d->nrep : e->nrep;
-            for (int r = 0; r < n; r++) rr[r] = (d->flop / d->ms[r]) / (e->flop / e->ms[r]);
-            snprintf(key, sizeof key, "%s_ratio_vs_dense_rate", label);
-            json_num(&j, key, median(rr, n));
-            printf("%-30s %-24s %10.3f %10.4f %s\n", label, "ratio_vs_dense_rate", median(rr, n), 1.0,
-                   cases[vd].name);
-            continue;
-        }
-        if (vb >= 0) { /* time / time of the same case without the feature */
-            const case_data *d = &cd[i], *e = &cd[vb];
-            double rr[256];
-            int n = d->nrep < e->nrep ? d->nrep : e->nrep;
-            for (int r = 0; r < n; r++) rr[r] = d->ms[r] / e->ms[r];
-            snprintf(key, sizeof key, "%s_%s", label, vkind);
-            json_num(&j, key, median(rr, n));
-            printf("%-30s %-24s %10.3f %10.4f %s\n", label, vkind, median(rr, n), 1.0, cases[vb].name);
-            continue;
-        }
-        const double frac = unmasked_fraction(&cases[i]);
-        const case_data *d = &cd[i], *e = &cd[b];
-        double r_base[256], r_prop[256];
-        int n = d->nrep < e->nrep ? d->nrep : e->nrep;
-        for (int r = 0; r < n; r++) {
-            r_base[r] = d->ms[r] / e->ms[r];
-            r_prop[r] = r_base[r] / frac;
-        }
-        const char *kind = pse_kind(&cases[i]) ? "ratio_vs_plain" : "ratio_vs_dense";
-        snprintf(key, sizeof key, "%s_%s", label, kind);
-        json_num(&j, key, median(r_base, n));
-        printf("%-30s %-24s %10.3f %10.4f %s\n", label, kind, median(r_base, n), frac, cases[b].name);
-        if (mask_kind(&cases[i]) == MASK_BAND && !pse_kind(&cases[i])) {
-            snprintf(key, sizeof key, "%s_ratio_vs_proportional", label);
-            json_num(&j, key, median(r_prop, n));
-            printf("%-30s %-24s %10.3f %10.4f %s\n", label, "ratio_vs_proportional", median(r_prop, n), frac,
-                   cases[b].name);
-        }
+        char label[NAME_LEN + 48];
+        ratio_label(cases, n, i, label, sizeof label);
+        if (vd >= 0) ratio_dense_rate(j, label, &cd[i], &cd[vd]);
+        else if (vb >= 0) ratio_variant(j, label, vkind, &cd[i], &cd[vb]);
+        else ratio_mask_pse(j, label, &cd[i], &cd[b]);
+    }
+}
+
+/* The tables on stdout and, with --json, the same numbers as JSON keys. */
+static void report(const options *o, const peaks *p, const bench_case *cases, const case_data *cd, int n)
+{
+    json_out j;
+    json_open(&j, o->json_path);
+    json_num(&j, "threads", o->threads);
+    json_num(&j, "reps", o->reps);
+    json_num(&j, "quick", o->quick);
+    json_machine(&j);
+    json_str(&j, "attnops_version", attnops_version());
+    double peak[2];
+    report_peaks(&j, p, o->threads, o->reps, peak);
+    printf("\n%-44s %10s %10s %10s %9s %10s %9s\n", "case (dense-equivalent FLOPs)", "ms median", "ms min", "GFLOP/s",
+           "% peak", "peak", "% ceiling");
+    for (int i = 0; i < n; i++) report_case(&j, &cd[i], peak, p->ceiling, o->with_ref);
+    report_ratios(&j, cases, cd, n);
+    json_close(&j);
+    if (o->json_path) printf("\nwrote %s\n", o->json_path);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    parse_options(argc, argv, &o);
+    omp_set_num_threads(o.threads);
+    if (o.rss_spec) {
+        rss_mode(o.rss_spec, o.quick, o.threads, o.json_path);
+        return 0;
+    }
+    bench_case cases[MAX_CASES];
+    const int ncases = load_cases(&o, cases);
+    if (o.list) {
+        list_cases(cases, ncases, o.json_path);
+        return 0;
     }
 
-    json_close(&j);
-    if (json_path) printf("\nwrote %s\n", json_path);
+    print_machine("bench_fa");
+    printf("bench_fa: libxsmm %s, %d threads, %d rounds%s\n", LIBXSMM_VERSION, o.threads, o.reps,
+           o.quick ? ", quick (S/8)" : "");
+    fflush(stdout);
+    peaks p;
+    peaks_setup(&p, &o);
+    print_varlen_draws(cases, ncases);
+    case_data *cd = setup_cases(cases, ncases, o.threads);
+    run_rounds(&p, cd, ncases, &o);
+    report(&o, &p, cases, cd, ncases);
 
     for (int i = 0; i < ncases; i++) case_free(&cd[i]);
     free(cd);
-    for (int b = 0; b < 2; b++)
-        if (have_peak[b]) gemm_free(&gb[b]);
+    peaks_free(&p);
     return 0;
 }

@@ -257,7 +257,7 @@ def fa_case_rows(cases, A, T, res):
 
 
 def fa_ratio_rows(cases, A, res):
-    """The ratios between cases, one table row each; their numbers into res."""
+    """The ratios between cases, one table row each (merge_dtypes); their numbers into res."""
     rows = []
     for c in cases:
         n, lab, b = c["name"], label(c, cases), base_of(c, cases)
@@ -270,16 +270,16 @@ def fa_ratio_rows(cases, A, res):
                            and a.get(f"{n}_gflop") and a.get(f"{dn}_gflop")])
             if v is not None:
                 res[f"{lab}_ratio_vs_dense_rate"] = v
-            rows.append(f"| `{lab}_ratio_vs_dense_rate` | {fmt(v, '.3f')} | GFLOP/s / GFLOP/s of `{dn}` "
-                        f"(one sequence of the same Σ L², {c['varlen']} sequences in T = {c['S1']}) "
-                        f"| {ratio_target(c, 'ratio_vs_dense_rate')} |")
+            rows.append((c["dtype"], f"{lab}_ratio_vs_dense_rate", fmt(v, '.3f'),
+                         f"GFLOP/s / GFLOP/s of `{dn}` (one sequence of the same Σ L², {c['varlen']} sequences "
+                         f"in T = {c['S1']})", ratio_target(c, 'ratio_vs_dense_rate')))
         vb, vkind = variant_base(c, cases)
         if vb is not None:
             v = median_of(per_round(A, lambda a: a.get(f"{n}_ms_median"), lambda a: a.get(f"{vb['name']}_ms_median")))
             if v is not None:
                 res[f"{lab}_{vkind}"] = v
-            rows.append(f"| `{lab}_{vkind}` | {fmt(v, '.3f')} | time / time of `{vb['name']}` "
-                        f"| {ratio_target(c, vkind)} |")
+            rows.append((c["dtype"], f"{lab}_{vkind}", fmt(v, '.3f'), f"time / time of `{vb['name']}`",
+                         ratio_target(c, vkind)))
         fracs = numbers(A, f"{n}_unmasked_fraction")
         frac = fracs[0] if fracs else 1.0
         if c["mask"] != "none":
@@ -300,13 +300,38 @@ def fa_ratio_rows(cases, A, res):
                     "ratio_vs_plain": f"time / time of `{b['name']}`",
                     "ratio_vs_proportional": f"time / (time of `{b['name']}` × {frac:.4f} unmasked)"}[kind]
             if kind != "ratio_vs_dense" or not c["mask"].startswith("band"):  # bands: the proportional row
-                rows.append(f"| `{lab}_{kind}` | {fmt(v, '.3f')} | {what} | {ratio_target(c, kind)} |")
+                rows.append((c["dtype"], f"{lab}_{kind}", fmt(v, '.3f'), what, ratio_target(c, kind)))
         sp = res.get(f"{n}_speedup_vs_torch")
         if c["tags"] and sp is not None:
             res[f"{lab}_speedup_vs_torch"] = sp
-            rows.append(f"| `{lab}_speedup_vs_torch` | {sp:.2f}× | torch ms / attnops ms, {torch_call(c)} "
-                        f"| {ratio_target(c, 'speedup_vs_torch')} |")
-    return rows
+            rows.append((c["dtype"], f"{lab}_speedup_vs_torch", f"{sp:.2f}×", f"torch ms / attnops ms, {torch_call(c)}",
+                         ratio_target(c, "speedup_vs_torch")))
+    return merge_dtypes(rows)
+
+
+DTYPE_SLOT = "<dtype>"
+
+
+def dtype_slot(text, dtype):
+    """text with the dtype of every case name or label in it (`bwd_bf16_...`) replaced by DTYPE_SLOT."""
+    return re.sub(rf"\b(fwd|bwd)_{re.escape(dtype)}_", rf"\g<1>_{DTYPE_SLOT}_", text)
+
+
+def merge_dtypes(rows):
+    """The ratio rows (dtype, label, median, definition, target) as table lines, where rows that differ only in
+    their dtype become one: `bwd_{f32,bf16}_causal2_ratio_vs_dense` with the medians in that order."""
+    groups = {}
+    for dtype, lab, value, what, goal in rows:
+        groups.setdefault((dtype_slot(lab, dtype), dtype_slot(what, dtype), goal), []).append((dtype, lab, value, what))
+    lines = []
+    for (lab, what, goal), members in groups.items():
+        if len(members) == 1:
+            lab, what = members[0][1], members[0][3]
+        else:
+            dtypes = "{" + ",".join(m[0] for m in members) + "}"
+            lab, what = lab.replace(DTYPE_SLOT, dtypes), what.replace(DTYPE_SLOT, dtypes)
+        lines.append(f"| `{lab}` | {', '.join(m[2] for m in members)} | {what} | {goal} |")
+    return lines
 
 
 # ---- KeyPool, AttnRes, peak RSS, the Python programs ------------------------------------------------
@@ -534,27 +559,24 @@ def markdown(res, peak, have_torch, sections, tables):
           "| case | attnops ms | GFLOP/s | % of peak | torch ms | torch GFLOP/s | speedup vs torch | target |",
           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     md += sections["cases"]
-    md += table("| ratio | median | definition | target |", "| --- | ---: | --- | --- |", sections["ratios"])
+    md += table("| ratio (`{f32,bf16}`: one per dtype) | median (in that order) | definition | target |",
+                "| --- | ---: | --- | --- |", sections["ratios"])
     md += table("| KeyPool | case | attnops ms | measure | target | torch ms | speedup vs torch | target |",
                 "| --- | --- | ---: | --- | --- | ---: | ---: | --- |", sections["keypool"])
     if sections["attnres"]:
         md += table("| AttnRes | attnops ms | measure | target | torch ms | speedup vs torch | target "
                     "| attnops peak MiB | torch peak MiB |",
                     "| --- | ---: | --- | --- | ---: | ---: | --- | ---: | ---: |", sections["attnres"])
-        md += ["", f"AttnRes: B=1, T={res.get('attnres_T', '?')}, N=25 blocks + partial (L=26), D=4096, bf16, "
-               "RMSNorm, scale 1; bytes a call must move (fwd (L+1)·BTD·2 + 2·BTL·4 + 2·D·2, bwd (2L+1)·BTD·2 + "
-               "2·BTL·4 + 4·D·2) per second vs the copy bandwidth of the same round; torch = the seed's reference "
-               "composed in bf16 (autograd for bwd); peak = inputs + outputs + workspace (attnops) and inputs + "
-               "the process's peak-RSS rise over the call (torch; bwd includes its graph-building forward)."]
+        md += ["", f"AttnRes: B=1, T={res.get('attnres_T', '?')}, L=26, D=4096, bf16 (bytes as under Targets); "
+               "peak = inputs + outputs + workspace (attnops), inputs + the peak-RSS rise over the call (torch, "
+               "whose bwd includes its graph-building forward)."]
     if sections["fia"]:
         md += table("| FusedInferAttentionScore | case | attnops ms | bytes vs copy | bytes vs read | GFLOP/s "
                     "| torch ms | speedup vs torch | target |",
                     "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |", sections["fia"])
-        md += ["", f"FusedInferAttentionScore: the bytes a call must read and write (query, the cached keys and "
-               f"values each batch's length reaches, outputs) per second vs the copy bandwidth of the same round "
-               f"({fmt(res.get('fia_copy_gbps'), '.1f')} GB/s, read + written) and its read-only bandwidth "
-               f"({fmt(res.get('fia_read_gbps'), '.1f')} GB/s, a parallel sum); torch = "
-               "`scaled_dot_product_attention(enable_gqa=True)` on contiguous caches of the same dtype."]
+        md += ["", f"FusedInferAttentionScore: copy bandwidth {fmt(res.get('fia_copy_gbps'), '.1f')} GB/s "
+               f"(read + written), read-only bandwidth {fmt(res.get('fia_read_gbps'), '.1f')} GB/s, same rounds; "
+               "torch = `scaled_dot_product_attention(enable_gqa=True)` on contiguous caches of the same dtype."]
     if sections.get("fia_avx2"):
         md += table("| FusedInferAttentionScore, AVX2 path | case | attnops ms | bytes vs copy | bytes vs read "
                     "| GFLOP/s | torch ms | speedup vs torch | target |",
@@ -566,10 +588,8 @@ def markdown(res, peak, have_torch, sections, tables):
                 "| budget MiB |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |", sections["rss"])
     for t in tables:
         md += ["", t]
-    md += ["", "GFLOP/s are dense-equivalent (forward 2·B·N1·S1·S2·(D+Dv), backward 2.5×) at the median time, "
-           "also for masked cases (whose % of peak can pass 100); varlen cases count their real work "
-           "(Σ_i 2·N1·L_i²·(D+Dv)); % of peak, speedup (torch ms / attnops ms) and the ratios between cases are "
-           "medians of the per-round ratios; targets are quoted, not judged."]
+    md += ["", "GFLOP/s, % of peak, speedups and ratios as defined under Method (dense-equivalent FLOPs, so a masked "
+           "case can pass 100 % of peak; medians of per-round ratios); targets are quoted, not judged."]
     return "\n".join(md) + "\n"
 
 

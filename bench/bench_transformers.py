@@ -47,8 +47,9 @@ def median_times(models, run, reps):
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def generate_table(args, steps, ids):
-    """Tokens per second of greedy generate() (N new tokens after the prompt), both models."""
+def generate_summary(args, steps, ids):
+    """Tokens per second of greedy generate() (N new tokens after the prompt), both models: its markdown line
+    and its JSON keys."""
     for model in steps.values():
         model.eval()
 
@@ -64,14 +65,12 @@ def generate_table(args, steps, ids):
            "transformers_generate_threads": args.threads, "transformers_generate_attnops_tokens_per_s":
            rate["attnops"], "transformers_generate_sdpa_tokens_per_s": rate["sdpa"],
            "transformers_generate_speedup": rate["attnops"] / rate["sdpa"], "transformers_generate_same_tokens": same}
-    md = "\n".join([
+    md = (
         f"transformers {transformers.__version__} generate() (the Llama above, bf16, greedy, {args.generate} new "
         f"tokens after a {args.seq}-token prompt; {args.threads} threads; isa {attnops.cpu_isa()}, "
         f"{attnops.cpu_model()}; medians of {args.reps} alternating rounds; the same tokens: "
-        f"{'yes' if same else 'no'}).", "",
-        "| attn_implementation | tokens per second | speed-up vs sdpa |", "| --- | ---: | ---: |",
-        f"| attnops | {rate['attnops']:.1f} | {rate['attnops'] / rate['sdpa']:.2f}× |",
-        f"| sdpa | {rate['sdpa']:.1f} | 1.00× |"]) + "\n"
+        f"{'yes' if same else 'no'}): attnops {rate['attnops']:.1f} tokens per second, sdpa {rate['sdpa']:.1f}, "
+        f"speed-up vs sdpa {rate['attnops'] / rate['sdpa']:.2f}×.\n")
     return md, res
 
 
@@ -90,7 +89,7 @@ def main():
     steps = models(torch.bfloat16)
     ids = torch.randint(0, 2048, (1, args.seq))
     if args.generate:
-        peer_common.report(*generate_table(args, steps, ids), args.json, args.md)
+        peer_common.report(*generate_summary(args, steps, ids), args.json, args.md)
         return
 
     def step(model):
@@ -103,13 +102,12 @@ def main():
     res = {"transformers_step_seq": args.seq, "transformers_step_threads": args.threads,
            "transformers_step_attnops_ms": med["attnops"] * 1e3, "transformers_step_sdpa_ms": med["sdpa"] * 1e3,
            "transformers_step_speedup": med["sdpa"] / med["attnops"]}
-    md = "\n".join([
+    md = (
         f"transformers {transformers.__version__} training step (Llama, hidden 512, 4 layers, 8 heads x 64, "
         f"4 KV heads; B1 S{args.seq} bf16; forward + loss + backward; {args.threads} threads; isa "
-        f"{attnops.cpu_isa()}, {attnops.cpu_model()}; medians of {args.reps} alternating rounds).", "",
-        "| attn_implementation | ms per step | speed-up vs sdpa |", "| --- | ---: | ---: |",
-        f"| attnops | {med['attnops'] * 1e3:.0f} | {med['sdpa'] / med['attnops']:.2f}× |",
-        f"| sdpa | {med['sdpa'] * 1e3:.0f} | 1.00× |"]) + "\n"
+        f"{attnops.cpu_isa()}, {attnops.cpu_model()}; medians of {args.reps} alternating rounds): attnops "
+        f"{med['attnops'] * 1e3:.0f} ms per step, sdpa {med['sdpa'] * 1e3:.0f} ms, speed-up vs sdpa "
+        f"{med['sdpa'] / med['attnops']:.2f}×.\n")
     peer_common.report(md, res, args.json, args.md)
 
 

@@ -185,3 +185,22 @@ def test_infer_attention_avx2_rows(tmp_path):
     assert "fia_decode_bf16_ms_median" not in res and "fia_avx2_mla_bf16_ms_median" not in res
     assert "| FusedInferAttentionScore, AVX2 path |" in text and "| `fia_avx2_decode_bf16` |" in text
     assert "`fia_avx2_spec4_vs_decode`" not in text and "`fia_avx2_prompt_vs_fa_forward`" not in text
+
+
+def test_ratio_rows_differing_only_in_dtype_merge(tmp_path):
+    """The f32 and bf16 rows of one ratio become one row, `bwd_{f32,bf16}_causal2_ratio_vs_dense`, with both medians
+    in that order; results.json keeps one key per dtype, and a ratio only one dtype has keeps its own row."""
+    cases = [case("bwd_f32_plain"), case("bwd_f32_causal", mask="causal2"), case("bwd_bf16_plain", dtype="bf16"),
+             case("bwd_bf16_causal", mask="causal2", dtype="bf16"), case("bwd_bf16_det", dtype="bf16", det=1)]
+    ms = {"bwd_f32_plain": 100, "bwd_f32_causal": 60, "bwd_bf16_plain": 50, "bwd_bf16_causal": 25, "bwd_bf16_det": 55}
+    args = write_run(tmp_path, [{f"{n}_ms_median": v for n, v in ms.items()}])
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    text = bench_report.report(args)
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["bwd_f32_causal2_ratio_vs_dense"] == pytest.approx(0.6)
+    assert res["bwd_bf16_causal2_ratio_vs_dense"] == pytest.approx(0.5)
+    merged = ("| `bwd_{f32,bf16}_causal2_ratio_vs_dense` | 0.600, 0.500 | time / time of `bwd_{f32,bf16}_plain` "
+              "| ≤ 0.55 |")
+    assert merged in text.splitlines()
+    assert "| `bwd_bf16_det_ratio_vs_default` | 1.100 | time / time of `bwd_bf16_plain` | ≤ 1.10 |" in text.splitlines()
+    assert "`bwd_f32_causal2_ratio_vs_dense`" not in text

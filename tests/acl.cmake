@@ -14,8 +14,8 @@ target_link_libraries(attnops_acl_fia_args PUBLIC attnops_acl_bridge attnops_tes
 # FusedInferAttentionScoreV3 through aclnn: the native call's bytes, tensor lists, refusals.
 add_attnops_test(test_acl_fia test_acl_fia.c)
 target_link_libraries(test_acl_fia PRIVATE attnops_acl_fia_args)
-# FusedInferAttentionScore V1/V2/V4, IncreFlashAttention V1-V4, PromptFlashAttention V1-V3 through aclnn: the
-# native call's bytes, each entry's refusals.
+# FusedInferAttentionScore V1-V5, IncreFlashAttention V1-V4, PromptFlashAttention V1-V3 through aclnn: the
+# native call's bytes, each entry with each optional tensor it takes (one at a time), each entry's refusals.
 add_attnops_test(test_acl_fia_versions test_acl_fia_versions.c)
 target_link_libraries(test_acl_fia_versions PRIVATE attnops_acl_fia_args)
 # KeyPool through aclnn: the native call's pooled_key and cache bytes, the refusals.

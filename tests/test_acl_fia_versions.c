@@ -1,5 +1,5 @@
-/* The FusedInferAttentionScore family's other aclnn entry points
- * (libattnops_acl): aclnnFusedInferAttentionScore, ...V2, ...V4, ...V5,
+/* The FusedInferAttentionScore family's aclnn entry points
+ * (libattnops_acl): aclnnFusedInferAttentionScore, ...V2, ...V3, ...V4, ...V5,
  * aclnnIncreFlashAttention V1..V4 and aclnnPromptFlashAttention V1..V3.
  * Each case (verify/fia_case.h) runs through every entry whose parameter
  * list can carry it and must give the bytes of the native
@@ -7,7 +7,15 @@
  * call without softmax_lse where the entry has none, and without pse_shift
  * where the entry's pseShift is reserved (IncreFlashAttention and
  * PromptFlashAttention V1, V2: CANN passes NULL on).  Every entry runs at
- * least one case.  Then the refusals: a key list of two tensors, a quantised
+ * least one case.  Then the optional-tensor rows: every entry given, one at
+ * a time, each optional tensor its parameter list carries (a mask with
+ * content, per-batch query / key lengths, pseShift, a block table, the
+ * separate and the combined antiquant pairs varying per channel or per
+ * token, rope, learnable sinks, V5's ALiBi slopes with start indices, the
+ * softmaxLse output), on a decode and / or a prompt problem the entry runs;
+ * each row must give the native call's bytes, and the native call without
+ * that optional must give other bytes (or be refused), so an entry that
+ * drops or misroutes it fails its row.  Then the refusals: a key list of two tensors, a quantised
  * output, V4's dequantScaleQuery / queryQuantMode, a learnableSink of the wrong shape,
  * V5's pseType 2 without the slopes and pseType 1,
  * IncreFlashAttentionV4's kvPaddingSize, a longer query or a TND layout
@@ -15,12 +23,14 @@
  * no rows through PromptFlashAttention: each gives 161002 and a sentence that starts with
  * the entry's name and names the argument, hands out no executor and writes
  * no output byte. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "acl_fia_args.h"
 #include "aclnnop/aclnn_fused_infer_attention_score.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v5.h"
 #include "aclnnop/aclnn_incre_flash_attention.h"
@@ -32,7 +42,7 @@
 #include "aclnnop/aclnn_prompt_flash_attention_v3.h"
 #include "suite.h"
 
-typedef enum { FIA1, FIA2, FIA4, FIA5, IFA1, IFA2, IFA3, IFA4, PFA1, PFA2, PFA3, ENTRIES } entry;
+typedef enum { FIA1, FIA2, FIA3, FIA4, FIA5, IFA1, IFA2, IFA3, IFA4, PFA1, PFA2, PFA3, ENTRIES } entry;
 
 /* What an entry's parameter list carries. */
 enum {
@@ -50,9 +60,14 @@ enum {
     TENSOR_KV = 2048,  /* key and value are tensors, not lists */
     HAS_SINK = 4096,   /* learnableSink */
     HAS_ALIBI = 8192,  /* pseType 2 / 3: the slopes in pseShift, qStartIdx, kvStartIdx */
+    HAS_MASK = 16384,  /* attenMask */
+    HAS_COMBINED = 32768, /* the combined antiquantScale / antiquantOffset (leading 2: key, value) */
+    HAS_AQ_MODE = 65536,  /* antiquantMode (else the combined pair is per channel, mode 0) */
 };
 
-#define FIA_ALL (HAS_LSE | HAS_PSE | HAS_Q_LENS | HAS_KV_LENS | HAS_PAGED | HAS_SPARSE | HAS_QUANT | DECODE | PROMPT)
+#define FIA_ALL                                                                                                      \
+    (HAS_LSE | HAS_PSE | HAS_Q_LENS | HAS_KV_LENS | HAS_PAGED | HAS_SPARSE | HAS_QUANT | DECODE | PROMPT | HAS_MASK | \
+     HAS_COMBINED | HAS_AQ_MODE)
 static const struct {
     const char *name;
     acl_fia_run_fn run;
@@ -60,26 +75,28 @@ static const struct {
 } ENTRY[ENTRIES] = {
     [FIA1] = {"aclnnFusedInferAttentionScore", aclnnFusedInferAttentionScore, FIA_ALL},
     [FIA2] = {"aclnnFusedInferAttentionScoreV2", aclnnFusedInferAttentionScoreV2, FIA_ALL | HAS_INT8},
+    [FIA3] = {"aclnnFusedInferAttentionScoreV3", aclnnFusedInferAttentionScoreV3, FIA_ALL | HAS_INT8 | HAS_ROPE},
     [FIA4] = {"aclnnFusedInferAttentionScoreV4", aclnnFusedInferAttentionScoreV4,
               FIA_ALL | HAS_INT8 | HAS_ROPE | HAS_SINK},
     [FIA5] = {"aclnnFusedInferAttentionScoreV5", aclnnFusedInferAttentionScoreV5,
               FIA_ALL | HAS_INT8 | HAS_ROPE | HAS_SINK | HAS_ALIBI},
-    [IFA1] = {"aclnnIncreFlashAttention", aclnnIncreFlashAttention, HAS_KV_LENS | DECODE},
-    [IFA2] = {"aclnnIncreFlashAttentionV2", aclnnIncreFlashAttentionV2, HAS_KV_LENS | HAS_QUANT | DECODE},
+    [IFA1] = {"aclnnIncreFlashAttention", aclnnIncreFlashAttention, HAS_KV_LENS | DECODE | HAS_MASK},
+    [IFA2] = {"aclnnIncreFlashAttentionV2", aclnnIncreFlashAttentionV2, HAS_KV_LENS | HAS_QUANT | DECODE | HAS_MASK},
     [IFA3] = {"aclnnIncreFlashAttentionV3", aclnnIncreFlashAttentionV3,
-              HAS_PSE | HAS_KV_LENS | HAS_PAGED | HAS_QUANT | DECODE},
+              HAS_PSE | HAS_KV_LENS | HAS_PAGED | HAS_QUANT | DECODE | HAS_MASK | HAS_COMBINED},
     [IFA4] = {"aclnnIncreFlashAttentionV4", aclnnIncreFlashAttentionV4,
-              HAS_PSE | HAS_KV_LENS | HAS_PAGED | HAS_QUANT | DECODE},
-    [PFA1] = {"aclnnPromptFlashAttention", aclnnPromptFlashAttention, HAS_Q_LENS | PROMPT | TENSOR_KV},
+              HAS_PSE | HAS_KV_LENS | HAS_PAGED | HAS_QUANT | DECODE | HAS_MASK | HAS_COMBINED},
+    [PFA1] = {"aclnnPromptFlashAttention", aclnnPromptFlashAttention, HAS_Q_LENS | PROMPT | TENSOR_KV | HAS_MASK},
     [PFA2] = {"aclnnPromptFlashAttentionV2", aclnnPromptFlashAttentionV2,
-              HAS_Q_LENS | HAS_KV_LENS | HAS_SPARSE | HAS_QUANT | PROMPT | TENSOR_KV},
+              HAS_Q_LENS | HAS_KV_LENS | HAS_SPARSE | HAS_QUANT | PROMPT | TENSOR_KV | HAS_MASK},
     [PFA3] = {"aclnnPromptFlashAttentionV3", aclnnPromptFlashAttentionV3,
-              HAS_PSE | HAS_Q_LENS | HAS_KV_LENS | HAS_SPARSE | HAS_QUANT | PROMPT | TENSOR_KV},
+              HAS_PSE | HAS_Q_LENS | HAS_KV_LENS | HAS_SPARSE | HAS_QUANT | PROMPT | TENSOR_KV | HAS_MASK},
 };
 
-/* Arguments a refusal case passes beyond the case's own. */
+/* Arguments a refusal case (or a row's combined antiquant pair) passes beyond the case's own. */
 typedef struct extra {
     const aclTensor *quant_scale2, *kv_padding_size, *dequant_scale_query, *learnable_sink;
+    const aclTensor *antiquant_scale, *antiquant_offset; /* the combined pair */
     int64_t query_quant_mode, pse_type;
     const aclIntArray *q_start_idx; /* V5's, in place of the case's (unread at pseType 0) */
 } extra;
@@ -90,35 +107,43 @@ static aclnnStatus prepare(entry e, const acl_fia_args *c, const attnops_fia_arg
 {
     char layout[16];
     memcpy(layout, c->layout, sizeof layout);
-    const aclTensor *qs2 = x->quant_scale2;
+    const aclTensor *qs2 = x->quant_scale2, *as = x->antiquant_scale, *ao = x->antiquant_offset;
     switch (e) {
     case FIA1:
         return aclnnFusedInferAttentionScoreGetWorkspaceSize(
-            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, NULL, NULL,
-            c->table, NULL, NULL, a->num_heads, a->scale_value, a->pre_tokens, a->next_tokens, layout,
-            a->num_key_value_heads, a->sparse_mode, a->inner_precise, a->block_size, 0, a->softmax_lse_flag, c->out,
-            c->lse, ws, ex);
+            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, as, ao, c->table,
+            NULL, NULL, a->num_heads, a->scale_value, a->pre_tokens, a->next_tokens, layout, a->num_key_value_heads,
+            a->sparse_mode, a->inner_precise, a->block_size, a->antiquant_mode, a->softmax_lse_flag, c->out, c->lse,
+            ws, ex);
     case FIA2:
         return aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
-            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, NULL, NULL,
-            c->table, NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, a->num_heads, a->scale_value,
-            a->pre_tokens, a->next_tokens, layout, a->num_key_value_heads, a->sparse_mode, a->inner_precise,
-            a->block_size, 0, a->softmax_lse_flag, a->key_antiquant_mode, a->value_antiquant_mode, c->out, c->lse, ws,
+            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, as, ao, c->table,
+            NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, a->num_heads, a->scale_value, a->pre_tokens,
+            a->next_tokens, layout, a->num_key_value_heads, a->sparse_mode, a->inner_precise, a->block_size,
+            a->antiquant_mode, a->softmax_lse_flag, a->key_antiquant_mode, a->value_antiquant_mode, c->out, c->lse, ws,
             ex);
+    case FIA3:
+        return aclnnFusedInferAttentionScoreV3GetWorkspaceSize(
+            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, as, ao, c->table,
+            NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, c->qr, c->kr, NULL, a->num_heads,
+            a->scale_value, a->pre_tokens, a->next_tokens, layout, a->num_key_value_heads, a->sparse_mode,
+            a->inner_precise, a->block_size, a->antiquant_mode, a->softmax_lse_flag, a->key_antiquant_mode,
+            a->value_antiquant_mode, c->out, c->lse, ws, ex);
     case FIA4:
         return aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
-            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, NULL, NULL,
-            c->table, NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, c->qr, c->kr, NULL,
-            x->dequant_scale_query, x->learnable_sink ? x->learnable_sink : c->sink, a->num_heads, a->scale_value, a->pre_tokens, a->next_tokens,
-            layout, a->num_key_value_heads, a->sparse_mode, a->inner_precise, a->block_size, 0, a->softmax_lse_flag,
-            a->key_antiquant_mode, a->value_antiquant_mode, x->query_quant_mode, c->out, c->lse, ws, ex);
+            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, as, ao, c->table,
+            NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, c->qr, c->kr, NULL, x->dequant_scale_query,
+            x->learnable_sink ? x->learnable_sink : c->sink, a->num_heads, a->scale_value, a->pre_tokens,
+            a->next_tokens, layout, a->num_key_value_heads, a->sparse_mode, a->inner_precise, a->block_size,
+            a->antiquant_mode, a->softmax_lse_flag, a->key_antiquant_mode, a->value_antiquant_mode,
+            x->query_quant_mode, c->out, c->lse, ws, ex);
     case FIA5:
         return aclnnFusedInferAttentionScoreV5GetWorkspaceSize(
-            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, NULL, NULL,
-            c->table, NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, c->qr, c->kr, NULL,
-            x->dequant_scale_query, x->learnable_sink ? x->learnable_sink : c->sink,
-            x->q_start_idx ? x->q_start_idx : c->q_start, c->kv_start, a->num_heads, a->scale_value, a->pre_tokens,
-            a->next_tokens, layout, a->num_key_value_heads, a->sparse_mode, a->inner_precise, a->block_size, 0,
+            c->q, c->key, c->value, c->pse, c->mask, c->qlen, c->kvlen, NULL, NULL, NULL, qs2, NULL, as, ao, c->table,
+            NULL, NULL, c->ks, c->ko, c->vs, c->vo, NULL, NULL, NULL, c->qr, c->kr, NULL, x->dequant_scale_query,
+            x->learnable_sink ? x->learnable_sink : c->sink, x->q_start_idx ? x->q_start_idx : c->q_start,
+            c->kv_start, a->num_heads, a->scale_value, a->pre_tokens, a->next_tokens, layout,
+            a->num_key_value_heads, a->sparse_mode, a->inner_precise, a->block_size, a->antiquant_mode,
             a->softmax_lse_flag, a->key_antiquant_mode, a->value_antiquant_mode, x->query_quant_mode,
             x->pse_type ? x->pse_type : a->alibi_rule, c->out, c->lse, ws, ex);
     case IFA1:
@@ -131,12 +156,12 @@ static aclnnStatus prepare(entry e, const acl_fia_args *c, const attnops_fia_arg
                                                           a->num_key_value_heads, c->out, ws, ex);
     case IFA3:
         return aclnnIncreFlashAttentionV3GetWorkspaceSize(
-            c->q, c->key, c->value, c->pse, c->mask, c->kvlen, NULL, NULL, NULL, qs2, NULL, NULL, NULL, c->table,
+            c->q, c->key, c->value, c->pse, c->mask, c->kvlen, NULL, NULL, NULL, qs2, NULL, as, ao, c->table,
             a->num_heads, a->scale_value, layout, a->num_key_value_heads, a->block_size, a->inner_precise, c->out, ws,
             ex);
     case IFA4:
         return aclnnIncreFlashAttentionV4GetWorkspaceSize(
-            c->q, c->key, c->value, c->pse, c->mask, c->kvlen, NULL, NULL, NULL, qs2, NULL, NULL, NULL, c->table,
+            c->q, c->key, c->value, c->pse, c->mask, c->kvlen, NULL, NULL, NULL, qs2, NULL, as, ao, c->table,
             x->kv_padding_size, a->num_heads, a->scale_value, layout, a->num_key_value_heads, a->block_size,
             a->inner_precise, c->out, ws, ex);
     case PFA1:
@@ -217,27 +242,129 @@ static unsigned needs(const fia_case_spec *s)
     return n;
 }
 
-/* One case through entry e against the native call: true when they agree byte for byte. */
-static bool run_one(entry e, const named_spec *ns, uint64_t seed, aclrtStream stream)
+/* An optional tensor of the family: what it needs of an entry's parameter list, the branches it means something
+ * on, the problem given it (on a base problem without it) and the native call left without it. */
+typedef struct optional {
+    const char *name;
+    unsigned has, branches;
+    void (*give)(fia_case_spec *s);
+    void (*leave_out)(attnops_fia_args *a);
+    bool combined; /* the case's separate antiquant pairs are handed over as the combined pair */
+} optional;
+
+static void give_mask(fia_case_spec *s) { s->mask = true; }
+static void give_pse(fia_case_spec *s) { s->pse = true; }
+static void give_q_lens(fia_case_spec *s) { s->nq = 2, s->q_len[0] = s->S1, s->q_len[1] = s->S1 / 2; }
+static void give_kv_lens(fia_case_spec *s) { s->nkv = 2, s->kv_len[0] = s->S2, s->kv_len[1] = s->S2 / 3; }
+static void give_table(fia_case_spec *s) { s->block_size = 16; }
+static void give_rope(fia_case_spec *s) { s->Dr = 8; }
+static void give_sink(fia_case_spec *s) { s->sink = s->dtype; }
+static void give_lse(fia_case_spec *s) { s->lse = true; }
+static void give_alibi(fia_case_spec *s)
+{
+    s->alibi = 1, s->alibi_rule = 2, s->alibi_q_start = 7, s->alibi_kv_start = 2;
+}
+/* int8 key/value, the key's parameters per channel and the value's per token (the two modes told apart) */
+static void give_int8(fia_case_spec *s) { s->int8_kv = true, s->key_mode = 0, s->value_mode = 1; }
+static void give_int8_channel(fia_case_spec *s) { s->int8_kv = true, s->key_mode = s->value_mode = 0; }
+static void give_int8_token(fia_case_spec *s) { s->int8_kv = true, s->key_mode = s->value_mode = 1; }
+
+static void leave_mask(attnops_fia_args *a) { a->atten_mask = NULL; }
+static void leave_pse(attnops_fia_args *a) { a->pse_shift = NULL; }
+static void leave_q_lens(attnops_fia_args *a) { a->actual_seq_lengths = NULL; }
+static void leave_kv_lens(attnops_fia_args *a) { a->actual_seq_lengths_kv = NULL; }
+static void leave_table(attnops_fia_args *a) { a->block_table = NULL; }
+static void leave_rope(attnops_fia_args *a) { a->query_rope = a->key_rope = NULL; }
+static void leave_sink(attnops_fia_args *a) { a->learnable_sink = NULL; }
+static void leave_lse(attnops_fia_args *a) { a->softmax_lse_flag = false; }
+static void leave_alibi(attnops_fia_args *a) { a->alibi_slopes = NULL, a->alibi_rule = 0; }
+/* the scales cannot be left out (int8 needs them): the offsets, which shift every key and value */
+static void leave_offsets(attnops_fia_args *a) { a->key_antiquant_offset = a->value_antiquant_offset = NULL; }
+static void leave_combined_offset(attnops_fia_args *a) { a->antiquant_offset = NULL; }
+
+static const optional OPTIONALS[] = {
+    {"attenMask (30 % masked)", HAS_MASK, DECODE | PROMPT, give_mask, leave_mask, false},
+    {"pseShift", HAS_PSE, DECODE | PROMPT, give_pse, leave_pse, false},
+    {"actualSeqLengths {S1, S1 / 2}", HAS_Q_LENS, PROMPT, give_q_lens, leave_q_lens, false},
+    {"actualSeqLengthsKv {S2, S2 / 3}", HAS_KV_LENS, DECODE | PROMPT, give_kv_lens, leave_kv_lens, false},
+    {"blockTable (paged 16)", HAS_PAGED, DECODE | PROMPT, give_table, leave_table, false},
+    {"key / value antiquant scale and offset (key per channel, value per token)", HAS_INT8, DECODE | PROMPT,
+     give_int8, leave_offsets, false},
+    {"antiquantScale / antiquantOffset combined, per channel", HAS_COMBINED, DECODE | PROMPT, give_int8_channel,
+     leave_combined_offset, true},
+    {"antiquantScale / antiquantOffset combined, per token (antiquantMode 1)", HAS_AQ_MODE, DECODE | PROMPT,
+     give_int8_token, leave_combined_offset, true},
+    {"queryRope / keyRope", HAS_ROPE, DECODE | PROMPT, give_rope, leave_rope, false},
+    {"learnableSink", HAS_SINK, DECODE | PROMPT, give_sink, leave_sink, false},
+    {"pseShift as ALiBi slopes (pseType 2), qStartIdx 7, kvStartIdx 2", HAS_ALIBI, DECODE | PROMPT, give_alibi,
+     leave_alibi, false},
+    {"softmaxLse", HAS_LSE, DECODE | PROMPT, give_lse, leave_lse, false},
+};
+
+/* The base problems of the rows (no optional tensor): a decode step and a prompt. */
+static const fia_case_spec ROW_BASE_DECODE = {.B = 2, .N1 = 4, .N2 = 2, .S1 = 1, .S2 = 48, .D = 16, .Dv = 16,
+                                              .dtype = ATTNOPS_DTYPE_F16, .layout = ATTNOPS_LAYOUT_BSH,
+                                              .pre_tokens = 2147483647, .next_tokens = 2147483647};
+static const fia_case_spec ROW_BASE_PROMPT = {.B = 2, .N1 = 4, .N2 = 2, .S1 = 6, .S2 = 48, .D = 16, .Dv = 16,
+                                              .dtype = ATTNOPS_DTYPE_BF16, .layout = ATTNOPS_LAYOUT_BNSD,
+                                              .pre_tokens = 2147483647, .next_tokens = 2147483647};
+
+/* The separate key and value parameters (each [1, ...]) as the combined pair: f32 [2, ...], key then value. */
+static tu_tensor combine(const tu_tensor *key, const tu_tensor *value)
+{
+    int64_t shape[ATTNOPS_MAX_RANK];
+    memcpy(shape, key->view.shape, sizeof(int64_t) * (size_t)key->view.rank);
+    shape[0] = 2;
+    tu_tensor t = tu_tensor_new(ATTNOPS_DTYPE_F32, key->view.rank, shape, 0);
+    const int64_t n = tu_numel(&key->view);
+    double *x = malloc(sizeof(double) * (size_t)(2 * n));
+    TU_CHECK(x != NULL, "out of memory");
+    tu_tensor_to_f64(key, x), tu_tensor_to_f64(value, x + n);
+    tu_tensor_from_f64(&t, x);
+    free(x);
+    return t;
+}
+
+/* One case through entry e against the native call: true when they agree byte for byte.  With an optional o,
+ * the native call without it must not give those bytes (it may be refused): the row sees o dropped. */
+static bool run_one(entry e, const named_spec *ns, uint64_t seed, const optional *o, aclrtStream stream)
 {
     const int before = tu_failures;
     fia_case c;
     fia_case_init(&c, &ns->spec, seed);
+    tu_tensor aq_scale = {0}, aq_offset = {0};
+    if (o && o->combined) {
+        aq_scale = combine(&c.k_scale, &c.v_scale), aq_offset = combine(&c.k_offset, &c.v_offset);
+        c.args.key_antiquant_scale = c.args.key_antiquant_offset = NULL;
+        c.args.value_antiquant_scale = c.args.value_antiquant_offset = NULL;
+        c.args.antiquant_scale = &aq_scale.view, c.args.antiquant_offset = &aq_offset.view;
+        c.args.antiquant_mode = ns->spec.key_mode, c.args.key_antiquant_mode = c.args.value_antiquant_mode = 0;
+    }
     const attnops_fia_args full = c.args;
     acl_fia_args a;
     acl_fia_args_make(&a, &full, false);
+    aclTensor *as = acl_fia_wrap(full.antiquant_scale), *ao = acl_fia_wrap(full.antiquant_offset);
     if (!(ENTRY[e].has & HAS_LSE)) c.args.softmax_lse = NULL, c.args.softmax_lse_flag = false;
     if (!(ENTRY[e].has & HAS_PSE)) c.args.pse_shift = NULL;
     TU_CHECK(fia_case_run(&c, ATTNOPS_IMPL_AUTO, 0) == ATTNOPS_SUCCESS, "%s: the native call: %s", ns->name,
              attnops_last_error());
     unsigned char *want = acl_fia_outputs_copy(&c);
+    if (o) {
+        const attnops_fia_args given = c.args;
+        o->leave_out(&c.args);
+        const bool same = fia_case_run(&c, ATTNOPS_IMPL_AUTO, 0) == ATTNOPS_SUCCESS && acl_fia_outputs_equal(&c, want);
+        TU_CHECK(!same, "%s: the native call without %s gives the same bytes, so dropping it could not be seen",
+                 ns->name, o->name);
+        c.args = given;
+    }
     tu_tensor_poison(&c.out, 0xC3), tu_tensor_poison(&c.lse, 0xC3);
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
     /* V5 with a qStartIdx at pseType 0: not read, the bytes stay the native call's */
     const int64_t start = 5;
     aclIntArray *q_start = e == FIA5 && !ns->spec.alibi_rule ? aclCreateIntArray(&start, 1) : NULL;
-    aclnnStatus st = prepare(e, &a, &full, &(extra){.q_start_idx = q_start}, &ws, &ex);
+    aclnnStatus st = prepare(e, &a, &full, &(extra){.q_start_idx = q_start, .antiquant_scale = as,
+                                                   .antiquant_offset = ao}, &ws, &ex);
     TU_CHECK(st == ACLNN_SUCCESS, "%s through %s: GetWorkspaceSize %d: %s", ns->name, ENTRY[e].name, st,
              aclGetRecentErrMsg());
     if (st == ACLNN_SUCCESS) {
@@ -247,8 +374,10 @@ static bool run_one(entry e, const named_spec *ns, uint64_t seed, aclrtStream st
                  ns->name, ENTRY[e].name);
     }
     if (q_start) aclDestroyIntArray(q_start);
+    aclDestroyTensor(as), aclDestroyTensor(ao);
     acl_fia_args_free(&a);
     free(want);
+    tu_tensor_free(&aq_scale), tu_tensor_free(&aq_offset);
     fia_case_free(&c);
     return tu_failures == before;
 }
@@ -261,11 +390,36 @@ static int run_cases(aclrtStream stream)
         for (int e = 0; e < ENTRIES; e++) {
             const unsigned branch = ENTRY[e].has & (DECODE | PROMPT);
             if ((n & ~(DECODE | PROMPT) & ~ENTRY[e].has) || (n & (DECODE | PROMPT) & ~branch)) continue;
-            passed += run_one((entry)e, &CASES[i], 70 + i, stream);
+            passed += run_one((entry)e, &CASES[i], 70 + i, NULL, stream);
             runs[e]++;
         }
     }
     for (int e = 0; e < ENTRIES; e++) TU_CHECK(runs[e] > 0, "%s ran no case", ENTRY[e].name);
+    return passed;
+}
+
+/* The rows: each entry with each optional tensor its parameter list carries, on each branch the entry runs and
+ * the optional means something on. */
+static int run_rows(aclrtStream stream)
+{
+    enum { N_OPTIONALS = sizeof OPTIONALS / sizeof OPTIONALS[0] };
+    int passed = 0, rows[N_OPTIONALS] = {0};
+    for (int e = 0; e < ENTRIES; e++)
+        for (size_t i = 0; i < N_OPTIONALS; i++) {
+            const optional *o = &OPTIONALS[i];
+            if ((ENTRY[e].has & o->has) != o->has) continue;
+            for (unsigned branch = DECODE; branch <= PROMPT; branch <<= 1) {
+                if (!(o->branches & ENTRY[e].has & branch)) continue;
+                named_spec row = {o->name, branch == DECODE ? ROW_BASE_DECODE : ROW_BASE_PROMPT};
+                o->give(&row.spec);
+                char name[160];
+                snprintf(name, sizeof name, "%s row, %s", branch == DECODE ? "decode" : "prompt", o->name);
+                row.name = name;
+                passed += run_one((entry)e, &row, 200 + (uint64_t)(e * 32 + (int)i), o, stream);
+                rows[i]++;
+            }
+        }
+    for (size_t i = 0; i < N_OPTIONALS; i++) TU_CHECK(rows[i] > 0, "no entry ran the row of %s", OPTIONALS[i].name);
     return passed;
 }
 
@@ -337,6 +491,7 @@ int main(void)
     aclrtStream stream = NULL;
     TU_CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS, "aclrtCreateStream");
     int passed = run_cases(stream);
+    passed += run_rows(stream);
     passed += run_refusals();
     TU_CHECK(aclrtDestroyStream(stream) == ACL_SUCCESS, "aclrtDestroyStream");
     TU_CHECK(aclrtResetDevice(0) == ACL_SUCCESS && aclFinalize() == ACL_SUCCESS, "aclFinalize");

@@ -123,6 +123,31 @@ static const bad_case BAD_AR[] = {
 };
 #undef AR
 
+#define FIA "\"op\": \"infer_attention\", \"N1\": 4, \"D\": 16, \"dtype\": \"fp16\""
+static const bad_case BAD_FIA[] = {
+    {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S1\": 1, \"S2\": 8, \"colour\": 1}",
+     "'colour' is not a known FusedInferAttentionScore case field"},
+    {"{" FIA ", \"input_layout\": \"SBH\", \"B\": 1, \"S1\": 1, \"S2\": 8}", "'input_layout'"},
+    {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S2\": 8}", "'S1'"},
+    {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S1\": 1, \"S2\": 8, \"sparse_mode\": 5}", "'sparse_mode'"},
+    {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 2, \"S1\": 1, \"S2\": 8, \"actual_seq_lengths_kv\": [8]}",
+     "'actual_seq_lengths_kv'"},
+    {"{" FIA ", \"input_layout\": \"TND\", \"actual_seq_lengths\": [3]}", "'actual_seq_lengths'"},
+    {"{" FIA ", \"input_layout\": \"TND\", \"actual_seq_lengths\": [3, 2], \"actual_seq_lengths_kv\": [4]}",
+     "'actual_seq_lengths_kv'"},
+    {"{\"op\": \"infer_attention\", \"N1\": 4, \"D\": 16, \"dtype\": \"int8\", \"input_layout\": \"BSH\", "
+     "\"B\": 1, \"S1\": 1, \"S2\": 8}",
+     "'dtype'"},
+    {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S1\": 1, \"S2\": 8, \"kv_dtype\": \"fp32\"}", "'kv_dtype'"},
+    {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S1\": 1, \"S2\": 8, \"key_antiquant_mode\": 1}",
+     "'key_antiquant_mode'"},
+    {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S1\": 1, \"S2\": 8, \"alibi_slopes\": \"N2\"}",
+     "'alibi_slopes'"},
+    {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S1\": 1, \"S2\": 8, \"compare\": \"triple\"}", "'compare'"},
+    {"{" FIA ", \"input_layout\": \"BSH\", \"B\": 1, \"S1\": 1, \"S2\": 8, \"scale\": 0}", "'scale'"},
+};
+#undef FIA
+
 /* Every row of a table refused; true when all were. */
 static bool refuses_all(const bad_case *rows, size_t n)
 {
@@ -347,6 +372,7 @@ static bool driver_support(void)
 int main(void)
 {
     int passed = forms() + seed_quirks() + keypool_cases() + attnres_cases();
-    passed += REFUSES_ALL(BAD_FA) + REFUSES_ALL(BAD_KP) + REFUSES_ALL(BAD_AR) + dtype_spellings() + driver_support();
+    passed += REFUSES_ALL(BAD_FA) + REFUSES_ALL(BAD_KP) + REFUSES_ALL(BAD_AR) + REFUSES_ALL(BAD_FIA) +
+              dtype_spellings() + driver_support();
     return tu_finish("test_harness_case", passed);
 }

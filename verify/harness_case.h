@@ -3,7 +3,8 @@
  * (its driver, verify/harness_driver.h; default "flash_attention_grad"),
  * and that driver's file lists the other fields: verify/driver_fa.c
  * (FlashAttention, the seed's TestCases fields), verify/driver_kp.c
- * (KeyPool), verify/driver_ar.c (AttnRes).
+ * (KeyPool), verify/driver_ar.c (AttnRes), verify/driver_fia.c
+ * (FusedInferAttentionScore).
  *
  * A document holds one case (an object with "B", "N1" or "op"), a list of
  * cases, or a named dictionary {name: case} like the seed's TestCases.
