@@ -162,6 +162,11 @@ static inline bool fa_problem_is_empty(const fa_problem *p) { return p->B == 0 |
  * `out` is unspecified. */
 attnops_status fa_validate_fwd(const attnops_fa_fwd_args *args, const char *op, fa_problem *out);
 attnops_status fa_validate_bwd(const attnops_fa_bwd_args *args, const char *op, fa_problem *out);
+/* attention_out's and the statistics' shapes from the inputs' shapes alone
+ * (attnops_flash_attention_score_output_shapes, which has checked query,
+ * key and value with ao_check_shape_only). */
+attnops_status fa_output_shapes(const attnops_fa_params *p, const char *op, attnops_output_shape *out,
+                                attnops_output_shape *stats);
 
 /* A q/k/v-like tensor in a padded layout: checks its view and rank, and
  * gives (B, S, N, D) and its [b][n][s][d] view; `heads` splits the hidden

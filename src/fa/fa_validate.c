@@ -900,6 +900,32 @@ static attnops_status check_stats(const char *op, const char *name, const attnop
     return ATTNOPS_SUCCESS;
 }
 
+attnops_status fa_output_shapes(const attnops_fa_params *p, const char *op, attnops_output_shape *out,
+                                attnops_output_shape *stats)
+{
+    const attnops_layout layout = p->input_layout;
+    const bool hidden = layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH;
+    layout_dims q, k, v;
+    AO_TRY(read_dims(op, "query", p->query, layout, hidden ? p->head_num : 0, 0, &q));
+    if (q.d == 0) return ao_fail(INVALID, "%s: the head dimension D of query is zero.", op);
+    AO_TRY(read_dims(op, "key", p->key, layout, 0, q.d, &k));
+    if (k.n == 0) return ao_fail(INVALID, "%s: key has 0 heads (N2 = 0).", op);
+    AO_TRY(read_dims(op, "value", p->value, layout, hidden ? k.n : 0, 0, &v));
+    const attnops_tensor *query = p->query;
+    memset(out, 0, sizeof *out), memset(stats, 0, sizeof *stats);
+    for (int d = 0; d + 1 < query->rank; d++) ao_out_query_dim(out, query, d);
+    ao_out_extent(out, hidden ? q.n * v.d : v.d);
+    if (layout == ATTNOPS_LAYOUT_TND) {
+        ao_out_query_dim(stats, query, 0), ao_out_extent(stats, q.n), ao_out_extent(stats, 8);
+        return ATTNOPS_SUCCESS;
+    }
+    const int b_dim = layout == ATTNOPS_LAYOUT_SBH ? 1 : 0;
+    const int s_dim = layout == ATTNOPS_LAYOUT_SBH ? 0 : layout == ATTNOPS_LAYOUT_BNSD ? 2 : 1;
+    ao_out_query_dim(stats, query, b_dim), ao_out_extent(stats, q.n);
+    ao_out_query_dim(stats, query, s_dim), ao_out_extent(stats, 8);
+    return ATTNOPS_SUCCESS;
+}
+
 attnops_status fa_validate_fwd(const attnops_fa_fwd_args *a, const char *op, fa_problem *pr)
 {
     memset(pr, 0, sizeof *pr);

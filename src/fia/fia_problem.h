@@ -123,6 +123,11 @@ static inline int64_t fia_int_at(const char *data, attnops_dtype dt, int64_t i)
 /* Validates everything (docs/INFER_ATTENTION.md "Validation"); fills p.
  * Nothing is read from outputs or written. */
 attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_problem *p);
+/* attention_out's and softmax_lse's shapes from the inputs' shapes alone
+ * (attnops_fused_infer_attention_score_output_shapes, which has checked
+ * query, key and value with ao_check_shape_only). */
+attnops_status fia_output_shapes(const attnops_fia_args *a, const char *op, attnops_output_shape *out,
+                                 attnops_output_shape *lse);
 
 /* softmax_lse of query row `row` (TND: the token) of batch b, head h, when
  * the flag asks for it; and a row without keys (or a padded one): out 0,
