@@ -328,8 +328,34 @@ typedef struct attnops_fa_bwd_args {
     const attnops_tensor *dsink;
 } attnops_fa_bwd_args;
 
+/* The shape an output takes for given inputs (XNNPACK's reshape step: the
+ * library, not each binding, knows it).  Each dimension is one of query's
+ * (query_dim >= 0, its index; extent is query's size there) or an extent of
+ * its own (query_dim = -1), so a framework can keep query's dimensions
+ * symbolic (torch's SymInts under torch.compile).  The shape functions read
+ * the inputs' ranks and head dims, the layouts and head counts only: no data
+ * (NULL is fine: a framework's meta tensors) and no output; query's other
+ * extents are taken by reference and not compared with key's.  A shape they
+ * cannot derive gets the call's status and a sentence. */
+typedef struct attnops_output_dim {
+    int32_t query_dim;
+    int64_t extent;
+} attnops_output_dim;
+
+typedef struct attnops_output_shape {
+    int32_t rank;
+    attnops_output_dim dims[ATTNOPS_MAX_RANK];
+} attnops_output_shape;
+
 /* Zero the struct and apply attnops_fa_params_init to .p. */
 ATTNOPS_API void attnops_fa_fwd_args_init(attnops_fa_fwd_args *args);
+
+/* attention_out's shape and that of softmax_max / softmax_sum (one shape for
+ * both): query's with the head dim Dv, and [B, N1, S1, 8] or, in TND,
+ * [T1, N1, 8].  The backward's gradients take their inputs' shapes. */
+ATTNOPS_API attnops_status attnops_flash_attention_score_output_shapes(const attnops_fa_fwd_args *args,
+                                                                       attnops_output_shape *attention_out,
+                                                                       attnops_output_shape *softmax_stats);
 ATTNOPS_API void attnops_fa_bwd_args_init(attnops_fa_bwd_args *args);
 
 ATTNOPS_API attnops_status attnops_flash_attention_score_workspace_size(const attnops_fa_fwd_args *args,
@@ -708,6 +734,12 @@ typedef struct attnops_fia_args {
 } attnops_fia_args;
 
 ATTNOPS_API void attnops_fia_args_init(attnops_fia_args *args);
+/* attention_out's shape (output_layout's, value's head dim Dv: of a paged
+ * or NZ cache too) and softmax_lse's with the flag on: [B, N1, S1, 1], in
+ * TND [T, N1, 1].  The paged form is the one block_table != NULL selects. */
+ATTNOPS_API attnops_status attnops_fused_infer_attention_score_output_shapes(const attnops_fia_args *args,
+                                                                             attnops_output_shape *attention_out,
+                                                                             attnops_output_shape *softmax_lse);
 ATTNOPS_API attnops_status attnops_fused_infer_attention_score_workspace_size(const attnops_fia_args *args,
                                                                              size_t *workspace_bytes);
 ATTNOPS_API attnops_status attnops_fused_infer_attention_score(const attnops_fia_args *args, void *workspace,

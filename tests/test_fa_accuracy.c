@@ -199,7 +199,7 @@ static const char *const fixed_cases[] = {
     "B=2,N1=2,N2=2,S1=97,S2=65,D=32,rope=7,Dv=24,dtype=f32,layout=BSH,pad=3,mode=2,mask=compressed",
     "B=1,N1=2,N2=1,S1=70,S2=90,D=48,rope=16,Dv=48,dtype=f16,layout=SBH,keep=0.5,seed=3,offset=0,pse=slopes_n,pse_type=3",
     "N1=2,N2=2,D=64,rope=32,Dv=64,dtype=bf16,layout=TND,seqs=40:0:100,mode=3,mask=compressed",
-    /* short queries (S1 x group <= 16: the split-KV kernel's few-row path, cpu/fa_short_query.c): decode and
+    /* short queries (S1 x group <= 16: the split-KV kernel's few-row path, attn/attn_plan.c): decode and
      * speculative steps across its 128-key tiles and 512-key splits, causal both ways, a band, GQA to 16,
      * MLA, TND, softcap, bottom-right ALiBi; then shapes just outside it (ALiBi on another diagonal, 17 rows,
      * a row with no key) that stay on the tiled forward */

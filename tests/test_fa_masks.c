@@ -109,8 +109,8 @@ static void tnd_predicate_suite(void)
         const fa_case_shape s = c.shape;
         if (ok) {
             if (band_batch[k] >= 0)
-                TU_CHECK(p.mask.band_batch == band_batch[k], "[%s] band batch %lld, want %lld", specs[k],
-                         (long long)p.mask.band_batch, (long long)band_batch[k]);
+                TU_CHECK(p.mask.rule.band_batch == band_batch[k], "[%s] band batch %lld, want %lld", specs[k],
+                         (long long)p.mask.rule.band_batch, (long long)band_batch[k]);
             const int64_t *prefix = c.prefix.view.data;
             for (int64_t b = 0; b < p.B; b++) {
                 const int64_t S1 = c.shape.seq_q[b], S2 = c.shape.seq_kv[b];

@@ -258,16 +258,18 @@ static bool check_kept_band(void)
                 for (size_t n = 0; n < sizeof lengths / sizeof lengths[0]; n++) {
                     fia_problem p;
                     memset(&p, 0, sizeof p);
-                    p.decode = decode, p.sparse_mode = mode, p.pre_tokens = tokens[t][0], p.next_tokens = tokens[t][1];
+                    p.decode = decode;
+                    p.rule = (attn_rule){.active = !decode && mode >= 2, .mode = mode, .pre = tokens[t][0],
+                                         .next = tokens[t][1]};
                     p.mask = mode >= 2 ? FIA_MASK_COMPRESSED : FIA_MASK_NONE;
                     const int64_t L1 = decode ? 1 : lengths[n][0], L2 = lengths[n][1];
                     for (int64_t i = 0; i < L1; i++) {
                         int64_t lo, hi;
-                        TU_CHECK(fia_kept_band(&p, i, L1, L2, &lo, &hi), "mode %d: no band", mode);
+                        TU_CHECK(fia_kept_band(&p, 0, i, L1, L2, &lo, &hi), "mode %d: no band", mode);
                         for (int64_t j = 0; j < L2; j++)
                             TU_CHECK((lo <= j && j <= hi) == fia_kept(&p, 0, i, j, L1, L2),
                                      "decode %d mode %d tokens (%lld, %lld) L1 %lld L2 %lld: row %lld key %lld", decode,
-                                     mode, (long long)p.pre_tokens, (long long)p.next_tokens, (long long)L1,
+                                     mode, (long long)p.rule.pre, (long long)p.rule.next, (long long)L1,
                                      (long long)L2, (long long)i, (long long)j);
                     }
                 }
@@ -275,7 +277,7 @@ static bool check_kept_band(void)
     memset(&user, 0, sizeof user);
     int64_t lo, hi;
     user.mask = FIA_MASK_USER;
-    TU_CHECK(!fia_kept_band(&user, 0, 4, 4, &lo, &hi), "a user mask given as a band");
+    TU_CHECK(!fia_kept_band(&user, 0, 0, 4, 4, &lo, &hi), "a user mask given as a band");
     printf("%s the kept keys as a band\n", tu_failures == before ? "ok  " : "FAIL");
     return tu_failures == before;
 }

@@ -24,7 +24,7 @@
  *     call), no input byte changed and every canary is intact.
  * The valid variants (VARIANTS: paged rank 4 and NZ caches, int8 in the
  * separate and combined forms, MLA rope, masks, pse_shift, ALiBi, a sink,
- * lengths, BNSD_BSND, the FlashAttention route) must succeed with status 0
+ * lengths, BNSD_BSND, the tiled route) must succeed with status 0
  * and every element of attention_out and softmax_lse written.
  *
  * Site coverage: the test counts the refusal sites (`ao_fail(` and
@@ -222,8 +222,8 @@ typedef struct edit {
 #define INT8_COMBINED INT8_BARE, TENSOR(AS, F32, 2, 32)                      /* mode 0, [2, N2 * D] */
 #define COMPRESSED_MASK TENSOR(MASK, U8, 2048, 2048)
 /* PRM with S1 = 40: S1 * G = 80 rows, more than a block of the split-KV
- * kernel, so impl AUTO computes it on the FlashAttention forward (fia_api.c,
- * route_prompt). */
+ * kernel, so impl AUTO plans it onto the tiled kernel (attn/attn_plan.c),
+ * whose workspace also holds the statistics. */
 #define ROUTE TENSOR(Q, F32, 2, 40, 64), TENSOR(OUT, F32, 2, 40, 32), TENSOR(LSE, F32, 2, 4, 40, 1)
 
 _Static_assert(sizeof(attnops_layout) == sizeof(int) && sizeof(attnops_impl) == sizeof(int),
@@ -510,8 +510,8 @@ static const char *const SITE_FILE[3] = {"src/fia/fia_validate.c", "src/fia/fia_
       "or 1 (per token)", CALL, INT8_COMBINED, PARAM(antiquant_mode, 2))                                          \
     /* fia_api.c, attnops_fused_infer_attention_score_workspace_size */                                           \
     X(NULL_WORKSPACE_BYTES, PRM, API, NUL, "workspace_bytes", "workspace_bytes is NULL", VC_NULL_BYTES, NONE)     \
-    /* attnops_fused_infer_attention_score: the FlashAttention route's workspace, then the kernels' */            \
-    X(ROUTE_WORKSPACE_SHORT, PRM, API, INV, "workspace", "bytes but this call needs", VC_WS_SHORT, ROUTE)         \
+    /* attnops_fused_infer_attention_score: the planned kernel's workspace (tiled, then split-KV) */              \
+    X(ROUTE_WORKSPACE_SHORT, PRM, ALSO, INV, "workspace", "bytes but this call needs", VC_WS_SHORT, ROUTE)         \
     X(ROUTE_WORKSPACE_NULL, PRM, ALSO, NUL, "workspace", "workspace is NULL but this call needs", VC_WS_NULL,     \
       ROUTE)                                                                                                      \
     X(WORKSPACE_SHORT, DEC, API, INV, "workspace", "bytes but this call needs", VC_WS_SHORT, NONE)                \

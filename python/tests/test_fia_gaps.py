@@ -230,8 +230,8 @@ def _prompt(s1, s2, g=1, layout="BSND", dtype=torch.bfloat16, seed=140):
     (70, 1, 2, 40, True), (70, 1, 4, 90, False),    # mode 2 goes; the band of mode 4 stays
 ])
 def test_route_to_flash_attention_threshold(s1, g, mode, s2, routed):
-    """route_prompt (src/api/fia_api.c): a dense or causal prompt over a contiguous float cache goes to the
-    FlashAttention forward when S1 G > FIA_MQ (64) and, in mode 3, S2 >= S1 (every row keeps a key); S1 G = 64
+    """The planner (src/attn/attn_plan.c, fia_fits_tiled): a dense or causal prompt over a contiguous float cache
+    goes to the FlashAttention forward when S1 G > FIA_MQ (64) and, in mode 3, S2 >= S1 (every row keeps a key); S1 G = 64
     stays on the split-KV kernel's tile GEMMs, as do mode 3 with S2 < S1 (rows without keys: FA's statistics
     are no lse) and mode 4.  Each side against the oracle, and the side taken asserted by the bits (FA's output
     exactly, or not).  Catches an off-by-one in the row threshold or the S2 >= S1 rule, or a mode let through."""
@@ -322,13 +322,13 @@ def test_key_split_thresholds(b, n2, keys):
 
 
 @pytest.mark.parametrize("n1,n2,s1,mode", [
-    (2, 2, 16, 3), (2, 2, 17, 3),   # S1 G = 16: the FIA kernel (fa_short_query.c); 17: FlashAttention's tiles
+    (2, 2, 16, 3), (2, 2, 17, 3),   # S1 G = 16: the FIA kernel (attn_plan.c); 17: FlashAttention's tiles
     (8, 2, 4, 0), (8, 2, 5, 0),     # the same with G = 4, no mask
     (8, 2, 4, 1),                   # a user mask keeps a short query on FlashAttention's own kernel
 ])
 @pytest.mark.parametrize("impl", ["reference", "cpu"])
 def test_flash_attention_short_query_threshold(n1, n2, s1, mode, impl):
-    """fa_short_query_fits (src/cpu/fa_short_query.c): a FlashAttentionScore forward whose S1 G fits one few-row
+    """fa_fits_split_kv (src/attn/attn_plan.c): a FlashAttentionScore forward whose S1 G fits one few-row
     block (<= 16) runs on the FusedInferAttentionScore kernel, 17 rows on FlashAttention's tiles, and a user
     mask (mode 1) keeps it off; FlashAttention's own oracle (fa_oracle.py) on both sides.  Catches an
     off-by-one there, or the restated problem's strides, masks or kv heads wrong."""

@@ -168,6 +168,28 @@ def test_fia_sink(impl, s1, sink_dtype):
     assert float(out[1].abs().max()) == 0.0
 
 
+@pytest.mark.parametrize("impl", ["reference", "cpu"])
+@pytest.mark.parametrize("sink_dtype", [F32, BF16])
+def test_fused_infer_attention_sink_long_prompt(impl, sink_dtype):
+    """A prompt of more rows than one split-KV block (S1 G = 160 > 64) with every batch's full length: the
+    planner runs it on the tiled kernel (attn_plan.c), which must read the sink too (it once ran there
+    without it: out 0.09 off in bf16)."""
+    b, n1, n2, s1, s2, d = 2, 8, 2, 40, 64, 32
+    g = torch.Generator().manual_seed(12)
+    q = torch.randn(b, n1, s1, d, generator=g).to(BF16)
+    k, v = (torch.randn(b, n2, s2, d, generator=g).to(BF16) for _ in range(2))
+    sink = (torch.randn(n1, generator=g) * 2).to(sink_dtype)
+    for causal in (False, True):
+        kw = dict(num_heads=n1, num_key_value_heads=n2, scale=0.2, input_layout="BNSD", softmax_lse_flag=True,
+                  learnable_sink=sink, impl=impl)
+        if causal:
+            kw.update(sparse_mode=3, atten_mask=torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1))
+        out, lse = ops.fused_infer_attention_score(q, k, v, **kw)
+        e_out, e_lse = _fia_oracle_bnsd(q, k, v, sink.float(), 0.2, [s2] * b, causal)
+        assert_close("attention_out", out, e_out, BF16, s2)
+        assert_close("softmax_lse", lse[..., 0], e_lse, F32, s2)
+
+
 def test_npu_fusion_attention_v2_sink_and_dsink():
     """torch_npu: sink on the forward, dsink as the grad functions' last output, and autograd into sink."""
     b, n, s, d = 1, 2, 16, 16

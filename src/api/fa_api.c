@@ -1,6 +1,7 @@
 /* Public FlashAttention entry points: validate once, size the workspace of
  * the chosen implementation, run it.  Nothing is written to an output before
  * every check has passed. */
+#include "attn/attn_plan.h"
 #include "core/validate.h"
 #include "cpu/fa_cpu.h"
 #include "fa/fa_problem.h"
@@ -8,26 +9,31 @@
 #include "fa/fa_sink.h"
 #include "ref/fa_ref.h"
 
-typedef struct fa_impl_ops {
-    size_t (*workspace)(const fa_problem *);
-    void (*run)(const fa_problem *, void *);
-} fa_impl_ops;
-
-/* The FP8 forward exists in the reference only (the fast kernel's online
- * softmax cannot quantise the final P the golden quantises); AUTO takes it.
- * A short query's forward runs on the split-KV kernel where it fits. */
-static fa_impl_ops pick(const fa_problem *p, bool backward)
+/* The backward: the golden, or the fast kernel (the forward's choice is the planner's, attn_plan.c). */
+static bool backward_on_golden(const fa_problem *p)
 {
-    if (p->impl == ATTNOPS_IMPL_REFERENCE || p->impl == ATTNOPS_IMPL_BENCHMARK || (p->fp8 && !backward))
-        return backward ? (fa_impl_ops){fa_ref_bwd_workspace, fa_ref_bwd} : (fa_impl_ops){fa_ref_fwd_workspace, fa_ref_fwd};
-    if (backward) return (fa_impl_ops){fa_cpu_bwd_workspace, fa_cpu_bwd};
-    if (fa_short_query_fits(p)) return (fa_impl_ops){fa_short_query_workspace, fa_short_query_fwd};
-    return (fa_impl_ops){fa_cpu_fwd_workspace, fa_cpu_fwd};
+    return p->impl == ATTNOPS_IMPL_REFERENCE || p->impl == ATTNOPS_IMPL_BENCHMARK;
 }
 
 static size_t impl_workspace_size(const fa_problem *p, bool backward)
 {
-    return fa_problem_is_empty(p) ? 0 : pick(p, backward).workspace(p);
+    if (fa_problem_is_empty(p)) return 0;
+    if (backward) return backward_on_golden(p) ? fa_ref_bwd_workspace(p) : fa_cpu_bwd_workspace(p);
+    attn_plan plan;
+    attn_plan_fa_fwd(p, &plan);
+    return attn_plan_workspace(&plan);
+}
+
+static void impl_run(const fa_problem *p, bool backward, void *ws)
+{
+    if (backward) {
+        if (backward_on_golden(p)) fa_ref_bwd(p, ws);
+        else fa_cpu_bwd(p, ws);
+        return;
+    }
+    attn_plan plan;
+    attn_plan_fa_fwd(p, &plan);
+    attn_plan_run(&plan, ws);
 }
 
 static size_t workspace_size(const fa_problem *p, bool backward)
@@ -47,17 +53,17 @@ static void zero_kv_grads(const fa_problem *p)
             }
 }
 
-/* The joined problem and the implementation are made once: where the
- * joined views lie (the workspace, not yet checked) changes no size. */
+/* Where the joined views lie (the workspace, not yet checked) changes no
+ * size, so the size check can plan the joined problem before its inputs are
+ * joined. */
 static attnops_status run(const fa_problem *p, bool backward, void *ws, size_t bytes)
 {
     const fa_problem j = fa_rope_join_problem(p, backward, ws);
     const bool empty = fa_problem_is_empty(&j);
-    const fa_impl_ops impl = empty ? (fa_impl_ops){NULL, NULL} : pick(&j, backward);
     const size_t join_bytes = fa_rope_join_bytes(p, backward);
-    AO_TRY(ao_check_workspace(p->op, ws, bytes, join_bytes + (empty ? 0 : impl.workspace(&j))));
+    AO_TRY(ao_check_workspace(p->op, ws, bytes, join_bytes + impl_workspace_size(&j, backward)));
     fa_rope_join_inputs(p, &j);
-    if (!empty) impl.run(&j, (char *)ws + join_bytes);
+    if (!empty) impl_run(&j, backward, (char *)ws + join_bytes);
     else if (backward) zero_kv_grads(&j);
     if (backward) fa_rope_split_grads(p, &j);
     if (backward) fa_sink_grad(p);

@@ -25,21 +25,40 @@ attnops_status ao_check_present(const char *op, const char *name, const attnops_
 }
 
 /* Rank, strides and data pointer of any tensor that is present. */
-attnops_status ao_check_view(const char *op, const char *name, const attnops_tensor *t)
+static attnops_status check_rank(const char *op, const char *name, const attnops_tensor *t)
 {
     if (t->rank < 1 || t->rank > ATTNOPS_MAX_RANK)
         return ao_fail(INVALID, "%s: tensor '%s' has rank %d; ranks 1..%d are supported.", op, name, (int)t->rank,
                        ATTNOPS_MAX_RANK);
-    if (attnops_dtype_size(t->dtype) == 0)
-        return ao_fail(INVALID, "%s: tensor '%s' has unknown dtype code %d.", op, name, (int)t->dtype);
-    for (int i = 0; i < t->rank; i++) {
+    return ATTNOPS_SUCCESS;
+}
+
+static attnops_status check_extents(const char *op, const char *name, const attnops_tensor *t)
+{
+    for (int i = 0; i < t->rank; i++)
         if (t->shape[i] < 0)
             return ao_fail(INVALID, "%s: tensor '%s' has negative extent %lld in dimension %d.", op, name,
                            (long long)t->shape[i], i);
+    return ATTNOPS_SUCCESS;
+}
+
+attnops_status ao_check_shape_only(const char *op, const char *name, const attnops_tensor *t)
+{
+    AO_TRY(ao_check_present(op, name, t));
+    AO_TRY(check_rank(op, name, t));
+    return check_extents(op, name, t);
+}
+
+attnops_status ao_check_view(const char *op, const char *name, const attnops_tensor *t)
+{
+    AO_TRY(check_rank(op, name, t));
+    if (attnops_dtype_size(t->dtype) == 0)
+        return ao_fail(INVALID, "%s: tensor '%s' has unknown dtype code %d.", op, name, (int)t->dtype);
+    AO_TRY(check_extents(op, name, t));
+    for (int i = 0; i < t->rank; i++)
         if (t->strides[i] < 0)
             return ao_fail(INVALID, "%s: tensor '%s' has negative stride %lld in dimension %d.", op, name,
                            (long long)t->strides[i], i);
-    }
     if (!t->data && ao_tensor_numel(t) > 0)
         return ao_fail(NULLPTR, "%s: tensor '%s' has %lld elements but a NULL data pointer.", op, name,
                        (long long)ao_tensor_numel(t));

@@ -39,4 +39,18 @@ attnops_status ao_check_disjoint(const char *op, const attnops_tensor *const *ou
  * fewer than `need` bytes -> 161002 (the workspace query gives `need`). */
 attnops_status ao_check_workspace(const char *op, const void *workspace, size_t bytes, size_t need);
 
+/* Building an attnops_output_shape: the next dimension is query's dimension
+ * `dim`, or an extent of its own. */
+static inline void ao_out_query_dim(attnops_output_shape *s, const attnops_tensor *query, int dim)
+{
+    s->dims[s->rank++] = (attnops_output_dim){dim, query->shape[dim]};
+}
+static inline void ao_out_extent(attnops_output_shape *s, int64_t extent)
+{
+    s->dims[s->rank++] = (attnops_output_dim){-1, extent};
+}
+
+/* Rank and extents alone (a shape function's check: data may be NULL). */
+attnops_status ao_check_shape_only(const char *op, const char *name, const attnops_tensor *t);
+
 #endif

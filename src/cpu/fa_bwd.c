@@ -156,7 +156,7 @@ static void count_tile_work(const fa_problem *p, int64_t b, int bk, int64_t *wor
             int live = 0;
             for (int64_t h0 = q0; h0 < q0 + FA_BWD_BQ && h0 < S1; h0 += FA_BWD_BQ_NARROW) {
                 const int64_t h1 = h0 + FA_BWD_BQ_NARROW < S1 ? h0 + FA_BWD_BQ_NARROW : S1;
-                live += !p->mask.active || fa_classify_tile(p, &band, b, 0, h0, h1, k0, k1) != FA_TILE_EMPTY;
+                live += !p->mask.rule.active || fa_classify_tile(p, &band, b, 0, h0, h1, k0, k1) != FA_TILE_EMPTY;
             }
             w64 += live, w128 += live ? FA_BWD_BQ / FA_BWD_BQ_NARROW : 0;
         }
@@ -364,7 +364,7 @@ static void step(const bwd_ctx *c, const qside *qs, const fa_band *band, const f
     const bool bf16 = c->pl->t.bf16;
     const int bq = c->pl->bq, bk = c->pl->bk;
     const int64_t q0 = pos->q0;
-    const fa_tile_class cls = p->mask.active
+    const fa_tile_class cls = p->mask.rule.active
                                   ? fa_classify_tile(p, band, pos->b, pos->h, q0, q0 + pos->rows, pos->k0,
                                                      pos->k0 + pos->cols)
                                   : FA_TILE_FULL;

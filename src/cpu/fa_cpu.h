@@ -10,10 +10,4 @@ void fa_cpu_fwd(const fa_problem *p, void *workspace);
 size_t fa_cpu_bwd_workspace(const fa_problem *p);
 void fa_cpu_bwd(const fa_problem *p, void *workspace);
 
-/* The forward of a short query on the split-KV kernel (fa_short_query.c):
- * where it fits, the same contract with K and V read in place. */
-bool fa_short_query_fits(const fa_problem *p);
-size_t fa_short_query_workspace(const fa_problem *p);
-void fa_short_query_fwd(const fa_problem *p, void *workspace);
-
 #endif

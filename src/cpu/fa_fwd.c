@@ -164,7 +164,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
     for (int64_t k0 = 0; k0 < S2; k0 += FA_BK) {
         const int valid = (int)(S2 - k0 < FA_BK ? S2 - k0 : FA_BK), half_keys = valid <= FA_BK / 2;
         const fa_tile_class cls =
-            p->mask.active ? fa_classify_tile(p, &band, b, h, q0, q0 + rows, k0, k0 + valid) : FA_TILE_FULL;
+            p->mask.rule.active ? fa_classify_tile(p, &band, b, h, q0, q0 + rows, k0, k0 + valid) : FA_TILE_FULL;
         if (cls == FA_TILE_EMPTY && may_skip) continue;
         const char *kt = kbuf + (size_t)(k0 * t->Dp) * e;                  /* tile k0 / BK of K^T */
         const char *vt = vbuf + (size_t)(k0 * p->Dv) * e;                  /* row k0 of V      */
@@ -192,7 +192,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
         }
     }
 
-    const float sink = (float)fa_sink_of(p, h);
+    const float sink = (float)attn_sink_of(&p->sink, h);
     for (int64_t r = 0; r < rows; r++) {
         float *o = sc->o + r * p->Dv;
         float mx = sc->m[r], sum = sc->l[r];
@@ -204,7 +204,7 @@ static void fwd_item(const fa_problem *p, const fa_tiling *t, const fwd_gemms *g
             memset(o, 0, (size_t)p->Dv * sizeof *o), sc->alpha[r] = 0.0f;
         } else {
             const bool dropped_row = p->varlen && mx == (float)FA_MASK_FILL; /* TND: masked P forced to 0 */
-            if (p->sink) { /* the sink's logit joins the row's max and sum; o's terms rescale with the max */
+            if (p->sink.data) { /* the sink's logit joins the row's max and sum; o's terms rescale with the max */
                 const float mx2 = sink > mx ? sink : mx, rescale = expf(mx - mx2);
                 sum = sum * rescale + expf(sink - mx2), mx = mx2;
                 sc->alpha[r] = rescale / sum;

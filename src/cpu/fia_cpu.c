@@ -347,9 +347,10 @@ static void mask_row(const fia_problem *p, const fia_item *x, int64_t i, int64_t
                      float *any)
 {
     int64_t lo, hi;
-    if (!fia_kept_band(p, i, x->L1, x->L2, &lo, &hi)) {
+    if (!fia_kept_band(p, x->b, i, x->L1, x->L2, &lo, &hi)) { /* a user mask: key by key, the band's rule once */
+        const attn_band band = attn_band_of(&p->rule, x->b, x->L1, x->L2);
         for (int64_t c = 0; c < kc; c++) {
-            if (fia_kept(p, x->b, i, j0 + c, x->L1, x->L2)) *any = 1.0f;
+            if (!fia_user_masked(p, x->b, i, j0 + c) && attn_band_keeps(&band, i, j0 + c)) *any = 1.0f;
             else row[c] = -FLT_MAX;
         }
         return;
@@ -368,7 +369,7 @@ static void scores(const fia_problem *p, const fia_plan *pl, const fia_item *x, 
                    const float *raw, int64_t raw_r, int64_t raw_c, float *s, int64_t ld, float *any,
                    const fa_kernels *k)
 {
-    const bool all_kept = p->mask == FIA_MASK_NONE && (p->decode || p->sparse_mode <= 1);
+    const bool all_kept = p->mask == FIA_MASK_NONE && !p->rule.active;
     const float scale = p->softcap > 0.0 ? 1.0f : (float)p->scale; /* the cap's kernel scales */
     if (raw_r == 1) k->transpose_scaled(raw, (int)raw_c, (int)pl->Mq, (int)kc, scale, s, (int)ld);
     else
@@ -693,8 +694,8 @@ static void kept_keys(const fia_problem *p, const fia_plan *pl, const fia_item *
     const int64_t first = x->qb * pl->Mq / p->G, last = (x->qb * pl->Mq + x->rows - 1) / p->G;
     int64_t unused;
     *lo = 0, *hi = x->L2 - 1;
-    if (!x->rows || !fia_kept_band(p, first, x->L1, x->L2, lo, &unused)) return;
-    fia_kept_band(p, last, x->L1, x->L2, &unused, hi);
+    if (!x->rows || !fia_kept_band(p, x->b, first, x->L1, x->L2, lo, &unused)) return;
+    fia_kept_band(p, x->b, last, x->L1, x->L2, &unused, hi);
     *lo = *lo < 0 ? 0 : *lo;
     *hi = *hi > x->L2 - 1 ? x->L2 - 1 : *hi;
 }
@@ -833,8 +834,8 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
     /* The sink's logit joins the row's softmax: the keys' terms are divided by l + e^(sink - mx) (= l' /
      * e^(mx - mx'), mx' = max(mx, sink), l' the sum over mx'); without keys the row is the sink's alone. */
     float div = l;
-    if (p->sink) {
-        const float sink = (float)fia_sink_of(p, h), mx2 = sink > mx ? sink : mx;
+    if (p->sink.data) {
+        const float sink = (float)attn_sink_of(&p->sink, h), mx2 = sink > mx ? sink : mx;
         if (kept) div = l + expf(sink - mx), l = l * expf(mx - mx2) + expf(sink - mx2);
         else l = 1.0f;
         mx = mx2;
@@ -848,7 +849,7 @@ static void merge_row(const fia_problem *p, const fia_plan *pl, const float *par
         for (int64_t d = 0; d < p->Dv; d++)
             ao_store_f32(dst + (oa + d * p->out.sd) * p->out.es, p->out.dtype, kept ? sum[d] / div : 0.0f);
     if (p->lse && p->lse_flag) /* logf if wanted */
-        fia_write_lse(p, b, h, row, kept || p->sink ? mx + logf(l) : INFINITY);
+        fia_write_lse(p, b, h, row, kept || p->sink.data ? mx + logf(l) : INFINITY);
     if (p->row_stats) p->row_stats(p->row_stats_ctx, b, h, i, mx, l);
 }
 

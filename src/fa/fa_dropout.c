@@ -25,15 +25,15 @@ fa_dropout fa_dropout_for(const fa_problem *p)
 
 static int64_t row_width(const fa_dropout *d, int64_t s2) { return d->bits ? s2 : (s2 + 15) / 16 * 16; }
 
-static int64_t block_len(const fa_list *lengths, bool varlen, int64_t b)
+static int64_t block_len(const attn_list *lengths, bool varlen, int64_t b)
 {
-    if (!varlen) return fa_list_at(lengths, 0);
-    return fa_list_at(lengths, b) - (b ? fa_list_at(lengths, b - 1) : 0);
+    if (!varlen) return attn_list_at(lengths, 0);
+    return attn_list_at(lengths, b) - (b ? attn_list_at(lengths, b - 1) : 0);
 }
 
-static int64_t block_start(const fa_list *starts, int64_t count, int64_t b)
+static int64_t block_start(const attn_list *starts, int64_t count, int64_t b)
 {
-    return count == 0 ? 0 : fa_list_at(starts, count == 1 ? 0 : b);
+    return count == 0 ? 0 : attn_list_at(starts, count == 1 ? 0 : b);
 }
 
 void fa_dropout_whole_lengths(const fa_problem *p, int64_t b, int64_t *s1, int64_t *s2)

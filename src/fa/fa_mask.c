@@ -1,32 +1,9 @@
 #include "fa/fa_mask.h"
 
-static int64_t clamp_tokens(int64_t t)
-{
-    return t > FA_TOKENS_INF ? FA_TOKENS_INF : (t < -FA_TOKENS_INF ? -FA_TOKENS_INF : t);
-}
-
 fa_band fa_band_of(const fa_problem *p, int64_t b, int64_t S1, int64_t S2)
 {
-    const fa_mask_cfg *m = &p->mask;
-    fa_band band = {FA_TOKENS_INF, FA_TOKENS_INF, 0, false};
-    if (!m->active) return band;
-    band.elements = m->has_elements;
-    switch (m->mode) {
-    case 0: band.pre = clamp_tokens(m->pre), band.next = clamp_tokens(m->next); break;
-    case 2: band.next = 0; break;
-    case 3: band.next = S2 - S1; break;
-    case 4: band.pre = clamp_tokens(m->pre) + S1 - S2, band.next = clamp_tokens(m->next) - S1 + S2; break;
-    case 5:
-    case 6: band.next = S2 - S1, band.prefix = fa_list_at(&m->prefix, b); break;
-    case 7: /* the band batch follows mode 4, the others mode 3 */
-    case 8: /* the band batch follows mode 4, the others mode 2 */
-        if (b == m->band_batch)
-            band.pre = clamp_tokens(m->pre) + S1 - S2, band.next = clamp_tokens(m->next) - S1 + S2;
-        else band.next = m->mode == 7 ? S2 - S1 : 0;
-        break;
-    default: break; /* mode 1: elements only */
-    }
-    return band;
+    const attn_band band = attn_band_of(&p->mask.rule, b, S1, S2);
+    return (fa_band){band.pre, band.next, band.prefix, p->mask.rule.active && p->mask.has_elements};
 }
 
 static bool element_masked(const fa_problem *p, int64_t b, int64_t h, int64_t i, int64_t j)

@@ -2,7 +2,8 @@
  * reference and the fast kernel.
  *
  * Per batch (lengths S1, S2) every mode reduces to a band in top-left
- * coordinates, a prefix and possibly the mask tensor's elements:
+ * coordinates, a prefix (attn_band_of, the rule FusedInferAttentionScore
+ * shares) and possibly the mask tensor's elements:
  *
  *   band_masked(i, j) = (j - i > next  or  i - j > pre)  and not  j < prefix
  *   masked(i, j)      = band_masked(i, j)  or  (elements and mask[b][h][i][j])
@@ -21,8 +22,6 @@
 #define ATTNOPS_FA_MASK_H
 
 #include "fa/fa_problem.h"
-
-#define FA_TOKENS_INF ((int64_t)1 << 60)
 
 typedef struct fa_band {
     int64_t pre, next;

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdbool.h>
 
+#include "attn/attn_problem.h"
 #include "core/core.h"
 
 typedef struct fa_view {
@@ -24,30 +25,13 @@ static inline char *fa_at(const fa_view *v, int64_t b, int64_t n, int64_t s, int
     return v->data + (b * v->sb + n * v->sn + s * v->ss + d * v->sd) * v->esize;
 }
 
-/* A rank-1 i32/i64 list the caller owns (cumulative lengths, prefix). */
-typedef struct fa_list {
-    const char *data;
-    attnops_dtype dtype;
-    int64_t stride;
-} fa_list;
-
-static inline int64_t fa_list_at(const fa_list *l, int64_t i)
-{
-    const char *at = l->data + i * l->stride * (int64_t)attnops_dtype_size(l->dtype);
-    return l->dtype == ATTNOPS_DTYPE_I32 ? *(const int32_t *)at : *(const int64_t *)at;
-}
-
 /* Masking of one call (spec 3).  Every sparse mode reduces, per batch, to a
  * band in top-left coordinates plus an optional prefix and an optional
  * element mask; see fa_mask.h. */
 typedef struct fa_mask_cfg {
-    bool active;            /* a mask tensor was given; without one nothing is masked */
-    int64_t mode;           /* sparse_mode */
-    int64_t pre, next;      /* pre_tokens / next_tokens as given */
+    attn_rule rule;         /* active: a mask tensor was given; without one nothing is masked */
     bool has_elements;      /* modes 0, 1, 5: the tensor's elements are read */
     fa_view elements;       /* [b][n][i][j] view of those elements (broadcast dims have stride 0) */
-    fa_list prefix;         /* modes 5/6: [B] */
-    int64_t band_batch;     /* modes 7/8: the batch that uses the band rule */
     bool skip_invalid_rows; /* fully masked rows get the sentinels (spec 1.1) */
 } fa_mask_cfg;
 
@@ -76,8 +60,8 @@ typedef struct fa_pse_cfg {
 typedef struct fa_drop_block {
     bool active;
     int64_t N1, head0;
-    fa_list seq_q, seq_kv;           /* [1] or cumulative [B] */
-    fa_list q0, kv0;                 /* [1] or [B]; count 0 = all zero */
+    attn_list seq_q, seq_kv;           /* [1] or cumulative [B] */
+    attn_list q0, kv0;                 /* [1] or [B]; count 0 = all zero */
     int64_t q0_count, kv0_count;
 } fa_drop_block;
 
@@ -88,7 +72,7 @@ typedef struct fa_problem {
     /* TND: batch b's query rows are [cu_q[b-1], cu_q[b]) of T1 (cu_q[-1] = 0);
      * its views are indexed with b = 0 and the global row. */
     bool varlen;
-    fa_list cu_q, cu_kv;
+    attn_list cu_q, cu_kv;
     int64_t T1, T2;
     bool stats_packed;               /* TND default stats layout: per batch [N1][S_b][8] blocks */
     attnops_dtype dtype;             /* q, k, v and dy */
@@ -117,11 +101,10 @@ typedef struct fa_problem {
     const uint8_t *drop_bits;        /* explicit drop_mask (spec 5.6), or NULL */
     int64_t drop_bits_stride;
     fa_drop_block drop_block;        /* the call is a block of a larger one (fa_dropout.h) */
-    /* Attention sinks: f32 [N1] (NULL: none), one extra logit per head in
-     * every row's softmax, m and l included (fa_sink_of); dsink [N1] (backward,
-     * may be NULL). */
-    const float *sink;
-    int64_t sink_stride;
+    /* Attention sinks: f32 [N1] (data NULL: none), one extra logit per head
+     * in every row's softmax, m and l included; dsink [N1] (backward, may be
+     * NULL). */
+    attn_sinks sink;
     float *dsink;
     int64_t dsink_stride;
     attnops_impl impl;
@@ -136,20 +119,20 @@ typedef struct fa_problem {
 static inline int64_t fa_q_len(const fa_problem *p, int64_t b)
 {
     if (!p->varlen) return p->S1;
-    return fa_list_at(&p->cu_q, b) - (b ? fa_list_at(&p->cu_q, b - 1) : 0);
+    return attn_list_at(&p->cu_q, b) - (b ? attn_list_at(&p->cu_q, b - 1) : 0);
 }
 static inline int64_t fa_kv_len(const fa_problem *p, int64_t b)
 {
     if (!p->varlen) return p->S2;
-    return fa_list_at(&p->cu_kv, b) - (b ? fa_list_at(&p->cu_kv, b - 1) : 0);
+    return attn_list_at(&p->cu_kv, b) - (b ? attn_list_at(&p->cu_kv, b - 1) : 0);
 }
 static inline int64_t fa_q_first(const fa_problem *p, int64_t b)
 {
-    return p->varlen && b ? fa_list_at(&p->cu_q, b - 1) : 0;
+    return p->varlen && b ? attn_list_at(&p->cu_q, b - 1) : 0;
 }
 static inline int64_t fa_kv_first(const fa_problem *p, int64_t b)
 {
-    return p->varlen && b ? fa_list_at(&p->cu_kv, b - 1) : 0;
+    return p->varlen && b ? attn_list_at(&p->cu_kv, b - 1) : 0;
 }
 
 /* Number of (b, h, i, j) score elements: B*N1*S1*S2, or N1 * sum S1_b*S2_b in TND. */
@@ -179,6 +162,11 @@ static inline bool fa_problem_is_empty(const fa_problem *p) { return p->B == 0 |
  * `out` is unspecified. */
 attnops_status fa_validate_fwd(const attnops_fa_fwd_args *args, const char *op, fa_problem *out);
 attnops_status fa_validate_bwd(const attnops_fa_bwd_args *args, const char *op, fa_problem *out);
+/* attention_out's and the statistics' shapes from the inputs' shapes alone
+ * (attnops_flash_attention_score_output_shapes, which has checked query,
+ * key and value with ao_check_shape_only). */
+attnops_status fa_output_shapes(const attnops_fa_params *p, const char *op, attnops_output_shape *out,
+                                attnops_output_shape *stats);
 
 /* A q/k/v-like tensor in a padded layout: checks its view and rank, and
  * gives (B, S, N, D) and its [b][n][s][d] view; `heads` splits the hidden
@@ -190,12 +178,6 @@ attnops_status fa_layout_view(const char *op, const char *name, const attnops_te
  * lists); T1/T2 < 0: the lists' last values define them. */
 attnops_status fa_derive_varlen(const char *op, const attnops_tensor *qlen, const attnops_tensor *kvlen, int64_t T1,
                                 int64_t T2, fa_problem *pr);
-
-/* Head h's sink logit, or -inf without sinks (exp(-inf - m) = 0 leaves m and l as they are). */
-static inline double fa_sink_of(const fa_problem *p, int64_t h)
-{
-    return p->sink ? (double)p->sink[h * p->sink_stride] : -INFINITY;
-}
 
 /* Sentinels CANN writes for a row that attends to nothing (spec 1.1). */
 #define FA_INVALID_ROW_MAX (-3.4028234663852886e38)

@@ -33,7 +33,7 @@ static double slope_of(const fa_pse_cfg *c, int64_t b, int64_t h) { return c->sl
  * is shifted (the 950 kernel zeroes the indices for the others, spec 3.4). */
 int64_t fa_pse_shift(const fa_problem *p, int64_t b)
 {
-    if (p->varlen && p->mask.active && p->mask.mode == 8 && b != 0) return 0;
+    if (p->varlen && p->mask.rule.active && p->mask.rule.mode == 8 && b != 0) return 0;
     return p->pse.kv_start - p->pse.q_start;
 }
 

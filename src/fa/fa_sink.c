@@ -18,7 +18,7 @@ void fa_sink_grad(const fa_problem *p)
     /* heads in parallel, each head's rows in (b, i) order: the same bits for any thread count */
 #pragma omp parallel for num_threads(p->team) schedule(static)
     for (int64_t h = 0; h < p->N1; h++) {
-        const double sink = fa_sink_of(p, h);
+        const double sink = attn_sink_of(&p->sink, h);
         double acc = 0.0;
         for (int64_t b = 0; b < p->B; b++) {
             const int64_t rows = fa_q_len(p, b), first = fa_q_first(p, b), vb = p->varlen ? 0 : b;

@@ -202,7 +202,7 @@ static attnops_status check_tokens(const char *op, const attnops_fa_params *p, c
         const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b);
         bool bad;
         if (mode == 0) bad = -pre > s2 || -next > s1 || pre + next <= 0;
-        else if (mode == 4 || ((mode == 7 || mode == 8) && b == pr->mask.band_batch))
+        else if (mode == 4 || ((mode == 7 || mode == 8) && b == pr->mask.rule.band_batch))
             bad = -pre > s1 || -next > s2 || pre + next <= 0;
         else continue;
         if (bad)
@@ -261,9 +261,9 @@ static bool prefix_falls_back(const char *op, const attnops_tensor *t, const fa_
 static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa_problem *pr)
 {
     fa_mask_cfg *m = &pr->mask;
-    m->mode = p->sparse_mode;
-    m->pre = p->pre_tokens;
-    m->next = p->next_tokens;
+    m->rule.mode = p->sparse_mode;
+    m->rule.pre = p->pre_tokens;
+    m->rule.next = p->next_tokens;
     const attnops_tensor *t = p->atten_mask;
     if (!t) { /* no mask tensor: nothing is masked, whatever the mode (as CANN) */
         m->skip_invalid_rows = p->inner_precise == 2;
@@ -279,15 +279,15 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
     const int64_t rows = t->shape[t->rank - 2], cols = t->shape[t->rank - 1];
     int64_t mode = p->sparse_mode;
     const int64_t S1 = pr->S1, S2 = pr->S2;
-    m->active = true;
+    m->rule.active = true;
     if (mode == 5 && !pr->varlen) {
         AO_TRY(check_prefix_dtype(op, p->prefix));
-        if (prefix_falls_back(op, p->prefix, pr)) mode = m->mode = 1;
+        if (prefix_falls_back(op, p->prefix, pr)) mode = m->rule.mode = 1;
     }
     /* Modes 7/8: the band batch is the last (7) / first (8) with query rows. */
-    m->band_batch = -1;
+    m->rule.band_batch = -1;
     for (int64_t b = 0; b < pr->B && (mode == 7 || mode == 8); b++)
-        if (fa_q_len(pr, b) != 0 && (mode == 7 || m->band_batch < 0)) m->band_batch = b;
+        if (fa_q_len(pr, b) != 0 && (mode == 7 || m->rule.band_batch < 0)) m->rule.band_batch = b;
     if (mode == 0 || mode == 1 || mode == 5) {
         bool lead_ok = t->rank == 2 || ((t->shape[0] == 1 || t->shape[0] == pr->B) &&
                                         (t->shape[1] == 1 || t->shape[1] == pr->N1) &&
@@ -332,7 +332,7 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
                                (long long)s2);
             zero_prefix |= v == 0;
         }
-        m->prefix = (fa_list){p->prefix->data, p->prefix->dtype, p->prefix->strides[0]};
+        m->rule.prefix = (attn_list){p->prefix->data, p->prefix->dtype, p->prefix->strides[0]};
     }
     /* The golden's conditions for the sentinel behaviour (spec 1.1); in TND
      * per batch (any batch meeting them selects it). */
@@ -340,7 +340,7 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
     const int64_t pre = ao_clamp_tokens(p->pre_tokens), next = ao_clamp_tokens(p->next_tokens);
     for (int64_t b = 0; b < (pr->varlen ? pr->B : 1); b++) {
         const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b);
-        const bool band = b == m->band_batch;
+        const bool band = b == m->rule.band_batch;
         switch (mode) {
         case 0: skip |= pr->varlen ? (pre < 0 || next < 0)
                                    : (pre < S1 || next < S2); break;
@@ -355,11 +355,16 @@ static attnops_status derive_mask(const char *op, const attnops_fa_params *p, fa
     return ATTNOPS_SUCCESS;
 }
 
+/* Sparse mode 2 or 3, or 0 / 4 with tokens that make it one (pre >= S1, next = 0). */
+static bool rule_is_causal(const attn_rule *r, int64_t S1)
+{
+    if (!r->active) return false;
+    return r->mode == 2 || r->mode == 3 || ((r->mode == 0 || r->mode == 4) && r->pre >= S1 && r->next == 0);
+}
+
 static bool mask_is_causal_square(const fa_problem *pr)
 {
-    const fa_mask_cfg *m = &pr->mask;
-    if (!m->active || pr->S1 != pr->S2) return false;
-    return m->mode == 2 || m->mode == 3 || ((m->mode == 0 || m->mode == 4) && m->pre >= pr->S1 && m->next == 0);
+    return pr->S1 == pr->S2 && rule_is_causal(&pr->mask.rule, pr->S1);
 }
 
 /* TND takes an external pse only in the compressed ALiBi form
@@ -382,10 +387,7 @@ static attnops_status derive_tnd_alibi(const char *op, const attnops_fa_params *
         return ao_fail(INVALID, "%s: pse has shape %s; with layout TND it must be [B or 1, N1, 1024, max S2] = [%lld, "
                        "%lld, 1024, %lld].", op, ao_shape_str(t, buf, sizeof buf), (long long)pr->B, (long long)pr->N1,
                        (long long)pr->S2);
-    const fa_mask_cfg *m = &pr->mask;
-    bool causal = m->active && (m->mode == 2 || m->mode == 3 || ((m->mode == 0 || m->mode == 4) && m->next == 0 &&
-                                                                 m->pre >= pr->S1));
-    if (!causal)
+    if (!rule_is_causal(&pr->mask.rule, pr->S1))
         return ao_fail(INVALID, "%s: the compressed ALiBi pse needs a causal mask (sparse_mode 2/3, or 0/4 with "
                        "pre_tokens >= S1 and next_tokens = 0).", op);
     for (int64_t b = 0; b < pr->B; b++)
@@ -418,14 +420,14 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
     AO_TRY(ao_check_view(op, "pse", t));
     if (pr->varlen) {
         if (p->pse_type == 0 || p->pse_type == 1) return derive_tnd_alibi(op, p, pr);
-        if (pr->mask.active && pr->mask.mode == 7)
+        if (pr->mask.rule.active && pr->mask.rule.mode == 7)
             return ao_fail(INVALID, "%s: sparse_mode 7 takes no pse.", op);
         for (int64_t b = 0; b < pr->B; b++) {
             const int64_t s1 = fa_q_len(pr, b), s2 = fa_kv_len(pr, b);
             if (s1 == 0 || s2 == 0)
                 return ao_fail(INVALID, "%s: batch %lld has an empty sequence (S1 = %lld, S2 = %lld); pse is not "
                                "allowed then.", op, (long long)b, (long long)s1, (long long)s2);
-            if (pr->mask.active && pr->mask.mode == 8 && s1 != s2)
+            if (pr->mask.rule.active && pr->mask.rule.mode == 8 && s1 != s2)
                 return ao_fail(INVALID, "%s: sparse_mode 8 with pse needs S1 = S2 in every batch; batch %lld has "
                                "%lld and %lld.", op, (long long)b, (long long)s1, (long long)s2);
         }
@@ -445,7 +447,7 @@ static attnops_status derive_pse(const char *op, const attnops_fa_params *p, fa_
         c->slope_sb = bn_form ? t->strides[0] : 0;
         c->slope_sn = bn_form ? t->strides[1] : t->strides[0];
         c->q_start = start_values[0], c->kv_start = start_values[1];
-        if (pr->varlen && pr->mask.active && pr->mask.mode == 8 && c->q_start != c->kv_start)
+        if (pr->varlen && pr->mask.rule.active && pr->mask.rule.mode == 8 && c->q_start != c->kv_start)
             return ao_fail(INVALID, "%s: sparse_mode 8 with pse needs S1 - S2 + q_start_idx - kv_start_idx = 0 in "
                            "batch 0; q_start_idx is %lld and kv_start_idx %lld.", op, (long long)c->q_start,
                            (long long)c->kv_start);
@@ -522,8 +524,8 @@ attnops_status fa_derive_varlen(const char *op, const attnops_tensor *qlen, cons
     pr->B = B;
     pr->T1 = T1, pr->T2 = T2;
     pr->S1 = max_len[0], pr->S2 = max_len[1];
-    pr->cu_q = (fa_list){qlen->data, qlen->dtype, qlen->strides[0]};
-    pr->cu_kv = (fa_list){kvlen->data, kvlen->dtype, kvlen->strides[0]};
+    pr->cu_q = (attn_list){qlen->data, qlen->dtype, qlen->strides[0]};
+    pr->cu_kv = (attn_list){kvlen->data, kvlen->dtype, kvlen->strides[0]};
     return ATTNOPS_SUCCESS;
 }
 
@@ -634,20 +636,20 @@ static attnops_status derive_dropout_block(const char *op, const attnops_fa_para
     const int64_t entries = pr->varlen ? p->actual_seq_qlen->shape[0] : 1;
     const int64_t batches = pr->varlen ? entries : pr->B;
     fa_drop_block *blk = &pr->drop_block;
-    fa_list *len_lists[2] = {&blk->seq_q, &blk->seq_kv}, *start_lists[2] = {&blk->q0, &blk->kv0};
+    attn_list *len_lists[2] = {&blk->seq_q, &blk->seq_kv}, *start_lists[2] = {&blk->q0, &blk->kv0};
     int64_t *start_counts[2] = {&blk->q0_count, &blk->kv0_count};
     for (int k = 0; k < 2; k++) {
         if (!lens[k])
             return ao_fail(NULLPTR, "%s: a dropout block (dropout_head_num %lld) needs '%s'.", op,
                            (long long)p->dropout_head_num, block_len_names[k]);
         AO_TRY(check_list(op, block_len_names[k], lens[k], entries, entries));
-        *len_lists[k] = (fa_list){lens[k]->data, lens[k]->dtype, lens[k]->strides[0]};
+        *len_lists[k] = (attn_list){lens[k]->data, lens[k]->dtype, lens[k]->strides[0]};
         if (!starts[k]) continue;
         AO_TRY(check_list(op, block_start_names[k], starts[k], 1, batches));
         if (starts[k]->shape[0] != 1 && starts[k]->shape[0] != batches)
             return ao_fail(INVALID, "%s: '%s' has %lld entries; it takes 1 (every batch) or %lld (one per batch).",
                            op, block_start_names[k], (long long)starts[k]->shape[0], (long long)batches);
-        *start_lists[k] = (fa_list){starts[k]->data, starts[k]->dtype, starts[k]->strides[0]};
+        *start_lists[k] = (attn_list){starts[k]->data, starts[k]->dtype, starts[k]->strides[0]};
         *start_counts[k] = starts[k]->shape[0];
     }
     AO_TRY(check_block_values(op, p, pr, entries));
@@ -754,7 +756,7 @@ static attnops_status derive_sink(const char *op, const attnops_fa_params *p, fa
     if (pr->fp8)
         return ao_fail(UNSUPPORTED, "%s: sink with FP8 inputs is not supported (the FP8 golden has no sink term).",
                        op);
-    pr->sink = p->sink->data, pr->sink_stride = p->sink->strides[0];
+    pr->sink = (attn_sinks){p->sink->data, ATTNOPS_DTYPE_F32, p->sink->strides[0]};
     return ATTNOPS_SUCCESS;
 }
 
@@ -898,6 +900,32 @@ static attnops_status check_stats(const char *op, const char *name, const attnop
     return ATTNOPS_SUCCESS;
 }
 
+attnops_status fa_output_shapes(const attnops_fa_params *p, const char *op, attnops_output_shape *out,
+                                attnops_output_shape *stats)
+{
+    const attnops_layout layout = p->input_layout;
+    const bool hidden = layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH;
+    layout_dims q, k, v;
+    AO_TRY(read_dims(op, "query", p->query, layout, hidden ? p->head_num : 0, 0, &q));
+    if (q.d == 0) return ao_fail(INVALID, "%s: the head dimension D of query is zero.", op);
+    AO_TRY(read_dims(op, "key", p->key, layout, 0, q.d, &k));
+    if (k.n == 0) return ao_fail(INVALID, "%s: key has 0 heads (N2 = 0).", op);
+    AO_TRY(read_dims(op, "value", p->value, layout, hidden ? k.n : 0, 0, &v));
+    const attnops_tensor *query = p->query;
+    memset(out, 0, sizeof *out), memset(stats, 0, sizeof *stats);
+    for (int d = 0; d + 1 < query->rank; d++) ao_out_query_dim(out, query, d);
+    ao_out_extent(out, hidden ? q.n * v.d : v.d);
+    if (layout == ATTNOPS_LAYOUT_TND) {
+        ao_out_query_dim(stats, query, 0), ao_out_extent(stats, q.n), ao_out_extent(stats, 8);
+        return ATTNOPS_SUCCESS;
+    }
+    const int b_dim = layout == ATTNOPS_LAYOUT_SBH ? 1 : 0;
+    const int s_dim = layout == ATTNOPS_LAYOUT_SBH ? 0 : layout == ATTNOPS_LAYOUT_BNSD ? 2 : 1;
+    ao_out_query_dim(stats, query, b_dim), ao_out_extent(stats, q.n);
+    ao_out_query_dim(stats, query, s_dim), ao_out_extent(stats, 8);
+    return ATTNOPS_SUCCESS;
+}
+
 attnops_status fa_validate_fwd(const attnops_fa_fwd_args *a, const char *op, fa_problem *pr)
 {
     memset(pr, 0, sizeof *pr);
@@ -961,7 +989,7 @@ attnops_status fa_validate_bwd(const attnops_fa_bwd_args *a, const char *op, fa_
     }
 
     if (a->dsink) {
-        if (!pr->sink) return ao_fail(INVALID, "%s: dsink is given but sink is not.", op);
+        if (!pr->sink.data) return ao_fail(INVALID, "%s: dsink is given but sink is not.", op);
         AO_TRY(check_head_vector(op, "dsink", a->dsink, pr));
         pr->dsink = a->dsink->data, pr->dsink_stride = a->dsink->strides[0];
     }

@@ -35,38 +35,19 @@ int64_t fia_kv_row0(const fia_problem *p, int64_t b)
     return p->kv_cumulative && b ? fia_int_at(p->kv_len, p->kv_len_dtype, (b - 1) * p->kv_len_stride) : 0;
 }
 
-/* Modes 0 (with a mask) and 4 keep a band of the diagonal, measured from
- * the top-left corner (mode 0) or the bottom-right one (mode 4: the
- * diagonal j = i + L2 - L1); modes 2 and 3 keep j <= i (+ L2 - L1). */
+/* The user mask's element, then the sparse mode's band (attn_band_of, the
+ * rule FlashAttention shares; inactive without a mask and in a decode step). */
 bool fia_kept(const fia_problem *p, int64_t b, int64_t i, int64_t j, int64_t L1, int64_t L2)
 {
-    if (p->mask == FIA_MASK_USER) {
-        const uint8_t m = *(const uint8_t *)(p->mask_data + b * p->mask_sb + i * p->mask_si + j * p->mask_sj);
-        if (m) return false;
-    }
-    if (p->decode) return true; /* tokens and modes do not apply to a decode step */
-    const int64_t shift = L2 - L1, delta = j - i;
-    switch (p->sparse_mode) {
-    case 0: return p->mask == FIA_MASK_NONE || (delta >= -p->pre_tokens && delta <= p->next_tokens);
-    case 1: return true;
-    case 2: return delta <= 0;
-    case 3: return delta <= shift;
-    default: return delta >= shift - p->pre_tokens && delta <= shift + p->next_tokens; /* 4 */
-    }
+    const attn_band band = attn_band_of(&p->rule, b, L1, L2);
+    return !fia_user_masked(p, b, i, j) && attn_band_keeps(&band, i, j);
 }
 
-bool fia_kept_band(const fia_problem *p, int64_t i, int64_t L1, int64_t L2, int64_t *lo, int64_t *hi)
+bool fia_kept_band(const fia_problem *p, int64_t b, int64_t i, int64_t L1, int64_t L2, int64_t *lo, int64_t *hi)
 {
     if (p->mask == FIA_MASK_USER) return false;
-    const int64_t shift = L2 - L1;
-    *lo = 0, *hi = L2 - 1; /* decode, modes 1 and 0 without a mask: every key */
-    if (p->decode) return true;
-    switch (p->sparse_mode) {
-    case 0: case 1: break;
-    case 2: *hi = i; break;
-    case 3: *hi = i + shift; break;
-    default: *lo = i + shift - p->pre_tokens, *hi = i + shift + p->next_tokens; break; /* 4 */
-    }
+    const attn_band band = attn_band_of(&p->rule, b, L1, L2);
+    *lo = i - band.pre, *hi = i + band.next;
     return true;
 }
 

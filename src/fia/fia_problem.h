@@ -12,6 +12,7 @@
 
 #include <math.h>
 
+#include "attn/attn_problem.h"
 #include "core/core.h"
 
 /* Element (b, n, s, d) of a contiguous q-like tensor: data + ((b sb + n sn
@@ -67,7 +68,8 @@ typedef struct fia_problem {
     bool decode;          /* S1 = 1: the incremental branch (masks per batch, tokens and modes unused) */
     bool paged;
     double scale;
-    int64_t sparse_mode, pre_tokens, next_tokens, inner_precise;
+    attn_rule rule; /* active: a prompt with a mask (a decode step keeps every key the mask leaves) */
+    int64_t inner_precise;
     bool lse_flag;
 
     fia_view q, k, v, qr, kr, out; /* qr, kr: data NULL without MLA */
@@ -100,13 +102,9 @@ typedef struct fia_problem {
 
     fia_quant kq, vq; /* int8 key/value */
 
-    /* Attention sinks (NULL: none): [N1] of sink_dtype, one extra logit per
-     * query head in every row's softmax (fia_sink_of) */
-    const char *sink;
-    attnops_dtype sink_dtype;
-    int64_t sink_stride;
+    attn_sinks sink; /* [N1] of any float dtype (data NULL: none) */
 
-    /* A FlashAttention forward run here (cpu/fa_short_query.c): every row's
+    /* A FlashAttention forward run here (attn/attn_plan.c): every row's
      * (max, sum) of the scaled scores also go to its statistics. */
     void (*row_stats)(const void *ctx, int64_t b, int64_t h, int64_t i, float max, float sum);
     const void *row_stats_ctx;
@@ -122,16 +120,14 @@ static inline int64_t fia_int_at(const char *data, attnops_dtype dt, int64_t i)
     return ((const int64_t *)(const void *)data)[i];
 }
 
-/* Head h's sink logit, or -inf without sinks (its term e^(-inf - m) is then 0). */
-static inline double fia_sink_of(const fia_problem *p, int64_t h)
-{
-    if (!p->sink) return -INFINITY;
-    return ao_load_f64(p->sink + h * p->sink_stride * (int64_t)attnops_dtype_size(p->sink_dtype), p->sink_dtype);
-}
-
 /* Validates everything (docs/FIA.md "Validation"); fills p.
  * Nothing is read from outputs or written. */
 attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_problem *p);
+/* attention_out's and softmax_lse's shapes from the inputs' shapes alone
+ * (attnops_fused_infer_attention_score_output_shapes, which has checked
+ * query, key and value with ao_check_shape_only). */
+attnops_status fia_output_shapes(const attnops_fia_args *a, const char *op, attnops_output_shape *out,
+                                 attnops_output_shape *lse);
 
 /* softmax_lse of query row `row` (TND: the token) of batch b, head h, when
  * the flag asks for it; and a row without keys (or a padded one): out 0,
@@ -165,13 +161,21 @@ static inline int64_t fia_kv_at(const fia_problem *p, const fia_view *v, int64_t
     return block * v->s_block + n2 * v->sn + (s % p->block_size) * v->ss;
 }
 
+/* Whether the user mask drops key j of query row i of batch b. */
+static inline bool fia_user_masked(const fia_problem *p, int64_t b, int64_t i, int64_t j)
+{
+    return p->mask == FIA_MASK_USER && *(const uint8_t *)(p->mask_data + b * p->mask_sb + i * p->mask_si +
+                                                          j * p->mask_sj) != 0;
+}
+
 /* Whether query row i of batch b keeps key j (i < act_q[b], j < act_kv[b]):
- * the mask, the sparse mode's rule and the tokens (fia_mask.c). */
+ * the mask, then the sparse mode's band (attn_band_of). */
 bool fia_kept(const fia_problem *p, int64_t b, int64_t i, int64_t j, int64_t L1, int64_t L2);
 /* The same rule as a band where no user mask applies: row i keeps exactly
- * the keys lo <= j <= hi (of 0 .. L2 - 1); false with a user mask (ask
- * fia_kept per key).  The fast kernel masks a tile's row in two runs. */
-bool fia_kept_band(const fia_problem *p, int64_t i, int64_t L1, int64_t L2, int64_t *lo, int64_t *hi);
+ * the keys lo <= j <= hi of 0 .. L2 - 1 (lo, hi may lie outside it); false
+ * with a user mask (ask fia_kept per key).  The fast kernel masks a tile's
+ * row in two runs. */
+bool fia_kept_band(const fia_problem *p, int64_t b, int64_t i, int64_t L1, int64_t L2, int64_t *lo, int64_t *hi);
 
 /* The dequantisation of an int8 key or value element (b, n2, s, d): its
  * scale and offset (1 and 0 for a float cache). */

@@ -39,12 +39,9 @@ static attnops_status check_left_out(const char *op, const attnops_fia_args *a)
     return ATTNOPS_SUCCESS;
 }
 
-static attnops_status check_attributes(const char *op, const attnops_fia_args *a)
+/* The layouts and the head count: what the output shapes need besides the tensors. */
+static attnops_status check_layouts(const char *op, const attnops_fia_args *a)
 {
-    if (a->impl != ATTNOPS_IMPL_AUTO && a->impl != ATTNOPS_IMPL_REFERENCE && a->impl != ATTNOPS_IMPL_CPU)
-        return ao_fail(INVALID, "%s: impl is %d; it must be AUTO, REFERENCE or CPU (no benchmark chain).", op,
-                       (int)a->impl);
-    if (a->num_threads < 0) return ao_fail(INVALID, "%s: num_threads is %d; it must be >= 0.", op, (int)a->num_threads);
     const attnops_layout l = a->input_layout;
     if (l != ATTNOPS_LAYOUT_BSH && l != ATTNOPS_LAYOUT_BSND && l != ATTNOPS_LAYOUT_BNSD && l != ATTNOPS_LAYOUT_TND)
         return ao_fail(INVALID, "%s: input_layout is %d (%s); it must be BSH, BSND, BNSD or TND.", op, (int)l,
@@ -56,6 +53,16 @@ static attnops_status check_attributes(const char *op, const attnops_fia_args *a
                        attnops_layout_name(l));
     if (a->num_heads < 1)
         return ao_fail(INVALID, "%s: num_heads is %lld; it must be >= 1.", op, (long long)a->num_heads);
+    return ATTNOPS_SUCCESS;
+}
+
+static attnops_status check_attributes(const char *op, const attnops_fia_args *a)
+{
+    if (a->impl != ATTNOPS_IMPL_AUTO && a->impl != ATTNOPS_IMPL_REFERENCE && a->impl != ATTNOPS_IMPL_CPU)
+        return ao_fail(INVALID, "%s: impl is %d; it must be AUTO, REFERENCE or CPU (no benchmark chain).", op,
+                       (int)a->impl);
+    if (a->num_threads < 0) return ao_fail(INVALID, "%s: num_threads is %d; it must be >= 0.", op, (int)a->num_threads);
+    AO_TRY(check_layouts(op, a));
     if (a->num_key_value_heads < 0)
         return ao_fail(INVALID, "%s: num_key_value_heads is %lld; it must be >= 0 (0: num_heads).", op,
                        (long long)a->num_key_value_heads);
@@ -239,17 +246,35 @@ static attnops_status check_kv_lengths(const char *op, fia_problem *p)
                            p->S2, p->paged ? "the block table's capacity" : "key's S");
 }
 
+/* Value's head dim Dv: the last extent, or of a rank-3 value [.., .., N2 Dv] beside key's [.., .., N2 D]
+ * (BSH, and a paged cache in that form), or D / c0 chunks of c0 in the NZ cache; 0 where the shape names
+ * none.  Paged: block_table given. */
+static int64_t value_head_dim(const attnops_fia_args *a, int64_t D)
+{
+    const attnops_tensor *k = a->key, *v = a->value;
+    const bool paged = a->block_table != NULL;
+    if (paged && v->rank == 5) return v->shape[2] * v->shape[4];
+    if (v->rank != 3 || (!paged && a->input_layout != ATTNOPS_LAYOUT_BSH)) return v->shape[v->rank - 1];
+    int64_t n2 = 0;
+    if (paged && k->rank >= 4) n2 = k->shape[1];
+    else if (k->rank == 3 && D > 0 && k->shape[2] % D == 0) n2 = k->shape[2] / D;
+    return n2 > 0 && v->shape[2] % n2 == 0 ? v->shape[2] / n2 : 0;
+}
+
+static attnops_status check_value_head_dim(const char *op, int64_t dv)
+{
+    if (dv < 1) return ao_fail(INVALID, "%s: value's head dim is %lld; it must be >= 1.", op, (long long)dv);
+    return ATTNOPS_SUCCESS;
+}
+
 static attnops_status check_kv(const char *op, const attnops_fia_args *a, fia_problem *p)
 {
     char buf[96];
     const attnops_tensor *k = a->key, *v = a->value;
     int64_t n2k, n2v, blocks_k = 0, blocks_v = 0;
     if (p->paged) {
-        const int64_t dv = v->rank == 4 ? v->shape[3] : v->rank == 5 ? v->shape[2] * v->shape[4] : 0;
         AO_TRY(paged_view_of(op, "key", k, p, p->D, &n2k, &blocks_k, &p->k));
-        /* value's head dim: rank 4 names it; rank 3 [.., .., N2 Dv] with key's N2 */
-        const bool hidden = v->rank == 3 && n2k > 0 && v->shape[2] % n2k == 0;
-        const int64_t vd = v->rank >= 4 ? dv : hidden ? v->shape[2] / n2k : 0;
+        const int64_t vd = value_head_dim(a, p->D);
         AO_TRY(paged_view_of(op, "value", v, p, vd, &n2v, &blocks_v, &p->v));
         if (v->rank != k->rank || blocks_v != blocks_k || n2v != n2k)
             return ao_fail(INVALID, "%s: paged value has shape %s; it must be key's but for the head dim.", op,
@@ -261,8 +286,7 @@ static attnops_status check_kv(const char *op, const attnops_fia_args *a, fia_pr
         if (kd.d != p->D)
             return ao_fail(INVALID, "%s: key's head dim is %lld but query's is %lld.", op, (long long)kd.d,
                            (long long)p->D);
-        const int64_t hidden_dv = p->layout == ATTNOPS_LAYOUT_BSH && v->rank == 3 && kd.n > 0 && v->shape[2] % kd.n == 0
-                                      ? v->shape[2] / kd.n : 0;
+        const int64_t hidden_dv = p->layout == ATTNOPS_LAYOUT_BSH && v->rank == 3 ? value_head_dim(a, p->D) : 0;
         AO_TRY(view_of(op, "value", v, p->layout, hidden_dv ? hidden_dv : p->D, &vd, &p->v));
         if (vd.b != kd.b || vd.n != kd.n || vd.s != kd.s)
             return ao_fail(INVALID, "%s: value has shape %s; it must be key's but for the head dim.", op,
@@ -272,7 +296,7 @@ static attnops_status check_kv(const char *op, const attnops_fia_args *a, fia_pr
         n2k = kd.n, p->Dv = vd.d, p->S2 = kd.s;
         blocks_k = 0;
     }
-    if (p->Dv < 1) return ao_fail(INVALID, "%s: value's head dim is %lld; it must be >= 1.", op, (long long)p->Dv);
+    AO_TRY(check_value_head_dim(op, p->Dv));
     const int64_t want_n2 = a->num_key_value_heads ? a->num_key_value_heads : p->N1;
     if (n2k != want_n2)
         return ao_fail(INVALID, "%s: key has %lld heads but num_key_value_heads is %lld (0 means num_heads = %lld).",
@@ -412,8 +436,7 @@ static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_
     const attnops_tensor *m = a->atten_mask;
     /* an empty mask stands for none only where none is allowed: a sparse mode that needs one still does */
     if (p->decode || a->sparse_mode == 0) m = unless_empty(op, "atten_mask", m, &warned);
-    p->sparse_mode = a->sparse_mode;
-    p->pre_tokens = ao_clamp_tokens(a->pre_tokens), p->next_tokens = ao_clamp_tokens(a->next_tokens);
+    p->rule = (attn_rule){.mode = a->sparse_mode, .pre = a->pre_tokens, .next = a->next_tokens};
     if (!p->decode && a->sparse_mode >= 1 && !m)
         return ao_fail(NULLPTR, "%s: sparse_mode %lld needs atten_mask.", op, (long long)a->sparse_mode);
     if (!p->decode && a->sparse_mode == 4 && a->pre_tokens < 0 && a->next_tokens < 0)
@@ -430,7 +453,7 @@ static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_
         if (!compressed)
             return ao_fail(INVALID, "%s: atten_mask has shape %s; sparse_mode %lld takes the compressed [2048, 2048] "
                            "lower-triangle tile.", op, ao_shape_str(m, buf, sizeof buf), (long long)a->sparse_mode);
-        p->mask = FIA_MASK_COMPRESSED;
+        p->mask = FIA_MASK_COMPRESSED, p->rule.active = true;
         return ATTNOPS_SUCCESS;
     }
     const int r = m->rank;
@@ -451,6 +474,7 @@ static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_
         p->mask_si = m->strides[r - 2], p->mask_sj = m->strides[r - 1];
     }
     p->mask = FIA_MASK_USER, p->mask_data = m->data;
+    p->rule.active = !p->decode; /* the tokens and modes are a prompt's */
     return ATTNOPS_SUCCESS;
 }
 
@@ -515,7 +539,7 @@ static attnops_status check_sink(const char *op, const attnops_fia_args *a, fia_
                        attnops_dtype_name(t->dtype));
     const int64_t shape[1] = {p->N1};
     AO_TRY(ao_check_shape(op, "learnable_sink", t, shape, 1, "[N1 = num_heads]: one logit per query head"));
-    p->sink = t->data, p->sink_dtype = t->dtype, p->sink_stride = t->strides[0];
+    p->sink = (attn_sinks){t->data, t->dtype, t->strides[0]};
     return ATTNOPS_SUCCESS;
 }
 
@@ -555,6 +579,33 @@ static attnops_status check_outputs(const char *op, const attnops_fia_args *a, f
     const attnops_tensor *outs[2] = {o, lse};
     const char *const names[2] = {"attention_out", "softmax_lse"};
     return ao_check_disjoint(op, outs, names, 2);
+}
+
+attnops_status fia_output_shapes(const attnops_fia_args *a, const char *op, attnops_output_shape *out,
+                                 attnops_output_shape *lse)
+{
+    AO_TRY(check_layouts(op, a));
+    fia_problem p;
+    memset(&p, 0, sizeof p);
+    AO_TRY(check_tensors(op, a, &p));
+    const int64_t dv = value_head_dim(a, p.D);
+    AO_TRY(check_value_head_dim(op, dv));
+    const attnops_tensor *q = a->query;
+    const int s_dim = p.layout == ATTNOPS_LAYOUT_BNSD ? 2 : 1;
+    memset(out, 0, sizeof *out), memset(lse, 0, sizeof *lse);
+    if (p.layout == ATTNOPS_LAYOUT_TND) {
+        ao_out_query_dim(out, q, 0), ao_out_extent(out, p.N1), ao_out_extent(out, dv);
+        ao_out_query_dim(lse, q, 0), ao_out_extent(lse, p.N1), ao_out_extent(lse, 1);
+        return ATTNOPS_SUCCESS;
+    }
+    ao_out_query_dim(out, q, 0);
+    if (p.out_layout == ATTNOPS_LAYOUT_BNSD) ao_out_extent(out, p.N1);
+    ao_out_query_dim(out, q, s_dim);
+    if (p.out_layout == ATTNOPS_LAYOUT_BSH) ao_out_extent(out, p.N1 * dv);
+    else if (p.out_layout == ATTNOPS_LAYOUT_BSND) ao_out_extent(out, p.N1), ao_out_extent(out, dv);
+    else ao_out_extent(out, dv);
+    ao_out_query_dim(lse, q, 0), ao_out_extent(lse, p.N1), ao_out_query_dim(lse, q, s_dim), ao_out_extent(lse, 1);
+    return ATTNOPS_SUCCESS;
 }
 
 attnops_status fia_validate(const attnops_fia_args *a, const char *op, fia_problem *p)

@@ -114,7 +114,7 @@ static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t
     if (slope) *slope = 0.0;
     /* the inactive mask and the absent pse tested here: they are the common case, and a call each per element
      * costs as much as the element's arithmetic */
-    if (p->mask.active && fa_is_masked(p, band, b, h, i, j)) return FA_MASK_FILL;
+    if (p->mask.rule.active && fa_is_masked(p, band, b, h, i, j)) return FA_MASK_FILL;
     double bias = p->pse.kind == FA_PSE_NONE ? 0.0 : R(p, fa_pse_value(p, b, h, i, j, S1, S2));
     raw = R(p, raw);
     if (p->softcap > 0.0) { /* the capped q.k term, then every bias in the units of the score */
@@ -131,7 +131,7 @@ static double score(const fa_problem *p, const fa_band *band, int64_t b, int64_t
  * (the golden's time at S = 8192 was as much these loops as its products). */
 static bool plain_scores(const fa_problem *p)
 {
-    return !p->mask.active && p->pse.kind == FA_PSE_NONE && !p->fp8 && !p->chain_round && p->softcap == 0.0;
+    return !p->mask.rule.active && p->pse.kind == FA_PSE_NONE && !p->fp8 && !p->chain_round && p->softcap == 0.0;
 }
 
 /* score() of a plain problem, the same operations: the absent bias is an
@@ -191,7 +191,7 @@ void fa_ref_forward_f64(const fa_problem *p, const double *q, const double *k, c
                         }
                     }
                 }
-                const double sink = fa_sink_of(p, h);
+                const double sink = attn_sink_of(&p->sink, h);
                 for (int64_t r = 0; r < rows; r++) { /* each row's exponentials and sum */
                     const int64_t row = qrow + i0 + r;
                     double *sr = s + r * S2;

@@ -75,7 +75,7 @@ static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, in
         }
         m = s[j] > m ? s[j] : m;
     }
-    const double sink = fia_sink_of(p, h); /* -inf without one: its term is 0 */
+    const double sink = attn_sink_of(&p->sink, h); /* -inf without one: its term is 0 */
     m = sink > m ? sink : m;
     for (int64_t d = 0; d < p->Dv; d++) acc[d] = 0.0;
     double sum = 0.0;
