@@ -1,20 +1,12 @@
-"""FlashAttentionScore(Grad) on numpy arrays (attnops.golden): output shapes and the C calls.
-
-Shapes (N1 query heads, N2 kv heads, layouts as in include/attnops.h):
-  BNSD q [B,N1,S1,D]  BSND q [B,S1,N1,D]  BSH q [B,S1,N1*D]  SBH q [S1,B,N1*D]
-  TND  q [T1,N1,D] with actual_seq_qlen / actual_seq_kvlen (cumulative, no leading 0)
-attention_out has q's shape with D -> Dv; softmax_max / softmax_sum are f32
-[B,N1,S1,8], in TND [T1,N1,8].  Used by the custom ops' real and fake
-implementations alike (python/attnops/ops.py), so both give the same shapes.
+"""FlashAttentionScore(Grad) on numpy arrays (attnops.golden): the C calls, their outputs shaped by the
+library (attnops_flash_attention_score_output_shapes: attention_out is q's shape with D -> Dv,
+softmax_max / softmax_sum f32 [B,N1,S1,8], in TND [T1,N1,8]; layouts as in include/attnops.h).
 """
+import ctypes
 import typing
 
 from . import _lib
 from ._views import Call
-
-
-def _hidden(layout):
-    return layout in ("BSH", "SBH")
 
 
 def check_layout(input_layout):
@@ -22,38 +14,16 @@ def check_layout(input_layout):
         raise ValueError(f"attnops: input_layout is {input_layout!r}; it must be one of {', '.join(_lib.LAYOUTS)}")
 
 
-def head_dims(query, key, value, head_num, input_layout):
-    """(D, Dv) of one head: read from the last dim, split by the head counts in BSH/SBH."""
+def output_shapes(query, key, value, head_num, input_layout):
+    """(attention_out's shape, softmax_max's and softmax_sum's) for inputs of these shapes: the library's rule
+    (attnops_flash_attention_score_output_shapes); query, key and value are anything with .shape."""
     check_layout(input_layout)
-    if not _hidden(input_layout):
-        return query.shape[-1], value.shape[-1]
-    if head_num <= 0 or query.shape[-1] % head_num:
-        raise ValueError(f"attnops: head_num {head_num} does not divide query's hidden size {query.shape[-1]}")
-    d = query.shape[-1] // head_num
-    if d == 0 or key.shape[-1] % d:
-        raise ValueError(f"attnops: key's hidden size {key.shape[-1]} is not a multiple of the head dim {d}")
-    n2 = key.shape[-1] // d
-    if n2 == 0 or value.shape[-1] % n2:
-        raise ValueError(f"attnops: value's hidden size {value.shape[-1]} is not a multiple of N2 = {n2}")
-    return d, value.shape[-1] // n2
-
-
-def out_shape(query, key, value, head_num, input_layout):
-    """attention_out's shape: query's with the head dim D replaced by Dv."""
-    if len(query.shape) == 0:
-        raise ValueError("attnops: query must have rank 3 or 4, got a scalar")
-    _, dv = head_dims(query, key, value, head_num, input_layout)
-    return (*query.shape[:-1], head_num * dv if _hidden(input_layout) else dv)
-
-
-def stat_shape(query, head_num, input_layout):
-    """softmax_max / softmax_sum: [B,N1,S1,8], in TND [T1,N1,8] (in either softmax_in_layout: "" holds
-    per-batch [N1,S_b,8] blocks, "same_as_input" is a true [T1,N1,8] array)."""
-    s = query.shape
-    if input_layout == "TND":
-        return (s[0], head_num, 8)
-    b, s1 = (s[1], s[0]) if input_layout == "SBH" else (s[0], s[2] if input_layout == "BNSD" else s[1])
-    return (b, head_num, s1, 8)
+    args = _lib.FaFwdArgs()
+    _lib.lib.attnops_fa_fwd_args_init(ctypes.byref(args))
+    views = [_lib.shape_only(x) for x in (query, key, value)]
+    args.p.query, args.p.key, args.p.value = (ctypes.addressof(t) for t in views)
+    args.p.head_num, args.p.input_layout = head_num, _lib.LAYOUTS.index(input_layout) + 1
+    return _lib.output_shapes("flash_attention_score", args)
 
 
 class DropoutBlock(typing.NamedTuple):
@@ -154,8 +124,9 @@ def forward_args(query, key, value, kw):
     args = _lib.FaFwdArgs()
     tensors = _params(call, args.p, query, kw)
     layout, n1, fp8 = kw["input_layout"], kw["head_num"], kw.get("fp8")
-    out = _output(call, out_shape(query, key, value, n1, layout), query, fp8)
-    smax = call.empty_f32(stat_shape(query, n1, layout))
+    out_shape, stat_shape = output_shapes(query, key, value, n1, layout)
+    out = _output(call, out_shape, query, fp8)
+    smax = call.empty_f32(stat_shape)
     ssum = call.empty(smax.shape, smax)
     call.bind(args, FWD_SLOTS, FWD_NAMES, (query, key, value, *tensors, smax, ssum, None, out))
     return call, args, (out, smax, ssum)

@@ -1,4 +1,4 @@
-"""FusedInferAttentionScore on numpy arrays (attnops.golden): the output shapes and the C call
+"""FusedInferAttentionScore on numpy arrays (attnops.golden): the C call, its outputs shaped by the library
 (include/attnops.h, docs/FIA.md).
 
 input_layout is CANN's string: BSH, BSND, BNSD, TND, or BNSD_BSND (BNSD in, BSND out).  The
@@ -22,32 +22,6 @@ def _layouts(input_layout):
     return _IN_LAYOUTS[input_layout]
 
 
-def output_shapes(query, key, value, input_layout, num_heads, paged):
-    """(attention_out shape, softmax_lse shape) of a call; the library checks the rest."""
-    lay_in, lay_out = _layouts(input_layout)
-    q = tuple(query.shape)
-    if lay_in == "BSH":
-        b, s1, d = q[0], q[1], q[2] // max(num_heads, 1)
-    elif lay_in == "BSND":
-        b, s1, d = q[0], q[1], q[3]
-    elif lay_in == "BNSD":
-        b, s1, d = q[0], q[2], q[3]
-    else:
-        b, s1, d = None, q[0], q[2]
-    k, v = tuple(key.shape), tuple(value.shape)
-    if paged and len(v) == 5:  # the NZ cache [blocks, N2, Dv / c0, block_size, c0]
-        dv = v[2] * v[4]
-    elif len(v) == 4 or (lay_in == "TND" and not paged):
-        dv = v[-1]
-    else:  # [.., N2 * Dv] beside key's [.., N2 * D]
-        n2 = max(k[-1] // d, 1) if d else 1
-        dv = v[-1] // n2
-    if lay_in == "TND":
-        return (q[0], num_heads, dv), (q[0], num_heads, 1)
-    out = {"BSH": (b, s1, num_heads * dv), "BSND": (b, s1, num_heads, dv), "BNSD": (b, num_heads, s1, dv)}[lay_out]
-    return out, (b, num_heads, s1, 1)
-
-
 def fused_infer_attention_score(query, key, value, **kw):
     """(attention_out, softmax_lse): new arrays, or the pair `out` given (op-plugin's .out form).
     softcap and alibi_slopes (f32 [N1] or [B, N1]) are attnops extensions (docs/FIA.md), and
@@ -56,6 +30,19 @@ def fused_infer_attention_score(query, key, value, **kw):
     _call, args, outputs = fia_args(query, key, value, **kw)
     _lib.run("fused_infer_attention_score", args)
     return outputs
+
+
+def output_shapes(query, key, value, input_layout="BSH", num_heads=1, block_table=None):
+    """(attention_out's shape, softmax_lse's with the flag on) for these numpy inputs: the library's rule
+    (attnops_fused_infer_attention_score_output_shapes), which reads their shapes and dtypes alone."""
+    lay_in, lay_out = _layouts(input_layout)
+    call, args = Call(), _lib.FiaArgs()
+    _lib.lib.attnops_fia_args_init(ctypes.byref(args))
+    for name, t in (("query", query), ("key", key), ("value", value), ("block_table", block_table)):
+        setattr(args, name, call.view(t, name))
+    args.num_heads = num_heads
+    args.input_layout, args.output_layout = _lib.LAYOUTS.index(lay_in) + 1, _lib.LAYOUTS.index(lay_out) + 1
+    return _lib.output_shapes("fused_infer_attention_score", args)
 
 
 def fia_args(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
@@ -96,7 +83,7 @@ def fia_args(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_l
         raise ValueError(f"attnops: impl is {impl!r}; it must be one of {', '.join(_lib.IMPL)}")
     args.impl, args.num_threads = _lib.IMPL[impl], num_threads
     if out is None:
-        out_shape, lse_shape = output_shapes(query, key, value, input_layout, num_heads, block_table is not None)
+        out_shape, lse_shape = _lib.output_shapes("fused_infer_attention_score", args)
         out = call.arrays.empty(out_shape, query), call.arrays.empty_f32(lse_shape if softmax_lse_flag else (1,))
     out, lse = out
     args.attention_out, args.softmax_lse = call.view(out, "attention_out"), call.view(lse, "softmax_lse")

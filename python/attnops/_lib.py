@@ -143,6 +143,7 @@ DropoutMaskArgs, KeyPoolArgs = STRUCTS["attnops_dropout_mask_args"], STRUCTS["at
 DropoutGenMaskArgs = STRUCTS["attnops_dropout_gen_mask_args"]
 AttnResFwdArgs, AttnResBwdArgs = STRUCTS["attnops_attn_res_fwd_args"], STRUCTS["attnops_attn_res_bwd_args"]
 FiaArgs, DtypeTraits = STRUCTS["attnops_fia_args"], STRUCTS["attnops_dtype_traits"]
+OutputShape = STRUCTS["attnops_output_shape"]
 
 # ---- functions --------------------------------------------------------------------
 
@@ -189,6 +190,27 @@ _declare("attnops_fp8_quantize_blocks", ctypes.c_int, ctypes.c_void_p, ctypes.c_
 _declare("attnops_key_pool_valid_rows", ctypes.c_int, ctypes.POINTER(KeyPoolArgs), ctypes.POINTER(ctypes.c_int64))
 _declare("attnops_key_pool_output_shape", ctypes.c_int, ctypes.POINTER(KeyPoolArgs), ctypes.POINTER(ctypes.c_int32),
          ctypes.POINTER(ctypes.c_int64))
+_declare("attnops_flash_attention_score_output_shapes", ctypes.c_int, ctypes.POINTER(FaFwdArgs),
+         ctypes.POINTER(OutputShape), ctypes.POINTER(OutputShape))
+_declare("attnops_fused_infer_attention_score_output_shapes", ctypes.c_int, ctypes.POINTER(FiaArgs),
+         ctypes.POINTER(OutputShape), ctypes.POINTER(OutputShape))
+
+
+def output_shapes(name, args):
+    """The two output shapes the library's attnops_<name>_output_shapes gives for args (its inputs' shapes)."""
+    shapes = (OutputShape(), OutputShape())
+    check(getattr(lib, f"attnops_{name}_output_shapes")(ctypes.byref(args), *map(ctypes.byref, shapes)))
+    return tuple(tuple(s.dims[i].extent for i in range(s.rank)) for s in shapes)
+
+
+def shape_only(x):
+    """An attnops_tensor of x's shape and no data (the output-shape queries read shapes alone; x: anything
+    with .shape, a numpy array or a torch tensor)."""
+    t = Tensor()
+    t.rank = len(x.shape)
+    for i, n in enumerate(x.shape):
+        t.shape[i] = n
+    return t
 
 
 # An array without elements may have no storage (address 0); the library

@@ -59,9 +59,9 @@ def _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvle
         q = [0, *actual_seq_qlen]
         kv = [0, *actual_seq_kvlen]
         return head_num * sum((q[i + 1] - q[i]) * (kv[i + 1] - kv[i]) for i in range(len(q) - 1))
-    s = _fa.stat_shape(query, head_num, input_layout)
-    s2 = _fa.stat_shape(key, 1, input_layout)[2]
-    return s[0] * head_num * s[2] * s2
+    b, _, s1, _ = _fa.output_shapes(query, key, key, head_num, input_layout)[1]
+    s2 = _fa.output_shapes(key, key, key, 1, input_layout)[1][2]  # key's rows: its own "query" statistics
+    return b * head_num * s1 * s2
 
 
 def _check_reserved(padding_mask, softmax_in=None):

@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -202,5 +203,75 @@ Workspace::Workspace(size_t bytes) {
 Workspace::~Workspace() { std::free(owned_); }
 
 CachedBuffer cached_workspace() { return {cached_buffer.get(), cached_bytes}; }
+
+// ---- output shapes ------------------------------------------------------------------------------
+template <class Int, class Ref> std::vector<Int> shape_on_query(const attnops_output_shape &s, Ref query) {
+    std::vector<Int> shape;
+    for (int32_t i = 0; i < s.rank; i++)
+        shape.push_back(s.dims[i].query_dim >= 0 ? Int(query[s.dims[i].query_dim]) : Int(s.dims[i].extent));
+    return shape;
+}
+
+std::vector<int64_t> on_query(const attnops_output_shape &s, at::IntArrayRef query) {
+    return shape_on_query<int64_t>(s, query);
+}
+
+std::vector<c10::SymInt> on_query(const attnops_output_shape &s, c10::SymIntArrayRef query) {
+    return shape_on_query<c10::SymInt>(s, query);
+}
+
+attnops_tensor MetaSizes::view(int input, const at::Tensor &t) const {
+    attnops_tensor v{};
+    v.dtype = dtype_of(t.scalar_type());
+    v.rank = static_cast<int32_t>(std::min<int64_t>(t.dim(), ATTNOPS_MAX_RANK + 1)); // too many: refused
+    c10::SymIntArrayRef sizes = t.sym_sizes();
+    for (int32_t d = 0; d < v.rank && d < ATTNOPS_MAX_RANK; d++) {
+        std::optional<int64_t> n = sizes[d].maybe_as_int();
+        const bool guard = std::find(guarded.begin(), guarded.end(), std::make_pair(input, d)) != guarded.end();
+        v.shape[d] = n ? *n : guard ? sizes[d].guard_int(__FILE__, __LINE__) : placeholder;
+    }
+    return v;
+}
+
+namespace {
+// The same dimensions from query and the same own extents (a placeholder moved none of them).
+bool same_shapes(const attnops_output_shape *a, const attnops_output_shape *b) {
+    for (int k = 0; k < 2; k++) {
+        if (a[k].rank != b[k].rank)
+            return false;
+        for (int32_t i = 0; i < a[k].rank; i++) {
+            const attnops_output_dim &x = a[k].dims[i], &y = b[k].dims[i];
+            if (x.query_dim != y.query_dim || (x.query_dim < 0 && x.extent != y.extent))
+                return false;
+        }
+    }
+    return true;
+}
+} // namespace
+
+std::array<std::vector<c10::SymInt>, 2> meta_output_shapes(const std::vector<at::Tensor> &inputs,
+                                                            const MetaShapeQuery &ask) {
+    std::vector<std::pair<int, int>> symbolic; // the guarding order: last dimensions first
+    for (int64_t back = 1; back <= ATTNOPS_MAX_RANK; back++)
+        for (size_t i = 0; i < inputs.size(); i++) {
+            const int64_t d = inputs[i].dim() - back;
+            if (d >= 0 && !inputs[i].sym_sizes()[d].maybe_as_int())
+                symbolic.emplace_back(static_cast<int>(i), static_cast<int>(d));
+        }
+    MetaSizes sizes{2, {}};
+    attnops_output_shape a[2], b[2];
+    for (size_t next = 0;; next++) {
+        sizes.placeholder = 2;
+        const attnops_status st = ask(sizes, a);
+        sizes.placeholder = 3;
+        if (st == ATTNOPS_SUCCESS && ask(sizes, b) == ATTNOPS_SUCCESS && same_shapes(a, b))
+            break;
+        if (next == symbolic.size()) // every symbolic size guarded: the library's own answer
+            raise_status(st);
+        sizes.guarded.push_back(symbolic[next]);
+    }
+    c10::SymIntArrayRef query = inputs[0].sym_sizes();
+    return {on_query(a[0], query), on_query(a[1], query)};
+}
 
 } // namespace attnops_torch

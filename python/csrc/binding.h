@@ -17,6 +17,7 @@
 #include <torch/library.h>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -178,5 +179,29 @@ void run_two_phase(attnops_status (*workspace_size)(const Args *, size_t *),
     if (status != ATTNOPS_SUCCESS)
         raise_status(status);
 }
+
+// ---- the library's output shapes (attnops.h, attnops_output_shape) on a framework's sizes -----------
+// The shape on query's sizes: query's dimensions stay query's (a SymInt keeps its symbol), the others are
+// the library's extents.
+std::vector<int64_t> on_query(const attnops_output_shape &s, at::IntArrayRef query);
+std::vector<c10::SymInt> on_query(const attnops_output_shape &s, c10::SymIntArrayRef query);
+
+// How a Meta kernel's output-shape query sizes its inputs' shape-only views (no data): a concrete size is
+// itself; a symbolic one is guarded to its value (the graph specialised to it) if listed in `guarded`
+// (input index, dimension), else `placeholder`.
+struct MetaSizes {
+    int64_t placeholder;
+    std::vector<std::pair<int, int>> guarded;
+    attnops_tensor view(int input, const at::Tensor &t) const;
+};
+
+// A Meta kernel's two output shapes: `ask(sizes, shapes)` makes the views of `inputs` (query first) with
+// `sizes`, fills the op's args and asks the library.  Symbolic sizes are asked with two placeholders; the
+// library's own extents must not move with them (they name query's sizes by reference), else symbolic
+// sizes are guarded one at a time, head dims first (the last dimensions, then the ones before), until
+// they do not: batch and sequence sizes stay symbolic.  A refusal raises.
+using MetaShapeQuery = std::function<attnops_status(const MetaSizes &sizes, attnops_output_shape *shapes)>;
+std::array<std::vector<c10::SymInt>, 2> meta_output_shapes(const std::vector<at::Tensor> &inputs,
+                                                            const MetaShapeQuery &ask);
 
 } // namespace attnops_torch

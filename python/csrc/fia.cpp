@@ -92,71 +92,37 @@ std::pair<attnops_layout, attnops_layout> layouts_of(const std::string &name) {
     return {layout, layout};
 }
 
-template <class Int> struct FiaShapes {
-    std::vector<Int> out, lse;
-};
-
-// The output shapes; the library checks everything else.
-template <class Int>
-FiaShapes<Int> fia_shapes(c10::ArrayRef<Int> q, c10::ArrayRef<Int> k, c10::ArrayRef<Int> v, const IValue *attrs) {
-    auto [in, out_layout] = layouts_of(attrs[kInputLayout].toStringRef());
-    int64_t n1 = attrs[kNumHeads].toInt();
-    bool paged = attrs[kBlockTable].isTensor();
-    size_t rank = in == ATTNOPS_LAYOUT_BSH || in == ATTNOPS_LAYOUT_TND ? 3 : 4;
-    if (q.size() != rank)
-        raise_value_error("attnops: query has rank " + std::to_string(q.size()) + "; layout " +
-                          attrs[kInputLayout].toStringRef() + " takes rank " + std::to_string(rank));
-    if (k.empty() || v.empty())
-        raise_value_error("attnops: key and value must have rank 3 or 4");
-    Int b = q[0], s1 = in == ATTNOPS_LAYOUT_BNSD ? q[2] : q[1];
-    Int d = in == ATTNOPS_LAYOUT_BSH ? q[2] / std::max<int64_t>(n1, 1) : q.back();
-    Int dv = v.back();
-    if (paged && v.size() == 5) { // the NZ cache [blocks, N2, Dv / c0, block_size, c0]
-        dv = v[2] * v[4];
-    } else if (!(v.size() == 4 || (in == ATTNOPS_LAYOUT_TND && !paged))) { // value [.., N2 * Dv] beside key's
-        Int n2 = d != 0 ? k.back() / d : Int(1);
-        if (n2 == 0)
-            n2 = 1;
-        dv = v.back() / n2;
-    }
-    FiaShapes<Int> s;
-    bool lse = attrs[kSoftmaxLseFlag].toBool();
-    if (in == ATTNOPS_LAYOUT_TND) {
-        s.out = {q[0], Int(n1), dv};
-        s.lse = {q[0], Int(n1), Int(1)};
-    } else {
-        if (out_layout == ATTNOPS_LAYOUT_BSH)
-            s.out = {b, s1, dv * n1};
-        else if (out_layout == ATTNOPS_LAYOUT_BSND)
-            s.out = {b, s1, Int(n1), dv};
-        else
-            s.out = {b, Int(n1), s1, dv};
-        s.lse = {b, Int(n1), s1, Int(1)};
-    }
-    if (!lse)
-        s.lse = {Int(1)};
-    return s;
-}
-
-void fia_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kArgs);
-    const IValue *attrs = args + 3;
-    const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
-    FiaShapes<int64_t> shapes = fia_shapes(q.sizes(), k.sizes(), v.sizes(), attrs);
-    at::Tensor out = new_output(shapes.out, q.scalar_type());
-    at::Tensor lse = new_output(shapes.lse, at::kFloat);
-
-    attnops_fia_args a;
+// The args' inputs and attributes (no output): what the call and the output-shape query read.
+void fill_inputs(attnops_fia_args &a, Views &views, const IValue *args) {
     attnops_fia_args_init(&a);
-    Views views;
-    a.query = views.of(q, "query");
-    a.key = views.of(k, "key");
-    a.value = views.of(v, "value");
+    a.query = views.of(args[0].toTensor(), "query");
+    a.key = views.of(args[1].toTensor(), "key");
+    a.value = views.of(args[2].toTensor(), "value");
+    const IValue *attrs = args + 3;
     for (size_t i = 0; i < kNumAttrs; i++)
         kFiaAttrs[i].fill(a, views, attrs[i]);
     auto layouts = layouts_of(attrs[kInputLayout].toStringRef());
     a.input_layout = layouts.first;
     a.output_layout = layouts.second;
+}
+
+// softmax_lse without the flag: one element (op-plugin's placeholder), whatever the library's shape.
+template <class Int> std::vector<Int> lse_shape(std::vector<Int> &&shape, const IValue *args) {
+    return args[3 + kSoftmaxLseFlag].toBool() ? std::move(shape) : std::vector<Int>{Int(1)};
+}
+
+void fia_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
+    const IValue *args = &*(stack->end() - kArgs);
+    const at::Tensor &q = args[0].toTensor();
+    attnops_fia_args a;
+    Views views;
+    fill_inputs(a, views, args);
+    attnops_output_shape shapes[2];
+    const attnops_status st = attnops_fused_infer_attention_score_output_shapes(&a, &shapes[0], &shapes[1]);
+    if (st != ATTNOPS_SUCCESS)
+        raise_status(st);
+    at::Tensor out = new_output(on_query(shapes[0], q.sizes()), q.scalar_type());
+    at::Tensor lse = new_output(lse_shape(on_query(shapes[1], q.sizes()), args), at::kFloat);
     a.num_threads = num_threads();
     a.attention_out = views.of(out, "attention_out");
     a.softmax_lse = views.of(lse, "softmax_lse");
@@ -169,10 +135,23 @@ void fia_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
 void fia_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kArgs);
     const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
-    FiaShapes<c10::SymInt> shapes = fia_shapes(q.sym_sizes(), k.sym_sizes(), v.sym_sizes(), args + 3);
+    const IValue &table = args[3 + kBlockTable];
+    auto shapes = meta_output_shapes({q, k, v}, [&](const MetaSizes &sizes, attnops_output_shape *out) {
+        attnops_tensor views[3] = {sizes.view(0, q), sizes.view(1, k), sizes.view(2, v)};
+        attnops_tensor no_table{}; // paged: only its presence counts (the shape query reads none of it)
+        attnops_fia_args a;
+        attnops_fia_args_init(&a);
+        a.query = &views[0], a.key = &views[1], a.value = &views[2];
+        if (table.isTensor())
+            a.block_table = &no_table;
+        a.num_heads = args[3 + kNumHeads].toInt();
+        auto layouts = layouts_of(args[3 + kInputLayout].toStringRef());
+        a.input_layout = layouts.first, a.output_layout = layouts.second;
+        return attnops_fused_infer_attention_score_output_shapes(&a, &out[0], &out[1]);
+    });
     at::TensorOptions meta = q.options().device(at::kMeta);
-    at::Tensor out = at::empty_symint(shapes.out, meta);
-    at::Tensor lse = at::empty_symint(shapes.lse, meta.dtype(at::kFloat));
+    at::Tensor out = at::empty_symint(shapes[0], meta);
+    at::Tensor lse = at::empty_symint(lse_shape(std::move(shapes[1]), args), meta.dtype(at::kFloat));
     torch::jit::drop(*stack, kArgs);
     torch::jit::push(*stack, std::move(out), std::move(lse));
 }

@@ -255,51 +255,6 @@ std::string npu_layout(const IValue &v) {
     return layout;
 }
 
-// ---- shapes (the CPU kernels' and the Meta kernels', on ints or SymInts) ----------------------
-template <class Int> struct FaShapes {
-    std::vector<Int> out, stat;
-};
-
-template <class Int>
-FaShapes<Int> fa_shapes(c10::ArrayRef<Int> q, c10::ArrayRef<Int> k, c10::ArrayRef<Int> v, int64_t head_num,
-                        const std::string &input_layout) {
-    attnops_layout layout = layout_of(input_layout);
-    bool hidden = layout == ATTNOPS_LAYOUT_BSH || layout == ATTNOPS_LAYOUT_SBH;
-    size_t rank = layout == ATTNOPS_LAYOUT_BNSD || layout == ATTNOPS_LAYOUT_BSND ? 4 : 3;
-    const char *names[] = {"query", "key", "value"};
-    c10::ArrayRef<Int> shapes[] = {q, k, v};
-    for (int i = 0; i < 3; i++)
-        if (shapes[i].size() != rank)
-            raise_value_error(std::string("attnops: ") + names[i] + " has rank " + std::to_string(shapes[i].size()) +
-                              "; layout " + input_layout + " takes rank " + std::to_string(rank));
-    Int dv = v.back();
-    if (hidden) {
-        if (head_num <= 0 || q.back() % head_num != 0)
-            raise_value_error("attnops: head_num " + std::to_string(head_num) +
-                              " does not divide query's hidden size " + c10::str(q.back()));
-        Int d = q.back() / head_num;
-        if (d == 0 || k.back() % d != 0)
-            raise_value_error("attnops: key's hidden size " + c10::str(k.back()) +
-                              " is not a multiple of the head dim " + c10::str(d));
-        Int n2 = k.back() / d;
-        if (n2 == 0 || v.back() % n2 != 0)
-            raise_value_error("attnops: value's hidden size " + c10::str(v.back()) + " is not a multiple of N2 = " +
-                              c10::str(n2));
-        dv = v.back() / n2 * head_num;
-    }
-    FaShapes<Int> s;
-    s.out.assign(q.begin(), q.end());
-    s.out.back() = dv;
-    if (layout == ATTNOPS_LAYOUT_TND) {
-        s.stat = {q[0], Int(head_num), Int(8)};
-    } else {
-        Int b = layout == ATTNOPS_LAYOUT_SBH ? q[1] : q[0];
-        Int s1 = layout == ATTNOPS_LAYOUT_SBH ? q[0] : layout == ATTNOPS_LAYOUT_BNSD ? q[2] : q[1];
-        s.stat = {b, Int(head_num), s1, Int(8)};
-    }
-    return s;
-}
-
 // ---- flash-attn's arguments ---------------------------------------------------------------
 // flash_attn_forward / flash_attn_backward: flash_attn_func's common call (no dropout, no ALiBi) with
 // flash-attn's few arguments.  torch parses a call's schema argument by argument, and
@@ -348,14 +303,9 @@ void push_outputs(torch::jit::Stack *stack, FaOutputs &&o) {
 // The forward of `nargs` arguments on top of the stack (query, key, value first), dropped from it;
 // fill sets the params from them.
 template <class Fill>
-FaOutputs forward_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, const std::string &layout, Fill fill) {
+FaOutputs forward_run(torch::jit::Stack *stack, size_t nargs, Fill fill) {
     const IValue *args = &*(stack->end() - nargs);
     const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
-    FaShapes<int64_t> shapes = fa_shapes(q.sizes(), k.sizes(), v.sizes(), head_num, layout);
-    at::Tensor out = new_output(shapes.out, q.scalar_type());
-    at::Tensor smax = new_output(shapes.stat, at::kFloat);
-    at::Tensor ssum = new_output(shapes.stat, at::kFloat);
-
     attnops_fa_fwd_args a;
     attnops_fa_fwd_args_init(&a);
     Views views;
@@ -363,6 +313,13 @@ FaOutputs forward_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, 
     a.p.key = views.of(k, "key");
     a.p.value = views.of(v, "value");
     fill(a.p, views, args);
+    attnops_output_shape shapes[2];
+    const attnops_status st = attnops_flash_attention_score_output_shapes(&a, &shapes[0], &shapes[1]);
+    if (st != ATTNOPS_SUCCESS)
+        raise_status(st);
+    at::Tensor out = new_output(on_query(shapes[0], q.sizes()), q.scalar_type());
+    at::Tensor smax = new_output(on_query(shapes[1], q.sizes()), at::kFloat);
+    at::Tensor ssum = new_output(on_query(shapes[1], q.sizes()), at::kFloat);
     a.attention_out = views.of(out, "attention_out");
     a.softmax_max = views.of(smax, "softmax_max");
     a.softmax_sum = views.of(ssum, "softmax_sum");
@@ -375,18 +332,23 @@ FaOutputs forward_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, 
 FaOutputs forward_meta_run(torch::jit::Stack *stack, size_t nargs, int64_t head_num, const std::string &layout) {
     const IValue *args = &*(stack->end() - nargs);
     const at::Tensor &q = args[0].toTensor(), &k = args[1].toTensor(), &v = args[2].toTensor();
-    FaShapes<c10::SymInt> shapes = fa_shapes(q.sym_sizes(), k.sym_sizes(), v.sym_sizes(), head_num, layout);
+    auto shapes = meta_output_shapes({q, k, v}, [&](const MetaSizes &sizes, attnops_output_shape *out) {
+        attnops_tensor views[3] = {sizes.view(0, q), sizes.view(1, k), sizes.view(2, v)};
+        attnops_fa_fwd_args a;
+        attnops_fa_fwd_args_init(&a);
+        a.p.query = &views[0], a.p.key = &views[1], a.p.value = &views[2];
+        a.p.head_num = head_num, a.p.input_layout = layout_of(layout);
+        return attnops_flash_attention_score_output_shapes(&a, &out[0], &out[1]);
+    });
     at::TensorOptions meta = q.options().device(at::kMeta);
-    FaOutputs o = {at::empty_symint(shapes.out, meta), at::empty_symint(shapes.stat, meta.dtype(at::kFloat)),
-                   at::empty_symint(shapes.stat, meta.dtype(at::kFloat))};
+    FaOutputs o = {at::empty_symint(shapes[0], meta), at::empty_symint(shapes[1], meta.dtype(at::kFloat)),
+                   at::empty_symint(shapes[1], meta.dtype(at::kFloat))};
     torch::jit::drop(*stack, nargs);
     return o;
 }
 
 void forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kFwdArgs);
-    push_outputs(stack, forward_run(stack, kFwdArgs, args[3].toInt(), args[4].toStringRef(),
-                                    [](attnops_fa_params &p, Views &views, const IValue *a) {
+    push_outputs(stack, forward_run(stack, kFwdArgs, [](attnops_fa_params &p, Views &views, const IValue *a) {
                                         fill_params(p, views, a + kFwdTensors);
                                     }));
 }
@@ -397,9 +359,7 @@ void forward_meta(const c10::OperatorHandle &, torch::jit::Stack *stack) {
 }
 
 void flash_attn_forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
-    const IValue *args = &*(stack->end() - kFlashAttnFwdArgs);
-    push_outputs(stack, forward_run(stack, kFlashAttnFwdArgs, flash_attn_heads(args[0].toTensor()), "BSND",
-                                    [](attnops_fa_params &p, Views &, const IValue *a) {
+    push_outputs(stack, forward_run(stack, kFlashAttnFwdArgs, [](attnops_fa_params &p, Views &, const IValue *a) {
                                         fill_flash_attn_params(p, a[0].toTensor(), a + kFwdTensors);
                                     }));
 }
@@ -481,8 +441,7 @@ void push_npu_outputs(torch::jit::Stack *stack, FaOutputs &&o, const NpuTail &t,
 void npu_forward_cpu(const c10::OperatorHandle &, torch::jit::Stack *stack) {
     const IValue *args = &*(stack->end() - kNpuFwdArgs);
     NpuTail t = npu_tail(args);
-    FaOutputs o = forward_run(stack, kNpuFwdArgs, t.numels.head_num, t.numels.layout,
-                              [&t](attnops_fa_params &p, Views &views, const IValue *a) {
+    FaOutputs o = forward_run(stack, kNpuFwdArgs, [&t](attnops_fa_params &p, Views &views, const IValue *a) {
                                   fill_attrs(p, views, a + kFwdTensors, kNpuAttrs, t.numels.layout);
                               });
     push_npu_outputs(stack, std::move(o), t, t.numels.of(t.q.sizes(), t.k.sizes()));

@@ -45,6 +45,14 @@ static const field tensor_fields[] = {
     F(attnops_tensor, shape, "q"), F(attnops_tensor, strides, "q"),
 };
 
+static const field output_dim_fields[] = {
+    F(attnops_output_dim, query_dim, "i"), F(attnops_output_dim, extent, "q"),
+};
+
+static const field output_shape_fields[] = {
+    F(attnops_output_shape, rank, "i"), F(attnops_output_shape, dims, "attnops_output_dim"),
+};
+
 static const field dtype_traits_fields[] = {
     F(attnops_dtype_traits, name, "z"),     F(attnops_dtype_traits, cann_name, "z"),
     F(attnops_dtype_traits, torch_name, "z"), F(attnops_dtype_traits, size, "Q"),
@@ -175,6 +183,8 @@ static const field cmp_verdict_fields[] = {
 
 static const layout layouts[] = {
     LAYOUT(attnops_tensor, tensor_fields),
+    LAYOUT(attnops_output_dim, output_dim_fields),
+    LAYOUT(attnops_output_shape, output_shape_fields),
     LAYOUT(attnops_dtype_traits, dtype_traits_fields),
     LAYOUT(attnops_fa_params, fa_params_fields),
     LAYOUT(attnops_fa_fwd_args, fa_fwd_args_fields),

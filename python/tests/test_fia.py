@@ -415,8 +415,12 @@ def _refused(words, status, q, k, v, **kw):
     """The library's refusal, through the numpy binding into outputs given (NaN before, NaN after)."""
     np_kw = {name: t.numpy() if isinstance(t, torch.Tensor) else t for name, t in kw.items()}
     qn, kn, vn = (t.numpy() for t in (q, k, v))
-    out = np.full(_fia.output_shapes(qn, kn, vn, kw.get("input_layout", "BSH"), kw.get("num_heads", 1),
-                                     kw.get("block_table") is not None)[0], math.nan, dtype=qn.dtype)
+    try:
+        shape = _fia.output_shapes(qn, kn, vn, kw.get("input_layout", "BSH"), kw.get("num_heads", 1),
+                                   np_kw.get("block_table"))[0]
+    except _lib.AttnopsError:  # inputs whose shapes the library refuses: the call refuses them before any output
+        shape = (1,)
+    out = np.full(shape, math.nan, dtype=qn.dtype)
     lse = np.full((1,), math.nan, np.float32)
     with pytest.raises(_lib.AttnopsError) as exc:
         _fia.fused_infer_attention_score(qn, kn, vn, out=(out, lse), **np_kw)

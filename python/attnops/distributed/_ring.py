@@ -241,8 +241,9 @@ def _finish_stats(row_max, row_sum):
 def _ring_forward(plan, q, k, v):
     """(out in q's dtype, softmax_max, softmax_sum) of the local queries against every rank's keys."""
     n = plan.head_num
-    stat = _fa.stat_shape(q, n, plan.layout)[:-1]
-    out = torch.zeros(_fa.out_shape(q, k, v, n, plan.layout), dtype=torch.float32)
+    out_shape, stat_shape = _fa.output_shapes(q, k, v, n, plan.layout)
+    stat = stat_shape[:-1]
+    out = torch.zeros(out_shape, dtype=torch.float32)
     acc = (out, torch.full(stat, -_FLT_MAX), torch.zeros(stat))  # a row that sees no key keeps out = 0
     ring, kv = plan.ring, (k.contiguous(), v.contiguous())
     for step in range(ring.world_size):
