@@ -22,7 +22,7 @@ import torch
 
 import numpy as np
 
-from . import _dropout, _fa, _kp_ar, _npu_rng, _npu_shim, _schema
+from . import _dropout, _kp_ar, _npu_rng, _npu_shim, _schema
 from . import ops
 from ._lib import INT32_MAX
 from ._npu_shim import install, set_soc, soc, uninstall  # noqa: F401
@@ -53,15 +53,19 @@ def _npu_dropout_gen_mask(self, size, p, seed, offset, parallel=True, sync=False
                                                       _GEN_MASK_DTYPES.get(self.dtype, "float32")))
 
 
+# The batch and sequence dimensions of a padded layout (include/attnops.h).
+_BATCH_SEQ_DIMS = {"BNSD": (0, 2), "BSND": (0, 1), "BSH": (0, 1), "SBH": (1, 0)}
+
+
 def _numels(query, head_num, input_layout, key, actual_seq_qlen, actual_seq_kvlen):
     """B*N1*S1*S2, or in TND N1 * sum S1_b * S2_b (the length of the dropout stream)."""
     if input_layout == "TND":
         q = [0, *actual_seq_qlen]
         kv = [0, *actual_seq_kvlen]
         return head_num * sum((q[i + 1] - q[i]) * (kv[i + 1] - kv[i]) for i in range(len(q) - 1))
-    b, _, s1, _ = _fa.output_shapes(query, key, key, head_num, input_layout)[1]
-    s2 = _fa.output_shapes(key, key, key, 1, input_layout)[1][2]  # key's rows: its own "query" statistics
-    return b * head_num * s1 * s2
+    # plain shape arithmetic (no library call): it runs inside torch.compile's graphs, dropout included
+    b_dim, s_dim = _BATCH_SEQ_DIMS[input_layout]
+    return query.shape[b_dim] * head_num * query.shape[s_dim] * key.shape[s_dim]
 
 
 def _check_reserved(padding_mask, softmax_in=None):

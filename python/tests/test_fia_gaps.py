@@ -231,8 +231,8 @@ def _prompt(s1, s2, g=1, layout="BSND", dtype=torch.bfloat16, seed=140):
 ])
 def test_route_to_flash_attention_threshold(s1, g, mode, s2, routed):
     """The planner (src/attn/attn_plan.c, fia_fits_tiled): a dense or causal prompt over a contiguous float cache
-    goes to the FlashAttention forward when S1 G > FIA_MQ (64) and, in mode 3, S2 >= S1 (every row keeps a key); S1 G = 64
-    stays on the split-KV kernel's tile GEMMs, as do mode 3 with S2 < S1 (rows without keys: FA's statistics
+    goes to the FlashAttention forward when S1 G > FIA_MQ (64) and, in mode 3, S2 >= S1 (every row keeps a key);
+    S1 G = 64 stays on the split-KV kernel's tile GEMMs, as do mode 3 with S2 < S1 (rows without keys: FA's statistics
     are no lse) and mode 4.  Each side against the oracle, and the side taken asserted by the bits (FA's output
     exactly, or not).  Catches an off-by-one in the row threshold or the S2 >= S1 rule, or a mode let through."""
     q, k, v, kw = _prompt(s1, s2, g)
