@@ -654,7 +654,7 @@ typedef struct attnops_fia_args {
     /* query's dtype, [B|1, N1, S1', S2'] (S1' >= S1, S2' >= S2; paged: S2' >=
      * block_table's columns * block_size), indexed [b|0][h][i][j] */
     const attnops_tensor *pse_shift;
-    /* bool/u8/i8, 1 = masked: prompt [S1,S2], [B|1,S1,S2], [B|1,1,S1,S2]
+    /* bool/u8/i8 (nonzero = masked): prompt [S1,S2], [B|1,S1,S2], [B|1,1,S1,S2]
      * (modes 0, 1; trailing dims may be padded up); decode [B,S2], [B,1,S2],
      * [B,1,1,S2]; modes 2/3/4: the compressed 2048x2048 lower-triangle tile */
     const attnops_tensor *atten_mask;

@@ -194,13 +194,13 @@ static bool check_refusal(void)
 }
 
 /* A refused extension: its status, the words its sentence holds, nothing written. */
-static void refused(fia_case *c, const char *what, const char *w1, const char *w2)
+static void refused(fia_case *c, attnops_status want, const char *what, const char *w1, const char *w2)
 {
     tu_tensor_poison(&c->out, 0x5A), tu_tensor_poison(&c->lse, 0x5A);
     const attnops_status st = attnops_fused_infer_attention_score(&c->args, NULL, 0);
     const char *msg = attnops_last_error();
-    TU_CHECK(st == ATTNOPS_ERR_PARAM_INVALID && strstr(msg, "FusedInferAttentionScore: ") == msg &&
-             strstr(msg, w1) && strstr(msg, w2), "%s: status %d, \"%s\"", what, (int)st, msg);
+    TU_CHECK(st == want && strstr(msg, "FusedInferAttentionScore: ") == msg && strstr(msg, w1) && strstr(msg, w2),
+             "%s: status %d, \"%s\"", what, (int)st, msg);
     TU_CHECK(tu_tensor_untouched(&c->out, 0x5A) && tu_tensor_untouched(&c->lse, 0x5A), "%s: an output written",
              what);
 }
@@ -209,6 +209,7 @@ static void refused(fia_case *c, const char *what, const char *w1, const char *w
 static bool check_extension_refusals(void)
 {
     const int before = tu_failures;
+    const attnops_status INV = ATTNOPS_ERR_PARAM_INVALID, NUL = ATTNOPS_ERR_NULLPTR;
     for (int prompt = 0; prompt < 2; prompt++) { /* the decode branch, then the prompt one */
         fia_case c;
         fia_case_init(&c, &CASES[prompt ? 10 : 9].spec, 11); /* with alibi [B, N1] */
@@ -216,25 +217,25 @@ static bool check_extension_refusals(void)
         const char *const words[3] = {"softcap is -1", "softcap is nan", "softcap is 1e+300"};
         for (int i = 0; i < 3; i++) {
             c.args.softcap = caps[i];
-            refused(&c, words[i], words[i], "0 (off) or positive");
+            refused(&c, INV, words[i], words[i], "0 (off) or positive");
         }
         c.args.softcap = 0.5;
         const attnops_tensor good = c.slopes.view;
         attnops_tensor bad = good;
         bad.dtype = ATTNOPS_DTYPE_F16;
         c.args.alibi_slopes = &bad;
-        refused(&c, "f16 slopes", "'alibi_slopes' has dtype f16", "must be f32");
+        refused(&c, INV, "f16 slopes", "'alibi_slopes' has dtype f16", "must be f32");
         bad = good, bad.shape[0] = 1; /* [1, N1] with B = 2 */
-        refused(&c, "slopes [1, N1]", "alibi_slopes has shape [1, 4]", "[N1 = 4] or [B = 2, N1]");
+        refused(&c, INV, "slopes [1, N1]", "alibi_slopes has shape [1, 4]", "[N1 = 4] or [B = 2, N1]");
         bad = good, bad.rank = 1, bad.shape[0] = 5, bad.strides[0] = 1;
-        refused(&c, "slopes [5]", "alibi_slopes has shape [5]", "[N1 = 4] or [B = 2, N1]");
+        refused(&c, INV, "slopes [5]", "alibi_slopes has shape [5]", "[N1 = 4] or [B = 2, N1]");
         c.args.alibi_slopes = &good;
         c.args.alibi_rule = 1;
-        refused(&c, "alibi_rule 1", "alibi_rule is 1", "0 (bottom-right), 2 or 3");
+        refused(&c, INV, "alibi_rule 1", "alibi_rule is 1", "0 (bottom-right), 2 or 3");
         c.args.alibi_rule = ATTNOPS_ALIBI_START_IDX, c.args.alibi_kv_start_idx = (1 << 20) + 1;
-        refused(&c, "start indices 2^20 + 1 apart", "alibi_kv_start_idx 1048577", "at most 2^20");
+        refused(&c, INV, "start indices 2^20 + 1 apart", "alibi_kv_start_idx 1048577", "at most 2^20");
         c.args.alibi_kv_start_idx = 0, c.args.alibi_slopes = NULL;
-        refused(&c, "CANN's rule, no slopes", "alibi_rule is 2 but alibi_slopes is NULL", "needs the slopes");
+        refused(&c, NUL, "CANN's rule, no slopes", "alibi_rule is 2 but alibi_slopes is NULL", "needs the slopes");
         c.args.alibi_slopes = &good, c.args.alibi_rule = ATTNOPS_ALIBI_BOTTOM_RIGHT;
         TU_CHECK(fia_case_run(&c, ATTNOPS_IMPL_CPU, 1) == ATTNOPS_SUCCESS, "the same case, valid: %s",
                  attnops_last_error());

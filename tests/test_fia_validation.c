@@ -329,8 +329,10 @@ static const char *const SITE_FILE[3] = {"src/fia/fia_validate.c", "src/fia/fia_
     /* lengths_of */                                                                                              \
     X(KV_LENGTHS_F32, DEC, VALIDATE, INV, "actual_seq_lengths_kv", "must be int64 or int32; got f32", CALL,       \
       TENSOR(SEQ_KV, F32, 2))                                                                                     \
-    X(KV_LENGTHS_EMPTY, DEC, VALIDATE, INV, "actual_seq_lengths_kv", "has 0 values; it takes one (for every "     \
-      "batch) or at least B = 2", CALL, TENSOR(SEQ_KV, I64, 0))                                                   \
+    X(KV_LENGTHS_EMPTY, DEC, VALIDATE, INV, "actual_seq_lengths_kv", "has shape [0]; it takes one value (for "    \
+      "every batch) or a list of at least B = 2", CALL, TENSOR(SEQ_KV, I64, 0))                                   \
+    X(KV_LENGTHS_RANK_2, DEC, ALSO, INV, "actual_seq_lengths_kv", "has shape [2, 1]; it takes one value", CALL,   \
+      TENSOR(SEQ_KV, I64, 2, 1))                                                                                  \
     /* check_cumulative */                                                                                        \
     X(TND_Q_LENGTHS_DECREASING, TND, VALIDATE, INV, "actual_seq_lengths", "actual_seq_lengths[1] = 7 is below "   \
       "the value before it (8)", CALL, LIST(SEQ_Q, I64, 8, 7))                                                    \
@@ -408,7 +410,7 @@ static const char *const SITE_FILE[3] = {"src/fia/fia_validate.c", "src/fia/fia_
     X(SPARSE_MODE_4_BOTH_NEGATIVE, PRM, VALIDATE, INV, "pre_tokens", "sparse_mode 4 with pre_tokens = -1 and "    \
       "next_tokens = -1; they may not both be negative", CALL, COMPRESSED_MASK, PARAM(sparse_mode, 4),            \
       PARAM(pre_tokens, -1), PARAM(next_tokens, -1))                                                              \
-    X(MASK_F32, PRM, VALIDATE, INV, "atten_mask", "atten_mask must be bool or uint8; got f32", CALL,              \
+    X(MASK_F32, PRM, VALIDATE, INV, "atten_mask", "atten_mask must be bool, uint8 or int8; got f32", CALL,        \
       TENSOR(MASK, F32, 5, 7))                                                                                    \
     X(SPARSE_MODE_2_FULL_MASK, PRM, VALIDATE, INV, "atten_mask", "atten_mask has shape [5, 7]; sparse_mode 2 "    \
       "takes the compressed [2048, 2048]", CALL, TENSOR(MASK, BOOL, 5, 7), PARAM(sparse_mode, 2))                 \
@@ -424,7 +426,7 @@ static const char *const SITE_FILE[3] = {"src/fia/fia_validate.c", "src/fia/fia_
     /* check_alibi */                                                                                             \
     X(ALIBI_RULE_1, PRM, VALIDATE, INV, "alibi_rule", "alibi_rule is 1; it must be 0 (bottom-right), 2 or 3",     \
       CALL, PARAM(alibi_rule, 1))                                                                                 \
-    X(ALIBI_RULE_2_NO_SLOPES, PRM, VALIDATE, INV, "alibi_slopes", "alibi_rule is 2 but alibi_slopes is NULL",     \
+    X(ALIBI_RULE_2_NO_SLOPES, PRM, VALIDATE, NUL, "alibi_slopes", "alibi_rule is 2 but alibi_slopes is NULL",     \
       CALL, PARAM(alibi_rule, ATTNOPS_ALIBI_START_IDX))                                                           \
     X(ALIBI_Q_START_BEYOND_INT32, PRM, VALIDATE, INV, "alibi_q_start_idx", "alibi_q_start_idx is 2147483648 and " \
       "alibi_kv_start_idx 0; each must fit int32", CALL, TENSOR(SLOPES, F32, 4),                                  \

@@ -459,7 +459,7 @@ def test_invalid_arguments_are_refused_and_nothing_written():
     _refused(["softcap is -0.5"], inv, qp, kp, vp, softcap=-0.5, **base)
     _refused(["alibi_rule is 1", "0 (bottom-right), 2 or 3"], inv, q, k, v, alibi_slopes=torch.ones(4), alibi_rule=1,
              **base)
-    _refused(["alibi_rule is 2 but alibi_slopes is NULL"], inv, q, k, v, alibi_rule=2, **base)
+    _refused(["alibi_rule is 2 but alibi_slopes is NULL"], _lib.ERR_NULLPTR, q, k, v, alibi_rule=2, **base)
     _refused(["alibi_kv_start_idx 1048577", "2^20"], inv, q, k, v, alibi_slopes=torch.ones(4), alibi_rule=3,
              alibi_kv_start_idx=1 << 20 | 1, **base)
 

@@ -22,6 +22,10 @@ INT32_MAX = 2147483647
 CAUSAL = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
 
 
+# (query dtype, mask dtype, padding of the mask's last dim): every mask dtype CANN takes
+MASK_DTYPES = [(torch.bfloat16, torch.bool, 0), (torch.float32, torch.uint8, 5), (torch.float16, torch.int8, 0)]
+
+
 def _batch_masks(shape, seed, dtype):
     """A random mask whose density differs per batch (dim 0), so no two batches share their content."""
     g = torch.Generator().manual_seed(seed)
@@ -49,7 +53,7 @@ def _capacity(kw, s2):
 @pytest.mark.parametrize("mode,pre,nxt", [(0, INT32_MAX, INT32_MAX), (0, 4, 1), (1, 0, 0)])
 @pytest.mark.parametrize("s1", [3, 9])
 @pytest.mark.parametrize("paged", [False, True])
-@pytest.mark.parametrize("dtype,mask_dtype,pad", [(torch.bfloat16, torch.bool, 0), (torch.float32, torch.uint8, 5)])
+@pytest.mark.parametrize("dtype,mask_dtype,pad", MASK_DTYPES)
 def test_prompt_mask_differs_per_batch(mode, pre, nxt, s1, paged, dtype, mask_dtype, pad):
     """A rank-3 prompt mask [B, S1, S2'] (exact, or wider than S2: its row stride is not S2) whose content
     differs per batch, over two key tiles, with per-batch lengths; 3 rows of G = 2 take the few-row kernels,

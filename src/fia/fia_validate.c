@@ -169,9 +169,10 @@ static attnops_status lengths_of(const char *op, const char *name, const attnops
 {
     if (t->dtype != ATTNOPS_DTYPE_I64 && t->dtype != ATTNOPS_DTYPE_I32)
         return ao_fail(INVALID, "%s: %s must be int64 or int32; got %s.", op, name, attnops_dtype_name(t->dtype));
+    char buf[96];
     if (t->rank != 1 || t->shape[0] < 1 || (t->shape[0] != 1 && t->shape[0] < count))
-        return ao_fail(INVALID, "%s: %s has %lld values; it takes one (for every batch) or at least B = %lld.", op,
-                       name, (long long)(t->rank == 1 ? t->shape[0] : -1), (long long)count);
+        return ao_fail(INVALID, "%s: %s has shape %s; it takes one value (for every batch) or a list of at least B = "
+                       "%lld.", op, name, ao_shape_str(t, buf, sizeof buf), (long long)count);
     *data = t->data, *dt = t->dtype;
     *stride = t->shape[0] == 1 ? 0 : t->strides[0];
     return ATTNOPS_SUCCESS;
@@ -444,8 +445,9 @@ static attnops_status check_mask(const char *op, const attnops_fia_args *a, fia_
                        "negative.", op, (long long)a->pre_tokens, (long long)a->next_tokens);
     if (!m) return ATTNOPS_SUCCESS;
     char buf[96];
-    if (m->dtype != ATTNOPS_DTYPE_BOOL && m->dtype != ATTNOPS_DTYPE_U8)
-        return ao_fail(INVALID, "%s: atten_mask must be bool or uint8; got %s.", op, attnops_dtype_name(m->dtype));
+    if (m->dtype != ATTNOPS_DTYPE_BOOL && m->dtype != ATTNOPS_DTYPE_U8 && m->dtype != ATTNOPS_DTYPE_I8)
+        return ao_fail(INVALID, "%s: atten_mask must be bool, uint8 or int8; got %s.", op,
+                       attnops_dtype_name(m->dtype));
     bool compressed = m->rank >= 2 && m->rank <= 4 && m->shape[m->rank - 1] == 2048 && m->shape[m->rank - 2] == 2048;
     for (int i = 0; compressed && i < m->rank - 2; i++) compressed = m->shape[i] == 1;
     if (a->sparse_mode >= 2 && p->decode && compressed) return ATTNOPS_SUCCESS; /* CANN ignores the mode there */
@@ -504,8 +506,8 @@ static attnops_status check_alibi(const char *op, const attnops_fia_args *a, fia
     if (rule != ATTNOPS_ALIBI_BOTTOM_RIGHT && rule != ATTNOPS_ALIBI_START_IDX && rule != ATTNOPS_ALIBI_START_IDX_SQRT)
         return ao_fail(INVALID, "%s: alibi_rule is %d; it must be 0 (bottom-right), 2 or 3 (CANN's pseType).", op,
                        (int)rule);
-    if (rule != ATTNOPS_ALIBI_BOTTOM_RIGHT && !t)
-        return ao_fail(INVALID, "%s: alibi_rule is %d but alibi_slopes is NULL; CANN's inner ALiBi needs the "
+    if (rule != ATTNOPS_ALIBI_BOTTOM_RIGHT && !t) /* a missing tensor: 161001, as sparse_mode without a mask */
+        return ao_fail(NULLPTR, "%s: alibi_rule is %d but alibi_slopes is NULL; CANN's inner ALiBi needs the "
                        "slopes.", op, (int)rule);
     const int64_t qs = a->alibi_q_start_idx, ks = a->alibi_kv_start_idx;
     if (qs < INT32_MIN || qs > INT32_MAX || ks < INT32_MIN || ks > INT32_MAX || ks - qs > (1 << 20) ||
