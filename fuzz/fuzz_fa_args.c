@@ -277,6 +277,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_poison(&pool, first_output);
         FZ_TWO_PHASE(attnops_flash_attention_score_workspace_size, attnops_flash_attention_score, &a, st, skipped);
         if (!skipped) fz_check_status("FlashAttention", st, &pool, first_output);
+        if (st == ATTNOPS_SUCCESS) {
+            attnops_output_shape out, stats;
+            const attnops_status shapes = attnops_flash_attention_score_output_shapes(&a, &out, &stats);
+            fz_check_output_shape("FlashAttention", "attention_out", shapes, &out, a.attention_out, a.p.query);
+            fz_check_output_shape("FlashAttention", "softmax_max", shapes, &stats, a.softmax_max, a.p.query);
+        }
         if (st == ATTNOPS_SUCCESS && !skipped && in_range(&p) && fz_any_nonfinite(&a.attention_out, 1)) {
             const attnops_tensor *answer = NULL;
             if (p.impl != ATTNOPS_IMPL_REFERENCE) {

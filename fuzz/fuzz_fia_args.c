@@ -152,6 +152,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_TWO_PHASE(attnops_fused_infer_attention_score_workspace_size, attnops_fused_infer_attention_score, &a, st,
                      skipped);
         if (!skipped) fz_check_status("FusedInferAttentionScore", st, &pool, first_output);
+        if (st == ATTNOPS_SUCCESS) {
+            attnops_output_shape out, lse;
+            st = attnops_fused_infer_attention_score_output_shapes(&a, &out, &lse);
+            fz_check_output_shape("FusedInferAttentionScore", "attention_out", st, &out, a.attention_out, a.query);
+            if (a.softmax_lse_flag)
+                fz_check_output_shape("FusedInferAttentionScore", "softmax_lse", st, &lse, a.softmax_lse, a.query);
+        }
     }
     fz_pool_free(&pool);
     return 0;

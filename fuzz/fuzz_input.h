@@ -340,6 +340,22 @@ static inline void fz_check_status(const char *op, attnops_status st, const fz_p
         fprintf(stderr, "%s: failed (%s) but wrote an output\n", op, why), abort();
 }
 
+/* After an accepted call: the output-shape query (attnops.h, attnops_output_shape) succeeded with status
+ * `st` and gave `t`'s shape, each dimension it takes from query holding query's extent. */
+static inline void fz_check_output_shape(const char *op, const char *name, attnops_status st,
+                                         const attnops_output_shape *s, const attnops_tensor *t,
+                                         const attnops_tensor *query)
+{
+    if (st != ATTNOPS_SUCCESS)
+        fprintf(stderr, "%s: the call accepts its args, the shape query refuses them: %s\n", op,
+                attnops_last_error()), abort();
+    bool same = s->rank == t->rank;
+    for (int i = 0; same && i < s->rank; i++)
+        same = s->dims[i].extent == t->shape[i] &&
+               (s->dims[i].query_dim < 0 || query->shape[s->dims[i].query_dim] == s->dims[i].extent);
+    if (!same) fprintf(stderr, "%s: the shape query's %s differs from the one the call accepted\n", op, name), abort();
+}
+
 /* The workspace query `query(args, &bytes)`, then `run(args, ws, bytes)`
  * with an exactly sized workspace, the status in `st`; `skipped` (and no
  * run) when the workspace is too large for a fuzzing run, which proves
