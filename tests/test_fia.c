@@ -264,11 +264,12 @@ static bool check_kept_band(void)
                                          .next = tokens[t][1]};
                     p.mask = mode >= 2 ? FIA_MASK_COMPRESSED : FIA_MASK_NONE;
                     const int64_t L1 = decode ? 1 : lengths[n][0], L2 = lengths[n][1];
+                    const attn_band band = attn_band_of(&p.rule, 0, L1, L2);
                     for (int64_t i = 0; i < L1; i++) {
                         int64_t lo, hi;
                         TU_CHECK(fia_kept_band(&p, 0, i, L1, L2, &lo, &hi), "mode %d: no band", mode);
                         for (int64_t j = 0; j < L2; j++)
-                            TU_CHECK((lo <= j && j <= hi) == fia_kept(&p, 0, i, j, L1, L2),
+                            TU_CHECK((lo <= j && j <= hi) == fia_kept(&p, &band, 0, i, j),
                                      "decode %d mode %d tokens (%lld, %lld) L1 %lld L2 %lld: row %lld key %lld", decode,
                                      mode, (long long)p.rule.pre, (long long)p.rule.next, (long long)L1,
                                      (long long)L2, (long long)i, (long long)j);

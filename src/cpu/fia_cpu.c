@@ -350,7 +350,7 @@ static void mask_row(const fia_problem *p, const fia_item *x, int64_t i, int64_t
     if (!fia_kept_band(p, x->b, i, x->L1, x->L2, &lo, &hi)) { /* a user mask: key by key, the band's rule once */
         const attn_band band = attn_band_of(&p->rule, x->b, x->L1, x->L2);
         for (int64_t c = 0; c < kc; c++) {
-            if (!fia_user_masked(p, x->b, i, j0 + c) && attn_band_keeps(&band, i, j0 + c)) *any = 1.0f;
+            if (fia_kept(p, &band, x->b, i, j0 + c)) *any = 1.0f;
             else row[c] = -FLT_MAX;
         }
         return;

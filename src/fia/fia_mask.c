@@ -35,14 +35,6 @@ int64_t fia_kv_row0(const fia_problem *p, int64_t b)
     return p->kv_cumulative && b ? fia_int_at(p->kv_len, p->kv_len_dtype, (b - 1) * p->kv_len_stride) : 0;
 }
 
-/* The user mask's element, then the sparse mode's band (attn_band_of, the
- * rule FlashAttention shares; inactive without a mask and in a decode step). */
-bool fia_kept(const fia_problem *p, int64_t b, int64_t i, int64_t j, int64_t L1, int64_t L2)
-{
-    const attn_band band = attn_band_of(&p->rule, b, L1, L2);
-    return !fia_user_masked(p, b, i, j) && attn_band_keeps(&band, i, j);
-}
-
 bool fia_kept_band(const fia_problem *p, int64_t b, int64_t i, int64_t L1, int64_t L2, int64_t *lo, int64_t *hi)
 {
     if (p->mask == FIA_MASK_USER) return false;

@@ -169,8 +169,12 @@ static inline bool fia_user_masked(const fia_problem *p, int64_t b, int64_t i, i
 }
 
 /* Whether query row i of batch b keeps key j (i < act_q[b], j < act_kv[b]):
- * the mask, then the sparse mode's band (attn_band_of). */
-bool fia_kept(const fia_problem *p, int64_t b, int64_t i, int64_t j, int64_t L1, int64_t L2);
+ * the user mask, then the sparse mode's band of the batch, `band` =
+ * attn_band_of(&p->rule, b, L1, L2), made once per batch by the caller. */
+static inline bool fia_kept(const fia_problem *p, const attn_band *band, int64_t b, int64_t i, int64_t j)
+{
+    return !fia_user_masked(p, b, i, j) && attn_band_keeps(band, i, j);
+}
 /* The same rule as a band where no user mask applies: row i keeps exactly
  * the keys lo <= j <= hi of 0 .. L2 - 1 (lo, hi may lie outside it); false
  * with a user mask (ask fia_kept per key).  The fast kernel masks a tile's

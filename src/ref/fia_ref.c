@@ -57,10 +57,11 @@ static void attend_row(const fia_problem *p, int64_t b, int64_t h, int64_t i, in
 {
     const int64_t n2 = h / p->G, q_row = fia_q_row0(p, b) + i, kv0 = fia_kv_row0(p, b);
     const int64_t qa = fia_q_at(&p->q, b, h, q_row), qra = p->qr.data ? fia_q_at(&p->qr, b, h, q_row) : 0;
+    const attn_band band = attn_band_of(&p->rule, b, L1, L2);
     double m = -INFINITY;
     for (int64_t j = 0; j < L2; j++) {
         s[j] = -INFINITY;
-        if (!fia_kept(p, b, i, j, L1, L2)) continue;
+        if (!fia_kept(p, &band, b, i, j)) continue;
         static const fia_quant none = {0};
         double qk = dot(&p->q, qa, &p->k, &p->kq, fia_kv_at(p, &p->k, b, n2, kv0, j), b, n2, j, p->D);
         if (p->qr.data) qk += dot(&p->qr, qra, &p->kr, &none, fia_kv_at(p, &p->kr, b, n2, kv0, j), b, n2, j, p->Dr);
